@@ -1,0 +1,26 @@
+"""Named errors. The CLI turns each into one line on stderr and exit code 2."""
+from __future__ import annotations
+
+
+class EvalcoreError(Exception):
+    """Base class: a problem the user can fix; message names the file, line or field."""
+
+
+class InputError(EvalcoreError):
+    """An input file (corpus, questions, ood) is missing or malformed."""
+
+
+class ConfigError(EvalcoreError):
+    """An unknown strategy, retriever, metric or option value."""
+
+
+class ModelError(EvalcoreError):
+    """The embedding or cross-encoder model cannot be loaded, or vectors of two models were mixed."""
+
+
+class StoreError(EvalcoreError):
+    """The run store cannot be opened, or a run id is unknown or not comparable."""
+
+
+class RunInterrupted(EvalcoreError):
+    """A run was cancelled or interrupted before it completed."""

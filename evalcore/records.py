@@ -1,0 +1,173 @@
+"""Small typed records shared by every layer.
+
+Offsets are Unicode code point offsets into a document's canonical text, half-open
+``[start, end)`` (SPEC section 1). Field names follow the field: ``doc_id``,
+``query_id``, ``chunk_id``, ``run_id``.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One extracted document: canonical text plus the stamp of the extractor that made it."""
+
+    doc_id: str
+    title: str
+    source_type: str
+    text: str
+    extractor: str
+    extractor_version: str
+    path: str = ""
+
+    @property
+    def sections(self) -> int:
+        """Number of ``## `` section headings."""
+        return sum(1 for line in self.text.split("\n") if line.startswith("## "))
+
+
+@dataclass(frozen=True, slots=True)
+class FailedDocument:
+    """A document that could not be read or extracted, with the reason."""
+
+    doc_id: str
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """The documents of one corpus; failed ones are kept beside, never dropped silently."""
+
+    root: str
+    documents: tuple[Document, ...]
+    failed: tuple[FailedDocument, ...] = ()
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over ids, extractor stamps and canonical texts, in id order."""
+        h = hashlib.sha256()
+        for d in sorted(self.documents, key=lambda d: d.doc_id):
+            for part in (d.doc_id, d.extractor, d.extractor_version, d.text):
+                h.update(part.encode("utf-8"))
+                h.update(b"\0")
+        return h.hexdigest()
+
+    @property
+    def characters(self) -> int:
+        return sum(len(d.text) for d in self.documents)
+
+    def by_id(self) -> dict[str, Document]:
+        return {d.doc_id: d for d in self.documents}
+
+
+@dataclass(frozen=True, slots=True)
+class Strategy:
+    """A chunking strategy made of three independent ingredients (SPEC section 3)."""
+
+    name: str
+    boundaries: bool
+    header: bool
+    overlap: int = 0
+    size: int = 512
+
+    def describe(self) -> str:
+        parts = ["boundaries" if self.boundaries else "blind"]
+        if self.header:
+            parts.append("header")
+        if self.overlap:
+            parts.append(f"overlap {self.overlap}")
+        return "+".join(parts) + f" ({self.size} chars)"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk of one document.
+
+    ``text`` is what is embedded and searched (header + overlap + content);
+    ``content`` = canonical[start:end] is what is quoted back to users;
+    the evidence range ``[evidence_start, end)`` is the document range ``text`` holds.
+    ``header`` is the header line prefix of ``text`` ("" when the strategy has none).
+    """
+
+    doc_id: str
+    section: str
+    text: str
+    content: str
+    start: int
+    end: int
+    evidence_start: int
+    header: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One in-domain query as read from questions.jsonl (needle not yet resolved)."""
+
+    query_id: str
+    question: str
+    group: str
+    variant: str
+    needle: str | None
+    line: int
+    document: str | None = None
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OODQuery:
+    """One out-of-domain query from ood.jsonl; ``kind`` is ``near`` or ``far``."""
+
+    query_id: str
+    query: str
+    kind: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A resolved ground truth: exactly one span of one document's canonical text."""
+
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidNeedle:
+    """A ground truth that cannot be scored, with the reason; excluded, never dropped silently."""
+
+    group: str
+    query_ids: tuple[str, ...]
+    needle: str
+    reason: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroundTruth:
+    """Questions with their resolved spans, invalid needles and out-of-domain queries."""
+
+    questions: tuple[Question, ...]
+    spans: dict[str, Span]  # group -> span, valid groups only
+    invalid: tuple[InvalidNeedle, ...]
+    ood: tuple[OODQuery, ...]
+    source: dict[str, str] = field(default_factory=dict)  # "questions"/"ood" -> path
+
+    @property
+    def valid_questions(self) -> tuple[Question, ...]:
+        return tuple(q for q in self.questions if q.group in self.spans)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked hit. Every hit, from any retriever, carries its cosine distance."""
+
+    rank: int
+    chunk_id: int
+    distance: float
+    score: float
+    correct: bool = False
