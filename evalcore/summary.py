@@ -1,0 +1,90 @@
+"""A stored run's summary: per configuration recall@k (with Wilson intervals), MRR, destroyed.
+
+Used by the CLI (``show``, ``--json``) and the dashboard, so both print the same figures.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evalcore.metrics import DEFAULT_KS, summarize, wide
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.store import Store
+
+
+def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | None]]:
+    """(strategy, retriever) -> first correct ranks of the scored in-domain queries, in query order."""
+    df = store.query(
+        "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank "
+        "FROM results r WHERE r.run_id = ? AND r.domain = 'in' "
+        "ORDER BY r.strategy, r.retriever, r.query_id",
+        [run_id],
+    )
+    order = _config_order(store, run_id)
+    out: dict[tuple[str, str], list[int | None]] = {}
+    for key in order:
+        part = df[(df["strategy"] == key[0]) & (df["retriever"] == key[1])]
+        if len(part):
+            out[key] = [None if v != v or v is None else int(v) for v in part["first_correct_rank"]]
+    return out
+
+
+def _config_order(store: Store, run_id: str) -> list[tuple[str, str]]:
+    run = store.run(run_id)
+    strategies = [s for s in (run["strategies"] or "").split(",") if s]
+    retrievers = [r for r in (run["retrievers"] or "").split(",") if r]
+    return [(s, r) for s in strategies for r in retrievers]
+
+
+def summary_table(store: Store, run_id: str, ks: tuple[int, ...] = DEFAULT_KS) -> pd.DataFrame:
+    """One row per configuration: strategy, retriever, config, queries, recall@k (+ low/high),
+    mrr, destroyed (ground truths no chunk of the strategy holds)."""
+    ranks = first_ranks(store, run_id)
+    if not ranks:
+        import pandas as pd
+
+        return pd.DataFrame(columns=["strategy", "retriever", "config", "queries", "mrr", "destroyed"])
+    table = wide(summarize(ranks, ks))
+    destroyed = store.query(
+        "SELECT strategy, destroyed FROM strategies WHERE run_id = ?", [run_id]
+    ).set_index("strategy")["destroyed"]
+    table["destroyed"] = [int(destroyed.get(s, 0)) for s in table["strategy"]]
+    return table
+
+
+def summary_json(store: Store, run_id: str) -> dict[str, Any]:
+    """Machine-readable summary: the run id and, per configuration, the figures of the table."""
+    run = store.run(run_id)
+    table = summary_table(store, run_id)
+    configs = []
+    for row in table.to_dict("records"):
+        item = {"strategy": row["strategy"], "retriever": row["retriever"], "queries": int(row["queries"])}
+        for k in DEFAULT_KS:
+            item[f"recall@{k}"] = row[f"recall@{k}"]
+            item[f"recall@{k}_wilson95"] = [row[f"recall@{k} low"], row[f"recall@{k} high"]]
+        item["mrr"] = row["mrr"]
+        item["destroyed"] = int(row["destroyed"])
+        configs.append(item)
+    return {
+        "run_id": run["run_id"], "name": run["name"], "status": run["status"],
+        "reason": run.get("reason"), "rerank_note": run.get("rerank_note"),
+        "new_embeddings": run.get("new_embeddings"), "cached_embeddings": run.get("cached_embeddings"),
+        "queries_in": run["settings"].get("queries_in"), "queries_out": run["settings"].get("queries_out"),
+        "configurations": configs,
+    }
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The summary as a fixed-width text table for the terminal."""
+    head = f"{'config':<14}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in DEFAULT_KS) \
+        + f"{'MRR':>8}{'destroyed':>11}"
+    lines = [head, "-" * len(head)]
+    for row in table.to_dict("records"):
+        lines.append(
+            f"{row['config']:<14}{int(row['queries']):>5}"
+            + "".join(f"{row[f'recall@{k}']:>8.3f}" for k in DEFAULT_KS)
+            + f"{row['mrr']:>8.3f}{int(row['destroyed']):>11}"
+        )
+    return "\n".join(lines)
