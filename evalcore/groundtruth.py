@@ -323,21 +323,20 @@ def load_ground_truth(corpus: Corpus, questions_path: str | Path,
 
 
 def validation_report(corpus: Corpus, gt: GroundTruth) -> dict[str, Any]:
-    """What the CLI's ``validate`` prints: corpus counts, failed documents, ground truths
-    valid/invalid with reasons, in-domain queries valid/total, ood queries near/far."""
+    """What the CLI's ``validate`` prints: corpus counts, failed documents (with reasons),
+    ground truths total/valid/invalid, the invalid ones with reasons, in-domain queries
+    valid/total, ood queries near/far. Lists sit at the top level so a printer can show
+    one line per item."""
     groups = {q.group for q in gt.questions}
     return {
         "documents": len(corpus.documents),
         "failed": [{"doc_id": f.doc_id, "path": f.path, "reason": f.reason} for f in corpus.failed],
         "sections": sum(d.sections for d in corpus.documents),
         "characters": corpus.characters,
-        "ground_truths": {
-            "total": len(groups),
-            "valid": len(gt.spans),
-            "invalid": [{"group": i.group, "query_ids": list(i.query_ids), "needle": i.needle,
-                         "reason": i.reason, "line": i.line} for i in gt.invalid],
-        },
-        "queries": {"valid": len(gt.valid_questions), "total": len(gt.questions)},
+        "ground_truths": {"total": len(groups), "valid": len(gt.spans), "invalid": len(gt.invalid)},
+        "invalid_ground_truths": [{"group": i.group, "query_ids": list(i.query_ids), "needle": i.needle,
+                                   "reason": i.reason, "line": i.line} for i in gt.invalid],
+        "in_domain_queries": {"valid": len(gt.valid_questions), "total": len(gt.questions)},
         "ood": {"near": sum(q.kind == "near" for q in gt.ood), "far": sum(q.kind == "far" for q in gt.ood),
                 "total": len(gt.ood)},
     }

@@ -191,7 +191,9 @@ def test_groups_share_one_span_and_report(tmp_path):
     report = validation_report(CORPUS, gt)
     assert report["documents"] == 2 and report["sections"] == 1
     assert report["characters"] == CORPUS.characters
-    assert report["ground_truths"]["total"] == 2 and report["ground_truths"]["valid"] == 1
-    assert report["ground_truths"]["invalid"][0]["reason"].startswith("found 2 times")
-    assert report["queries"] == {"valid": 2, "total": 3}
+    assert report["ground_truths"] == {"total": 2, "valid": 1, "invalid": 1}
+    assert report["invalid_ground_truths"][0]["reason"].startswith("found 2 times")
+    assert report["invalid_ground_truths"][0]["query_ids"] == ["q3"]
+    assert report["in_domain_queries"] == {"valid": 2, "total": 3}
+    assert report["failed"] == []
     assert report["ood"] == {"near": 1, "far": 2, "total": 3}
