@@ -1,0 +1,412 @@
+"""The refusal threshold (SPEC section 7): the gate, its exact sweep, and a suggested threshold.
+
+The gate at threshold ``t`` keeps, from a retriever's top 4 (``top``), the hits whose cosine
+distance is *strictly* below ``t``; nothing kept means NO ANSWER before any model is called.
+
+For one configuration, per threshold ``t``:
+
+- **bluffs**: out-of-domain queries with at least one hit kept; ``ood_refused`` the others;
+- **refused**: in-domain queries with nothing kept;
+- **answered_correct**: in-domain queries with a correct hit kept;
+- **answered_wrong**: in-domain queries answered from wrong chunks only (hits kept, none correct);
+- **answerable**: in-domain queries with a correct hit in the top ``top`` (constant in t);
+- **lost**: answerable queries whose correct hits are all dropped by the gate
+  (``answerable - answered_correct``; refused or answered from wrong chunks only).
+
+Input shapes (one configuration):
+
+- ``in_domain``: ``{query_id: [(distance, correct), ...]}``, hits in rank order;
+- ``out_domain``: ``{query_id: [distance, ...]}``, distances in rank order.
+
+Only the first ``top`` entries are read; longer lists (the stored top 20) are fine.
+:func:`split_hits` builds both from a hits DataFrame as stored.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TOP = 4
+
+#: Integer count columns of :func:`sweep` (and fields of :class:`GateCounts`).
+COUNT_COLUMNS = ("bluffs", "ood_refused", "refused", "answered_correct", "answered_wrong", "lost",
+                 "answerable", "in_domain", "out_domain")
+#: Rate columns of :func:`sweep`: name -> (numerator column, denominator column).
+RATES = {
+    "bluff_rate": ("bluffs", "out_domain"),
+    "refused_rate": ("refused", "in_domain"),
+    "lost_rate": ("lost", "answerable"),
+    "answered_wrong_rate": ("answered_wrong", "in_domain"),
+}
+SERIES = ("in: distance to answer", "in: top hit", "out: top hit")
+
+InDomain = Mapping[str, Sequence[tuple[float, bool]]]
+OutDomain = Mapping[str, Sequence[float]]
+
+
+@dataclass(frozen=True, slots=True)
+class GateCounts:
+    """Counts of one configuration at one threshold (see the module docstring)."""
+
+    bluffs: int
+    ood_refused: int
+    refused: int
+    answered_correct: int
+    answered_wrong: int
+    lost: int
+    answerable: int
+    in_domain: int
+    out_domain: int
+
+
+def _distance(value: object) -> float:
+    d = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(d):
+        raise ValueError(f"a distance must be a finite number, got {value!r}")
+    return d
+
+
+def _threshold(t: object) -> float:
+    value = float(t)  # type: ignore[arg-type]
+    if math.isnan(value):
+        raise ValueError(f"a threshold must be a number, got {t!r}")
+    return value
+
+
+def _top(top: int) -> int:
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError(f"top must be an integer >= 1, got {top!r}")
+    return top
+
+
+def gate(distances_in_rank_order: Sequence[float], t: float, top: int = DEFAULT_TOP) -> list[int]:
+    """Indices (0-based, in rank order) of the hits the gate keeps: among the first ``top``,
+    those with ``distance < t`` (strict). An empty list means NO ANSWER."""
+    t = _threshold(t)
+    return [i for i, d in enumerate(distances_in_rank_order[: _top(top)]) if _distance(d) < t]
+
+
+def counts_at(in_domain: InDomain, out_domain: OutDomain, t: float,
+              top: int = DEFAULT_TOP) -> GateCounts:
+    """Brute force: apply :func:`gate` to every query at threshold ``t`` and count."""
+    bluffs = refused = correct = wrong = lost = answerable = 0
+    for hits in in_domain.values():
+        kept = gate([d for d, _ in hits], t, top)
+        has_correct = any(bool(c) for _, c in hits[:top])
+        kept_correct = any(bool(hits[i][1]) for i in kept)
+        answerable += has_correct
+        refused += not kept
+        correct += kept_correct
+        wrong += bool(kept) and not kept_correct
+        lost += has_correct and not kept_correct
+    for distances in out_domain.values():
+        bluffs += bool(gate(distances, t, top))
+    return GateCounts(bluffs, len(out_domain) - bluffs, refused, correct, wrong, lost, answerable,
+                      len(in_domain), len(out_domain))
+
+
+def _rates(frame: pd.DataFrame, confidence: float = 0.95) -> None:
+    """Add each rate of :data:`RATES` with its Wilson ``_low``/``_high`` (NaN where n == 0)."""
+    import numpy as np
+    from statsmodels.stats.proportion import proportion_confint
+
+    for name, (num, den) in RATES.items():
+        k = frame[num].to_numpy(dtype=float)
+        n = frame[den].to_numpy(dtype=float)
+        stem = name.removesuffix("_rate")
+        if len(n) and n[0] > 0:  # denominators are constant down the sweep
+            low, high = proportion_confint(k, n, alpha=1 - confidence, method="wilson")
+            frame[name] = k / n
+            frame[f"{stem}_low"] = np.clip(low, 0.0, 1.0)
+            frame[f"{stem}_high"] = np.clip(high, 0.0, 1.0)
+        else:
+            frame[name] = frame[f"{stem}_low"] = frame[f"{stem}_high"] = np.nan
+
+
+def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP) -> pd.DataFrame:
+    """The exact step function of the gate's counts over the threshold, for one configuration.
+
+    Each row is one step: it holds for every threshold ``t`` with ``t_from < t <= threshold``
+    (a hit at exactly distance ``threshold`` is *not* kept, since the gate keeps ``d < t``).
+    The thresholds are the sorted distinct observed distances at which some count changes
+    (per in-domain query the smallest top-``top`` distance and the smallest correct one,
+    per out-of-domain query the smallest), followed by a last row ``threshold = inf``
+    (everything in the top ``top`` kept). ``t_from`` is the previous row's threshold, ``-inf``
+    for the first row (nothing kept). So plugging a row's ``threshold`` into
+    :func:`counts_at` reproduces the row, and :func:`state_at` finds the row for any ``t``.
+
+    Columns: ``t_from``, ``threshold``, :data:`COUNT_COLUMNS` (ints), then for each rate of
+    :data:`RATES` the rate and its 95% Wilson ``_low``/``_high`` (``bluff_rate``, ``bluff_low``,
+    ``bluff_high``, ``refused_rate``, ..., ``answered_wrong_high``); rates are NaN when their
+    denominator is 0 (e.g. no out-of-domain queries). Plot with a step-after line on
+    ``t_from`` or a step-before line on ``threshold``, clipping the infinite end.
+    """
+    import numpy as np
+    import pandas as pd
+
+    top = _top(top)
+    inf = math.inf
+    first = np.empty(len(in_domain))          # smallest kept-able distance per in-domain query
+    first_correct = np.empty(len(in_domain))  # smallest correct distance in the top `top`
+    for i, hits in enumerate(in_domain.values()):
+        m = c = inf
+        for d, correct in hits[:top]:
+            d = _distance(d)
+            m = min(m, d)
+            if correct:
+                c = min(c, d)
+        first[i], first_correct[i] = m, c
+    ood_first = np.array([min((_distance(d) for d in ds[:top]), default=inf)
+                          for ds in out_domain.values()], dtype=float)
+
+    first.sort()
+    first_correct.sort()
+    ood_first.sort()
+    observed = np.concatenate([first, first_correct, ood_first])
+    breaks = np.unique(observed[np.isfinite(observed)])
+    thresholds = np.append(breaks, inf)
+    n_in, n_out = len(in_domain), len(out_domain)
+    answerable = int(np.isfinite(first_correct).sum())
+    answered = np.searchsorted(first, thresholds, side="left")       # #{m < t}
+    correct = np.searchsorted(first_correct, thresholds, side="left")
+    bluffs = np.searchsorted(ood_first, thresholds, side="left")
+    frame = pd.DataFrame({
+        "t_from": np.insert(breaks, 0, -inf),
+        "threshold": thresholds,
+        "bluffs": bluffs,
+        "ood_refused": n_out - bluffs,
+        "refused": n_in - answered,
+        "answered_correct": correct,
+        "answered_wrong": answered - correct,
+        "lost": answerable - correct,
+        "answerable": answerable,
+        "in_domain": n_in,
+        "out_domain": n_out,
+    })
+    frame = frame.astype({c: "int64" for c in COUNT_COLUMNS})
+    _rates(frame)
+    return frame
+
+
+def state_at(sweep_df: pd.DataFrame, t: float) -> GateCounts:
+    """The counts at threshold ``t`` read from a :func:`sweep` frame (the row with
+    ``t_from < t <= threshold``)."""
+    import numpy as np
+
+    t = _threshold(t)
+    thresholds = sweep_df["threshold"].to_numpy(dtype=float)
+    i = int(np.searchsorted(thresholds, t, side="left"))
+    if i >= len(thresholds):  # only for t = +inf when the frame has no inf row
+        i = len(thresholds) - 1
+    row = sweep_df.iloc[i]
+    return GateCounts(*(int(row[c]) for c in COUNT_COLUMNS))
+
+
+def split_hits(hits: pd.DataFrame | Iterable[Mapping[str, Any]],
+               domains: Mapping[str, str] | None = None) -> tuple[dict, dict]:
+    """``(in_domain, out_domain)`` inputs for :func:`sweep` from stored hits of ONE configuration.
+
+    ``hits``: a DataFrame (or records) with columns ``query_id``, ``domain`` (``in`` or
+    ``out``; ``ood`` is read as ``out``), ``rank``, ``distance``, ``correct``. Hits are ordered
+    by rank per query. ``domains`` ({query_id: domain}) adds queries that have no hits at all
+    (they are always refused).
+    """
+    records = hits.to_dict("records") if hasattr(hits, "to_dict") else list(hits)
+    per_query: dict[str, list[tuple[int, float, bool]]] = {}
+    domain_of: dict[str, str] = dict(domains or {})
+    for r in records:
+        q = r["query_id"]
+        per_query.setdefault(q, []).append((int(r["rank"]), _distance(r["distance"]), bool(r["correct"])))
+        domain_of.setdefault(q, r["domain"])
+    in_domain: dict[str, list[tuple[float, bool]]] = {}
+    out_domain: dict[str, list[float]] = {}
+    for q, domain in domain_of.items():
+        ranked = sorted(per_query.get(q, []))
+        if domain == "in":
+            in_domain[q] = [(d, c) for _, d, c in ranked]
+        elif domain in ("out", "ood"):
+            out_domain[q] = [d for _, d, _ in ranked]
+        else:
+            raise ValueError(f"query {q!r}: domain must be 'in' or 'out', got {domain!r}")
+    return in_domain, out_domain
+
+
+# --- Distance distributions ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Distances:
+    """Distances side by side (SPEC 7) for one configuration.
+
+    ``table``: tidy DataFrame with columns ``query_id``, ``series`` (one of :data:`SERIES`),
+    ``distance``. ``worst_in_domain_answer``: the largest distance of an in-domain query to its
+    answer; ``best_out_of_domain``: the smallest top-hit distance of an out-of-domain query
+    (None when there is no such query). When the worst answer is not below the best
+    out-of-domain hit, no threshold answers every in-domain query without a bluff.
+    """
+
+    table: pd.DataFrame
+    worst_in_domain_answer: float | None
+    best_out_of_domain: float | None
+
+    @property
+    def separable(self) -> bool | None:
+        """True when some threshold keeps every answer and no out-of-domain hit."""
+        if self.worst_in_domain_answer is None or self.best_out_of_domain is None:
+            return None
+        return self.worst_in_domain_answer < self.best_out_of_domain
+
+
+def _missing(value: object) -> bool:
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:  # pd.NA
+        return True
+
+
+def distance_table(results: pd.DataFrame | Iterable[Mapping[str, Any]]) -> Distances:
+    """Distance distributions from stored per-query results of ONE configuration.
+
+    ``results``: a DataFrame (or records) with ``query_id``, ``domain`` (``in``/``out``),
+    ``answer_distance`` (distance of the best-ranked correct chunk; missing when none) and
+    ``top_distance`` (distance of the rank-1 hit; missing when no hit). Missing values are
+    left out of their series.
+    """
+    import pandas as pd
+
+    records = results.to_dict("records") if hasattr(results, "to_dict") else list(results)
+    rows = []
+    for r in records:
+        q, domain = r["query_id"], r["domain"]
+        if domain == "in":
+            if not _missing(r.get("answer_distance")):
+                rows.append((q, SERIES[0], _distance(r["answer_distance"])))
+            if not _missing(r.get("top_distance")):
+                rows.append((q, SERIES[1], _distance(r["top_distance"])))
+        elif domain in ("out", "ood"):
+            if not _missing(r.get("top_distance")):
+                rows.append((q, SERIES[2], _distance(r["top_distance"])))
+        else:
+            raise ValueError(f"query {q!r}: domain must be 'in' or 'out', got {domain!r}")
+    table = pd.DataFrame(rows, columns=["query_id", "series", "distance"]).astype({"distance": "float64"})
+    answers = [d for _, s, d in rows if s == SERIES[0]]
+    ood = [d for _, s, d in rows if s == SERIES[2]]
+    return Distances(table, max(answers) if answers else None, min(ood) if ood else None)
+
+
+# --- Suggested threshold -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """A suggested threshold, the rule that chose it, and its counts.
+
+    ``threshold`` lies in the step ``(t_from, t_to]`` of the sweep; every threshold in that
+    step gives the same counts, which :func:`counts_at` reproduces at ``threshold``.
+    ``cost`` is ``cost_ratio * bluffs + lost`` under the cost rule, None under the ceiling rule.
+    """
+
+    threshold: float
+    rule: str
+    bluffs: int
+    lost: int
+    refused: int
+    answered_correct: int
+    answered_wrong: int
+    ood_refused: int
+    bluff_rate: float
+    t_from: float
+    t_to: float
+    cost: float | None = None
+
+
+def _plain_value(low: float, high: float) -> float:
+    """A short decimal ``t`` with ``low < t <= high`` (``low`` may be -inf, ``high`` inf).
+
+    The fewest decimals first: near the middle of a finite step, the largest short value
+    <= high for the first step, the smallest short value > low for the last one. A user can
+    type it back without leaving the step.
+    """
+    if math.isinf(low) and math.isinf(high):
+        return 1.0
+    for decimals in range(16):
+        step = 10.0 ** -decimals
+        if math.isinf(low):
+            candidate = round(math.floor(high / step) * step, decimals)
+        elif math.isinf(high):
+            candidate = round((math.floor(low / step) + 1) * step, decimals)
+        else:
+            candidate = round((low + high) / 2, decimals)
+        if low < candidate <= high:
+            return candidate
+    return high if math.isfinite(high) else math.nextafter(low, math.inf)
+
+
+def _suggestion(row: Any, rule: str, cost: float | None) -> Suggestion:
+    t = _plain_value(float(row["t_from"]), float(row["threshold"]))
+    return Suggestion(t, rule, int(row["bluffs"]), int(row["lost"]), int(row["refused"]),
+                      int(row["answered_correct"]), int(row["answered_wrong"]),
+                      int(row["ood_refused"]), float(row["bluff_rate"]),
+                      float(row["t_from"]), float(row["threshold"]), cost)
+
+
+def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
+                      max_bluff_rate: float | None = None) -> Suggestion:
+    """Suggest a threshold from a :func:`sweep` frame under exactly one of two rules.
+
+    - ``cost_ratio = N``: one bluff costs as much as N lost answers; minimise
+      ``N * bluffs + lost``. A lost answer is an answerable in-domain query refused or
+      answered from wrong chunks only; refusing or wrongly answering an in-domain query that
+      had no correct hit in the top 4 costs nothing extra. Ties go to the lowest threshold
+      (the fewest bluffs).
+    - ``max_bluff_rate = r``: among steps with ``bluff_rate <= r``, the most correct answers
+      (``answered_correct``), then the fewest bluffs (the lowest such threshold).
+
+    The returned ``threshold`` is a short decimal inside the chosen step (see
+    :class:`Suggestion`), so ``counts_at(..., suggestion.threshold)`` gives its counts.
+    ValueError when neither or both rules are given, for a negative or non-finite ratio, a
+    ceiling outside [0, 1], or a ceiling without out-of-domain queries.
+    """
+    if (cost_ratio is None) == (max_bluff_rate is None):
+        raise ValueError("give exactly one of cost_ratio and max_bluff_rate, got "
+                         f"cost_ratio={cost_ratio!r}, max_bluff_rate={max_bluff_rate!r}")
+    if len(sweep_df) == 0:
+        raise ValueError("empty sweep: nothing to suggest")
+    if cost_ratio is not None:
+        ratio = float(cost_ratio)
+        if not (math.isfinite(ratio) and ratio >= 0):
+            raise ValueError(f"cost_ratio must be a finite number >= 0, got {cost_ratio!r}")
+        costs = ratio * sweep_df["bluffs"].to_numpy(dtype=float) + sweep_df["lost"].to_numpy(dtype=float)
+        best = int(costs.argmin())  # first minimum = lowest threshold
+        row = sweep_df.iloc[best]
+        rule = (f"cost ratio {ratio:g}: one bluff costs as much as {ratio:g} lost answers; "
+                f"minimise {ratio:g} x bluffs + lost answers (lost = answerable in-domain queries "
+                f"refused or answered from wrong chunks only; other refusals add nothing); ties go "
+                f"to the lowest threshold. Here: {int(row['bluffs'])} bluffs, {int(row['lost'])} lost, "
+                f"cost {float(costs[best]):g}.")
+        return _suggestion(row, rule, float(costs[best]))
+
+    ceiling = float(max_bluff_rate)  # type: ignore[arg-type]
+    if not 0.0 <= ceiling <= 1.0:
+        raise ValueError(f"max_bluff_rate must lie in [0, 1], got {max_bluff_rate!r}")
+    if int(sweep_df["out_domain"].iloc[0]) == 0:
+        raise ValueError("no out-of-domain queries: a bluff-rate ceiling cannot be checked")
+    rates = sweep_df["bluff_rate"].to_numpy(dtype=float)
+    feasible = sweep_df[rates <= ceiling]  # a prefix: bluffs only grow with t; row 0 has none
+    most = feasible["answered_correct"].max()
+    row = feasible[feasible["answered_correct"] == most].iloc[0]
+    rule = (f"bluff ceiling {ceiling:.1%}: the most correct answers with a bluff rate at most the "
+            f"ceiling, then the fewest bluffs. Here: {int(row['bluffs'])} of "
+            f"{int(row['out_domain'])} out-of-domain queries bluffed ({float(row['bluff_rate']):.1%}), "
+            f"{int(row['answered_correct'])} answered correctly, {int(row['lost'])} lost.")
+    return _suggestion(row, rule, None)
