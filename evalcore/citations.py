@@ -1,0 +1,191 @@
+"""Citations and the prompt (SPEC section 8); the seed's ``buildContext`` is the reference.
+
+The hits that pass the gate are numbered [1]..[n]. Each citation carries the document id and
+name, a label (the section, or the document name when the chunk has no section), a locator
+fragment, the quote and the distance. The quote is the chunk's ``content`` — its own words at
+``[start, end)`` of the canonical text — never the embedded ``text`` (which holds a header
+and overlap that are not at that place). The model only ever sees numbers: it never writes a
+link or a document name. No model is called here.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from evalcore.threshold import DEFAULT_TOP, gate
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "Answer using ONLY the numbered sources below. Cite every claim as [n].\n"
+    "If the sources do not contain the answer, say so and stop.\n\n"
+)
+
+
+def _number(value: float) -> str:
+    """Shortest text that reads back as the same number: 0.675 -> "0.675", 12.0 -> "12"."""
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"expected a finite number, got {value!r}")
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def _offset(value: object, name: str) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 0:  # type: ignore[call-overload]
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)  # type: ignore[call-overload]
+
+
+def char_fragment(start: int, end: int) -> str:
+    """RFC 5147 text fragment ``#char=start,end``: code point offsets, half-open."""
+    start, end = _offset(start, "start"), _offset(end, "end")
+    if end < start:
+        raise ValueError(f"end must not be before start, got [{start}, {end})")
+    return f"#char={start},{end}"
+
+
+def page_fragment(n: int) -> str:
+    """PDF open parameter ``#page=N`` (pages count from 1)."""
+    if _offset(n, "page") < 1:
+        raise ValueError(f"page must be >= 1, got {n!r}")
+    return f"#page={int(n)}"
+
+
+def media_fragment(start: float, end: float | None = None) -> str:
+    """W3C media fragment ``#t=start,end`` in seconds (``#t=start`` without an end)."""
+    if float(start) < 0:
+        raise ValueError(f"start must be >= 0 seconds, got {start!r}")
+    if end is None:
+        return f"#t={_number(start)}"
+    if float(end) <= float(start):
+        raise ValueError(f"end must be after start, got {start!r}, {end!r}")
+    return f"#t={_number(start)},{_number(end)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One kept hit with its chunk: ``content`` is ``canonical[start:end]`` of document ``doc_id``.
+
+    ValueError when ``[start, end)`` is not a range of ``len(content)`` code points — a
+    locator that does not fit its quote would point at the wrong words.
+    """
+
+    doc_id: str
+    doc_name: str
+    section: str | None
+    start: int
+    end: int
+    content: str
+    distance: float
+
+    def __post_init__(self) -> None:
+        start, end = _offset(self.start, "start"), _offset(self.end, "end")
+        if end - start != len(self.content):
+            raise ValueError(f"source {self.doc_id!r}: range [{start}, {end}) does not hold the "
+                             f"{len(self.content)} code points of its content")
+
+    @classmethod
+    def from_chunk(cls, chunk: object, doc_name: str, distance: float) -> Source:
+        """From an :class:`evalcore.records.Chunk` (or anything with its fields)."""
+        return cls(chunk.doc_id, doc_name, chunk.section, chunk.start, chunk.end,  # type: ignore[attr-defined]
+                   chunk.content, float(distance))  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """One numbered source as shown in the citation table (never shown to the model as a link)."""
+
+    index: int
+    doc_id: str
+    doc_name: str
+    label: str
+    fragment: str
+    quote: str
+    distance: float
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The prompt for the model, the citation table, and the prompt's token count (None when
+    no counter was given)."""
+
+    prompt: str
+    citations: tuple[Citation, ...]
+    pieces: int | None = None
+
+    @property
+    def answered(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class NoAnswer:
+    """Nothing passed the gate: the pipeline answers NO ANSWER before any model is called."""
+
+    question: str
+    threshold: float
+    message: str
+
+    @property
+    def answered(self) -> bool:
+        return False
+
+
+def label(source: Source) -> str:
+    """The citation label: the chunk's section, or the document name when it has none."""
+    return source.section if source.section else source.doc_name
+
+
+def citation(index: int, source: Source) -> Citation:
+    """Citation number ``index`` for ``source``: quote = content, fragment = ``#char=start,end``."""
+    return Citation(index, source.doc_id, source.doc_name, label(source),
+                    char_fragment(source.start, source.end), source.content, float(source.distance))
+
+
+def build_context(question: str, sources: Sequence[Source],
+                  count_pieces: Callable[[str], int] | None = None) -> Context:
+    """Number ``sources`` [1]..[n] and build the seed's prompt exactly::
+
+        Answer using ONLY the numbered sources below. Cite every claim as [n].
+        If the sources do not contain the answer, say so and stop.
+
+        SOURCES
+        [1] <doc name> - <label>
+        <quote>
+
+        [2] ...
+
+        QUESTION
+        <question>
+
+    ``count_pieces`` (e.g. a tokenizer's length) gives ``pieces``. ValueError without sources
+    (that case is :func:`no_answer`).
+    """
+    if not sources:
+        raise ValueError(f"no sources for {question!r}: nothing passed the gate, use no_answer()")
+    citations = tuple(citation(i, s) for i, s in enumerate(sources, start=1))
+    blocks = "\n\n".join(f"[{c.index}] {c.doc_name} - {c.label}\n{c.quote}" for c in citations)
+    prompt = f"{INSTRUCTIONS}SOURCES\n{blocks}\n\nQUESTION\n{question}"
+    pieces = int(count_pieces(prompt)) if count_pieces is not None else None
+    return Context(prompt, citations, pieces)
+
+
+def no_answer(question: str, threshold: float) -> str:
+    """``NO ANSWER: nothing under cosine distance 0.675 for "<question>"``."""
+    return f'NO ANSWER: nothing under cosine distance {_number(threshold)} for "{question}"'
+
+
+def context_for_query(question: str, hits: Sequence[Source], threshold: float,
+                      top: int = DEFAULT_TOP,
+                      count_pieces: Callable[[str], int] | None = None) -> Context | NoAnswer:
+    """Gate ``hits`` (in rank order) at ``threshold`` and build the context, or NO ANSWER.
+
+    The gate is :func:`evalcore.threshold.gate`: from the first ``top`` hits, those with
+    distance < threshold, numbered in rank order. Both results have ``answered``.
+    """
+    kept = gate([h.distance for h in hits], threshold, top)
+    if not kept:
+        return NoAnswer(question, float(threshold), no_answer(question, threshold))
+    return build_context(question, [hits[i] for i in kept], count_pieces)
