@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from evalcore.errors import StoreError
 
@@ -254,6 +255,18 @@ def win_loss(store: Store, run_id: str, k: int, adjust: bool = True,
                        zip(matrix["wins"], matrix["losses"], matrix["p_shown"])]
     matrix["significant"] = matrix["p_shown"] < 0.05
     return matrix
+
+
+def side_of(label: str, run_id: str, other_run: str | None = None) -> tuple[str, str]:
+    """(run id, configuration) of a matrix label made by :func:`win_loss`."""
+    if ": " not in label:
+        return run_id, label
+    prefix, configuration = label.rsplit(": ", 1)
+    short = prefix.rsplit(" ", 1)[-1]
+    for rid in (run_id, other_run):
+        if rid and rid.startswith(short):
+            return rid, configuration
+    raise ValueError(f"label {label!r} names neither run {run_id[:8]} nor {str(other_run)[:8]}")
 
 
 def pair_queries(store: Store, first: tuple[str, str], second: tuple[str, str], k: int) -> tuple[Any, pd.DataFrame]:
@@ -507,6 +520,15 @@ def decisions(store: Store, run_id: str | None = None) -> pd.DataFrame:
     return store.query(sql + " ORDER BY d.created_at DESC", params)
 
 
+def save_decision(store: Store, run_id: str, configuration: str, threshold: float, note: str) -> str:
+    """Store a chosen threshold for one configuration of a complete run; returns its id."""
+    require_complete(store, run_id)
+    strategy, retriever = parse_config(configuration)
+    if not math.isfinite(float(threshold)):
+        raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+    return store.save_decision(run_id, strategy, retriever, float(threshold), note)
+
+
 # --- query ------------------------------------------------------------------------------
 
 
@@ -602,16 +624,52 @@ def query_config(store: Store, run_id: str, query_id: str, configuration: str, t
     return QueryConfig(configuration, rank, destroyed, hits, kept, float(threshold))
 
 
-def piece_counter():
-    """The model tokenizer's word-piece counter, or None when the model is not installed."""
+@lru_cache(maxsize=1)
+def piece_counter() -> Callable[[str], int] | None:
+    """The model tokenizer's word-piece count of one text, or None when the model is not
+    installed (the page then says "n/a"). Loaded once per process."""
     try:
         from evalcore.embedding import count_pieces
 
         count_pieces(["probe"])
-    except Exception as exc:  # model package missing or unloadable: the page says so
+    except Exception as exc:  # model package missing or unloadable: shown as n/a, logged
         log.warning("no word-piece counter: %s", exc)
         return None
-    return count_pieces
+    return lambda text: int(count_pieces([text])[0])
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the pipeline would send at a threshold: the prompt with its word-piece count and
+    the citation table (index, doc_id, doc_name, label, fragment, quote, distance), or
+    ``answered`` False with the NO ANSWER line in ``prompt``."""
+
+    answered: bool
+    prompt: str
+    citations: Any  # pd.DataFrame
+    pieces: int | None
+
+
+def answer(store: Store, run_id: str, query_id: str, configuration: str, threshold: float,
+           count: bool = True) -> Answer:
+    """Gate the query's top hits at ``threshold`` and build the citations and prompt
+    (:func:`evalcore.citations.context_for_query`); quotes are chunk ``content``."""
+    import pandas as pd
+
+    from evalcore.citations import Source, context_for_query
+
+    query = query_row(store, run_id, query_id)
+    hits = query_hits(store, run_id, query_id, configuration, top=GATE_TOP)
+    sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None, int(h.start), int(h.end),
+                      h.content, float(h.distance)) for h in hits.itertuples()]
+    counter = piece_counter() if count else None
+    result = context_for_query(query["text"], sources, threshold, top=GATE_TOP, count_pieces=counter)
+    if not result.answered:
+        return Answer(False, result.message, pd.DataFrame(), None)
+    table = pd.DataFrame([{"index": c.index, "doc_id": c.doc_id, "doc_name": c.doc_name, "label": c.label,
+                           "fragment": c.fragment, "quote": c.quote, "distance": c.distance}
+                          for c in result.citations])
+    return Answer(True, result.prompt, table, result.pieces)
 
 
 # --- index ------------------------------------------------------------------------------

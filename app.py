@@ -1,0 +1,26 @@
+"""evalcore dashboard: `streamlit run app.py`.
+
+Navigation and the shared sidebar (store, run, configuration); each screen is a thin page
+in pages/ over evalcore.report. Session state keys are documented in pages/_ui.py.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+st.set_page_config(page_title="evalcore", page_icon=":material/insights:", layout="wide")
+
+from pages import _ui  # noqa: E402  (after set_page_config)
+
+_ui.persist_state()
+PAGES = [
+    st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
+    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("pages/distances.py", title="Distances", icon=":material/bar_chart:"),
+    st.Page("pages/threshold.py", title="Threshold", icon=":material/tune:"),
+    st.Page("pages/query.py", title="Query", icon=":material/search:"),
+    st.Page("pages/index.py", title="Index", icon=":material/inventory_2:"),
+    st.Page("pages/export.py", title="Export", icon=":material/download:"),
+]
+page = st.navigation(PAGES)
+st.session_state["_ctx"] = _ui.sidebar()
+page.run()

@@ -1,0 +1,47 @@
+"""Index: health per strategy and the documents with their state and stamp."""
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _ui
+
+ctx: _ui.Context = st.session_state["_ctx"]
+st.title("Index health")
+run = _ui.require_run(ctx)
+figure, health = _ui.index_figure(run)
+if health.empty:
+    st.info("This run has no strategies recorded.")
+else:
+    st.dataframe(health, hide_index=True, column_config={
+        "header_share": st.column_config.NumberColumn("header share", format="percent"),
+        "norm_max_diff": st.column_config.NumberColumn("normalisation check", format="%.2e",
+                                                       help="max |L2²/2 − (1 − cos)| over 200 × 200 chunk pairs; ~1e-6 when vectors are unit length"),
+        "over_window": st.column_config.NumberColumn("over 256 window"),
+    })
+    st.altair_chart(figure.chart)
+    _ui.downloads(figure, ctx.run_id, "index")
+
+over = _ui.call("over_window_chunks", ctx.run_id)
+st.subheader(f"Chunks over the 256-piece window ({len(over)})")
+st.caption("The model cuts these silently: the words past the window are never embedded.")
+st.dataframe(over, hide_index=True) if not over.empty else st.success("No chunk is over the window.")
+
+destroyed = _ui.call("destroyed_list", ctx.run_id)
+st.subheader(f"Destroyed ground truths ({len(destroyed)})")
+if destroyed.empty:
+    st.success("No ground truth was split by a cut.")
+else:
+    st.caption("Each needle with the cut that split it: `before | after` the chunk boundary.")
+    st.dataframe(destroyed.assign(split=destroyed["before_cut"] + " | " + destroyed["after_cut"]),
+                 hide_index=True, column_order=["strategy", "group_id", "doc_id", "start", "end", "cut",
+                                                "context_before", "split", "context_after"])
+
+docs = _ui.call("documents", ctx.run_id)
+st.subheader(f"Documents ({len(docs)})")
+stale = int(docs["stale"].sum())
+failed = int((docs["state"] == "failed").sum())
+if stale:
+    st.warning(f"{stale} documents were indexed under an older stamp (stale): re-run to refresh them.")
+if failed:
+    st.error(f"{failed} documents failed; their reasons are listed below.")
+st.dataframe(docs, hide_index=True)
