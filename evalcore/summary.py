@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | None]]:
     """(strategy, retriever) -> first correct ranks of the scored in-domain queries, in query order."""
+    import pandas as pd
+
     df = store.query(
         "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank "
         "FROM results r WHERE r.run_id = ? AND r.domain = 'in' "
@@ -27,7 +29,7 @@ def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | N
     for key in order:
         part = df[(df["strategy"] == key[0]) & (df["retriever"] == key[1])]
         if len(part):
-            out[key] = [None if v != v or v is None else int(v) for v in part["first_correct_rank"]]
+            out[key] = [None if pd.isna(v) else int(v) for v in part["first_correct_rank"]]
     return out
 
 

@@ -1,0 +1,104 @@
+"""The CLI: help text for every command, clear errors with exit 2, JSON summaries."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import MINI, ROOT, shared_data
+from evalcore.cli import build_parser, main
+
+COMMANDS = ["demo", "run", "validate", "chunks", "list", "show"]
+
+
+def test_every_command_has_help_text(capsys):
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert sorted(sub.choices) == sorted(COMMANDS)
+    for name in COMMANDS:
+        with pytest.raises(SystemExit) as exc:
+            main([name, "--help"])
+        assert exc.value.code == 0
+        out = capsys.readouterr().out
+        assert f"usage: python -m evalcore {name}" in out
+        assert sub.choices[name].description
+        for action in sub.choices[name]._actions:
+            assert action.help, f"{name} {action.dest} has no help text"
+
+
+def run_cli(*args, store=None):
+    cmd = [sys.executable, "-m", "evalcore"] + (["--store", str(store)] if store else []) + list(args)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.parametrize("content, expected", [
+    ('{"id": "q1", "question": "x", "needle": "y"}\n{"id": "q2", "question": \n', "questions.jsonl:2"),
+    ('{"id": "q1", "needle": "y"}\n', "questions.jsonl:1"),
+])
+def test_bad_input_is_one_clear_line_and_exit_2_with_nothing_stored(tmp_path, content, expected):
+    q = tmp_path / "questions.jsonl"
+    q.write_text(content)
+    store = tmp_path / "s.duckdb"
+    res = run_cli("run", "--corpus", str(MINI / "corpus"), "--questions", str(q), "-q", store=store)
+    assert res.returncode == 2
+    assert res.stderr.startswith("error: ") and expected in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not store.exists()  # failed before the store was touched
+
+
+def test_unknown_strategy_lists_known_names(tmp_path):
+    res = run_cli("run", "--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
+                  "--strategies", "A,Z", "-q", store=tmp_path / "s.duckdb")
+    assert res.returncode == 2 and "A, B, C, D, E, F" in res.stderr
+
+
+def test_validate_reports_invalid_needles_with_reasons():
+    res = run_cli("validate", "--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
+                  "--ood", str(MINI / "ood.jsonl"), "--json")
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["documents"] == 4
+    assert report["ground_truths"]["valid"] == 9
+    assert [i["reason"] for i in report["invalid_ground_truths"]] == ["not found"]
+
+
+def test_run_json_list_and_show(tmp_path):
+    store = tmp_path / "s.duckdb"
+    res = run_cli("run", "--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
+                  "--ood", str(MINI / "ood.jsonl"), "--strategies", "A,E", "--json", "-q", store=store)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    configs = {(c["strategy"], c["retriever"]): c for c in out["configurations"]}
+    assert set(configs) == {(s, r) for s in "AE" for r in ("dense", "bm25", "hybrid")}
+    assert all(c["queries"] == 18 for c in configs.values())
+    assert configs[("A", "dense")]["destroyed"] == 2 and configs[("E", "dense")]["destroyed"] == 0
+    for c in configs.values():
+        assert 0 <= c["recall@1"] <= c["recall@4"] <= c["recall@8"] <= c["recall@20"] <= 1
+        lo, hi = c["recall@20_wilson95"]
+        assert lo <= c["recall@20"] <= hi
+    listed = run_cli("list", store=store)
+    assert out["run_id"] in listed.stdout and "complete" in listed.stdout
+    shown = run_cli("show", out["run_id"][:17], "--json", store=store)
+    assert json.loads(shown.stdout)["configurations"] == out["configurations"]
+    missing = run_cli("show", "nope", store=store)
+    assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+def test_chunks_output_for_strategy_e_agrees_with_the_seed(tmp_path):
+    import shutil
+
+    corpus = shared_data("poetry-docs", "docs")
+    if not shutil.which("node"):
+        pytest.skip("node is not installed")
+    sys.path.insert(0, str(ROOT / "tools"))
+    from check_chunks import compare, seed_chunks
+
+    out = tmp_path / "e.jsonl"
+    res = run_cli("chunks", "--corpus", str(corpus), "--strategy", "E", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    ours = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(ours) == 570
+    assert compare(ours, seed_chunks(str(corpus))) == []
+    assert all(set(c) == {"document", "text", "content", "section", "from", "to", "evidence_from"} for c in ours)

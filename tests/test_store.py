@@ -1,0 +1,118 @@
+"""The run store: migrations, crash handling, immutability, a killed process."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from conftest import MINI, ROOT
+from evalcore.errors import StoreError
+from evalcore.store import Store, migrations
+
+
+def test_migrations_are_numbered_recorded_and_idempotent(tmp_path):
+    path = tmp_path / "s.duckdb"
+    names = [m[1] for m in migrations()]
+    assert names[0] == "0001_initial" and [m[0] for m in migrations()] == sorted(m[0] for m in migrations())
+    Store(path).migrate()
+    assert Store(path).migrate() == []  # second time: nothing to apply
+    con = duckdb.connect(str(path))
+    rows = con.execute("SELECT version, name FROM schema_migrations").fetchall()
+    con.close()
+    assert rows == [(m[0], m[1]) for m in migrations()]
+
+
+def test_unknown_and_ambiguous_run_ids_are_clear_errors(tmp_path):
+    s = Store(tmp_path / "s.duckdb")
+    s.start_run({"run_id": "20260101-a", "name": "x"})
+    s.start_run({"run_id": "20260101-b", "name": "y"})
+    with pytest.raises(StoreError, match="no run 'zzz'"):
+        s.run("zzz")
+    with pytest.raises(StoreError, match="ambiguous"):
+        s.run("20260101")
+    assert s.run("20260101-a")["name"] == "x"
+
+
+def test_complete_runs_are_immutable(tmp_path):
+    import pandas as pd
+
+    s = Store(tmp_path / "s.duckdb")
+    s.start_run({"run_id": "r1", "name": "x"})
+    s.complete_run("r1", {}, {"new_embeddings": 0})
+    s.finish_run("r1", "failed", "late failure")  # ignored: only running runs change
+    assert s.run("r1")["status"] == "complete" and s.run("r1")["reason"] is None
+    with pytest.raises(StoreError, match="not running"):
+        s.complete_run("r1", {"timings": pd.DataFrame([{"run_id": "r1", "stage": "x", "seconds": 1.0,
+                                                         "items": 1}])}, {})
+    assert s.query("SELECT count(*) AS n FROM timings")["n"][0] == 0
+
+
+def test_a_write_that_fails_midway_leaves_nothing_half_written(tmp_path):
+    import pandas as pd
+
+    s = Store(tmp_path / "s.duckdb")
+    s.start_run({"run_id": "r1", "name": "x"})
+    good = pd.DataFrame([{"run_id": "r1", "stage": "index", "seconds": 1.0, "items": 1}])
+    bad = pd.DataFrame([{"run_id": "r1", "strategy": "A"}])  # violates NOT NULL columns
+    with pytest.raises(duckdb.Error):
+        s.complete_run("r1", {"timings": good, "strategies": bad}, {})
+    assert s.query("SELECT count(*) AS n FROM timings")["n"][0] == 0
+    assert s.run("r1")["status"] == "running"
+
+
+def test_a_run_whose_process_is_gone_is_marked_failed(tmp_path):
+    s = Store(tmp_path / "s.duckdb")
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    s.start_run({"run_id": "r1", "name": "x"})
+    with s.connect() as con:
+        con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [proc.pid])
+    fresh = Store(tmp_path / "s.duckdb")
+    run = fresh.run("r1")
+    assert run["status"] == "failed" and f"process {proc.pid} ended" in run["reason"]
+
+
+def _wait_for_running(store: Store, proc, timeout: float = 120.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended before it could be interrupted: {proc.returncode}")
+        try:
+            runs = store.runs()
+        except StoreError:
+            runs = None
+        if runs is not None and (runs["status"] == "running").any():
+            row = runs[runs["status"] == "running"].iloc[0]
+            if row["stage"] and "retrieval" in str(row["stage"]) or row["progress"] and row["progress"] > 0.05:
+                return str(row["run_id"])
+        time.sleep(0.05)
+    raise AssertionError("the run never reached its middle")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, sig):
+    path = tmp_path / "s.duckdb"
+    cmd = [sys.executable, "-m", "evalcore", "--store", str(path), "run", "--corpus", str(MINI / "corpus"),
+           "--questions", str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "-q",
+           "--strategies", "A,B,C,D,E,F,G:blind+size=300,H:boundaries+size=300"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    store = Store(path)
+    run_id = _wait_for_running(store, proc)
+    proc.send_signal(sig)
+    proc.wait(timeout=60)
+    after = Store(path)  # a new store object reaps dead runs when it opens
+    run = after.run(run_id)
+    assert run["status"] == "failed"
+    assert ("signal 15" in run["reason"]) if sig == signal.SIGTERM else ("ended before the run completed" in run["reason"])
+    assert after.query("SELECT count(*) AS n FROM results WHERE run_id = ?", [run_id])["n"][0] == 0
+    done = subprocess.run(cmd[:-1] + ["A"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    statuses = Store(path).runs()["status"].tolist()
+    assert sorted(statuses) == ["complete", "failed"]
