@@ -202,6 +202,8 @@ def summarize(first_ranks_by_config: Mapping[tuple[str, str], Sequence[int | Non
     ks = tuple(_k(k) for k in ks)
     rows = []
     for key, raw in first_ranks_by_config.items():
+        if isinstance(key, str) or len(key) != 2:
+            raise ValueError(f"configuration keys must be (strategy, retriever) pairs, got {key!r}")
         strategy, retriever = key
         config = f"{strategy}/{retriever}"
         try:
