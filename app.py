@@ -9,9 +9,6 @@ import streamlit as st
 
 st.set_page_config(page_title="evalcore", page_icon=":material/insights:", layout="wide")
 
-from pages import _ui  # noqa: E402  (after set_page_config)
-
-_ui.persist_state()
 PAGES = [
     st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
@@ -22,5 +19,4 @@ PAGES = [
     st.Page("pages/export.py", title="Export", icon=":material/download:"),
 ]
 page = st.navigation(PAGES)
-st.session_state["_ctx"] = _ui.sidebar()
-page.run()
+page.run()  # each page draws the shared sidebar first: ctx = _ui.sidebar() (see pages/_ui.py)

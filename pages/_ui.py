@@ -17,8 +17,11 @@ Session state keys (the only ones the app uses):
 - ``query_search``, ``query_id``  the Query screen's search text and chosen query
 - ``_last_cell``   tuple the last heatmap click applied (internal)
 
-Widget-backed keys in PERSIST are re-assigned at the top of every run so their values
-survive moving between pages (Streamlit drops the state of widgets not drawn in a run).
+The keys above are *canonical* keys, never widget keys: Streamlit drops the state of a
+widget that a run does not draw (and, under st.navigation, widgets drawn by app.py itself
+are not kept between reruns), so every widget is drawn through :func:`bound` with the key
+``w_<key>``; its value is copied from the canonical key before drawing and back on change.
+The sidebar is therefore drawn by each page (``ctx = _ui.sidebar()``), not by app.py.
 """
 from __future__ import annotations
 
@@ -32,16 +35,24 @@ from evalcore import report
 from evalcore.errors import EvalcoreError
 from evalcore.store import Store, default_store_path
 
-PERSIST = ("store_path", "run_id", "run_id_b", "config", "hit_k", "holm", "pair_first", "pair_second",
-           "threshold", "threshold_for", "rule", "cost_ratio", "max_bluff_rate", "query_search", "query_id")
 DEMO_COMMAND = "python -m evalcore demo"
 
 
-def persist_state() -> None:
-    """Keep widget values across pages (see the module docstring)."""
-    for key in PERSIST:
-        if key in st.session_state:
-            st.session_state[key] = st.session_state[key]
+def _sync(key: str) -> None:
+    st.session_state[key] = st.session_state["w_" + key]
+
+
+def bound(widget: Callable[..., Any], label: str, *args: Any, key: str, default: Any = None,
+          **kwargs: Any) -> Any:
+    """Draw ``widget`` bound to the canonical session key ``key`` (see the module docstring);
+    ``default`` seeds the key on first use (widgets get no default of their own)."""
+    if key not in st.session_state and default is not None:
+        st.session_state[key] = default
+    if key in st.session_state:
+        st.session_state["w_" + key] = st.session_state[key]
+    value = widget(label, *args, key="w_" + key, on_change=_sync, args=(key,), **kwargs)
+    st.session_state[key] = value
+    return value
 
 
 @st.cache_resource(show_spinner=False)
@@ -93,7 +104,7 @@ def sidebar() -> Context:
             st.session_state["query_id"] = params["query_id"]
         st.session_state["_params_applied"] = True
     with st.sidebar:
-        st.text_input("Run store (DuckDB file)", key="store_path",
+        bound(st.text_input, "Run store (DuckDB file)", key="store_path",
                       help="Default: $EVALCORE_STORE, else runs/evalcore.duckdb")
         try:
             runs = live("runs_overview")
@@ -106,7 +117,7 @@ def sidebar() -> Context:
         if st.session_state.get("run_id") not in labels:
             newest = live("default_run")
             st.session_state["run_id"] = newest or next(iter(labels))
-        run_id = st.selectbox("Run", list(labels), key="run_id", format_func=labels.get,
+        run_id = bound(st.selectbox, "Run", list(labels), key="run_id", format_func=labels.get,
                               help="Newest complete run first; failed runs show their reason.")
         row = runs[runs["run_id"] == run_id].iloc[0].to_dict()
         configs: tuple[str, ...] = ()
@@ -116,7 +127,7 @@ def sidebar() -> Context:
             if configs:
                 if st.session_state.get("config") not in configs:
                     st.session_state["config"] = configs[0]
-                config = st.selectbox("Configuration (strategy/retriever)", configs, key="config",
+                config = bound(st.selectbox, "Configuration (strategy/retriever)", configs, key="config",
                                       help="Used by Distances, Threshold and Export.")
         st.caption(f"Store: `{st.session_state['store_path']}`")
     return Context(st.session_state["store_path"], run_id, row, config, configs)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages import _ui
 
-ctx: _ui.Context = st.session_state["_ctx"]
+ctx = _ui.sidebar()
 st.title("Compare")
 run = _ui.require_run(ctx)
 
@@ -33,12 +33,12 @@ complete = _ui.live("complete_runs")
 others = [""] + [r for r in complete["run_id"] if r != ctx.run_id]
 names = dict(zip(complete["run_id"], complete["name"]))
 cols = st.columns(3)
-k = cols[0].selectbox("hit@k", [1, 4, 8, 20], index=1, key="hit_k")
-adjust = cols[1].toggle("Holm correction", value=True, key="holm",
+k = _ui.bound(cols[0].selectbox, "hit@k", [1, 4, 8, 20], key="hit_k", default=4)
+adjust = _ui.bound(cols[1].toggle, "Holm correction", key="holm", default=True,
                         help="Adjust the p-values for the number of pairs compared (Holm step-down).")
 if st.session_state.get("run_id_b") not in others:
     st.session_state["run_id_b"] = ""
-other = cols[2].selectbox("Second run (same queries)", others, key="run_id_b",
+other = _ui.bound(cols[2].selectbox, "Second run (same queries)", others, key="run_id_b",
                           format_func=lambda r: "none: configurations of this run" if not r
                           else f"{names.get(r)} · {r[:8]}")
 figure = _ui.guarded(lambda: _ui.matrix_figure(run, k, adjust, other or None))
@@ -64,9 +64,9 @@ if st.session_state.get("pair_first") not in labels:
 if st.session_state.get("pair_second") not in labels or st.session_state["pair_second"] == st.session_state["pair_first"]:
     st.session_state["pair_second"] = next(x for x in labels if x != st.session_state["pair_first"])
 cols = st.columns(2)
-first = cols[0].selectbox("First configuration (wins)", labels, key="pair_first",
+first = _ui.bound(cols[0].selectbox, "First configuration (wins)", labels, key="pair_first",
                           help="Click a cell of the matrix or pick here.")
-second = cols[1].selectbox("Second configuration (losses)", [x for x in labels if x != first], key="pair_second")
+second = _ui.bound(cols[1].selectbox, "Second configuration (losses)", [x for x in labels if x != first], key="pair_second")
 a = _ui.pure("side_of", first, ctx.run_id, other or None)
 b = _ui.pure("side_of", second, ctx.run_id, other or None)
 test, queries = _ui.call("pair_queries", a, b, k)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from pages import _ui
 
-ctx: _ui.Context = st.session_state["_ctx"]
+ctx = _ui.sidebar()
 st.title("Distances")
 run = _ui.require_run(ctx, need_config=True)
 figure, frame, summary = _ui.distance_figure(run, ctx.config)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages import _ui
 
-ctx: _ui.Context = st.session_state["_ctx"]
+ctx = _ui.sidebar()
 st.title("Export")
 run = _ui.require_run(ctx, need_config=True)
 k = int(st.session_state.get("hit_k", 4))

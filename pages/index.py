@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages import _ui
 
-ctx: _ui.Context = st.session_state["_ctx"]
+ctx = _ui.sidebar()
 st.title("Index health")
 run = _ui.require_run(ctx)
 figure, health = _ui.index_figure(run)

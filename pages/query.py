@@ -7,10 +7,10 @@ import streamlit as st
 
 from pages import _ui
 
-ctx: _ui.Context = st.session_state["_ctx"]
+ctx = _ui.sidebar()
 st.title("Query")
 run = _ui.require_run(ctx, need_config=True)
-search = st.text_input("Search queries (text or id)", key="query_search")
+search = _ui.bound(st.text_input, "Search queries (text or id)", key="query_search")
 found = _ui.call("search_queries", ctx.run_id, search)
 if found.empty:
     st.info("No query matches the search.")
@@ -25,7 +25,7 @@ if wanted not in labels:
             labels = {wanted: f"{wanted} · {extra['domain']} · {extra['text'][:90]}", **labels}
     if st.session_state.get("query_id") not in labels:
         st.session_state["query_id"] = next(iter(labels))
-query_id = st.selectbox("Query", list(labels), key="query_id", format_func=labels.get)
+query_id = _ui.bound(st.selectbox, "Query", list(labels), key="query_id", format_func=labels.get)
 query = _ui.call("query_row", ctx.run_id, query_id)
 threshold = float(st.session_state.get("threshold", 0.5))
 st.markdown(f"**{html.escape(query['text'])}**")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from pages import _ui
 
-ctx: _ui.Context = st.session_state["_ctx"]
+ctx = _ui.sidebar()
 st.title("Runs")
 if ctx.run is None:
     _ui.no_runs_message(ctx)

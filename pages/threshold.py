@@ -7,7 +7,7 @@ import streamlit as st
 
 from pages import _ui
 
-ctx: _ui.Context = st.session_state["_ctx"]
+ctx = _ui.sidebar()
 st.title("Refusal threshold")
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
@@ -29,12 +29,12 @@ if not has_ood:
 st.subheader("Suggest a threshold")
 cols = st.columns([1, 1, 2])
 rules = ["cost weighting"] + (["bluff-rate ceiling"] if has_ood else [])
-rule = cols[0].radio("Rule", rules, key="rule")
+rule = _ui.bound(cols[0].radio, "Rule", rules, key="rule")
 if rule == "bluff-rate ceiling":
-    ceiling = cols[1].number_input("Max bluff rate", 0.0, 1.0, 0.05, 0.01, key="max_bluff_rate", format="%.2f")
+    ceiling = _ui.bound(cols[1].number_input, "Max bluff rate", 0.0, 1.0, step=0.01, key="max_bluff_rate", default=0.05, format="%.2f")
     suggestion = _ui.guarded(lambda: _ui.pure("suggest", sweep, None, float(ceiling)))
 else:
-    ratio = cols[1].number_input("One bluff = N lost answers", 0.0, 1000.0, 3.0, 0.5, key="cost_ratio")
+    ratio = _ui.bound(cols[1].number_input, "One bluff = N lost answers", 0.0, 1000.0, step=0.5, key="cost_ratio", default=3.0)
     suggestion = _ui.guarded(lambda: _ui.pure("suggest", sweep, float(ratio), None))
 if suggestion is not None:
     cols[2].markdown(f"Suggested **t = {suggestion.threshold:g}**. {suggestion.rule}")
@@ -48,7 +48,7 @@ if suggestion is not None and st.button("Use the suggestion"):
     st.session_state["threshold"] = float(min(max(suggestion.threshold, lo), hi))
     st.rerun()
 st.session_state["threshold"] = float(min(max(st.session_state["threshold"], lo), hi))
-t = st.slider("Threshold t", lo, hi, step=0.001, key="threshold", format="%.3f")
+t = _ui.bound(st.slider, "Threshold t", lo, hi, step=0.001, key="threshold", format="%.3f")
 
 st.subheader("Bluffs and lost answers")
 figures, _ = _ui.sweep_figures(run, config, t)
