@@ -34,7 +34,7 @@ def recall_chart(summary: pd.DataFrame) -> alt.FacetChart:
     data = summary[summary["metric"].str.startswith("recall@")].copy()
     data["k"] = data["k"].astype(int)
     base = alt.Chart(data).encode(
-        x=alt.X("config:N", title="configuration (strategy/retriever)", sort=None),
+        x=alt.X("config:N", title=None, sort=None, axis=alt.Axis(labelOverlap=False, labelAngle=-90)),
         color=alt.Color("retriever:N", title="retriever"),
     )
     points = base.mark_point(filled=True, size=70).encode(
@@ -51,8 +51,10 @@ def recall_chart(summary: pd.DataFrame) -> alt.FacetChart:
         ],
     )
     bars = base.mark_errorbar(ticks=True).encode(y=alt.Y("low:Q", title="recall"), y2="high:Q")
-    chart = alt.layer(bars, points, data=data).properties(width=150, height=220).facet(
-        column=alt.Column("k:O", title="recall@k (95% Wilson interval)"),
+    width = max(150, 14 * data["config"].nunique())
+    chart = alt.layer(bars, points, data=data).properties(width=width, height=220).facet(
+        column=alt.Column("k:O", title="recall@k by configuration (strategy/retriever), 95% Wilson interval",
+                          header=alt.Header(labelExpr="'recall@' + datum.value")),
     )
     return _configure(chart, "Recall@k per configuration")
 
@@ -106,9 +108,9 @@ def heatmap(matrix: pd.DataFrame, k: int, adjusted: bool) -> alt.LayerChart:
                  alt.Tooltip("p_value:Q", format=".4g", title="p"),
                  alt.Tooltip("p_holm:Q", format=".4g", title="p (Holm)")],
     ).add_params(cell)
-    text = base.mark_text(baseline="bottom", dy=-1).encode(text="text:N")
+    text = base.mark_text(baseline="bottom", dy=-1, fontSize=10).encode(text="text:N")
     ptext = base.mark_text(baseline="top", dy=2, fontSize=9).encode(text="ptext:N")
-    size = max(240, 70 * len(order))
+    size = max(240, 56 * len(order))
     chart = alt.layer(rect, text, ptext).properties(width=size, height=size)
     return _configure(chart, f"Wins/losses at hit@{k}, {ptitle}; * p < 0.05")
 
@@ -166,7 +168,9 @@ def sweep_chart(sweep_long: pd.DataFrame, threshold: float, rates: bool) -> alt.
         x=alt.X("threshold:Q", title="threshold t (keep hits with distance < t)"),
         y=alt.Y(f"{field}:Q", title="share of the group" if rates else "queries",
                 axis=alt.Axis(format=".0%") if rates else alt.Axis()),
-        color=alt.Color("series:N", title=None),
+        color=alt.Color("series:N", title=None,
+                        scale=alt.Scale(domain=["bluffs (out-of-domain)", "lost answers (in-domain)"],
+                                        range=["#d62728", "#1f77b4"])),
         tooltip=[alt.Tooltip("threshold:Q", format=".4f"), "series:N", "count:Q",
                  alt.Tooltip("rate:Q", format=".1%")],
     )

@@ -68,7 +68,7 @@ def caption(run: dict[str, Any], what: str, configuration: str | None = None, n:
     created = run.get("created_at")
     created_text = created.strftime("%Y-%m-%d %H:%M") if hasattr(created, "strftime") else str(created)
     parts = [
-        f"{what} — run {run.get('name')} ({str(run.get('run_id'))[:8]}, {created_text})",
+        f"{what} — run {run.get('name')} ({str(run.get('run_id'))}, {created_text})",
         f"configuration {configuration or 'all'}",
         f"n = {n} queries" if n is not None else "n = n/a",
         f"test: {test or 'none'}",
@@ -81,4 +81,4 @@ def caption(run: dict[str, Any], what: str, configuration: str | None = None, n:
 def file_name(figure: Figure, run_id: str, ext: str) -> str:
     """``evalcore-<run8>-<slug>.<ext>``."""
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", figure.slug).strip("-")
-    return f"evalcore-{run_id[:8]}-{slug}.{ext}"
+    return f"evalcore-{run_id}-{slug}.{ext}"

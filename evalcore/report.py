@@ -8,7 +8,7 @@ Conventions:
 
 - A *configuration* is a strategy x retriever pair, labelled ``"E/dense"``
   (:func:`config_label`, :func:`parse_config`). Across two runs it is labelled
-  ``"<run name> <run id[:8]>: E/dense"``.
+  ``"<run name> <run id>: E/dense"``.
 - Every function takes a :class:`~evalcore.store.Store` and a run id and returns a new
   DataFrame or a frozen record; callers may cache the results (completed runs are
   immutable) and must not mutate them.
@@ -112,7 +112,7 @@ def run_label(row: dict[str, Any]) -> str:
     """``"demo · 2024-05-01 12:00 · 1a2b3c4d (complete)"`` for pickers and captions."""
     created = row.get("created_at")
     when = created.strftime("%Y-%m-%d %H:%M") if hasattr(created, "strftime") else str(created)
-    return f"{row.get('name')} · {when} · {str(row.get('run_id'))[:8]} ({row.get('status', 'complete')})"
+    return f"{row.get('name')} · {when} · {str(row.get('run_id'))} ({row.get('status', 'complete')})"
 
 
 def run_info(store: Store, run_id: str) -> dict[str, Any]:
@@ -125,7 +125,7 @@ def require_complete(store: Store, run_id: str) -> dict[str, Any]:
     info = store.run(run_id)
     if info["status"] != "complete":
         reason = f": {info['reason']}" if info.get("reason") else ""
-        raise StoreError(f"run {run_id[:8]} ({info['name']}) is {info['status']}{reason}")
+        raise StoreError(f"run {run_id} ({info['name']}) is {info['status']}{reason}")
     return info
 
 
@@ -207,7 +207,7 @@ def hit_outcomes(store: Store, run_id: str, configuration: str, k: int) -> dict[
 
 
 def cross_label(info: dict[str, Any], configuration: str) -> str:
-    return f"{info['name']} {str(info['run_id'])[:8]}: {configuration}"
+    return f"{info['name']} {str(info['run_id'])}: {configuration}"
 
 
 def comparable(store: Store, run_a: str, run_b: str) -> str | None:
@@ -262,11 +262,11 @@ def side_of(label: str, run_id: str, other_run: str | None = None) -> tuple[str,
     if ": " not in label:
         return run_id, label
     prefix, configuration = label.rsplit(": ", 1)
-    short = prefix.rsplit(" ", 1)[-1]
+    named = prefix.rsplit(" ", 1)[-1]
     for rid in (run_id, other_run):
-        if rid and rid.startswith(short):
+        if rid == named:
             return rid, configuration
-    raise ValueError(f"label {label!r} names neither run {run_id[:8]} nor {str(other_run)[:8]}")
+    raise ValueError(f"label {label!r} names neither run {run_id} nor {str(other_run)}")
 
 
 def pair_queries(store: Store, first: tuple[str, str], second: tuple[str, str], k: int) -> tuple[Any, pd.DataFrame]:
@@ -546,7 +546,7 @@ def search_queries(store: Store, run_id: str, text: str = "", limit: int = 200) 
 def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     df = store.query("SELECT * FROM queries WHERE run_id = ? AND query_id = ?", [run_id, query_id])
     if df.empty:
-        raise StoreError(f"run {run_id[:8]} has no query {query_id!r}")
+        raise StoreError(f"run {run_id} has no query {query_id!r}")
     return df.iloc[0].to_dict()
 
 

@@ -147,7 +147,7 @@ def require_run(ctx: Context, need_config: bool = False) -> dict:
         st.stop()
     if ctx.run["status"] != "complete":
         reason = f" Reason: {ctx.run['reason']}" if ctx.run.get("reason") else ""
-        st.error(f"Run `{ctx.run_id[:8]}` ({ctx.run['name']}) is **{ctx.run['status']}**, "
+        st.error(f"Run `{ctx.run_id}` ({ctx.run['name']}) is **{ctx.run['status']}**, "
                  f"so it has no results to show.{reason} Pick a complete run in the sidebar.")
         st.stop()
     if need_config and not ctx.config:
@@ -221,7 +221,7 @@ def matrix_figure(run: dict, k: int, adjust: bool, other: str | None):
     matrix = call("win_loss", run["run_id"], k, adjust, other)
     n = int(matrix["n"].iloc[0]) if len(matrix) else 0
     test = report.PAIRED_TEST + (", Holm-adjusted" if adjust else ", unadjusted")
-    what = f"Win/loss matrix at hit@{k}" + (f" against run {other[:8]}" if other else "")
+    what = f"Win/loss matrix at hit@{k}" + (f" against run {other}" if other else "")
     return export.Figure(f"winloss-hit{k}", what, charts.heatmap(matrix, k, adjust), matrix,
                          export.caption(run, what, "all pairs", n, test, None))
 

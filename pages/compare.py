@@ -40,7 +40,7 @@ if st.session_state.get("run_id_b") not in others:
     st.session_state["run_id_b"] = ""
 other = _ui.bound(cols[2].selectbox, "Second run (same queries)", others, key="run_id_b",
                           format_func=lambda r: "none: configurations of this run" if not r
-                          else f"{names.get(r)} · {r[:8]}")
+                          else f"{names.get(r)} · {r}")
 figure = _ui.guarded(lambda: _ui.matrix_figure(run, k, adjust, other or None))
 if figure is None:
     st.stop()
