@@ -18,14 +18,17 @@ from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
 from evalcore.demo import pydoc_topics
 from evalcore.errors import InputError
 
-pydoc_data_topics = pytest.importorskip("pydoc_data.topics", reason="this Python has no pydoc_data")
-RAW: dict[str, str] = pydoc_data_topics.topics
-
 HEADING_LINE = re.compile(r"^#+ .*$", re.M)
 
 
 @pytest.fixture(scope="module")
-def corpus():
+def raw() -> dict[str, str]:
+    """The raw help topics, read independently of the extractor."""
+    return pytest.importorskip("pydoc_data.topics", reason="this Python has no pydoc_data").topics
+
+
+@pytest.fixture(scope="module")
+def corpus(raw):
     return load_demo_corpus()
 
 
@@ -72,9 +75,9 @@ def test_topic_without_heading_is_titled_by_its_key():
     assert doc.text == "just text\nno heading\n"
 
 
-def test_one_document_per_topic_with_stamp_and_path(corpus):
+def test_one_document_per_topic_with_stamp_and_path(corpus, raw):
     assert corpus.root == "pydoc_data.topics"
-    assert [d.doc_id for d in corpus.documents] == sorted(RAW)
+    assert [d.doc_id for d in corpus.documents] == sorted(raw)
     assert corpus.failed == ()
     for d in corpus.documents:
         assert (d.source_type, d.extractor, d.extractor_version) == ("pydoc-topic", "pydoc-topics", "1")
@@ -88,9 +91,9 @@ def _raw_headings(raw: str) -> list[tuple[str, str]]:
             if len(m.group(0)) - len(m.group(1)) - 1 >= len(m.group(1))]
 
 
-def test_titles_and_section_counts_match_the_raw_underlines(corpus):
+def test_titles_and_section_counts_match_the_raw_underlines(corpus, raw):
     for d in corpus.documents:
-        heads = _raw_headings(RAW[d.doc_id])
+        heads = _raw_headings(raw[d.doc_id])
         assert heads and heads[0][1] == "*", d.doc_id  # every 3.11 topic opens with a *-heading
         assert d.title == heads[0][0], d.doc_id
         assert d.sections == sum(1 for _, ch in heads if ch == "="), d.doc_id
@@ -98,10 +101,10 @@ def test_titles_and_section_counts_match_the_raw_underlines(corpus):
         assert [line.split(" ", 1)[1] for line in md] == [h for h, _ in heads], d.doc_id
 
 
-def test_canonical_text_is_the_raw_text_without_underlines(corpus):
+def test_canonical_text_is_the_raw_text_without_underlines(corpus, raw):
     """Dropping the heading marks from the canonical text gives back the raw lines minus underlines."""
     for d in corpus.documents:
-        raw_lines = RAW[d.doc_id].split("\n")
+        raw_lines = raw[d.doc_id].split("\n")
         underline_at = set()
         for i in range(1, len(raw_lines)):
             if (re.fullmatch(r"([*=\-~])\1*", raw_lines[i]) and raw_lines[i - 1].strip()
