@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from evalcore.errors import ModelError
 
@@ -100,14 +100,14 @@ class SentenceEmbedder:
     def window(self) -> int:
         return int(self.model.max_seq_length)
 
-    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vecs = self.model.encode(
             list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=progress,
+            convert_to_numpy=True, show_progress_bar=False,
         )
         return vecs.astype(np.float32, copy=False)
 
@@ -130,7 +130,8 @@ class EmbedStats:
 
 
 def embed_with_cache(
-    embedder: Embedder, texts: Sequence[str], store: Store | None, progress: bool = False
+    embedder: Embedder, texts: Sequence[str], store: Store | None,
+    on_progress: Callable[[int], None] | None = None, batch: int = 256,
 ) -> tuple[np.ndarray, EmbedStats]:
     """Vectors for ``texts``, reusing the store's cache keyed by (model, text hash).
 
@@ -138,6 +139,7 @@ def embed_with_cache(
     is a hard error: vectors of two models are never compared.
     """
     import time
+    from collections import Counter
 
     import numpy as np
 
@@ -155,15 +157,19 @@ def embed_with_cache(
             )
         vectors[h] = np.asarray(vec, dtype=np.float32)
     missing = [h for h in unique if h not in vectors]
+    uses = Counter(hashes)  # progress counts texts, duplicates included
+    if on_progress is not None and len(unique) > len(missing):
+        on_progress(sum(n for h, n in uses.items() if h in vectors))
     t0 = time.perf_counter()
-    if missing:
-        new = embedder.encode([unique[h] for h in missing], progress=progress) \
-            if isinstance(embedder, SentenceEmbedder) else embedder.encode([unique[h] for h in missing])
-        for h, v in zip(missing, new):
+    for i in range(0, len(missing), batch):
+        part = missing[i:i + batch]
+        for h, v in zip(part, embedder.encode([unique[h] for h in part])):
             vectors[h] = v
-        if store is not None:
-            store.cache_vectors(embedder.name, embedder.dim, {h: vectors[h].tolist() for h in missing})
+        if on_progress is not None:
+            on_progress(sum(uses[h] for h in part))
     seconds = time.perf_counter() - t0
+    if missing and store is not None:
+        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[h].tolist() for h in missing})
     out = np.stack([vectors[h] for h in hashes]) if hashes else np.zeros((0, embedder.dim), np.float32)
     return out, EmbedStats(new=len(missing), cached=len(unique) - len(missing), seconds=seconds)
 

@@ -238,7 +238,7 @@ class _Job:
     def _embed(self, texts: Sequence[str]) -> tuple[np.ndarray, Any]:
         from evalcore.embedding import embed_with_cache
 
-        vecs, st = embed_with_cache(self.embedder, texts, self.store)
+        vecs, st = embed_with_cache(self.embedder, texts, self.store, on_progress=self.progress.advance)
         self.new_embeddings += st.new
         self.cached_embeddings += st.cached
         return vecs, st
@@ -268,7 +268,6 @@ class _Job:
 
         self._stage("query embedding", len(texts), 0.02)
         qvec, st = self._embed(texts)
-        self.progress.advance(len(texts))
         self._timing("query_embedding", None, st.seconds, st.new)
 
         n_strat = len(r.strategies)
@@ -340,7 +339,6 @@ class _Job:
 
         self._stage(f"{name}: embedding {len(chunks)} chunks", len(chunks), base + 0.1 * span)
         cvec, st = self._embed(ctexts)
-        self.progress.advance(len(chunks))
         self._timing("index", name, st.seconds, st.new)
 
         spans = self.r.ground_truth.spans
