@@ -112,8 +112,13 @@ def run_evaluation(
     reranker: Reranker | None = None,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
+    run_id: str | None = None,
 ) -> RunResult:
-    """Evaluate ``request`` and store it as one complete run; returns its id and counts."""
+    """Evaluate ``request`` and store it as one complete run; returns its id and counts.
+
+    ``cancelled`` is polled between stages and query blocks; when it returns True the run
+    stops and is marked ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
+    """
     from evalcore.embedding import SentenceEmbedder
 
     progress = progress or SilentProgress()
@@ -136,7 +141,7 @@ def run_evaluation(
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
     embedder = embedder or SentenceEmbedder.load()
 
-    run_id = new_run_id()
+    run_id = run_id or new_run_id()
     t_start = time.perf_counter()
     settings = _settings(request, embedder, retrievers)
     store.start_run({
