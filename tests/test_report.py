@@ -179,6 +179,16 @@ def test_query_hits_quote_content_and_highlight_needle(store, engine_run_id):
     assert not refused.answered and refused.prompt.startswith("NO ANSWER")
 
 
+def test_prompt_pieces_match_the_model_tokenizer(store, engine_run_id, real_embedder):
+    config = report.configurations(store, engine_run_id)[0]
+    qid = store.query("SELECT query_id FROM queries WHERE run_id = ? AND domain = 'in' AND valid LIMIT 1",
+                      [engine_run_id]).iloc[0, 0]
+    answer = report.answer(store, engine_run_id, qid, config, 2.1)
+    assert answer.pieces == real_embedder.count_pieces([answer.prompt])[0]
+    texts = ["déjà vu — naïve café 東京", "x " * 600]
+    assert [report.piece_counter()(t) for t in texts] == real_embedder.count_pieces(texts)
+
+
 def test_index_and_stale_documents(scratch, engine_run_id):
     health = report.index_health(scratch, engine_run_id)
     chunks = scratch.query("SELECT strategy, count(*) AS n, sum(pieces) AS p, count(*) FILTER (pieces > 256) AS over "
