@@ -234,8 +234,18 @@ def interval_half_width(n: int, p: float = 0.5, confidence: float = 0.95) -> flo
 
 @lru_cache(maxsize=256)
 def _rejection_counts(discordant: int, alpha: float) -> tuple[int, ...]:
-    """Win counts w in 0..D for which the exact two-sided sign test rejects at ``alpha``."""
-    return tuple(w for w in range(discordant + 1) if sign_test(w, discordant - w) <= alpha)
+    """Win counts w in 0..D for which the exact two-sided sign test rejects at ``alpha``.
+
+    At p = 0.5 the binomial is symmetric, so the two-sided exact p-value of w wins is
+    ``min(1, 2 * P(X <= min(w, D - w)))`` — what :func:`sign_test` (scipy's binomtest)
+    returns — computed here for every w at once.
+    """
+    import numpy as np
+    from scipy.stats import binom
+
+    w = np.arange(discordant + 1)
+    p = np.minimum(1.0, 2.0 * binom.cdf(np.minimum(w, discordant - w), discordant, 0.5))
+    return tuple(int(x) for x in w[p <= alpha])
 
 
 def sign_test_power(discordant: int, win_share: float, alpha: float = 0.05) -> float:
