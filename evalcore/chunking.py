@@ -31,6 +31,12 @@ document has ``## `` headings, the text before the first one (the ``# Title`` li
 and any introduction) is not chunked by boundaries strategies; a ``## `` line inside a
 fenced code block counts as a heading; a heading line at the very end of the document
 (no newline after it) stays in its section's body.
+
+**intro** (an ingredient for boundaries strategies, not in A-F): the text before the
+first ``## `` heading becomes one more span, chunked by the same rule, with section
+``""`` (header ``[Title]``) and its leading ``# Title`` line skipped the way a section
+skips its ``## `` line. Its chunks are exactly what the seed's ``chunkDocument`` makes of
+that introduction on its own; the other chunks are unchanged.
 """
 from __future__ import annotations
 
@@ -60,6 +66,7 @@ _LT = "\\n\\r\\u2028\\u2029"  # JS line terminators (for ^ $ . under the m flag)
 _HEADING = re.compile(f"(?<![^{_LT}])## ([^{_LT}]+)(?![^{_LT}])")
 # /^## .+\n/ (no m flag: at the start of the section's slice only)
 _HEADING_LINE = re.compile(f"## [^{_LT}]+\\n")
+_TITLE_LINE = re.compile(f"# [^{_LT}]+\\n")  # a document's leading title line (intro ingredient)
 # /[^\n]([^\n]|\n(?!\n))*/g
 _PARAGRAPH = re.compile(r"[^\n](?:[^\n]|\n(?!\n))*")
 # /[^.!?]*[.!?]*\s*/g
@@ -82,12 +89,14 @@ INGREDIENTS: dict[str, str] = {
     "overlap": f"embedded text also carries the {OVERLAP} characters before the chunk "
     "(overlap=N for another length)",
     "size": f"target size in characters (size=N, default {SIZE})",
+    "intro": "boundaries only: also chunk the text before the first `## ` heading "
+    "(the seed's chunker, and so C-F, leave it out)",
 }
 
 SPEC_SYNTAX = (
     "a standard name (A-F) or a recipe BASE[+INGREDIENT...], optionally named NAME:RECIPE; "
-    "BASE is blind or boundaries, INGREDIENT is header, overlap, overlap=N or size=N; "
-    "e.g. 'A,C,E' or 'wide:boundaries+header+overlap=64+size=800'"
+    "BASE is blind or boundaries, INGREDIENT is header, intro, overlap, overlap=N or size=N; "
+    "e.g. 'A,C,E' or 'wide:boundaries+header+intro+overlap=64+size=800'"
 )
 
 
@@ -122,7 +131,7 @@ def parse_recipe(recipe: str, name: str | None = None) -> Strategy:
     if base not in ("blind", "boundaries"):
         raise ConfigError(f"unknown strategy {recipe!r}: known names are "
                           f"{', '.join(STANDARD_STRATEGIES)}; or {SPEC_SYNTAX}")
-    header, overlap, size = False, 0, SIZE
+    header, intro, overlap, size = False, False, 0, SIZE
     seen: set[str] = set()
     for part in rest:
         key, _, value = part.partition("=")
@@ -132,17 +141,21 @@ def parse_recipe(recipe: str, name: str | None = None) -> Strategy:
         seen.add(key)
         if key == "header" and not value:
             header = True
+        elif key == "intro" and not value:
+            if base != "boundaries":
+                raise ConfigError(f"strategy {recipe!r}: intro goes with boundaries (blind chunks everything)")
+            intro = True
         elif key == "overlap":
             overlap = _positive_int(value.strip(), "overlap", recipe, zero_ok=True) if value else OVERLAP
         elif key == "size" and value:
             size = _positive_int(value.strip(), "size", recipe)
         else:
             raise ConfigError(f"strategy {recipe!r}: unknown ingredient {part!r}; known: "
-                              f"header, overlap, overlap=N, size=N")
+                              f"header, intro, overlap, overlap=N, size=N")
     if overlap >= size:
         raise ConfigError(f"strategy {recipe!r}: overlap {overlap} must be smaller than size {size}")
     return Strategy(name or recipe.strip(), boundaries=base == "boundaries", header=header,
-                    overlap=overlap, size=size)
+                    overlap=overlap, size=size, intro=intro)
 
 
 def parse_strategies(spec: str | Iterable[str]) -> list[Strategy]:
@@ -182,21 +195,24 @@ def headings(text: str) -> list[tuple[int, str]]:
     return [(m.start(), js_trim(m.group(1))) for m in _HEADING.finditer(text)]
 
 
-def boundary_ranges(text: str, target: int = SIZE) -> list[tuple[str, int, int]]:
+def boundary_ranges(text: str, target: int = SIZE, intro: bool = False) -> list[tuple[str, int, int]]:
     """Port of the seed's ``chunkDocument``: ``(section, from, to)`` for every chunk.
 
-    The content of a chunk is ``text[from:to]`` (already trimmed).
+    The content of a chunk is ``text[from:to]`` (already trimmed). With ``intro`` the text
+    before the first ``## `` heading is chunked too (see the module doc).
     """
     out: list[tuple[str, int, int]] = []
     heads = headings(text)
     if heads:
         spans = [(at, title, heads[i + 1][0] if i + 1 < len(heads) else len(text))
                  for i, (at, title) in enumerate(heads)]
+        if intro and heads[0][0] > 0:
+            spans.insert(0, (0, "", heads[0][0]))
     else:
         spans = [(0, "", len(text))]
 
     for at, title, end in spans:
-        m = _HEADING_LINE.match(text, at, end)
+        m = (_TITLE_LINE if intro and at == 0 and heads else _HEADING_LINE).match(text, at, end)
         skip = m.end() - at if m else 0
         origin = at + skip
         body = text[origin:end]
@@ -262,7 +278,7 @@ def header_line(title: str, section: str) -> str:
 def chunk_document(doc: Document, strategy: Strategy) -> list[Chunk]:
     """Chunks of one document, in document order (see module doc for the invariants)."""
     text = doc.text
-    ranges = (boundary_ranges(text, strategy.size) if strategy.boundaries
+    ranges = (boundary_ranges(text, strategy.size, strategy.intro) if strategy.boundaries
               else blind_ranges(text, strategy.size))
     chunks = []
     for section, start, end in ranges:

@@ -72,9 +72,12 @@ class Strategy:
     header: bool
     overlap: int = 0
     size: int = 512
+    intro: bool = False  # boundaries: also chunk the text before the first ## heading
 
     def describe(self) -> str:
         parts = ["boundaries" if self.boundaries else "blind"]
+        if self.intro:
+            parts.append("intro")
         if self.header:
             parts.append("header")
         if self.overlap:

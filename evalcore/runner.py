@@ -189,7 +189,7 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
         "sentence_transformers": sentence_transformers.__version__,
         "model": embedder.name, "dim": embedder.dim,
         "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
-                                "header": s.header, "describe": s.describe()} for s in request.strategies},
+                                "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},
         "retrievers": retrievers, "top_n": request.top_n, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH,
         "bm25": {"k1": 1.2, "b": 0.75}, "gate_top": 4,
         "queries_in": len(gt.valid_questions), "queries_in_total": len(gt.questions),

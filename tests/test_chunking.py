@@ -292,3 +292,58 @@ def test_chunk_corpus_keeps_document_order():
     seen = list(dict.fromkeys(c.doc_id for c in chunks))
     assert seen == order
     assert sum(len(chunk_document(d, STANDARD_STRATEGIES["A"])) for d in corpus.documents) == len(chunks)
+
+
+# --------------------------------------------------------------- the intro ingredient
+
+
+def _intro_oracle(d: Document, target: int = 512) -> list[tuple]:
+    """The seed's chunkDocument on the introduction alone (after its `# Title` line),
+    offsets shifted into the document, then the seed on the whole document."""
+    import re as _re
+
+    first = _re.search(r"(?m)^## ", d.text)
+    jobs = [{"doc": d.text, "title": d.title, "target": target}]
+    skip = 0
+    if first and first.start() > 0:
+        intro = d.text[:first.start()]
+        m = _re.match(r"# [^\n\r\u2028\u2029]+\n", intro)
+        skip = m.end() if m else 0
+        jobs.append({"doc": intro[skip:], "title": d.title, "target": target})
+    refs = run_seed(jobs)
+    head = [(c["text"], c["content"], c["section"], c["from"] + skip, c["to"] + skip)
+            for c in (refs[1] if len(refs) > 1 else [])]
+    return head + seed_tuples(refs[0])
+
+
+def test_intro_chunks_are_the_seeds_chunks_of_the_introduction():
+    text = ("# Guide\n\nIntro paragraph one.\n\nIntro paragraph two.\n\n"
+            "## First\n\nBody one.\n\n## Second\n\nBody two.\n")
+    d = doc(text, title="Guide")
+    ours = chunk_document(d, parse_strategies("x:boundaries+header+intro")[0])
+    assert [c.content for c in ours] == ["Intro paragraph one.\n\nIntro paragraph two.", "Body one.",
+                                         "Body two."]
+    assert ours[0].section == "" and ours[0].text.startswith("[Guide]\n")
+    assert as_seed(ours) == _intro_oracle(d)
+    # without intro: the seed's own chunks, which leave the introduction out
+    assert [c.content for c in chunk_document(d, STANDARD_STRATEGIES["C"])] == ["Body one.", "Body two."]
+
+
+@pytest.mark.parametrize("corpus_name", ["poetry-docs", "mkdocs-docs"])
+def test_intro_agrees_with_seed_oracle_on_real_corpus(corpus_name):
+    root = DATA / corpus_name / "docs"
+    if not root.exists():
+        pytest.skip(f"{root} not present")
+    corpus = load_corpus(root)
+    strategy = parse_strategies("x:boundaries+header+intro")[0]
+    extra = 0
+    for d in corpus.documents:
+        ours = as_seed(chunk_document(d, strategy))
+        assert ours == _intro_oracle(d), d.doc_id
+        extra += len(ours) - len(chunk_document(d, STANDARD_STRATEGIES["E"]))
+    assert extra > 0
+
+
+def test_intro_is_refused_for_blind():
+    with pytest.raises(ConfigError, match="intro goes with boundaries"):
+        parse_strategies("blind+intro")
