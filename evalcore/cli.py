@@ -16,7 +16,7 @@ from evalcore.errors import EvalcoreError
 
 log = logging.getLogger("evalcore")
 
-DEMO_STRATEGIES = "A,B,C,D,E,F"
+DEFAULT_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
 DEMO_RETRIEVERS = "dense,bm25,hybrid,rerank"
 
 
@@ -177,6 +177,14 @@ def cmd_chunks(args) -> int:
     return 0
 
 
+def cmd_job(args) -> int:
+    from evalcore.jobs import run_job
+
+    status = run_job(_store(args), args.job_id)
+    print(f"job {args.job_id}: {status}")
+    return {"complete": 0, "cancelled": 1}.get(status, 2)
+
+
 def cmd_list(args) -> int:
     runs = _store(args).runs()
     if args.json:
@@ -248,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("demo", help="evaluate the built-in demo (Python language reference)",
                         description="Build the built-in demo dataset, run it and store the run.")
-    common_run(sp, DEMO_STRATEGIES, DEMO_RETRIEVERS)
+    common_run(sp, DEFAULT_STRATEGIES, DEMO_RETRIEVERS)
     sp.add_argument("--name", default="demo", help="run name (default demo)")
     sp.set_defaults(func=cmd_demo)
 
@@ -258,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--questions", required=True, metavar="FILE", help="questions.jsonl")
     sp.add_argument("--ood", default=None, metavar="FILE", help="ood.jsonl (out-of-domain queries)")
     sp.add_argument("--name", default=None, help="run name (default: the corpus folder name)")
-    common_run(sp, DEMO_STRATEGIES, "dense,bm25,hybrid")
+    common_run(sp, DEFAULT_STRATEGIES, "dense,bm25,hybrid")
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("validate", help="check inputs without running",
@@ -278,6 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--strategy", default="E", help="one strategy: A-F or a custom recipe (default E)")
     sp.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
     sp.set_defaults(func=cmd_chunks)
+
+    sp = sub.add_parser("job", help="execute a queued dashboard job (started by the dashboard)",
+                        description="Wait for a free slot ($EVALCORE_MAX_JOBS, default 1), run the queued "
+                                    "job JOB_ID and record its outcome. Exit 0 complete, 1 cancelled, 2 failed.")
+    sp.add_argument("job_id", metavar="JOB_ID", help="id of a queued job in the store")
+    sp.set_defaults(func=cmd_job)
 
     sp = sub.add_parser("list", help="list the runs in the store", description="List stored runs.")
     sp.add_argument("--json", action="store_true", help="print JSON")
