@@ -157,6 +157,9 @@ class Store:
                     [now(), f"process {pid} ended before the run completed (killed or crashed)", run_id],
                 )
                 log.warning("run %s: process %s is gone; marked failed", run_id, pid)
+        from evalcore.jobs import reap as reap_jobs  # jobs (0002): same rule, job and its run
+
+        reap_jobs(con)
 
     # -- reads -------------------------------------------------------------------
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
