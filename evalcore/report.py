@@ -716,7 +716,8 @@ def destroyed_list(store: Store, run_id: str, context: int = 40) -> pd.DataFrame
 
     Columns: strategy, group_id, doc_id, start, end, cut, before_cut, after_cut (the
     needle's text on each side of the cut; the whole needle in before_cut when no cut is
-    recorded), context_before, context_after (``context`` characters around the needle).
+    recorded), context_before, context_after (``context`` characters around the needle),
+    why (a cut split it, or no chunk holds the text at all).
     """
     df = store.query(
         """
@@ -724,7 +725,10 @@ def destroyed_list(store: Store, run_id: str, context: int = 40) -> pd.DataFrame
                substr(d.text, greatest(x.start - ?, 0) + 1, x.start - greatest(x.start - ?, 0)) AS context_before,
                substr(d.text, x.start + 1, coalesce(x.cut, x."end") - x.start) AS before_cut,
                CASE WHEN x.cut IS NULL THEN '' ELSE substr(d.text, x.cut + 1, x."end" - x.cut) END AS after_cut,
-               substr(d.text, x."end" + 1, ?) AS context_after
+               substr(d.text, x."end" + 1, ?) AS context_after,
+               CASE WHEN x.cut IS NULL
+                    THEN 'no chunk holds this text (boundaries without intro leave out the text before the first ## heading)'
+                    ELSE 'split by the cut at offset ' || x.cut::VARCHAR END AS why
         FROM destroyed x LEFT JOIN documents d ON d.run_id = x.run_id AND d.doc_id = x.doc_id
         WHERE x.run_id = ? ORDER BY x.strategy, x.group_id
         """,

@@ -29,12 +29,13 @@ st.dataframe(over, hide_index=True) if not over.empty else st.success("No chunk 
 destroyed = _ui.call("destroyed_list", ctx.run_id)
 st.subheader(f"Destroyed ground truths ({len(destroyed)})")
 if destroyed.empty:
-    st.success("No ground truth was split by a cut.")
+    st.success("Every ground truth lies whole in some chunk.")
 else:
-    st.caption("Each needle with the cut that split it: `before | after` the chunk boundary.")
+    st.caption("No chunk holds these needles whole, so no retriever can find them. "
+               "`before | after` shows the cut that split a needle.")
     st.dataframe(destroyed.assign(split=destroyed["before_cut"] + " | " + destroyed["after_cut"]),
-                 hide_index=True, column_order=["strategy", "group_id", "doc_id", "start", "end", "cut",
-                                                "context_before", "split", "context_after"])
+                 hide_index=True, column_order=["strategy", "group_id", "doc_id", "why", "start", "end",
+                                                "cut", "context_before", "split", "context_after"])
 
 docs = _ui.call("documents", ctx.run_id)
 st.subheader(f"Documents ({len(docs)})")

@@ -215,6 +215,7 @@ def test_destroyed_list_shows_the_cut(store, engine_run_id):
     for row in destroyed.itertuples():
         needle = docs[row.doc_id][row.start:row.end]
         assert row.before_cut + row.after_cut == needle
+        assert ("split by the cut at offset" in row.why) == (not pd.isna(row.cut))
     counts = report.destroyed_counts(store, engine_run_id).set_index("strategy")["destroyed"]
     assert counts.to_dict() == destroyed.groupby("strategy").size().reindex(counts.index, fill_value=0).to_dict()
 
