@@ -156,7 +156,8 @@ def embed_with_cache(
                 f"{embedder.dim}: the cache holds vectors of another model; refusing to compare them"
             )
         vectors[h] = np.asarray(vec, dtype=np.float32)
-    missing = [h for h in unique if h not in vectors]
+    # longest first, so each batch pads to similar lengths (and a too-long text fails early)
+    missing = sorted((h for h in unique if h not in vectors), key=lambda h: -len(unique[h]))
     uses = Counter(hashes)  # progress counts texts, duplicates included
     if on_progress is not None and len(unique) > len(missing):
         on_progress(sum(n for h, n in uses.items() if h in vectors))
