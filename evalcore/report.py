@@ -71,7 +71,8 @@ def runs_overview(store: Store) -> pd.DataFrame:
 
     Columns: run_id, name, created_at, status, reason, stage, progress, documents,
     failed_documents, characters, sections, in_domain, out_of_domain, invalid, strategies,
-    retrievers, model, rerank_note, duration_s (NaN while running).
+    retrievers, model, rerank_note, duration_s (NaN while running), activity (while running:
+    ``"E: embedding 340/1120 chunks · 45%"``; a dashboard job's runs carry counts in the stage).
     """
     return store.query(
         """
@@ -81,7 +82,9 @@ def runs_overview(store: Store) -> pd.DataFrame:
                coalesce(q.in_domain, 0) AS in_domain, coalesce(q.out_of_domain, 0) AS out_of_domain,
                coalesce(q.invalid, 0) AS invalid,
                r.strategies, r.retrievers, r.model, r.rerank_note,
-               date_diff('millisecond', r.created_at, r.finished_at) / 1000.0 AS duration_s
+               date_diff('millisecond', r.created_at, r.finished_at) / 1000.0 AS duration_s,
+               CASE WHEN r.status = 'running' THEN coalesce(r.stage, 'starting') || ' · '
+                    || CAST(round(100 * coalesce(r.progress, 0)) AS INTEGER) || '%' END AS activity
         FROM runs r
         LEFT JOIN (SELECT run_id, count(*) FILTER (state = 'indexed') AS documents,
                           count(*) FILTER (state = 'failed') AS failed,
