@@ -144,19 +144,6 @@ def timings(store: Store, run_id: str) -> pd.DataFrame:
 # --- compare ----------------------------------------------------------------------------
 
 
-def _ranks(store: Store, run_id: str) -> pd.DataFrame:
-    """strategy, retriever, query_id, first_correct_rank, destroyed for scored in-domain queries."""
-    return store.query(
-        """
-        SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank, r.destroyed
-        FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
-        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid
-        ORDER BY r.strategy, r.retriever, r.query_id
-        """,
-        [run_id],
-    )
-
-
 def recall_table(store: Store, run_id: str, ks: Sequence[int] = KS) -> pd.DataFrame:
     """Recall@k for each k and MRR per configuration, with 95% Wilson intervals for recall.
 
@@ -166,10 +153,9 @@ def recall_table(store: Store, run_id: str, ks: Sequence[int] = KS) -> pd.DataFr
     Empty (same columns) when the run has no scored in-domain query.
     """
     from evalcore.metrics import SUMMARY_COLUMNS, parse_metric, summarize
+    from evalcore.summary import first_ranks
 
-    df = _ranks(store, run_id)
-    by_config = {key: group["first_correct_rank"].tolist()
-                 for key, group in df.groupby(["strategy", "retriever"], sort=True)}
+    by_config = first_ranks(store, run_id)
     if not by_config:
         import pandas as pd
 
