@@ -316,12 +316,12 @@ def job(store: Store, job_id: str) -> dict[str, Any]:
 
 def jobs_overview(store: Store, limit: int = 50) -> pd.DataFrame:
     """The newest ``limit`` jobs, newest first: job_id, run_id, name, status, created_at,
-    started_at, finished_at, reason, cancel_requested, run_status, stage (the run's stage
+    started_at, finished_at, reason, cancel_requested, pid, spec, run_status, stage (the run's stage
     while it runs, else the job's), progress (0..1), position (1 = next to start; queued only)."""
     df = store.query(
         """
         SELECT j.job_id, j.run_id, j.name, j.status, j.created_at, j.started_at, j.finished_at,
-               j.reason, j.cancel_requested, j.spec, r.status AS run_status,
+               j.reason, j.cancel_requested, j.pid, j.spec, r.status AS run_status,
                CASE WHEN j.status = 'running' AND r.status = 'running' THEN r.stage ELSE j.stage END AS stage,
                CASE WHEN j.status = 'complete' THEN 1.0
                     WHEN j.status = 'running' THEN coalesce(r.progress, 0.0) ELSE 0.0 END AS progress,
@@ -437,7 +437,7 @@ def stage_fraction(name: str, done: int, total: int, strategies: Sequence[str]) 
 
 class StoreProgress:
     """The runner's Progress writing ``runs.stage`` (with counts) and ``runs.progress`` at most
-    every ``interval`` seconds; checks for a cancel on every advance (the runner itself
+    every ``interval`` seconds, and at the end of each stage; checks for a cancel on every advance (the runner itself
     checks only between stages and query blocks)."""
 
     def __init__(self, store: Store, run_id: str, strategies: Sequence[str],
@@ -457,8 +457,8 @@ class StoreProgress:
         if self.cancelled():
             raise RunInterrupted(CANCEL_REASON)
         t = time.monotonic()
-        if t - self._last < self.interval:
-            return
+        if t - self._last < self.interval and self.done < self.total:
+            return  # throttled; the end of a stage is always written
         self._last = t
         fraction = stage_fraction(self.name, self.done, self.total, self.strategies)
         try:
@@ -538,3 +538,21 @@ def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
         raise
     _finish(store, job_id, "complete", None)
     return "complete"
+
+
+def discard(store: Store, prepared: Prepared) -> None:
+    """Forget prepared inputs that were never submitted (removes a saved upload folder)."""
+    import shutil
+
+    if prepared.spec.source == "upload":
+        folder = uploads_dir(store) / prepared.job_id
+        with store.connect() as con:
+            queued = con.execute("SELECT count(*) FROM jobs WHERE job_id = ?", [prepared.job_id]).fetchone()[0]
+        if not queued:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def reap_now(store: Store) -> list[str]:
+    """Reap dead jobs now (the store reaps only when first opened); returns their ids."""
+    with store.transaction() as con:
+        return reap(con)

@@ -1,0 +1,189 @@
+"""Background jobs against real processes and a real store: a CLI run and a dashboard job
+at once on one store, a killed job, the queue order and cancelling.
+
+Each job is a real ``python -m evalcore job`` process loading the real model (strategies
+A,E or A-F on the mini corpus), so this file takes about a minute.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import MINI, ROOT
+from evalcore import jobs
+from evalcore.cli import main
+from evalcore.errors import ConfigError
+from evalcore.store import Store
+from evalcore.summary import summary_table
+
+RETRIEVERS = "dense,bm25,hybrid"
+TIMEOUT = 180.0
+
+
+def mini_job(strategies: str = "A,E") -> jobs.Prepared:
+    return jobs.prepare_paths(str(MINI / "corpus"), str(MINI / "questions.jsonl"), str(MINI / "ood.jsonl"),
+                              strategies, RETRIEVERS)
+
+
+def wait_until(predicate, timeout: float = TIMEOUT, every: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    raise TimeoutError(f"condition not met within {timeout} s")
+
+
+def job_done(store: Store, job_id: str) -> dict | None:
+    row = jobs.job(store, job_id)
+    return row if row["status"] not in jobs.ACTIVE else None
+
+
+def expected_counts(store: Store, run_id: str, strategies: int, retrievers: int) -> tuple[int, int]:
+    """(results rows, hits rows) a complete run must hold: every scored query (valid in-domain
+    and out-of-domain) per configuration, and min(20, chunks) hits for each."""
+    q = store.query("SELECT count(*) FILTER (domain = 'out' OR valid) AS n FROM queries WHERE run_id = ?", [run_id])
+    n = int(q.iloc[0, 0])
+    chunks = store.query("SELECT strategy, chunks FROM strategies WHERE run_id = ?", [run_id])
+    hits = sum(n * retrievers * min(20, int(c)) for c in chunks["chunks"])
+    assert len(chunks) == strategies
+    return n * strategies * retrievers, hits
+
+
+def stored_counts(store: Store, run_id: str) -> tuple[int, int]:
+    r = store.query("SELECT (SELECT count(*) FROM results WHERE run_id = ?) AS r, "
+                    "(SELECT count(*) FROM hits WHERE run_id = ?) AS h", [run_id, run_id])
+    return int(r.iloc[0, 0]), int(r.iloc[0, 1])
+
+
+# --- pure parts ----------------------------------------------------------------------------
+
+
+def test_job_command_has_help_text(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["job", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "usage: python -m evalcore job" in out and "EVALCORE_MAX_JOBS" in out
+
+
+def test_max_jobs_reads_the_environment(monkeypatch):
+    monkeypatch.delenv("EVALCORE_MAX_JOBS", raising=False)
+    assert jobs.max_jobs() == 1
+    monkeypatch.setenv("EVALCORE_MAX_JOBS", "3")
+    assert jobs.max_jobs() == 3
+    for bad in ("0", "-1", "two"):
+        monkeypatch.setenv("EVALCORE_MAX_JOBS", bad)
+        with pytest.raises(ConfigError, match=repr(bad)):
+            jobs.max_jobs()
+
+
+def test_stage_text_and_fraction_follow_the_runner():
+    assert jobs.stage_text("E: embedding 1120 chunks", 340, 1120) == "E: embedding 340/1120 chunks"
+    assert jobs.stage_text("E: retrieval", 8, 31) == "E: retrieval and scoring 8/31 queries"
+    # the runner's stage starts (evalcore.runner._Job): base = 0.05 + 0.9 i / n, span = 0.9 / n
+    strategies = ["A", "E"]
+    assert jobs.stage_fraction("query embedding", 0, 10, strategies) == pytest.approx(0.02)
+    assert jobs.stage_fraction("E: chunking", 0, 4, strategies) == pytest.approx(0.05 + 0.45)
+    assert jobs.stage_fraction("E: embedding 11 chunks", 0, 11, strategies) == pytest.approx(0.5 + 0.1 * 0.45)
+    assert jobs.stage_fraction("E: retrieval", 0, 25, strategies) == pytest.approx(0.5 + 0.5 * 0.45)
+    assert jobs.stage_fraction("E: retrieval", 25, 25, strategies) == pytest.approx(0.95)
+    assert jobs.stage_fraction("Z: retrieval", 1, 2, strategies) is None
+
+
+# --- real processes ------------------------------------------------------------------------
+
+
+def test_cli_run_and_dashboard_job_at_once_on_one_store(tmp_path):
+    store_path = tmp_path / "evalcore.duckdb"
+    store = Store(store_path)
+    store.migrate()
+    prepared = mini_job()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    t0 = time.perf_counter()
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "evalcore", "--store", str(store_path), "run", "--corpus", str(MINI / "corpus"),
+         "--questions", str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "--strategies", "A,E",
+         "--retrievers", RETRIEVERS, "--name", "cli", "-q"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    job_id = jobs.submit(store, prepared, "dashboard")
+    overlap, t_cli, t_job = False, None, None
+    while t_cli is None or t_job is None:  # both processes work on the store at once
+        states = set(store.query("SELECT status FROM runs")["status"])
+        overlap = overlap or (len(states) and len(store.runs()) == 2 and states == {"running"})
+        if t_cli is None and cli.poll() is not None:
+            t_cli = time.perf_counter() - t0
+        if t_job is None and job_done(store, job_id):
+            t_job = time.perf_counter() - t0
+        assert time.perf_counter() - t0 < TIMEOUT
+        time.sleep(0.1)
+    out, err = cli.communicate()
+    assert cli.returncode == 0, err
+    row = jobs.job(store, job_id)
+    print(f"\nCLI run {t_cli:.1f} s, dashboard job {t_job:.1f} s (wall, started together); "
+          f"both running at once observed: {overlap}")
+    assert row["status"] == "complete", row["reason"]
+    assert "lock" not in err.lower()
+    runs = store.runs().set_index("name")
+    assert set(runs["status"]) == {"complete"}
+    for name in ("cli", "dashboard"):
+        run_id = runs.loc[name, "run_id"]
+        assert stored_counts(store, run_id) == expected_counts(store, run_id, 2, 3)
+    # the same inputs give the same figures whichever way the run was started
+    a, b = (summary_table(store, runs.loc[n, "run_id"]) for n in ("cli", "dashboard"))
+    assert a.drop(columns="run_id", errors="ignore").equals(b.drop(columns="run_id", errors="ignore"))
+
+
+def test_killed_job_is_marked_failed_and_the_next_run_works(tmp_path):
+    store_path = tmp_path / "evalcore.duckdb"
+    store = Store(store_path)
+    job_id = jobs.submit(store, mini_job("A,B,C,D,E,F"), "doomed")
+    # kill the process once its run is in the store and under way
+    wait_until(lambda: len(store.query("SELECT 1 FROM runs WHERE run_id = ? AND status = 'running'", [job_id])),
+               every=0.02)
+    pid = int(jobs.job(store, job_id)["pid"])
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not jobs._alive(pid))
+    fresh = Store(store_path)  # what the app does when it starts: open the store, which reaps
+    run = fresh.run(job_id)
+    assert run["status"] == "failed" and "killed or crashed" in run["reason"], run
+    assert jobs.job(fresh, job_id)["status"] == "failed"
+    assert stored_counts(fresh, job_id) == (0, 0)  # partial results never look complete
+    # the store is still readable and the next run works
+    from evalcore import report
+
+    assert job_id in set(report.runs_overview(fresh)["run_id"])
+    next_id = jobs.submit(fresh, mini_job(), "next")
+    row = wait_until(lambda: job_done(fresh, next_id))
+    assert row["status"] == "complete", row["reason"]
+    assert stored_counts(fresh, next_id) == expected_counts(fresh, next_id, 2, 3)
+
+
+def test_queue_runs_one_at_a_time_in_order_and_cancel_works(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVALCORE_MAX_JOBS", "1")
+    store = Store(tmp_path / "evalcore.duckdb")
+    first = jobs.submit(store, mini_job("A,B,C,D,E,F"), "first")
+    second = jobs.submit(store, mini_job(), "second")
+    third = jobs.submit(store, mini_job(), "third")
+    # a queued job is cancelled at once; its process sees that and exits
+    assert jobs.cancel(store, third) == "cancelled"
+    # the first runs alone; cancel it once its run is under way
+    wait_until(lambda: len(store.query("SELECT 1 FROM runs WHERE run_id = ? AND status = 'running'", [first])),
+               every=0.02)
+    assert jobs.job(store, second)["status"] == "queued"
+    assert jobs.cancel(store, first) == "running"
+    row1 = wait_until(lambda: job_done(store, first))
+    row2 = wait_until(lambda: job_done(store, second))
+    assert row1["status"] == "cancelled" and row1["reason"] == jobs.CANCEL_REASON
+    assert store.run(first)["status"] == "cancelled"  # the run too, with no results
+    assert stored_counts(store, first) == (0, 0)
+    assert row2["status"] == "complete", row2["reason"]
+    assert row2["started_at"] >= row1["finished_at"]  # it waited for the slot
+    assert jobs.job(store, third)["status"] == "cancelled"
+    assert store.query("SELECT count(*) FROM runs WHERE run_id = ?", [third]).iloc[0, 0] == 0
