@@ -1,0 +1,153 @@
+"""New run: upload or pick inputs, validate them, start a background job; watch and cancel jobs.
+
+A job runs in its own process (evalcore.jobs), so leaving this page, reloading it or
+opening another tab does not stop it. Page-local session keys (widget keys, not kept
+when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``nr_ood``,
+``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_strategies``,
+``nr_custom``, ``nr_retrievers``, ``nr_name``; ``nr_prepared`` holds validated inputs
+(evalcore.jobs.Prepared) until they are started or an input changes; ``nr_last_job``
+the job started last.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from evalcore import jobs, uploads
+from evalcore.chunking import SPEC_SYNTAX, STANDARD_STRATEGIES
+from evalcore.retrieval import RETRIEVERS
+from pages import _ui
+
+ctx = _ui.sidebar()
+store = _ui.get_store(ctx.store_path)
+st.title("New run")
+
+SOURCES = {"upload": "Upload files", "demo": "Built-in demo", "folder": "Folder on the server"}
+
+
+def _forget() -> None:
+    prepared = st.session_state.pop("nr_prepared", None)
+    if prepared is not None:
+        _ui.guarded(lambda: jobs.discard(store, prepared))
+
+
+def _files(items) -> list[uploads.UploadedFile]:
+    return [uploads.UploadedFile(f.name, f.getvalue()) for f in items or []]
+
+
+def _one(item) -> uploads.UploadedFile | None:
+    return uploads.UploadedFile(item.name, item.getvalue()) if item is not None else None
+
+
+source = st.radio("Inputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source",
+                  on_change=_forget)
+if source == "upload":
+    st.caption("Limits: " + uploads.DEFAULT_LIMITS.describe() + ". Files that are not UTF-8 text, "
+               "binary or empty are skipped with a message; a zip with paths outside its folder or "
+               "symbolic links is refused.")
+    corpus_up = st.file_uploader("Corpus: .md / .txt files, or a .zip of them", key="nr_corpus",
+                                 type=["md", "markdown", "txt", "zip"], accept_multiple_files=True,
+                                 on_change=_forget)
+    cols = st.columns(2)
+    questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)
+    ood_up = cols[1].file_uploader("ood.jsonl (optional)", type=["jsonl"], key="nr_ood", on_change=_forget)
+elif source == "folder":
+    st.text_input("Corpus folder on the server", key="nr_corpus_dir", on_change=_forget)
+    cols = st.columns(2)
+    cols[0].text_input("questions.jsonl path", key="nr_questions_path", on_change=_forget)
+    cols[1].text_input("ood.jsonl path (optional)", key="nr_ood_path", on_change=_forget)
+else:
+    st.caption("The Python language reference (pydoc topics) with its built-in questions.")
+
+cols = st.columns([2, 2, 2])
+chosen = cols[0].multiselect(
+    "Strategies", list(STANDARD_STRATEGIES), default=list(STANDARD_STRATEGIES), key="nr_strategies",
+    on_change=_forget, help="; ".join(f"{k}: {s.describe()}" for k, s in STANDARD_STRATEGIES.items()))
+custom = cols[1].text_input("Custom strategies (optional, comma list)", key="nr_custom", on_change=_forget,
+                            placeholder="wide:boundaries+header+size=800", help=SPEC_SYNTAX)
+retrievers = cols[2].multiselect(
+    "Retrievers", list(RETRIEVERS), default=["dense", "bm25", "hybrid"], key="nr_retrievers", on_change=_forget,
+    help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.")
+name = st.text_input("Run name (optional)", key="nr_name")
+strategies = ",".join([*chosen, *(s.strip() for s in custom.split(",") if s.strip())])
+retriever_list = ",".join(retrievers)
+
+
+def _prepare() -> jobs.Prepared:
+    if source == "upload":
+        return jobs.prepare_upload(store, _files(corpus_up), _one(questions_up), _one(ood_up),
+                                   strategies, retriever_list)
+    if source == "folder":
+        return jobs.prepare_paths(st.session_state.get("nr_corpus_dir", ""),
+                                  st.session_state.get("nr_questions_path", ""),
+                                  st.session_state.get("nr_ood_path") or None, strategies, retriever_list)
+    return jobs.prepare_demo(strategies, retriever_list)
+
+
+if st.button("Validate", key="nr_validate", icon=":material/fact_check:"):
+    _forget()
+    with st.spinner("Checking the inputs…"):
+        st.session_state["nr_prepared"] = _ui.guarded(_prepare)
+
+prepared: jobs.Prepared | None = st.session_state.get("nr_prepared")
+if prepared is not None:
+    rep = prepared.report
+    gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
+    st.success(f"Valid: {rep['documents']} documents ({len(rep['failed'])} failed), {rep['sections']} sections, "
+               f"{rep['characters']:,} characters; ground truths {gt['valid']} of {gt['total']} valid; "
+               f"in-domain queries {q['valid']} of {q['total']}; out-of-domain {ood['total']} "
+               f"({ood['near']} near, {ood['far']} far). Strategies {prepared.spec.strategies} · "
+               f"retrievers {prepared.spec.retrievers}.")
+    for message in prepared.skipped:
+        st.warning(message)
+    for item in rep["failed"]:
+        st.warning(f"{item['path']}: {item['reason']} (recorded as a failed document)")
+    for item in rep["invalid_ground_truths"]:
+        st.warning(f"questions line {item['line']}, group {item['group']}: needle {item['reason']}; "
+                   "excluded from scoring")
+    with st.expander("Validation report (as `python -m evalcore validate --json`)"):
+        st.json(rep)
+    if st.button("Start run", key="nr_start", type="primary", icon=":material/play_arrow:"):
+        job_id = _ui.guarded(lambda: jobs.submit(store, prepared, name))
+        if job_id:
+            st.session_state.pop("nr_prepared", None)
+            st.session_state["nr_last_job"] = job_id
+            st.rerun()
+
+if st.session_state.get("nr_last_job"):
+    st.info(f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
+            f"At most {_ui.guarded(jobs.max_jobs) or 1} job(s) run at once; the others wait in order.")
+
+st.subheader("Jobs")
+active_now = not jobs.active_jobs(store).empty
+
+
+@st.fragment(run_every=1.0 if active_now else None)
+def job_panel() -> None:
+    if active_now:
+        jobs.reap_now(store)
+    df = jobs.jobs_overview(store, limit=30)
+    if df.empty:
+        st.caption("No jobs yet.")
+        return
+    active = df[df["status"].isin(jobs.ACTIVE)]
+    for row in active.to_dict("records"):
+        cols = st.columns([5, 1])
+        where = f"queued, #{int(row['position'])} in line" if row["status"] == "queued" else "running"
+        cols[0].progress(float(row["progress"]), text=f"**{row['name']}** `{row['job_id']}` · {where} · "
+                                                     f"{row['stage'] or ''}")
+        if row["cancel_requested"]:
+            cols[1].caption("cancelling…")
+        else:
+            cols[1].button("Cancel", key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel,
+                           args=(store, row["job_id"]))
+    done = df[~df["status"].isin(jobs.ACTIVE)]
+    if not done.empty:
+        st.dataframe(done[["job_id", "name", "status", "created_at", "finished_at", "reason"]], hide_index=True,
+                     column_config={"created_at": st.column_config.DatetimeColumn("queued", format="YYYY-MM-DD HH:mm:ss"),
+                                    "finished_at": st.column_config.DatetimeColumn("finished", format="YYYY-MM-DD HH:mm:ss")})
+        st.caption("A complete job's run is on the Runs page (same id).")
+    if active_now and active.empty:
+        st.rerun()  # the last job ended: redraw the page (sidebar run list) and stop polling
+
+
+job_panel()

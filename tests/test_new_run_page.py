@@ -1,0 +1,121 @@
+"""The New run page driven by AppTest: upload the mini corpus and question files, validate,
+start, watch the job's progress, find the run on the Runs page with the same figures as
+``python -m evalcore run`` on the same files; a bad upload shows its message and changes
+nothing. The job is a real background process with the real model (about 25 s)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from conftest import MINI, ROOT
+from evalcore import jobs
+from evalcore.store import Store
+from evalcore.summary import summary_table
+
+APP = str(ROOT / "app.py")
+
+
+def open_new_run(store_path: Path) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["store_path"] = str(store_path)
+    at.run()
+    at.switch_page("pages/new_run.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def upload(at: AppTest, corpus: list[tuple[str, bytes]], questions: bytes, ood: bytes | None) -> None:
+    corpus_up, questions_up, ood_up = at.file_uploader
+    corpus_up.set_value([(name, data, "text/markdown") for name, data in corpus])
+    questions_up.set_value(("questions.jsonl", questions, "application/jsonl"))
+    if ood is not None:
+        ood_up.set_value(("ood.jsonl", ood, "application/jsonl"))
+    at.multiselect(key="nr_strategies").set_value(["A", "E"])
+    at.multiselect(key="nr_retrievers").set_value(["dense", "bm25", "hybrid"])
+    at.run()
+    at.button(key="nr_validate").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def mini_corpus() -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in sorted((MINI / "corpus").iterdir())]
+
+
+def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path):
+    store_path = tmp_path / "runs" / "evalcore.duckdb"
+    at = open_new_run(store_path)
+    upload(at, mini_corpus(), (MINI / "questions.jsonl").read_bytes(), (MINI / "ood.jsonl").read_bytes())
+    assert at.success and "4 documents" in at.success[0].value, [e.value for e in at.error]
+    at.text_input(key="nr_name").set_value("uploaded")
+    at.button(key="nr_start").click()
+    at.run()
+    job_id = at.session_state["nr_last_job"]
+    seen: list[tuple[float, str]] = []
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:  # the page redraws while the job runs, as its fragment does each second
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        bars = [(p.value, p.proto.text) for p in at.get("progress")]
+        if not bars:
+            break
+        seen.extend(bars)
+        time.sleep(0.3)
+    stages = [text for _, text in seen]
+    print(f"\nprogress seen on the page: {len(seen)} redraws; " + " | ".join(dict.fromkeys(stages)))
+    assert any("running" in text for text in stages) and all(job_id in text for text in stages)
+    values = [v for v, _ in seen]
+    assert values == sorted(values)  # progress only moves forward
+    store = Store(store_path)
+    assert jobs.job(store, job_id)["status"] == "complete"
+
+    # the same files through the CLI, into the same store
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
+    cli = subprocess.run(
+        [sys.executable, "-m", "evalcore", "--store", str(store_path), "run", "--corpus", str(MINI / "corpus"),
+         "--questions", str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "--strategies", "A,E",
+         "--retrievers", "dense,bm25,hybrid", "--name", "cli", "-q"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert cli.returncode == 0, cli.stderr
+    cli_run = store.latest_complete("cli")
+    assert summary_table(store, job_id).equals(summary_table(store, cli_run))
+
+    # the Runs page lists the dashboard run as complete and shows its figures
+    runs = AppTest.from_file(APP, default_timeout=120)
+    runs.session_state["store_path"] = str(store_path)
+    runs.session_state["run_id"] = job_id
+    runs.run()
+    assert not runs.exception, [e.value for e in runs.exception]
+    table = runs.dataframe[0].value.set_index("run_id")
+    assert table.loc[job_id, "status"] == "complete" and table.loc[job_id, "name"] == "uploaded"
+    metrics = {m.label: m.value for m in runs.metric}
+    queries = store.query("SELECT * FROM queries WHERE run_id = ?", [cli_run])
+    assert metrics["Documents"] == str(len(mini_corpus()))
+    assert metrics["In-domain queries"] == str(int(((queries["domain"] == "in") & queries["valid"]).sum()))
+    assert metrics["Out-of-domain queries"] == str(int((queries["domain"] == "out").sum()))
+
+
+def test_bad_upload_shows_its_message_and_changes_nothing(tmp_path):
+    store_path = tmp_path / "runs" / "evalcore.duckdb"
+    at = open_new_run(store_path)
+    store = Store(store_path)
+    bad = (MINI / "questions.jsonl").read_bytes().replace(b'"id": "port-ticket"', b'"id": port-ticket', 1)
+    line = next(i for i, text in enumerate(bad.decode().splitlines(), 1) if "port-ticket" in text)
+    upload(at, [*mini_corpus(), ("blob.md", b"\0\1\2")], bad, None)
+    errors = [e.value for e in at.error]
+    assert any(e.startswith(f"questions.jsonl:{line}: invalid JSON") for e in errors), errors
+    assert not at.success  # nothing validated, so no Start button
+    assert store.query("SELECT count(*) FROM jobs").iloc[0, 0] == 0
+    assert store.query("SELECT count(*) FROM runs").iloc[0, 0] == 0
+    assert not jobs.uploads_dir(store).exists() or not any(jobs.uploads_dir(store).iterdir())
+    # fixed questions: the upload goes through, the binary file is skipped with its message
+    upload(at, [*mini_corpus(), ("blob.md", b"\0\1\2")], (MINI / "questions.jsonl").read_bytes(), None)
+    warnings = [w.value for w in at.warning]
+    assert any(w.startswith("blob.md: binary file (NUL byte at offset 0)") for w in warnings), warnings
+    assert at.success and "4 documents" in at.success[0].value
