@@ -11,6 +11,7 @@ st.set_page_config(page_title="evalcore", page_icon=":material/insights:", layou
 
 PAGES = [
     st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
+    st.Page("pages/new_run.py", title="New run", icon=":material/add_circle:"),
     st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
     st.Page("pages/distances.py", title="Distances", icon=":material/bar_chart:"),
     st.Page("pages/threshold.py", title="Threshold", icon=":material/tune:"),
