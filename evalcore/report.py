@@ -215,7 +215,7 @@ def comparable(store: Store, run_a: str, run_b: str) -> str | None:
 
 
 def win_loss(store: Store, run_id: str, k: int, adjust: bool = True,
-             other_run: str | None = None) -> pd.DataFrame:
+             other_run: str | None = None, only: Sequence[str] | None = None) -> pd.DataFrame:
     """The paired win/loss matrix at hit@k over every configuration (of one run, or of two).
 
     With ``other_run`` the configurations of both runs are paired on their common queries;
@@ -223,12 +223,15 @@ def win_loss(store: Store, run_id: str, k: int, adjust: bool = True,
     :func:`evalcore.stats.win_loss_matrix` (row, column, wins, losses, ties, n, p_value,
     p_holm) plus ``p_shown`` (p_holm when adjusted, else p_value), ``label``
     ("+w/-l" and p) and ``significant`` (p_shown < 0.05).
+    With ``only``, just those configurations (e.g. ``["A/dense", "E/dense"]``) enter the
+    matrix, and the Holm correction counts only their pairs.
     """
     from evalcore.stats import win_loss_matrix
 
     outcomes: dict[str, dict[str, bool]] = {}
+    keep = (lambda c: True) if only is None else set(only).__contains__
     if other_run is None or other_run == run_id:
-        for configuration in configurations(store, run_id):
+        for configuration in filter(keep, configurations(store, run_id)):
             outcomes[configuration] = hit_outcomes(store, run_id, configuration, k)
     else:
         reason = comparable(store, run_id, other_run)
@@ -236,7 +239,7 @@ def win_loss(store: Store, run_id: str, k: int, adjust: bool = True,
             raise StoreError(reason)
         for rid in (run_id, other_run):
             info = store.run(rid)
-            for configuration in configurations(store, rid):
+            for configuration in filter(keep, configurations(store, rid)):
                 outcomes[cross_label(info, configuration)] = hit_outcomes(store, rid, configuration, k)
     matrix = win_loss_matrix(outcomes, adjust=adjust)
     matrix["p_shown"] = matrix["p_holm"] if adjust else matrix["p_value"]

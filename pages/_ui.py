@@ -9,6 +9,7 @@ Session state keys (the only ones the app uses):
 - ``run_id_b``     str   a second run on the Compare screen ("" for none)
 - ``config``       str   the selected configuration "STRATEGY/RETRIEVER" (sidebar)
 - ``hit_k``        int   the k of hit@k on the Compare screen
+- ``matrix_configs`` list the configurations in the Compare screen's win/loss matrix
 - ``holm``         bool  Holm correction on the Compare screen
 - ``pair_first``, ``pair_second``  str  the matrix cell whose queries are listed
 - ``threshold``    float the refusal threshold (Threshold screen; also used by Query)
@@ -215,10 +216,10 @@ def destroyed_figure(run: dict):
                          export.caption(run, "Destroyed ground truths per strategy", "all strategies"))
 
 
-def matrix_figure(run: dict, k: int, adjust: bool, other: str | None):
+def matrix_figure(run: dict, k: int, adjust: bool, other: str | None, only: tuple[str, ...] | None = None):
     from evalcore import charts, export
 
-    matrix = call("win_loss", run["run_id"], k, adjust, other)
+    matrix = call("win_loss", run["run_id"], k, adjust, other, only)
     n = int(matrix["n"].iloc[0]) if len(matrix) else 0
     test = report.PAIRED_TEST + (", Holm-adjusted" if adjust else ", unadjusted")
     what = f"Win/loss matrix at hit@{k}" + (f" against run {other}" if other else "")

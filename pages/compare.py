@@ -41,7 +41,21 @@ if st.session_state.get("run_id_b") not in others:
 other = _ui.bound(cols[2].selectbox, "Second run (same queries)", others, key="run_id_b",
                           format_func=lambda r: "none: configurations of this run" if not r
                           else f"{names.get(r)} · {r}")
-figure = _ui.guarded(lambda: _ui.matrix_figure(run, k, adjust, other or None))
+configs = _ui.call("configurations", ctx.run_id)
+if len(configs) > 8:  # 8 configurations = 28 pairs; more makes Holm too strict to say anything
+    first_retriever = configs[0].split("/", 1)[1]
+    suggested = [c for c in configs if c.endswith("/" + first_retriever)]
+else:
+    suggested = configs
+if any(c not in configs for c in st.session_state.get("matrix_configs", [])):
+    st.session_state.pop("matrix_configs")
+chosen = _ui.bound(st.multiselect, "Configurations in the matrix", configs, key="matrix_configs",
+                   default=suggested, help="Fewer configurations mean fewer pairs for the Holm "
+                   "correction to pay for.")
+if len(chosen) < 2 and not other:
+    st.info("Pick at least two configurations.")
+    st.stop()
+figure = _ui.guarded(lambda: _ui.matrix_figure(run, k, adjust, other or None, tuple(chosen)))
 if figure is None:
     st.stop()
 matrix = figure.data

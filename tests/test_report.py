@@ -99,6 +99,16 @@ def test_win_loss_matches_binomtest_and_holm(store, engine_run_id):
     assert "hit@4" in sentence and "Holm" in sentence
 
 
+def test_win_loss_over_chosen_configurations_adjusts_for_their_pairs_only(store, engine_run_id):
+    chosen = [c for c in report.configurations(store, engine_run_id) if c.endswith("/dense")]
+    matrix = report.win_loss(store, engine_run_id, 20, adjust=True, only=chosen)
+    assert set(matrix["row"]) == set(chosen) and len(matrix) == len(chosen) * (len(chosen) - 1)
+    pairs = matrix[matrix["row"] < matrix["column"]]
+    assert len(pairs) == len(chosen) * (len(chosen) - 1) // 2
+    assert pairs["p_holm"].to_numpy() == pytest.approx(
+        multipletests(pairs["p_value"].to_numpy(), method="holm")[1])
+
+
 def test_win_loss_across_runs_needs_same_queries(scratch, engine_run_id):
     scratch.start_run({"run_id": "other", "name": "other"})
     scratch.finish_run("other", "failed", "killed")
