@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from evalcore.errors import ConfigError, EvalcoreError, InputError, RunInterrupted, StoreError
+from evalcore.store import pid_alive
 
 if TYPE_CHECKING:
     import duckdb
@@ -195,22 +196,6 @@ def _now() -> datetime:
     return now()
 
 
-def _alive(pid: int) -> bool:
-    """True when process ``pid`` exists and is not a zombie (Linux: /proc/PID/stat state Z)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            state = fh.read().rsplit(b")", 1)[1].split()[0]
-        return state != b"Z"
-    except (OSError, IndexError):
-        return True
-
-
 def reap(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Mark queued/running jobs on this host whose process is gone as failed, with their
     still-running run, and queued jobs that never got a process (no pid after
@@ -222,7 +207,7 @@ def reap(con: duckdb.DuckDBPyConnection) -> list[str]:
         "AND pid IS NOT NULL", [host]).fetchall()
     gone = []
     for job_id, run_id, pid in rows:
-        if _alive(int(pid)):
+        if pid_alive(int(pid)):
             continue
         reason = f"process {pid} ended before the job finished (killed or crashed)"
         con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? "

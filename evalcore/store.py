@@ -59,14 +59,20 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text or "conflicting" in text or "being used by another process" in text
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True when process ``pid`` exists on this host and is not a zombie (Linux /proc state Z)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return state != b"Z"
+    except (OSError, IndexError):
+        return True
 
 
 class Store:
@@ -150,7 +156,7 @@ class Store:
             "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ?", [host]
         ).fetchall()
         for run_id, pid in rows:
-            if pid is not None and not _pid_alive(int(pid)):
+            if pid is not None and not pid_alive(int(pid)):
                 con.execute(
                     "UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
                     "WHERE run_id = ? AND status = 'running'",

@@ -11,19 +11,26 @@ if ctx.run is None:
     _ui.no_runs_message(ctx)
     st.stop()
 
-runs = _ui.live("runs_overview")
-st.dataframe(
-    runs.drop(columns=["stage", "progress"]), hide_index=True,
-    column_config={
-        "run_id": st.column_config.TextColumn("run", width="small"),
-        "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
-        "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
-        "in_domain": st.column_config.NumberColumn("in-domain queries"),
-        "out_of_domain": st.column_config.NumberColumn("out-of-domain queries"),
-        "invalid": st.column_config.NumberColumn("invalid needles"),
-        "failed_documents": st.column_config.NumberColumn("failed docs"),
-    },
-)
+
+def runs_table() -> None:
+    runs = _ui.live("runs_overview")
+    st.dataframe(
+        runs.drop(columns=["stage", "progress"]), hide_index=True,
+        column_config={
+            "run_id": st.column_config.TextColumn("run", width="small"),
+            "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
+            "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
+            "in_domain": st.column_config.NumberColumn("in-domain queries"),
+            "out_of_domain": st.column_config.NumberColumn("out-of-domain queries"),
+            "invalid": st.column_config.NumberColumn("invalid needles"),
+            "failed_documents": st.column_config.NumberColumn("failed docs"),
+        },
+    )
+
+
+active = bool((_ui.live("runs_overview")["status"] == "running").any())
+# while runs are going, the table redraws itself every 2 seconds (the rest of the page stays)
+(st.fragment(runs_table, run_every=2) if active else runs_table)()
 st.caption("Pick the run the other screens show in the sidebar. The Compare screen can pair it with a second run.")
 
 row = ctx.run

@@ -18,6 +18,7 @@ from conftest import MINI, ROOT
 from evalcore import jobs
 from evalcore.cli import main
 from evalcore.errors import ConfigError
+from evalcore.store import pid_alive
 from evalcore.store import Store
 from evalcore.summary import summary_table
 
@@ -149,7 +150,7 @@ def test_killed_job_is_marked_failed_and_the_next_run_works(tmp_path):
                every=0.02)
     pid = int(jobs.job(store, job_id)["pid"])
     os.kill(pid, signal.SIGKILL)
-    wait_until(lambda: not jobs._alive(pid))
+    wait_until(lambda: not pid_alive(pid))
     fresh = Store(store_path)  # what the app does when it starts: open the store, which reaps
     run = fresh.run(job_id)
     assert run["status"] == "failed" and "killed or crashed" in run["reason"], run
