@@ -53,8 +53,9 @@ def recall_chart(summary: pd.DataFrame) -> alt.FacetChart:
     bars = base.mark_errorbar(ticks=True).encode(y=alt.Y("low:Q", title="recall"), y2="high:Q")
     width = max(150, 14 * data["config"].nunique())
     chart = alt.layer(bars, points, data=data).properties(width=width, height=220).facet(
-        column=alt.Column("k:O", title="recall@k by configuration (strategy/retriever), 95% Wilson interval",
-                          header=alt.Header(labelExpr="'recall@' + datum.value")),
+        facet=alt.Facet("k:O", title="recall@k by configuration (strategy/retriever), 95% Wilson interval",
+                        header=alt.Header(labelExpr="'recall@' + datum.value")),
+        columns=2,  # a 2 x 2 grid stays on screen where four panels in a row would not
     )
     return _configure(chart, "Recall@k per configuration")
 

@@ -55,12 +55,13 @@ def parse_config(label: str) -> tuple[str, str]:
 
 
 def configurations(store: Store, run_id: str) -> list[str]:
-    """Labels of the configurations that have results in ``run_id``, in strategy, retriever order."""
-    df = store.query(
-        "SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ? ORDER BY strategy, retriever",
-        [run_id],
-    )
-    return [config_label(s, r) for s, r in zip(df["strategy"], df["retriever"])]
+    """Labels of the configurations that have results in ``run_id``, in the run's own order
+    (strategies as given, then retrievers as given: A/dense, A/bm25, ..., B/dense, ...)."""
+    from evalcore.summary import config_order
+
+    df = store.query("SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?", [run_id])
+    have = set(zip(df["strategy"], df["retriever"]))
+    return [config_label(s, r) for s, r in config_order(store, run_id) if (s, r) in have]
 
 
 # --- runs -------------------------------------------------------------------------------

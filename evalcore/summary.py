@@ -24,7 +24,7 @@ def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | N
         "ORDER BY r.strategy, r.retriever, r.query_id",
         [run_id],
     )
-    order = _config_order(store, run_id)
+    order = config_order(store, run_id)
     out: dict[tuple[str, str], list[int | None]] = {}
     for key in order:
         part = df[(df["strategy"] == key[0]) & (df["retriever"] == key[1])]
@@ -33,7 +33,8 @@ def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | N
     return out
 
 
-def _config_order(store: Store, run_id: str) -> list[tuple[str, str]]:
+def config_order(store: Store, run_id: str) -> list[tuple[str, str]]:
+    """(strategy, retriever) pairs in the order the run was asked for."""
     run = store.run(run_id)
     strategies = [s for s in (run["strategies"] or "").split(",") if s]
     retrievers = [r for r in (run["retrievers"] or "").split(",") if r]
