@@ -135,10 +135,32 @@ def sidebar() -> Context:
 
 
 def no_runs_message(ctx: Context) -> None:
+    """No complete run yet: show the runs under way, or offer to start the demo here."""
+    from evalcore import jobs
+    from evalcore.cli import DEFAULT_STRATEGIES, DEMO_RETRIEVERS
+
+    store = get_store(ctx.store_path)
+    if not jobs.active_jobs(store).empty:
+        st.info("A run is under way; this page shows it as soon as it completes.")
+
+        @st.fragment(run_every=2)
+        def progress() -> None:
+            active = jobs.active_jobs(store)
+            if active.empty:
+                st.rerun()
+            for row in active.itertuples():
+                st.progress(float(row.progress or 0.0), text=f"{row.name}: {row.stage or row.status}")
+
+        progress()
+        return
     st.warning(
-        f"The store `{ctx.store_path}` has no runs yet. Make the demo run with\n\n"
-        f"```\n{DEMO_COMMAND}\n```\n\nthen reload this page."
+        f"The store `{ctx.store_path}` has no complete run yet. Make the demo run with\n\n"
+        f"```\n{DEMO_COMMAND}\n```\n\nor start it here (about 4 minutes on two cores; "
+        "it goes on in the background if you leave this page)."
     )
+    if st.button("Start the demo run"):
+        guarded(lambda: jobs.submit(store, jobs.prepare_demo(DEFAULT_STRATEGIES, DEMO_RETRIEVERS), "demo"))
+        st.rerun()
 
 
 def require_run(ctx: Context, need_config: bool = False) -> dict:

@@ -160,3 +160,28 @@ def test_failed_run_and_empty_store_show_messages(engine_store, tmp_path):
     at = open_page(empty, "compare")
     no_exception(at)
     assert any("python -m evalcore demo" in w.value for w in at.warning)
+
+
+def test_empty_store_offers_to_start_the_demo_in_the_background(tmp_path):
+    import time
+
+    from evalcore import jobs
+
+    empty = tmp_path / "empty.duckdb"
+    at = open_page(empty, "runs")
+    no_exception(at)
+    button = next(b for b in at.button if b.label == "Start the demo run")
+    button.click().run()
+    no_exception(at)
+    store = Store(empty)
+    submitted = jobs.jobs_overview(store)
+    try:
+        assert submitted["name"].tolist() == ["demo"]
+        assert any("under way" in i.value for i in at.info)
+    finally:  # do not leave a four-minute demo running behind the test
+        job_id = submitted["job_id"].iloc[0]
+        jobs.cancel(store, job_id)
+        deadline = time.monotonic() + 120
+        while jobs.job(store, job_id)["status"] in ("queued", "running") and time.monotonic() < deadline:
+            time.sleep(0.5)
+    assert jobs.job(store, job_id)["status"] == "cancelled"
