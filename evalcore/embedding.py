@@ -78,10 +78,10 @@ class SentenceEmbedder:
 
     path: str
     name: str
-    batch_size: int = 64
+    batch_size: int = 16  # small batches pad less: 25 ms a chunk on 2 cores against 29 at 64
 
     @classmethod
-    def load(cls, model_path: str | Path | None = None, batch_size: int = 64) -> SentenceEmbedder:
+    def load(cls, model_path: str | Path | None = None, batch_size: int = 16) -> SentenceEmbedder:
         path = Path(model_path) if model_path else default_model_path()
         name = MODEL_NAME if model_path is None else str(path.resolve())
         emb = cls(path=str(path), name=name, batch_size=batch_size)
