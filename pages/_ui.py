@@ -155,7 +155,7 @@ def no_runs_message(ctx: Context) -> None:
         return
     st.warning(
         f"The store `{ctx.store_path}` has no complete run yet. Make the demo run with\n\n"
-        f"```\n{DEMO_COMMAND}\n```\n\nor start it here (about 4 minutes on two cores; "
+        f"```\n{DEMO_COMMAND}\n```\n\nor start it here (about 3 minutes on two cores; "
         "it goes on in the background if you leave this page)."
     )
     if st.button("Start the demo run"):

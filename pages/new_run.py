@@ -62,6 +62,7 @@ cols = st.columns([2, 2, 2])
 chosen = cols[0].multiselect(
     "Strategies", list(STANDARD_STRATEGIES), default=list(STANDARD_STRATEGIES), key="nr_strategies",
     on_change=_forget, help="; ".join(f"{k}: {s.describe()}" for k, s in STANDARD_STRATEGIES.items()))
+st.session_state.setdefault("nr_custom", "G:boundaries+header+intro")  # the CLI's default G
 custom = cols[1].text_input("Custom strategies (optional, comma list)", key="nr_custom", on_change=_forget,
                             placeholder="wide:boundaries+header+size=800", help=SPEC_SYNTAX)
 retrievers = cols[2].multiselect(

@@ -37,6 +37,7 @@ def upload(at: AppTest, corpus: list[tuple[str, bytes]], questions: bytes, ood: 
     if ood is not None:
         ood_up.set_value(("ood.jsonl", ood, "application/jsonl"))
     at.multiselect(key="nr_strategies").set_value(["A", "E"])
+    at.text_input(key="nr_custom").set_value("")  # the default adds G; these tests run A,E
     at.multiselect(key="nr_retrievers").set_value(["dense", "bm25", "hybrid"])
     at.run()
     at.button(key="nr_validate").click()
@@ -119,3 +120,15 @@ def test_bad_upload_shows_its_message_and_changes_nothing(tmp_path):
     warnings = [w.value for w in at.warning]
     assert any(w.startswith("blob.md: binary file (NUL byte at offset 0)") for w in warnings), warnings
     assert at.success and "4 documents" in at.success[0].value
+
+
+def test_custom_strategy_defaults_to_the_clis_g(tmp_path):
+    from evalcore.cli import DEFAULT_STRATEGIES
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.session_state["store_path"] = str(tmp_path / "s.duckdb")
+    at.run()
+    at.switch_page("pages/new_run.py")
+    at.run()
+    assert not at.exception
+    assert DEFAULT_STRATEGIES.endswith("," + at.text_input(key="nr_custom").value)
