@@ -7,7 +7,6 @@ distance to the query, whichever retriever ranked it.
 from __future__ import annotations
 
 import logging
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,7 +193,3 @@ def rerank_order(hybrid_order: np.ndarray, scores: Sequence[float], depth: int =
     s = np.asarray(scores, dtype=np.float64)
     idx = np.lexsort((head, -s))
     return np.concatenate([head[idx], np.asarray(hybrid_order[depth:])])
-
-
-def finite(x: float) -> float:
-    return x if math.isfinite(x) else float("nan")

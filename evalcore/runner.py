@@ -258,7 +258,6 @@ class _Job:
 
     # -- the run -----------------------------------------------------------------
     def execute(self) -> dict[str, pd.DataFrame]:
-        import numpy as np
         import pandas as pd
 
         r = self.r
@@ -284,7 +283,6 @@ class _Job:
         for name in ("results", "hits"):
             if not frames[name].empty:
                 frames[name] = frames[name].astype({"strategy": "string", "retriever": "string"})
-        del np
         return frames
 
     def _record_documents(self) -> None:
@@ -325,8 +323,6 @@ class _Job:
             })
 
     def _run_strategy(self, strategy, si, base, span, qvec, qids, qtexts, n_in, groups) -> None:
-        import numpy as np
-
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
         from evalcore.scoring import correct_chunks, destroyed_cut

@@ -145,7 +145,7 @@ def test_needle_index_matches_regex_oracle(text, needle):
 def test_question_errors_name_file_and_line(tmp_path, row, message):
     with pytest.raises(InputError, match=re.escape(message)) as err:
         load(tmp_path, ["", {"id": "ok", "question": "?", "needle": "Run the setup"}, row])
-    assert f"questions.jsonl:3:" in str(err.value)
+    assert "questions.jsonl:3:" in str(err.value)
 
 
 def test_duplicate_ids_within_and_across_files(tmp_path):
