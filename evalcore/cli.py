@@ -185,6 +185,23 @@ def cmd_job(args) -> int:
     return {"complete": 0, "cancelled": 1}.get(status, 2)
 
 
+def cmd_import_squad(args) -> int:
+    from evalcore.importers import import_squad, questions_from_csv
+
+    ood = questions_from_csv(args.ood_csv, args.ood_column, args.ood_kind, args.ood_limit) if args.ood_csv else []
+    report = import_squad(args.input, args.out, ood)
+    out = Path(args.out)
+    print(f"wrote {report.documents} documents to {out / 'corpus'}, {report.questions} questions "
+          f"(exact spans; {report.relocated} answer offsets corrected) and {report.ood} out-of-domain queries")
+    for line in report.skipped[:10]:
+        print(f"  skipped {line}")
+    if len(report.skipped) > 10:
+        print(f"  ... {len(report.skipped) - 10} more skipped")
+    ood_arg = f" --ood {out / 'ood.jsonl'}" if report.ood else ""
+    print(f"next: python -m evalcore run --corpus {out / 'corpus'} --questions {out / 'questions.jsonl'}{ood_arg}")
+    return 0
+
+
 def cmd_list(args) -> int:
     runs = _store(args).runs()
     if args.json:
@@ -292,6 +309,17 @@ def build_parser() -> argparse.ArgumentParser:
                                     "job JOB_ID and record its outcome. Exit 0 complete, 1 cancelled, 2 failed.")
     sp.add_argument("job_id", metavar="JOB_ID", help="id of a queued job in the store")
     sp.set_defaults(func=cmd_job)
+
+    sp = sub.add_parser("import-squad", help="turn a SQuAD-format QA file into corpus and questions",
+                        description="Write corpus/*.md, questions.jsonl (exact spans) and, with --ood-csv, "
+                                    "ood.jsonl from SQuAD-format JSON (SQuAD v1.1, XQuAD, COVID-QA).")
+    sp.add_argument("input", help="SQuAD-format JSON file")
+    sp.add_argument("--out", required=True, metavar="DIR", help="empty folder to write into")
+    sp.add_argument("--ood-csv", default=None, metavar="FILE", help="CSV whose questions become out-of-domain queries")
+    sp.add_argument("--ood-column", default="question", help="the CSV column holding the questions")
+    sp.add_argument("--ood-kind", default="far", choices=["near", "far"], help="kind of those queries")
+    sp.add_argument("--ood-limit", type=int, default=None, help="at most this many out-of-domain queries")
+    sp.set_defaults(func=cmd_import_squad)
 
     sp = sub.add_parser("list", help="list the runs in the store", description="List stored runs.")
     sp.add_argument("--json", action="store_true", help="print JSON")
