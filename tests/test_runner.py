@@ -197,3 +197,26 @@ def test_word_pieces_and_normalisation_are_real(real_embedder):
     assert normalisation_check(v) < 1e-6
     raw = v * np.array([[1.0], [2.0], [3.0]], dtype=np.float32)
     assert normalisation_check(raw) > 0.1
+
+
+def test_normalisation_check_against_scipy_distances():
+    """max |L2^2/2 - (1 - a.b)| over the first n x n pairs, recomputed with scipy's cdist.
+
+    On unit vectors both are float noise (< 1e-6); on vectors that are not normalised the
+    difference is large and the two computations agree to 1e-9.
+    """
+    from scipy.spatial.distance import cdist
+
+    from evalcore.embedding import normalisation_check
+
+    rng = np.random.default_rng(5)
+    v = rng.normal(size=(250, 24))
+    unit = (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+    assert normalisation_check(unit, 200) < 1e-6
+    raw = v[:200] * rng.uniform(0.5, 2.0, size=(200, 1))
+    oracle = np.max(np.abs(cdist(raw, raw, "sqeuclidean") / 2 - (1 - cdist(raw, raw, lambda a, b: a @ b))))
+    assert oracle > 1.0
+    assert normalisation_check(raw, 200) == pytest.approx(oracle, rel=1e-9)
+    # only the first n vectors are looked at
+    mixed = np.vstack([unit[:200], raw[:50]])
+    assert normalisation_check(mixed, 200) < 1e-6 and normalisation_check(mixed, 250) > 1.0
