@@ -339,8 +339,9 @@ class DistanceSummary:
 def distances(store: Store, run_id: str, configuration: str) -> pd.DataFrame:
     """Long frame: query_id, domain, kind, measure, distance.
 
-    measure is ``"in: distance to answer"`` (in-domain queries with a correct hit in the
-    top 20), ``"in: top hit"`` (every scored in-domain query) or ``"out: top hit"``.
+    measure is ``"in: distance to answer"`` (cosine distance of the best-ranked correct
+    chunk, at any rank; in-domain queries whose answer is not destroyed), ``"in: top hit"``
+    (every scored in-domain query) or ``"out: top hit"``.
     """
     strategy, retriever = parse_config(configuration)
     return store.query(
