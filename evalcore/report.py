@@ -750,7 +750,8 @@ def current_extractor_versions() -> dict[str, str]:
 
 
 def documents(store: Store, run_id: str) -> pd.DataFrame:
-    """Documents of a run with state, extractor, model stamp and ``stale``.
+    """Documents of a run with state, extractor, model stamp, ``stale`` and ``chunks X``
+    (the document's chunk count under strategy X, one column a strategy).
 
     A document is stale when it was indexed under another pipeline version than
     :data:`evalcore.PIPELINE_VERSION` or another version of its extractor than the
@@ -777,4 +778,12 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
         reasons.append("; ".join(why))
     df["stale"] = [bool(r) for r in reasons]
     df["stale_reason"] = reasons
+    # chunks per document, counted by the system after chunking (SPEC 1): one column a strategy
+    counts = store.query(
+        "SELECT doc_id, strategy, count(*) AS n FROM chunks WHERE run_id = ? GROUP BY ALL", [run_id])
+    if not counts.empty:
+        order = [s for s in (store.run(run_id)["strategies"] or "").split(",") if s]
+        wide = counts.pivot(index="doc_id", columns="strategy", values="n")
+        for strategy in [s for s in order if s in wide.columns]:
+            df[f"chunks {strategy}"] = df["doc_id"].map(wide[strategy]).fillna(0).astype("int64")
     return df

@@ -210,6 +210,15 @@ def test_index_and_stale_documents(scratch, engine_run_id):
     assert len(report.over_window_chunks(scratch, engine_run_id)) == int(chunks["over"].sum())
     docs = report.documents(scratch, engine_run_id)
     assert not docs["stale"].any()
+    # chunks per document, recounted from the chunker itself on the same corpus
+    from conftest import MINI
+    from evalcore.chunking import STANDARD_STRATEGIES, chunk_document
+    from evalcore.corpus import load_corpus
+
+    for doc in load_corpus(MINI / "corpus").documents:
+        row = docs.set_index("doc_id").loc[doc.doc_id]
+        for name in "ABCDEF":
+            assert row[f"chunks {name}"] == len(chunk_document(doc, STANDARD_STRATEGIES[name]))
     victim = docs[docs["state"] == "indexed"]["doc_id"].iloc[0]
     with scratch.connect() as con:
         con.execute("UPDATE documents SET pipeline_version = 'old/0' WHERE run_id = ? AND doc_id = ?",
