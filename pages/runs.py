@@ -15,9 +15,12 @@ if ctx.run is None:
 def runs_table() -> None:
     runs = _ui.live("runs_overview")
     st.dataframe(
-        runs.drop(columns=["stage", "progress"]), hide_index=True,
+        runs, hide_index=True,
+        column_order=["name", "status", "activity", "created_at", "duration_s", "strategies", "retrievers",
+                      "documents", "characters", "sections", "in_domain", "out_of_domain", "invalid",
+                      "failed_documents", "reason", "model", "run_id"],
         column_config={
-            "run_id": st.column_config.TextColumn("run", width="small"),
+            "run_id": st.column_config.TextColumn("run", width="medium"),
             "created_at": st.column_config.DatetimeColumn("date", format="YYYY-MM-DD HH:mm"),
             "duration_s": st.column_config.NumberColumn("duration (s)", format="%.1f"),
             "in_domain": st.column_config.NumberColumn("in-domain queries"),
