@@ -456,7 +456,7 @@ def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
 
 def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
     """The counts at ``threshold`` (:func:`evalcore.threshold.state_at`) as a table:
-    outcome, queries, of (the group's size), share."""
+    outcome, queries, of (the group's size), share, wilson low / wilson high (95%)."""
     import pandas as pd
 
     from evalcore.threshold import state_at
@@ -470,8 +470,14 @@ def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
         ("answered from wrong chunks only", c.answered_wrong, c.in_domain),
         ("lost answers: correct hit in top 4 dropped by the gate", c.lost, c.answerable),
     ]
+    from evalcore.stats import wilson_interval
+
     df = pd.DataFrame(rows, columns=["outcome", "queries", "of"])
     df["share"] = (df["queries"] / df["of"]).where(df["of"] > 0)
+    bounds = [tuple(wilson_interval(int(k), int(n))) if n > 0 else (math.nan, math.nan)
+              for k, n in zip(df["queries"], df["of"])]
+    df["wilson low"] = [b[0] for b in bounds]
+    df["wilson high"] = [b[1] for b in bounds]
     return df
 
 

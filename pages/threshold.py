@@ -60,7 +60,11 @@ for tab, figure in zip(tabs, figures):
 
 st.subheader(f"At t = {t:.3f}")
 table = _ui.pure("gate_table", sweep, t)
-st.dataframe(table, hide_index=True, column_config={"share": st.column_config.NumberColumn(format="percent")})
+st.dataframe(table, hide_index=True, column_config={
+    "share": st.column_config.NumberColumn(format="percent"),
+    "wilson low": st.column_config.NumberColumn("95% Wilson low", format="percent"),
+    "wilson high": st.column_config.NumberColumn("95% Wilson high", format="percent"),
+})
 
 if has_ood:
     bluffs = _ui.call("bluffs_at", ctx.run_id, config, t)

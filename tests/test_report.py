@@ -148,6 +148,9 @@ def test_sweep_and_gate_table_match_brute_force(store, engine_run_id):
         assert table.iloc[4] == expected["answered_wrong"]
         assert table.iloc[5] == expected["lost"]
         assert len(report.bluffs_at(store, engine_run_id, config, t)) == expected["bluffs"]
+        full = report.gate_table(sweep, t)
+        for k, n, low, high in zip(full["queries"], full["of"], full["wilson low"], full["wilson high"]):
+            assert (low, high) == pytest.approx(proportion_confint(k, n, method="wilson"))
     long = report.sweep_long(sweep)
     assert set(long["series"]) == {"bluffs (out-of-domain)", "lost answers (in-domain)"}
     assert np.isfinite(long["threshold"]).all()
