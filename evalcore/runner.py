@@ -216,10 +216,10 @@ class _Job:
         self.new_embeddings = 0
         self.cached_embeddings = 0
         self.rows: dict[str, list[dict[str, Any]]] = {
-            k: [] for k in ("documents", "strategies", "chunks", "queries", "results", "hits",
-                            "destroyed", "timings")
+            k: [] for k in ("documents", "strategies", "chunks", "queries", "destroyed", "timings")
         }
         self._pieces_cache: dict[str, int] = {}
+        self.frames: dict[str, list[pd.DataFrame]] = {"results": [], "hits": []}
 
     # -- helpers -----------------------------------------------------------------
     def _check(self) -> None:
@@ -279,10 +279,9 @@ class _Job:
             base = 0.05 + 0.9 * si / n_strat
             self._run_strategy(strategy, si, base, 0.9 / n_strat, qvec, qids, texts, n_in, groups)
 
-        frames = {k: pd.DataFrame(v) for k, v in self.rows.items()}
-        for name in ("results", "hits"):
-            if not frames[name].empty:
-                frames[name] = frames[name].astype({"strategy": "string", "retriever": "string"})
+        frames = {k: pd.DataFrame(v) for k, v in self.rows.items() if k not in self.frames}
+        for name, parts in self.frames.items():
+            frames[name] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         return frames
 
     def _record_documents(self) -> None:
@@ -382,12 +381,15 @@ class _Job:
         if bm25 is not None:
             self._timing("bm25_build", name, time.perf_counter() - t0, len(chunks))
         nq, nc = len(qids), len(chunks)
+        # correct_mask[q, c]: chunk c holds the answer of in-domain query q (SPEC 5)
+        correct_mask = np.zeros((nq, nc), dtype=bool)
+        for qi in range(n_in):
+            correct_mask[qi, correct[groups[qi]]] = True
         clock = {"vector_scan": 0.0, "bm25": 0.0, "rerank": 0.0, "fusion": 0.0}
         top = min(self.r.top_n, nc)
         for b0 in range(0, nq, QUERY_BLOCK):
             self._check()
             b1 = min(nq, b0 + QUERY_BLOCK)
-            rows = np.arange(b1 - b0)[:, None]
             t = time.perf_counter()
             dist = cosine_distances(qvec[b0:b1], cvec)
             dense_order = order_by(dist, descending=False)
@@ -419,35 +421,8 @@ class _Job:
                         rr_score[i, head] = sc
                     clock["rerank"] += time.perf_counter() - t
                     orders["rerank"] = (rr_order, rr_score)
-            for retr, (order, score) in orders.items():
-                pos = np.empty_like(order)
-                pos[rows, order] = np.arange(nc)[None, :]
-                for i in range(b1 - b0):
-                    qi = b0 + i
-                    domain = "in" if qi < n_in else "out"
-                    ids = correct[groups[qi]] if qi < n_in else ()
-                    first = None
-                    answer_distance = None
-                    if len(ids):
-                        p = pos[i, ids]
-                        j = int(np.argmin(p))
-                        first = int(p[j]) + 1
-                        answer_distance = float(dist[i, ids[j]])
-                    self.rows["results"].append({
-                        "run_id": self.run_id, "strategy": name, "retriever": retr, "query_id": qids[qi],
-                        "domain": domain, "first_correct_rank": first, "answer_distance": answer_distance,
-                        "top_distance": float(dist[i, order[i, 0]]),
-                        "destroyed": domain == "in" and len(ids) == 0,
-                    })
-                    cset = set(int(x) for x in ids)
-                    for rank in range(top):
-                        c = int(order[i, rank])
-                        self.rows["hits"].append({
-                            "run_id": self.run_id, "strategy": name, "retriever": retr,
-                            "query_id": qids[qi], "rank": rank + 1, "chunk_id": c,
-                            "distance": float(dist[i, c]), "score": float(score[i, c]),
-                            "correct": c in cset,
-                        })
+            self._score_block(name, orders, dist, correct_mask[b0:b1], qids[b0:b1],
+                              np.arange(b0, b1) < n_in, top)
             self.progress.advance(b1 - b0)
         self._timing("vector_scan", name, clock["vector_scan"], nq)
         if bm25 is not None:
@@ -455,3 +430,36 @@ class _Job:
             self._timing("fusion", name, clock["fusion"], nq)
         if "rerank" in self.retrievers and self.reranker is not None:
             self._timing("rerank", name, clock["rerank"], nq)
+
+    def _score_block(self, name, orders, dist, mask, qids, in_domain, top) -> None:
+        """Results and top hits of one block of queries for every retriever, as frames.
+
+        ``mask[i, c]``: chunk c is correct for query i; ``dist`` the block's cosine distances.
+        The first correct rank is taken over the full ranking (rank 1 = best).
+        """
+        import numpy as np
+        import pandas as pd
+
+        nb, nc = dist.shape
+        rows = np.arange(nb)[:, None]
+        has_answer = mask.any(axis=1)
+        qids = np.asarray(qids, dtype=object)
+        for retr, (order, score) in orders.items():
+            ranked_correct = mask[rows, order]               # correctness in rank order
+            first = ranked_correct.argmax(axis=1)              # 0-based rank of the first correct hit
+            answer_chunk = order[np.arange(nb), first]
+            self.frames["results"].append(pd.DataFrame({
+                "run_id": self.run_id, "strategy": name, "retriever": retr, "query_id": qids,
+                "domain": np.where(in_domain, "in", "out"),
+                "first_correct_rank": pd.Series(first + 1, dtype="Int64").mask(~has_answer),
+                "answer_distance": np.where(has_answer, dist[np.arange(nb), answer_chunk], np.nan),
+                "top_distance": dist[np.arange(nb), order[:, 0]],
+                "destroyed": in_domain & ~has_answer,
+            }))
+            head = order[:, :top]
+            self.frames["hits"].append(pd.DataFrame({
+                "run_id": self.run_id, "strategy": name, "retriever": retr,
+                "query_id": np.repeat(qids, top), "rank": np.tile(np.arange(1, top + 1), nb),
+                "chunk_id": head.ravel(), "distance": dist[rows, head].ravel(),
+                "score": score[rows, head].ravel(), "correct": ranked_correct[:, :top].ravel(),
+            }))
