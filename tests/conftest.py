@@ -91,3 +91,21 @@ def engine_store(tmp_path_factory, real_embedder, mini_inputs):
 @pytest.fixture(scope="session")
 def engine_run_id(engine_store) -> str:
     return engine_store.with_suffix(".run_id").read_text()
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory):
+    """A real CrossEncoder folder with random weights (tiny BERT, the MiniLM tokenizer)."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from evalcore.embedding import default_model_path
+
+    path = tmp_path_factory.mktemp("tiny-cross-encoder")
+    tok = AutoTokenizer.from_pretrained(str(default_model_path()))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
+                     num_attention_heads=2, intermediate_size=64, num_labels=1)
+    BertForSequenceClassification(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path

@@ -149,24 +149,6 @@ def test_rerank_order_resorts_the_head_only():
     assert order.tolist() == [1, 3, 0, 5, 2, 4]
 
 
-@pytest.fixture(scope="module")
-def tiny_cross_encoder(tmp_path_factory):
-    """A real CrossEncoder folder with random weights (tiny BERT, the MiniLM tokenizer)."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    from evalcore.embedding import default_model_path
-
-    path = tmp_path_factory.mktemp("tiny-cross-encoder")
-    tok = AutoTokenizer.from_pretrained(str(default_model_path()))
-    torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
-                     num_attention_heads=2, intermediate_size=64, num_labels=1)
-    BertForSequenceClassification(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
 def test_reranker_scores_pairs_with_the_real_cross_encoder(tiny_cross_encoder):
     from sentence_transformers import CrossEncoder
 

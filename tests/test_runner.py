@@ -220,3 +220,32 @@ def test_normalisation_check_against_scipy_distances():
     # only the first n vectors are looked at
     mixed = np.vstack([unit[:200], raw[:50]])
     assert normalisation_check(mixed, 200) < 1e-6 and normalisation_check(mixed, 250) > 1.0
+
+
+def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(tiny_cross_encoder, real_embedder, mini_inputs,
+                                                               tmp_path):
+    """The real CrossEncoder code path (a tiny random model on disk): rerank's ranking is the
+    hybrid top 25 sorted by the cross-encoder's own scores (ties: chunk order), then the rest."""
+    from sentence_transformers import CrossEncoder
+
+    corpus, gt = mini_inputs
+    store = Store(tmp_path / "s.duckdb")
+    res = run_evaluation(RunRequest(corpus, gt, parse_strategies("C"), ["hybrid", "rerank"], name="rr",
+                                    reranker_path=str(tiny_cross_encoder)), store, embedder=real_embedder)
+    assert res.retrievers == ["hybrid", "rerank"] and "cross-encoder" in res.rerank_note
+    timing = store.query("SELECT items FROM timings WHERE run_id = ? AND stage = 'rerank'", [res.run_id])
+    assert timing["items"].tolist() == [25]  # 18 in-domain + 7 out-of-domain queries
+    chunks = store.query("SELECT chunk_id, text FROM chunks WHERE run_id = ? ORDER BY chunk_id", [res.run_id])
+    texts = chunks["text"].tolist()
+    hits = store.query("SELECT retriever, query_id, rank, chunk_id, score FROM hits WHERE run_id = ? "
+                       "ORDER BY retriever, query_id, rank", [res.run_id])
+    queries = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND valid", [res.run_id])
+    model = CrossEncoder(str(tiny_cross_encoder), device="cpu")
+    n = len(texts)  # 11 chunks: the whole hybrid ranking is the head
+    for qid, qtext in zip(queries["query_id"], queries["text"]):
+        hybrid = hits[(hits.retriever == "hybrid") & (hits.query_id == qid)]["chunk_id"].tolist()
+        rerank = hits[(hits.retriever == "rerank") & (hits.query_id == qid)]
+        scores = np.asarray(model.predict([(qtext, texts[c]) for c in hybrid]), dtype=np.float64).reshape(-1)
+        expected = [c for _, c in sorted(zip(-scores, hybrid))]
+        assert len(hybrid) == n and rerank["chunk_id"].tolist() == expected, qid
+        np.testing.assert_allclose(rerank["score"].to_numpy(), sorted(scores, reverse=True), rtol=1e-5)
