@@ -537,6 +537,25 @@ def discard(store: Store, prepared: Prepared) -> None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def clean_uploads(store: Store, max_age_hours: float = 24.0) -> list[str]:
+    """Remove upload folders that no job refers to and that are older than ``max_age_hours``
+    (inputs validated but never started); folders of submitted jobs stay, since their
+    runs point at them. Returns the removed folder names."""
+    import shutil
+
+    root = uploads_dir(store)
+    if not root.is_dir():
+        return []
+    known = set(store.query("SELECT job_id FROM jobs")["job_id"])
+    cutoff = time.time() - max_age_hours * 3600
+    removed = []
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.name not in known and folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
 def reap_now(store: Store) -> list[str]:
     """Reap dead jobs now (the store reaps only when first opened); returns their ids."""
     with store.transaction() as con:

@@ -6,7 +6,7 @@ when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``n
 ``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_strategies``,
 ``nr_custom``, ``nr_retrievers``, ``nr_name``; ``nr_prepared`` holds validated inputs
 (evalcore.jobs.Prepared) until they are started or an input changes; ``nr_last_job``
-the job started last.
+the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
 """
 from __future__ import annotations
 
@@ -20,6 +20,9 @@ from pages import _ui
 ctx = _ui.sidebar()
 store = _ui.get_store(ctx.store_path)
 st.title("New run")
+if not st.session_state.get("nr_cleaned"):  # once a session: uploads never started, a day old
+    _ui.guarded(lambda: jobs.clean_uploads(store))
+    st.session_state["nr_cleaned"] = True
 
 SOURCES = {"upload": "Upload files", "demo": "Built-in demo", "folder": "Folder on the server"}
 

@@ -182,3 +182,24 @@ def test_not_a_zip_is_refused(store):
 def test_default_limits_are_stated():
     text = uploads.DEFAULT_LIMITS.describe()
     assert "50 MB per uploaded file" in text and "5,000 files" in text and "200 MB unpacked" in text
+
+
+def test_old_upload_folders_that_no_job_uses_are_cleaned(tmp_path):
+    import os
+    import time as _time
+
+    from evalcore import jobs
+    from evalcore.store import Store
+
+    store = Store(tmp_path / "s.duckdb")
+    root = jobs.uploads_dir(store)
+    for name in ("old-orphan", "fresh-orphan", "old-submitted"):
+        (root / name / "corpus").mkdir(parents=True)
+    day_ago = _time.time() - 25 * 3600
+    for name in ("old-orphan", "old-submitted"):
+        os.utime(root / name, (day_ago, day_ago))
+    with store.connect() as con:
+        con.execute("INSERT INTO jobs (job_id, run_id, name, status, created_at, spec) VALUES "
+                    "('old-submitted', 'old-submitted', 'x', 'complete', now(), '{}')")
+    assert jobs.clean_uploads(store) == ["old-orphan"]
+    assert sorted(p.name for p in root.iterdir()) == ["fresh-orphan", "old-submitted"]
