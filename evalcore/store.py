@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import random
 import socket
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_STORE = Path("runs") / "evalcore.duckdb"
 STATUSES = ("running", "complete", "failed", "cancelled")
+REAP_EVERY = 2.0  # seconds between two looks for runs whose process is gone
 
 
 def default_store_path() -> Path:
@@ -82,6 +84,7 @@ class Store:
         self.path = Path(path) if path is not None else default_store_path()
         self.lock_timeout = lock_timeout
         self._ready = False
+        self._reaped_at = -math.inf
 
     # -- connections -------------------------------------------------------------
     @contextmanager
@@ -104,8 +107,10 @@ class Store:
         try:
             if not self._ready:
                 self._migrate(con)
-                self._reap(con)
                 self._ready = True
+            if time.monotonic() - self._reaped_at > REAP_EVERY:
+                self._reap(con)  # a long-lived Store (the dashboard's) sees crashed runs too
+                self._reaped_at = time.monotonic()
             yield con
         finally:
             con.close()

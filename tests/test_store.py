@@ -115,3 +115,15 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
     assert done.returncode == 0, done.stderr
     statuses = Store(path).runs()["status"].tolist()
     assert sorted(statuses) == ["complete", "failed"]
+
+
+def test_a_long_lived_store_notices_a_run_that_died_later(tmp_path):
+    s = Store(tmp_path / "s.duckdb")
+    s.migrate()  # first look: nothing running
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    s.start_run({"run_id": "r1", "name": "x"})
+    with s.connect() as con:
+        con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [proc.pid])
+    time.sleep(2.1)  # the same Store object (as the dashboard keeps one) looks again
+    assert s.run("r1")["status"] == "failed"
