@@ -6,8 +6,8 @@ and closes it again, so the lock is held for milliseconds; when another process 
 it, the open is retried with backoff for up to ``lock_timeout`` seconds before a
 ``StoreError`` is raised. A run buffers its results in memory and writes them in one
 transaction at the end, so a reader never sees half a run, and a run that dies leaves
-only its ``running`` row, which is marked ``failed`` the next time the store is opened
-for writing (its process no longer exists).
+only its ``running`` row, which is marked ``failed`` when the store is next used (looked
+at every 2 s at most) because its process no longer exists.
 """
 from __future__ import annotations
 
