@@ -109,6 +109,27 @@ def test_win_loss_over_chosen_configurations_adjusts_for_their_pairs_only(store,
         multipletests(pairs["p_value"].to_numpy(), method="holm")[1])
 
 
+def test_win_loss_across_two_runs_on_the_same_queries(scratch, engine_run_id, mini_inputs):
+    """A second run of the same questions (another embedder) pairs query by query."""
+    from conftest import KeywordEmbedder
+    from evalcore.chunking import parse_strategies
+    from evalcore.runner import RunRequest, run_evaluation
+
+    corpus, gt = mini_inputs
+    other = run_evaluation(RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="keywords"), scratch,
+                           embedder=KeywordEmbedder(["port", "recipe", "server", "device", "token"])).run_id
+    assert report.comparable(scratch, engine_run_id, other) is None
+    matrix = report.win_loss(scratch, engine_run_id, 4, adjust=False, other_run=other, only=["C/dense"])
+    assert len(matrix) == 2  # the two runs' C/dense, both orders
+    row = matrix.iloc[0]
+    mine, theirs = (report.side_of(row[c], engine_run_id, other) for c in ("row", "column"))
+    a = _first_ranks(scratch, *([mine[0]] + list(report.parse_config(mine[1])))) <= 4
+    b = _first_ranks(scratch, *([theirs[0]] + list(report.parse_config(theirs[1])))) <= 4
+    wins, losses = int((a & ~b).sum()), int((~a & b).sum())
+    assert (row["wins"], row["losses"]) == (wins, losses)
+    assert row["p_value"] == pytest.approx(1.0 if wins + losses == 0 else binomtest(wins, wins + losses).pvalue)
+
+
 def test_win_loss_across_runs_needs_same_queries(scratch, engine_run_id):
     scratch.start_run({"run_id": "other", "name": "other"})
     scratch.finish_run("other", "failed", "killed")
