@@ -22,7 +22,8 @@ log = logging.getLogger(__name__)
 RETRIEVERS = {
     "dense": "cosine distance between normalised all-MiniLM-L6-v2 vectors (1 - dot)",
     "bm25": "Okapi BM25 over chunk text, k1=1.2, b=0.75, tokens = lowercase [a-z0-9]+ runs",
-    "hybrid": "reciprocal rank fusion of dense and bm25 rankings, sum 1/(60 + rank)",
+    "hybrid": "reciprocal rank fusion of dense and bm25 rankings, sum 1/(60 + rank) "
+              "(bm25 ranks the chunks that share a term with the query)",
     "rerank": "cross-encoder rescoring of the hybrid top 25",
 }
 RRF_K = 60
@@ -133,21 +134,27 @@ class BM25:
 
 
 # -- hybrid ------------------------------------------------------------------------
-def rrf_scores(rankings: Sequence[np.ndarray], k: int = RRF_K) -> np.ndarray:
+def rrf_scores(rankings: Sequence[np.ndarray], k: int = RRF_K,
+               ranked: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
     """Reciprocal rank fusion: score(c) = sum over rankings of 1 / (k + rank(c)), rank from 1.
 
     Each ranking is a total order (array of chunk ids, best first); shape (queries, chunks)
-    in and out. Scores are never mixed, only ranks.
+    in and out. Scores are never mixed, only ranks. ``ranked[i]`` (a boolean array of the
+    same shape, in chunk-id space) says which chunks ranking i really ranks: a chunk it
+    does not rank adds nothing from that list. BM25 ranks only the chunks that share a
+    term with the query; its order among the rest is a tie broken by corpus position and
+    would otherwise leak corpus order into the fused score.
     """
     import numpy as np
 
     out = np.zeros(rankings[0].shape, dtype=np.float64)
     rank_values = 1.0 / (k + np.arange(1, rankings[0].shape[-1] + 1, dtype=np.float64))
     rows = np.arange(out.shape[0])[:, None]
-    for order in rankings:
+    for i, order in enumerate(rankings):
         contrib = np.empty_like(out)
         contrib[rows, order] = rank_values[None, :]
-        out += contrib
+        mask = None if ranked is None else ranked[i]
+        out += contrib if mask is None else np.where(mask, contrib, 0.0)
     return out
 
 

@@ -405,7 +405,7 @@ class _Job:
                 if "bm25" in self.retrievers:
                     orders["bm25"] = (bm_order, s)
                 t = time.perf_counter()
-                fused = rrf_scores([dense_order, bm_order])
+                fused = rrf_scores([dense_order, bm_order], ranked=[None, s > 0])
                 hy_order = order_by(fused, descending=True)
                 clock["fusion"] += time.perf_counter() - t
                 if "hybrid" in self.retrievers:

@@ -163,3 +163,35 @@ def test_reranker_scores_pairs_with_the_real_cross_encoder(tiny_cross_encoder):
 def test_reranker_missing_folder_is_a_clear_error(tmp_path):
     with pytest.raises(ModelError, match="no cross-encoder"):
         Reranker.load(tmp_path / "nope")
+
+
+def test_hybrid_matches_ranx_rrf_with_bm25_ranking_only_matching_chunks():
+    """Independent oracle: ranx.fuse(method="rrf", k=60) over a dense run with every chunk and a
+    BM25 run with the chunks that share a term with the query (as a BM25 engine returns)."""
+    from ranx import Run, fuse
+
+    rng = random.Random(11)
+    docs = random_texts(rng, 40)
+    queries = ["cache prompt", "error 404", "vector index the"]
+    bm = BM25.build(docs).scores(queries)
+    dense_scores = np.random.default_rng(2).random((len(queries), len(docs)))
+    dense_order = order_by(dense_scores, descending=True)
+    bm_order = order_by(bm, descending=True)
+    ours = rrf_scores([dense_order, bm_order], ranked=[None, bm > 0])
+    run_dense = Run({f"q{i}": {f"c{j}": float(dense_scores[i, j]) for j in range(len(docs))}
+                     for i in range(len(queries))})
+    # equal BM25 scores are common; we break ties by chunk order, so hand ranx the same order
+    run_bm25 = Run({f"q{i}": {f"c{j}": float(bm[i, j]) - j * 1e-9 for j in range(len(docs)) if bm[i, j] > 0}
+                    for i in range(len(queries))})
+    fused = fuse(runs=[run_dense, run_bm25], method="rrf", params={"k": 60}).to_dict()
+    for i in range(len(queries)):
+        assert 0 < int((bm[i] > 0).sum()) < len(docs)  # some chunks are not ranked by bm25
+        for j in range(len(docs)):
+            assert ours[i, j] == pytest.approx(fused[f"q{i}"][f"c{j}"], abs=1e-12)
+
+
+def test_chunks_bm25_does_not_rank_add_nothing_to_hybrid():
+    dense = np.array([[0, 1, 2, 3]])
+    bm = np.array([[2, 0, 1, 3]])  # only chunk 2 matched; 0, 1, 3 are a tie in corpus order
+    fused = rrf_scores([dense, bm], ranked=[None, np.array([[False, False, True, False]])])[0]
+    assert fused.tolist() == pytest.approx([1 / 61, 1 / 62, 1 / 63 + 1 / 61, 1 / 64])
