@@ -193,3 +193,30 @@ def normalisation_check(vectors: np.ndarray, n: int = 200) -> float:
     cos_dist = 1.0 - v @ v.T
     sq = ((v[:, None, :] - v[None, :, :]) ** 2).sum(axis=2)
     return float(np.max(np.abs(sq / 2.0 - cos_dist)))
+
+
+@lru_cache(maxsize=1)
+def piece_counter() -> Callable[[str], int] | None:
+    """The model tokenizer's word-piece count of one text ([CLS] and [SEP] included, no
+    truncation), or None when the model is not installed (the page then says "n/a").
+
+    Reads the model folder's ``tokenizer.json`` with the ``tokenizers`` library (padding and
+    truncation off), which counts exactly as :func:`evalcore.embedding.count_pieces` but
+    loads in milliseconds instead of loading the whole model; falls back to that function.
+    Built once per process.
+    """
+    try:
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(default_model_path() / "tokenizer.json"))
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        return lambda text: len(tokenizer.encode(text).ids)
+    except Exception as exc:  # no tokenizer.json or no tokenizers library: use the model
+        log.info("fast word-piece counter unavailable (%s); using the model's tokenizer", exc)
+    try:
+        count_pieces(["probe"])
+    except Exception as exc:  # model package missing or unloadable: shown as n/a, logged
+        log.warning("no word-piece counter: %s", exc)
+        return None
+    return lambda text: int(count_pieces([text])[0])

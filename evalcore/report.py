@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from evalcore.embedding import piece_counter  # word pieces of a prompt (cached tokenizer)
 from evalcore.errors import StoreError
 
 if TYPE_CHECKING:
@@ -622,36 +622,6 @@ def query_config(store: Store, run_id: str, query_id: str, configuration: str, t
     rank = None if res.empty or res["first_correct_rank"].isna().iloc[0] else int(res["first_correct_rank"].iloc[0])
     destroyed = bool(res["destroyed"].iloc[0]) if not res.empty else False
     return QueryConfig(configuration, rank, destroyed, hits, kept, float(threshold))
-
-
-@lru_cache(maxsize=1)
-def piece_counter() -> Callable[[str], int] | None:
-    """The model tokenizer's word-piece count of one text ([CLS] and [SEP] included, no
-    truncation), or None when the model is not installed (the page then says "n/a").
-
-    Reads the model folder's ``tokenizer.json`` with the ``tokenizers`` library (padding and
-    truncation off), which counts exactly as :func:`evalcore.embedding.count_pieces` but
-    loads in milliseconds instead of loading the whole model; falls back to that function.
-    """
-    try:
-        from tokenizers import Tokenizer
-
-        from evalcore.embedding import default_model_path
-
-        tokenizer = Tokenizer.from_file(str(default_model_path() / "tokenizer.json"))
-        tokenizer.no_padding()
-        tokenizer.no_truncation()
-        return lambda text: len(tokenizer.encode(text).ids)
-    except Exception as exc:  # no tokenizer.json or no tokenizers library: use the model
-        log.info("fast word-piece counter unavailable (%s); using the model's tokenizer", exc)
-    try:
-        from evalcore.embedding import count_pieces
-
-        count_pieces(["probe"])
-    except Exception as exc:  # model package missing or unloadable: shown as n/a, logged
-        log.warning("no word-piece counter: %s", exc)
-        return None
-    return lambda text: int(count_pieces([text])[0])
 
 
 @dataclass(frozen=True, slots=True)
