@@ -3,29 +3,20 @@
     python tools/demo_needles.py            # one line per group: status, topic, offsets
     python tools/demo_needles.py --dump DIR # also write each topic's canonical text to DIR/<key>.md
 
-Status is ``ok`` (exactly one occurrence, off heading lines), ``NONE``, ``DUP xN`` or
-``HEADING``. Needles must be written against the canonical text (dump it to read it),
+Status is ``ok`` (exactly one occurrence, off heading lines) or ``INVALID`` with the reason
+evalcore.groundtruth gives (not found, found N times, inside a heading line). Needles must be written against the canonical text (dump it to read it),
 not against ``pydoc_data.topics`` raw text. Exit code 1 when any needle is not ``ok``.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus  # noqa: E402
-
-_HEADING_LINE = re.compile(r"^#+ .*$", re.M)
-
-
-def needle_hits(needle: str, text: str) -> list[tuple[int, int]]:
-    """(start, end) of every match; whitespace runs equal; overlapping matches counted."""
-    body = r"\s+".join(re.escape(part) for part in needle.split())
-    return [(m.start(), m.start() + len(m.group(1))) for m in re.finditer(f"(?=({body}))", text)]
+from evalcore.groundtruth import load_ground_truth  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,29 +28,19 @@ def main(argv: list[str] | None = None) -> int:
         args.dump.mkdir(parents=True, exist_ok=True)
         for d in corpus.documents:
             (args.dump / f"{d.doc_id}.md").write_text(d.text, encoding="utf-8")
-    groups: dict[str, str] = {}
-    for line in QUESTIONS_PATH.read_text("utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)
-            groups.setdefault(q["group"], q["needle"])
-    bad, topics = 0, set()
-    for group, needle in groups.items():
-        hits = [(d, s, e) for d in corpus.documents for s, e in needle_hits(needle, d.text)]
-        if len(hits) == 1:
-            doc, s, e = hits[0]
-            touch = any(m.start() < e and s < m.end() + 1 for m in _HEADING_LINE.finditer(doc.text))
-            status, where = ("HEADING" if touch else "ok"), f"{doc.doc_id}[{s}:{e}]"
-            topics.add(doc.doc_id)
-        else:
-            status = "NONE" if not hits else f"DUP x{len(hits)}"
-            where = ",".join(f"{d.doc_id}[{s}:{e}]" for d, s, e in hits)
-        bad += status != "ok"
-        print(f"{group}  {status:8} {where:32} {needle[:70]}")
-    kinds = [json.loads(x)["kind"] for x in OOD_PATH.read_text("utf-8").splitlines() if x.strip()]
+    gt = load_ground_truth(corpus, QUESTIONS_PATH, OOD_PATH)  # the product's own resolution
+    needles = {q.group: q.needle or "" for q in gt.questions}
+    invalid = {inv.group: inv.reason for inv in gt.invalid}
+    for group in needles:
+        span = gt.spans.get(group)
+        status, where = ("ok", f"{span.doc_id}[{span.start}:{span.end}]") if span else ("INVALID", invalid[group])
+        print(f"{group}  {status:8} {where:32} {needles[group][:70]}")
+    kinds = [q.kind for q in gt.ood]
+    topics = {span.doc_id for span in gt.spans.values()}
     print(f"{len(corpus.documents)} documents, {corpus.characters} characters; "
-          f"{len(groups)} ground truths over {len(topics)} topics, {bad} not ok; "
+          f"{len(needles)} ground truths over {len(topics)} topics, {len(gt.invalid)} not ok; "
           f"ood {kinds.count('near')} near / {kinds.count('far')} far")
-    return 1 if bad else 0
+    return 1 if gt.invalid else 0
 
 
 if __name__ == "__main__":
