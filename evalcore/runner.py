@@ -277,7 +277,7 @@ class _Job:
         n_strat = len(r.strategies)
         for si, strategy in enumerate(r.strategies):
             base = 0.05 + 0.9 * si / n_strat
-            self._run_strategy(strategy, si, base, 0.9 / n_strat, qvec, qids, texts, n_in, groups)
+            self._run_strategy(strategy, base, 0.9 / n_strat, qvec, qids, texts, n_in, groups)
 
         frames = {k: pd.DataFrame(v) for k, v in self.rows.items() if k not in self.frames}
         for name, parts in self.frames.items():
@@ -321,7 +321,7 @@ class _Job:
                 "start": None, "end": None, "valid": True, "invalid_reason": None, "line": q.line,
             })
 
-    def _run_strategy(self, strategy, si, base, span, qvec, qids, qtexts, n_in, groups) -> None:
+    def _run_strategy(self, strategy, base, span, qvec, qids, qtexts, n_in, groups) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
         from evalcore.scoring import correct_chunks, destroyed_cut

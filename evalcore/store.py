@@ -269,8 +269,8 @@ class Store:
         return decision_id
 
     # -- embedding cache -----------------------------------------------------------
-    def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, list[float]]:
-        """Cached vectors for these text hashes under ``model``."""
+    def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, tuple[int, list[float]]]:
+        """(dim, vector) of each cached text hash under ``model``."""
         if not hashes:
             return {}
         import pandas as pd
