@@ -249,3 +249,25 @@ def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(tiny_cross_encod
         expected = [c for _, c in sorted(zip(-scores, hybrid))]
         assert len(hybrid) == n and rerank["chunk_id"].tolist() == expected, qid
         np.testing.assert_allclose(rerank["score"].to_numpy(), sorted(scores, reverse=True), rtol=1e-5)
+
+
+def test_stored_word_pieces_and_header_share_match_the_hf_tokenizer(engine_store, engine_run_id):
+    """Index health figures recounted with transformers' AutoTokenizer on the stored texts."""
+    from transformers import AutoTokenizer
+
+    from evalcore.embedding import default_model_path
+
+    tok = AutoTokenizer.from_pretrained(str(default_model_path()))
+    store = Store(engine_store)
+    ch = store.query("SELECT strategy, text, header, pieces, header_pieces FROM chunks WHERE run_id = ?",
+                     [engine_run_id])
+    for c in ch.itertuples():
+        assert c.pieces == len(tok(c.text, truncation=False)["input_ids"])
+        assert c.header_pieces == (len(tok.tokenize(c.header.rstrip("\n"))) if c.header else 0)
+    st = store.query("SELECT strategy, pieces, header_pieces, over_window FROM strategies WHERE run_id = ?",
+                     [engine_run_id]).set_index("strategy")
+    per = ch.groupby("strategy").agg(p=("pieces", "sum"), h=("header_pieces", "sum"),
+                                     over=("pieces", lambda x: int((x > 256).sum())))
+    assert (st["pieces"] == per["p"]).all() and (st["header_pieces"] == per["h"]).all()
+    assert (st["over_window"] == per["over"]).all()
+    assert per.loc[["A", "B", "C", "D"], "h"].eq(0).all() and per.loc[["E", "F"], "h"].gt(0).all()
