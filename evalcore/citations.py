@@ -2,7 +2,12 @@
 
 The hits that pass the gate are numbered [1]..[n]. Each citation carries the document id and
 name, a label (the section, or the document name when the chunk has no section), a locator
-fragment, the quote and the distance. The quote is the chunk's ``content`` — its own words at
+fragment, the quote and the distance.
+
+Locators (SPEC 8, 12): a chunk of a paged document (PDF: its page map ``page_starts``) is
+cited as ``#page=N``, N the page of its first content character; its label ends with the
+pages it covers (``p. 3``, or ``pp. 3-4`` for a chunk that runs onto the next page). Any
+other chunk is cited as ``#char=from,to`` over the canonical text (RFC 5147). The quote is the chunk's ``content`` — its own words at
 ``[start, end)`` of the canonical text — never the embedded ``text`` (which holds a header
 and overlap that are not at that place). The model only ever sees numbers: it never writes a
 link or a document name. No model is called here.
@@ -14,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from evalcore.extractors import page_of
 from evalcore.threshold import DEFAULT_TOP, gate
 
 log = logging.getLogger(__name__)
@@ -64,6 +70,29 @@ def media_fragment(start: float, end: float | None = None) -> str:
     return f"#t={_number(start)},{_number(end)}"
 
 
+def page_range(page_starts: Sequence[int] | None, start: int, end: int) -> tuple[int, int] | None:
+    """``(first, last)`` 1-based pages of the content ``[start, end)``: the pages of its first
+    and last characters. None for a document without a page map."""
+    if page_starts is None or len(page_starts) == 0:
+        return None
+    start, end = _offset(start, "start"), _offset(end, "end")
+    first = page_of(page_starts, start)
+    last = page_of(page_starts, max(start, end - 1))
+    return first, last  # type: ignore[return-value]
+
+
+def pages_label(first: int, last: int) -> str:
+    """``p. 3`` for one page, ``pp. 3-4`` for a range."""
+    return f"p. {first}" if first == last else f"pp. {first}-{last}"
+
+
+def locator(start: int, end: int, page_starts: Sequence[int] | None = None) -> str:
+    """The locator of the content ``[start, end)``: ``#page=N`` (N the page of its first
+    character) when the document has a page map, else ``#char=start,end``."""
+    pages = page_range(page_starts, start, end)
+    return page_fragment(pages[0]) if pages else char_fragment(start, end)
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """One kept hit with its chunk: ``content`` is ``canonical[start:end]`` of document ``doc_id``.
@@ -79,6 +108,7 @@ class Source:
     end: int
     content: str
     distance: float
+    page_starts: tuple[int, ...] = ()  # the document's page map (PDF); empty for text
 
     def __post_init__(self) -> None:
         start, end = _offset(self.start, "start"), _offset(self.end, "end")
@@ -87,10 +117,17 @@ class Source:
                              f"{len(self.content)} code points of its content")
 
     @classmethod
-    def from_chunk(cls, chunk: object, doc_name: str, distance: float) -> Source:
-        """From an :class:`evalcore.records.Chunk` (or anything with its fields)."""
+    def from_chunk(cls, chunk: object, doc_name: str, distance: float,
+                   page_starts: Sequence[int] = ()) -> Source:
+        """From an :class:`evalcore.records.Chunk` (or anything with its fields); ``page_starts``
+        is its document's page map (``Document.page_starts``)."""
         return cls(chunk.doc_id, doc_name, chunk.section, chunk.start, chunk.end,  # type: ignore[attr-defined]
-                   chunk.content, float(distance))  # type: ignore[attr-defined]
+                   chunk.content, float(distance), tuple(page_starts))  # type: ignore[attr-defined]
+
+    @property
+    def pages(self) -> tuple[int, int] | None:
+        """``(first, last)`` page of the content, None without a page map."""
+        return page_range(self.page_starts, self.start, self.end)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +141,8 @@ class Citation:
     fragment: str
     quote: str
     distance: float
+    page: int | None = None       # page of the first quoted character (paged documents)
+    last_page: int | None = None  # page of the last one (> page when the quote runs on)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +173,19 @@ class NoAnswer:
 
 
 def label(source: Source) -> str:
-    """The citation label: the chunk's section, or the document name when it has none."""
-    return source.section if source.section else source.doc_name
+    """The citation label: the chunk's section, or the document name when it has none; for a
+    paged document followed by its pages (``Install · p. 3``, ``Install · pp. 3-4``)."""
+    name = source.section if source.section else source.doc_name
+    pages = source.pages
+    return f"{name} · {pages_label(*pages)}" if pages else name
 
 
 def citation(index: int, source: Source) -> Citation:
-    """Citation number ``index`` for ``source``: quote = content, fragment = ``#char=start,end``."""
+    """Citation number ``index`` for ``source``: quote = content, fragment = :func:`locator`."""
+    pages = source.pages
     return Citation(index, source.doc_id, source.doc_name, label(source),
-                    char_fragment(source.start, source.end), source.content, float(source.distance))
+                    locator(source.start, source.end, source.page_starts), source.content,
+                    float(source.distance), pages[0] if pages else None, pages[1] if pages else None)
 
 
 def build_context(question: str, sources: Sequence[Source],

@@ -55,11 +55,11 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
-def _load_inputs(corpus_dir: str, questions: str, ood: str | None):
+def _load_inputs(corpus_dir: str, questions: str, ood: str | None, cache=None):
     from evalcore.corpus import load_corpus
     from evalcore.groundtruth import load_ground_truth
 
-    corpus = load_corpus(corpus_dir)
+    corpus = load_corpus(corpus_dir, cache=cache)
     gt = load_ground_truth(corpus, questions, ood)
     return corpus, gt
 
@@ -126,7 +126,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_run(args) -> int:
-    corpus, gt = _load_inputs(args.corpus, args.questions, args.ood)
+    corpus, gt = _load_inputs(args.corpus, args.questions, args.ood, cache=_store(args))
     name = args.name or Path(args.corpus).resolve().name
     return _execute(args, corpus, gt, args.strategies, args.retrievers, name, args.reranker)
 
@@ -158,6 +158,7 @@ def cmd_validate(args) -> int:
 
 def cmd_chunks(args) -> int:
     from evalcore.chunking import chunk_corpus, parse_strategies
+    from evalcore.citations import locator, page_range
     from evalcore.corpus import load_corpus
 
     corpus = _load_demo()[0] if args.demo else load_corpus(args.corpus)
@@ -165,11 +166,15 @@ def cmd_chunks(args) -> int:
     if len(strategies) != 1:
         raise EvalcoreError(f"--strategy takes one strategy, got {args.strategy!r}")
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    page_maps = {d.doc_id: d.page_starts for d in corpus.documents}
     try:
         for c in chunk_corpus(corpus, strategies[0]):
+            pages = page_range(page_maps[c.doc_id], c.start, c.end)
             out.write(json.dumps({
                 "document": c.doc_id, "text": c.text, "content": c.content, "section": c.section,
                 "from": c.start, "to": c.end, "evidence_from": c.evidence_start,
+                "locator": locator(c.start, c.end, page_maps[c.doc_id]),
+                "pages": list(pages) if pages else None,
             }, ensure_ascii=False) + "\n")
     finally:
         if out is not sys.stdout:
@@ -279,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("run", help="evaluate your corpus and questions",
                         description="Evaluate a corpus folder against questions.jsonl and ood.jsonl.")
-    sp.add_argument("--corpus", required=True, metavar="DIR", help="folder of .md / .txt documents")
+    sp.add_argument("--corpus", required=True, metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
     sp.add_argument("--questions", required=True, metavar="FILE", help="questions.jsonl")
     sp.add_argument("--ood", default=None, metavar="FILE", help="ood.jsonl (out-of-domain queries)")
     sp.add_argument("--name", default=None, help="run name (default: the corpus folder name)")
@@ -288,7 +293,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("validate", help="check inputs without running",
                         description="Check corpus, questions and ood files; report needles and counts.")
-    sp.add_argument("--corpus", metavar="DIR", help="folder of .md / .txt documents")
+    sp.add_argument("--corpus", metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
     sp.add_argument("--questions", metavar="FILE", help="questions.jsonl")
     sp.add_argument("--ood", metavar="FILE", help="ood.jsonl")
     sp.add_argument("--demo", action="store_true", help="validate the built-in demo dataset")
@@ -297,8 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("chunks", help="write a strategy's chunks as JSON lines",
                         description="Write chunks (document, text, content, section, from, to, "
-                                    "evidence_from) as JSON lines.")
-    sp.add_argument("--corpus", metavar="DIR", help="folder of .md / .txt documents")
+                                    "evidence_from, locator, pages) as JSON lines. locator is #page=N "
+                                    "(the page of the chunk's first character) for PDF documents and "
+                                    "#char=from,to otherwise; pages is [first, last] for PDF, else null.")
+    sp.add_argument("--corpus", metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
     sp.add_argument("--demo", action="store_true", help="chunk the built-in demo corpus")
     sp.add_argument("--strategy", default="E", help="one strategy: A-F or a custom recipe (default E)")
     sp.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")

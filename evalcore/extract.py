@@ -1,121 +1,83 @@
-"""Extractors: turn a file into a title and a canonical text (SPEC section 1).
+"""The extractor registry: which extractor reads which file, and their stamps (SPEC 1, 12).
 
-Every offset in the product is a code point offset into the canonical text, so the
-canonical text must be reproducible from the file and the extractor stamp
-(``NAME``, ``VERSION``) that is stored with every document.
+=============================  ===========  =========================================
+suffixes (case ignored)        source type  extractor (module)
+=============================  ===========  =========================================
+``.md``, ``.markdown``         markdown     ``markdown`` (:mod:`evalcore.extractors.markdown`)
+``.txt``                       text         ``markdown``
+``.pdf``                       pdf          ``pdf`` (:mod:`evalcore.extractors.pdf`)
+``.html``, ``.htm``            html         ``html`` (:mod:`evalcore.extractors.html`)
+=============================  ===========  =========================================
 
-The Markdown/plain-text extractor (``markdown``, version ``1``) makes the canonical
-text in this order:
-
-1. decode the bytes as UTF-8 (:func:`decode`); undecodable, binary (NUL byte) or empty
-   files raise :class:`~evalcore.errors.InputError` with the reason;
-2. remove one leading BOM (U+FEFF);
-3. normalise line endings: ``\\r\\n`` and a lone ``\\r`` both become ``\\n``;
-4. remove a leading front matter block: the first line is ``---`` (trailing spaces or
-   tabs allowed) and a later line is ``---`` (same rule); both lines and everything
-   between go. Without a closing line nothing is removed. The blank lines directly
-   after the block are removed too, so the canonical text starts with the first
-   line of content (a choice: a file with and without front matter then has the same
-   canonical text).
-
-Nothing else is touched: no trimming of the end, no Unicode normalisation, tabs kept.
+Every document stores its extractor's name and version; :func:`current_versions` is what
+the stale check compares them with. ``NAME``, ``VERSION``, :func:`decode`,
+:func:`canonical_text`, :func:`find_title` and :func:`extract_markdown` are the Markdown
+extractor's, kept here for the code that used them before there were other formats.
 """
 from __future__ import annotations
 
-import logging
-import re
+from dataclasses import dataclass
 from pathlib import PurePath
+from typing import Callable
 
 from evalcore.errors import InputError
+from evalcore.extractors import Extraction, page_of
+from evalcore.extractors import html as _html
+from evalcore.extractors import markdown as _markdown
+from evalcore.extractors import pdf as _pdf
+from evalcore.extractors.markdown import (NAME, VERSION, canonical_text, decode, extract_markdown,
+                                          find_title, normalise_newlines, strip_front_matter)
 
-logger = logging.getLogger(__name__)
-
-NAME = "markdown"
-VERSION = "1"
-
-_FRONT_MATTER_LINE = re.compile(r"---[ \t]*")
-_FENCE = re.compile(r" {0,3}(```|~~~)")
-_LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\n)+")
-
-
-def decode(data: bytes, filename: str) -> str:
-    """Decode a file's bytes as UTF-8 text.
-
-    Raises InputError naming ``filename`` for an empty file, a binary file (any NUL
-    byte) and bytes that are not valid UTF-8 (with the offset of the first bad byte).
-    A BOM is kept here; :func:`canonical_text` removes it.
-    """
-    if not data:
-        raise InputError(f"{filename}: empty file")
-    if b"\0" in data:
-        raise InputError(f"{filename}: binary file (NUL byte at offset {data.index(0)})")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{filename}: not valid UTF-8 (byte offset {exc.start}: {exc.reason})") from None
+__all__ = [
+    "EXTRACTORS", "SOURCE_TYPES", "Extraction", "Extractor", "NAME", "VERSION", "canonical_text",
+    "current_versions", "decode", "extract_file", "extract_markdown", "extractor_for", "find_title",
+    "normalise_newlines", "page_of", "strip_front_matter",
+]
 
 
-def normalise_newlines(raw: str) -> str:
-    """``\\r\\n`` -> ``\\n``, then any lone ``\\r`` -> ``\\n``."""
-    return raw.replace("\r\n", "\n").replace("\r", "\n")
+@dataclass(frozen=True, slots=True)
+class Extractor:
+    """One extractor: its stamp, the source type it gives documents, and whether its output is
+    worth caching in the store (slow formats: PDF, HTML)."""
+
+    name: str
+    version: str
+    source_type: str
+    extract: Callable[[bytes, str], Extraction]
+    check: Callable[[bytes, str], None]
+    cached: bool = False
 
 
-def strip_front_matter(text: str) -> str:
-    """Remove a leading ``---`` ... ``---`` block and the blank lines that follow it.
+_MARKDOWN = Extractor(_markdown.NAME, _markdown.VERSION, "markdown", _markdown.extract, _markdown.check)
+_TEXT = Extractor(_markdown.NAME, _markdown.VERSION, "text", _markdown.extract, _markdown.check)
+_PDF = Extractor(_pdf.NAME, _pdf.VERSION, "pdf", _pdf.extract, _pdf.check, cached=True)
+_HTML = Extractor(_html.NAME, _html.VERSION, "html", _html.extract, _html.check, cached=True)
 
-    ``text`` must already have ``\\n`` line endings. The opening ``---`` must be the
-    very first line; the block ends at the next line that is ``---`` (optionally with
-    trailing spaces/tabs). No closing line: the text is returned unchanged. Blank
-    lines = lines that are empty or hold only spaces/tabs.
-    """
-    lines = text.split("\n")
-    if not lines or not _FRONT_MATTER_LINE.fullmatch(lines[0]):
-        return text
-    for i in range(1, len(lines)):
-        if _FRONT_MATTER_LINE.fullmatch(lines[i]):
-            rest = "\n".join(lines[i + 1 :])
-            return _LEADING_BLANK_LINES.sub("", rest)
-    return text
+EXTRACTORS: dict[str, Extractor] = {
+    ".md": _MARKDOWN, ".markdown": _MARKDOWN, ".txt": _TEXT,
+    ".pdf": _PDF, ".html": _HTML, ".htm": _HTML,
+}
+SOURCE_TYPES: dict[str, str] = {suffix: e.source_type for suffix, e in EXTRACTORS.items()}
 
 
-def canonical_text(raw: str) -> str:
-    """BOM removed, line endings normalised, front matter removed (see module doc)."""
-    if raw.startswith("\ufeff"):
-        raw = raw[1:]
-    return strip_front_matter(normalise_newlines(raw))
+def extractor_for(filename: str) -> Extractor:
+    """The extractor for ``filename``'s suffix; InputError naming the known suffixes otherwise."""
+    suffix = PurePath(filename).suffix.lower()
+    if suffix not in EXTRACTORS:
+        raise InputError(f"{filename}: not a corpus document ({', '.join(EXTRACTORS)})")
+    return EXTRACTORS[suffix]
 
 
-def find_title(text: str) -> str | None:
-    """Text of the first ``# `` heading line outside fenced code blocks, stripped.
-
-    ``None`` when there is no such heading or its text is empty. A heading is a line
-    starting with exactly ``# `` (``## `` is a section, not the title).
-    """
-    in_fence: str | None = None
-    for line in text.split("\n"):
-        fence = _FENCE.match(line)
-        if fence:
-            marker = fence.group(1)
-            if in_fence is None:
-                in_fence = marker
-            elif marker == in_fence:
-                in_fence = None
-            continue
-        if in_fence is None and line.startswith("# "):
-            title = line[2:].strip()
-            if title:
-                return title
-    return None
+def extract_file(data: bytes, filename: str) -> tuple[Extractor, Extraction]:
+    """Extract one file's bytes with the extractor for its suffix; InputError with the reason."""
+    extractor = extractor_for(filename)
+    return extractor, extractor.extract(data, filename)
 
 
-def extract_markdown(raw: str, filename: str) -> tuple[str, str]:
-    """Return ``(title, canonical_text)`` for a Markdown or plain-text file.
+def current_versions() -> dict[str, str]:
+    """Extractor name -> the version this code would stamp (demo extractor included)."""
+    from evalcore.demo import pydoc_topics
 
-    Title = the first ``# `` heading's text, else the file name without its extension.
-    Raises InputError when the canonical text is empty or whitespace only.
-    """
-    text = canonical_text(raw)
-    if not text.strip():
-        raise InputError(f"{filename}: empty after extraction")
-    title = find_title(text) or PurePath(filename).stem
-    return title, text
+    versions = {e.name: e.version for e in EXTRACTORS.values()}
+    versions[pydoc_topics.NAME] = pydoc_topics.VERSION
+    return versions

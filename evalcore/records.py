@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class Document:
-    """One extracted document: canonical text plus the stamp of the extractor that made it."""
+    """One extracted document: canonical text plus the stamp of the extractor that made it.
+
+    ``page_starts`` is the page map of a paged document (PDF): page ``i + 1`` begins at
+    offset ``page_starts[i]`` (empty for other formats). ``notes`` tell what extraction
+    met without failing (e.g. pages without text); ``file_hash`` is the sha256 of the
+    file's bytes ("" when the document did not come from a file).
+    """
 
     doc_id: str
     title: str
@@ -21,6 +27,20 @@ class Document:
     extractor: str
     extractor_version: str
     path: str = ""
+    page_starts: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+    file_hash: str = ""
+
+    @property
+    def pages(self) -> int | None:
+        """Number of pages (None for a document without pages)."""
+        return len(self.page_starts) or None
+
+    def page_of(self, offset: int) -> int | None:
+        """1-based page of the character at ``offset`` (None without pages)."""
+        from evalcore.extractors import page_of
+
+        return page_of(self.page_starts, offset)
 
     @property
     def sections(self) -> int:

@@ -293,6 +293,8 @@ class _Job:
                 "extractor_version": d.extractor_version, "model": self.embedder.name,
                 "model_dim": self.embedder.dim, "pipeline_version": PIPELINE_VERSION,
                 "characters": len(d.text), "sections": d.sections, "text": d.text,
+                "pages": d.pages, "page_starts": list(d.page_starts) or None,
+                "notes": list(d.notes) or None, "file_hash": d.file_hash or None,
             })
         for f in c.failed:
             self.rows["documents"].append({
@@ -300,6 +302,7 @@ class _Job:
                 "path": f.path, "state": "failed", "reason": f.reason, "extractor": None,
                 "extractor_version": None, "model": None, "model_dim": None, "pipeline_version": None,
                 "characters": None, "sections": None, "text": None,
+                "pages": None, "page_starts": None, "notes": None, "file_hash": None,
             })
 
     def _record_queries(self) -> None:

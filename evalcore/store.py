@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
+    from evalcore.extractors import Extraction
+
 log = logging.getLogger(__name__)
 
 DEFAULT_STORE = Path("runs") / "evalcore.duckdb"
@@ -298,3 +300,34 @@ class Store:
                 "INSERT INTO embeddings SELECT model, text_hash, dim, vector FROM _new "
                 "ON CONFLICT DO NOTHING"
             )
+
+    # -- extraction cache (0004) ---------------------------------------------------------
+    def cached_extractions(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], Extraction]:
+        """Cached extractions of ``(file sha256, extractor, version)`` keys; missing keys are absent."""
+        if not keys:
+            return {}
+        import pandas as pd
+
+        from evalcore.extractors import Extraction
+
+        want = pd.DataFrame(keys, columns=["file_hash", "extractor", "extractor_version"]).drop_duplicates()
+        with self.connect() as con:
+            con.register("_want", want)
+            rows = con.execute(
+                "SELECT x.file_hash, x.extractor, x.extractor_version, x.title, x.text, x.page_starts, x.notes "
+                "FROM extractions x JOIN _want w USING (file_hash, extractor, extractor_version)"
+            ).fetchall()
+        return {(h, n, v): Extraction(title, text, tuple(starts or ()), tuple(notes or ()))
+                for h, n, v, title, text, starts, notes in rows}
+
+    def cache_extractions(self, items: dict[tuple[str, str, str], Extraction]) -> None:
+        """Keep extractions for later runs (an existing key is left as it is)."""
+        if not items:
+            return
+        with self.transaction() as con:
+            for (file_hash, name, version), x in items.items():
+                con.execute(
+                    "INSERT INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    [file_hash, name, version, x.title, x.text, list(x.page_starts) or None,
+                     list(x.notes) or None, now()],
+                )

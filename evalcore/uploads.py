@@ -10,8 +10,9 @@ New run page):
 - zip entries with an absolute path, a drive letter, a ``..`` part or a symlink are
   refused (the whole zip: such an archive is not a corpus we should guess at).
 
-Per-file problems of corpus documents (not UTF-8, binary (a NUL byte), empty, not a
-``.md``/``.markdown``/``.txt`` file, a duplicate path) skip that file with a message
+Per-file problems of corpus documents (not UTF-8, binary (a NUL byte), empty, a PDF
+that is unreadable or needs a password, not a ``.md``/``.markdown``/``.txt``/``.pdf``/
+``.html``/``.htm`` file, a duplicate path) skip that file with a message
 naming it; the upload is refused when no document is left. ``questions.jsonl`` and
 ``ood.jsonl`` are checked by :mod:`evalcore.groundtruth`'s own readers, so their
 messages are ``FILE:LINE: ...`` exactly as the CLI prints them; a bad jsonl file refuses
@@ -168,18 +169,19 @@ def unpack_zip(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> list[tu
 def check_document(name: str, data: bytes) -> str | None:
     """None when ``data`` is a usable corpus document, else the reason (naming ``name``).
 
-    Usable: a ``.md``/``.markdown``/``.txt`` suffix and bytes that
-    :func:`evalcore.extract.decode` accepts (non-empty, no NUL byte, valid UTF-8).
+    Usable: a suffix the extractor registry knows (:mod:`evalcore.extract`) and bytes its
+    extractor's cheap check accepts: Markdown/text non-empty, no NUL byte, valid UTF-8,
+    not only whitespace; PDF a ``%PDF-`` header, readable by PDFium, not locked by a
+    password; HTML non-empty and not binary. (A PDF without text is found when the
+    corpus is loaded, and recorded as a failed document with that reason.)
     """
     suffix = PurePosixPath(name).suffix.lower()
     if suffix not in SOURCE_TYPES:
         return f"{name}: not a corpus document ({', '.join(SOURCE_TYPES)}); skipped"
     try:
-        text = extract.decode(data, name)
+        extract.EXTRACTORS[suffix].check(data, name)
     except InputError as exc:
         return f"{exc}; skipped"
-    if not text.lstrip("\ufeff").strip():
-        return f"{name}: only whitespace; skipped"
     return None
 
 

@@ -101,4 +101,7 @@ def test_chunks_output_for_strategy_e_agrees_with_the_seed(tmp_path):
     ours = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(ours) == 570
     assert compare(ours, seed_chunks(str(corpus))) == []
-    assert all(set(c) == {"document", "text", "content", "section", "from", "to", "evidence_from"} for c in ours)
+    assert all(set(c) == {"document", "text", "content", "section", "from", "to", "evidence_from",
+                          "locator", "pages"} for c in ours)
+    # Markdown has no pages: every locator is the RFC 5147 range of the chunk's content
+    assert all(c["locator"] == f"#char={c['from']},{c['to']}" and c["pages"] is None for c in ours)

@@ -73,7 +73,8 @@ def test_bad_documents_are_skipped_with_their_reason_and_the_rest_goes_on(store)
     latin1 = "Café au lait\n".encode("latin-1")
     bad_offset = latin1.decode("utf-8", errors="replace").index("\ufffd")  # independent: first bad byte
     files = [*mini_files(), UploadedFile("latin.md", latin1), UploadedFile("blob.txt", b"ab\0cd"),
-             UploadedFile("empty.md", b""), UploadedFile("report.pdf", b"%PDF-1.4")]
+             UploadedFile("empty.md", b""), UploadedFile("report.pdf", b"%PDF-1.4"),
+             UploadedFile("notes.docx", b"PK\x03\x04")]
     before = snapshot(store)
     prepared = jobs.prepare_upload(store, files, questions(), ood(), "A", "dense")
     assert snapshot(store)[0] == before[0]  # the store is not written before a job is submitted
@@ -81,7 +82,8 @@ def test_bad_documents_are_skipped_with_their_reason_and_the_rest_goes_on(store)
     assert f"latin.md: not valid UTF-8 (byte offset {bad_offset}" in skipped
     assert "blob.txt: binary file (NUL byte at offset 2)" in skipped
     assert "empty.md: empty file" in skipped
-    assert "report.pdf: not a corpus document" in skipped
+    assert "report.pdf: not a readable PDF" in skipped
+    assert "notes.docx: not a corpus document" in skipped
     assert prepared.report["documents"] == 4  # the four good files, as on disk
     saved = sorted(p.name for p in Path(prepared.spec.corpus).iterdir())
     assert saved == sorted(p.name for p in (MINI / "corpus").iterdir())
