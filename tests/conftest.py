@@ -109,3 +109,7 @@ def tiny_cross_encoder(tmp_path_factory):
     BertForSequenceClassification(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+# Real PDFs and web pages printed from ../shared/data by chromium, once per session.
+from real_documents import printed  # noqa: E402,F401

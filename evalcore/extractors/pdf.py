@@ -22,19 +22,19 @@ The canonical text of a PDF, in this order:
    normalised (no NFKC: ², ½, ™ and non-breaking spaces stay as printed).
 4. **Sections** (``## `` lines, so every chunker works unchanged): from the outline
    (bookmarks) when it has entries: with exactly one top-level entry, that entry is the
-   document title (its line gets ``# ``) and its children are the sections, otherwise
-   the top-level entries are. Each entry's heading line is found on its target page (the
+   document title (its line gets ``# ``) and its children, if any, are the sections;
+   otherwise the top-level entries are. Each entry's heading line is found on its target page (the
    lines whose text, whitespace ignored, spells the entry's title, nearest to the
    entry's position); a heading printed over several lines becomes one line. An entry
    whose text is not found is listed in the notes. Without an outline: from the layout,
-   when it is reliable: lines at least 1.15 times the body text's height are heading
-   candidates; the largest size is the title if it occurs once and first, and the next
+   when it is reliable: lines whose font size is at least 1.15 times the body text's
+   (the size most characters have) are heading candidates; the largest size is the title if it occurs once and first, and the next
    size makes the sections; at least two sections and at most one line in five, or no
    sections at all. The ``# ``/``## `` prefixes are part of the canonical text, so every
    offset and the page map include them.
 5. **Paragraphs**: a blank line between two lines of a page where the gap between them is
    more than 0.6 of the smaller line's height, where the text moves up the page (a new
-   column or box), where the height changes by more than 15 %, and around headings.
+   column or box), where the font size changes by more than 15 %, and around headings.
 6. **Pages** are joined with one blank line; ``page_starts[i]`` is the offset where page
    ``i + 1`` begins, the blank line between two pages belonging to the page before.
    A page without text stays in the map (empty) and is listed in the notes.
@@ -95,6 +95,7 @@ class _Line:
     top: float
     bottom: float
     page: int  # 0-based
+    size: float = 0.0  # font size: the largest of the sampled characters' (inline code is smaller)
     mark: str = ""  # "" | "# " (title) | "## " (section)
 
     @property
@@ -130,8 +131,15 @@ def open_document(data: bytes, filename: str) -> Any:
     try:
         return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
-        if getattr(exc, "err_code", None) == pdfium_c.FPDF_ERR_PASSWORD:
+        code = getattr(exc, "err_code", None)
+        if code == pdfium_c.FPDF_ERR_PASSWORD:
             raise InputError(f"{filename}: encrypted PDF: it needs a password to open; not extracted") from None
+        if code == pdfium_c.FPDF_ERR_SECURITY:
+            raise InputError(f"{filename}: encrypted PDF with a security handler PDFium does not support; "
+                             "not extracted") from None
+        if code == pdfium_c.FPDF_ERR_FORMAT:
+            raise InputError(f"{filename}: not a readable PDF (corrupt or truncated: PDFium finds a data "
+                             "format error)") from None
         raise InputError(f"{filename}: not a readable PDF (PDFium: {exc})") from None
 
 
@@ -142,7 +150,9 @@ def check(data: bytes, filename: str) -> None:
 
 
 def _page_lines(page: Any, index: int) -> list[_Line]:
-    """The page's printed lines in PDFium's order, with their vertical extent."""
+    """The page's printed lines in PDFium's order, with their vertical extent and font size."""
+    import pypdfium2.raw as pdfium_c
+
     textpage = page.get_textpage()
     try:
         count = textpage.count_chars()
@@ -160,11 +170,12 @@ def _page_lines(page: Any, index: int) -> list[_Line]:
             printed = [i for i in range(m.start(), m.end()) if not text[i].isspace()]
             if not printed:
                 continue
-            sample = {printed[0], printed[len(printed) // 2], printed[-1]}
-            boxes = [textpage.get_charbox(units[i] if units else i, loose=True) for i in sorted(sample)]
+            sample = [units[i] if units else i for i in sorted({printed[0], printed[len(printed) // 2], printed[-1]})]
+            boxes = [textpage.get_charbox(i, loose=True) for i in sample]
             top = max(b[3] for b in boxes)
             bottom = min(b[1] for b in boxes)
-            lines.append(_Line(m.group(), top, bottom, index))
+            size = max(pdfium_c.FPDFText_GetFontSize(textpage.raw, i) for i in sample)
+            lines.append(_Line(m.group(), top, bottom, index, size))
         return lines
     finally:
         textpage.close()
@@ -265,10 +276,10 @@ def sections_from_outline(doc: Any, pages: list[list[_Line]], notes: list[str]) 
     levels = Counter(e[0] for e in entries)
     top_level = min(levels)
     title_entry = None
-    section_level = top_level
-    if levels[top_level] == 1 and any(lv > top_level for lv in levels):
+    section_level: int | None = top_level
+    if levels[top_level] == 1:
         title_entry = next(e for e in entries if e[0] == top_level)
-        section_level = min(lv for lv in levels if lv > top_level)
+        section_level = min((lv for lv in levels if lv > top_level), default=None)
     missing = []
     for entry in entries:
         level, title, index, top = entry
@@ -291,11 +302,11 @@ def sections_from_outline(doc: Any, pages: list[list[_Line]], notes: list[str]) 
 
 
 def _size_class(line: _Line) -> float:
-    return round(line.height * 2) / 2
+    return round(line.size * 2) / 2
 
 
 def sections_from_layout(pages: list[list[_Line]], notes: list[str]) -> None:
-    """Rule 4 without an outline: mark headings from line heights when that is reliable."""
+    """Rule 4 without an outline: mark headings from font sizes when that is reliable."""
     everything = [ln for lines in pages for ln in lines]
     if not everything:
         return
@@ -306,7 +317,7 @@ def sections_from_layout(pages: list[list[_Line]], notes: list[str]) -> None:
 
     def candidate(ln: _Line) -> bool:
         text = clean(ln.text)
-        return (ln.height >= HEADING_FACTOR * body and len(text) <= HEADING_MAX_CHARS
+        return (ln.size >= HEADING_FACTOR * body and len(text) <= HEADING_MAX_CHARS
                 and any(ch.isalpha() for ch in text))
 
     # a heading printed over several lines: consecutive candidates of one size, close together
@@ -359,7 +370,7 @@ def _paragraph_break(a: _Line, b: _Line) -> bool:
         return True
     if b.top > a.top + 0.5 * small:  # the text moves up: a new column or box
         return True
-    return abs(a.height - b.height) > SIZE_CHANGE * max(a.height, b.height)
+    return abs(a.size - b.size) > SIZE_CHANGE * max(a.size, b.size)
 
 
 def page_text(lines: list[_Line]) -> str:
