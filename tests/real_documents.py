@@ -32,7 +32,7 @@ TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>body{{font-family:sans-serif;margin:0}} nav{{background:#eee;padding:8px}}
 main{{padding:0 24px}} footer{{color:#555;padding:8px}}</style>
-<script>window.analytics = "page view"; console.log("tracking {slug}");</script></head>
+<script>window.analytics = "page view"; console.log("analytics-beacon {slug}");</script></head>
 <body>
 <header><nav class="site-nav"><a href="/">Home</a> <a href="/docs/">Documentation</a>
 <a href="/blog/">Blog</a> <a href="/community/">Community</a></nav></header>
@@ -48,7 +48,7 @@ main{{padding:0 24px}} footer{{color:#555;padding:8px}}</style>
 """
 # the boilerplate above: none of it may reach the text of an HTML document
 BOILERPLATE = ("Documentation Blog Community", "Copyright 2026 The", "Built with a static site generator",
-               "page view", "tracking ", "Privacy Imprint")
+               "page view", "analytics-beacon", "Privacy Imprint")
 
 
 @dataclass(frozen=True)
