@@ -30,7 +30,7 @@ from evalcore.extractors.markdown import (NAME, VERSION, canonical_text, decode,
 
 __all__ = [
     "EXTRACTORS", "SOURCE_TYPES", "Extraction", "Extractor", "NAME", "VERSION", "canonical_text",
-    "current_versions", "decode", "extract_file", "extract_markdown", "extractor_for", "find_title",
+    "current_versions", "decode", "stale_reason", "extract_file", "extract_markdown", "extractor_for", "find_title",
     "normalise_newlines", "page_of", "strip_front_matter",
 ]
 
@@ -81,3 +81,12 @@ def current_versions() -> dict[str, str]:
     versions = {e.name: e.version for e in EXTRACTORS.values()}
     versions[pydoc_topics.NAME] = pydoc_topics.VERSION
     return versions
+
+
+def stale_reason(extractor: str | None, version: str | None) -> str | None:
+    """Why a document stamped ``extractor``/``version`` is stale, or None when it is current
+    (or its extractor is unknown to this code, e.g. a failed document without a stamp)."""
+    now = current_versions().get(extractor) if extractor else None
+    if now is None or str(version) == now:
+        return None
+    return f"extractor {extractor} {version} (now {now})"

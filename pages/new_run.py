@@ -48,7 +48,7 @@ if source == "upload":
                "binary or empty are skipped with a message; a zip with paths outside its folder or "
                "symbolic links is refused.")
     corpus_up = st.file_uploader("Corpus: .md / .txt files, or a .zip of them", key="nr_corpus",
-                                 type=["md", "markdown", "txt", "zip"], accept_multiple_files=True,
+                                 type=["md", "markdown", "txt", "pdf", "html", "htm", "zip"], accept_multiple_files=True,
                                  on_change=_forget)
     cols = st.columns(2)
     questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)

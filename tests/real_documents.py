@@ -24,8 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import shared_data
-
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 TEMPLATE = """<!doctype html>
@@ -115,6 +113,8 @@ def print_corpus(browser, name: str, source: Path, out: Path, *, header_footer: 
 @pytest.fixture(scope="session")
 def printed(tmp_path_factory) -> dict[str, PrintedCorpus]:
     """``{"poetry": ..., "mkdocs": ...}``: each corpus as Markdown, HTML and PDF."""
+    from conftest import shared_data
+
     poetry = shared_data("poetry-docs", "docs")
     mkdocs = shared_data("mkdocs-docs", "docs")
     if not CHROMIUM:
