@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from importlib import metadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,3 +53,11 @@ def page_of(page_starts: tuple[int, ...] | list[int], offset: int) -> int | None
     if page_starts is None or len(page_starts) == 0:
         return None
     return max(1, bisect.bisect_right(page_starts, offset))
+
+
+def library_version(distribution: str) -> str:
+    """The installed version of the library an extractor is built on (part of its stamp)."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:  # pragma: no cover - a requirement
+        return "missing"

@@ -43,12 +43,11 @@ from __future__ import annotations
 import codecs
 import logging
 import re
-from importlib import metadata
 from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction
+from evalcore.extractors import Extraction, library_version
 
 logger = logging.getLogger(__name__)
 
@@ -56,14 +55,7 @@ NAME = "html"
 RULES = "1"
 
 
-def _library_version() -> str:
-    try:
-        return metadata.version("lxml")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a requirement
-        return "missing"
-
-
-VERSION = f"{RULES}+lxml-{_library_version()}"
+VERSION = f"{RULES}+lxml-{library_version('lxml')}"
 
 NEVER = ("script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed",
          "canvas", "button", "select", "textarea", "form", "input", "head")

@@ -49,12 +49,11 @@ import logging
 import re
 from collections import Counter
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction
+from evalcore.extractors import Extraction, library_version
 
 logger = logging.getLogger(__name__)
 
@@ -62,15 +61,7 @@ NAME = "pdf"
 RULES = "1"  # bump when a rule above changes
 
 
-def _library_version() -> str:
-    try:
-        return metadata.version("pypdfium2")
-    except metadata.PackageNotFoundError:  # pragma: no cover - a requirement
-        return "missing"
-
-
-# The library's version is part of the stamp: another PDFium can read a file differently.
-VERSION = f"{RULES}+pypdfium2-{_library_version()}"
+VERSION = f"{RULES}+pypdfium2-{library_version('pypdfium2')}"
 
 RUNNING_MIN_PAGES = 3
 RUNNING_DEPTH = 2
