@@ -53,8 +53,7 @@ logger = logging.getLogger(__name__)
 
 NAME = "html"
 RULES = "1"
-
-
+# The library's version is part of the stamp: another lxml can read a file differently.
 VERSION = f"{RULES}+lxml-{library_version('lxml')}"
 
 NEVER = ("script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed",

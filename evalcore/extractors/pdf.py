@@ -59,8 +59,7 @@ logger = logging.getLogger(__name__)
 
 NAME = "pdf"
 RULES = "1"  # bump when a rule above changes
-
-
+# The library's version is part of the stamp: another PDFium can read a file differently.
 VERSION = f"{RULES}+pypdfium2-{library_version('pypdfium2')}"
 
 RUNNING_MIN_PAGES = 3
