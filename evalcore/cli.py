@@ -261,6 +261,28 @@ def cmd_gate(args) -> int:
     return report.exit_code
 
 
+def cmd_export_run(args) -> int:
+    from evalcore.transfer import export_run
+
+    done = export_run(_store(args), args.run, args.output)
+    print(f"wrote run {done.run_id} ({done.run_name}) to {done.path}: "
+          + ", ".join(f"{n} {t}" for t, n in done.rows.items() if n))
+    return 0
+
+
+def cmd_load_run(args) -> int:
+    from evalcore.transfer import load_run
+
+    store = _store(args)
+    done = load_run(store, args.file)
+    if not done.loaded:
+        print(f"run {done.run_id} ({done.run_name}) is already in {store.path}, identical; nothing loaded")
+    else:
+        print(f"loaded run {done.run_id} ({done.run_name}) into {store.path}: {done.total_rows} rows in "
+              f"{sum(1 for n in done.rows.values() if n)} tables")
+    return 0
+
+
 # -- parser --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -372,6 +394,24 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--junit", default=None, metavar="FILE",
                     help="also write the verdicts as JUnit XML to FILE (one test case per configuration)")
     sp.set_defaults(func=cmd_gate)
+
+    sp = sub.add_parser(
+        "export-run", help="write one complete run to a file (for CI artifacts or another machine)",
+        description="Write every stored row of a complete run (runs, documents, strategies, chunks, queries, "
+                    "results, hits, destroyed, timings, decisions; not the embedding cache) to one run file: "
+                    "a zip of Parquet tables with a manifest (docs/RUN-FILE.md).")
+    sp.add_argument("run", help="run id (a unique prefix is enough) or run name (its newest complete run)")
+    sp.add_argument("-o", "--output", required=True, metavar="FILE",
+                    help="the run file to write, e.g. baseline.evalcore.zip (replaced if it exists)")
+    sp.set_defaults(func=cmd_export_run)
+
+    sp = sub.add_parser(
+        "load-run", help="store a run from a file written by export-run",
+        description="Verify a run file (format, version, checksums, row counts) and store its run in one "
+                    "transaction. A bad, truncated or foreign file, or a run id already stored with other "
+                    "rows, ends with one line and exit 2, nothing stored; the same run again is a no-op.")
+    sp.add_argument("file", help="a run file written by export-run")
+    sp.set_defaults(func=cmd_load_run)
     return p
 
 
