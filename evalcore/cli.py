@@ -283,6 +283,14 @@ def cmd_load_run(args) -> int:
     return 0
 
 
+def cmd_compare(args) -> int:
+    from evalcore.compare_text import compare_text
+
+    print(compare_text(_store(args), args.run, args.run2, metric=args.metric, holm=args.holm,
+                       width=args.width))
+    return 0
+
+
 # -- parser --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -412,6 +420,20 @@ def build_parser() -> argparse.ArgumentParser:
                     "rows, ends with one line and exit 2, nothing stored; the same run again is a no-op.")
     sp.add_argument("file", help="a run file written by export-run")
     sp.set_defaults(func=cmd_load_run)
+
+    sp = sub.add_parser(
+        "compare", help="per-configuration table and paired win/loss matrix in the terminal",
+        description="Print recall@1/4/8/20 with 95%% Wilson intervals, MRR and destroyed answers per "
+                    "configuration, and the paired win/loss matrix (exact sign tests at hit@k) of one run "
+                    "or of two runs on the same queries.")
+    sp.add_argument("run", help="run id (a unique prefix is enough) or run name (its newest complete run)")
+    sp.add_argument("run2", nargs="?", default=None,
+                    help="a second run on the same queries: its configurations join the matrix")
+    sp.add_argument("--metric", default="hit@4", help="hit@k or recall@k for the matrix (default hit@4)")
+    sp.add_argument("--holm", action="store_true", help="Holm-adjust the matrix's p-values over all its pairs")
+    sp.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                    help="fit the output to this many columns (default: the terminal's width)")
+    sp.set_defaults(func=cmd_compare)
     return p
 
 

@@ -284,6 +284,8 @@ def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, A
     what = "in-domain" if domain == "in" else "out-of-domain"
     if set(a) != set(b):
         def few(ids: set[str]) -> str:
+            if not ids:
+                return "none"
             shown = sorted(ids)[:3]
             return f"{len(ids)} ({', '.join(shown)}{', ...' if len(ids) > 3 else ''})"
         raise NotComparable(
@@ -325,25 +327,25 @@ def _pairs(store: Store, baseline: dict[str, Any], candidate: dict[str, Any],
     return [(x, x) for x in shared]
 
 
-def _changes(store: Store, ids: tuple[str, ...], texts: dict[str, str], base: tuple[str, str],
-             cand: tuple[str, str]) -> tuple[QueryChange, ...]:
-    """QueryChange records (with both first correct ranks) for ``ids``, in id order."""
+def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
+    """{configuration: {query id: first correct rank or None}} over a run's scored in-domain
+    queries, all configurations in one read."""
     import pandas as pd
 
-    from evalcore.report import parse_config
+    df = store.query(
+        "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank FROM results r "
+        "JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id "
+        "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid", [run_id])
+    out: dict[str, dict[str, int | None]] = {}
+    for strategy, retriever, query_id, rank in df.itertuples(index=False):
+        out.setdefault(f"{strategy}/{retriever}", {})[str(query_id)] = None if pd.isna(rank) else int(rank)
+    return out
 
-    if not ids:
-        return ()
-    ranks = {}
-    for side, (run_id, configuration) in (("b", base), ("c", cand)):
-        strategy, retriever = parse_config(configuration)
-        df = store.query(
-            "SELECT query_id, first_correct_rank FROM results WHERE run_id = ? AND strategy = ? "
-            "AND retriever = ? AND query_id IN (SELECT unnest(?))",
-            [run_id, strategy, retriever, list(ids)])
-        ranks[side] = {q: (None if pd.isna(r) else int(r))
-                       for q, r in zip(df["query_id"], df["first_correct_rank"])}
-    return tuple(QueryChange(q, texts.get(q, ""), ranks["b"].get(q), ranks["c"].get(q)) for q in ids)
+
+def _changes(ids: tuple[str, ...], texts: dict[str, str], base: dict[str, int | None],
+             cand: dict[str, int | None]) -> tuple[QueryChange, ...]:
+    """QueryChange records (with both first correct ranks) for ``ids``, in the given order."""
+    return tuple(QueryChange(q, texts.get(q, ""), base.get(q), cand.get(q)) for q in ids)
 
 
 def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str, str],
@@ -375,7 +377,7 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
     metric, alpha outside (0, 1), a min_effect outside [0, 1], or ``threshold_from_decision``
     when no compared configuration has a saved threshold in the baseline.
     """
-    from evalcore.report import hit_outcomes
+    from evalcore.metrics import hit_at_k
     from evalcore.stats import detectable_difference, holm as holm_adjust, paired_test, \
         sample_statement, wilson_interval
 
@@ -396,10 +398,11 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
     m = len(pairs)
     level = alpha / m if (holm and m > 1) else alpha
 
+    ranks = {"b": first_ranks(store, base_run["run_id"]), "c": first_ranks(store, cand_run["run_id"])}
     raw = []
     for b_cfg, c_cfg in pairs:
-        b_hits = hit_outcomes(store, base_run["run_id"], b_cfg, k)
-        c_hits = hit_outcomes(store, cand_run["run_id"], c_cfg, k)
+        b_hits = {q: hit_at_k(r, k) for q, r in ranks["b"][b_cfg].items()}
+        c_hits = {q: hit_at_k(r, k) for q, r in ranks["c"][c_cfg].items()}
         if set(b_hits) != set(texts) or set(c_hits) != set(texts):
             raise NotComparable(f"{b_cfg} / {c_cfg}: results do not cover the runs' {n} scored in-domain queries")
         raw.append((b_cfg, c_cfg, b_hits, c_hits, paired_test(c_hits, b_hits)))
@@ -450,14 +453,14 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
             low, high = wilson_interval(s, n)
             sides.append(Side(run["run_id"], run["name"], cfg, s, n, low, high))
         worse_by = (sides[0].successes - sides[1].successes) / n
-        ids = (base_run["run_id"], b_cfg), (cand_run["run_id"], c_cfg)
+        ids = ranks["b"][b_cfg], ranks["c"][c_cfg]
         results.append(ConfigResult(
             baseline=sides[0], candidate=sides[1], wins=test.wins, losses=test.losses, ties=test.ties,
             p_value=test.p_value, p_adjusted=p_adj, alpha=alpha,
             regressed=test.losses > test.wins and p_adj < alpha,
             below_floor=min_effect is not None and worse_by >= min_effect - 1e-12,
             detectable=detectable,
-            lost=_changes(store, test.lost, texts, *ids), won=_changes(store, test.won, texts, *ids),
+            lost=_changes(test.lost, texts, *ids), won=_changes(test.won, texts, *ids),
             bluffs=bluff_checks.get(i), bluff_note=bluff_notes.get(i)))
     statement = sample_statement(n, alpha=level)
     if holm and m > 1:

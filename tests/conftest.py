@@ -109,3 +109,38 @@ def tiny_cross_encoder(tmp_path_factory):
     BertForSequenceClassification(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+GATE_OOD = FIXTURES / "gate" / "ood.jsonl"  # 30 out-of-domain queries (18 near, 12 far) for the mini corpus
+GATE_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
+DAMAGED_STRATEGIES = "A,B,C,D,E,F,G:blind+size=40"  # G cut every 40 characters: most answers destroyed
+
+
+@pytest.fixture(scope="session")
+def gate_store(tmp_path_factory, real_embedder):
+    """A store with real-engine runs on the mini corpus for the gate, transfer and compare tests
+    (model all-MiniLM-L6-v2, retrievers dense, bm25, hybrid, ood = tests/fixtures/gate/ood.jsonl):
+
+    - ``base``: A-F and G:boundaries+header+intro (21 configurations);
+    - ``cand``: the same, but G is blind+size=40 (A-F equal to base, G damaged);
+    - ``fewer``: strategy E on the questions without their last three lines (other queries).
+    """
+    from evalcore.chunking import parse_strategies
+    from evalcore.corpus import load_corpus
+    from evalcore.groundtruth import load_ground_truth
+    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.store import Store
+
+    folder = tmp_path_factory.mktemp("gate")
+    path = folder / "gate.duckdb"
+    corpus = load_corpus(MINI / "corpus")
+    fewer = folder / "fewer.jsonl"
+    fewer.write_text("".join((MINI / "questions.jsonl").read_text().splitlines(keepends=True)[:-3]))
+    for name, strategies, questions in (("base", GATE_STRATEGIES, MINI / "questions.jsonl"),
+                                        ("cand", DAMAGED_STRATEGIES, MINI / "questions.jsonl"),
+                                        ("fewer", "E", fewer)):
+        gt = load_ground_truth(corpus, questions, GATE_OOD)
+        request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(strategies),
+                             retrievers=["dense", "bm25", "hybrid"], name=name)
+        run_evaluation(request, Store(path), embedder=real_embedder)
+    return path
