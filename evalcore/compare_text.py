@@ -35,25 +35,38 @@ def _interval(value: float, low: float, high: float) -> str:
 
 
 def config_table(table: pd.DataFrame, k: int, width: int, prefix: str = "") -> list[str]:
-    """Lines of the per-configuration table (a :func:`evalcore.summary.summary_table` frame)."""
+    """Lines of the per-configuration table (a :func:`evalcore.summary.summary_table` frame).
+
+    The widest layout that fits ``width`` wins: intervals for every k; else for the compared
+    metric's k only; else no interval. Configuration names are never cut.
+    """
     names = [prefix + c for c in table["config"]]
-    name_w = max([len("config")] + [len(n) for n in names])
-    full = 21  # "0.681 [0.567,0.776]" and two spaces
-    fixed = name_w + 5 + 8 + 11
-    with_all = fixed + full * len(KS) <= width
-    heads, cells = [], []
-    for kk in KS:
-        wide = with_all or kk == k
-        heads.append(f"{'R@' + str(kk) + (' [95% Wilson]' if wide else ''):>{full if wide else 7}}")
-    lines = [f"{'config':<{name_w}}{'n':>5}" + "".join(f"  {h}" for h in heads) + f"{'MRR':>8}{'destroyed':>11}"]
-    lines.append("-" * len(lines[0]))
-    for name, row in zip(names, table.to_dict("records")):
-        cells = []
+    records = table.to_dict("records")
+
+    def layout(intervals: set[int]) -> list[str]:
+        columns: list[tuple[str, list[str]]] = [("n", [str(int(r["queries"])) for r in records])]
         for kk in KS:
-            v, lo, hi = row[f"recall@{kk}"], row[f"recall@{kk} low"], row[f"recall@{kk} high"]
-            cells.append(f"{_interval(v, lo, hi):>{full}}" if (with_all or kk == k) else f"{v:>7.3f}")
-        lines.append(f"{name:<{name_w}}{int(row['queries']):>5}" + "".join(f"  {c}" for c in cells)
-                     + f"{row['mrr']:>8.3f}{int(row['destroyed']):>11}")
+            if kk in intervals:
+                columns.append((f"R@{kk} [95% Wilson]", [_interval(r[f"recall@{kk}"], r[f"recall@{kk} low"],
+                                                                   r[f"recall@{kk} high"]) for r in records]))
+            else:
+                columns.append((f"R@{kk}", [f"{r[f'recall@{kk}']:.3f}" for r in records]))
+        columns.append(("MRR", [f"{r['mrr']:.3f}" for r in records]))
+        columns.append(("destroyed", [str(int(r["destroyed"])) for r in records]))
+        name_w = max([len("config")] + [len(n) for n in names])
+        widths = [max([len(head)] + [len(v) for v in values]) for head, values in columns]
+        head = f"{'config':<{name_w}}" + "".join(f"  {h:>{w}}" for (h, _), w in zip(columns, widths))
+        lines = [head, "-" * len(head)]
+        for i, name in enumerate(names):
+            lines.append(f"{name:<{name_w}}" + "".join(f"  {values[i]:>{w}}"
+                                                       for (_, values), w in zip(columns, widths)))
+        return lines
+
+    options = [set(KS), {k}, set()]
+    for choice in options:
+        lines = layout(choice)
+        if len(lines[0]) <= width:
+            return lines
     return lines
 
 
@@ -113,8 +126,9 @@ def compare_text(store: Store, run: str, other: str | None = None, metric: str =
 
     lines: list[str] = []
     for r in runs:
-        lines.append(f"{tags[r['run_id']]}{' ' if two else ''}run {r['name']} {r['run_id']}  "
-                     f"model {r.get('model')}")
+        line = f"{tags[r['run_id']]}{' ' if two else ''}run {r['name']} {r['run_id']}"
+        model = f", model {r.get('model')}"
+        lines.append(line + model if len(line) + len(model) <= width else line)
     lines.append("")
     for r in runs:
         table = summary_table(store, r["run_id"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
 FORMATS = ("text", "markdown", "json")
 SHOW_LOST = 25  # lost queries listed per configuration in text and Markdown (JSON and JUnit list all)
+TEXT_WIDTH = 100  # prose lines of the text report are wrapped here
 PAIRED_TEST = "two-sided exact sign test (scipy binomtest) on the discordant queries"
 
 
@@ -89,17 +91,18 @@ def to_text(report: GateReport) -> str:
     lines = [f"evalcore gate: {_headline(report)}",
              f"baseline  {_run_line(report.baseline_run)}",
              f"candidate {_run_line(report.candidate_run)}",
-             _method(report), ""]
+             *textwrap.wrap(_method(report), TEXT_WIDTH), ""]
     name_w = max([len("configuration")] + [len(r.name) for r in report.results])
     metric = report.metric
     head = (f"{'configuration':<{name_w}}  {'baseline ' + metric:<22}  {'candidate ' + metric:<22}"
-            f"  {'diff':>6}  {'W/L/T':>9}  {'p':>8}  {'p adj':>8}  verdict")
+            f"  {'diff':>6}  {'W/L/T':>9}  {'p':>8}" + (f"  {'p Holm':>8}" if report.adjusted else "")
+            + "  verdict")
     lines += [head, "-" * len(head)]
     for r in report.results:
         wlt = f"{r.wins}/{r.losses}/{r.ties}"
-        adj = p_text(r.p_adjusted) if report.adjusted else "-"
+        adj = f"  {p_text(r.p_adjusted):>8}" if report.adjusted else ""
         lines.append(f"{r.name:<{name_w}}  {_interval(r.baseline):<22}  {_interval(r.candidate):<22}"
-                     f"  {r.difference:>+6.3f}  {wlt:>9}  {p_text(r.p_value):>8}  {adj:>8}  {_verdict(r)}")
+                     f"  {r.difference:>+6.3f}  {wlt:>9}  {p_text(r.p_value):>8}{adj}  {_verdict(r)}")
     lines.append("")
     for r in report.results:
         if r.bluffs is not None:
@@ -120,8 +123,9 @@ def to_text(report: GateReport) -> str:
             lines.append(f"    {c.query_id:<{id_w}}  {ranks:<12}  {c.text}")
         if len(r.lost) > SHOW_LOST:
             lines.append(f"    ... and {len(r.lost) - SHOW_LOST} more (--format json lists all)")
-    lines += [f"note: {n}" for n in report.notes]
-    lines.append(_sample(report))
+    for n in report.notes:
+        lines += textwrap.wrap(f"note: {n}", TEXT_WIDTH)
+    lines += textwrap.wrap(_sample(report), TEXT_WIDTH)
     return "\n".join(lines)
 
 
