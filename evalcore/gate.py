@@ -262,10 +262,10 @@ def gate_metric(name: str) -> Metric:
     return metric
 
 
-def _probability(value: float, name: str, low_open: bool = True) -> float:
+def _alpha(value: float) -> float:
     value = float(value)
-    if not (0.0 < value < 1.0 if low_open else 0.0 <= value <= 1.0):
-        raise ConfigError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"alpha must lie strictly between 0 and 1, got {value!r}")
     return value
 
 
@@ -378,14 +378,14 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
     when no compared configuration has a saved threshold in the baseline.
     """
     from evalcore.metrics import hit_at_k
-    from evalcore.stats import detectable_difference, holm as holm_adjust, paired_test, \
-        sample_statement, wilson_interval
+    from evalcore.stats import detectable_difference, paired_test, sample_statement, wilson_interval
+    from evalcore.stats import holm as holm_adjust
 
     base_ref = baseline if isinstance(baseline, Ref) else parse_ref(baseline)
     cand_ref = candidate if isinstance(candidate, Ref) else parse_ref(candidate)
     parsed = gate_metric(metric)
     k = int(parsed.k)  # type: ignore[arg-type]
-    alpha = _probability(alpha, "alpha")
+    alpha = _alpha(alpha)
     if min_effect is not None:
         min_effect = float(min_effect)
         if not 0.0 <= min_effect <= 1.0:
@@ -444,6 +444,7 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
                          f"{cand_run.get('model')}): the baseline's threshold is applied to the "
                          "candidate's distances as they are")
 
+    notes += _recipe_changes(base_run, cand_run, pairs)
     results = []
     detectable = detectable_difference(n, alpha=level)
     for i, ((b_cfg, c_cfg, b_hits, c_hits, test), p_adj) in enumerate(zip(raw, p_adjusted)):
@@ -471,6 +472,27 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
         threshold_from_decision=threshold_from_decision, baseline_run=_run_summary(base_run),
         candidate_run=_run_summary(cand_run), n=n, results=tuple(results), statement=statement,
         smallest_flag=smallest_flag(n, level), notes=tuple(notes))
+
+
+def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any],
+                    pairs: list[tuple[str, str]]) -> list[str]:
+    """A note for each compared strategy whose recipe (or model) differs between the runs, so a
+    reader sees what the candidate changed: ``strategy G: boundaries+header (512 chars) ->
+    blind (40 chars)``."""
+    def recipes(run: dict[str, Any]) -> dict[str, str]:
+        return {name: str(spec.get("describe", "")) for name, spec in
+                ((run.get("settings") or {}).get("strategies") or {}).items()}
+
+    before, after = recipes(base_run), recipes(cand_run)
+    notes = []
+    for b_strategy, c_strategy in dict.fromkeys((b.split("/")[0], c.split("/")[0]) for b, c in pairs):
+        old, new = before.get(b_strategy), after.get(c_strategy)
+        if old and new and old != new:
+            name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
+            notes.append(f"strategy {name}: {old} -> {new}")
+    if base_run.get("model") != cand_run.get("model"):
+        notes.append(f"model: {base_run.get('model')} -> {cand_run.get('model')}")
+    return notes
 
 
 def smallest_flag(n: int, level: float) -> int | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +91,10 @@ def to_text(report: GateReport) -> str:
     """The report for a terminal: headline, runs, one line per configuration, then details."""
     lines = [f"evalcore gate: {_headline(report)}",
              f"baseline  {_run_line(report.baseline_run)}",
-             f"candidate {_run_line(report.candidate_run)}",
-             *textwrap.wrap(_method(report), TEXT_WIDTH), ""]
+             f"candidate {_run_line(report.candidate_run)}"]
+    for n in report.notes:
+        lines += textwrap.wrap(f"note: {n}", TEXT_WIDTH)
+    lines += [*textwrap.wrap(_method(report), TEXT_WIDTH), ""]
     name_w = max([len("configuration")] + [len(r.name) for r in report.results])
     metric = report.metric
     head = (f"{'configuration':<{name_w}}  {'baseline ' + metric:<22}  {'candidate ' + metric:<22}"
@@ -123,8 +126,6 @@ def to_text(report: GateReport) -> str:
             lines.append(f"    {c.query_id:<{id_w}}  {ranks:<12}  {c.text}")
         if len(r.lost) > SHOW_LOST:
             lines.append(f"    ... and {len(r.lost) - SHOW_LOST} more (--format json lists all)")
-    for n in report.notes:
-        lines += textwrap.wrap(f"note: {n}", TEXT_WIDTH)
     lines += textwrap.wrap(_sample(report), TEXT_WIDTH)
     return "\n".join(lines)
 
@@ -132,18 +133,30 @@ def to_text(report: GateReport) -> str:
 # --- Markdown -------------------------------------------------------------------------------
 
 
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+
+
 def _cell(text: object) -> str:
-    """Text safe inside a Markdown table cell (pipes escaped, no line breaks, no raw HTML)."""
-    s = " ".join(str(text).split())
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    """Text safe inside a Markdown table cell: one line, Markdown's inline punctuation
+    backslash-escaped (``* _ [ ] ` ~ |``), ``<`` and ``>`` as entities (no raw HTML)."""
+    s = _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return s.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _code(text: object) -> str:
+    """A code span safe inside a Markdown table cell (a code span shows ``<`` and ``>`` as they are)."""
+    s = " ".join(str(text).split()).replace("`", "'").replace("|", "\\|")
+    return f"`{s}`"
 
 
 def to_markdown(report: GateReport) -> str:
     """The report as a pull-request comment (GitHub-flavoured Markdown)."""
     b, c = report.baseline_run, report.candidate_run
     out = [f"### evalcore gate: {_headline(report)}", "",
-           f"Baseline **{_cell(b['name'])}** `{b['run_id']}` · candidate **{_cell(c['name'])}** `{c['run_id']}`",
-           "", _cell(_method(report)), ""]
+           f"Baseline **{_cell(b['name'])}** {_code(b['run_id'])} · candidate **{_cell(c['name'])}** {_code(c['run_id'])}",
+           ""]
+    out += [f"- {_cell(n)}" for n in report.notes] + ([""] if report.notes else [])
+    out += [_cell(_method(report)), ""]
     adj_head = " p (Holm) |" if report.adjusted else ""
     out.append(f"| configuration | baseline {report.metric} | candidate {report.metric} | difference "
                f"| wins / losses / ties | p |{adj_head} verdict |")
@@ -151,7 +164,7 @@ def to_markdown(report: GateReport) -> str:
     for r in report.results:
         verdict = f"**{_verdict(r)}**" if r.failed else _verdict(r)
         adj = f" {p_text(r.p_adjusted)} |" if report.adjusted else ""
-        out.append(f"| `{_cell(r.name)}` | {_interval(r.baseline)} | {_interval(r.candidate)} | "
+        out.append(f"| {_code(r.name)} | {_interval(r.baseline)} | {_interval(r.candidate)} | "
                    f"{r.difference:+.3f} | {r.wins} / {r.losses} / {r.ties} | {p_text(r.p_value)} |{adj} {verdict} |")
     out.append("")
     checks = [r for r in report.results if r.bluffs is not None or r.bluff_note]
@@ -163,11 +176,11 @@ def to_markdown(report: GateReport) -> str:
         for r in checks:
             x = r.bluffs
             if x is None:
-                out.append(f"| `{_cell(r.name)}` | – | – | – | – | – | {_cell(r.bluff_note)} |")
+                out.append(f"| {_code(r.name)} | – | – | – | – | – | {_cell(r.bluff_note)} |")
                 continue
             verdict = "**FAIL: more bluffs**" if x.failed else "pass"
             p = p_text(x.p_adjusted) + (f" (unadjusted {p_text(x.p_value)})" if x.p_adjusted != x.p_value else "")
-            out.append(f"| `{_cell(r.name)}` | {x.threshold:.4g} | {x.baseline_bluffs} of {x.out_domain} | "
+            out.append(f"| {_code(r.name)} | {x.threshold:.4g} | {x.baseline_bluffs} of {x.out_domain} | "
                        f"{x.candidate_bluffs} of {x.out_domain} | {x.new} / {x.fixed} | {p} | {verdict} |")
         out.append("")
     for r in report.results:
@@ -177,13 +190,11 @@ def to_markdown(report: GateReport) -> str:
                 f"</summary>", "",
                 "| query | text | first correct rank (baseline → candidate) |", "|---|---|---|"]
         for q in r.lost[:SHOW_LOST]:
-            out.append(f"| `{_cell(q.query_id)}` | {_cell(q.text)} | {_rank(q.baseline_rank)} → "
+            out.append(f"| {_code(q.query_id)} | {_cell(q.text)} | {_rank(q.baseline_rank)} → "
                        f"{_rank(q.candidate_rank)} |")
         if len(r.lost) > SHOW_LOST:
             out.append(f"| … | {len(r.lost) - SHOW_LOST} more (`--format json` lists all) | |")
         out += ["", "</details>", ""]
-    for n in report.notes:
-        out += [f"Note: {_cell(n)}", ""]
     out.append(f"_{_cell(_sample(report))}_")
     return "\n".join(out) + "\n"
 
@@ -214,6 +225,7 @@ def to_dict(report: GateReport) -> dict[str, Any]:
             "p_value": r.p_value, "p_adjusted": r.p_adjusted if report.adjusted else None,
             "regressed": r.regressed, "below_floor": r.below_floor, "improved": r.improved,
             "failed": r.failed, "verdicts": list(r.verdicts),
+            "detectable_difference": _number(r.detectable),
             "lost": [change(q) for q in r.lost], "won": [change(q) for q in r.won],
             "refusal_contract": None, "refusal_note": r.bluff_note,
         }

@@ -111,6 +111,20 @@ def tiny_cross_encoder(tmp_path_factory):
     return path
 
 
+def copy_with_failed_run(source: Path, folder: Path, run_id: str, name: str, reason: str) -> Path:
+    """A copy of the store ``source`` in ``folder`` with one more run, failed for ``reason``."""
+    import shutil
+
+    from evalcore.store import Store
+
+    path = folder / "with-failed-run.duckdb"
+    shutil.copy(source, path)
+    store = Store(path)
+    store.start_run({"run_id": run_id, "name": name})
+    store.finish_run(run_id, "failed", reason)
+    return path
+
+
 GATE_OOD = FIXTURES / "gate" / "ood.jsonl"  # 30 out-of-domain queries (18 near, 12 far) for the mini corpus
 GATE_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
 DAMAGED_STRATEGIES = "A,B,C,D,E,F,G:blind+size=40"  # G cut every 40 characters: most answers destroyed

@@ -17,7 +17,7 @@ from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from conftest import ROOT
+from conftest import ROOT, copy_with_failed_run
 from evalcore.cli import main
 from evalcore.gate import parse_ref, run_gate
 from evalcore.gate_report import to_dict, to_junit, to_markdown
@@ -157,11 +157,7 @@ def test_bad_input_is_one_line_and_exit_2(gate_store, capsys, args, message):
 
 
 def test_an_incomplete_run_is_refused(gate_store, tmp_path, capsys):
-    path = tmp_path / "copy.duckdb"
-    shutil.copy(gate_store, path)
-    store = Store(path)
-    store.start_run({"run_id": "broken-1", "name": "broken"})
-    store.finish_run("broken-1", "failed", "disk full")
+    path = copy_with_failed_run(gate_store, tmp_path, "broken-1", "broken", "disk full")
     code, _, err = gate_cli(path, "--baseline", "base", "--candidate", "broken", capsys=capsys)
     assert code == 2 and "run name 'broken' has no complete run" in err and "disk full" in err
     code, _, err = gate_cli(path, "--baseline", "base", "--candidate", "broken-1", capsys=capsys)
@@ -278,10 +274,21 @@ def test_markdown_report_renders_as_tables(gate_store):
     assert text.startswith("### evalcore gate: FAIL")
 
 
-def test_markdown_cells_escape_pipes_and_markup():
+@pytest.mark.parametrize("text", [
+    "a | b <script>alert(1)</script>", "I made a grid with [[]] * 3 and * twice", "x_y and `code` \\ ~z~",
+    "r'C:\\Users\\me\\' gives SyntaxError", "what is **bold** and [a](link)?",
+])
+def test_a_query_text_renders_as_itself_in_a_markdown_cell(text):
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
     from evalcore.gate_report import _cell
 
-    assert _cell("a | b\nc <script>") == "a \\| b c &lt;script&gt;"
+    rendered = MarkdownIt("commonmark").enable("table").render(f"| q |\n|---|\n| {_cell(text)} |\n")
+    (cell,) = re.findall(r"<td>(.*?)</td>", rendered)
+    assert html.unescape(cell) == text
 
 
 def test_junit_lists_one_case_per_configuration_with_the_failures(gate_store, tmp_path, capsys):

@@ -7,6 +7,7 @@ import zipfile
 
 import pytest
 
+from conftest import copy_with_failed_run
 from evalcore.cli import main
 from evalcore.gate import run_gate
 from evalcore.gate_report import to_dict
@@ -185,11 +186,7 @@ def test_a_failure_while_inserting_leaves_nothing_behind(exported, tmp_path):
 
 
 def test_export_refuses_an_incomplete_run_and_leaves_no_file(gate_store, tmp_path, capsys):
-    path = tmp_path / "copy.duckdb"
-    shutil.copy(gate_store, path)
-    store = Store(path)
-    store.start_run({"run_id": "zz-failed", "name": "broken"})
-    store.finish_run("zz-failed", "failed", "out of memory")
+    path = copy_with_failed_run(gate_store, tmp_path, "zz-failed", "broken", "out of memory")
     out = tmp_path / "broken.evalcore.zip"
     code, _, err = cli(path, "export-run", "zz-failed", "-o", str(out), capsys=capsys)
     assert code == 2 and "is failed: out of memory" in err and not out.exists()
