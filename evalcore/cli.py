@@ -253,6 +253,49 @@ def cmd_show(args) -> int:
     return 0
 
 
+def cmd_gate(args) -> int:
+    from evalcore.gate import run_gate
+    from evalcore.gate_report import render, to_junit
+
+    report = run_gate(_store(args), args.baseline, args.candidate, metric=args.metric, alpha=args.alpha,
+                      holm=args.holm, min_effect=args.min_effect,
+                      threshold_from_decision=args.threshold_from_decision)
+    if args.junit:
+        Path(args.junit).write_text(to_junit(report), encoding="utf-8")
+    print(render(report, args.format))
+    return report.exit_code
+
+
+def cmd_export_run(args) -> int:
+    from evalcore.transfer import export_run
+
+    done = export_run(_store(args), args.run, args.output)
+    print(f"wrote run {done.run_id} ({done.run_name}) to {done.path}: "
+          + ", ".join(f"{n} {t}" for t, n in done.rows.items() if n))
+    return 0
+
+
+def cmd_load_run(args) -> int:
+    from evalcore.transfer import load_run
+
+    store = _store(args)
+    done = load_run(store, args.file)
+    if not done.loaded:
+        print(f"run {done.run_id} ({done.run_name}) is already in {store.path}, identical; nothing loaded")
+    else:
+        print(f"loaded run {done.run_id} ({done.run_name}) into {store.path}: {done.total_rows} rows in "
+              f"{sum(1 for n in done.rows.values() if n)} tables")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from evalcore.compare_text import compare_text
+
+    print(compare_text(_store(args), args.run, args.run2, metric=args.metric, holm=args.holm,
+                       width=args.width))
+    return 0
+
+
 # -- parser --------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -336,6 +379,68 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("run", help="run id (a unique prefix is enough)")
     sp.add_argument("--json", action="store_true", help="print a machine-readable summary")
     sp.set_defaults(func=cmd_show)
+
+    sp = sub.add_parser(
+        "gate", help="fail (exit 1) when a candidate run is significantly worse than a baseline",
+        description="Compare a candidate run with a baseline on the same queries, configuration by "
+                    "configuration: paired exact sign test on hit@k (wins = queries only the candidate "
+                    "finds), Holm-adjusted over several configurations. Exit 0: none significantly worse; "
+                    "1: at least one is; 2: bad input (unknown run or configuration, different queries, "
+                    "incomplete run).")
+    sp.add_argument("--baseline", required=True, metavar="REF",
+                    help="RUN or RUN:CONFIG; RUN is a run id (a unique prefix is enough) or a run name "
+                         "(its newest complete run), CONFIG like G/hybrid")
+    sp.add_argument("--candidate", required=True, metavar="REF",
+                    help="RUN or RUN:CONFIG, as for --baseline; without CONFIG on either side every "
+                         "configuration both runs have is compared")
+    sp.add_argument("--metric", default="hit@4", help="hit@k or recall@k (default hit@4)")
+    sp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    sp.add_argument("--holm", action=argparse.BooleanOptionalAction, default=True,
+                    help="Holm-adjust p over the configurations compared (default on; --no-holm for "
+                         "unadjusted p)")
+    sp.add_argument("--min-effect", type=float, default=None, metavar="D",
+                    help="also fail when the candidate's metric is lower by D or more (e.g. 0.05), "
+                         "significant or not")
+    sp.add_argument("--threshold-from-decision", action="store_true",
+                    help="also fail when, at the baseline's latest saved threshold for a configuration, "
+                         "the candidate bluffs on significantly more out-of-domain queries (paired)")
+    sp.add_argument("--format", choices=["text", "markdown", "json"], default="text",
+                    help="report format on stdout (default text; markdown fits a pull-request comment)")
+    sp.add_argument("--junit", default=None, metavar="FILE",
+                    help="also write the verdicts as JUnit XML to FILE (one test case per configuration)")
+    sp.set_defaults(func=cmd_gate)
+
+    sp = sub.add_parser(
+        "export-run", help="write one complete run to a file (for CI artifacts or another machine)",
+        description="Write every stored row of a complete run (runs, documents, strategies, chunks, queries, "
+                    "results, hits, destroyed, timings, decisions; not the embedding cache) to one run file: "
+                    "a zip of Parquet tables with a manifest (docs/RUN-FILE.md).")
+    sp.add_argument("run", help="run id (a unique prefix is enough) or run name (its newest complete run)")
+    sp.add_argument("-o", "--output", required=True, metavar="FILE",
+                    help="the run file to write, e.g. baseline.evalcore.zip (replaced if it exists)")
+    sp.set_defaults(func=cmd_export_run)
+
+    sp = sub.add_parser(
+        "load-run", help="store a run from a file written by export-run",
+        description="Verify a run file (format, version, checksums, row counts) and store its run in one "
+                    "transaction. A bad, truncated or foreign file, or a run id already stored with other "
+                    "rows, ends with one line and exit 2, nothing stored; the same run again is a no-op.")
+    sp.add_argument("file", help="a run file written by export-run")
+    sp.set_defaults(func=cmd_load_run)
+
+    sp = sub.add_parser(
+        "compare", help="per-configuration table and paired win/loss matrix in the terminal",
+        description="Print recall@1/4/8/20 with 95%% Wilson intervals, MRR and destroyed answers per "
+                    "configuration, and the paired win/loss matrix (exact sign tests at hit@k) of one run "
+                    "or of two runs on the same queries.")
+    sp.add_argument("run", help="run id (a unique prefix is enough) or run name (its newest complete run)")
+    sp.add_argument("run2", nargs="?", default=None,
+                    help="a second run on the same queries: its configurations join the matrix")
+    sp.add_argument("--metric", default="hit@4", help="hit@k or recall@k for the matrix (default hit@4)")
+    sp.add_argument("--holm", action="store_true", help="Holm-adjust the matrix's p-values over all its pairs")
+    sp.add_argument("--width", type=int, default=None, metavar="COLUMNS",
+                    help="fit the output to this many columns (default: the terminal's width)")
+    sp.set_defaults(func=cmd_compare)
     return p
 
 

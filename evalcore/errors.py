@@ -24,3 +24,7 @@ class StoreError(EvalcoreError):
 
 class RunInterrupted(EvalcoreError):
     """A run was cancelled or interrupted before it completed."""
+
+
+class NotComparable(EvalcoreError):
+    """Two runs cannot be paired: they did not answer the same queries."""

@@ -113,3 +113,52 @@ def tiny_cross_encoder(tmp_path_factory):
 
 # Real PDFs and web pages printed from ../shared/data by chromium, once per session.
 from real_documents import printed  # noqa: E402,F401
+
+
+def copy_with_failed_run(source: Path, folder: Path, run_id: str, name: str, reason: str) -> Path:
+    """A copy of the store ``source`` in ``folder`` with one more run, failed for ``reason``."""
+    import shutil
+
+    from evalcore.store import Store
+
+    path = folder / "with-failed-run.duckdb"
+    shutil.copy(source, path)
+    store = Store(path)
+    store.start_run({"run_id": run_id, "name": name})
+    store.finish_run(run_id, "failed", reason)
+    return path
+
+
+GATE_OOD = FIXTURES / "gate" / "ood.jsonl"  # 30 out-of-domain queries (18 near, 12 far) for the mini corpus
+GATE_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
+DAMAGED_STRATEGIES = "A,B,C,D,E,F,G:blind+size=40"  # G cut every 40 characters: most answers destroyed
+
+
+@pytest.fixture(scope="session")
+def gate_store(tmp_path_factory, real_embedder):
+    """A store with real-engine runs on the mini corpus for the gate, transfer and compare tests
+    (model all-MiniLM-L6-v2, retrievers dense, bm25, hybrid, ood = tests/fixtures/gate/ood.jsonl):
+
+    - ``base``: A-F and G:boundaries+header+intro (21 configurations);
+    - ``cand``: the same, but G is blind+size=40 (A-F equal to base, G damaged);
+    - ``fewer``: strategy E on the questions without their last three lines (other queries).
+    """
+    from evalcore.chunking import parse_strategies
+    from evalcore.corpus import load_corpus
+    from evalcore.groundtruth import load_ground_truth
+    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.store import Store
+
+    folder = tmp_path_factory.mktemp("gate")
+    path = folder / "gate.duckdb"
+    corpus = load_corpus(MINI / "corpus")
+    fewer = folder / "fewer.jsonl"
+    fewer.write_text("".join((MINI / "questions.jsonl").read_text().splitlines(keepends=True)[:-3]))
+    for name, strategies, questions in (("base", GATE_STRATEGIES, MINI / "questions.jsonl"),
+                                        ("cand", DAMAGED_STRATEGIES, MINI / "questions.jsonl"),
+                                        ("fewer", "E", fewer)):
+        gt = load_ground_truth(corpus, questions, GATE_OOD)
+        request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(strategies),
+                             retrievers=["dense", "bm25", "hybrid"], name=name)
+        run_evaluation(request, Store(path), embedder=real_embedder)
+    return path

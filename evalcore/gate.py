@@ -1,0 +1,510 @@
+"""The regression gate (SPEC section 11): is a candidate run significantly worse than a baseline?
+
+Baseline and candidate answered the same queries. For hit@k and each configuration compared,
+the candidate is paired with the baseline query by query: **wins** are queries only the
+candidate gets, **losses** queries only the baseline gets, ties the rest (SPEC 5, candidate
+first); p is the two-sided exact sign test on the discordant queries
+(:func:`evalcore.stats.sign_test`, scipy's ``binomtest``). With several configurations, p is
+Holm-adjusted over them. A configuration **regresses** when ``losses > wins`` and its
+(adjusted) p is below ``alpha``. Two optional floors add reasons to fail:
+
+- ``min_effect`` D: the candidate's hit@k is lower than the baseline's by D or more
+  (``(baseline hits - candidate hits) / n >= D``), significant or not;
+- the refusal contract (``threshold_from_decision``): the baseline's latest saved threshold
+  t for that configuration is applied to both runs' out-of-domain queries (the gate of
+  SPEC 7: a bluff is an out-of-domain query with a top-4 hit at distance < t). Paired on
+  those queries, **new bluffs** are queries only the candidate answers, **fixed** ones queries
+  only the baseline answers; the candidate fails when new > fixed and the sign test's p
+  (Holm-adjusted over the configurations checked) is below ``alpha``.
+
+Every report carries the minimum detectable difference at its n (:func:`evalcore.stats.
+detectable_difference`), at the level the first Holm step needs (``alpha / m``), so that "no
+significant regression" is never read as "no regression".
+
+A run reference (:func:`parse_ref`) is ``RUN`` or ``RUN:CONFIG``; ``RUN`` is a run id, a run
+name (its latest complete run) or a unique prefix of a run id (:func:`resolve_run`).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import ConfigError, NotComparable, StoreError
+
+if TYPE_CHECKING:
+    from evalcore.metrics import Metric
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+DEFAULT_METRIC = "hit@4"
+DEFAULT_ALPHA = 0.05
+
+PASS, REGRESSION, BELOW_FLOOR, MORE_BLUFFS = "pass", "regression", "below floor", "more bluffs"
+
+
+# --- references ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A parsed ``RUN`` or ``RUN:CONFIG`` reference (``configuration`` None for all)."""
+
+    run: str
+    configuration: str | None = None
+
+
+def parse_ref(text: str) -> Ref:
+    """``"demo:G/hybrid"`` -> ``Ref("demo", "G/hybrid")``; ``"demo"`` -> ``Ref("demo")``.
+
+    The configuration follows the last ``:`` and contains a ``/`` (strategy/retriever), so a
+    run name with a colon but no configuration still reads as a run. ConfigError for an empty
+    run or a malformed configuration.
+    """
+    from evalcore.report import parse_config
+
+    text = str(text).strip()
+    run, sep, configuration = text.rpartition(":")
+    if not sep or "/" not in configuration:
+        run, configuration = text, ""
+    if not run:
+        raise ConfigError(f"run reference {text!r}: no run before the ':' (expected RUN or RUN:STRATEGY/RETRIEVER)")
+    if not configuration:
+        return Ref(run)
+    try:
+        parse_config(configuration)
+    except ValueError as exc:
+        raise ConfigError(f"run reference {text!r}: {exc}") from None
+    return Ref(run, configuration)
+
+
+def resolve_run(store: Store, run: str) -> dict[str, Any]:
+    """The complete run a reference names: an exact run id, else a run name (its newest complete
+    run), else a unique prefix of a run id. StoreError for an unknown or ambiguous reference,
+    and for a run that is not complete (naming its status and reason)."""
+    from evalcore.report import require_complete
+
+    exact = store.query("SELECT run_id FROM runs WHERE run_id = ?", [run])
+    if exact.empty:
+        named = store.query("SELECT run_id, status, reason FROM runs WHERE name = ? "
+                            "ORDER BY created_at DESC", [run])
+        if not named.empty:
+            done = named[named["status"] == "complete"]
+            if done.empty:
+                newest = named.iloc[0]
+                why = f": {newest['reason']}" if newest["reason"] else ""
+                raise StoreError(f"run name {run!r} has no complete run in {store.path} "
+                                 f"(newest {newest['run_id']} is {newest['status']}{why})")
+            return require_complete(store, str(done.iloc[0]["run_id"]))
+    try:
+        run_id = store.run(run)["run_id"]
+    except StoreError:
+        raise StoreError(f"no run with id or name {run!r} in {store.path}; see: python -m evalcore list") from None
+    return require_complete(store, run_id)
+
+
+# --- the report model ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side of a comparison: a configuration of a run and its metric with a Wilson interval."""
+
+    run_id: str
+    run_name: str
+    configuration: str
+    successes: int
+    n: int
+    low: float
+    high: float
+
+    @property
+    def value(self) -> float:
+        return self.successes / self.n
+
+    @property
+    def label(self) -> str:
+        return f"{self.run_name}:{self.configuration}"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryChange:
+    """A query whose outcome differs between the runs: id, text, and the rank of the first
+    correct hit on each side (None: no correct hit at any rank)."""
+
+    query_id: str
+    text: str
+    baseline_rank: int | None
+    candidate_rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class BluffCheck:
+    """The refusal contract of one configuration: the baseline's saved threshold applied to the
+    out-of-domain queries of both runs, paired. ``new`` are queries only the candidate bluffs
+    on, ``fixed`` queries only the baseline bluffs on; ``p_adjusted`` is Holm-adjusted over the
+    configurations checked. ``new_queries`` lists the new bluffs."""
+
+    threshold: float
+    decision_id: str
+    note: str
+    baseline_bluffs: int
+    candidate_bluffs: int
+    out_domain: int
+    new: int
+    fixed: int
+    p_value: float
+    p_adjusted: float
+    failed: bool
+    new_queries: tuple[tuple[str, str], ...] = ()  # (query id, text) of the new bluffs
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResult:
+    """The gate's finding for one compared configuration (candidate first in wins/losses)."""
+
+    baseline: Side
+    candidate: Side
+    wins: int
+    losses: int
+    ties: int
+    p_value: float
+    p_adjusted: float
+    alpha: float
+    regressed: bool
+    below_floor: bool
+    detectable: float
+    lost: tuple[QueryChange, ...]
+    won: tuple[QueryChange, ...]
+    bluffs: BluffCheck | None = None
+    bluff_note: str | None = None
+
+    @property
+    def difference(self) -> float:
+        """Candidate minus baseline (negative: the candidate finds fewer)."""
+        return (self.candidate.successes - self.baseline.successes) / self.baseline.n
+
+    @property
+    def improved(self) -> bool:
+        """Significantly better: wins > losses and the (adjusted) p below alpha (never a failure)."""
+        return self.wins > self.losses and self.p_adjusted < self.alpha
+
+    @property
+    def failed(self) -> bool:
+        return self.regressed or self.below_floor or bool(self.bluffs and self.bluffs.failed)
+
+    @property
+    def verdicts(self) -> tuple[str, ...]:
+        """Why it fails (``regression``, ``below floor``, ``more bluffs``), or ``("pass",)``."""
+        out = tuple(v for v, hit in ((REGRESSION, self.regressed), (BELOW_FLOOR, self.below_floor),
+                                     (MORE_BLUFFS, bool(self.bluffs and self.bluffs.failed))) if hit)
+        return out or (PASS,)
+
+    @property
+    def name(self) -> str:
+        """``"G/hybrid"``, or ``"G/hybrid -> tiny/hybrid"`` when the two sides differ."""
+        b, c = self.baseline.configuration, self.candidate.configuration
+        return b if b == c else f"{b} -> {c}"
+
+
+@dataclass(frozen=True, slots=True)
+class GateReport:
+    """Everything the gate found; :mod:`evalcore.gate_report` formats it."""
+
+    metric: str
+    k: int
+    alpha: float
+    holm: bool
+    min_effect: float | None
+    threshold_from_decision: bool
+    baseline_run: dict[str, Any]
+    candidate_run: dict[str, Any]
+    n: int
+    results: tuple[ConfigResult, ...]
+    statement: str
+    smallest_flag: int | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> tuple[ConfigResult, ...]:
+        return tuple(r for r in self.results if r.failed)
+
+    @property
+    def exit_code(self) -> int:
+        """0: no configuration fails; 1: at least one does."""
+        return 1 if self.failed else 0
+
+    @property
+    def adjusted(self) -> bool:
+        """True when p-values are Holm-adjusted (several configurations and ``holm``)."""
+        return self.holm and len(self.results) > 1
+
+    @property
+    def test_alpha(self) -> float:
+        """The level the first Holm step needs (``alpha / m``); ``alpha`` when unadjusted."""
+        return self.alpha / len(self.results) if self.adjusted else self.alpha
+
+
+# --- checks -------------------------------------------------------------------------------
+
+
+def gate_metric(name: str) -> Metric:
+    """Parse ``hit@k`` / ``recall@k`` (:func:`evalcore.metrics.parse_metric`); the gate pairs a
+    yes/no per query, so ``mrr`` is refused with a ConfigError saying why."""
+    from evalcore.metrics import parse_metric
+
+    metric = parse_metric(name)
+    if metric.k is None:
+        raise ConfigError(
+            f"metric {name!r}: the gate's sign test pairs a yes/no outcome per query (hit@k, recall@k); "
+            "mrr has no such outcome, use hit@k or recall@k")
+    return metric
+
+
+def _alpha(value: float) -> float:
+    value = float(value)
+    if not 0.0 < value < 1.0:
+        raise ConfigError(f"alpha must lie strictly between 0 and 1, got {value!r}")
+    return value
+
+
+def _queries(store: Store, run_id: str, domain: str) -> dict[str, str]:
+    """{query id: text} of a run's scored queries of one domain ('in' or 'out')."""
+    df = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND domain = ? AND valid",
+                     [run_id, domain])
+    return dict(zip(df["query_id"].astype(str), df["text"].astype(str)))
+
+
+def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, Any], domain: str) -> dict[str, str]:
+    """{query id: text} both runs scored in ``domain``; NotComparable (naming a few ids) unless the
+    runs hold the same queries with the same texts."""
+    a = _queries(store, baseline["run_id"], domain)
+    b = _queries(store, candidate["run_id"], domain)
+    what = "in-domain" if domain == "in" else "out-of-domain"
+    if set(a) != set(b):
+        def few(ids: set[str]) -> str:
+            if not ids:
+                return "none"
+            shown = sorted(ids)[:3]
+            return f"{len(ids)} ({', '.join(shown)}{', ...' if len(ids) > 3 else ''})"
+        raise NotComparable(
+            f"baseline {baseline['run_id']} and candidate {candidate['run_id']} did not answer the same "
+            f"{what} queries: {few(set(a) - set(b))} only in the baseline, {few(set(b) - set(a))} only in the candidate")
+    changed = sorted(q for q in a if a[q] != b[q])
+    if changed:
+        raise NotComparable(
+            f"baseline {baseline['run_id']} and candidate {candidate['run_id']}: {len(changed)} {what} "
+            f"queries have the same id but another text (e.g. {changed[0]!r})")
+    if not a and domain == "in":
+        raise NotComparable(f"run {baseline['run_id']} has no scored in-domain query")
+    return a
+
+
+def _pairs(store: Store, baseline: dict[str, Any], candidate: dict[str, Any],
+           base_ref: Ref, cand_ref: Ref) -> list[tuple[str, str]]:
+    """(baseline configuration, candidate configuration) pairs to compare."""
+    from evalcore.report import configurations
+
+    have_b = configurations(store, baseline["run_id"])
+    have_c = configurations(store, candidate["run_id"])
+
+    def check(configuration: str, have: list[str], run: dict[str, Any], side: str) -> str:
+        if configuration not in have:
+            raise ConfigError(f"{side} run {run['name']} {run['run_id']} has no configuration "
+                              f"{configuration!r}; it has {', '.join(have)}")
+        return configuration
+
+    b = base_ref.configuration or cand_ref.configuration
+    c = cand_ref.configuration or base_ref.configuration
+    if b and c:
+        return [(check(b, have_b, baseline, "baseline"), check(c, have_c, candidate, "candidate"))]
+    shared = [x for x in have_b if x in have_c]
+    if not shared:
+        raise ConfigError(f"baseline {baseline['run_id']} ({', '.join(have_b)}) and candidate "
+                          f"{candidate['run_id']} ({', '.join(have_c)}) share no configuration; "
+                          "name one on each side, e.g. --baseline RUN:E/hybrid --candidate RUN:G/hybrid")
+    return [(x, x) for x in shared]
+
+
+def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
+    """{configuration: {query id: first correct rank or None}} over a run's scored in-domain
+    queries, all configurations in one read."""
+    import pandas as pd
+
+    df = store.query(
+        "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank FROM results r "
+        "JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id "
+        "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid", [run_id])
+    out: dict[str, dict[str, int | None]] = {}
+    for strategy, retriever, query_id, rank in df.itertuples(index=False):
+        out.setdefault(f"{strategy}/{retriever}", {})[str(query_id)] = None if pd.isna(rank) else int(rank)
+    return out
+
+
+def _changes(ids: tuple[str, ...], texts: dict[str, str], base: dict[str, int | None],
+             cand: dict[str, int | None]) -> tuple[QueryChange, ...]:
+    """QueryChange records (with both first correct ranks) for ``ids``, in the given order."""
+    return tuple(QueryChange(q, texts.get(q, ""), base.get(q), cand.get(q)) for q in ids)
+
+
+def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str, str],
+                    threshold: float) -> dict[str, bool]:
+    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7)."""
+    from evalcore.report import gate_inputs
+    from evalcore.threshold import DEFAULT_TOP, gate, split_hits
+
+    _, out_domain = split_hits(gate_inputs(store, run_id, configuration), {q: "out" for q in ood})
+    return {q: bool(gate(out_domain[q], threshold, DEFAULT_TOP)) for q in ood}
+
+
+def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
+    from evalcore.report import decisions, parse_config
+
+    strategy, retriever = parse_config(configuration)
+    df = decisions(store, run_id)  # newest first
+    df = df[(df["strategy"] == strategy) & (df["retriever"] == retriever)]
+    return None if df.empty else df.iloc[0].to_dict()
+
+
+def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: str = DEFAULT_METRIC,
+             alpha: float = DEFAULT_ALPHA, holm: bool = True, min_effect: float | None = None,
+             threshold_from_decision: bool = False) -> GateReport:
+    """Gate ``candidate`` against ``baseline`` (references as in :func:`parse_ref`).
+
+    Raises an EvalcoreError (the CLI's exit 2) for bad input: an unknown or incomplete run, an
+    unknown configuration, runs that did not answer the same queries, an unknown or unpaired
+    metric, alpha outside (0, 1), a min_effect outside [0, 1], or ``threshold_from_decision``
+    when no compared configuration has a saved threshold in the baseline.
+    """
+    from evalcore.metrics import hit_at_k
+    from evalcore.stats import detectable_difference, paired_test, sample_statement, wilson_interval
+    from evalcore.stats import holm as holm_adjust
+
+    base_ref = baseline if isinstance(baseline, Ref) else parse_ref(baseline)
+    cand_ref = candidate if isinstance(candidate, Ref) else parse_ref(candidate)
+    parsed = gate_metric(metric)
+    k = int(parsed.k)  # type: ignore[arg-type]
+    alpha = _alpha(alpha)
+    if min_effect is not None:
+        min_effect = float(min_effect)
+        if not 0.0 <= min_effect <= 1.0:
+            raise ConfigError(f"--min-effect must lie in [0, 1] (a difference of {parsed.name}), got {min_effect!r}")
+    base_run = resolve_run(store, base_ref.run)
+    cand_run = resolve_run(store, cand_ref.run)
+    texts = _same_queries(store, base_run, cand_run, "in")
+    pairs = _pairs(store, base_run, cand_run, base_ref, cand_ref)
+    n = len(texts)
+    m = len(pairs)
+    level = alpha / m if (holm and m > 1) else alpha
+
+    ranks = {"b": first_ranks(store, base_run["run_id"]), "c": first_ranks(store, cand_run["run_id"])}
+    raw = []
+    for b_cfg, c_cfg in pairs:
+        b_hits = {q: hit_at_k(r, k) for q, r in ranks["b"][b_cfg].items()}
+        c_hits = {q: hit_at_k(r, k) for q, r in ranks["c"][c_cfg].items()}
+        if set(b_hits) != set(texts) or set(c_hits) != set(texts):
+            raise NotComparable(f"{b_cfg} / {c_cfg}: results do not cover the runs' {n} scored in-domain queries")
+        raw.append((b_cfg, c_cfg, b_hits, c_hits, paired_test(c_hits, b_hits)))
+    p_adjusted = holm_adjust([t.p_value for *_, t in raw]) if holm else [t.p_value for *_, t in raw]
+
+    bluff_checks: dict[int, BluffCheck] = {}
+    bluff_notes: dict[int, str] = {}
+    notes: list[str] = []
+    if threshold_from_decision:
+        ood = _same_queries(store, base_run, cand_run, "out")
+        if not ood:
+            raise NotComparable(f"--threshold-from-decision: baseline {base_run['run_id']} has no "
+                                "out-of-domain queries to count bluffs on")
+        found = []
+        for i, (b_cfg, c_cfg, *_rest) in enumerate(raw):
+            decision = _latest_decision(store, base_run["run_id"], b_cfg)
+            if decision is None:
+                bluff_notes[i] = f"no saved threshold for {b_cfg} in the baseline run: bluffs not checked"
+                continue
+            t = float(decision["threshold"])
+            b_bluff = _bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t)
+            c_bluff = _bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t)
+            found.append((i, decision, b_bluff, c_bluff, paired_test(c_bluff, b_bluff)))
+        if not found:
+            raise ConfigError(
+                f"--threshold-from-decision: the baseline run {base_run['name']} {base_run['run_id']} has no saved "
+                f"threshold for {', '.join(b for b, *_ in raw)}; save one on the Threshold page first")
+        adj = holm_adjust([t.p_value for *_, t in found]) if holm else [t.p_value for *_, t in found]
+        for (i, decision, b_bluff, c_bluff, test), p_adj in zip(found, adj):
+            bluff_checks[i] = BluffCheck(
+                threshold=float(decision["threshold"]), decision_id=str(decision["decision_id"]),
+                note=str(decision["note"] or ""), baseline_bluffs=sum(b_bluff.values()),
+                candidate_bluffs=sum(c_bluff.values()), out_domain=len(ood), new=test.wins,
+                fixed=test.losses, p_value=test.p_value, p_adjusted=p_adj,
+                failed=test.wins > test.losses and p_adj < alpha,
+                new_queries=tuple((q, ood[q]) for q in test.won))
+        if base_run.get("model") != cand_run.get("model"):
+            notes.append(f"the runs embed with different models ({base_run.get('model')} / "
+                         f"{cand_run.get('model')}): the baseline's threshold is applied to the "
+                         "candidate's distances as they are")
+
+    notes += _recipe_changes(base_run, cand_run, pairs)
+    results = []
+    detectable = detectable_difference(n, alpha=level)
+    for i, ((b_cfg, c_cfg, b_hits, c_hits, test), p_adj) in enumerate(zip(raw, p_adjusted)):
+        sides = []
+        for run, cfg, hits in ((base_run, b_cfg, b_hits), (cand_run, c_cfg, c_hits)):
+            s = sum(hits.values())
+            low, high = wilson_interval(s, n)
+            sides.append(Side(run["run_id"], run["name"], cfg, s, n, low, high))
+        worse_by = (sides[0].successes - sides[1].successes) / n
+        ids = ranks["b"][b_cfg], ranks["c"][c_cfg]
+        results.append(ConfigResult(
+            baseline=sides[0], candidate=sides[1], wins=test.wins, losses=test.losses, ties=test.ties,
+            p_value=test.p_value, p_adjusted=p_adj, alpha=alpha,
+            regressed=test.losses > test.wins and p_adj < alpha,
+            below_floor=min_effect is not None and worse_by >= min_effect - 1e-12,
+            detectable=detectable,
+            lost=_changes(test.lost, texts, *ids), won=_changes(test.won, texts, *ids),
+            bluffs=bluff_checks.get(i), bluff_note=bluff_notes.get(i)))
+    statement = sample_statement(n, alpha=level)
+    if holm and m > 1:
+        statement += (f" (alpha {level:.2g} = {alpha:g} / {m}: the level the first Holm step needs "
+                      f"over {m} configurations)")
+    return GateReport(
+        metric=parsed.name, k=k, alpha=alpha, holm=holm, min_effect=min_effect,
+        threshold_from_decision=threshold_from_decision, baseline_run=_run_summary(base_run),
+        candidate_run=_run_summary(cand_run), n=n, results=tuple(results), statement=statement,
+        smallest_flag=smallest_flag(n, level), notes=tuple(notes))
+
+
+def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any],
+                    pairs: list[tuple[str, str]]) -> list[str]:
+    """A note for each compared strategy whose recipe (or model) differs between the runs, so a
+    reader sees what the candidate changed: ``strategy G: boundaries+header (512 chars) ->
+    blind (40 chars)``."""
+    def recipes(run: dict[str, Any]) -> dict[str, str]:
+        return {name: str(spec.get("describe", "")) for name, spec in
+                ((run.get("settings") or {}).get("strategies") or {}).items()}
+
+    before, after = recipes(base_run), recipes(cand_run)
+    notes = []
+    for b_strategy, c_strategy in dict.fromkeys((b.split("/")[0], c.split("/")[0]) for b, c in pairs):
+        old, new = before.get(b_strategy), after.get(c_strategy)
+        if old and new and old != new:
+            name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
+            notes.append(f"strategy {name}: {old} -> {new}")
+    if base_run.get("model") != cand_run.get("model"):
+        notes.append(f"model: {base_run.get('model')} -> {cand_run.get('model')}")
+    return notes
+
+
+def smallest_flag(n: int, level: float) -> int | None:
+    """The fewest losses (with no win) the sign test flags at ``level``: the smallest L <= n with
+    ``sign_test(0, L) < level`` (p = 2 * 0.5^L); None when even n losses are not enough. A drop
+    of fewer than L of the n queries can never fail the gate on significance."""
+    from evalcore.stats import sign_test
+
+    return next((losses for losses in range(1, n + 1) if sign_test(0, losses) < level), None)
+
+
+def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
+    created = run.get("created_at")
+    return {"run_id": run["run_id"], "name": run["name"], "model": run.get("model"),
+            "created_at": created.isoformat(sep=" ", timespec="seconds") if hasattr(created, "isoformat") else str(created)}

@@ -1,0 +1,312 @@
+"""A run travels between machines: ``export-run`` writes one file, ``load-run`` stores it again.
+
+The run file (format ``evalcore-run``, version :data:`FORMAT_VERSION`; docs/RUN-FILE.md) is a
+zip archive holding
+
+- ``manifest.json``: ``format``, ``format_version``, ``evalcore_version``, ``schema_version``
+  (the newest store migration of the exporting store), ``run_id``, ``run_name``,
+  ``exported_at``, and per table its member ``file``, ``rows``, ``sha256`` and ``columns``;
+- ``tables/<table>.parquet``: every row of the run in each of :data:`TABLES`, ordered by the
+  table's key (the embedding cache is not included: a stored run never needs it again).
+
+Loading verifies everything before the store is touched (a zip, our format, a version we
+read, each member's size, sha256 and row count, one complete run, every row of that run),
+then inserts all tables in one transaction. A run id already in the store is refused unless
+the stored rows equal the file's, which makes loading the same file twice a no-op.
+This module is the only writer of these tables outside a run itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import EvalcoreError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+FORMAT = "evalcore-run"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+#: Every table that holds a run's rows, in insertion order, with the key that orders its rows.
+TABLES: dict[str, str] = {
+    "runs": "run_id",
+    "documents": "doc_id",
+    "strategies": "strategy",
+    "chunks": "strategy, chunk_id",
+    "queries": "query_id",
+    "results": "strategy, retriever, query_id",
+    "hits": "strategy, retriever, query_id, rank",
+    "destroyed": "strategy, group_id",
+    "timings": "ALL",
+    "decisions": "created_at, decision_id",
+}
+_MEMBER = re.compile(r"^tables/[a-z_]+\.parquet$")
+
+
+class RunFileError(EvalcoreError):
+    """A run file is unreadable, truncated, foreign, of a newer format, or conflicts with the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """What ``export_run`` wrote or ``load_run`` did: run id and name, rows per table, and
+    ``loaded`` (False when the same run was already stored and nothing was written)."""
+
+    run_id: str
+    run_name: str
+    rows: dict[str, int]
+    path: str
+    loaded: bool = True
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (for the file name COPY needs as a literal)."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest migration applied to a store (0 for none)."""
+    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """{column: type} of a store table, in order."""
+    return {name: str(kind) for name, kind, *_ in con.execute(f'DESCRIBE "{table}"').fetchall()}
+
+
+# --- export ---------------------------------------------------------------------------------
+
+
+def export_run(store: Store, run: str, path: str | Path) -> Transfer:
+    """Write the complete run ``run`` (run id, run name or unique id prefix, as
+    :func:`evalcore.gate.resolve_run` reads it) to the run file ``path``.
+
+    The file is written next to ``path`` and renamed into place, so a failed export leaves no
+    half file. StoreError for an unknown or incomplete run.
+    """
+    from datetime import datetime, timezone
+
+    from evalcore import __version__
+    from evalcore.gate import resolve_run
+
+    info = resolve_run(store, run)
+    run_id = str(info["run_id"])
+    path = Path(path)
+    if path.is_dir():
+        raise RunFileError(f"{path}: is a folder; give the run file's name, e.g. {path / (run_id + '.evalcore.zip')}")
+    tables: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
+        with store.connect() as con:
+            version = schema_version(con)
+            for table, order in TABLES.items():
+                member = f"tables/{table}.parquet"
+                target = Path(tmp) / f"{table}.parquet"
+                con.execute(f'COPY (SELECT * FROM "{table}" WHERE run_id = ? ORDER BY {order}) '
+                            f"TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd)", [run_id])
+                rows = con.execute(f'SELECT count(*) FROM "{table}" WHERE run_id = ?', [run_id]).fetchone()[0]
+                tables[table] = {"file": member, "rows": int(rows), "sha256": _sha256(target),
+                                 "columns": _columns(con, table)}
+        manifest = {
+            "format": FORMAT, "format_version": FORMAT_VERSION, "evalcore_version": __version__,
+            "schema_version": version, "run_id": run_id, "run_name": str(info["name"]),
+            "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "tables": tables,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        try:
+            with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
+                zf.writestr(MANIFEST, json.dumps(manifest, indent=2))
+                for table, meta in tables.items():
+                    zf.write(Path(tmp) / f"{table}.parquet", meta["file"])
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
+    return Transfer(run_id, str(info["name"]), {t: m["rows"] for t, m in tables.items()}, str(path))
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The checked manifest of a run file; RunFileError (one line naming the file) when it is
+    not a zip, not ours, of a newer format version, or malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunFileError(f"{path}: no such file")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            if MANIFEST not in names:
+                raise RunFileError(f"{path}: not an evalcore run file (no {MANIFEST})")
+            manifest = json.loads(zf.read(MANIFEST).decode("utf-8"))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+        raise RunFileError(f"{path}: not an evalcore run file, or truncated ({exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunFileError(f"{path}: {MANIFEST} is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise RunFileError(f"{path}: not an evalcore run file (format {found!r}, expected {FORMAT!r})")
+    version = manifest.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise RunFileError(f"{path}: {MANIFEST} has no valid format_version (got {version!r})")
+    if version > FORMAT_VERSION:
+        raise RunFileError(
+            f"{path}: run file format version {version} is newer than this evalcore reads "
+            f"(format version {FORMAT_VERSION}; evalcore {manifest.get('evalcore_version', '?')} wrote it); "
+            "upgrade evalcore to load it")
+    tables = manifest.get("tables")
+    if not isinstance(manifest.get("run_id"), str) or not manifest["run_id"] or not isinstance(tables, dict):
+        raise RunFileError(f"{path}: {MANIFEST} lacks run_id or tables")
+    missing = [t for t in TABLES if t not in tables]
+    unknown = [t for t in tables if t not in TABLES]
+    if missing or unknown:
+        raise RunFileError(f"{path}: {MANIFEST} tables differ from format {FORMAT_VERSION}: "
+                           f"missing {missing or 'none'}, unknown {unknown or 'none'}")
+    for table, meta in tables.items():
+        ok = (isinstance(meta, dict) and isinstance(meta.get("file"), str) and _MEMBER.match(meta["file"])
+              and isinstance(meta.get("rows"), int) and meta["rows"] >= 0
+              and isinstance(meta.get("sha256"), str))
+        if not ok or meta["file"] not in names:
+            raise RunFileError(f"{path}: {MANIFEST} entry for table {table!r} is malformed or its file is missing")
+    return manifest
+
+
+def _unpack(path: Path, manifest: dict[str, Any], folder: Path) -> dict[str, Path]:
+    """Extract each table's member into ``folder`` and check its sha256; {table: file}."""
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for table, meta in manifest["tables"].items():
+                target = folder / f"{table}.parquet"
+                h = hashlib.sha256()
+                with zf.open(meta["file"]) as src, open(target, "wb") as dst:
+                    for block in iter(lambda: src.read(1 << 20), b""):
+                        h.update(block)
+                        dst.write(block)
+                if h.hexdigest() != meta["sha256"]:
+                    raise RunFileError(f"{path}: {meta['file']} does not match its sha256 in {MANIFEST} "
+                                       "(the file was changed or damaged)")
+                out[table] = target
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise RunFileError(f"{path}: damaged or truncated ({exc})") from None
+    return out
+
+
+def _check_tables(path: Path, manifest: dict[str, Any], files: dict[str, Path]) -> None:
+    """Each member is Parquet with the manifest's row count, and every row belongs to the run;
+    the run is complete. Read in a private in-memory database: the store is not touched."""
+    import duckdb
+
+    run_id = manifest["run_id"]
+    con = duckdb.connect()
+    try:
+        for table, file in files.items():
+            member = manifest["tables"][table]["file"]
+            try:
+                cols = [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
+                if "run_id" not in cols:
+                    raise RunFileError(f"{path}: {member} has no run_id column")
+                rows, foreign = con.execute(
+                    "SELECT count(*), count(*) FILTER (run_id IS DISTINCT FROM ?) FROM read_parquet(?)",
+                    [run_id, str(file)]).fetchone()
+            except duckdb.Error as exc:
+                raise RunFileError(f"{path}: {member} is not readable Parquet ({str(exc).splitlines()[0]})") from None
+            if rows != manifest["tables"][table]["rows"]:
+                raise RunFileError(f"{path}: {member} holds {rows} rows, the manifest says "
+                                   f"{manifest['tables'][table]['rows']}")
+            if foreign:
+                raise RunFileError(f"{path}: {member} holds {foreign} rows of another run than {run_id}")
+        status = con.execute("SELECT list(status) FROM read_parquet(?)", [str(files["runs"])]).fetchone()[0]
+        if status != ["complete"]:
+            raise RunFileError(f"{path}: the runs table must hold one complete run, found {status}")
+    finally:
+        con.close()
+
+
+def _differences(con: duckdb.DuckDBPyConnection, files: dict[str, Path], run_id: str) -> list[str]:
+    """Tables whose stored rows of ``run_id`` differ from the file's (compared on the file's columns)."""
+    out = []
+    for table, file in files.items():
+        cols = ", ".join(f'"{c[0]}"' for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)",
+                                                           [str(file)]).fetchall())
+        mine = f'SELECT {cols} FROM "{table}" WHERE run_id = ?'
+        theirs = f"SELECT {cols} FROM read_parquet(?)"
+        diff = con.execute(f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})) + "
+                           f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))",
+                           [str(file), run_id, run_id, str(file)]).fetchone()[0]
+        if diff:
+            out.append(table)
+    return out
+
+
+def load_run(store: Store, path: str | Path) -> Transfer:
+    """Verify the run file ``path`` and insert its run into ``store`` in one transaction.
+
+    RunFileError (nothing stored) for a file that is not a run file, damaged, truncated, of a
+    newer format version, holding a column this store does not know, or whose run id is
+    already stored with other rows. When the stored run equals the file's, nothing is written
+    and the result's ``loaded`` is False.
+    """
+    import duckdb
+
+    path = Path(path)
+    manifest = read_manifest(path)
+    run_id = manifest["run_id"]
+    rows = {t: int(m["rows"]) for t, m in manifest["tables"].items()}
+    with tempfile.TemporaryDirectory(prefix="evalcore-load-") as tmp:
+        files = _unpack(path, manifest, Path(tmp))
+        _check_tables(path, manifest, files)
+        with store.transaction() as con:
+            mine = schema_version(con)
+            for table, file in files.items():
+                known = _columns(con, table)
+                theirs = [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
+                extra = [c for c in theirs if c not in known]
+                if extra:
+                    raise RunFileError(
+                        f"{path}: table {table} has column(s) {', '.join(extra)} this store does not know "
+                        f"(file schema version {manifest.get('schema_version')}, store schema version {mine}); "
+                        "upgrade evalcore to load it")
+            if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]:
+                differ = _differences(con, files, run_id)
+                if differ:
+                    raise RunFileError(
+                        f"{path}: run {run_id} is already in {store.path} with other rows "
+                        f"(tables {', '.join(differ)} differ); not loaded")
+                return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path), loaded=False)
+            for table, file in files.items():
+                cols = ", ".join(f'"{c[0]}"' for c in con.execute(
+                    "DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall())
+                try:
+                    con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM read_parquet(?)', [str(file)])
+                except duckdb.Error as exc:
+                    raise RunFileError(f"{path}: table {table} cannot be stored "
+                                       f"({str(exc).splitlines()[0]}); nothing was loaded") from None
+    log.info("loaded run %s from %s", run_id, path)
+    return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path))
