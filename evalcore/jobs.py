@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from evalcore.errors import ConfigError, EvalcoreError, InputError, RunInterrupted, StoreError
-from evalcore.store import pid_alive
 
 if TYPE_CHECKING:
     import duckdb
@@ -196,36 +195,6 @@ def _now() -> datetime:
     return now()
 
 
-def reap(con: duckdb.DuckDBPyConnection) -> list[str]:
-    """Mark queued/running jobs on this host whose process is gone as failed, with their
-    still-running run, and queued jobs that never got a process (no pid after
-    ``NEVER_STARTED_SECONDS``); returns the job ids. Called when a store is opened and
-    before every slot claim."""
-    host = socket.gethostname()
-    rows = con.execute(
-        "SELECT job_id, run_id, pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? "
-        "AND pid IS NOT NULL", [host]).fetchall()
-    gone = []
-    for job_id, run_id, pid in rows:
-        if pid_alive(int(pid)):
-            continue
-        reason = f"process {pid} ended before the job finished (killed or crashed)"
-        con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? "
-                    "WHERE job_id = ? AND status IN ('queued', 'running')", [_now(), reason, job_id])
-        con.execute("UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
-                    "WHERE run_id = ? AND status = 'running'", [_now(), reason, run_id])
-        log.warning("job %s: process %s is gone; marked failed", job_id, pid)
-        gone.append(job_id)
-    stale = _now() - timedelta(seconds=NEVER_STARTED_SECONDS)
-    for (job_id,) in con.execute(
-            "SELECT job_id FROM jobs WHERE status = 'queued' AND pid IS NULL AND created_at < ?",
-            [stale]).fetchall():
-        con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? WHERE job_id = ?",
-                    [_now(), f"its process never started (no pid after {NEVER_STARTED_SECONDS} s)", job_id])
-        gone.append(job_id)
-    return gone
-
-
 def _wait_for(proc: subprocess.Popen) -> None:
     threading.Thread(target=proc.wait, name=f"evalcore-job-{proc.pid}", daemon=True).start()
 
@@ -329,7 +298,7 @@ def _claim(store: Store, job_id: str, slots: int) -> tuple[str, int]:
     """Try to move ``job_id`` from queued to running, in one transaction. Returns its status
     afterwards and its place in the queue (0 when not queued)."""
     with store.transaction() as con:
-        reap(con)
+        store.reap(con)
         found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
         if not found:
             raise StoreError(f"no job {job_id!r} in {store.path}")
@@ -558,5 +527,4 @@ def clean_uploads(store: Store, max_age_hours: float = 24.0) -> list[str]:
 
 def reap_now(store: Store) -> list[str]:
     """Reap dead jobs now (the store reaps only when first opened); returns their ids."""
-    with store.transaction() as con:
-        return reap(con)
+    return store.reap()

@@ -127,3 +127,125 @@ def test_a_long_lived_store_notices_a_run_that_died_later(tmp_path):
         con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [proc.pid])
     time.sleep(2.1)  # the same Store object (as the dashboard keeps one) looks again
     assert s.run("r1")["status"] == "failed"
+
+
+# --- identity: foreign files untouched, newer stores refused, atomic creation -------------------
+
+
+def _digest(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _foreign(tmp_path, kind: str):
+    path = tmp_path / "other.duckdb"
+    if kind == "duckdb-with-runs":
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE runs (id INTEGER, note VARCHAR)")
+        con.execute("INSERT INTO runs VALUES (1, 'theirs')")
+        con.close()
+    elif kind == "duckdb-empty":
+        duckdb.connect(str(path)).close()
+    elif kind == "duckdb-other-migrations":
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE schema_migrations (version INTEGER, name VARCHAR, applied_at TIMESTAMP)")
+        con.execute("INSERT INTO schema_migrations VALUES (1, 'create_users', now())")
+        con.close()
+    elif kind == "sqlite":
+        import sqlite3
+
+        sq = sqlite3.connect(path)
+        sq.execute("CREATE TABLE runs (x)")
+        sq.commit()
+        sq.close()
+    elif kind == "text":
+        path.write_text("not a database\n" * 100)
+    elif kind == "empty-file":
+        path.write_bytes(b"")
+    return path
+
+
+@pytest.mark.parametrize("kind, words", [
+    ("duckdb-with-runs", "a DuckDB database that is not an evalcore run store"),
+    ("duckdb-empty", "a DuckDB database that is not an evalcore run store"),
+    ("duckdb-other-migrations", "a DuckDB database that is not an evalcore run store"),
+    ("sqlite", "not a DuckDB database"),  # DuckDB itself would try to download its sqlite extension
+    ("text", "not a DuckDB database"),
+    ("empty-file", "empty file, not a run store"),
+])
+def test_a_file_that_is_not_an_evalcore_store_is_refused_byte_for_byte_untouched(tmp_path, kind, words):
+    path = _foreign(tmp_path, kind)
+    before, listing = _digest(path), sorted(p.name for p in tmp_path.iterdir())
+    for touch in (lambda s: s.runs(), lambda s: s.migrate(), lambda s: s.start_run({"run_id": "r", "name": "x"})):
+        with pytest.raises(StoreError) as exc:
+            touch(Store(path))
+        assert str(exc.value).startswith(f"{path}: {words}") and "\n" not in str(exc.value)
+    assert _digest(path) == before and sorted(p.name for p in tmp_path.iterdir()) == listing
+
+
+def test_a_store_newer_than_the_code_is_refused_naming_both_versions(tmp_path):
+    path = tmp_path / "s.duckdb"
+    Store(path).migrate()
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO schema_migrations VALUES (9, '0009_future', now())")
+    con.close()
+    before = _digest(path)
+    with pytest.raises(StoreError, match=r"schema version 9, newer than this evalcore knows \(schema version 3\)"):
+        Store(path).runs()
+    assert _digest(path) == before
+
+
+def test_a_store_from_before_the_marker_is_recognised_and_upgraded(tmp_path):
+    path = tmp_path / "s.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+                "applied_at TIMESTAMP NOT NULL)")
+    for number, name, sql in migrations()[:2]:  # what 964372c made
+        con.execute(sql)
+        con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [number, name])
+    con.execute("INSERT INTO runs (run_id, name, status, created_at) VALUES ('old', 'kept', 'complete', now())")
+    con.close()
+    assert Store(path).migrate() == ["0003_identity"]
+    assert Store(path).run("old")["name"] == "kept"
+    assert Store(path).query("SELECT application FROM evalcore_store")["application"].tolist() == ["evalcore"]
+
+
+def test_a_truncated_store_is_one_line_and_left_unchanged(tmp_path):
+    path = tmp_path / "s.duckdb"
+    Store(path).start_run({"run_id": "r1", "name": "x"})
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    before = _digest(path)
+    with pytest.raises(StoreError, match="damaged or truncated") as exc:
+        Store(path).runs()
+    assert "\n" not in str(exc.value) and _digest(path) == before
+
+
+def test_a_store_path_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    for touch in (lambda s: s.runs(), lambda s: s.migrate()):
+        with pytest.raises(StoreError, match=r"afile is a file, not a folder"):
+            touch(Store(tmp_path / "afile" / "s.duckdb"))
+
+
+def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path):
+    path = tmp_path / "runs" / "s.duckdb"
+    assert Store(path).runs().empty
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_new_store_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    path = tmp_path / "s.duckdb"
+    calls = []
+
+    def failing(self, con):
+        calls.append(1)
+        raise duckdb.IOException('IO Error: Could not write file "x": No space left on device')
+
+    monkeypatch.setattr(Store, "_migrate", failing)
+    with pytest.raises(StoreError, match="cannot create the run store: the disk is full"):
+        Store(path).migrate()
+    assert calls and list(tmp_path.iterdir()) == []  # no store, no temporary file, no WAL
+    monkeypatch.undo()
+    assert Store(path).migrate() == [m[1] for m in migrations()]
