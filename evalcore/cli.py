@@ -20,31 +20,6 @@ DEFAULT_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
 DEMO_RETRIEVERS = "dense,bm25,hybrid,rerank"
 
 
-class TqdmProgress:
-    """One progress bar per stage on stderr."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.bar = None
-
-    def stage(self, name: str, total: int) -> None:
-        self.close()
-        if self.enabled:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=f"{name:<34}", file=sys.stderr, leave=True,
-                            dynamic_ncols=True, mininterval=0.2)
-
-    def advance(self, n: int = 1) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-
 def _store(args: argparse.Namespace):
     from evalcore.store import Store
 
@@ -81,6 +56,7 @@ def _report_invalid(gt) -> None:
 
 def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, reranker: str | None) -> int:
     from evalcore.chunking import parse_strategies
+    from evalcore.progress import BarProgress
     from evalcore.retrieval import parse_retrievers
     from evalcore.runner import RunRequest, run_evaluation
     from evalcore.summary import format_table, summary_json, summary_table
@@ -100,7 +76,7 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
         embedder = SentenceEmbedder.load(args.model)
     t0 = time.perf_counter()
     result = run_evaluation(request, store, embedder=embedder,
-                            progress=TqdmProgress(enabled=not args.quiet))
+                            progress=BarProgress(enabled=not args.quiet))
     wall = time.perf_counter() - t0
     if args.json:
         out = summary_json(store, result.run_id)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -50,7 +49,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.5
-PROGRESS_SECONDS = 0.5
 STATUSES = ("queued", "running", "complete", "failed", "cancelled")
 ACTIVE = ("queued", "running")
 SOURCES = ("upload", "folder", "demo")
@@ -347,88 +345,6 @@ class CancelWatch:
         return self._value
 
 
-_EMBEDDING = re.compile(r"^(?P<strategy>.+): embedding \d+ chunks$")
-
-
-def stage_text(name: str, done: int, total: int) -> str:
-    """The runner's stage name with counts: ``"E: embedding 340/1120 chunks"``,
-    ``"query embedding 12/31 queries"``, ``"E: retrieval and scoring 8/31 queries"``,
-    ``"E: chunking 4/4 documents"``."""
-    m = _EMBEDDING.match(name)
-    if m:
-        return f"{m['strategy']}: embedding {done}/{total} chunks"
-    if name == "query embedding":
-        return f"query embedding {done}/{total} queries"
-    if name.endswith(": retrieval"):
-        return f"{name} and scoring {done}/{total} queries"
-    if name.endswith(": chunking"):
-        return f"{name} {done}/{total} documents"
-    return f"{name} {done}/{total}"
-
-
-def stage_fraction(name: str, done: int, total: int, strategies: Sequence[str]) -> float | None:
-    """Overall progress 0..1 inside a stage, on the runner's scale (evalcore.runner._Job):
-    query embedding 0.02-0.05; strategy i of n: base = 0.05 + 0.9 i / n, span = 0.9 / n,
-    chunking base..base+0.1 span, embedding ..+0.5 span, retrieval ..+span. None for a
-    stage name it does not know."""
-    within = min(max(done / total, 0.0), 1.0) if total else 1.0
-    if name == "query embedding":
-        return 0.02 + 0.03 * within
-    strategy, _, rest = name.partition(": ")
-    if strategy not in strategies:
-        return None
-    n = len(strategies)
-    span = 0.9 / n
-    base = 0.05 + span * list(strategies).index(strategy)
-    if rest == "chunking":
-        return base + 0.1 * span * within
-    if rest.startswith("embedding"):
-        return base + span * (0.1 + 0.4 * within)
-    if rest == "retrieval":
-        return base + span * (0.5 + 0.5 * within)
-    return None
-
-
-class StoreProgress:
-    """The runner's Progress writing ``runs.stage`` (with counts) and ``runs.progress`` at most
-    every ``interval`` seconds, and at the end of each stage; checks for a cancel on every advance (the runner itself
-    checks only between stages and query blocks)."""
-
-    def __init__(self, store: Store, run_id: str, strategies: Sequence[str],
-                 cancelled: Callable[[], bool] | None = None, interval: float = PROGRESS_SECONDS) -> None:
-        self.store, self.run_id, self.strategies = store, run_id, list(strategies)
-        self.cancelled = cancelled or (lambda: False)
-        self.interval = interval
-        self.name, self.total, self.done = "", 0, 0
-        self._last = time.monotonic()
-        self.writes = 0
-
-    def stage(self, name: str, total: int) -> None:
-        self.name, self.total, self.done = name, total, 0  # the runner writes the stage start
-
-    def advance(self, n: int = 1) -> None:
-        self.done += n
-        if self.cancelled():
-            raise RunInterrupted(CANCEL_REASON)
-        t = time.monotonic()
-        if t - self._last < self.interval and self.done < self.total:
-            return  # throttled; the end of a stage is always written
-        self._last = t
-        fraction = stage_fraction(self.name, self.done, self.total, self.strategies)
-        try:
-            with self.store.connect() as con:
-                con.execute(
-                    "UPDATE runs SET stage = ?, progress = coalesce(?, progress) "
-                    "WHERE run_id = ? AND status = 'running'",
-                    [stage_text(self.name, self.done, self.total), fraction, self.run_id])
-            self.writes += 1
-        except EvalcoreError:
-            log.debug("progress update failed", exc_info=True)
-
-    def close(self) -> None:
-        pass
-
-
 # --- the job process --------------------------------------------------------------------
 
 
@@ -480,9 +396,7 @@ def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
         request = RunRequest(corpus=corpus, ground_truth=gt, strategies=strategies,
                              retrievers=parse_retrievers(spec.retrievers), name=str(name))
         _set_stage(poll, job_id, "running")
-        progress = StoreProgress(poll, str(run_id), [s.name for s in strategies], watch)
-        run_evaluation(request, store, embedder=embedder, progress=progress, cancelled=watch,
-                       run_id=str(run_id))
+        run_evaluation(request, store, embedder=embedder, cancelled=watch, run_id=str(run_id))
     except RunInterrupted as exc:
         status = "cancelled" if "cancel" in str(exc) else "failed"
         _finish(store, job_id, status, str(exc))

@@ -12,16 +12,16 @@ import logging
 import platform
 import signal
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from evalcore import PIPELINE_VERSION, __version__
 from evalcore.errors import RunInterrupted
+from evalcore.progress import Fanout, Progress, Scale, SilentProgress, Stage, StoreProgress
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
 from evalcore.retrieval import RERANK_DEPTH, RRF_K, parse_retrievers
+from evalcore.store import new_run_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,27 +35,6 @@ log = logging.getLogger(__name__)
 
 TOP_N = 20
 QUERY_BLOCK = 256
-
-
-class Progress(Protocol):
-    """Receives progress: one ``stage`` call per stage, then ``advance`` calls."""
-
-    def stage(self, name: str, total: int) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class SilentProgress:
-    def stage(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass
@@ -81,10 +60,6 @@ class RunResult:
     cached_embeddings: int
     retrievers: list[str]
     rerank_note: str | None
-
-
-def new_run_id() -> str:
-    return datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
 @contextmanager
@@ -116,8 +91,10 @@ def run_evaluation(
 ) -> RunResult:
     """Evaluate ``request`` and store it as one complete run; returns its id and counts.
 
-    ``cancelled`` is polled between stages and query blocks; when it returns True the run
-    stops and is marked ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
+    ``progress`` receives every stage on the run's one scale (evalcore.progress); the run's
+    row in the store follows the same stages. ``cancelled`` is polled between stages,
+    query blocks and embedding batches; when it returns True the run stops and is marked
+    ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
     """
     from evalcore.embedding import SentenceEmbedder
 
@@ -155,10 +132,12 @@ def run_evaluation(
         "settings": json.dumps(settings),
     })
     log.info("run %s started", run_id)
+    progress = Fanout(StoreProgress(store, run_id), progress)
     try:
         with _sigterm_raises():
             job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled)
             tables = job.execute()
+            progress.stage(job.scale.write(len(tables)))
         seconds = time.perf_counter() - t_start
         store.complete_run(run_id, tables, {
             "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
@@ -201,6 +180,23 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
     }
 
 
+class _Checked:
+    """A Progress that also checks for a cancel after every advance (embedding batches)."""
+
+    def __init__(self, progress: Progress, check: Callable[[], None]) -> None:
+        self.inner, self.check = progress, check
+
+    def stage(self, stage: Stage) -> None:
+        self.inner.stage(stage)
+
+    def advance(self, n: int = 1) -> None:
+        self.inner.advance(n)
+        self.check()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 class _Job:
     """The work of one run; collects result tables in memory."""
 
@@ -211,7 +207,8 @@ class _Job:
         self.reranker = reranker
         self.retrievers = retrievers
         self.run_id = run_id
-        self.progress = progress
+        self.progress = _Checked(progress, self._check)
+        self.scale = Scale([s.name for s in request.strategies])
         self.cancelled = cancelled or (lambda: False)
         self.new_embeddings = 0
         self.cached_embeddings = 0
@@ -226,13 +223,9 @@ class _Job:
         if self.cancelled():
             raise RunInterrupted("cancelled by the user")
 
-    def _stage(self, name: str, total: int, fraction: float) -> None:
+    def _stage(self, stage: Stage) -> None:
         self._check()
-        self.progress.stage(name, total)
-        try:
-            self.store.progress(self.run_id, name, fraction)
-        except Exception:  # noqa: BLE001 - progress is best effort
-            log.debug("progress update failed", exc_info=True)
+        self.progress.stage(stage)
 
     def _timing(self, stage: str, strategy: str | None, seconds: float, items: int) -> None:
         self.rows["timings"].append({
@@ -270,14 +263,12 @@ class _Job:
         n_in = len(in_q)
         groups = [q.group for q in in_q]
 
-        self._stage("query embedding", len(texts), 0.02)
+        self._stage(self.scale.query_embedding(len(texts)))
         qvec, st = self._embed(texts)
         self._timing("query_embedding", None, st.seconds, st.new)
 
-        n_strat = len(r.strategies)
-        for si, strategy in enumerate(r.strategies):
-            base = 0.05 + 0.9 * si / n_strat
-            self._run_strategy(strategy, base, 0.9 / n_strat, qvec, qids, texts, n_in, groups)
+        for strategy in r.strategies:
+            self._run_strategy(strategy, qvec, qids, texts, n_in, groups)
 
         frames = {k: pd.DataFrame(v) for k, v in self.rows.items() if k not in self.frames}
         for name, parts in self.frames.items():
@@ -321,13 +312,13 @@ class _Job:
                 "start": None, "end": None, "valid": True, "invalid_reason": None, "line": q.line,
             })
 
-    def _run_strategy(self, strategy, base, span, qvec, qids, qtexts, n_in, groups) -> None:
+    def _run_strategy(self, strategy, qvec, qids, qtexts, n_in, groups) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
         from evalcore.scoring import correct_chunks, destroyed_cut
 
         r, name = self.r, strategy.name
-        self._stage(f"{name}: chunking", len(r.corpus.documents), base)
+        self._stage(self.scale.strategy(name, "chunking", len(r.corpus.documents)))
         t0 = time.perf_counter()
         chunks: list[Chunk] = chunk_corpus(r.corpus, strategy)
         self._timing("chunking", name, time.perf_counter() - t0, len(chunks))
@@ -337,7 +328,7 @@ class _Job:
         pieces = self.embedder.count_pieces(ctexts)
         header_pieces = [self._header_pieces(c.header) for c in chunks]
 
-        self._stage(f"{name}: embedding {len(chunks)} chunks", len(chunks), base + 0.1 * span)
+        self._stage(self.scale.strategy(name, "embedding", len(chunks)))
         cvec, st = self._embed(ctexts)
         self._timing("index", name, st.seconds, st.new)
 
@@ -367,7 +358,7 @@ class _Job:
         if not chunks:
             return
 
-        self._stage(f"{name}: retrieval", len(qids), base + 0.5 * span)
+        self._stage(self.scale.strategy(name, "retrieval and scoring", len(qids)))
         self._retrieve(name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct)
 
     def _retrieve(self, name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct) -> None:

@@ -85,19 +85,6 @@ def test_max_jobs_reads_the_environment(monkeypatch):
             jobs.max_jobs()
 
 
-def test_stage_text_and_fraction_follow_the_runner():
-    assert jobs.stage_text("E: embedding 1120 chunks", 340, 1120) == "E: embedding 340/1120 chunks"
-    assert jobs.stage_text("E: retrieval", 8, 31) == "E: retrieval and scoring 8/31 queries"
-    # the runner's stage starts (evalcore.runner._Job): base = 0.05 + 0.9 i / n, span = 0.9 / n
-    strategies = ["A", "E"]
-    assert jobs.stage_fraction("query embedding", 0, 10, strategies) == pytest.approx(0.02)
-    assert jobs.stage_fraction("E: chunking", 0, 4, strategies) == pytest.approx(0.05 + 0.45)
-    assert jobs.stage_fraction("E: embedding 11 chunks", 0, 11, strategies) == pytest.approx(0.5 + 0.1 * 0.45)
-    assert jobs.stage_fraction("E: retrieval", 0, 25, strategies) == pytest.approx(0.5 + 0.5 * 0.45)
-    assert jobs.stage_fraction("E: retrieval", 25, 25, strategies) == pytest.approx(0.95)
-    assert jobs.stage_fraction("Z: retrieval", 1, 2, strategies) is None
-
-
 # --- real processes ------------------------------------------------------------------------
 
 
