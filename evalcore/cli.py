@@ -30,24 +30,6 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
-def _load_inputs(corpus_dir: str, questions: str, ood: str | None):
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
-
-    corpus = load_corpus(corpus_dir)
-    gt = load_ground_truth(corpus, questions, ood)
-    return corpus, gt
-
-
-def _load_demo():
-    from evalcore import demo
-    from evalcore.groundtruth import load_ground_truth
-
-    corpus = demo.load_demo_corpus()
-    gt = load_ground_truth(corpus, demo.QUESTIONS_PATH, demo.OOD_PATH)
-    return corpus, gt
-
-
 def _report_invalid(gt) -> None:
     for inv in gt.invalid:
         print(f"warning: needle of group {inv.group} (line {inv.line}) excluded: {inv.reason}",
@@ -97,25 +79,30 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
 
 # -- commands ------------------------------------------------------------------------
 def cmd_demo(args) -> int:
-    corpus, gt = _load_demo()
+    from evalcore import inputs
+
+    corpus, gt = inputs.load_demo()
     return _execute(args, corpus, gt, args.strategies, args.retrievers, args.name, args.reranker)
 
 
 def cmd_run(args) -> int:
-    corpus, gt = _load_inputs(args.corpus, args.questions, args.ood)
+    from evalcore import inputs
+
+    corpus, gt = inputs.load(args.corpus, args.questions, args.ood)
     name = args.name or Path(args.corpus).resolve().name
     return _execute(args, corpus, gt, args.strategies, args.retrievers, name, args.reranker)
 
 
 def cmd_validate(args) -> int:
+    from evalcore import inputs
     from evalcore.groundtruth import validation_report
 
     if args.demo:
-        corpus, gt = _load_demo()
+        corpus, gt = inputs.load_demo()
     else:
         if not args.corpus or not args.questions:
             raise EvalcoreError("validate needs --corpus DIR and --questions FILE (or --demo)")
-        corpus, gt = _load_inputs(args.corpus, args.questions, args.ood)
+        corpus, gt = inputs.load(args.corpus, args.questions, args.ood)
     report = validation_report(corpus, gt)
     if args.json:
         _print_json(report)
@@ -133,10 +120,11 @@ def cmd_validate(args) -> int:
 
 
 def cmd_chunks(args) -> int:
+    from evalcore import inputs
     from evalcore.chunking import chunk_corpus, parse_strategies
     from evalcore.corpus import load_corpus
 
-    corpus = _load_demo()[0] if args.demo else load_corpus(args.corpus)
+    corpus = inputs.load_demo()[0] if args.demo else load_corpus(args.corpus)
     strategies = parse_strategies(args.strategy)
     if len(strategies) != 1:
         raise EvalcoreError(f"--strategy takes one strategy, got {args.strategy!r}")
