@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from evalcore.errors import EvalcoreError
+from evalcore import signals
+from evalcore.errors import EvalcoreError, Interrupted
 
 log = logging.getLogger("evalcore")
 
@@ -304,10 +305,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "chunks" and not args.demo and not args.corpus:
         parser.error("chunks needs --corpus DIR or --demo")
     try:
-        return args.func(args)
+        with signals.handled():  # SIGTERM and SIGINT end any command with one line
+            return args.func(args)
+    except Interrupted as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except EvalcoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; the run is marked failed", file=sys.stderr)
+    except KeyboardInterrupt:  # outside the main thread
+        print("error: interrupted", file=sys.stderr)
         return 130

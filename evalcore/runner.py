@@ -12,12 +12,11 @@ import logging
 import platform
 import signal
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from evalcore import PIPELINE_VERSION, __version__
-from evalcore.errors import RunInterrupted
+from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
+from evalcore.errors import Interrupted, RunInterrupted
 from evalcore.progress import Fanout, Progress, Scale, SilentProgress, Stage, StoreProgress
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
 from evalcore.retrieval import RERANK_DEPTH, RRF_K, parse_retrievers
@@ -62,24 +61,6 @@ class RunResult:
     rerank_note: str | None
 
 
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """Turn SIGTERM into an exception so the run is marked failed, not left running."""
-
-    def handler(signum, frame):  # noqa: ARG001
-        raise RunInterrupted(f"interrupted by signal {signum}")
-
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def run_evaluation(
     request: RunRequest,
     store: Store,
@@ -95,10 +76,19 @@ def run_evaluation(
     row in the store follows the same stages. ``cancelled`` is polled between stages,
     query blocks and embedding batches; when it returns True the run stops and is marked
     ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
+
+    However the run ends early, its row ends ``failed`` (or ``cancelled``) with the reason,
+    where the store can still be written: an error, or SIGTERM/SIGINT at any moment, the
+    final write included (evalcore.signals), which is then raised as
+    :class:`~evalcore.errors.Interrupted` naming the signal, the stage and the run.
     """
+    with signals.handled():
+        return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id)
+
+
+def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id) -> RunResult:
     from evalcore.embedding import SentenceEmbedder
 
-    progress = progress or SilentProgress()
     retrievers = parse_retrievers(request.retrievers)
     rerank_note = None
     if "rerank" in retrievers and reranker is None:
@@ -116,12 +106,11 @@ def run_evaluation(
         from evalcore.errors import ConfigError
 
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
-    embedder = embedder or SentenceEmbedder.load()
+    embedder = embedder or testhooks.embedder() or SentenceEmbedder.load()
 
     run_id = run_id or new_run_id()
     t_start = time.perf_counter()
-    settings = _settings(request, embedder, retrievers)
-    store.start_run({
+    row = {
         "run_id": run_id, "name": request.name, "stage": "starting", "progress": 0.0,
         "corpus_root": request.corpus.root, "corpus_fingerprint": request.corpus.fingerprint,
         "questions_path": request.ground_truth.source.get("questions"),
@@ -129,43 +118,70 @@ def run_evaluation(
         "model": embedder.name, "model_dim": embedder.dim, "pipeline_version": PIPELINE_VERSION,
         "strategies": ",".join(s.name for s in request.strategies),
         "retrievers": ",".join(retrievers), "rerank_note": rerank_note,
-        "settings": json.dumps(settings),
-    })
-    log.info("run %s started", run_id)
+        "settings": json.dumps(_settings(request, embedder, retrievers)),
+    }
     progress = Fanout(StoreProgress(store, run_id), progress)
+    job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled)
     try:
-        with _sigterm_raises():
-            job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled)
-            tables = job.execute()
-            progress.stage(job.scale.write(len(tables)))
+        store.start_run(row)
+        log.info("run %s started", run_id)
+        tables = job.execute()
+        job._stage(job.scale.write(len(tables)))
         seconds = time.perf_counter() - t_start
-        store.complete_run(run_id, tables, {
-            "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
-        })
+        with signals.hold():  # a signal here is raised by _before_commit: the write rolls back whole
+            store.complete_run(run_id, tables, {
+                "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
+            }, before_commit=_before_commit)
     except BaseException as exc:
-        reason = str(exc) if isinstance(exc, RunInterrupted) else (
-            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
-        status = "cancelled" if isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
-        try:
-            store.finish_run(run_id, status, reason)
-        except Exception:  # noqa: BLE001 - the original error matters more
-            log.exception("could not mark run %s %s", run_id, status)
-        raise
+        _fail(store, run_id, job.stage_name, exc)
     finally:
         progress.close()
+    if signals.received() is not None:  # it came as the commit returned: the run is complete
+        raise Interrupted(signals.received(), f"after run {run_id} was stored complete")
     return RunResult(run_id, request.name, seconds, job.new_embeddings, job.cached_embeddings,
                      retrievers, rerank_note)
 
 
+def _before_commit() -> None:
+    testhooks.pause("writing results")
+    signals.check()
+
+
+def _fail(store: Store, run_id: str, stage: str, exc: BaseException) -> NoReturn:
+    """Mark the run failed (or cancelled) with its reason where the store can be written,
+    then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was."""
+    from evalcore.errors import EvalcoreError
+    from evalcore.store import Store as _Store
+
+    signum = signals.received()
+    if signum is not None:
+        reason = f"interrupted by {signal.Signals(signum).name} during {stage}"
+    elif isinstance(exc, KeyboardInterrupt):
+        reason = "interrupted (Ctrl-C)"
+    elif isinstance(exc, EvalcoreError):
+        reason = str(exc)
+    else:
+        reason = f"{type(exc).__name__}: {exc}"
+    status = "cancelled" if signum is None and isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
+    try:  # a short lock wait: a run that cannot be marked now is marked by the reaper later
+        _Store(store.path, lock_timeout=10.0).finish_run(run_id, status, reason)
+        marked = f"run {run_id} marked {status}"
+    except Exception as err:  # noqa: BLE001 - the original error matters more
+        log.warning("could not mark run %s %s: %s", run_id, status, err)
+        marked = f"run {run_id} could not be marked {status} now (it will be once the store can be written)"
+    if signum is not None:
+        raise Interrupted(signum, f"during {stage}", marked) from None
+    raise exc
+
+
 def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
-    import sentence_transformers
-    import torch
+    from importlib.metadata import version  # the installed versions, without importing torch
 
     gt = request.ground_truth
     return {
         "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
-        "python": platform.python_version(), "torch": torch.__version__,
-        "sentence_transformers": sentence_transformers.__version__,
+        "python": platform.python_version(), "torch": version("torch"),
+        "sentence_transformers": version("sentence-transformers"),
         "model": embedder.name, "dim": embedder.dim,
         "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
                                 "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},
@@ -208,6 +224,7 @@ class _Job:
         self.retrievers = retrievers
         self.run_id = run_id
         self.progress = _Checked(progress, self._check)
+        self.stage_name = "starting"
         self.scale = Scale([s.name for s in request.strategies])
         self.cancelled = cancelled or (lambda: False)
         self.new_embeddings = 0
@@ -225,7 +242,9 @@ class _Job:
 
     def _stage(self, stage: Stage) -> None:
         self._check()
+        self.stage_name = stage.name
         self.progress.stage(stage)
+        testhooks.pause(stage.name)
 
     def _timing(self, stage: str, strategy: str | None, seconds: float, items: int) -> None:
         self.rows["timings"].append({

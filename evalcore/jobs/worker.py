@@ -1,8 +1,8 @@
 """A job's own process (``python -m evalcore job JOB_ID``): wait for a slot, run, record.
 
 Whatever ends the job is its recorded reason: a cancel (``cancelled``), its own error
-(a bad ``$EVALCORE_MAX_JOBS``, inputs that no longer load, a full disk) or a signal
-(``failed``, the signal named). Only a process killed outright (SIGKILL) leaves the
+(a bad ``$EVALCORE_MAX_JOBS``, inputs that no longer load, a full disk) or SIGTERM/SIGINT
+at any moment (``failed``, the signal named; evalcore.signals). Only a process killed outright (SIGKILL) leaves the
 reason to the store's reaper ("killed or crashed").
 """
 from __future__ import annotations
@@ -11,7 +11,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from evalcore.errors import EvalcoreError, RunInterrupted, StoreError
+from evalcore import signals, testhooks
+from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
 from evalcore.jobs.prepare import JobSpec, load_inputs
 from evalcore.jobs.queue import CANCEL_REASON, POLL_SECONDS, claim, finish, max_jobs, set_stage
 
@@ -50,13 +51,14 @@ def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
     Any error is recorded as the job's reason before it is raised again (the CLI then
     prints it as one line)."""
     try:
-        return _run(store, job_id, slots)
-    except RunInterrupted as exc:
-        status = "cancelled" if str(exc).startswith(CANCEL_REASON) else "failed"
-        _record(store, job_id, status, str(exc))
-        if status == "cancelled":
-            return status
+        with signals.handled():
+            return _run(store, job_id, slots)
+    except Interrupted as exc:
+        _record(store, job_id, "failed", exc.reason)
         raise
+    except RunInterrupted as exc:
+        _record(store, job_id, "cancelled", str(exc))
+        return "cancelled"
     except BaseException as exc:
         _record(store, job_id, "failed", str(exc) if isinstance(exc, EvalcoreError)
                 else "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt)
@@ -100,7 +102,7 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     set_stage(poll, job_id, "loading the model")
     from evalcore.embedding import SentenceEmbedder
 
-    embedder = SentenceEmbedder.load(spec.model)
+    embedder = testhooks.embedder() or SentenceEmbedder.load(spec.model)
     if watch():
         raise RunInterrupted(CANCEL_REASON)
     request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(spec.strategies),
