@@ -124,6 +124,7 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id) -
     job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled)
     try:
         store.start_run(row)
+        job.started = True
         log.info("run %s started", run_id)
         tables = job.execute()
         job._stage(job.scale.write(len(tables)))
@@ -133,6 +134,9 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id) -
                 "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
             }, before_commit=_before_commit)
     except BaseException as exc:
+        if not job.started:  # no run row to mark: the error (or signal) as it is
+            signals.check()
+            raise
         _fail(store, run_id, job.stage_name, exc)
     finally:
         progress.close()
@@ -167,8 +171,10 @@ def _fail(store: Store, run_id: str, stage: str, exc: BaseException) -> NoReturn
         _Store(store.path, lock_timeout=10.0).finish_run(run_id, status, reason)
         marked = f"run {run_id} marked {status}"
     except Exception as err:  # noqa: BLE001 - the original error matters more
-        log.warning("could not mark run %s %s: %s", run_id, status, err)
+        log.info("could not mark run %s %s: %s", run_id, status, err)
         marked = f"run {run_id} could not be marked {status} now (it will be once the store can be written)"
+        if isinstance(exc, EvalcoreError) and not isinstance(exc, Interrupted):
+            raise type(exc)(f"{exc}; {marked}") from exc
     if signum is not None:
         raise Interrupted(signum, f"during {stage}", marked) from None
     raise exc
@@ -225,6 +231,7 @@ class _Job:
         self.run_id = run_id
         self.progress = _Checked(progress, self._check)
         self.stage_name = "starting"
+        self.started = False  # the run's row is in the store
         self.scale = Scale([s.name for s in request.strategies])
         self.cancelled = cancelled or (lambda: False)
         self.new_embeddings = 0

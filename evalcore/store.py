@@ -160,7 +160,8 @@ class Store:
         self._reaped_at = -math.inf
 
     # -- opening ------------------------------------------------------------------
-    def _open(self, read_only: bool, path: Path | None = None) -> duckdb.DuckDBPyConnection:
+    def _open(self, read_only: bool, path: Path | None = None,
+              doing: str = "cannot open the run store") -> duckdb.DuckDBPyConnection:
         """A raw connection, retried while another process (or thread) holds the file."""
         import duckdb
 
@@ -178,7 +179,7 @@ class Store:
                 if _is_lock_error(exc):
                     raise StoreError(f"{self.path}: the run store stayed busy for {self.lock_timeout:g} s "
                                      f"({_first_line(exc)})") from None
-                raise self._unreadable(exc, "cannot open the run store") from None
+                raise self._unreadable(exc, doing) from None
 
     def _unreadable(self, exc: Exception, doing: str) -> StoreError:
         first = _first_line(exc)
@@ -200,8 +201,16 @@ class Store:
                         if "schema_migrations" in tables else [])
                 marked = "evalcore_store" in tables and bool(con.execute(
                     "SELECT count(*) FROM evalcore_store WHERE application = ?", [APPLICATION]).fetchone()[0])
+                block_size, blocks = con.execute("PRAGMA database_size").fetchone()[2:4]
+                # while this connection holds the file no writer runs, so the WAL is stable; with
+                # one, the block count includes the blocks it added in memory
+                checkpointed = not Path(f"{self.path}.wal").exists()
+                size = self.path.stat().st_size
             except duckdb.Error as exc:
                 raise self._unreadable(exc, "cannot read the run store") from None
+        if checkpointed and size < int(block_size) * int(blocks):  # truncated files can open: the header is whole
+            raise StoreError(f"{self.path}: the run store is damaged or truncated ({size:,} bytes; its header "
+                             f"counts {blocks} blocks of {block_size:,}); left unchanged")
         known = {number: name for number, name, _ in migrations()}
         ours = marked or (1, known[1]) in rows and "runs" in tables
         if not ours:
@@ -228,7 +237,7 @@ class Store:
             raise StoreError(f"{self.path}: cannot create the run store: {exc.strerror or exc}") from None
         tmp = folder / f".{self.path.name}.{uuid.uuid4().hex[:8]}.tmp"
         try:
-            with closing(self._open(read_only=False, path=tmp)) as con:
+            with closing(self._open(read_only=False, path=tmp, doing="cannot create the run store")) as con:
                 applied = self._migrate(con)
                 con.execute("CHECKPOINT")
             with open(tmp, "rb") as fh:

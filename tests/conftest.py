@@ -109,3 +109,14 @@ def tiny_cross_encoder(tmp_path_factory):
     BertForSequenceClassification(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The reliability suite's table (tests/reliability), when it ran."""
+    import sys
+
+    table = sys.modules.get("reliability_table")
+    if table is not None and table.ROWS:
+        terminalreporter.write_sep("-", "reliability suite: case, expected, observed")
+        for line in table.render():
+            terminalreporter.write_line(line)
