@@ -201,16 +201,17 @@ class Store:
                         if "schema_migrations" in tables else [])
                 marked = "evalcore_store" in tables and bool(con.execute(
                     "SELECT count(*) FROM evalcore_store WHERE application = ?", [APPLICATION]).fetchone()[0])
-                block_size, blocks = con.execute("PRAGMA database_size").fetchone()[2:4]
+                block_size, used = con.execute("PRAGMA database_size").fetchone()[2:5:2]  # size, used blocks
                 # while this connection holds the file no writer runs, so the WAL is stable; with
                 # one, the block count includes the blocks it added in memory
                 checkpointed = not Path(f"{self.path}.wal").exists()
                 size = self.path.stat().st_size
             except duckdb.Error as exc:
                 raise self._unreadable(exc, "cannot read the run store") from None
-        if checkpointed and size < int(block_size) * int(blocks):  # truncated files can open: the header is whole
-            raise StoreError(f"{self.path}: the run store is damaged or truncated ({size:,} bytes; its header "
-                             f"counts {blocks} blocks of {block_size:,}); left unchanged")
+        # a truncated file can still open (its header is whole), but it cannot hold all its used blocks
+        if checkpointed and size < int(block_size) * int(used):
+            raise StoreError(f"{self.path}: the run store is damaged or truncated ({size:,} bytes for {used} "
+                             f"blocks of {block_size:,} in use); left unchanged")
         known = {number: name for number, name, _ in migrations()}
         ours = marked or (1, known[1]) in rows and "runs" in tables
         if not ours:
@@ -315,18 +316,9 @@ class Store:
         """A short-lived read-write connection (retried while another process holds the
         lock); creates the store when there is none yet."""
         self._ensure(write=True)
-        con = self._open(read_only=False)
-        try:
-            if time.monotonic() - self._reaped_at > REAP_EVERY:
-                self._reaped_at = time.monotonic()
-                try:
-                    self._reap(con)  # a long-lived Store (the dashboard's) sees crashed runs too
-                except Exception as exc:  # noqa: BLE001 - reaping is best effort (a full disk)
-                    log.warning("%s: could not mark dead runs failed: %s", self.path, exc)
-            with self._translated("cannot write the run store"):
-                yield con
-        finally:
-            con.close()
+        self._reap_if_due()  # a long-lived Store (the dashboard's) sees crashed runs too
+        with self._session(self._open(read_only=False), "cannot write the run store") as con:
+            yield con
 
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -340,8 +332,13 @@ class Store:
         else:
             self._reap_if_due()
             con = self._open(read_only=True)
+        with self._session(con, "cannot read the run store") as con:
+            yield con
+
+    @contextmanager
+    def _session(self, con: duckdb.DuckDBPyConnection, doing: str) -> Iterator[duckdb.DuckDBPyConnection]:
         try:
-            with self._translated("cannot read the run store"):
+            with self._translated(doing):
                 yield con
         finally:
             con.close()
@@ -401,8 +398,8 @@ class Store:
                                 "AND created_at < ?", [stale]).fetchone()[0])
 
     def _reap_if_due(self) -> None:
-        """For reads: look (read only) for dead runs and jobs; open for writing only when
-        there is one to mark, and only as far as the disk allows."""
+        """At most every ``REAP_EVERY`` seconds: look (read only) for dead runs and jobs; open
+        for writing only when there is one to mark, and only as far as the disk allows."""
         if time.monotonic() - self._reaped_at <= REAP_EVERY:
             return
         self._reaped_at = time.monotonic()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from conftest import MINI, ROOT
+from conftest import MINI
 from evalcore import inputs, jobs
 from evalcore.errors import InputError
+from test_new_run_page import open_new_run
 
 
 @pytest.fixture()
@@ -76,12 +76,7 @@ def test_the_new_run_page_offers_server_folders_only_when_roots_are_configured(t
                                                                               configured):
     if not configured:
         monkeypatch.delenv(inputs.DATA_ROOTS_ENV)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.session_state["store_path"] = str(tmp_path / "s.duckdb")
-    at.run()
-    at.switch_page("pages/new_run.py")
-    at.run()
-    assert not at.exception
+    at = open_new_run(tmp_path / "s.duckdb")
     options = at.radio(key="nr_source").options
     assert ("Folder on the server" in options) == configured
     if configured:

@@ -61,6 +61,12 @@ class Ran:
         return text.replace(str(tmp), "TMP") if tmp else text
 
 
+def check(case: str, expected: str, observed: str, detail: object = None) -> None:
+    """One row of the table, and the assertion."""
+    record(case, expected, observed)
+    assert observed == expected, detail
+
+
 def evalcore(*args: str, store: Path | None = None, env: dict | None = None, timeout: float = 120) -> Ran:
     cmd = [sys.executable, "-m", "evalcore"] + (["--store", str(store)] if store else []) + list(args)
     res = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **FAKE, **(env or {})}, capture_output=True,
@@ -87,6 +93,10 @@ def complete_runs(path: Path) -> dict:
         return out
     finally:
         con.close()
+
+
+def kept(path: Path, before: dict) -> str:
+    return "complete runs unchanged" if complete_runs(path) == before else "complete runs CHANGED"
 
 
 def runs(path: Path) -> list[dict]:
@@ -159,8 +169,7 @@ def test_corpus_entries_that_must_not_be_followed_are_failed_documents(tmp_path,
     expected = f"exit 0 · 4 documents · failed {failed} · nothing from outside shown"
     observed = (f"exit {ran.code} · {report.get('documents')} documents · failed {got} · "
                 f"{'OUTSIDE SHOWN' if leaked else 'nothing from outside shown'}")
-    record(f"corpus: {kind}", expected, observed)
-    assert observed == expected, ran.err
+    check(f"corpus: {kind}", expected, observed, ran.err)
 
 
 def test_corpus_unreadable_folder_is_a_failed_document(tmp_path):
@@ -186,8 +195,7 @@ def test_corpus_unreadable_folder_is_a_failed_document(tmp_path):
         shutil.rmtree(work)
     expected = "exit 0 · failed {'private/': 'folder cannot be read (Permission denied)'}"
     observed = f"exit {res.returncode} · failed {got}"
-    record("corpus: unreadable sub-folder", expected, observed)
-    assert observed == expected
+    check("corpus: unreadable sub-folder", expected, observed)
 
 
 def tempfile_dir() -> str:
@@ -221,8 +229,7 @@ def test_bad_corpus_is_one_line_exit_2_and_no_store(tmp_path, name, make, messag
     ran = evalcore("run", "--corpus", str(make(tmp_path)), "--questions", str(QUESTIONS), "-q", store=store)
     expected = f"exit 2 · {message} · store not created"
     observed = f"exit {ran.code} · {ran.line(tmp_path)} · store {'created' if store.parent.exists() else 'not created'}"
-    record(f"corpus: {name}", expected, observed)
-    assert observed == expected
+    check(f"corpus: {name}", expected, observed)
 
 
 def test_two_documents_with_one_id_no_longer_break_the_final_write(tmp_path):
@@ -236,8 +243,7 @@ def test_two_documents_with_one_id_no_longer_break_the_final_write(tmp_path):
     observed = (f"exit {ran.code} · {ran.line() if ran.code else 'run complete'} · "
                 + (("a.txt recorded failed beside document a" if docs is not None and
                     {("a", "indexed"), ("a.txt", "failed")} <= set(map(tuple, docs.values.tolist())) else "not recorded")))
-    record("corpus: a.md and a.txt (one id)", expected, observed)
-    assert observed == expected
+    check("corpus: a.md and a.txt (one id)", expected, observed)
 
 
 # --- question files and options ---------------------------------------------------------------
@@ -313,8 +319,7 @@ def test_bad_question_file_or_option_is_one_line_exit_2_and_no_store(tmp_path, n
     ran = evalcore("run", "--corpus", str(CORPUS), *args, "-q", store=store, env=env)
     expected = f"exit 2 · {message} · store not created"
     observed = f"exit {ran.code} · {ran.line(tmp_path)} · store {'created' if store.parent.exists() else 'not created'}"
-    record(name, expected, observed)
-    assert observed == expected
+    check(name, expected, observed)
 
 
 # --- stores ---------------------------------------------------------------------------------------
@@ -383,8 +388,7 @@ def test_a_store_evalcore_must_not_use_is_refused_byte_for_byte_untouched(tmp_pa
     unchanged = digest(path) == before and listing(tmp_path) == files
     expected = f"exit 2 · {message} · file and folder byte for byte unchanged"
     observed = f"exit {ran.code} · {line} · file and folder {'byte for byte unchanged' if unchanged else 'CHANGED'}"
-    record(f"store ({command}): {name}", expected, observed)
-    assert observed == expected
+    check(f"store ({command}): {name}", expected, observed)
 
 
 @pytest.mark.parametrize("command", ["list", "run"])
@@ -400,8 +404,7 @@ def test_a_store_path_that_cannot_be_a_store_is_one_line(tmp_path, name, path, m
     ran = evalcore(*args, store=tmp_path / path)
     expected = f"exit 2 · {message} · nothing written"
     observed = f"exit {ran.code} · {ran.line(tmp_path)} · {'nothing written' if listing(tmp_path) == files else 'WRITTEN'}"
-    record(f"store ({command}): {name}", expected, observed)
-    assert observed == expected
+    check(f"store ({command}): {name}", expected, observed)
 
 
 def test_a_store_from_before_the_marker_is_upgraded_with_its_runs(tmp_path, base_store):
@@ -418,16 +421,14 @@ def test_a_store_from_before_the_marker_is_upgraded_with_its_runs(tmp_path, base
     versions = Store(path).query("SELECT max(version) AS v FROM schema_migrations")["v"][0]
     expected = f"exit 0 · old-run listed · schema version {migrations()[-1][0]}"
     observed = f"exit {ran.code} · {'old-run listed' if 'old-run' in ran.out else 'missing'} · schema version {versions}"
-    record("store: from before the marker (0001, 0002)", expected, observed)
-    assert observed == expected
+    check("store: from before the marker (0001, 0002)", expected, observed)
 
 
 def test_reading_a_missing_store_creates_nothing(tmp_path):
     ran = evalcore("list", store=tmp_path / "runs" / "s.duckdb")
     expected = "exit 0 · no runs yet; make one with: python -m evalcore demo · nothing created"
     observed = f"exit {ran.code} · {ran.out.strip()} · {'nothing created' if not listing(tmp_path) else 'CREATED'}"
-    record("store: list on a store that does not exist", expected, observed)
-    assert observed == expected
+    check("store: list on a store that does not exist", expected, observed)
 
 
 # --- uploads ----------------------------------------------------------------------------------------
@@ -486,8 +487,7 @@ def test_a_bad_upload_is_refused_and_changes_nothing(tmp_path, name, make, messa
     expected = f"refused · {message} · store and uploads folder unchanged"
     observed = f"{'refused' if got != 'accepted' else 'ACCEPTED'} · {got} · store and uploads folder " \
                f"{'unchanged' if unchanged else 'CHANGED'}"
-    record(f"upload: {name}", expected, observed)
-    assert observed == expected
+    check(f"upload: {name}", expected, observed)
 
 
 # --- server folders (the dashboard's "Folder on the server") -----------------------------------
@@ -527,8 +527,7 @@ def test_a_server_path_outside_the_data_roots_gets_one_message(data_root, name, 
     what = "corpus folder" if field == "corpus" else "questions file"
     expected = f"refused · {what}: not inside the folders this server allows (ROOT)"
     observed = f"{'refused' if got != 'accepted' else 'ACCEPTED'} · {got}"
-    record(f"server folder: {name}", expected, observed)
-    assert observed == expected
+    check(f"server folder: {name}", expected, observed)
 
 
 def test_no_data_roots_means_no_server_folders(monkeypatch):
@@ -541,8 +540,7 @@ def test_no_data_roots_means_no_server_folders(monkeypatch):
     expected = ("refused · corpus folder: folders on the server are off (the operator has not set "
                 "EVALCORE_DATA_ROOTS; see docs/DEPLOY.md); upload the files instead")
     observed = f"{'refused' if got != 'accepted' else 'ACCEPTED'} · {got}"
-    record("server folder: no data roots configured", expected, observed)
-    assert observed == expected
+    check("server folder: no data roots configured", expected, observed)
 
 
 # --- signals ----------------------------------------------------------------------------------------
@@ -595,9 +593,8 @@ def test_a_signal_at_any_stage_ends_the_run_failed_with_its_reason(store_copy, t
     expected = (f"exit {code} · {line.format(run=run['run_id'])} · run failed: "
                 f"{reason.format(pid=run['pid'])} · 0 partial rows · complete runs unchanged")
     observed = (f"exit {ran.code} · {ran.line()} · run {run['status']}: {run['reason']} · {partial} partial rows · "
-                f"complete runs {'unchanged' if complete_runs(store_copy) == before else 'CHANGED'}")
-    record(f"signal: {sig.name} at {stage} (CLI)", expected, observed)
-    assert observed == expected
+                f"{kept(store_copy, before)}")
+    check(f"signal: {sig.name} at {stage} (CLI)", expected, observed)
 
 
 def _queued_job(store_path: Path, strategies: str = "A,E") -> str:
@@ -623,9 +620,8 @@ def test_a_signal_to_a_job_process_ends_job_and_run_with_the_reason(store_copy, 
     expected = (f"exit {code} · {line.format(run=job_id)} · job failed: {job_reason.format(pid=row['pid'])} · "
                 f"run failed: {run_reason.format(pid=row['pid'])} · complete runs unchanged")
     observed = (f"exit {ran.code} · {ran.line()} · job {row['status']}: {row['reason']} · run {run['status']}: "
-                f"{run['reason']} · complete runs {'unchanged' if complete_runs(store_copy) == before else 'CHANGED'}")
-    record(f"signal: {sig.name} at {stage} (job process)", expected, observed)
-    assert observed == expected
+                f"{run['reason']} · {kept(store_copy, before)}")
+    check(f"signal: {sig.name} at {stage} (job process)", expected, observed)
 
 
 def test_a_signal_to_a_queued_job_ends_it_with_the_reason(store_copy, tmp_path, monkeypatch):
@@ -649,8 +645,7 @@ def test_a_signal_to_a_queued_job_ends_it_with_the_reason(store_copy, tmp_path, 
     expected = "exit 143 · error: interrupted by SIGTERM · job failed: interrupted by SIGTERM · no run"
     observed = (f"exit {proc.returncode} · {Ran(proc.returncode, out, err).line()} · job {row['status']}: "
                 f"{row['reason']} · {'no run' if pd_isna(row['run_status']) else 'a run: ' + row['run_status']}")
-    record("signal: SIGTERM to a job waiting for a slot", expected, observed)
-    assert observed == expected
+    check("signal: SIGTERM to a job waiting for a slot", expected, observed)
 
 
 def pd_isna(value) -> bool:
@@ -667,8 +662,7 @@ def test_a_job_that_fails_on_its_own_configuration_records_its_reason(store_copy
     message = "EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"
     expected = f"exit 2 · error: {message} · job failed: {message}"
     observed = f"exit {ran.code} · {ran.line()} · job {row['status']}: {row['reason']}"
-    record("job: EVALCORE_MAX_JOBS=zero", expected, observed)
-    assert observed == expected
+    check("job: EVALCORE_MAX_JOBS=zero", expected, observed)
 
 
 # --- concurrency --------------------------------------------------------------------------------
@@ -697,8 +691,7 @@ def test_a_cli_run_a_dashboard_job_and_a_second_cli_run_on_one_store(tmp_path, m
     observed = (f"exits {codes} · job {jobs.job(Store(path), job_id)['status']} · "
                 f"{statuses.count('complete')} runs complete · "
                 f"{'identical row counts' if len(counts) == 1 else f'{len(counts)} different row counts'}")
-    record("concurrency: CLI run + dashboard job + second CLI run", expected, observed)
-    assert observed == expected, [p.stderr.read() for p in (first, second)]
+    check("concurrency: CLI run + dashboard job + second CLI run", expected, observed, [p.stderr.read() for p in (first, second)])
 
 
 # --- disk full (a small tmpfs) ------------------------------------------------------------------
@@ -747,8 +740,7 @@ def test_disk_full_at_store_creation_leaves_nothing_and_the_next_run_works(small
                 "(No space left on device) · nothing left behind · after freeing space: exit 0")
     observed = (f"exit {ran.code} · {ran.line(small_disk.parent)} · "
                 f"{'nothing left behind' if not left else f'left {left}'} · after freeing space: exit {again.code}")
-    record("disk full: creating a store", expected, observed)
-    assert observed == expected
+    check("disk full: creating a store", expected, observed)
 
 
 def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base_store):
@@ -774,8 +766,6 @@ def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base
     expected = (f"exit 2 · {message} · run failed: {message.removeprefix('error: ')} · complete runs unchanged · "
                 "on the full disk: list exit 0, show exit 0, dashboard reads (2, 6)")
     observed = (f"exit {ran.code} · {ran.line(small_disk.parent)} · run {run['status']}: "
-                f"{str(run['reason']).replace(str(small_disk.parent), 'TMP')} · complete runs "
-                f"{'unchanged' if complete_runs(store) == before else 'CHANGED'} · on the full disk: "
+                f"{str(run['reason']).replace(str(small_disk.parent), 'TMP')} · {kept(store, before)} · on the full disk: "
                 f"list exit {listed.code}, show exit {shown.code}, dashboard reads {dashboard}")
-    record("disk full: during the final write, then list/show/dashboard", expected, observed)
-    assert observed == expected, ran.err
+    check("disk full: during the final write, then list/show/dashboard", expected, observed, ran.err)
