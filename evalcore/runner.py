@@ -2,8 +2,9 @@
 
 The run is inserted as ``running`` first; all results are buffered and written with the
 ``complete`` status in one transaction at the end, so a reader never sees half a run.
-Any exception, Ctrl-C or SIGTERM marks it ``failed`` with the reason; a run whose
-process is killed outright is marked failed the next time the store is opened.
+Any exception, and SIGTERM or SIGINT at any moment (the final write included, see
+evalcore.signals), marks it ``failed`` with the reason; a run whose process is killed
+outright is marked failed by the store's reaper the next time the store is used.
 """
 from __future__ import annotations
 

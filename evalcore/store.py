@@ -213,7 +213,7 @@ class Store:
             raise StoreError(f"{self.path}: the run store is damaged or truncated ({size:,} bytes for {used} "
                              f"blocks of {block_size:,} in use); left unchanged")
         known = {number: name for number, name, _ in migrations()}
-        ours = marked or (1, known[1]) in rows and "runs" in tables
+        ours = marked or ((1, known[1]) in rows and "runs" in tables)
         if not ours:
             raise StoreError(f"{self.path}: a DuckDB database that is not an evalcore run store; "
                              "refusing to use it (left unchanged)")
@@ -229,9 +229,6 @@ class Store:
         """Build a new store in a temporary file beside ``path`` and link it into place; on
         any failure the temporary file is removed and nothing is left behind."""
         folder = self.path.parent
-        blocker = _missing_parent(self.path)
-        if blocker is not None:
-            raise StoreError(f"{self.path}: cannot create the run store: {blocker} is a file, not a folder")
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
