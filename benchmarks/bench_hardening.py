@@ -37,7 +37,7 @@ try:
     outcome = f'accepted: {len(files.files)} documents, skipped: {"; ".join(files.skipped)[:160]}'
 except InputError as exc:
     outcome = f'refused: {exc}'
-print(f'{time.perf_counter() - t0:.2f}\\t{outcome}')
+print(f'{time.perf_counter() - t0:.4f}\\t{outcome}')
 """
 
 
@@ -123,9 +123,9 @@ def main() -> None:
             seconds, outcome = out.strip().split("\t", 1)
             zip_rows[label] = (rss, float(seconds))
             print(f"  {label:<6} ({args.before if label == 'before' else 'this tree'}): peak {rss:,.0f} MB, "
-                  f"{float(seconds):.2f} s checking; {outcome}")
+                  f"{float(seconds):.4f} s checking; {outcome[:160]}")
         print(f"  after/before: memory {zip_rows['after'][0] / zip_rows['before'][0]:.3f}, "
-              f"time {zip_rows['after'][1] / max(zip_rows['before'][1], 1e-9):.4f}")
+              f"time {zip_rows['after'][1] / max(zip_rows['before'][1], 1e-9):.5f}")
         if args.skip_doc:
             return
 
