@@ -209,7 +209,7 @@ def tempfile_dir() -> str:
 BAD_CORPORA = [
     ("corpus folder missing", lambda t: t / "missing", "error: corpus folder not found: TMP/missing"),
     ("corpus path is a file", lambda t: QUESTIONS, f"error: corpus path is not a folder: {QUESTIONS}"),
-    ("corpus folder empty", lambda t: t, "error: no documents (*.md, *.markdown, *.txt) under TMP"),
+    ("corpus folder empty", lambda t: t, "error: no documents (*.md, *.markdown, *.txt, *.pdf, *.html, *.htm) under TMP"),
     ("only unreadable documents", lambda t: _write(t / "c", {"a.md": b"\xff\xfe", "b.md": b"", "c.txt": b"x\0y"}),
      "error: no readable documents under TMP/c (a.md: not valid UTF-8 (byte offset 0: invalid start byte); "
      "b.md: empty file; c.txt: binary file (NUL byte at offset 1))"),
