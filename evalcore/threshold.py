@@ -34,7 +34,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOP = 4
+DEFAULT_TOP = 4  #: the gate looks at a retriever's top 4 (SPEC section 7)
+#: The suggestion's default weighting: one bluff costs as much as 3 lost answers.
+DEFAULT_COST_RATIO = 3.0
+#: The threshold used when a sweep offers nothing to suggest from (no scored queries).
+FALLBACK_THRESHOLD = 0.5
+#: The out-of-domain set is too small to support a suggestion when the 95% Wilson interval
+#: of the bluff rate at the suggested threshold is wider than this (20 percentage points).
+MAX_BLUFF_INTERVAL_WIDTH = 0.20
 
 #: Integer count columns of :func:`sweep` (and fields of :class:`GateCounts`).
 COUNT_COLUMNS = ("bluffs", "ood_refused", "refused", "answered_correct", "answered_wrong", "lost",
@@ -46,7 +53,6 @@ RATES = {
     "lost_rate": ("lost", "answerable"),
     "answered_wrong_rate": ("answered_wrong", "in_domain"),
 }
-SERIES = ("in: distance to answer", "in: top hit", "out: top hit")
 
 InDomain = Mapping[str, Sequence[tuple[float, bool]]]
 OutDomain = Mapping[str, Sequence[float]]
@@ -237,71 +243,6 @@ def split_hits(hits: pd.DataFrame | Iterable[Mapping[str, Any]],
         else:
             raise ValueError(f"query {q!r}: domain must be 'in' or 'out', got {domain!r}")
     return in_domain, out_domain
-
-
-# --- Distance distributions ----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Distances:
-    """Distances side by side (SPEC 7) for one configuration.
-
-    ``table``: tidy DataFrame with columns ``query_id``, ``series`` (one of :data:`SERIES`),
-    ``distance``. ``worst_in_domain_answer``: the largest distance of an in-domain query to its
-    answer; ``best_out_of_domain``: the smallest top-hit distance of an out-of-domain query
-    (None when there is no such query). When the worst answer is not below the best
-    out-of-domain hit, no threshold answers every in-domain query without a bluff.
-    """
-
-    table: pd.DataFrame
-    worst_in_domain_answer: float | None
-    best_out_of_domain: float | None
-
-    @property
-    def separable(self) -> bool | None:
-        """True when some threshold keeps every answer and no out-of-domain hit."""
-        if self.worst_in_domain_answer is None or self.best_out_of_domain is None:
-            return None
-        return self.worst_in_domain_answer < self.best_out_of_domain
-
-
-def _missing(value: object) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)
-    except TypeError:  # pd.NA
-        return True
-
-
-def distance_table(results: pd.DataFrame | Iterable[Mapping[str, Any]]) -> Distances:
-    """Distance distributions from stored per-query results of ONE configuration.
-
-    ``results``: a DataFrame (or records) with ``query_id``, ``domain`` (``in``/``out``),
-    ``answer_distance`` (distance of the best-ranked correct chunk; missing when none) and
-    ``top_distance`` (distance of the rank-1 hit; missing when no hit). Missing values are
-    left out of their series.
-    """
-    import pandas as pd
-
-    records = results.to_dict("records") if hasattr(results, "to_dict") else list(results)
-    rows = []
-    for r in records:
-        q, domain = r["query_id"], r["domain"]
-        if domain == "in":
-            if not _missing(r.get("answer_distance")):
-                rows.append((q, SERIES[0], _distance(r["answer_distance"])))
-            if not _missing(r.get("top_distance")):
-                rows.append((q, SERIES[1], _distance(r["top_distance"])))
-        elif domain in ("out", "ood"):
-            if not _missing(r.get("top_distance")):
-                rows.append((q, SERIES[2], _distance(r["top_distance"])))
-        else:
-            raise ValueError(f"query {q!r}: domain must be 'in' or 'out', got {domain!r}")
-    table = pd.DataFrame(rows, columns=["query_id", "series", "distance"]).astype({"distance": "float64"})
-    answers = [d for _, s, d in rows if s == SERIES[0]]
-    ood = [d for _, s, d in rows if s == SERIES[2]]
-    return Distances(table, max(answers) if answers else None, min(ood) if ood else None)
 
 
 # --- Suggested threshold -------------------------------------------------------------------
