@@ -1,7 +1,7 @@
 """evalcore dashboard: `streamlit run app.py`.
 
-Navigation and the shared sidebar (store, run, configuration); each screen is a thin page
-in pages/ over evalcore.report. Session state keys are documented in pages/_ui.py.
+Navigation only; each screen is a thin page in pages/ over evalcore.read and evalcore.figures,
+and draws the shared sidebar itself (pages/_ui.py documents the session state).
 """
 from __future__ import annotations
 
@@ -18,6 +18,6 @@ PAGES = [
     st.Page("pages/query.py", title="Query", icon=":material/search:"),
     st.Page("pages/index.py", title="Index", icon=":material/inventory_2:"),
     st.Page("pages/export.py", title="Export", icon=":material/download:"),
+    st.Page("pages/methods.py", title="Methods", icon=":material/menu_book:"),
 ]
-page = st.navigation(PAGES)
-page.run()  # each page draws the shared sidebar first: ctx = _ui.sidebar() (see pages/_ui.py)
+st.navigation(PAGES).run()
