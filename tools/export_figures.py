@@ -1,7 +1,7 @@
 """Export the README's pictures from a stored run: the same figures the dashboard draws
 (evalcore.figures), with their caption drawn in, as its Export screen writes them.
 
-    python tools/export_figures.py [--store PATH] [--run RUN_ID] [--config G/dense] [--k 4] [--out docs]
+    python tools/export_figures.py [--store PATH] [--run RUN_ID] [--config G/dense] [--k 20] [--out docs]
 
 Writes compare-matrix.png (the win/loss matrix at hit@k between the strategies of one
 retriever, Holm-adjusted over those pairs) and threshold.png (the threshold sweep as rates
@@ -29,7 +29,7 @@ def main() -> int:
     p.add_argument("--store", default=None, help="run store (default $EVALCORE_STORE or runs/evalcore.duckdb)")
     p.add_argument("--run", default=None, help="run id (default: the newest complete demo run)")
     p.add_argument("--config", default="G/dense", help="configuration of the threshold chart")
-    p.add_argument("--k", type=int, default=4, help="hit@k of the matrix")
+    p.add_argument("--k", type=int, default=20, help="hit@k of the matrix")
     p.add_argument("--retriever", default="dense", help="matrix over the strategies of this retriever")
     p.add_argument("--out", default="docs")
     args = p.parse_args()
