@@ -7,6 +7,7 @@ so a retriever or an outcome has the same colour on every screen and in every fi
 """
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 FONT = "sans-serif"  # a generic family: nothing is fetched when the chart is rendered
+MATRIX_WIDTH = 980  # px: the win/loss matrix, row labels included, fits a wide page at 1400 px
+NUMBER_COLUMNS_AFTER = 16  # characters: longer labels put numbers on the matrix's columns
 LABEL_LIMIT = 420  # px: axis labels (configuration labels) are never cut short before this
 
 #: One colour per retriever, everywhere (colour-blind-safe Tableau hues).
@@ -161,17 +164,25 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
                    "significant"]].copy()
     data["verdict"] = [verdict_of(w, l, s) for w, l, s in zip(data["wins"], data["losses"], data["significant"])]
     data["counts"] = [f"+{w}/-{l}" for w, l in zip(data["wins"], data["losses"])]
-    data["ptext"] = "p=" + data["p_text"]
+    data["ptext"] = [f"p{t}" if t.startswith("<") else f"p={t}" for t in data["p_text"]]
     diagonal = pd.DataFrame({"row": list(labels), "column": list(labels), "verdict": "same configuration",
                              "counts": "", "ptext": ""})
     order = list(labels)
     n = len(order)
-    cell = max(46, min(96, 760 // max(n, 1)))
-    big = cell >= 60
+    longest = max((len(label) for label in order), default=0)
+    numbered = longest > NUMBER_COLUMNS_AFTER  # long labels (two runs): columns by number, rows say which
+    label_width = 6.5 * (longest + (5 if numbered else 0)) + 16
+    cell = int(max(44, min(96, (MATRIX_WIDTH - label_width) // max(n, 1))))
+    big, small = cell >= 60, cell < 52
     select = alt.selection_point(name="cell", fields=["row", "column"], on="click", clear=False)
-    x = alt.X("column:N", sort=order, title="second configuration (its wins are the first's losses)",
-              axis=alt.Axis(labelAngle=-40 if n > 3 else 0, orient="top", labelLimit=LABEL_LIMIT))
-    y = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=LABEL_LIMIT))
+    position = f"indexof({json.dumps(order)}, datum.value) + 1"
+    x = alt.X("column:N", sort=order, title="second configuration (its wins are the first's losses)"
+              + (": numbered as the rows" if numbered else ""),
+              axis=alt.Axis(labelAngle=0 if numbered or n <= 3 else -40, orient="top", labelLimit=LABEL_LIMIT,
+                            labelExpr=position if numbered else "datum.value"))
+    y = alt.Y("row:N", sort=order, title=None,
+              axis=alt.Axis(labelLimit=LABEL_LIMIT,
+                            labelExpr=f"({position}) + ' · ' + datum.value" if numbered else "datum.value"))
     domain = list(VERDICT_COLOURS) + ["same configuration"]
     colours = list(VERDICT_COLOURS.values()) + ["#ffffff"]
     rect = alt.Chart(data).mark_rect(stroke="#ffffff", strokeWidth=1.5).encode(
@@ -193,10 +204,10 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
         part = data[data["significant"] == significant]
         if part.empty:
             continue
-        texts.append(alt.Chart(part).mark_text(baseline="bottom", dy=-1, fontSize=12 if big else 10, color=colour,
-                                               fontWeight=weight).encode(x=x, y=y, text="counts:N"))
-        texts.append(alt.Chart(part).mark_text(baseline="top", dy=2, fontSize=11 if big else 9, color=colour,
-                                               fontWeight=weight).encode(x=x, y=y, text="ptext:N"))
+        texts.append(alt.Chart(part).mark_text(baseline="bottom", dy=-1, fontSize=12 if big else 10 if not small else 9,
+                                               color=colour, fontWeight=weight).encode(x=x, y=y, text="counts:N"))
+        texts.append(alt.Chart(part).mark_text(baseline="top", dy=2, fontSize=11 if big else 9 if not small else 8,
+                                               color=colour, fontWeight=weight).encode(x=x, y=y, text="ptext:N"))
     chart = alt.layer(empty, rect, *texts).properties(width=cell * n, height=cell * n)
     chart = _configure(chart, f"Wins and losses at hit@{k}",
                        f"row: the first configuration; cell: its wins/losses against the column's, and their {p_name}")

@@ -123,6 +123,11 @@ def format_p(p: float) -> str:
     return repr(p)
 
 
+def p_relation(text: str) -> str:
+    """``"= 0.0318"`` or ``"< 0.001"``: a :func:`format_p` text after a p-value's name."""
+    return f"< {text[1:]}" if text.startswith("<") else f"= {text}"
+
+
 def sign_test(wins: int, losses: int) -> float:
     """Two-sided exact sign test: ``binomtest(wins, wins + losses, 0.5).pvalue``.
 

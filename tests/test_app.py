@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.read import compare, decisions, runs
 from evalcore.records import Configuration
+from evalcore.stats import p_relation
 from evalcore.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,7 +102,7 @@ def test_compare_page_pair_and_p_match_the_matrix(engine_store, engine_run_id, m
     sides = runs.run_configurations(store, engine_run_id)
     chosen = tuple(s for s in sides if f"{s.run_id}|{s.configuration.label}" in at.session_state["matrix_configs"])
     cell = compare.compare(store, chosen, k, True).cell(first, second)
-    assert f"Holm-adjusted p = {cell['p_text']}" in detail  # the detail shows the cell's p first
+    assert f"Holm-adjusted p {p_relation(cell['p_text'])}" in detail  # the detail shows the cell's p first
     assert "Best at hit@4" in shown_text(at)
     at.selectbox(key="w_pair_second").select(at.selectbox(key="w_pair_second").options[-1]).run()
     no_exception(at)

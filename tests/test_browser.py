@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from evalcore.stats import p_relation
 from evalcore.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -311,9 +312,9 @@ def test_engineer_journey(served, page):
     healthy(page, "engineer 2 cell")
     detail = text_of(page, "pair-detail")
     assert detail.startswith(f"{first} against {second} at hit@4"), detail
-    assert f"Holm-adjusted p = {p_cell}" in detail, (p_cell, detail)  # the same p as the cell
+    assert f"Holm-adjusted p {p_relation(p_cell)}" in detail, (p_cell, detail)  # the same p as the cell
     drawn = page.locator('[data-testid="stVegaLiteChart"] svg text').evaluate_all("els => els.map(e => e.textContent)")
-    assert f"p={p_cell}" in drawn  # the cell's own text
+    assert (f"p{p_cell}" if p_cell.startswith("<") else f"p={p_cell}") in drawn  # the cell's own text
 
 
 def _download(page, key: str) -> tuple[str, bytes]:

@@ -19,7 +19,7 @@ from evalcore.errors import StoreError
 from evalcore.metrics import DEFAULT_KS
 from evalcore.read.runs import by_strategy_order
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.stats import ALPHA, PAIRED_TEST, Interval, SignTest, format_p
+from evalcore.stats import ALPHA, PAIRED_TEST, Interval, SignTest, format_p, p_relation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -253,9 +253,9 @@ def pair_queries(store: Store, first: RunConfiguration, second: RunConfiguration
 def pair_sentence(comparison: Comparison, row: str, column: str) -> str:
     """The detail of one cell, its p first as the cell shows it, the unadjusted p named as such."""
     cell = comparison.cell(row, column)
-    p = f"{comparison.p_name} = {cell['p_text']}"
+    p = f"{comparison.p_name} {p_relation(cell['p_text'])}"
     if comparison.adjusted:
-        p += f" (unadjusted p = {cell['p_value_text']})"
+        p += f" (unadjusted p {p_relation(cell['p_value_text'])})"
     verdict = {"better": f"{row} is significantly better", "worse": f"{row} is significantly worse",
                "no clear difference": "no significant difference"}[cell["verdict"]]
     return (f"{row} against {column} at hit@{comparison.k}: +{cell['wins']} won / -{cell['losses']} lost, "
@@ -291,7 +291,7 @@ class Best:
                     f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
                     f"{self.successes} of {self.n} queries).")
         against = (f"Against the runner-up {self.runner_up} (recall@{k} = {self.runner_up_recall:.3f}): "
-                   f"+{self.wins}/-{self.losses}, {p_name} = {self.p_text}")
+                   f"+{self.wins}/-{self.losses}, {p_name} {p_relation(self.p_text)}")
         if self.significant:
             return f"{head} {against}: significantly better."
         return (f"{head} {against}: not significantly better; these queries cannot tell the two apart.")
@@ -330,7 +330,7 @@ def significance_text(comparison: Comparison) -> str:
         head = (f"At hit@{k}, no pair of these {len(comparison.sides)} configurations differs significantly "
                 f"({comparison.p_name} < {ALPHA:g}, {PAIRED_TEST}).")
     else:
-        parts = [f"{r} beats {c} (+{w}/-{l}, p = {p})" for r, c, w, l, p in
+        parts = [f"{r} beats {c} (+{w}/-{l}, p {p_relation(p)})" for r, c, w, l, p in
                  zip(sig["row"], sig["column"], sig["wins"], sig["losses"], sig["p_text"])]
         head = f"At hit@{k}, significant with {comparison.p_name} < {ALPHA:g}: " + "; ".join(parts) + "."
     n = comparison.n

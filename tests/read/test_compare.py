@@ -13,7 +13,7 @@ from statsmodels.stats.proportion import proportion_confint
 from evalcore.errors import StoreError
 from evalcore.read import compare, runs
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.stats import format_p
+from evalcore.stats import format_p, p_relation
 from read.oracle import first_ranks
 
 
@@ -68,9 +68,9 @@ def test_cell_detail_shows_the_cells_p_first(store, engine_run_id):
     row, column = comparison.labels[0], comparison.labels[3]
     cell = comparison.cell(row, column)
     sentence = compare.pair_sentence(comparison, row, column)
-    assert f"Holm-adjusted p = {cell['p_text']}" in sentence
+    assert f"Holm-adjusted p {p_relation(cell['p_text'])}" in sentence
     assert sentence.index("Holm-adjusted p") < sentence.index("unadjusted p")
-    assert f"unadjusted p = {format_p(cell['p_value'])}" in sentence
+    assert f"unadjusted p {p_relation(format_p(cell['p_value']))}" in sentence
     test, listed = compare.pair_queries(store, comparison.side(row), comparison.side(column), 4)
     assert (test.wins, test.losses) == (cell["wins"], cell["losses"])
     assert sorted(listed.loc[listed["outcome"] == "won", "query_id"]) == sorted(test.won)
@@ -91,7 +91,7 @@ def test_best_statement_reads_the_same_cell(store, engine_run_id):
     cell = comparison.cell(top.label, top.runner_up)
     assert top.p_text == cell["p_text"]
     sentence = top.sentence(4, comparison.p_name)
-    assert top.label in sentence and f"p = {cell['p_text']}" in sentence
+    assert top.label in sentence and f"p {p_relation(cell['p_text'])}" in sentence
     assert ("not significantly better" in sentence) == (not top.significant)
 
 
