@@ -186,6 +186,18 @@ def nav(page, title: str) -> None:
     settled(page)
 
 
+def test_a_shared_link_as_the_first_visit_opens_the_app(served, page):
+    """Runs first: on a fresh server a deep link must run app.py's navigation, not Streamlit's
+    fallback that turns a ``pages/`` folder into pages of its own (every file, _ui.py included)."""
+    url, _, (first_run, _) = served
+    goto(page, f"{url}/query?run_id={first_run}&query_id=e417-ticket")
+    healthy(page, "shared link first")
+    titles = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    assert any("Runs" in t for t in titles) and any("Methods" in t for t in titles), titles
+    assert not [t for t in titles if t.strip().lower() in ("app", "ui", "_ui")], titles
+    assert selected(page, "Query").startswith("e417-ticket")
+
+
 def test_every_page_in_chromium(served, page):
     url, _, _ = served
     for path in PAGES:

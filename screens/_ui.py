@@ -404,4 +404,4 @@ def guarded(fn: Callable[[], Any]) -> Any:
 
 def methods_link() -> None:
     """A link to the Methods screen (docs/METHODS.md), where every figure is defined."""
-    st.page_link("pages/methods.py", label="How these figures are defined (Methods)", icon=":material/menu_book:")
+    st.page_link("screens/methods.py", label="How these figures are defined (Methods)", icon=":material/menu_book:")

@@ -6,7 +6,7 @@ import math
 import streamlit as st
 
 from evalcore import figures
-from pages import _ui
+from screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Distances")

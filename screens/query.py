@@ -11,7 +11,7 @@ import html
 import streamlit as st
 
 from evalcore.read import queries
-from pages import _ui
+from screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Query")

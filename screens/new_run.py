@@ -19,7 +19,7 @@ from pathlib import Path
 from evalcore import jobs, uploads
 from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
 from evalcore.retrieval import RETRIEVERS
-from pages import _ui
+from screens import _ui
 
 ctx = _ui.sidebar()
 store = _ui.get_store(ctx.store_path)
