@@ -56,7 +56,10 @@ def _configure(chart, title: str, subtitle: str | None = None):
     params = {"text": title, "anchor": "start", "fontSize": 14}
     if subtitle:
         params["subtitle"] = subtitle
-    return (chart.properties(title=alt.TitleParams(**params))
+    # "pad": the plot is exactly width x height and the figure grows by its axes and titles, on
+    # screen (Streamlit would otherwise "fit" axes and titles into that size) as in the files
+    return (chart.properties(title=alt.TitleParams(**params),
+                             autosize=alt.AutoSizeParams(type="pad", contains="padding"))
             .configure(font=FONT)
             .configure_view(stroke=None)
             .configure_axis(labelLimit=LABEL_LIMIT, labelFontSize=11, titleFontSize=11)

@@ -22,10 +22,10 @@ _ui.plain(f"n: {summary.n_text()}.", small=True, testid="distance-n")
 cols = st.columns(4)
 cols[0].metric("Worst in-domain answer", "n/a" if math.isnan(summary.worst_in) else f"{summary.worst_in:.3f}")
 cols[1].metric("Best out-of-domain top hit", "n/a" if math.isnan(summary.best_out) else f"{summary.best_out:.3f}")
-cols[2].metric("Answers at or beyond the best out-of-domain hit", summary.overlap_in,
-               help=f"of {summary.n_answer} in-domain answers")
-cols[3].metric("Out-of-domain hits at or within the worst answer", summary.overlap_out,
-               help=f"of {summary.n_out} out-of-domain queries")
+cols[2].metric("Answers in the overlap", f"{summary.overlap_in} of {summary.n_answer}",
+               help="In-domain answers at or beyond the best out-of-domain top hit")
+cols[3].metric("Off-topic hits in the overlap", f"{summary.overlap_out} of {summary.n_out}",
+               help="Out-of-domain top hits at or within the worst in-domain answer")
 if summary.n_out == 0:
     st.warning("This run has no out-of-domain queries: only the in-domain distances are shown.")
 elif summary.separated:

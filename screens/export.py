@@ -16,8 +16,8 @@ if selection is None:
 compared = ", ".join(s.label(len({x.run_id for x in selection.sides}) > 1) for s in selection.sides)
 _ui.plain(f"Compared at hit@{selection.k} ({'Holm-adjusted' if selection.adjust else 'unadjusted'} p): "
           f"{compared or 'nothing'}.", testid="export-compared")
-_ui.plain(f"Threshold t = {selection.threshold:.4f} for {selection.configuration.label} "
-          f"({selection.threshold_source}).", testid="threshold-state")
+_ui.plain(f"Threshold t = {selection.threshold:.4f} for {selection.configuration.label} · "
+          f"{selection.threshold_source}", testid="threshold-state")
 st.caption("These are the charts the other screens show now (Compare: configurations, hit@k, Holm; "
            "sidebar and Threshold: configuration and threshold). Every PNG and SVG has its caption drawn "
            "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines.")

@@ -115,7 +115,8 @@ if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
-    summary = (f"{rep['documents']} documents ({len(rep['failed'])} failed), {rep['sections']} sections, "
+    summary = (f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
+               f"{rep['sections']} sections, "
                f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
                f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
                f"({ood['near']} near, {ood['far']} far). Strategies {prepared.spec.strategies} · "

@@ -51,7 +51,7 @@ if query["domain"] == "in":
 else:
     _ui.plain(f"Out-of-domain ({query['kind'] or 'no kind'}): the corpus does not answer it, so it should get "
               "NO ANSWER.", small=True, testid="query-meta")
-_ui.plain(f"Threshold t = {threshold:.4f} ({source}); the gate keeps top-4 hits with distance < t.", small=True,
+_ui.plain(f"Threshold t = {threshold:.4f} · {source} · the gate keeps top-4 hits with distance < t.", small=True,
           testid="threshold-state")
 if not query["valid"]:
     st.warning("This query's ground truth is invalid, so it was not scored.")
@@ -67,8 +67,8 @@ for config in ctx.configs:
         for hit in view.hits.head(4).itertuples():
             parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
             body = "".join(f"<mark>{html.escape(p)}</mark>" if mark else html.escape(p) for p, mark in parts)
-            st.html(f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(str(hit.doc_id))}"
-                    f"{html.escape(hit.locator)} · {html.escape(str(hit.section))} · d = {hit.distance:.4f}"
+            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.section), f"d = {hit.distance:.4f}") if x)
+            st.html(f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                     f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>")
         answer = _ui.guarded(lambda: _ui.cached(queries.answer, ctx.run_id, query_id, config, threshold))
         if answer is None:

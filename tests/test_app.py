@@ -285,3 +285,47 @@ def test_empty_store_offers_to_start_the_demo_in_the_background(tmp_path, monkey
         while jobs.job(store, job_id)["status"] in ("queued", "running") and time.monotonic() < deadline:
             time.sleep(0.5)
     assert jobs.job(store, job_id)["status"] == "cancelled"
+
+
+def _charts(at: AppTest) -> list[dict]:
+    """Every chart drawn: its spec, theme, and its datasets as records (Streamlit ships them as Arrow)."""
+    import json
+
+    import pyarrow as pa
+
+    out = []
+    for element in at.get("vega_lite_chart"):
+        rows = [r for d in element.proto.datasets for r in pa.ipc.open_stream(d.data.data).read_pandas().to_dict("records")]
+        out.append(json.loads(element.proto.spec) | {"_theme": element.proto.theme, "_rows": rows})
+    return out
+
+
+def _matrix_cells(spec: dict) -> set[tuple[str, str, str]]:
+    return {(r["row"], r["column"], r["p_text"]) for r in spec["_rows"] if isinstance(r.get("p_text"), str)}
+
+
+def test_export_equals_the_compare_screen(engine_store, engine_run_id, monkeypatch):
+    """The same configurations, the same Holm family, the same p in every cell; the retriever
+    colours are the export's (Streamlit's theme off, fixed colours)."""
+    from evalcore.charts import RETRIEVER_COLOURS
+
+    at = open_page(engine_store, "compare", monkeypatch)
+    keys = at.multiselect(key="w_matrix_configs").options
+    chosen = [k for k in at.session_state["matrix_configs"]][:3]
+    at.multiselect(key="w_matrix_configs").set_value(chosen).run()
+    no_exception(at)
+    on_compare = [c for c in _charts(at) if _matrix_cells(c)]
+    assert len(on_compare) == 1 and len(_matrix_cells(on_compare[0])) == 6  # 3 configurations, 6 ordered pairs
+    for chart in _charts(at):
+        assert chart["_theme"] == ""  # drawn as exported
+        for layer in [chart, *chart.get("layer", []), *chart.get("spec", {}).get("layer", [])]:
+            colour = layer.get("encoding", {}).get("color", {})
+            if colour.get("field") == "retriever":
+                scale = colour["scale"]
+                assert scale["range"] == [RETRIEVER_COLOURS[r] for r in scale["domain"]]
+    at.switch_page("screens/export.py").run()
+    no_exception(at)
+    on_export = [c for c in _charts(at) if _matrix_cells(c)]
+    assert len(on_export) == 1
+    assert _matrix_cells(on_export[0]) == _matrix_cells(on_compare[0])
+    assert len(keys) > 3
