@@ -13,7 +13,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from evalcore.records import Configuration, RunConfiguration
 from evalcore.stats import INTERVAL_METHOD, PAIRED_TEST
@@ -98,38 +98,45 @@ class Figure:
         return self.provenance.text()
 
 
-def _run_text(store: Store, run_id: str) -> str:
-    info = store.run(run_id)
-    created = info.get("created_at")
-    when = created.strftime("%Y-%m-%d %H:%M") if hasattr(created, "strftime") else str(created)
-    return f"{info['name']} {run_id} (created {when})"
+def runs_text(store: Store, run_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """How a caption names each run (one query for all):
+    ``"demo 20261129-225237-0ff462 (created 2026-11-29 22:52)"``."""
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
+        return ()
+    rows = store.query(f"SELECT run_id, name, created_at FROM runs WHERE run_id IN ({', '.join('?' * len(ids))})", ids)
+    found = {row.run_id: row for row in rows.itertuples()}
+    out = []
+    for run_id in ids:
+        row = found.get(run_id)
+        if row is None:
+            out.append(str(run_id))
+            continue
+        when = row.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(row.created_at, "strftime") else str(row.created_at)
+        out.append(f"{row.name} {run_id} (created {when})")
+    return tuple(out)
 
 
-def recall_figure(store: Store, sides: tuple[RunConfiguration, ...]) -> Figure:
-    """Recall@k with 95% Wilson intervals of each side (one panel per k)."""
+def run_text(store: Store, run_id: str) -> str:
+    """:func:`runs_text` of one run."""
+    return runs_text(store, [run_id])[0]
+
+
+def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[Figure, Figure]:
+    """Recall@k with 95% Wilson intervals of each side (one panel per k), and MRR: one read."""
     from evalcore import charts
     from evalcore.read.compare import recall_table
 
     table = recall_table(store, sides)
+    runs = runs_text(store, [s.run_id for s in sides])
     labels = tuple(dict.fromkeys(table["label"]))
     n = int(table["queries"].iloc[0]) if len(table) else 0
-    runs = tuple(_run_text(store, r) for r in dict.fromkeys(s.run_id for s in sides))
-    prov = Provenance("Recall@k per configuration", runs, labels, f"{n} in-domain queries", None, INTERVAL_METHOD)
-    return Figure("recall", "Recall@k", charts.recall_chart(table) if len(table) else None, table, prov, labels)
-
-
-def mrr_figure(store: Store, sides: tuple[RunConfiguration, ...]) -> Figure:
-    """MRR of each side."""
-    from evalcore import charts
-    from evalcore.read.compare import recall_table
-
-    table = recall_table(store, sides)
+    recall = Figure("recall", "Recall@k", charts.recall_chart(table) if len(table) else None, table,
+                    Provenance("Recall@k per configuration", runs, labels, f"{n} in-domain queries", None,
+                               INTERVAL_METHOD), labels)
     mrr = table[table["metric"] == "mrr"].reset_index(drop=True)
-    labels = tuple(dict.fromkeys(mrr["label"]))
-    n = int(mrr["queries"].iloc[0]) if len(mrr) else 0
-    runs = tuple(_run_text(store, r) for r in dict.fromkeys(s.run_id for s in sides))
-    prov = Provenance("MRR per configuration", runs, labels, f"{n} in-domain queries")
-    return Figure("mrr", "MRR", charts.mrr_chart(mrr) if len(mrr) else None, mrr, prov, labels)
+    return recall, Figure("mrr", "MRR", charts.mrr_chart(mrr) if len(mrr) else None, mrr,
+                          Provenance("MRR per configuration", runs, labels, f"{n} in-domain queries"), labels)
 
 
 def destroyed_figure(store: Store, run_id: str) -> Figure:
@@ -138,7 +145,7 @@ def destroyed_figure(store: Store, run_id: str) -> Figure:
     from evalcore.read.compare import destroyed_counts
 
     counts = destroyed_counts(store, run_id)
-    prov = Provenance("Destroyed answers per strategy", (_run_text(store, run_id),), ("every strategy",),
+    prov = Provenance("Destroyed answers per strategy", (run_text(store, run_id),), ("every strategy",),
                       f"{int(counts['destroyed'].sum())} destroyed ground truths over {len(counts)} strategies")
     return Figure("destroyed", "Destroyed answers", charts.destroyed_chart(counts), counts, prov)
 
@@ -149,7 +156,7 @@ def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adj
     from evalcore.read.compare import compare
 
     comparison = compare(store, sides, k, adjust)
-    runs = tuple(_run_text(store, r) for r in dict.fromkeys(s.run_id for s in comparison.sides))
+    runs = runs_text(store, [s.run_id for s in comparison.sides])
     pairs = len(comparison.sides) * (len(comparison.sides) - 1) // 2
     test = PAIRED_TEST + (f", Holm-adjusted over the {pairs} pair{'s' if pairs != 1 else ''} shown"
                           if adjust else ", unadjusted")
@@ -168,7 +175,7 @@ def distance_figure(store: Store, run_id: str, configuration: Configuration) -> 
     frame = distances(store, run_id, configuration)
     summary = distance_summary(frame)
     hist = distance_histogram(frame)
-    prov = Provenance("Distances in and out of domain", (_run_text(store, run_id),), (configuration.label,),
+    prov = Provenance("Distances in and out of domain", (run_text(store, run_id),), (configuration.label,),
                       summary.n_text())
     chart = charts.distance_chart(hist, summary.worst_in, summary.best_out) if len(hist) else None
     return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
@@ -178,14 +185,31 @@ def sweep_figure(store: Store, run_id: str, configuration: Configuration, thresh
                  rates: bool) -> Figure:
     """The threshold sweep (counts, or rates with Wilson bands) with a rule at ``threshold``
     (detail: the sweep frame)."""
-    from evalcore import charts
-    from evalcore.read.sweeps import sweep, sweep_long
+    from evalcore.read.sweeps import sweep
 
-    frame = sweep(store, run_id, configuration)
+    return sweep_figure_of(sweep(store, run_id, configuration), run_text(store, run_id), configuration,
+                           threshold, rates)
+
+
+def sweep_figures(store: Store, run_id: str, configuration: Configuration,
+                  threshold: float) -> tuple[Figure, Figure]:
+    """The sweep as counts and as rates, from one read."""
+    from evalcore.read.sweeps import sweep
+
+    frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
+    return (sweep_figure_of(frame, run, configuration, threshold, False),
+            sweep_figure_of(frame, run, configuration, threshold, True))
+
+
+def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
+    """:func:`sweep_figure` from a sweep frame already read (a slider move redraws, never rereads)."""
+    from evalcore import charts
+    from evalcore.read.sweeps import sweep_long
+
     n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
     n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
     mode = "rates" if rates else "counts"
-    prov = Provenance(f"Threshold sweep ({mode})", (_run_text(store, run_id),), (configuration.label,),
+    prov = Provenance(f"Threshold sweep ({mode})", (run,), (configuration.label,),
                       f"{n_in} in-domain and {n_out} out-of-domain queries", None,
                       INTERVAL_METHOD if rates else None, float(threshold))
     long = sweep_long(frame)
@@ -200,7 +224,7 @@ def index_figure(store: Store, run_id: str) -> Figure:
     from evalcore.read.index import index_health
 
     health = index_health(store, run_id)
-    prov = Provenance("Index health per strategy", (_run_text(store, run_id),), ("every strategy",),
+    prov = Provenance("Index health per strategy", (run_text(store, run_id),), ("every strategy",),
                       f"{int(health['chunks'].sum())} chunks over {len(health)} strategies")
     return Figure("index", "Index health", charts.index_chart(health) if len(health) else None, health, prov,
                   detail=health)
@@ -224,16 +248,20 @@ class Selection:
     adjust: bool
 
 
-def selection_figures(store: Store, selection: Selection) -> list[Figure]:
-    """Every figure of the current selection, in the order the Export screen shows them."""
-    figures = [recall_figure(store, selection.sides), mrr_figure(store, selection.sides),
-               destroyed_figure(store, selection.run_id)]
+def selection_figures(store: Store, selection: Selection,
+                      call: Callable[..., Any] | None = None) -> list[Figure]:
+    """Every figure of the current selection, in the order the Export screen shows them.
+
+    ``call(fn, *args)`` runs ``fn(store, *args)``; the dashboard passes its cache, so the
+    Export screen reuses the figures the other screens already drew.
+    """
+    call = call or (lambda fn, *args: fn(store, *args))
+    figures = [*call(recall_figures, selection.sides), call(destroyed_figure, selection.run_id)]
     if len(selection.sides) > 1:
-        figures.append(matrix_figure(store, selection.sides, selection.k, selection.adjust))
-    figures += [distance_figure(store, selection.run_id, selection.configuration),
-                sweep_figure(store, selection.run_id, selection.configuration, selection.threshold, False),
-                sweep_figure(store, selection.run_id, selection.configuration, selection.threshold, True),
-                index_figure(store, selection.run_id)]
+        figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust))
+    figures += [call(distance_figure, selection.run_id, selection.configuration),
+                *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold),
+                call(index_figure, selection.run_id)]
     return [f for f in figures if f.chart is not None]
 
 

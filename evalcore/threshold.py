@@ -172,14 +172,28 @@ def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP) ->
         first[i], first_correct[i] = m, c
     ood_first = np.array([min((_distance(d) for d in ds[:top]), default=inf)
                           for ds in out_domain.values()], dtype=float)
+    return sweep_from_minima(first, first_correct, ood_first)
 
-    first.sort()
-    first_correct.sort()
-    ood_first.sort()
+
+def sweep_from_minima(first: Sequence[float], first_correct: Sequence[float],
+                      ood_first: Sequence[float]) -> pd.DataFrame:
+    """:func:`sweep` from each query's smallest distances in the gate's top ``top``: ``first``
+    (per in-domain query, any hit), ``first_correct`` (per in-domain query, correct hits) and
+    ``ood_first`` (per out-of-domain query); ``inf`` where there is no such hit. The counts at
+    any threshold depend on nothing else, so a store can compute these in one query.
+    ValueError for NaN or -inf among them."""
+    import numpy as np
+    import pandas as pd
+
+    inf = math.inf
+    first, first_correct, ood_first = (np.sort(np.asarray(a, dtype=float)) for a in (first, first_correct, ood_first))
+    for values in (first, first_correct, ood_first):
+        if np.isnan(values).any() or (values == -inf).any():
+            raise ValueError("a distance must be a finite number (or inf: no hit)")
     observed = np.concatenate([first, first_correct, ood_first])
     breaks = np.unique(observed[np.isfinite(observed)])
     thresholds = np.append(breaks, inf)
-    n_in, n_out = len(in_domain), len(out_domain)
+    n_in, n_out = len(first), len(ood_first)
     answerable = int(np.isfinite(first_correct).sum())
     answered = np.searchsorted(first, thresholds, side="left")       # #{m < t}
     correct = np.searchsorted(first_correct, thresholds, side="left")

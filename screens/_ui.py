@@ -117,6 +117,23 @@ def cached(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return _cached(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, args, tuple(sorted(kwargs.items())))
 
 
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _figure(path: str | None, name: str, _fn: Callable[..., Any], args: tuple) -> Any:
+    return _fn(get_store(path), *args) if path is not None else _fn(*args)
+
+
+def figure(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(store, *args)`` for an :mod:`evalcore.figures` builder, cached per (store path,
+    function, args) without copying: a figure (chart, data, caption) is never changed after it
+    is built, so every session may share it, and no pickling slows a page down."""
+    return _figure(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, args)
+
+
+def figure_of(fn: Callable[..., Any], *args: Any) -> Any:
+    """:func:`figure` for a builder that takes its data instead of the store (``sweep_figure_of``)."""
+    return _figure(None, f"{fn.__module__}.{fn.__qualname__}", fn, args)
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _pure(name: str, _fn: Callable[..., Any], args: tuple) -> Any:
     return _fn(*args)
@@ -183,13 +200,11 @@ def default_configuration(run_id: str, configs: tuple[Configuration, ...]) -> tu
     latest = live(decisions.latest_decision, run_id)
     if latest is not None and latest.configuration in configs:
         return latest.configuration, f"the configuration of the latest saved decision ({latest.describe()})"
-    sides = tuple(cached(runs.run_configurations, run_id))
-    if len(sides) >= 2:
-        comparison = cached(compare.compare, sides, PICK_K, True)
-        top = compare.best(comparison)
-        if top is not None:
-            return (comparison.side(top.label).configuration,
-                    f"the best configuration by recall@{PICK_K} ({top.recall:.3f}); no decision is saved for this run")
+    order = cached(compare.ranked, run_id, PICK_K)
+    if len(order) >= 2:
+        best, hits, n = order[0]
+        return best, (f"the best configuration by recall@{PICK_K} ({hits / n:.3f}); "
+                      "no decision is saved for this run")
     return configs[0], "the run's only configuration" if len(configs) == 1 else "the run's first configuration"
 
 
@@ -334,14 +349,12 @@ def compare_sides(ctx: Context) -> tuple[list[RunConfiguration], list[str]]:
         return available, [side_key(s) for s in available]
     default: list[RunConfiguration] = []
     for run_id in dict.fromkeys(s.run_id for s in available):
-        mine = tuple(s for s in available if s.run_id == run_id)
-        comparison = cached(compare.compare, mine, PICK_K, True)
-        ranked = comparison.hits.sort_values("successes", ascending=False, kind="stable")
+        order = [c for c, _, _ in cached(compare.ranked, run_id, PICK_K)]
+        mine = {s.configuration: s for s in available if s.run_id == run_id}
         if other:  # two runs: the best four of each
-            default += [comparison.side(label) for label in ranked["label"].head(4)]
+            default += [mine[c] for c in order[:4] if c in mine]
         else:  # one run: every strategy under the best configuration's retriever
-            retriever = comparison.side(ranked["label"].iloc[0]).configuration.retriever
-            default += [s for s in mine if s.configuration.retriever == retriever]
+            default += [s for c, s in mine.items() if c.retriever == order[0].retriever]
     return available, [side_key(s) for s in default]
 
 

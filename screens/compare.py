@@ -55,7 +55,7 @@ if not sides:
 
 comparison = None
 if len(sides) >= 2:
-    matrix = _ui.guarded(lambda: _ui.cached(figures.matrix_figure, sides, k, adjust))
+    matrix = _ui.guarded(lambda: _ui.figure(figures.matrix_figure, sides, k, adjust))
     if matrix is None:
         st.stop()
     comparison = matrix.detail
@@ -64,7 +64,7 @@ if len(sides) >= 2:
         (st.success if top.significant else st.info)(_ui.esc(top.sentence(k, comparison.p_name)))
 
 st.subheader("Recall@k and MRR per configuration")
-recall = _ui.cached(figures.recall_figure, sides)
+recall, mrr = _ui.figure(figures.recall_figures, sides)
 if recall.chart is None:
     st.info("No scored in-domain queries in these configurations: nothing to compare.")
     st.stop()
@@ -72,7 +72,7 @@ tab_chart, tab_mrr, tab_table = st.tabs(["recall@k", "MRR", "table"])
 with tab_chart:
     _ui.show_figure(recall, "recall")
 with tab_mrr:
-    _ui.show_figure(_ui.cached(figures.mrr_figure, sides), "mrr")
+    _ui.show_figure(mrr, "mrr")
 with tab_table:
     wide = _ui.pure(compare.recall_wide, recall.data)
     config = {"label": st.column_config.TextColumn("configuration", width="large"),
@@ -86,7 +86,7 @@ with tab_table:
 
 st.subheader("Destroyed answers per strategy")
 for run_id in dict.fromkeys(s.run_id for s in sides):
-    destroyed = _ui.cached(figures.destroyed_figure, run_id)
+    destroyed = _ui.figure(figures.destroyed_figure, run_id)
     if two_runs:
         _ui.plain(f"run {names.get(run_id, run_id)} {run_id}", strong=True)
     _ui.show_figure(destroyed, f"destroyed-{run_id}")

@@ -11,7 +11,7 @@ from screens import _ui
 ctx = _ui.sidebar()
 st.title("Distances")
 run = _ui.require_run(ctx, need_config=True)
-figure = _ui.cached(figures.distance_figure, ctx.run_id, ctx.config)
+figure = _ui.figure(figures.distance_figure, ctx.run_id, ctx.config)
 frame, summary = figure.detail
 if frame.empty:
     st.info("No distances stored for this configuration.")

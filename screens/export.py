@@ -21,7 +21,7 @@ _ui.plain(f"Threshold t = {selection.threshold:.4f} for {selection.configuration
 st.caption("These are the charts the other screens show now (Compare: configurations, hit@k, Holm; "
            "sidebar and Threshold: configuration and threshold). Every PNG and SVG has its caption drawn "
            "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines.")
-shown = _ui.guarded(lambda: _ui.cached(figures.selection_figures, selection))
+shown = _ui.guarded(lambda: figures.selection_figures(_ui.store(), selection, call=_ui.figure))
 if not shown:
     st.stop()
 

@@ -10,7 +10,7 @@ from screens import _ui
 ctx = _ui.sidebar()
 st.title("Index health")
 run = _ui.require_run(ctx)
-figure = _ui.cached(figures.index_figure, ctx.run_id)
+figure = _ui.figure(figures.index_figure, ctx.run_id)
 health = figure.detail
 if health.empty:
     st.info("This run has no strategies recorded.")

@@ -70,7 +70,7 @@ for config in ctx.configs:
             where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.section), f"d = {hit.distance:.4f}") if x)
             st.html(f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                     f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>")
-        answer = _ui.guarded(lambda: _ui.cached(queries.answer, ctx.run_id, query_id, config, threshold))
+        answer = _ui.guarded(lambda: _ui.pure(queries.answer_for, view, str(query["text"])))
         if answer is None:
             continue
         if not answer.answered:

@@ -68,10 +68,11 @@ with st.expander("Suggest a threshold", expanded=False):
 
 st.subheader("Bluffs, lost answers and refusals")
 tab_rates, tab_counts = st.tabs(["rates (with 95% Wilson bands)", "counts"])
+run_text = _ui.figure(figures.run_text, ctx.run_id)
 with tab_rates:
-    _ui.show_figure(_ui.cached(figures.sweep_figure, ctx.run_id, config, t, True), "sweep-rates")
+    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, True), "sweep-rates")
 with tab_counts:
-    _ui.show_figure(_ui.cached(figures.sweep_figure, ctx.run_id, config, t, False), "sweep-counts")
+    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, False), "sweep-counts")
 
 st.subheader(f"At t = {t:.3f}")
 st.dataframe(_ui.pure(sweeps.gate_table, sweep, t), hide_index=True, column_config={

@@ -109,17 +109,46 @@ def destroyed_counts(store: Store, run_id: str) -> pd.DataFrame:
 
 def hit_outcomes(store: Store, run_id: str, configuration: Configuration, k: int) -> dict[str, bool]:
     """{query id: hit@k} over the run's scored in-domain queries for one configuration."""
+    return run_hit_outcomes(store, run_id, k, (configuration,)).get(configuration, {})
+
+
+def run_hit_outcomes(store: Store, run_id: str, k: int,
+                     only: Sequence[Configuration] | None = None) -> dict[Configuration, dict[str, bool]]:
+    """{configuration: {query id: hit@k}} of the run's configurations (or ``only`` these), in one read."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
+    wanted = "" if only is None else " AND (r.strategy || '/' || r.retriever) IN ({})".format(
+        ", ".join("?" * len(only)))
     df = store.query(
         """
-        SELECT r.query_id, coalesce(r.first_correct_rank <= ?, false) AS hit
+        SELECT r.strategy, r.retriever, r.query_id, coalesce(r.first_correct_rank <= ?, false) AS hit
         FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
-        WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND r.domain = 'in' AND q.valid
-        """,
-        [k, run_id, configuration.strategy, configuration.retriever],
+        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid""" + wanted,
+        [k, run_id, *(c.label for c in only or ())],
     )
-    return dict(zip(df["query_id"].astype(str), df["hit"].astype(bool)))
+    out: dict[Configuration, dict[str, bool]] = {}
+    for (strategy, retriever), part in df.groupby(["strategy", "retriever"], sort=False):
+        out[Configuration(strategy, retriever)] = dict(zip(part["query_id"].astype(str), part["hit"].astype(bool)))
+    return out
+
+
+def ranked(store: Store, run_id: str, k: int) -> list[tuple[Configuration, int, int]]:
+    """The run's configurations from the highest recall@k down: (configuration, hits, n);
+    ties keep the run's order. One query: what a default choice needs, no tests."""
+    from evalcore.read.runs import configurations
+
+    df = store.query(
+        """
+        SELECT r.strategy, r.retriever, count(*) FILTER (r.first_correct_rank <= ?) AS hits, count(*) AS n
+        FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
+        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid GROUP BY ALL
+        """,
+        [k, run_id],
+    )
+    counts = {(row.strategy, row.retriever): (int(row.hits), int(row.n)) for row in df.itertuples()}
+    order = [(c, *counts[(c.strategy, c.retriever)]) for c in configurations(store, run_id)
+             if (c.strategy, c.retriever) in counts]
+    return sorted(order, key=lambda item: -item[1])  # stable: ties keep the run's order
 
 
 def comparable(store: Store, run_a: str, run_b: str) -> str | None:
@@ -199,7 +228,9 @@ def compare(store: Store, sides: Sequence[RunConfiguration], k: int, adjust: boo
         if reason:
             raise StoreError(reason)
     labels = labels_for(sides)
-    outcomes = {label: hit_outcomes(store, s.run_id, s.configuration, k) for s, label in zip(sides, labels)}
+    by_run = {run_id: run_hit_outcomes(store, run_id, k, [s.configuration for s in sides if s.run_id == run_id])
+              for run_id in runs}
+    outcomes = {label: by_run[s.run_id].get(s.configuration, {}) for s, label in zip(sides, labels)}
     matrix = win_loss_matrix(outcomes, adjust=adjust)
     matrix["p_shown"] = matrix["p_holm"] if adjust else matrix["p_value"]
     matrix["p_text"] = [format_p(p) for p in matrix["p_shown"]]

@@ -169,18 +169,21 @@ def query_view(store: Store, run_id: str, query_id: str, configuration: Configur
     """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps."""
     from evalcore.threshold import gate
 
-    query = query_row(store, run_id, query_id)
     res = store.query(
-        "SELECT first_correct_rank, destroyed FROM results WHERE run_id = ? AND strategy = ? "
-        "AND retriever = ? AND query_id = ?",
-        [run_id, configuration.strategy, configuration.retriever, query_id],
+        "SELECT q.domain, q.kind, r.first_correct_rank, r.destroyed FROM queries q "
+        "LEFT JOIN results r ON r.run_id = q.run_id AND r.query_id = q.query_id AND r.strategy = ? "
+        "AND r.retriever = ? WHERE q.run_id = ? AND q.query_id = ?",
+        [configuration.strategy, configuration.retriever, run_id, query_id],
     )
+    if res.empty:
+        raise StoreError(f"run {run_id} has no query {query_id!r}")
+    row = {k: (None if _missing(v) else v) for k, v in res.iloc[0].to_dict().items()}
     hits = query_hits(store, run_id, query_id, configuration)
     kept = hits.iloc[gate(hits["distance"].tolist(), threshold, DEFAULT_TOP)].reset_index(drop=True)
-    rank = None if res.empty or _missing(res["first_correct_rank"].iloc[0]) else int(res["first_correct_rank"].iloc[0])
-    destroyed = bool(res["destroyed"].iloc[0]) if not res.empty else False
-    kind = str(query.get("kind") or "") if query["domain"] == "out" else ""
-    return QueryView(configuration, str(query["domain"]), kind, rank, destroyed, hits, kept, float(threshold))
+    rank = None if row["first_correct_rank"] is None else int(row["first_correct_rank"])
+    kind = str(row["kind"] or "") if row["domain"] == "out" else ""
+    return QueryView(configuration, str(row["domain"]), kind, rank, bool(row["destroyed"] or False), hits, kept,
+                     float(threshold))
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,22 +201,28 @@ class Answer:
 def answer(store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float,
            count: bool = True) -> Answer:
     """Gate the query's top hits at ``threshold`` and build the citations and prompt
-    (:func:`evalcore.citations.context_for_query`); quotes are chunk ``content``."""
+    (:func:`answer_for` of :func:`query_view`); quotes are chunk ``content``."""
+    view = query_view(store, run_id, query_id, configuration, threshold)
+    return answer_for(view, str(query_row(store, run_id, query_id)["text"]), count)
+
+
+def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
+    """The answer to ``question`` from a :class:`QueryView`'s top hits at its threshold
+    (:func:`evalcore.citations.context_for_query`: the gate, numbered citations, the prompt
+    and its word pieces, or the NO ANSWER line)."""
     import pandas as pd
 
     from evalcore.citations import Source, context_for_query
     from evalcore.embedding import piece_counter
 
-    query = query_row(store, run_id, query_id)
-    hits = query_hits(store, run_id, query_id, configuration, top=DEFAULT_TOP)
+    top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
     sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None, int(h.start), int(h.end),
-                      h.content, float(h.distance)) for h in hits.itertuples()]
+                      h.content, float(h.distance)) for h in top.itertuples()]
     counter = piece_counter() if count else None
-    result = context_for_query(query["text"], sources, threshold, top=DEFAULT_TOP, count_pieces=counter)
+    result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter)
     if not result.answered:
         return Answer(False, result.message, pd.DataFrame(), None)
     table = pd.DataFrame([{"index": c.index, "doc_id": c.doc_id, "doc_name": c.doc_name, "label": c.label,
                            "fragment": c.fragment, "quote": c.quote, "distance": c.distance}
                           for c in result.citations])
     return Answer(True, result.prompt, table, result.pieces)
-

@@ -1,6 +1,7 @@
 """A stored run read back: the run list, one run's row, its configurations and timings."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import StoreError
@@ -92,9 +93,35 @@ def require_complete(store: Store, run_id: str) -> dict[str, Any]:
     return info
 
 
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What a run was asked for: name, strategies and retrievers in their order."""
+
+    name: str
+    strategies: tuple[str, ...]
+    retrievers: tuple[str, ...]
+
+
+_PLANS: dict[tuple[str, str], RunPlan] = {}  # (store file, run id) -> plan, complete runs only
+
+
+def plan(store: Store, run_id: str) -> RunPlan:
+    """The run's :class:`RunPlan`. A complete run never changes, so its plan is read once per
+    process and store file; any other run is read each time."""
+    key = (str(store.path.resolve()), run_id)
+    if key in _PLANS:
+        return _PLANS[key]
+    info = store.run(run_id)
+    found = RunPlan(str(info["name"]), tuple(s for s in (info["strategies"] or "").split(",") if s),
+                    tuple(r for r in (info["retrievers"] or "").split(",") if r))
+    if info["status"] == "complete" and info["run_id"] == run_id:
+        _PLANS[key] = found
+    return found
+
+
 def strategies_of(store: Store, run_id: str) -> list[str]:
     """The run's strategy names, in the order it was asked for."""
-    return [s for s in (store.run(run_id)["strategies"] or "").split(",") if s]
+    return list(plan(store, run_id).strategies)
 
 
 def by_strategy_order(frame: pd.DataFrame, store: Store, run_id: str) -> pd.DataFrame:
@@ -107,8 +134,8 @@ def by_strategy_order(frame: pd.DataFrame, store: Store, run_id: str) -> pd.Data
 def configuration_order(store: Store, run_id: str) -> list[Configuration]:
     """Every configuration the run was asked for, in its order (strategies as given, then
     retrievers as given: A/dense, A/bm25, ..., B/dense, ...)."""
-    retrievers = [r for r in (store.run(run_id)["retrievers"] or "").split(",") if r]
-    return [Configuration(s, r) for s in strategies_of(store, run_id) for r in retrievers]
+    found = plan(store, run_id)
+    return [Configuration(s, r) for s in found.strategies for r in found.retrievers]
 
 
 def configurations(store: Store, run_id: str) -> list[Configuration]:
@@ -120,7 +147,7 @@ def configurations(store: Store, run_id: str) -> list[Configuration]:
 
 def run_configurations(store: Store, run_id: str) -> list[RunConfiguration]:
     """:func:`configurations` of ``run_id`` tied to the run (its id and name), for comparisons."""
-    name = str(store.run(run_id)["name"])
+    name = plan(store, run_id).name
     return [RunConfiguration(run_id, c, name) for c in configurations(store, run_id)]
 
 

@@ -26,33 +26,36 @@ SERIES = {
 }
 
 
-def gate_inputs(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
-    """Top-4 hits of every scored query: query_id, domain, rank, distance, correct."""
-    return store.query(
-        """
-        SELECT h.query_id, q.domain, h.rank, h.distance, h.correct
-        FROM hits h JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
-        WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND h.rank <= ? AND q.valid
-        ORDER BY h.query_id, h.rank
-        """,
-        [run_id, configuration.strategy, configuration.retriever, DEFAULT_TOP],
-    )
-
-
 def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
-    """The exact threshold sweep (:func:`evalcore.threshold.sweep`) of one configuration,
-    over its scored queries' stored top-4 hits (queries without hits count as refused)."""
-    from evalcore.threshold import split_hits
-    from evalcore.threshold import sweep as exact_sweep
+    """The exact threshold sweep (:func:`evalcore.threshold.sweep`) of one configuration over its
+    scored queries' stored top-4 hits (queries without hits count as refused).
 
-    domains = store.query(
-        "SELECT r.query_id, r.domain FROM results r JOIN queries q ON q.run_id = r.run_id "
-        "AND q.query_id = r.query_id WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid",
-        [run_id, configuration.strategy, configuration.retriever],
+    The store gives each query's smallest top-4 distance and smallest correct one in one
+    query; :func:`evalcore.threshold.sweep_from_minima` does the rest."""
+    import numpy as np
+
+    from evalcore.threshold import sweep_from_minima
+
+    df = store.query(
+        """
+        SELECT r.query_id, r.domain,
+               min(h.distance) AS first, min(h.distance) FILTER (WHERE h.correct) AS first_correct
+        FROM results r
+        JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
+        LEFT JOIN hits h ON h.run_id = r.run_id AND h.strategy = r.strategy AND h.retriever = r.retriever
+                        AND h.query_id = r.query_id AND h.rank <= ?
+        WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid
+        GROUP BY r.query_id, r.domain
+        """,
+        [DEFAULT_TOP, run_id, configuration.strategy, configuration.retriever],
     )
-    in_domain, out_domain = split_hits(gate_inputs(store, run_id, configuration),
-                                       dict(zip(domains["query_id"], domains["domain"])))
-    return exact_sweep(in_domain, out_domain, top=DEFAULT_TOP)
+    inside = df["domain"] == "in"
+    missing = np.inf
+
+    def column(name: str, rows) -> np.ndarray:
+        return df.loc[rows, name].astype("float64").fillna(missing).to_numpy()
+
+    return sweep_from_minima(column("first", inside), column("first_correct", inside), column("first", ~inside))
 
 
 def threshold_range(sweep_df: pd.DataFrame) -> tuple[float, float]:
