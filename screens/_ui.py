@@ -23,6 +23,7 @@ Session state keys (the only ones the app uses):
 - ``rule``, ``cost_ratio``, ``max_bluff_rate``  the suggestion rule on the Threshold screen
 - ``query_search``, ``query_id``  the Query screen's search text and chosen query
 - ``_params``      tuple the URL query parameters already applied
+- ``_statuses``    dict  run id -> status last drawn on the Runs screen (a change redraws all)
 - ``_last_cell``   tuple the last heatmap click applied
 
 The keys above are *canonical* keys, never widget keys: Streamlit drops the state of a
