@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 # Characters that open or close inline markup anywhere, and "<"/">"/"&" for raw HTML.
-_INLINE = re.compile(r"([\\`*_{}\[\]()!|~$<>&])")
+# ("(" and ")" need no escape: a link or an image needs "](", and "[", "]" are escaped.)
+_INLINE = re.compile(r"([\\`*_{}\[\]!|~$<>&])")
 # Characters that make a block (heading, list, quote) only at the start of a line.
 _BLOCK_START = re.compile(r"^(\s*)([#+\-]|\d+(?=[.)]))")
 # Streamlit reads :shortcode: emoji and :material/name: icons.
