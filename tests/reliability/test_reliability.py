@@ -751,11 +751,11 @@ def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base
     ran = evalcore(*RUN, "--strategies", "A,E", store=store)  # its vectors are cached: only the final write is big
     fill(small_disk)  # now completely full
     listed, shown = evalcore("list", store=store), evalcore("show", next(iter(before)), store=store)
-    from evalcore import report
+    from evalcore.read.runs import runs_overview
     from evalcore.summary import summary_table
 
     try:
-        dashboard = len(report.runs_overview(Store(store))), len(summary_table(Store(store), next(iter(before))))
+        dashboard = len(runs_overview(Store(store))), len(summary_table(Store(store), next(iter(before))))
     except Exception as exc:  # noqa: BLE001 - shown in the table
         dashboard = f"{type(exc).__name__}: {exc}"
     filler.unlink()
