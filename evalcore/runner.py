@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TOP_N = 20
-QUERY_BLOCK = 256
 
 
 class Progress(Protocol):
@@ -324,7 +323,7 @@ class _Job:
     def _run_strategy(self, strategy, base, span, qvec, qids, qtexts, n_in, groups) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
-        from evalcore.scoring import correct_chunks, destroyed_cut
+        from evalcore.scoring import correct_sets, destroyed_cut
 
         r, name = self.r, strategy.name
         self._stage(f"{name}: chunking", len(r.corpus.documents), base)
@@ -342,7 +341,7 @@ class _Job:
         self._timing("index", name, st.seconds, st.new)
 
         spans = self.r.ground_truth.spans
-        correct = {g: correct_chunks(chunks, s) for g, s in spans.items()}
+        correct = correct_sets(chunks, spans)
         destroyed = sorted(g for g, ids in correct.items() if len(ids) == 0)
         for g in destroyed:
             s = spans[g]
@@ -371,58 +370,39 @@ class _Job:
         self._retrieve(name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct)
 
     def _retrieve(self, name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct) -> None:
+        """Every retriever's top hits and first correct rank, a block of queries at a time
+        (blocks sized by memory: see :mod:`evalcore.ranking`), as result and hit frames."""
         import numpy as np
 
-        from evalcore.retrieval import BM25, cosine_distances, order_by, rerank_order, rrf_scores
+        from evalcore.ranking import block_queries, max_norm, rank_block
+        from evalcore.retrieval import BM25
+        from evalcore.scoring import block_frames
 
         need_bm25 = any(x in self.retrievers for x in ("bm25", "hybrid", "rerank"))
         t0 = time.perf_counter()
-        bm25 = BM25.build([c.text for c in chunks]) if need_bm25 else None
+        bm25 = BM25.build(c.text for c in chunks) if need_bm25 else None
         if bm25 is not None:
             self._timing("bm25_build", name, time.perf_counter() - t0, len(chunks))
         nq, nc = len(qids), len(chunks)
-        # correct_mask[q, c]: chunk c holds the answer of in-domain query q (SPEC 5)
-        correct_mask = np.zeros((nq, nc), dtype=bool)
-        for qi in range(n_in):
-            correct_mask[qi, correct[groups[qi]]] = True
+        empty = np.zeros(0, dtype=np.int64)
+        per_query = [correct[groups[qi]] if qi < n_in else empty for qi in range(nq)]
         clock = {"vector_scan": 0.0, "bm25": 0.0, "rerank": 0.0, "fusion": 0.0}
-        top = min(self.r.top_n, nc)
-        for b0 in range(0, nq, QUERY_BLOCK):
+        cvec = np.asarray(cvec, dtype=np.float32)
+        cmax = max_norm(cvec)
+        block = block_queries(nc)
+        rerank = None
+        if "rerank" in self.retrievers and self.reranker is not None:
+            def rerank(i, head, _texts=qtexts):
+                return self.reranker.score(_texts[b0 + i], [chunks[j].text for j in head])
+        for b0 in range(0, nq, block):
             self._check()
-            b1 = min(nq, b0 + QUERY_BLOCK)
-            t = time.perf_counter()
-            dist = cosine_distances(qvec[b0:b1], cvec)
-            dense_order = order_by(dist, descending=False)
-            clock["vector_scan"] += time.perf_counter() - t
-            orders: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-            if "dense" in self.retrievers:
-                orders["dense"] = (dense_order, 1.0 - dist)
-            if bm25 is not None:
-                t = time.perf_counter()
-                s = bm25.scores(qtexts[b0:b1])
-                bm_order = order_by(s, descending=True)
-                clock["bm25"] += time.perf_counter() - t
-                if "bm25" in self.retrievers:
-                    orders["bm25"] = (bm_order, s)
-                t = time.perf_counter()
-                fused = rrf_scores([dense_order, bm_order], ranked=[None, s > 0])
-                hy_order = order_by(fused, descending=True)
-                clock["fusion"] += time.perf_counter() - t
-                if "hybrid" in self.retrievers:
-                    orders["hybrid"] = (hy_order, fused)
-                if "rerank" in self.retrievers and self.reranker is not None:
-                    t = time.perf_counter()
-                    rr_order = np.empty_like(hy_order)
-                    rr_score = np.full(dist.shape, np.nan)
-                    for i in range(b1 - b0):
-                        head = hy_order[i, :RERANK_DEPTH]
-                        sc = self.reranker.score(qtexts[b0 + i], [chunks[j].text for j in head])
-                        rr_order[i] = rerank_order(hy_order[i], sc)
-                        rr_score[i, head] = sc
-                    clock["rerank"] += time.perf_counter() - t
-                    orders["rerank"] = (rr_order, rr_score)
-            self._score_block(name, orders, dist, correct_mask[b0:b1], qids[b0:b1],
-                              np.arange(b0, b1) < n_in, top)
+            b1 = min(nq, b0 + block)
+            ranked = rank_block(qvec[b0:b1], cvec, per_query[b0:b1], self.retrievers, self.r.top_n,
+                                bm25=bm25, qtexts=qtexts[b0:b1], rerank=rerank, cmax=cmax, clock=clock)
+            results, hits = block_frames(self.run_id, name, ranked, qids[b0:b1], np.arange(b0, b1) < n_in,
+                                         per_query[b0:b1])
+            self.frames["results"] += results
+            self.frames["hits"] += hits
             self.progress.advance(b1 - b0)
         self._timing("vector_scan", name, clock["vector_scan"], nq)
         if bm25 is not None:
@@ -430,36 +410,3 @@ class _Job:
             self._timing("fusion", name, clock["fusion"], nq)
         if "rerank" in self.retrievers and self.reranker is not None:
             self._timing("rerank", name, clock["rerank"], nq)
-
-    def _score_block(self, name, orders, dist, mask, qids, in_domain, top) -> None:
-        """Results and top hits of one block of queries for every retriever, as frames.
-
-        ``mask[i, c]``: chunk c is correct for query i; ``dist`` the block's cosine distances.
-        The first correct rank is taken over the full ranking (rank 1 = best).
-        """
-        import numpy as np
-        import pandas as pd
-
-        nb, nc = dist.shape
-        rows = np.arange(nb)[:, None]
-        has_answer = mask.any(axis=1)
-        qids = np.asarray(qids, dtype=object)
-        for retr, (order, score) in orders.items():
-            ranked_correct = mask[rows, order]               # correctness in rank order
-            first = ranked_correct.argmax(axis=1)              # 0-based rank of the first correct hit
-            answer_chunk = order[np.arange(nb), first]
-            self.frames["results"].append(pd.DataFrame({
-                "run_id": self.run_id, "strategy": name, "retriever": retr, "query_id": qids,
-                "domain": np.where(in_domain, "in", "out"),
-                "first_correct_rank": pd.Series(first + 1, dtype="Int64").mask(~has_answer),
-                "answer_distance": np.where(has_answer, dist[np.arange(nb), answer_chunk], np.nan),
-                "top_distance": dist[np.arange(nb), order[:, 0]],
-                "destroyed": in_domain & ~has_answer,
-            }))
-            head = order[:, :top]
-            self.frames["hits"].append(pd.DataFrame({
-                "run_id": self.run_id, "strategy": name, "retriever": retr,
-                "query_id": np.repeat(qids, top), "rank": np.tile(np.arange(1, top + 1), nb),
-                "chunk_id": head.ravel(), "distance": dist[rows, head].ravel(),
-                "score": score[rows, head].ravel(), "correct": ranked_correct[:, :top].ravel(),
-            }))
