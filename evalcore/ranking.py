@@ -105,6 +105,15 @@ class DenseRow:
         order = np.lexsort((idx, d))[:n]
         return idx[order], d[order]
 
+    def _band(self, centre: np.ndarray, wide: float) -> tuple[np.float32, np.float32]:
+        """float32 bounds enclosing [centre - wide, centre + wide] (one step wider each way),
+        so the row is compared in float32 without copying it."""
+        import numpy as np
+
+        lo = np.nextafter(np.float32(centre - wide), np.float32(-np.inf))
+        hi = np.nextafter(np.float32(centre + wide), np.float32(np.inf))
+        return lo, hi
+
     def rank(self, ids: np.ndarray) -> np.ndarray:
         """1-based rank of each chunk in ``ids`` (one counting pass each)."""
         import numpy as np
@@ -113,10 +122,10 @@ class DenseRow:
         d = self.dist(ids)
         s = 1.0 - d
         out = np.empty(len(ids), dtype=np.int64)
-        wide = self.eps + _DELTA
-        for i, (x, dx, sx) in enumerate(zip(ids, d, s)):  # sx is a float64 scalar: compared in float64
-            sure = int(np.count_nonzero(self.row > sx + wide))
-            band = np.flatnonzero(np.abs(self.row - sx) <= wide)
+        for i, (x, dx, sx) in enumerate(zip(ids, d, s)):
+            lo, hi = self._band(sx, self.eps + _DELTA)
+            sure = int(np.count_nonzero(self.row > hi))  # exactly above: float32 error < eps
+            band = np.flatnonzero((self.row >= lo) & (self.row <= hi))
             db = self.dist(band)
             out[i] = sure + int(np.count_nonzero((db < dx) | ((db == dx) & (band < x)))) + 1
         return out
@@ -231,6 +240,18 @@ class BM25Row:
         return self._ranks
 
 
+def _positions(order: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """1-based position of each of ``ids`` in ``order`` (0 where absent)."""
+    import numpy as np
+
+    if not len(order):
+        return np.zeros(len(ids), dtype=np.int64)
+    by_id = np.argsort(order)
+    pos = np.minimum(np.searchsorted(order[by_id], ids), len(order) - 1)
+    found = order[by_id][pos] == ids
+    return np.where(found, by_id[pos] + 1, 0).astype(np.int64)
+
+
 def _rrf(rank: np.ndarray | int, k: int = RRF_K):
     """1 / (k + rank) in float64, as ``retrieval.rrf_scores`` computes it."""
     import numpy as np
@@ -247,21 +268,21 @@ class _Hybrid:
         self.dense, self.bm = dense, bm
         n = dense.n
         self.depth = min(n, 2 * k_top + RRF_K)
-        a_ids, _ = dense.top(self.depth)
-        b_ids = bm.top_matched(self.depth)
-        cand = np.union1d(a_ids, b_ids)
+        # ranks are known exactly down to a deeper level than the candidates' depth, which
+        # keeps most rank bounds tight without a counting pass
+        deep = min(n, max(8 * self.depth, 1024))
+        a_ids, _ = dense.top(deep)
+        b_ids = bm.top_matched(deep)
+        cand = np.union1d(a_ids[:self.depth], b_ids[:self.depth])
         self.cand = cand
-        pos_a = {int(x): i + 1 for i, x in enumerate(a_ids)}
-        pos_b = {int(x): i + 1 for i, x in enumerate(b_ids)}
-        matched = bm.matched(cand)
-        deep_d = self.depth + 1 if len(a_ids) == self.depth and self.depth < n else None
-        deep_b = len(b_ids) + 1
-        self.rd_lo = np.array([pos_a.get(int(x), deep_d or 0) for x in cand], dtype=np.int64)
-        self.rd_hi = np.array([pos_a.get(int(x), n) for x in cand], dtype=np.int64)
-        self.rb_lo = np.array([pos_b.get(int(x), deep_b) for x in cand], dtype=np.int64)
-        self.rb_hi = np.array([pos_b.get(int(x), bm.m) for x in cand], dtype=np.int64)
-        self.matched = matched
-        # the bound for any chunk outside both lists
+        self.matched = bm.matched(cand)
+        rd = _positions(a_ids, cand)
+        rb = _positions(b_ids, cand)
+        self.rd_lo = np.where(rd > 0, rd, len(a_ids) + 1)
+        self.rd_hi = np.where(rd > 0, rd, n)
+        self.rb_lo = np.where(rb > 0, rb, len(b_ids) + 1)
+        self.rb_hi = np.where(rb > 0, rb, max(bm.m, 1))
+        # the bound for any chunk outside both top-depth lists
         outside_b = _rrf(self.depth + 1) if bm.m > self.depth else 0.0
         self.outside = float(_rrf(self.depth + 1) + outside_b) if self.depth < n else -1.0
 
@@ -303,7 +324,8 @@ class _Hybrid:
             open_ = live[lo[live] != hi[live]]
             if not len(open_):
                 break
-            self._resolve(open_)
+            # resolve the most promising first: exact values raise the K-th lower bound
+            self._resolve(open_[np.argsort(-hi[open_], kind="stable")[:8]])
         fused = lo[live]
         order = np.lexsort((self.cand[live], -fused))[:k]
         return self.cand[live][order], fused[order]

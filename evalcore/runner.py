@@ -370,43 +370,26 @@ class _Job:
         self._retrieve(name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct)
 
     def _retrieve(self, name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct) -> None:
-        """Every retriever's top hits and first correct rank, a block of queries at a time
-        (blocks sized by memory: see :mod:`evalcore.ranking`), as result and hit frames."""
         import numpy as np
 
-        from evalcore.ranking import block_queries, max_norm, rank_block
-        from evalcore.retrieval import BM25
-        from evalcore.scoring import block_frames
+        from evalcore.scoring import score_queries
 
-        need_bm25 = any(x in self.retrievers for x in ("bm25", "hybrid", "rerank"))
-        t0 = time.perf_counter()
-        bm25 = BM25.build(c.text for c in chunks) if need_bm25 else None
-        if bm25 is not None:
-            self._timing("bm25_build", name, time.perf_counter() - t0, len(chunks))
-        nq, nc = len(qids), len(chunks)
         empty = np.zeros(0, dtype=np.int64)
-        per_query = [correct[groups[qi]] if qi < n_in else empty for qi in range(nq)]
-        clock = {"vector_scan": 0.0, "bm25": 0.0, "rerank": 0.0, "fusion": 0.0}
-        cvec = np.asarray(cvec, dtype=np.float32)
-        cmax = max_norm(cvec)
-        block = block_queries(nc)
+        per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]
         rerank = None
         if "rerank" in self.retrievers and self.reranker is not None:
-            def rerank(i, head, _texts=qtexts):
-                return self.reranker.score(_texts[b0 + i], [chunks[j].text for j in head])
-        for b0 in range(0, nq, block):
+            def rerank(query: str, ids) -> list[float]:
+                return self.reranker.score(query, [chunks[j].text for j in ids])
+
+        def on_block(done: int) -> None:
             self._check()
-            b1 = min(nq, b0 + block)
-            ranked = rank_block(qvec[b0:b1], cvec, per_query[b0:b1], self.retrievers, self.r.top_n,
-                                bm25=bm25, qtexts=qtexts[b0:b1], rerank=rerank, cmax=cmax, clock=clock)
-            results, hits = block_frames(self.run_id, name, ranked, qids[b0:b1], np.arange(b0, b1) < n_in,
-                                         per_query[b0:b1])
-            self.frames["results"] += results
-            self.frames["hits"] += hits
-            self.progress.advance(b1 - b0)
-        self._timing("vector_scan", name, clock["vector_scan"], nq)
-        if bm25 is not None:
-            self._timing("bm25", name, clock["bm25"], nq)
-            self._timing("fusion", name, clock["fusion"], nq)
-        if "rerank" in self.retrievers and self.reranker is not None:
-            self._timing("rerank", name, clock["rerank"], nq)
+            self.progress.advance(done)
+
+        scored = score_queries(self.run_id, name, [c.text for c in chunks], cvec, qvec, qids, qtexts,
+                               per_query, n_in, self.retrievers, self.r.top_n, rerank=rerank,
+                               on_block=on_block)
+        self.frames["results"] += scored.results
+        self.frames["hits"] += scored.hits
+        for stage, seconds in scored.clock.items():
+            items = len(chunks) if stage == "bm25_build" else len(qids)
+            self._timing(stage, name, seconds, items)
