@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
 
 from evalcore.errors import ModelError
 
@@ -59,15 +59,32 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _check_folder(path: str | Path) -> None:
+    if not Path(path, "config.json").exists() and not Path(path, "modules.json").exists():
+        raise ModelError(f"{path}: not a sentence-transformers model folder (no config.json)")
+
+
+def check_device(device: str) -> str:
+    """``cpu`` or ``cuda[:N]``; a clear ModelError when CUDA is asked for and absent."""
+    if device == "cpu":
+        return device
+    if not device.startswith("cuda"):
+        raise ModelError(f"--device {device}: unknown device (use cpu or cuda)")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ModelError(f"--device {device}: no CUDA GPU is available on this machine (torch sees none)")
+    return device
+
+
 @lru_cache(maxsize=4)
-def _load(path: str):
+def _load(path: str, device: str = "cpu"):
     _offline()
     from sentence_transformers import SentenceTransformer
 
-    if not Path(path, "config.json").exists() and not Path(path, "modules.json").exists():
-        raise ModelError(f"{path}: not a sentence-transformers model folder (no config.json)")
+    _check_folder(path)
     try:
-        return SentenceTransformer(path, device="cpu", local_files_only=True)
+        return SentenceTransformer(path, device=device, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any load failure is the user's model path
         raise ModelError(f"{path}: cannot load the embedding model: {exc}") from exc
 
@@ -79,18 +96,21 @@ class SentenceEmbedder:
     path: str
     name: str
     batch_size: int = 16  # small batches pad less: 25 ms a chunk on 2 cores against 29 at 64
+    device: str = "cpu"
+    runtime: str = "sentence-transformers"
 
     @classmethod
-    def load(cls, model_path: str | Path | None = None, batch_size: int = 16) -> SentenceEmbedder:
+    def load(cls, model_path: str | Path | None = None, batch_size: int = 16,
+             device: str = "cpu") -> SentenceEmbedder:
         path = Path(model_path) if model_path else default_model_path()
-        name = MODEL_NAME if model_path is None else str(path.resolve())
-        emb = cls(path=str(path), name=name, batch_size=batch_size)
-        _load(emb.path)
+        emb = cls(path=str(path), name=model_name(model_path), batch_size=batch_size,
+                  device=check_device(device))
+        _load(emb.path, emb.device)
         return emb
 
     @property
     def model(self):
-        return _load(self.path)
+        return _load(self.path, self.device)
 
     @property
     def dim(self) -> int:
@@ -122,6 +142,75 @@ class SentenceEmbedder:
         return out
 
 
+def model_name(model_path: str | Path | None) -> str:
+    """The name vectors are cached and stamped under: the packaged model's hub name, else
+    the resolved folder path."""
+    return MODEL_NAME if model_path is None else str(Path(model_path).resolve())
+
+
+@dataclass
+class OnnxEmbedder:
+    """The same model through ONNX Runtime (:mod:`evalcore.onnx_runtime`): same vectors
+    (cosine >= 0.9999 to sentence-transformers', checked at export), same word pieces."""
+
+    path: str
+    name: str
+    onnx: Any
+    runtime: str = "onnxruntime"
+
+    @classmethod
+    def load(cls, model_path: str | Path | None = None, threads: int = 0) -> OnnxEmbedder:
+        from evalcore import onnx_runtime
+
+        path = Path(model_path) if model_path else default_model_path()
+        _check_folder(path)
+        return cls(path=str(path), name=model_name(model_path), onnx=onnx_runtime.load(path, threads))
+
+    @property
+    def dim(self) -> int:
+        return self.onnx.dim
+
+    @property
+    def window(self) -> int:
+        return int(self.onnx.meta["max_seq_length"])
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.onnx.encode(texts)
+
+    def count_pieces(self, texts: Sequence[str]) -> list[int]:
+        return self.onnx.count_pieces(texts)
+
+
+RUNTIMES = ("auto", "onnx", "torch")
+
+
+def load_embedder(model_path: str | Path | None = None, device: str = "cpu",
+                  runtime: str | None = None) -> Embedder:
+    """The fastest way to run the model here: ONNX Runtime on the CPU when it is installed
+    and the model exports cleanly, else sentence-transformers (torch), which is also what
+    ``device="cuda"`` uses. ``runtime`` (or ``$EVALCORE_RUNTIME``): auto, onnx or torch."""
+    runtime = runtime or os.environ.get("EVALCORE_RUNTIME") or "auto"
+    if runtime not in RUNTIMES:
+        raise ModelError(f"unknown runtime {runtime!r}; known: {', '.join(RUNTIMES)}")
+    if device != "cpu" or runtime == "torch":
+        return SentenceEmbedder.load(model_path, device=device)
+    try:
+        return OnnxEmbedder.load(model_path)
+    except ModuleNotFoundError as exc:
+        if runtime == "onnx":
+            raise ModelError(f"ONNX Runtime is not installed ({exc}); pip install onnxruntime") from exc
+        log.info("ONNX Runtime not installed; using sentence-transformers")
+    except ModelError as exc:
+        if runtime == "onnx" or "not a sentence-transformers model folder" in str(exc):
+            raise
+        log.warning("ONNX Runtime not used (%s); using sentence-transformers", exc)
+    except Exception as exc:  # noqa: BLE001 - an export failure falls back to the reference path
+        if runtime == "onnx":
+            raise ModelError(f"cannot run the model in ONNX Runtime: {exc}") from exc
+        log.warning("ONNX export failed (%s: %s); using sentence-transformers", type(exc).__name__, exc)
+    return SentenceEmbedder.load(model_path)
+
+
 @dataclass(frozen=True, slots=True)
 class EmbedStats:
     new: int
@@ -131,7 +220,7 @@ class EmbedStats:
 
 def embed_with_cache(
     embedder: Embedder, texts: Sequence[str], store: Store | None,
-    on_progress: Callable[[int], None] | None = None, batch: int = 256,
+    on_progress: Callable[[int], None] | None = None, batch: int = 512,
 ) -> tuple[np.ndarray, EmbedStats]:
     """Vectors for ``texts``, reusing the store's cache keyed by (model, text hash).
 
@@ -147,31 +236,34 @@ def embed_with_cache(
     unique: dict[str, str] = {}
     for h, t in zip(hashes, texts):
         unique.setdefault(h, t)
+    slot = {h: i for i, h in enumerate(unique)}
+    vectors = np.zeros((len(unique), embedder.dim), dtype=np.float32)  # one copy, filled in place
+    have = np.zeros(len(unique), dtype=bool)
     cached = store.cached_vectors(embedder.name, list(unique)) if store is not None else {}
-    vectors: dict[str, np.ndarray] = {}
     for h, (dim, vec) in cached.items():
         if dim != embedder.dim or len(vec) != embedder.dim:
             raise ModelError(
                 f"cached vector for model {embedder.name} has size {len(vec)}, the model makes "
                 f"{embedder.dim}: the cache holds vectors of another model; refusing to compare them"
             )
-        vectors[h] = np.asarray(vec, dtype=np.float32)
+        vectors[slot[h]] = vec
+        have[slot[h]] = True
+    del cached
     # longest first, so each batch pads to similar lengths (and a too-long text fails early)
-    missing = sorted((h for h in unique if h not in vectors), key=lambda h: -len(unique[h]))
+    missing = sorted((h for h in unique if not have[slot[h]]), key=lambda h: -len(unique[h]))
     uses = Counter(hashes)  # progress counts texts, duplicates included
     if on_progress is not None and len(unique) > len(missing):
-        on_progress(sum(n for h, n in uses.items() if h in vectors))
+        on_progress(sum(n for h, n in uses.items() if have[slot[h]]))
     t0 = time.perf_counter()
     for i in range(0, len(missing), batch):
         part = missing[i:i + batch]
-        for h, v in zip(part, embedder.encode([unique[h] for h in part])):
-            vectors[h] = v
+        vectors[[slot[h] for h in part]] = embedder.encode([unique[h] for h in part])
         if on_progress is not None:
             on_progress(sum(uses[h] for h in part))
     seconds = time.perf_counter() - t0
     if missing and store is not None:
-        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[h].tolist() for h in missing})
-    out = np.stack([vectors[h] for h in hashes]) if hashes else np.zeros((0, embedder.dim), np.float32)
+        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]].tolist() for h in missing})
+    out = vectors[[slot[h] for h in hashes]] if hashes else np.zeros((0, embedder.dim), np.float32)
     return out, EmbedStats(new=len(missing), cached=len(unique) - len(missing), seconds=seconds)
 
 

@@ -118,7 +118,7 @@ def run_evaluation(
     ``cancelled`` is polled between stages and query blocks; when it returns True the run
     stops and is marked ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
     """
-    from evalcore.embedding import SentenceEmbedder
+    from evalcore.embedding import load_embedder
 
     progress = progress or SilentProgress()
     retrievers = parse_retrievers(request.retrievers)
@@ -138,7 +138,7 @@ def run_evaluation(
         from evalcore.errors import ConfigError
 
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
-    embedder = embedder or SentenceEmbedder.load()
+    embedder = embedder or load_embedder()
 
     run_id = run_id or new_run_id()
     t_start = time.perf_counter()
@@ -177,15 +177,24 @@ def run_evaluation(
                      retrievers, rerank_note)
 
 
-def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
-    import sentence_transformers
-    import torch
+def _version(package: str) -> str | None:
+    """An installed package's version, read without importing it (torch takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
     gt = request.ground_truth
+    runtime = getattr(embedder, "runtime", None)
     return {
         "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
-        "python": platform.python_version(), "torch": torch.__version__,
-        "sentence_transformers": sentence_transformers.__version__,
+        "python": platform.python_version(), "torch": _version("torch"),
+        "sentence_transformers": _version("sentence-transformers"),
+        "embedding_runtime": runtime if runtime != "onnxruntime" else f"onnxruntime {_version('onnxruntime')}",
         "model": embedder.name, "dim": embedder.dim,
         "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
                                 "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},

@@ -102,3 +102,15 @@ def test_chunks_output_for_strategy_e_agrees_with_the_seed(tmp_path):
     assert len(ours) == 570
     assert compare(ours, seed_chunks(str(corpus))) == []
     assert all(set(c) == {"document", "text", "content", "section", "from", "to", "evidence_from"} for c in ours)
+
+
+def test_device_cuda_without_a_gpu_is_one_line_exit_2(capsys):
+    import torch
+
+    from evalcore.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert main(["demo", "--device", "cuda", "-q", "--strategies", "A"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no CUDA GPU" in err
