@@ -65,7 +65,7 @@ def _threshold_candidates(values: np.ndarray, n: int, margin: float) -> np.ndarr
     size = len(values)
     if n >= size:
         return np.arange(size)
-    if size > 16 * _SAMPLE and n * 64 < size:
+    if size >= 4 * _SAMPLE and n * 32 <= size:
         step = size // _SAMPLE
         sample = values[::step]
         want = min(len(sample), int(n * len(sample) / size * 4) + 16)
@@ -164,34 +164,22 @@ class BM25Row:
     """The exact BM25 order of one query: chunks sharing a term with it by score
     (descending, ties by chunk order), then every other chunk in chunk order."""
 
-    def __init__(self, ids: np.ndarray, scores: np.ndarray, n_chunks: int) -> None:
+    def __init__(self, row: np.ndarray) -> None:
         import numpy as np
 
-        order = np.argsort(ids, kind="stable")
-        self.ids = np.asarray(ids, dtype=np.int64)[order]   # matched chunks, by id
-        self.scores = np.asarray(scores, dtype=np.float64)[order]
-        self.n = n_chunks
+        self.row = row                          # score of every chunk (0: shares no term)
+        self.ids = np.flatnonzero(row > 0)      # matched chunks, by id
+        self.scores = row[self.ids]
+        self.n = len(row)
         self.m = len(self.ids)
         self._ranks: np.ndarray | None = None
 
     def score(self, ids: np.ndarray) -> np.ndarray:
         """BM25 score of each chunk (0.0 for a chunk sharing no term)."""
-        import numpy as np
-
-        ids = np.asarray(ids, dtype=np.int64)
-        pos = np.searchsorted(self.ids, ids)
-        pos_c = np.minimum(pos, max(self.m - 1, 0))
-        hit = (pos < self.m) & (self.ids[pos_c] == ids) if self.m else np.zeros(len(ids), bool)
-        return np.where(hit, self.scores[pos_c] if self.m else 0.0, 0.0)
+        return self.row[ids]
 
     def matched(self, ids: np.ndarray) -> np.ndarray:
-        import numpy as np
-
-        ids = np.asarray(ids, dtype=np.int64)
-        if not self.m:
-            return np.zeros(len(ids), dtype=bool)
-        pos = np.minimum(np.searchsorted(self.ids, ids), self.m - 1)
-        return self.ids[pos] == ids
+        return self.row[ids] > 0
 
     def top_matched(self, n: int) -> np.ndarray:
         """The first ``min(n, m)`` matched chunks, in order."""
@@ -222,10 +210,11 @@ class BM25Row:
         is_m = self.matched(ids)
         out = np.empty(len(ids), dtype=np.int64)
         for i, (x, sx, mx) in enumerate(zip(ids, s, is_m)):
+            before = int(np.searchsorted(self.ids, x))  # matched chunks with a smaller id
             if mx:
-                out[i] = int(np.count_nonzero((self.scores > sx) | ((self.scores == sx) & (self.ids < x)))) + 1
+                out[i] = int(np.count_nonzero(self.scores > sx) + np.count_nonzero(self.scores[:before] == sx)) + 1
             else:
-                out[i] = self.m + int(x) - int(np.searchsorted(self.ids, x)) + 1
+                out[i] = self.m + int(x) - before + 1
         return out
 
     def all_ranks(self) -> np.ndarray:
@@ -471,113 +460,100 @@ def rank_block(
     rerank: Callable[[int, np.ndarray], Sequence[float]] | None = None,
     cmax: float | None = None,
     clock: dict[str, float] | None = None,
-    bm25_budget: int = BLOCK_BYTES,
 ) -> dict[str, Ranked]:
     """Top hits and first correct rank of a block of queries under each retriever.
 
     ``qvec`` (queries x d) and ``cvec`` (chunks x d) are float32 unit vectors;
     ``correct[i]`` the chunk ids correct for query i (empty: none). ``rerank(i, ids)``
     scores the hybrid head of query i with the cross-encoder. Memory: one float32 row per
-    query of the block (plus the BM25 rows of at most ``bm25_budget`` bytes at a time).
+    query of the block, and one float64 BM25 row at a time.
     """
     import time
 
     import numpy as np
 
     clock = clock if clock is not None else {}
-    t = time.perf_counter()
+    tick = time.perf_counter
+
+    def charge(stage: str, since: float) -> float:
+        now = tick()
+        clock[stage] = clock.get(stage, 0.0) + now - since
+        return now
+
+    t = tick()
     nb, n = len(qvec), len(cvec)
     q32 = np.asarray(qvec, dtype=np.float32)
     q64 = q32.astype(np.float64)
     cmax = max_norm(cvec) if cmax is None else cmax
     eps = screening_error(q32, cmax)
     scores32 = q32 @ np.asarray(cvec).T  # (nb, n) float32: the block's one large buffer
-    dense_rows = [DenseRow(scores32[i], q64[i], cvec, float(eps[i])) for i in range(nb)]
     top = min(top, n)
-    out: dict[str, _Collect] = {}
-    if "dense" in retrievers:
-        col = out["dense"] = _Collect(nb, top)
-        for i, row in enumerate(dense_rows):
+    want_rr = "rerank" in retrievers and rerank is not None and bm25 is not None
+    want_hy = bm25 is not None and ("hybrid" in retrievers or want_rr)
+    out = {name: _Collect(nb, top) for name in retrievers
+           if name == "dense" or (bm25 is not None and name in ("bm25", "hybrid")) or (name == "rerank" and want_rr)}
+    hy = out.get("hybrid") or (_Collect(nb, top) if want_rr else None)
+    t = charge("vector_scan", t)
+    for i in range(nb):
+        row = DenseRow(scores32[i], q64[i], cvec, float(eps[i]))
+        ci = correct[i]
+        if "dense" in out:
+            col = out["dense"]
             ids, d = row.top(top)
             col.ids[i], col.dist[i], col.score[i] = ids, d, 1.0 - d
-            if len(correct[i]):
-                dc = row.dist(correct[i])
-                best = np.lexsort((correct[i], dc))[0]
-                col.answer[i], col.answer_dist[i] = correct[i][best], dc[best]
-                col.first[i] = row.rank(np.array([correct[i][best]]))[0]
-    clock["vector_scan"] = clock.get("vector_scan", 0.0) + time.perf_counter() - t
-    if bm25 is not None:
-        t = time.perf_counter()
-        bm_rows = _bm25_rows(bm25, qtexts, n, bm25_budget)
-        if "bm25" in retrievers:
-            col = out["bm25"] = _Collect(nb, top)
-            for i, (bm, row) in enumerate(zip(bm_rows, dense_rows)):
-                ids = bm.top(top)
-                col.ids[i], col.dist[i], col.score[i] = ids, row.dist(ids), bm.score(ids)
-                if len(correct[i]):
-                    sc = bm.score(correct[i])
-                    best = np.lexsort((correct[i], -sc))[0]
-                    c = correct[i][best]
-                    col.answer[i], col.answer_dist[i] = c, row.dist(np.array([c]))[0]
-                    col.first[i] = bm.rank(np.array([c]))[0]
-        clock["bm25"] = clock.get("bm25", 0.0) + time.perf_counter() - t
-        want_rr = "rerank" in retrievers and rerank is not None
-        if "hybrid" in retrievers or want_rr:
-            t = time.perf_counter()
-            k = min(n, max(top, RERANK_DEPTH) if want_rr else top)
-            hy_col = _Collect(nb, top)
-            heads: list[tuple[np.ndarray, _Hybrid]] = []
-            for i, (bm, row) in enumerate(zip(bm_rows, dense_rows)):
-                h = _Hybrid(row, bm, k)
-                ids, fused = h.top(k)
-                heads.append((ids, h))
-                hy_col.ids[i], hy_col.dist[i], hy_col.score[i] = ids[:top], row.dist(ids[:top]), fused[:top]
-                if len(correct[i]):
-                    r, c = h.first_rank(correct[i])
-                    hy_col.first[i], hy_col.answer[i] = r, c
-                    hy_col.answer_dist[i] = row.dist(np.array([c]))[0]
-            if "hybrid" in retrievers:
-                out["hybrid"] = hy_col
-            clock["fusion"] = clock.get("fusion", 0.0) + time.perf_counter() - t
-            if want_rr:
-                t = time.perf_counter()
-                out["rerank"] = _rerank(heads, hy_col, dense_rows, correct, top, rerank)
-                clock["rerank"] = clock.get("rerank", 0.0) + time.perf_counter() - t
+            if len(ci):
+                dc = row.dist(ci)
+                best = np.lexsort((ci, dc))[0]
+                col.answer[i], col.answer_dist[i] = ci[best], dc[best]
+                col.first[i] = row.rank(ci[best:best + 1])[0]
+        t = charge("vector_scan", t)
+        if bm25 is None:
+            continue
+        bm = BM25Row(bm25.row(qtexts[i]))
+        if "bm25" in out:
+            col = out["bm25"]
+            ids = bm.top(top)
+            col.ids[i], col.dist[i], col.score[i] = ids, row.dist(ids), bm.score(ids)
+            if len(ci):
+                best = np.lexsort((ci, -bm.score(ci)))[0]
+                col.answer[i], col.answer_dist[i] = ci[best], row.dist(ci[best:best + 1])[0]
+                col.first[i] = bm.rank(ci[best:best + 1])[0]
+        t = charge("bm25", t)
+        if not want_hy:
+            continue
+        k = min(n, max(top, RERANK_DEPTH) if want_rr else top)
+        h = _Hybrid(row, bm, k)
+        head, fused = h.top(k)
+        hy.ids[i], hy.dist[i], hy.score[i] = head[:top], row.dist(head[:top]), fused[:top]
+        if len(ci):
+            r, c = h.first_rank(ci)
+            hy.first[i], hy.answer[i] = r, c
+            hy.answer_dist[i] = row.dist(np.array([c]))[0]
+        t = charge("fusion", t)
+        if want_rr:
+            _rerank_one(out["rerank"], i, head, hy, row, ci, top, rerank)
+            t = charge("rerank", t)
     return {name: out[name].done() for name in retrievers if name in out}
 
 
-def _bm25_rows(bm25: BM25, qtexts: Sequence[str], n: int, budget: int) -> list[BM25Row]:
-    """Each query's matched chunks and scores, computed a few queries at a time."""
-    per = max(1, budget // max(1, 12 * n))
-    rows = []
-    for s in range(0, len(qtexts), per):
-        m = bm25.match(qtexts[s:s + per])
-        for i in range(m.shape[0]):
-            a, b = m.indptr[i], m.indptr[i + 1]
-            rows.append(BM25Row(m.indices[a:b], m.data[a:b], n))
-    return rows
-
-
-def _rerank(heads, hy: _Collect, dense_rows, correct, top, rerank) -> _Collect:
+def _rerank_one(col: _Collect, i: int, head: np.ndarray, hy: _Collect, row: DenseRow,
+                correct: np.ndarray, top: int, rerank) -> None:
     """The hybrid head re-sorted by cross-encoder score (ties: chunk id), then the rest."""
     import numpy as np
 
-    col = _Collect(len(heads), top)
-    for i, (head, _h) in enumerate(heads):
-        head = head[:RERANK_DEPTH]
-        sc = np.asarray(rerank(i, head), dtype=np.float64)
-        order = np.lexsort((head, -sc))
-        new_head, new_sc = head[order], sc[order]
-        take = min(top, len(new_head))
-        ids = np.concatenate([new_head[:take], hy.ids[i, take:top]]) if take < top else new_head[:top]
-        col.ids[i] = ids
-        col.dist[i] = dense_rows[i].dist(ids)
-        col.score[i] = np.concatenate([new_sc[:take], np.full(top - take, np.nan)])
-        if len(correct[i]):
-            inside = np.flatnonzero(np.isin(new_head, correct[i]))
-            if len(inside):
-                col.first[i], col.answer[i] = inside[0] + 1, new_head[inside[0]]
-            else:
-                col.first[i], col.answer[i] = hy.first[i], hy.answer[i]
-            col.answer_dist[i] = dense_rows[i].dist(np.array([col.answer[i]]))[0]
-    return col
+    head = head[:RERANK_DEPTH]
+    sc = np.asarray(rerank(i, head), dtype=np.float64)
+    order = np.lexsort((head, -sc))
+    new_head, new_sc = head[order], sc[order]
+    take = min(top, len(new_head))
+    ids = np.concatenate([new_head[:take], hy.ids[i, take:top]])
+    col.ids[i] = ids
+    col.dist[i] = row.dist(ids)
+    col.score[i] = np.concatenate([new_sc[:take], np.full(top - take, np.nan)])
+    if len(correct):
+        inside = np.flatnonzero(np.isin(new_head, correct))
+        if len(inside):
+            col.first[i], col.answer[i] = inside[0] + 1, new_head[inside[0]]
+        else:
+            col.first[i], col.answer[i] = hy.first[i], hy.answer[i]
+        col.answer_dist[i] = row.dist(np.array([col.answer[i]]))[0]

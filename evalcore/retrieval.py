@@ -148,6 +148,20 @@ class BM25:
         (queries x chunks) CSR matrix; every other chunk scores 0."""
         return self._query_matrix(queries) @ self.weights
 
+    def row(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for one query (float64, length n_chunks), summed term by
+        term in index order: the same arithmetic, bit for bit, as :meth:`match`."""
+        import numpy as np
+
+        acc = np.zeros(self.n_chunks, dtype=np.float64)
+        qm = self._query_matrix([query])
+        w = self.weights
+        for j, v in zip(qm.indices, qm.data):
+            a, b = w.indptr[j], w.indptr[j + 1]
+            idx = w.indices[a:b]
+            acc[idx] += v * w.data[a:b]
+        return acc
+
     def scores(self, queries: Sequence[str]) -> np.ndarray:
         """BM25 score of every chunk for every query; shape (queries, chunks)."""
         import numpy as np
