@@ -156,15 +156,19 @@ class OnnxEmbedder:
     path: str
     name: str
     onnx: Any
-    runtime: str = "onnxruntime"
 
     @classmethod
-    def load(cls, model_path: str | Path | None = None, threads: int = 0) -> OnnxEmbedder:
+    def load(cls, model_path: str | Path | None = None, threads: int = 0, backend: str = "") -> OnnxEmbedder:
         from evalcore import onnx_runtime
 
         path = Path(model_path) if model_path else default_model_path()
         _check_folder(path)
-        return cls(path=str(path), name=model_name(model_path), onnx=onnx_runtime.load(path, threads))
+        return cls(path=str(path), name=model_name(model_path),
+                   onnx=onnx_runtime.load(path, threads, backend))
+
+    @property
+    def runtime(self) -> str:
+        return self.onnx.backend
 
     @property
     def dim(self) -> int:
@@ -181,32 +185,34 @@ class OnnxEmbedder:
         return self.onnx.count_pieces(texts)
 
 
-RUNTIMES = ("auto", "onnx", "torch")
+RUNTIMES = ("auto", "openvino", "onnxruntime", "torch")
 
 
 def load_embedder(model_path: str | Path | None = None, device: str = "cpu",
                   runtime: str | None = None) -> Embedder:
-    """The fastest way to run the model here: ONNX Runtime on the CPU when it is installed
-    and the model exports cleanly, else sentence-transformers (torch), which is also what
-    ``device="cuda"`` uses. ``runtime`` (or ``$EVALCORE_RUNTIME``): auto, onnx or torch."""
+    """The fastest way to run the model here: the exported ONNX model in OpenVINO or ONNX
+    Runtime on the CPU when one is installed and the model exports cleanly, else
+    sentence-transformers (torch), which is also what ``device="cuda"`` uses.
+    ``runtime`` (or ``$EVALCORE_RUNTIME``): auto, openvino, onnxruntime or torch."""
     runtime = runtime or os.environ.get("EVALCORE_RUNTIME") or "auto"
     if runtime not in RUNTIMES:
         raise ModelError(f"unknown runtime {runtime!r}; known: {', '.join(RUNTIMES)}")
     if device != "cpu" or runtime == "torch":
         return SentenceEmbedder.load(model_path, device=device)
+    strict = runtime != "auto"
     try:
-        return OnnxEmbedder.load(model_path)
+        return OnnxEmbedder.load(model_path, backend="" if runtime == "auto" else runtime)
     except ModuleNotFoundError as exc:
-        if runtime == "onnx":
-            raise ModelError(f"ONNX Runtime is not installed ({exc}); pip install onnxruntime") from exc
-        log.info("ONNX Runtime not installed; using sentence-transformers")
+        if strict:
+            raise ModelError(f"{runtime} is not installed ({exc}); pip install {runtime}") from exc
+        log.info("no ONNX runtime installed; using sentence-transformers")
     except ModelError as exc:
-        if runtime == "onnx" or "not a sentence-transformers model folder" in str(exc):
+        if strict or "not a sentence-transformers model folder" in str(exc):
             raise
-        log.warning("ONNX Runtime not used (%s); using sentence-transformers", exc)
+        log.warning("ONNX export not used (%s); using sentence-transformers", exc)
     except Exception as exc:  # noqa: BLE001 - an export failure falls back to the reference path
-        if runtime == "onnx":
-            raise ModelError(f"cannot run the model in ONNX Runtime: {exc}") from exc
+        if strict:
+            raise ModelError(f"cannot run the model in {runtime}: {exc}") from exc
         log.warning("ONNX export failed (%s: %s); using sentence-transformers", type(exc).__name__, exc)
     return SentenceEmbedder.load(model_path)
 

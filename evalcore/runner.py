@@ -194,7 +194,7 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
         "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
         "python": platform.python_version(), "torch": _version("torch"),
         "sentence_transformers": _version("sentence-transformers"),
-        "embedding_runtime": runtime if runtime != "onnxruntime" else f"onnxruntime {_version('onnxruntime')}",
+        "embedding_runtime": f"{runtime} {_version(runtime) or ''}".strip() if runtime else None,
         "model": embedder.name, "dim": embedder.dim,
         "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
                                 "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},

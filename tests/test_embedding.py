@@ -31,10 +31,14 @@ def reference():
     return SentenceTransformer(str(default_model_path()), device="cpu")
 
 
-def test_onnx_vectors_match_sentence_transformers(real_embedder, reference):
+@pytest.mark.parametrize("backend", ["openvino", "onnxruntime"])
+def test_onnx_vectors_match_sentence_transformers(real_embedder, reference, backend):
+    pytest.importorskip(backend)
     assert isinstance(real_embedder, OnnxEmbedder)
+    emb = OnnxEmbedder.load(backend=backend)
+    assert emb.runtime == backend
     texts = texts_of_the_mini_corpus()
-    ours = real_embedder.encode(texts)
+    ours = emb.encode(texts)
     ref = reference.encode(texts, normalize_embeddings=True, batch_size=32)
     cos = np.sum(ours.astype(np.float64) * ref, axis=1)
     assert ours.dtype == np.float32 and ours.shape == ref.shape
