@@ -108,19 +108,11 @@ def openvino_rate(repeat: int) -> float:
 
 def onnxruntime_rate(repeat: int) -> float:
     import numpy as np
-    import onnx
     import onnxruntime as ort
-    from onnx import TensorProto, helper
 
     best = 0.0
     for m, k, n in SHAPES:
-        graph = helper.make_graph(
-            [helper.make_node("MatMul", ["a", "b"], ["c"])], "mm",
-            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k]),
-             helper.make_tensor_value_info("b", TensorProto.FLOAT, [k, n])],
-            [helper.make_tensor_value_info("c", TensorProto.FLOAT, [m, n])])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
+        model = _matmul_model(m, k, n)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = _cores()
         sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
@@ -130,7 +122,6 @@ def onnxruntime_rate(repeat: int) -> float:
             t = time.perf_counter()
             sess.run(None, feeds)
             best = max(best, 2 * m * k * n / (time.perf_counter() - t))
-        _ = onnx
     return best
 
 
