@@ -221,7 +221,12 @@ class OnnxModel:
         if self.backend == "openvino":
             import openvino as ov
 
-            compiled = ov.Core().compile_model(str(self.folder / "model.onnx"), "CPU", {
+            core = ov.Core()
+            try:  # OpenVINO keeps its compiled form beside the export: later loads are faster
+                core.set_property({"CACHE_DIR": str(self.folder / "openvino")})
+            except Exception:  # noqa: BLE001 - a read-only cache only costs compile time
+                log.debug("no OpenVINO model cache", exc_info=True)
+            compiled = core.compile_model(str(self.folder / "model.onnx"), "CPU", {
                 "INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads,
                 "PERFORMANCE_HINT": "LATENCY"})
             request = compiled.create_infer_request()
