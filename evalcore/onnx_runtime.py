@@ -30,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -141,7 +142,9 @@ def export(model_folder: str | Path, dest: Path) -> Path:
 
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=dest.parent))
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            # the tracer's notes on shape checks it freezes; the probe comparison below is the check
+            warnings.simplefilter("ignore")
             torch.onnx.export(
                 Wrapped().eval(), tuple(sample[n] for n in names), str(tmp / "model.onnx"),
                 input_names=names, output_names=["embedding"], opset_version=17, dynamo=False,
@@ -175,7 +178,8 @@ def exported(model_folder: str | Path) -> Path:
     if (dest / "meta.json").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    log.warning("exporting %s to ONNX once (cached in %s)", model_folder, dest)
+    log.warning("preparing the embedding model %s for fast CPU inference, once (cached in %s)",
+                model_folder, dest)
     return export(model_folder, dest)
 
 
