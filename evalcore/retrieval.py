@@ -96,7 +96,7 @@ class BM25:
         from scipy import sparse
 
         vocab: dict[str, int] = {}
-        terms, freqs, indptr, lengths = array("q"), array("q"), array("q", [0]), array("d")
+        terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
         for text in texts:
             toks = tokens(text)
             counts = Counter(toks)
@@ -110,18 +110,28 @@ class BM25:
         n = len(lengths)
         lengths_a = np.frombuffer(lengths, dtype=np.float64) if n else np.zeros(0)
         avg = float(lengths_a.mean()) if n else 0.0
-        f = np.frombuffer(freqs, dtype=np.int64).astype(np.float64) if len(freqs) else np.zeros(0)
-        r = np.frombuffer(terms, dtype=np.int64) if len(terms) else np.zeros(0, dtype=np.int64)
+        r = np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32)
+        freq = np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32)
         ptr = np.frombuffer(indptr, dtype=np.int64)
-        c = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr))
         df = np.bincount(r, minlength=len(vocab)).astype(np.float64)
         idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        norm = k1 * (1.0 - b + b * lengths_a[c] / avg) if avg > 0 else np.full_like(f, k1)
-        w = idf[r] * (f * (k1 + 1.0)) / (f + norm)
-        del c, norm, f
+        # the length norm of each chunk (the same expression per element as per posting)
+        doc_norm = k1 * (1.0 - b + b * lengths_a / avg) if avg > 0 else np.full(n, k1)
+        w = np.empty(len(r), dtype=np.float64)
+        step = 1 << 16  # chunks at a time: temporaries stay small at millions of chunks
+        for d0 in range(0, n, step):
+            d1 = min(n, d0 + step)
+            lo, hi = ptr[d0], ptr[d1]
+            f = freq[lo:hi].astype(np.float64)
+            norm = np.repeat(doc_norm[d0:d1], np.diff(ptr[d0:d1 + 1]))
+            w[lo:hi] = idf[r[lo:hi]] * (f * (k1 + 1.0)) / (f + norm)
         # chunks x terms, then its transpose in CSR form: a term's row lists its chunks
-        by_chunk = sparse.csr_matrix((w, r.astype(np.int32), ptr), shape=(n, len(vocab)))
+        index_dtype = np.int32 if len(r) < 2**31 else np.int64
+        by_chunk = sparse.csr_matrix((w, r.astype(index_dtype, copy=False), ptr.astype(index_dtype)),
+                                     shape=(n, len(vocab)))
+        del w
         weights = by_chunk.tocsc().T.tocsr(copy=False)
+        del by_chunk
         return cls(vocab=vocab, weights=weights, n_chunks=n)
 
     def _query_matrix(self, queries: Sequence[str]):
