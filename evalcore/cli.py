@@ -51,11 +51,13 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
         raise EvalcoreError("no valid in-domain question to score (every needle is invalid); see validate")
     _report_invalid(gt)
     store = _store(args)
-    embedder = None
-    if getattr(args, "model", None):
-        from evalcore.embedding import SentenceEmbedder
+    from evalcore.embedding import load_embedder
 
-        embedder = SentenceEmbedder.load(args.model)
+    embedder = load_embedder(getattr(args, "model", None), device=getattr(args, "device", "cpu"))
+    if getattr(args, "ray", None):
+        from evalcore.distributed import RayEmbedder
+
+        embedder = RayEmbedder.start(args.ray, embedder, device=args.device, model_path=args.model)
     t0 = time.perf_counter()
     result = run_evaluation(request, store, embedder=embedder,
                             progress=BarProgress(enabled=not args.quiet))
@@ -280,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="local sentence-transformers CrossEncoder folder; without it rerank is not run")
         sp.add_argument("--model", default=None, metavar="PATH",
                         help="local sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2)")
+        sp.add_argument("--device", default="cpu", help="cpu (default) or cuda (needs a CUDA GPU and torch with CUDA)")
+        sp.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="embed on a Ray cluster (ADDRESS, e.g. ray://head:10001 or auto) "
+                             "or on a local Ray runtime (local); see docs/SCALE.md")
         sp.add_argument("--json", action="store_true", help="print a machine-readable summary")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
