@@ -100,9 +100,9 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     if watch():
         raise RunInterrupted(CANCEL_REASON)
     set_stage(poll, job_id, "loading the model")
-    from evalcore.embedding import SentenceEmbedder
+    from evalcore.embedding import load_embedder
 
-    embedder = testhooks.embedder() or SentenceEmbedder.load(spec.model)
+    embedder = testhooks.embedder() or load_embedder(spec.model)
     if watch():
         raise RunInterrupted(CANCEL_REASON)
     request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(spec.strategies),
