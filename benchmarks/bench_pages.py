@@ -207,7 +207,7 @@ def time_pages(store_path: Path, run_id: str) -> list[tuple[str, float, float]]:
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
         at.session_state["run_id"] = run_id
         if page != "runs":
-            at.switch_page(f"screens/{page}.py")
+            at.switch_page(f"evalcore_app/screens/{page}.py")
         started = time.perf_counter()
         at.run()
         cold = time.perf_counter() - started

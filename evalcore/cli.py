@@ -1,4 +1,5 @@
-"""Command line: ``python -m evalcore COMMAND``. Every command has ``--help``.
+"""Command line: ``evalcore COMMAND`` (installed) or ``python -m evalcore COMMAND``, one
+:func:`main`. Every command has ``--help``.
 
 Errors the user can fix end with one line on stderr and exit code 2, never a traceback.
 """
@@ -75,7 +76,7 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
     print(format_table(summary_table(store, result.run_id)))
     print("\nrecall@k = share of in-domain queries with a correct chunk at rank <= k; "
           "destroyed = ground truths no chunk holds whole.")
-    print("Open the dashboard:  streamlit run app.py")
+    print("Open the dashboard:  python -m evalcore dashboard   (in a clone also: streamlit run app.py)")
     return 0
 
 
@@ -254,6 +255,13 @@ def cmd_load_run(args) -> int:
     return 0
 
 
+def cmd_dashboard(args) -> int:
+    from evalcore.dashboard import serve
+
+    serve(args.port, args.address, args.store, browser=not args.headless)
+    return 0  # not reached: serve replaces this process with Streamlit
+
+
 def cmd_compare(args) -> int:
     from evalcore.compare_text import compare_text
 
@@ -263,11 +271,21 @@ def cmd_compare(args) -> int:
 
 
 # -- parser --------------------------------------------------------------------------
+def _prog() -> str:
+    """``evalcore`` when started by the console script, else ``python -m evalcore``."""
+    return "evalcore" if Path(sys.argv[0]).stem == "evalcore" else "python -m evalcore"
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from evalcore import __version__
+    from evalcore.dashboard import DEFAULT_ADDRESS, DEFAULT_PORT
+
     p = argparse.ArgumentParser(
-        prog="python -m evalcore",
+        prog=_prog(),
         description="Evaluate the retrieval half of RAG: chunk, embed, retrieve, score, store.",
     )
+    p.add_argument("--version", action="version", version=f"evalcore {__version__}",
+                   help="print evalcore's version and exit")
     p.add_argument("--store", default=None,
                    help="run store (DuckDB file); default $EVALCORE_STORE or runs/evalcore.duckdb")
     p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
@@ -411,6 +429,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--width", type=int, default=None, metavar="COLUMNS",
                     help="fit the output to this many columns (default: the terminal's width)")
     sp.set_defaults(func=cmd_compare)
+
+    sp = sub.add_parser(
+        "dashboard", help="open the dashboard (Streamlit) on this machine",
+        description="Serve the dashboard on ADDRESS:PORT (default 127.0.0.1: this machine only; it has no "
+                    "login, see docs/DEPLOY.md before serving a team) over the store (--store, "
+                    "$EVALCORE_STORE, else runs/evalcore.duckdb of the current folder). Ctrl-C stops it.")
+    sp.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
+    sp.add_argument("--address", default=DEFAULT_ADDRESS,
+                    help=f"address to listen on (default {DEFAULT_ADDRESS}, this machine only)")
+    sp.add_argument("--store", default=argparse.SUPPRESS,
+                    help="run store (DuckDB file) the dashboard shows; same as the global --store")
+    sp.add_argument("--headless", action="store_true", help="do not open a browser (a server, a container)")
+    sp.set_defaults(func=cmd_dashboard)
     return p
 
 

@@ -30,7 +30,7 @@ def open_page(operator_store: Path, page: str, monkeypatch, **state) -> AppTest:
         at.session_state[key] = value
     at.run()
     if page != "runs":
-        at.switch_page(f"screens/{page}.py")
+        at.switch_page(f"evalcore_app/screens/{page}.py")
         at.run()
     return at
 
@@ -145,9 +145,9 @@ def test_decision_is_one_threshold_restored_after_a_reload(copy, engine_run_id, 
     at.slider(key="w_threshold").set_value(t).run()
     no_exception(at)
     assert "set on the Threshold screen" in at.session_state["threshold_source"]
-    at.switch_page("screens/query.py").run()  # the same value on Query, in the same session
+    at.switch_page("evalcore_app/screens/query.py").run()  # the same value on Query, in the same session
     assert f"Threshold t = {t:.4f}" in shown_text(at)
-    at.switch_page("screens/threshold.py").run()
+    at.switch_page("evalcore_app/screens/threshold.py").run()
     at.text_area(key="decision_note").input("for the review")
     at.button[-1].click().run()  # the form's submit button: the note is sent with it
     no_exception(at)
@@ -323,7 +323,7 @@ def test_export_equals_the_compare_screen(engine_store, engine_run_id, monkeypat
             if colour.get("field") == "retriever":
                 scale = colour["scale"]
                 assert scale["range"] == [RETRIEVER_COLOURS[r] for r in scale["domain"]]
-    at.switch_page("screens/export.py").run()
+    at.switch_page("evalcore_app/screens/export.py").run()
     no_exception(at)
     on_export = [c for c in _charts(at) if _matrix_cells(c)]
     assert len(on_export) == 1

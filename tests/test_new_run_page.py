@@ -24,7 +24,7 @@ def open_new_run(store_path: Path, monkeypatch) -> AppTest:
     monkeypatch.setenv("EVALCORE_STORE", str(store_path))  # the dashboard shows the operator's store
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.switch_page("screens/new_run.py")
+    at.switch_page("evalcore_app/screens/new_run.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

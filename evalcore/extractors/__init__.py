@@ -10,8 +10,12 @@ corpus records the file as failed and goes on.
 from __future__ import annotations
 
 import bisect
+import importlib
 from dataclasses import dataclass
 from importlib import metadata
+from types import ModuleType
+
+from evalcore.errors import InputError
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +65,16 @@ def library_version(distribution: str) -> str:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:  # pragma: no cover - a requirement
         return "missing"
+
+
+def require(module: str, extra: str, filename: str) -> ModuleType:
+    """Import ``module``, the library an optional extractor is built on; when it is not
+    installed, InputError saying which extra installs it (the corpus records ``filename`` as
+    failed with that line and goes on)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != module.split(".")[0]:
+            raise  # the library is there; something it needs is not
+        raise InputError(f"{filename}: reading {extra.upper()} needs {module.split('.')[0]}, which is not "
+                         f'installed: pip install "evalcore[{extra}]"') from None

@@ -47,7 +47,7 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction, library_version
+from evalcore.extractors import Extraction, library_version, require
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,9 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGN
 
 
 def decode(data: bytes, filename: str) -> Any:
-    """Parse ``data`` into an lxml document (see the module doc for the encoding rule)."""
+    """Parse ``data`` into an lxml document (see the module doc for the encoding rule);
+    InputError when lxml, the ``html`` extra, is not installed."""
+    require("lxml.html", "html", filename)
     import lxml.html
 
     if not data.strip():

@@ -53,7 +53,7 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction, library_version
+from evalcore.extractors import Extraction, library_version, require
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +110,9 @@ def _signature(text: str) -> str:
 
 
 def open_document(data: bytes, filename: str) -> Any:
-    """A ``pypdfium2.PdfDocument``; InputError naming ``filename`` when it cannot be opened."""
-    import pypdfium2 as pdfium
+    """A ``pypdfium2.PdfDocument``; InputError naming ``filename`` when it cannot be opened
+    (or when pypdfium2, the ``pdf`` extra, is not installed)."""
+    pdfium = require("pypdfium2", "pdf", filename)
     import pypdfium2.raw as pdfium_c
 
     if not data:

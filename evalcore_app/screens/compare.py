@@ -7,7 +7,7 @@ import streamlit as st
 from evalcore import figures
 from evalcore.metrics import DEFAULT_KS
 from evalcore.read import compare, runs
-from screens import _ui
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Compare")

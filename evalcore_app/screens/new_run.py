@@ -19,7 +19,7 @@ import streamlit as st
 from evalcore import inputs, jobs, uploads
 from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
 from evalcore.retrieval import RETRIEVERS
-from screens import _ui
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 store = _ui.get_store(ctx.store_path)

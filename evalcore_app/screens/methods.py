@@ -1,4 +1,7 @@
-"""Methods: how every figure of the dashboard is defined (docs/METHODS.md, shown here)."""
+"""Methods: how every figure of the dashboard is defined (docs/METHODS.md, shown here).
+
+An installed evalcore carries the file inside ``evalcore_app`` (the wheel copies it there);
+a clone reads it from ``docs/``."""
 from __future__ import annotations
 
 import re
@@ -6,7 +9,9 @@ from pathlib import Path
 
 import streamlit as st
 
-METHODS = Path(__file__).resolve().parents[1] / "docs" / "METHODS.md"
+_PACKAGE = Path(__file__).resolve().parents[1]
+_INSTALLED = _PACKAGE / "METHODS.md"
+METHODS = _INSTALLED if _INSTALLED.exists() else _PACKAGE.parent / "docs" / "METHODS.md"
 
 st.title("Methods")
 if METHODS.exists():

@@ -11,7 +11,7 @@ import html
 import streamlit as st
 
 from evalcore.read import queries
-from screens import _ui
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Query")

@@ -5,7 +5,7 @@ import streamlit as st
 
 from evalcore import figures
 from evalcore.read import index
-from screens import _ui
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Index health")

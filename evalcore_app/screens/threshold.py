@@ -10,7 +10,8 @@ import streamlit as st
 from evalcore import figures
 from evalcore.read import decisions, sweeps
 from evalcore.threshold import DEFAULT_COST_RATIO, suggest_threshold
-from screens import _ui
+from evalcore_app import screen
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Refusal threshold")
@@ -90,7 +91,7 @@ if n_out:
     else:
         st.caption("Each opens on the Query screen (a link you can share), with this threshold.")
         for row in bluffs.itertuples():
-            st.page_link("screens/query.py", label=f"{_ui.esc(row.query_id)} · {_ui.esc(row.kind)} · nearest "
+            st.page_link(screen("query"), label=f"{_ui.esc(row.query_id)} · {_ui.esc(row.kind)} · nearest "
                          f"d = {row.distance:.3f} · {_ui.esc(row.text)}", icon=":material/search:",
                          query_params={"run_id": ctx.run_id, "query_id": row.query_id, "config": config.label})
         with st.expander("Their nearest chunks"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore import export, figures
-from screens import _ui
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Export")

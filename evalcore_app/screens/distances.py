@@ -6,7 +6,7 @@ import math
 import streamlit as st
 
 from evalcore import figures
-from screens import _ui
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Distances")

@@ -48,6 +48,7 @@ from evalcore.read import compare, decisions, runs, sweeps
 from evalcore.records import Configuration, RunConfiguration
 from evalcore.store import Store, default_store_path
 from evalcore.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
+from evalcore_app import screen
 
 DEMO_COMMAND = "python -m evalcore demo"
 PICK_K = 4  # the default configuration is the best by recall@4
@@ -418,4 +419,4 @@ def guarded(fn: Callable[[], Any]) -> Any:
 
 def methods_link() -> None:
     """A link to the Methods screen (docs/METHODS.md), where every figure is defined."""
-    st.page_link("screens/methods.py", label="How these figures are defined (Methods)", icon=":material/menu_book:")
+    st.page_link(screen("methods"), label="How these figures are defined (Methods)", icon=":material/menu_book:")

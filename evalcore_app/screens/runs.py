@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore.read import runs
-from screens import _ui
+from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Runs")
