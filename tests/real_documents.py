@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from serving import CHROMIUM
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>

@@ -26,11 +26,8 @@ import io
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -39,33 +36,11 @@ import pytest
 
 from evalcore.stats import p_relation
 from evalcore.store import Store
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
 TRACKER = "127.0.0.1:9/pixel.png"  # the image in the e417-ticket variant (tests/fixtures/mini)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +52,7 @@ def served(two_run_store, two_run_ids, tmp_path_factory):
     folder = tmp_path_factory.mktemp("served")
     store = folder / "evalcore.duckdb"
     shutil.copy(two_run_store, store)
-    port = _free_port()
+    port = free_port()
     log = folder / "streamlit.log"
     env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with open(log, "wb") as out:
@@ -89,14 +64,10 @@ def served(two_run_store, two_run_ids, tmp_path_factory):
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(url, proc)
+        wait_healthy(url, proc)
         yield url, store, two_run_ids
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -119,39 +90,6 @@ def page(browser):
     tab.on("request", lambda request: tab.requested.append(request.url))
     yield tab
     context.close()
-
-
-def settled(page, timeout_s: float = 120) -> None:
-    """Wait until the app has drawn a title and no script run is in progress."""
-    page.wait_for_selector("h1", timeout=timeout_s * 1000)
-    deadline = time.monotonic() + timeout_s
-    quiet_since = None
-    while time.monotonic() < deadline:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0 or \
-            page.locator('[data-testid="stSkeleton"]').count() > 0
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.2:
-            return
-        time.sleep(0.15)
-    raise TimeoutError("the page kept running")
-
-
-def healthy(page, where: str) -> None:
-    """No exception, traceback or magic echo on the page; a screenshot when asked for."""
-    shots = os.environ.get("EVALCORE_SCREENSHOTS")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(shots) / f"{re.sub(r'[^A-Za-z0-9_-]+', '_', where)}.png"), full_page=True)
-    exceptions = page.locator('[data-testid="stException"]')
-    assert exceptions.count() == 0, f"{where}: {exceptions.first.inner_text()[:800]}"
-    body = page.locator("body").inner_text()
-    assert "Traceback" not in body, f"{where}: a traceback is shown"
-    assert page.locator('[data-testid="stHelp"]').count() == 0, f"{where}: an object is echoed (Streamlit magic)"
-    assert "DeltaGenerator" not in body and "<function " not in body, f"{where}: an object is echoed"
-    assert page.locator("h1").count() == 1, f"{where}: no title drawn"
 
 
 def goto(page, url: str) -> None:

@@ -1,0 +1,82 @@
+"""Helpers for tests that start the dashboard and drive it from a real browser: a free port on
+127.0.0.1, waiting for Streamlit's health check, Debian's chromium for playwright, and the
+checks every page must pass (settled, healthy)."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Return once Streamlit at ``url`` answers its health check; RuntimeError when the
+    process ended first, TimeoutError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as response:
+                if response.read().strip() == b"ok":
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"streamlit did not answer at {url} within {timeout} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Terminate a server started by a test, killing it after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def settled(page, timeout_s: float = 120) -> None:
+    """Wait until the app has drawn a title and no script run is in progress."""
+    page.wait_for_selector("h1", timeout=timeout_s * 1000)
+    deadline = time.monotonic() + timeout_s
+    quiet_since = None
+    while time.monotonic() < deadline:
+        running = page.locator('[data-testid="stStatusWidget"]').count() > 0 or \
+            page.locator('[data-testid="stSkeleton"]').count() > 0
+        if running:
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 1.2:
+            return
+        time.sleep(0.15)
+    raise TimeoutError("the page kept running")
+
+
+def healthy(page, where: str) -> None:
+    """No exception, traceback or magic echo on the page; a screenshot when asked for."""
+    shots = os.environ.get("EVALCORE_SCREENSHOTS")
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / f"{re.sub(r'[^A-Za-z0-9_-]+', '_', where)}.png"), full_page=True)
+    exceptions = page.locator('[data-testid="stException"]')
+    assert exceptions.count() == 0, f"{where}: {exceptions.first.inner_text()[:800]}"
+    body = page.locator("body").inner_text()
+    assert "Traceback" not in body, f"{where}: a traceback is shown"
+    assert page.locator('[data-testid="stHelp"]').count() == 0, f"{where}: an object is echoed (Streamlit magic)"
+    assert "DeltaGenerator" not in body and "<function " not in body, f"{where}: an object is echoed"
+    assert page.locator("h1").count() == 1, f"{where}: no title drawn"
