@@ -46,7 +46,7 @@ def connect(address: str, num_cpus: int | None = None) -> None:
     try:
         import ray
     except ModuleNotFoundError as exc:
-        raise ModelError("--ray needs Ray: pip install 'ray[data]'") from exc
+        raise ModelError('--ray needs Ray, which is not installed: pip install "evalcore[ray]"') from exc
     if ray.is_initialized():
         return
     try:

@@ -290,7 +290,7 @@ def load_embedder(model_path: str | Path | None = None, device: str = "cpu",
         return OnnxEmbedder.load(model_path, backend="" if runtime == "auto" else runtime)
     except ModuleNotFoundError as exc:
         if strict:
-            raise ModelError(f"{runtime} is not installed ({exc}); pip install {runtime}") from exc
+            raise ModelError(f'{runtime} is not installed ({exc}); pip install "evalcore[fast]"') from exc
         log.info("no ONNX runtime installed; using sentence-transformers")
     except ModelError as exc:
         if strict or "not a sentence-transformers model folder" in str(exc):

@@ -29,6 +29,7 @@ import evalcore
 from evalcore import corpus
 from evalcore.cli import main
 from evalcore.dashboard import SETTINGS, command
+from evalcore.store import schema_version
 from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,8 +95,11 @@ def test_the_version_has_one_source_and_the_changelog_names_it(capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.strip() == f"evalcore {evalcore.__version__}"
-    newest = re.search(r"^## \[?(\d+\.\d+\.\d+)", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
-    assert newest and newest.group(1) == evalcore.__version__, "CHANGELOG.md's newest entry is not this version"
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    newest = re.search(r"^## (\d+\.\d+\.\d+)\n+Store schema version (\d+)", changelog, re.M)
+    assert newest, "CHANGELOG.md's newest entry does not start with its store schema version"
+    assert newest.group(1) == evalcore.__version__, "CHANGELOG.md's newest entry is not this version"
+    assert int(newest.group(2)) == schema_version(), "CHANGELOG.md names another schema version than the store writes"
 
 
 def test_the_dashboard_command_passes_the_clones_streamlit_settings():
