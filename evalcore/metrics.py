@@ -42,7 +42,7 @@ def _first_rank(value: object) -> int | None:
     if isinstance(value, bool):
         raise ValueError(f"a first rank must be an int >= 1 or None, got {value!r}")
     try:
-        rank = int(value)  # type: ignore[call-overload]
+        rank: int = int(value)  # type: ignore[call-overload]  # any object; the check below rejects what is no rank
     except (TypeError, ValueError):
         raise ValueError(f"a first rank must be an int >= 1 or None, got {value!r}") from None
     if rank != value or rank < 1:
@@ -53,7 +53,7 @@ def _first_rank(value: object) -> int | None:
 def _k(k: object) -> int:
     if isinstance(k, bool) or not hasattr(k, "__index__"):
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
-    k = int(k)  # type: ignore[call-overload]
+    k = int(k)
     if k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     return k
@@ -146,11 +146,11 @@ METRICS: dict[str, MetricSpec] = {
     "recall": MetricSpec(
         "recall", "recall@k",
         "Share of queries with a correct chunk in the top {k} (first correct rank <= {k}).",
-        True, lambda ranks, k: recall_at_k(ranks, k), lambda r, k: float(hit_at_k(r, k))),
+        True, lambda ranks, k: recall_at_k(ranks, _k(k)), lambda r, k: float(hit_at_k(r, _k(k)))),
     "hit": MetricSpec(
         "hit", "hit@k",
         "Per query: is a correct chunk in the top {k}? Its mean over queries is recall@{k}.",
-        True, lambda ranks, k: recall_at_k(ranks, k), lambda r, k: float(hit_at_k(r, k))),
+        True, lambda ranks, k: recall_at_k(ranks, _k(k)), lambda r, k: float(hit_at_k(r, _k(k)))),
     "mrr": MetricSpec(
         "mrr", "mrr",
         "Mean reciprocal rank: mean of 1/rank of the first correct chunk, 0 when none is found.",
@@ -201,7 +201,7 @@ def summarize(first_ranks_by_config: Mapping[tuple[str, str], Sequence[int | Non
     import pandas as pd
 
     ks = tuple(_k(k) for k in ks)
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for key, raw in first_ranks_by_config.items():
         if isinstance(key, str) or len(key) != 2:
             raise ValueError(f"configuration keys must be (strategy, retriever) pairs, got {key!r}")
@@ -233,7 +233,7 @@ def wide(summary: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, object] = {"strategy": first["strategy"], "retriever": first["retriever"],
                                   "config": config, "queries": int(first["queries"])}
         for rec in group.itertuples(index=False):
-            row[rec.metric] = rec.value
+            row[str(rec.metric)] = rec.value
             if rec.metric != "mrr":
                 row[f"{rec.metric} low"] = rec.low
                 row[f"{rec.metric} high"] = rec.high

@@ -53,12 +53,21 @@ NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is f
 APPLICATION = "evalcore"
 MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 # Never fetch or load a DuckDB extension: DuckDB would try to download one for a SQLite file.
-_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 def default_store_path() -> Path:
     """``$EVALCORE_STORE`` if set, else ``runs/evalcore.duckdb`` under the working directory."""
     return Path(os.environ.get("EVALCORE_STORE", DEFAULT_STORE))
+
+
+def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[Any, ...]:
+    """The one row a query that always returns one (an aggregate, a PRAGMA) returns."""
+    row = con.execute(sql, params).fetchone()
+    if row is None:
+        raise StoreError(f"no row from {sql.split()[0]} ... (a query that always returns one row)")
+    return row
 
 
 def now() -> datetime:
@@ -201,9 +210,9 @@ class Store:
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
                 rows = (con.execute("SELECT version, name FROM schema_migrations").fetchall()
                         if "schema_migrations" in tables else [])
-                marked = "evalcore_store" in tables and bool(con.execute(
-                    "SELECT count(*) FROM evalcore_store WHERE application = ?", [APPLICATION]).fetchone()[0])
-                block_size, used = con.execute("PRAGMA database_size").fetchone()[2:5:2]  # size, used blocks
+                marked = "evalcore_store" in tables and bool(one_row(
+                    con, "SELECT count(*) FROM evalcore_store WHERE application = ?", [APPLICATION])[0])
+                block_size, used = one_row(con, "PRAGMA database_size")[2:5:2]  # size, used blocks
                 # while this connection holds the file no writer runs, so the WAL is stable; with
                 # one, the block count includes the blocks it added in memory
                 checkpointed = not Path(f"{self.path}.wal").exists()
@@ -393,8 +402,8 @@ class Store:
         if any(not pid_alive(int(pid)) for (pid,) in pids):
             return True
         stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
-        return bool(con.execute("SELECT count(*) FROM jobs WHERE status = 'queued' AND pid IS NULL "
-                                "AND created_at < ?", [stale]).fetchone()[0])
+        return bool(one_row(con, "SELECT count(*) FROM jobs WHERE status = 'queued' AND pid IS NULL "
+                                 "AND created_at < ?", [stale])[0])
 
     def _reap_if_due(self) -> None:
         """At most every ``REAP_EVERY`` seconds: look (read only) for dead runs and jobs; open
@@ -477,7 +486,7 @@ class Store:
             raise StoreError(f"no run {run_id!r} in {self.path}")
         if len(df) > 1:
             raise StoreError(f"run id {run_id!r} is ambiguous: {', '.join(df['run_id'])}")
-        row = df.iloc[0].to_dict()
+        row = {str(k): v for k, v in df.iloc[0].to_dict().items()}
         row["settings"] = json.loads(row["settings"]) if row.get("settings") else {}
         return row
 
