@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evalcore.extractors import page_of
-from evalcore.threshold import DEFAULT_TOP, gate
+from evalcore.threshold import COSINE, DEFAULT_TOP, Axis, gate
 
 log = logging.getLogger(__name__)
 
@@ -216,20 +216,30 @@ def build_context(question: str, sources: Sequence[Source],
     return Context(prompt, citations, pieces)
 
 
-def no_answer(question: str, threshold: float) -> str:
-    """``NO ANSWER: nothing under cosine distance 0.675 for "<question>"``."""
-    return f'NO ANSWER: nothing under cosine distance {_number(threshold)} for "{question}"'
+def no_answer(question: str, threshold: float, axis: Axis = COSINE) -> str:
+    """``NO ANSWER: nothing under cosine distance 0.675 for "<question>"`` (for a gate on an
+    external retriever's own score: ``nothing with score >= 12.5`` or ``nothing under score 0.4``)."""
+    if axis.column == "distance":
+        what = f"under cosine distance {_number(threshold)}"
+    elif axis.higher_is_closer:
+        what = f"with score >= {_number(threshold)}"
+    else:
+        what = f"under score {_number(threshold)}"
+    return f'NO ANSWER: nothing {what} for "{question}"'
 
 
 def context_for_query(question: str, hits: Sequence[Source], threshold: float,
                       top: int = DEFAULT_TOP,
-                      count_pieces: Callable[[str], int] | None = None) -> Context | NoAnswer:
+                      count_pieces: Callable[[str], int] | None = None,
+                      axis: Axis = COSINE) -> Context | NoAnswer:
     """Gate ``hits`` (in rank order) at ``threshold`` and build the context, or NO ANSWER.
 
     The gate is :func:`evalcore.threshold.gate`: from the first ``top`` hits, those with
-    distance < threshold, numbered in rank order. Both results have ``answered``.
+    distance < threshold (or, on an external retriever's score, those the ``axis`` keeps),
+    numbered in rank order; a source's ``distance`` holds the value the gate reads. Both
+    results have ``answered``.
     """
-    kept = gate([h.distance for h in hits], threshold, top)
+    kept = gate([h.distance for h in hits], threshold, top, axis.higher_is_closer)
     if not kept:
-        return NoAnswer(question, float(threshold), no_answer(question, threshold))
+        return NoAnswer(question, float(threshold), no_answer(question, threshold, axis))
     return build_context(question, [hits[i] for i in kept], count_pieces)
