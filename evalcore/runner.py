@@ -182,7 +182,8 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
     import sentence_transformers
     import torch
 
-    gt = request.ground_truth
+    from evalcore.rows import ground_truth_settings
+
     return {
         "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
         "python": platform.python_version(), "torch": torch.__version__,
@@ -192,11 +193,7 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
                                 "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},
         "retrievers": retrievers, "top_n": request.top_n, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH,
         "bm25": {"k1": 1.2, "b": 0.75}, "gate_top": 4,
-        "queries_in": len(gt.valid_questions), "queries_in_total": len(gt.questions),
-        "queries_out": len(gt.ood), "ground_truths": len(gt.spans), "invalid_needles": len(gt.invalid),
-        "documents": len(request.corpus.documents), "failed_documents": len(request.corpus.failed),
-        "characters": request.corpus.characters,
-        "sections": sum(d.sections for d in request.corpus.documents),
+        **ground_truth_settings(request.corpus, request.ground_truth),
         **request.settings,
     }
 
@@ -279,50 +276,24 @@ class _Job:
             base = 0.05 + 0.9 * si / n_strat
             self._run_strategy(strategy, base, 0.9 / n_strat, qvec, qids, texts, n_in, groups)
 
+        from evalcore.configurations import builtin_rows
+
+        self.rows["configurations"] = builtin_rows(
+            self.run_id, [(s.name, s.name, self.embedder.name) for s in r.strategies], self.retrievers)
         frames = {k: pd.DataFrame(v) for k, v in self.rows.items() if k not in self.frames}
         for name, parts in self.frames.items():
             frames[name] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         return frames
 
     def _record_documents(self) -> None:
-        c = self.r.corpus
-        for d in c.documents:
-            self.rows["documents"].append({
-                "run_id": self.run_id, "doc_id": d.doc_id, "title": d.title, "source_type": d.source_type,
-                "path": d.path, "state": "indexed", "reason": None, "extractor": d.extractor,
-                "extractor_version": d.extractor_version, "model": self.embedder.name,
-                "model_dim": self.embedder.dim, "pipeline_version": PIPELINE_VERSION,
-                "characters": len(d.text), "sections": d.sections, "text": d.text,
-                "pages": d.pages, "page_starts": list(d.page_starts) or None,
-                "notes": list(d.notes) or None, "file_hash": d.file_hash or None,
-            })
-        for f in c.failed:
-            self.rows["documents"].append({
-                "run_id": self.run_id, "doc_id": f.doc_id, "title": None, "source_type": None,
-                "path": f.path, "state": "failed", "reason": f.reason, "extractor": None,
-                "extractor_version": None, "model": None, "model_dim": None, "pipeline_version": None,
-                "characters": None, "sections": None, "text": None,
-                "pages": None, "page_starts": None, "notes": None, "file_hash": None,
-            })
+        from evalcore.rows import document_rows
+
+        self.rows["documents"] += document_rows(self.run_id, self.r.corpus, self.embedder.name, self.embedder.dim)
 
     def _record_queries(self) -> None:
-        gt = self.r.ground_truth
-        invalid = {inv.group: inv.reason for inv in gt.invalid}
-        for q in gt.questions:
-            span = gt.spans.get(q.group)
-            self.rows["queries"].append({
-                "run_id": self.run_id, "query_id": q.query_id, "domain": "in", "text": q.question,
-                "group_id": q.group, "variant": q.variant, "kind": None,
-                "needle": q.needle, "doc_id": span.doc_id if span else q.document,
-                "start": span.start if span else None, "end": span.end if span else None,
-                "valid": span is not None, "invalid_reason": invalid.get(q.group), "line": q.line,
-            })
-        for q in gt.ood:
-            self.rows["queries"].append({
-                "run_id": self.run_id, "query_id": q.query_id, "domain": "out", "text": q.query,
-                "group_id": None, "variant": None, "kind": q.kind, "needle": None, "doc_id": None,
-                "start": None, "end": None, "valid": True, "invalid_reason": None, "line": q.line,
-            })
+        from evalcore.rows import query_rows
+
+        self.rows["queries"] += query_rows(self.run_id, self.r.ground_truth)
 
     def _run_strategy(self, strategy, base, span, qvec, qids, qtexts, n_in, groups) -> None:
         from evalcore.chunking import chunk_corpus
@@ -358,7 +329,7 @@ class _Job:
             "boundaries": strategy.boundaries, "header": strategy.header, "chunks": len(chunks),
             "pieces": int(sum(pieces)), "header_pieces": int(sum(header_pieces)),
             "over_window": int(sum(p > WINDOW for p in pieces)), "destroyed": len(destroyed),
-            "norm_max_diff": normalisation_check(cvec, 200),
+            "norm_max_diff": normalisation_check(cvec, 200), "chunker": name, "model": self.embedder.name,
         })
         for i, c in enumerate(chunks):
             self.rows["chunks"].append({
