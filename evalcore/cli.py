@@ -182,6 +182,65 @@ def cmd_chunks(args) -> int:
     return 0
 
 
+def _inputs_of(args):
+    """Corpus and ground truth of an external run: --demo, or --corpus/--questions/--ood."""
+    if args.demo:
+        return _load_demo()
+    if not args.corpus or not args.questions:
+        raise EvalcoreError(f"{args.command} needs --corpus DIR and --questions FILE (or --demo)")
+    return _load_inputs(args.corpus, args.questions, args.ood, cache=_store(args))
+
+
+def _report_chunks(unlocated, notes, unranked, limit: int = 10) -> None:
+    """Warnings about an external run's chunks and rankings, on stderr."""
+    if unlocated:
+        print(f"warning: {len(unlocated)} chunk(s) could not be located; they are stored and never correct:",
+              file=sys.stderr)
+        for chunk_id, where, reason in unlocated[:limit]:
+            print(f"  {where}: chunk {chunk_id}: {reason}", file=sys.stderr)
+        if len(unlocated) > limit:
+            print(f"  ... {len(unlocated) - limit} more (see the Index page)", file=sys.stderr)
+    for chunk_id, where, note in notes[:limit]:
+        print(f"warning: {where}: chunk {chunk_id}: {note}", file=sys.stderr)
+    if unranked:
+        shown = ", ".join(unranked[:5]) + (", ..." if len(unranked) > 5 else "")
+        print(f"warning: {len(unranked)} query(ies) have no ranking and count as answered with nothing: {shown}",
+              file=sys.stderr)
+
+
+def _external_summary(args, store, run_id: str, wall: float, extra: dict[str, Any]) -> None:
+    from evalcore.summary import format_table, summary_json, summary_table
+
+    if args.json:
+        out = summary_json(store, run_id)
+        out["wall_seconds"] = round(wall, 2)
+        out.update(extra)
+        _print_json(out)
+        return
+    run = store.run(run_id)
+    print(f"\nrun {run_id} ({run['name']}) complete in {wall:.1f} s; store {store.path}")
+    print()
+    print(format_table(summary_table(store, run_id)))
+    print("\nrecall@k and MRR over the hits the run gave; destroyed = ground truths no chunk holds whole.")
+    print("Open the dashboard:  streamlit run app.py")
+
+
+def cmd_import_run(args) -> int:
+    from evalcore.external.importer import import_run
+
+    corpus, gt = _inputs_of(args)
+    _report_invalid(gt)
+    store = _store(args)
+    t0 = time.perf_counter()
+    done = import_run(store, corpus, gt, args.chunks, args.rankings, args.name, chunker=args.chunker,
+                      retriever=args.retriever, score=args.score, fmt=args.format)
+    _report_chunks(done.unlocated, done.notes, done.unranked)
+    _external_summary(args, store, done.run_id, time.perf_counter() - t0, {
+        "unlocated_chunks": [{"chunk": c, "where": w, "reason": r} for c, w, r in done.unlocated],
+        "unranked_queries": list(done.unranked)})
+    return 0
+
+
 def cmd_job(args) -> int:
     from evalcore.jobs import run_job
 
@@ -353,6 +412,37 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--strategy", default="E", help="one strategy: A-F or a custom recipe (default E)")
     sp.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
     sp.set_defaults(func=cmd_chunks)
+
+    def external_inputs(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--corpus", metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
+        sp.add_argument("--questions", metavar="FILE", help="questions.jsonl")
+        sp.add_argument("--ood", default=None, metavar="FILE", help="ood.jsonl (out-of-domain queries)")
+        sp.add_argument("--demo", action="store_true", help="the built-in demo corpus and questions instead")
+        sp.add_argument("--chunker", default="external",
+                        help="name of the other system's chunker: the configuration's strategy (default external)")
+        sp.add_argument("--retriever", default="external",
+                        help="name of the other system's retriever: the configuration's retriever (default external)")
+        sp.add_argument("--json", action="store_true", help="print a machine-readable summary (as run --json)")
+
+    sp = sub.add_parser(
+        "import-run", help="score a run made elsewhere (its chunks and rankings files)",
+        description="Score another system's chunks and rankings against your questions, like a built-in run: "
+                    "chunks are located in the corpus (by offsets, else by their text), recall@k and "
+                    "MRR are taken over the hits given, the refusal gate reads the retriever's own score. "
+                    "A bad chunk or rankings file ends with one line naming the file and line, exit 2, "
+                    "nothing stored. See docs/EXTERNAL.md.")
+    external_inputs(sp)
+    sp.add_argument("--chunks", required=True, metavar="FILE",
+                    help="CHUNKS.jsonl: id, document, text[, start, end] a line (or a BEIR folder / corpus.jsonl)")
+    sp.add_argument("--rankings", required=True, metavar="FILE",
+                    help="TREC run file (qid Q0 chunk_id rank score tag), JSONL ({query, hits: [{chunk, score}]}) "
+                         "or ranx / BEIR JSON ({qid: {chunk_id: score}})")
+    sp.add_argument("--format", default=None, choices=["trec", "jsonl", "json"],
+                    help="the rankings file's format (default: detected from its content)")
+    sp.add_argument("--score", default="similarity", choices=["similarity", "distance"],
+                    help="similarity: higher is closer (default); distance: lower is closer")
+    sp.add_argument("--name", default="imported", help="run name (default imported)")
+    sp.set_defaults(func=cmd_import_run)
 
     sp = sub.add_parser("job", help="execute a queued dashboard job (started by the dashboard)",
                         description="Wait for a free slot ($EVALCORE_MAX_JOBS, default 1), run the queued "

@@ -10,7 +10,8 @@ import pytest
 from conftest import MINI, ROOT, shared_data
 from evalcore.cli import build_parser, main
 
-COMMANDS = ["demo", "run", "validate", "chunks", "list", "show", "job", "import-squad", "gate", "export-run", "load-run", "compare"]
+COMMANDS = ["demo", "run", "validate", "chunks", "list", "show", "job", "import-squad", "gate", "export-run", "load-run", "compare",
+            "import-run"]
 
 
 def test_every_command_has_help_text(capsys):
