@@ -1,0 +1,188 @@
+"""import-run: another splitter's chunks and another library's BM25 rankings, scored like ours.
+
+The external retriever is real (examples/external_bm25.py: three-sentence windows ranked by
+rank_bm25). Expected figures come from an independent count: needles found with str.find,
+windows holding them by their own offsets, ranks read off rank_bm25's lists, and ranx.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import MINI, ROOT
+
+sys.path.insert(0, str(ROOT / "examples"))
+import external_bm25  # noqa: E402
+
+from evalcore.cli import main  # noqa: E402
+from evalcore.store import Store  # noqa: E402
+
+QUESTIONS, OOD, CORPUS = MINI / "questions.jsonl", MINI / "ood.jsonl", MINI / "corpus"
+INPUTS = ["--corpus", str(CORPUS), "--questions", str(QUESTIONS), "--ood", str(OOD)]
+
+
+@pytest.fixture(scope="session")
+def bm25_files(tmp_path_factory, mini_inputs):
+    corpus, gt = mini_inputs
+    return external_bm25.write_files(tmp_path_factory.mktemp("bm25"), corpus, gt)
+
+
+@pytest.fixture(scope="session")
+def oracle(mini_inputs):
+    """{query id: first correct rank or None} of the scored questions, counted independently."""
+    corpus, gt = mini_inputs
+    windows = external_bm25.sentence_windows(corpus)
+    rankings = external_bm25.bm25_rankings(windows, external_bm25.all_queries(gt))
+    docs = {d.doc_id: d.text for d in corpus.documents}
+    by_id = {w.chunk_id: w for w in windows}
+    first, qrels = {}, {}
+    for line in QUESTIONS.read_text().splitlines():
+        q = json.loads(line)
+        places = [(d, t.find(q["needle"])) for d, t in docs.items() if q["needle"] in t]
+        if len(places) != 1:
+            continue  # an invalid needle: not scored
+        doc, start = places[0]
+        end = start + len(q["needle"])
+        good = {w.chunk_id for w in windows if w.doc_id == doc and w.start <= start and end <= w.end}
+        qrels[q["id"]] = {c: 1 for c in good}
+        ranks = [i for i, (c, _) in enumerate(rankings[q["id"]], start=1) if c in good]
+        first[q["id"]] = ranks[0] if ranks else None
+    return first, qrels, rankings
+
+
+def run_ids(path: Path) -> list[str]:
+    return Store(path).query("SELECT run_id FROM runs ORDER BY created_at")["run_id"].tolist()
+
+
+def test_trec_and_jsonl_imports_give_the_independent_figures(tmp_path, bm25_files, oracle, capsys):
+    from ranx import Qrels, Run, evaluate
+
+    first, qrels, rankings = oracle
+    store = tmp_path / "s.duckdb"
+    outputs = []
+    for kind in ("trec", "jsonl"):
+        assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(bm25_files["chunks"]),
+                     "--rankings", str(bm25_files[kind]), "--chunker", "sent3", "--retriever", "rank_bm25",
+                     "--name", kind, "--json"]) == 0
+        outputs.append(json.loads(capsys.readouterr().out))
+    a, b = outputs
+    assert [c["strategy"] + "/" + c["retriever"] for c in a["configurations"]] == ["sent3/rank_bm25"]
+    config = a["configurations"][0]
+    assert {k: v for k, v in config.items()} == {k: v for k, v in b["configurations"][0].items()}
+    n = len(first)
+    assert config["queries"] == n == a["queries_in"] and a["queries_out"] == 7
+    for k in (1, 4, 8, 20):
+        assert config[f"recall@{k}"] == sum(1 for r in first.values() if r and r <= k) / n
+    assert config["mrr"] == pytest.approx(sum(1 / r for r in first.values() if r) / n, abs=1e-12)
+    assert config["destroyed"] == 0 and config["failed"] == 0 and config["gate"] == "score >= t"
+    assert config["source"] == "import" and a["unlocated_chunks"] == []
+    # ranx on the same qrels and run agrees (scores 1/rank: ranx breaks BM25's ties its own way,
+    # evalcore keeps the order the file gives)
+    run = Run({q: {c: 1 / r for r, (c, _) in enumerate(hits, start=1)} for q, hits in rankings.items() if q in qrels})
+    scores = evaluate(Qrels(qrels), run, ["hit_rate@1", "hit_rate@4", "mrr"])
+    assert config["recall@1"] == pytest.approx(scores["hit_rate@1"]) and config["recall@4"] == pytest.approx(
+        scores["hit_rate@4"]) and config["mrr"] == pytest.approx(scores["mrr"])
+    # hits keep the library's own scores and no cosine distance
+    s = Store(store)
+    hits = s.query("SELECT h.rank, h.score, h.distance, c.external_id FROM hits h JOIN chunks c USING "
+                   "(run_id, strategy, chunk_id) WHERE h.run_id = ? AND h.query_id = 'port-course' ORDER BY rank",
+                   [a["run_id"]])
+    assert hits["external_id"].tolist() == [c for c, _ in rankings["port-course"]]
+    assert hits["score"].tolist() == [sc for _, sc in rankings["port-course"]]
+    assert hits["distance"].isna().all()
+
+
+def test_unlocated_chunks_are_stored_reported_and_never_correct(tmp_path, bm25_files, mini_inputs, capsys):
+    corpus, _ = mini_inputs
+    install = next(d for d in corpus.documents if d.doc_id == "install")
+    port = install.text.index("The server listens on port 8470 by default.")
+    chunks = tmp_path / "chunks.jsonl"
+    extra = [  # each would hold the port answer if it were located
+        {"id": "nowhere", "document": "install", "text": "The server listens on port 9999 by default."},
+        {"id": "elsewhere", "document": "no-such-doc", "text": "The server listens on port 8470 by default."},
+        {"id": "outside", "document": "install", "text": "x", "start": port, "end": 10 ** 6},
+        {"id": "twice", "document": "install", "text": "the"},
+        {"id": "spaced", "document": "install", "text": "The   server\nlistens on port 8470\tby default."},
+    ]
+    chunks.write_text(bm25_files["chunks"].read_text() + "".join(json.dumps(r) + "\n" for r in extra))
+    ranks = tmp_path / "r.trec"
+    ranks.write_text("".join(f"port-course Q0 {r['id']} {i} {10 - i} t\n" for i, r in enumerate(extra, start=1)))
+    store = tmp_path / "s.duckdb"
+    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(chunks), "--rankings", str(ranks),
+                 "--json"]) == 0
+    out, err = capsys.readouterr()
+    summary = json.loads(out)
+    reasons = {u["chunk"]: u["reason"] for u in summary["unlocated_chunks"]}
+    assert set(reasons) == {"nowhere", "elsewhere", "outside", "twice"}
+    assert reasons["nowhere"] == "text not found in document 'install'"
+    assert reasons["elsewhere"] == "document 'no-such-doc' is not in the corpus"
+    assert reasons["outside"].startswith(f"offsets [{port}, 1000000) lie outside document 'install'")
+    assert reasons["twice"].startswith("text found ") and "times in document 'install'" in reasons["twice"]
+    assert "warning: 4 chunk(s) could not be located" in err and f"{chunks}:" in err
+    # the whitespace-tolerant one (rank 5) is the first correct hit; the four above never are
+    rows = Store(store).query("SELECT rank, correct FROM hits WHERE query_id = 'port-course' ORDER BY rank")
+    assert rows["correct"].tolist() == [False, False, False, False, True]
+    stored = Store(store).query("SELECT external_id, problem, start FROM chunks WHERE problem IS NOT NULL")
+    assert set(stored["external_id"]) == set(reasons) and stored["start"].isna().all()
+    # queries the rankings leave out are answered with nothing: misses, and reported
+    assert summary["configurations"][0]["recall@20"] == pytest.approx(1 / summary["queries_in"])
+    assert len(summary["unranked_queries"]) == summary["queries_in"] + summary["queries_out"] - 1
+
+
+BAD_CHUNKS = [
+    ('{"id": "a", "document": "install"}', "field 'text' must be a non-empty string"),
+    ('{"id": "a b", "document": "install", "text": "x"}', "contains whitespace"),
+    ('{"document": "install", "text": "x"}', "missing field 'id'"),
+    ('{"id": "a", "document": "install", "text": "x", "start": 5}', "give both 'start' and 'end'"),
+    ('{"id": "a", "document": "install", "text": "x", "start": 5, "end": 5}', "0 <= start < end"),
+    ('{"id": "install::0", "document": "install", "text": "x"}', "duplicate chunk id 'install::0'"),
+    ('not json', "invalid JSON"),
+]
+BAD_RANKINGS = [
+    ("port-course Q0 install::0 1 9.5\n", "a TREC run line has 6 fields"),
+    ("port-course Q0 install::0 1 nine t\n", "score must be a number"),
+    ("port-course Q0 install::0 1 nan t\n", "score must be a finite number"),
+    ("port-course Q0 no-such-chunk 1 1.0 t\n", "chunk 'no-such-chunk' is not in"),
+    ("no-such-query Q0 install::0 1 1.0 t\n", "query 'no-such-query' is neither in the questions"),
+    ("port-course Q0 install::0 1 1.0 t\nport-course Q0 install::0 2 0.5 t\n", "ranked twice"),
+    ("port-course Q0 install::0 1 0.5 t\nport-course Q0 install::1 2 0.9 t\n", "is the score a distance?"),
+]
+
+
+@pytest.mark.parametrize("bad, message", BAD_CHUNKS + BAD_RANKINGS)
+def test_a_bad_file_is_one_line_naming_file_and_line_and_nothing_is_stored(tmp_path, bm25_files, bad, message,
+                                                                            capsys):
+    store = tmp_path / "s.duckdb"
+    shutil.copy(bm25_files["chunks"], tmp_path / "chunks.jsonl")
+    chunks, ranks = tmp_path / "chunks.jsonl", tmp_path / "r.trec"
+    ranks.write_text("port-course Q0 install::0 1 1.0 t\n")
+    if (bad, message) in BAD_CHUNKS:
+        lines = chunks.read_text().splitlines()
+        chunks.write_text("\n".join(lines[:3] + [bad] + lines[3:]) + "\n")
+        where = f"{chunks}:4: "
+    else:
+        ranks.write_text(bad)
+        where = f"{ranks}:{bad.count(chr(10))}: " if "twice" in message or "distance" in message else f"{ranks}:1: "
+    code = main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(chunks), "--rankings", str(ranks)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith(f"error: {where}") and message in err[-1], err[-1]
+    assert not store.exists() or run_ids(store) == []
+
+
+def test_distance_scores_rank_lowest_first(tmp_path, bm25_files, oracle, capsys):
+    """The same ranking written as distances (negated BM25) gives the same figures under --score distance."""
+    lines = bm25_files["trec"].read_text().splitlines()
+    flipped = tmp_path / "d.trec"
+    flipped.write_text("".join(f"{q} Q0 {c} {r} {-float(s)!r} t\n" for q, _, c, r, s, _ in (x.split() for x in lines)))
+    out = []
+    for path, kind in ((bm25_files["trec"], "similarity"), (flipped, "distance")):
+        assert main(["--store", str(tmp_path / "s.duckdb"), "import-run", *INPUTS, "--chunks",
+                     str(bm25_files["chunks"]), "--rankings", str(path), "--score", kind, "--json"]) == 0
+        out.append(json.loads(capsys.readouterr().out)["configurations"][0])
+    assert out[1]["gate"] == "score < t"
+    assert {k: v for k, v in out[0].items() if k != "gate"} == {k: v for k, v in out[1].items() if k != "gate"}
