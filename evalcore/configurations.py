@@ -94,6 +94,17 @@ def external(strategy: str, retriever: str, source: str, kind: str, detail: dict
                       json.dumps(detail, sort_keys=True, default=str))
 
 
+def model_label(run: dict[str, Any]) -> str:
+    """A run's model for a caption: ``model all-MiniLM-L6-v2``, or ``ranked elsewhere (import)``
+    for a run made elsewhere (it has no model of ours)."""
+    if run.get("model"):
+        return f"model {run['model']}"
+    settings = run.get("settings") or {}
+    if isinstance(settings, str):
+        settings = json.loads(settings) if settings else {}
+    return f"ranked elsewhere ({settings.get('source', 'external')})"
+
+
 def builtin_rows(run_id: str, strategies: Sequence[tuple[str, str, str]],
                  retrievers: Sequence[str]) -> list[dict[str, Any]]:
     """Rows of a built-in run: ``strategies`` as (stored name, chunker, model) x ``retrievers``."""

@@ -348,14 +348,25 @@ def _changes(ids: tuple[str, ...], texts: dict[str, str], base: dict[str, int | 
     return tuple(QueryChange(q, texts.get(q, ""), base.get(q), cand.get(q)) for q in ids)
 
 
+def _axis(store: Store, run_id: str, configuration: str):
+    """What the configuration's gate reads (:class:`evalcore.threshold.Axis`)."""
+    from evalcore.configurations import info
+    from evalcore.report import parse_config
+
+    return info(store, run_id, *parse_config(configuration)).axis
+
+
 def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str, str],
                     threshold: float) -> dict[str, bool]:
-    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7)."""
+    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
+    external configuration's own score, SPEC 10). A query the configuration could not answer
+    (a failed endpoint call) is left out."""
     from evalcore.report import gate_inputs
     from evalcore.threshold import DEFAULT_TOP, gate, split_hits
 
-    _, out_domain = split_hits(gate_inputs(store, run_id, configuration), {q: "out" for q in ood})
-    return {q: bool(gate(out_domain[q], threshold, DEFAULT_TOP)) for q in ood}
+    axis = _axis(store, run_id, configuration)
+    _, out_domain = split_hits(gate_inputs(store, run_id, configuration), column=axis.column)
+    return {q: bool(gate(out_domain.get(q, []), threshold, DEFAULT_TOP, axis.higher_is_closer)) for q in ood}
 
 
 def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
@@ -423,9 +434,17 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
                 bluff_notes[i] = f"no saved threshold for {b_cfg} in the baseline run: bluffs not checked"
                 continue
             t = float(decision["threshold"])
+            b_axis, c_axis = _axis(store, base_run["run_id"], b_cfg), _axis(store, cand_run["run_id"], c_cfg)
+            if b_axis != c_axis:
+                bluff_notes[i] = (f"the baseline's threshold for {b_cfg} reads {b_axis.label}, the candidate's gate "
+                                  f"reads {c_axis.label}: one threshold cannot serve both; bluffs not checked")
+                continue
             b_bluff = _bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t)
             c_bluff = _bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t)
             found.append((i, decision, b_bluff, c_bluff, paired_test(c_bluff, b_bluff)))
+        mismatched = [note for note in bluff_notes.values() if "cannot serve both" in note]
+        if not found and mismatched:
+            raise ConfigError(f"--threshold-from-decision: {mismatched[0]}")
         if not found:
             raise ConfigError(
                 f"--threshold-from-decision: the baseline run {base_run['name']} {base_run['run_id']} has no saved "
@@ -491,7 +510,9 @@ def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any],
             name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
             notes.append(f"strategy {name}: {old} -> {new}")
     if base_run.get("model") != cand_run.get("model"):
-        notes.append(f"model: {base_run.get('model')} -> {cand_run.get('model')}")
+        from evalcore.configurations import model_label
+
+        notes.append(f"{model_label(base_run)} -> {model_label(cand_run)}")
     return notes
 
 

@@ -379,11 +379,11 @@ def distance_summary(frame: pd.DataFrame) -> DistanceSummary:
 
 
 def gate_inputs(store: Store, run_id: str, configuration: str) -> pd.DataFrame:
-    """Top-4 hits of every scored query: query_id, domain, rank, distance, correct."""
+    """Top-4 hits of every scored query: query_id, domain, rank, distance, score, correct."""
     strategy, retriever = parse_config(configuration)
     return store.query(
         """
-        SELECT h.query_id, q.domain, h.rank, h.distance, h.correct
+        SELECT h.query_id, q.domain, h.rank, h.distance, h.score, h.correct
         FROM hits h JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
         WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND h.rank <= ? AND q.valid
         ORDER BY h.query_id, h.rank

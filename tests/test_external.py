@@ -186,3 +186,40 @@ def test_distance_scores_rank_lowest_first(tmp_path, bm25_files, oracle, capsys)
         out.append(json.loads(capsys.readouterr().out)["configurations"][0])
     assert out[1]["gate"] == "score < t"
     assert {k: v for k, v in out[0].items() if k != "gate"} == {k: v for k, v in out[1].items() if k != "gate"}
+
+
+def test_imported_run_compares_paired_with_builtin_configurations(tmp_path, engine_store, engine_run_id,
+                                                                  bm25_files, oracle, capsys):
+    """Same store, two runs, same queries: the win/loss matrix and the gate pair the imported
+    configuration with built-in E/hybrid; wins, losses and p from an independent count + scipy."""
+    from scipy.stats import binomtest
+
+    from evalcore import report
+
+    first, _, _ = oracle
+    store = tmp_path / "both.duckdb"
+    shutil.copy(engine_store, store)
+    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(bm25_files["chunks"]),
+                 "--rankings", str(bm25_files["trec"]), "--chunker", "sent3", "--retriever", "rank_bm25",
+                 "--name", "ext", "--json"]) == 0
+    ext = json.loads(capsys.readouterr().out)["run_id"]
+    builtin = Store(store).query("SELECT query_id, first_correct_rank FROM results WHERE run_id = ? AND "
+                                 "strategy = 'E' AND retriever = 'hybrid' AND domain = 'in'", [engine_run_id])
+    theirs = {q: (None if r != r else int(r)) for q, r in zip(builtin["query_id"], builtin["first_correct_rank"])}
+    assert set(theirs) == set(first)
+    wins = sum(1 for q in first if (first[q] or 99) <= 4 < (theirs[q] or 99))
+    losses = sum(1 for q in first if (theirs[q] or 99) <= 4 < (first[q] or 99))
+    p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
+
+    matrix = report.win_loss(Store(store), ext, 4, adjust=False, other_run=engine_run_id,
+                             only=["sent3/rank_bm25", "E/hybrid"])
+    cell = matrix[matrix["row"].str.endswith("sent3/rank_bm25") & matrix["column"].str.endswith("E/hybrid")].iloc[0]
+    assert (cell["wins"], cell["losses"]) == (wins, losses) and cell["p_value"] == pytest.approx(p)
+
+    code = main(["--store", str(store), "gate", "--baseline", "mini:E/hybrid", "--candidate", "ext:sent3/rank_bm25",
+                 "--format", "json"])
+    gate = json.loads(capsys.readouterr().out)
+    result = gate["configurations"][0]
+    assert (result["wins"], result["losses"]) == (wins, losses)
+    assert result["p_value"] == pytest.approx(p) and code == (1 if losses > wins and p < 0.05 else 0)
+    assert gate["notes"] == ["model sentence-transformers/all-MiniLM-L6-v2 -> ranked elsewhere (import)"]
