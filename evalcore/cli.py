@@ -241,6 +241,39 @@ def cmd_import_run(args) -> int:
     return 0
 
 
+def cmd_run_endpoint(args) -> int:
+    from evalcore.external.endpoint import Endpoint, Fields, parse_header, run_endpoint
+
+    fields = Fields(hits=args.hits, chunk_id=args.chunk_id, text=args.text, document=args.document,
+                    start=args.start, end=args.end, score=args.score)
+    endpoint = Endpoint(url=args.url, method=args.method, body=args.body,
+                        headers=tuple(parse_header(h) for h in args.header), fields=fields, k=args.k,
+                        concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
+                        refresh=args.refresh)
+    endpoint.check()
+    corpus, gt = _inputs_of(args)
+    _report_invalid(gt)
+    store = _store(args)
+    t0 = time.perf_counter()
+    done = run_endpoint(store, corpus, gt, endpoint, args.name, chunker=args.chunker, retriever=args.retriever,
+                        score=args.score_kind, chunks_path=args.chunks, max_failures=args.max_failures,
+                        progress=TqdmProgress(enabled=not args.quiet and not args.json))
+    sent = done.stats
+    line = (f"sent {sent.get('requests', 0)} request(s) ({sent.get('retries', 0)} retries), "
+            f"{sent.get('cached', 0)} answer(s) from the cache")
+    if done.failures:
+        print(f"warning: {len(done.failures)} of {done.queries} queries failed; they are left out of every "
+              f"figure (not scored as misses):", file=sys.stderr)
+        for qid, failure in list(done.failures.items())[:10]:
+            print(f"  {qid}: {failure.reason}", file=sys.stderr)
+    if not args.json:
+        print(line)
+    _external_summary(args, store, done.run_id, time.perf_counter() - t0, {
+        "failures": [{"query": q, "reason": f.reason, "attempts": f.attempts} for q, f in done.failures.items()],
+        "sent": sent})
+    return 0
+
+
 def cmd_job(args) -> int:
     from evalcore.jobs import run_job
 
@@ -443,6 +476,49 @@ def build_parser() -> argparse.ArgumentParser:
                     help="similarity: higher is closer (default); distance: lower is closer")
     sp.add_argument("--name", default="imported", help="run name (default imported)")
     sp.set_defaults(func=cmd_import_run)
+
+    sp = sub.add_parser(
+        "run-endpoint", help="measure a live search service over HTTP",
+        description="Send every in-domain and out-of-domain query to a search API and score its answers "
+                    "like an imported run. Answers are cached in the store: a second run sends nothing "
+                    "unless --refresh. A query whose request fails (after retries) or whose answer is "
+                    "malformed is recorded as failed, never scored as a miss; past --max-failures the run "
+                    "fails. Requests go only to --url (redirects are not followed). See docs/EXTERNAL.md.")
+    external_inputs(sp)
+    sp.add_argument("--url", required=True,
+                    help="the service's URL; with GET it holds {query} (URL-encoded), also {query_id}, {k}")
+    sp.add_argument("--method", default="POST", choices=["POST", "GET"], help="HTTP method (default POST)")
+    sp.add_argument("--body", default='{"query": "{query}", "k": "{k}"}', metavar="TEMPLATE",
+                    help="JSON body template; strings may hold {query}, {query_id}, {k} (\"{k}\" alone becomes "
+                         "a number). Default: %(default)s")
+    sp.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
+                    help="a request header (repeatable); header values are never stored")
+    sp.add_argument("--k", type=int, default=20, help="hits asked for, the {k} of the templates (default 20)")
+    sp.add_argument("--hits", default="hits", metavar="PATH",
+                    help="dotted path of the hit list in the answer (default hits; '' = the answer itself)")
+    sp.add_argument("--chunk-id", default="id", metavar="PATH", help="path of a hit's chunk id (default id)")
+    sp.add_argument("--text", default="text", metavar="PATH", help="path of a hit's text (default text)")
+    sp.add_argument("--document", default="document", metavar="PATH",
+                    help="path of a hit's corpus document id (default document)")
+    sp.add_argument("--start", default="start", metavar="PATH", help="path of a hit's start offset (default start)")
+    sp.add_argument("--end", default="end", metavar="PATH", help="path of a hit's end offset (default end)")
+    sp.add_argument("--score", default="score", metavar="PATH", help="path of a hit's score (default score)")
+    sp.add_argument("--score-kind", default="similarity", choices=["similarity", "distance"],
+                    help="similarity: higher is closer (default); distance: lower is closer")
+    sp.add_argument("--chunks", default=None, metavar="FILE",
+                    help="the service's whole chunk set (CHUNKS.jsonl): hits may then give ids only, and "
+                         "destroyed answers are counted")
+    sp.add_argument("--concurrency", type=int, default=4, help="requests at a time (default 4)")
+    sp.add_argument("--timeout", type=float, default=30.0, help="seconds to connect and between bytes (default 30)")
+    sp.add_argument("--retries", type=int, default=3,
+                    help="retries after a timeout, a refused connection or HTTP 408/425/429/5xx, with "
+                         "exponential backoff and jitter (default 3)")
+    sp.add_argument("--max-failures", type=float, default=0.05, metavar="SHARE",
+                    help="the run fails when more than this share of the queries failed (default 0.05)")
+    sp.add_argument("--refresh", action="store_true", help="ask the service again instead of the cache")
+    sp.add_argument("--name", default="endpoint", help="run name (default endpoint)")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sp.set_defaults(func=cmd_run_endpoint)
 
     sp = sub.add_parser("job", help="execute a queued dashboard job (started by the dashboard)",
                         description="Wait for a free slot ($EVALCORE_MAX_JOBS, default 1), run the queued "

@@ -1,0 +1,166 @@
+"""run-endpoint against a real HTTP server on 127.0.0.1 (started and stopped here) that answers
+with the external BM25 retriever, with faults: a slow answer, a 500 then success, a malformed
+answer. The server counts what it receives; a second run must send nothing."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import MINI, ROOT
+
+sys.path.insert(0, str(ROOT / "examples"))
+import external_bm25  # noqa: E402
+
+from evalcore.cli import main  # noqa: E402
+from evalcore.store import Store  # noqa: E402
+
+INPUTS = ["--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
+          "--ood", str(MINI / "ood.jsonl")]
+SLOW, FLAKY, BROKEN = "port-course", "config-course", "e417-ticket"  # query ids with faults
+TIMEOUT = 0.5
+
+
+class Service:
+    """A search API: POST {"query", "k"} -> {"hits": [{"id", "text", "document", "score"}]}."""
+
+    def __init__(self, corpus, gt) -> None:
+        self.windows = external_bm25.sentence_windows(corpus)
+        queries = external_bm25.all_queries(gt)
+        self.by_text = {text: qid for qid, text in queries.items()}
+        self.rankings = external_bm25.bm25_rankings(self.windows, queries)
+        self.by_id = {w.chunk_id: w for w in self.windows}
+        self.requests: Counter[str] = Counter()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                qid = service.by_text[body["query"]]
+                service.requests[qid] += 1
+                n = service.requests[qid]
+                if qid == SLOW and n == 1:
+                    time.sleep(TIMEOUT * 3)  # the client gives up and tries again
+                if qid == FLAKY and n == 1:
+                    return self.reply(500, b'{"error": "overloaded"}')
+                if qid == BROKEN:
+                    return self.reply(200, b'{"hits": [{"id": "x", "score": 1.0}')  # cut short
+                hits = []
+                for i, (chunk, score) in enumerate(service.rankings[qid][:body["k"]]):
+                    w = service.by_id[chunk]
+                    hit = {"id": chunk, "text": w.text, "document": w.doc_id, "score": score}
+                    if i % 2:
+                        hit.update(start=w.start, end=w.end)
+                    hits.append(hit)
+                self.reply(200, json.dumps({"hits": hits}).encode())
+
+            def reply(self, status, data):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/search"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def service(mini_inputs):
+    with Service(*mini_inputs) as s:
+        yield s
+
+
+def run(store, service, *extra, capsys):
+    code = main(["--store", str(store), "run-endpoint", *INPUTS, "--url", service.url, "--timeout", str(TIMEOUT),
+                 "--retries", "2", "--concurrency", "3", "--chunker", "sent3", "--retriever", "bm25api",
+                 "--name", "api", "--json", *extra])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def test_endpoint_run_with_faults_then_from_the_cache(tmp_path, service, mini_inputs, capsys):
+    corpus, gt = mini_inputs
+    store = tmp_path / "s.duckdb"
+    code, first, err = run(store, service, capsys=capsys)
+    assert code == 0, err
+    asked = sum(service.requests.values())
+    n_queries = len(gt.valid_questions) + len(gt.ood)
+    # every query once; the slow one and the flaky one twice (retried); the broken one once
+    assert service.requests[SLOW] == 2 and service.requests[FLAKY] == 2 and service.requests[BROKEN] == 1
+    assert asked == n_queries + 2 and first["sent"] == {"requests": asked, "cached": 0, "retries": 2}
+    assert [f["query"] for f in first["failures"]] == [BROKEN]
+    assert first["failures"][0]["reason"].startswith("malformed JSON in the answer")
+    assert f"{BROKEN}: malformed JSON" in err
+    config = first["configurations"][0]
+    assert config["destroyed"] is None  # the service's chunk set is unknown
+    # the failed in-domain query is left out of every figure, not scored as a miss
+    scored = [q for q in gt.valid_questions if q.query_id != BROKEN]
+    assert config["failed"] == 1 and config["queries"] == len(scored) == len(gt.valid_questions) - 1
+
+    # the figures equal the independent count over the same BM25 lists (top 20 asked)
+    docs = {d.doc_id: d.text for d in corpus.documents}
+    hits = 0
+    mrr = 0.0
+    for q in scored:
+        doc = next(d for d, t in docs.items() if q.needle in t)
+        s = docs[doc].find(q.needle)
+        e = s + len(q.needle)
+        ranks = [i for i, (c, _) in enumerate(service.rankings[q.query_id][:20], start=1)
+                 if service.by_id[c].doc_id == doc and service.by_id[c].start <= s and e <= service.by_id[c].end]
+        hits += bool(ranks and ranks[0] <= 4)
+        mrr += 1 / ranks[0] if ranks else 0.0
+    assert config["recall@4"] == hits / len(scored)
+    assert config["mrr"] == pytest.approx(mrr / len(scored), abs=1e-12)
+
+    # a second run sends nothing: every answer (the malformed one too) comes from the cache
+    code, second, _ = run(store, service, capsys=capsys)
+    assert code == 0 and sum(service.requests.values()) == asked
+    assert second["sent"] == {"requests": 0, "cached": n_queries, "retries": 0}
+    assert second["configurations"][0] == config
+    assert [(f["query"], f["reason"], f["attempts"]) for f in second["failures"]] == [
+        (f["query"], f["reason"], 0) for f in first["failures"]]  # nothing sent for it either
+    stored = Store(store).query("SELECT query_id, reason FROM failures WHERE run_id = ?", [second["run_id"]])
+    assert stored["query_id"].tolist() == [BROKEN]
+
+    # --refresh asks again; --max-failures 0 then fails the run with the reason, nothing stored
+    code, _, err = run(store, service, "--refresh", "--max-failures", "0", capsys=capsys)
+    assert code == 2 and sum(service.requests.values()) > asked
+    assert err.strip().splitlines()[-1].startswith("error: 1 of 25 queries failed (4%), more than the allowed 0%")
+    failed = Store(store).query("SELECT status, reason FROM runs ORDER BY created_at DESC LIMIT 1").iloc[0]
+    assert failed["status"] == "failed" and "1 of 25 queries failed" in failed["reason"]
+    assert Store(store).query("SELECT count(*) AS n FROM results r JOIN runs u USING (run_id) "
+                              "WHERE u.status = 'failed'")["n"].iloc[0] == 0
+
+
+def test_unreachable_service_and_bad_options(tmp_path, capsys):
+    store = tmp_path / "s.duckdb"
+    code = main(["--store", str(store), "run-endpoint", *INPUTS, "--url", "ftp://x/search"])
+    assert code == 2 and "--url 'ftp://x/search': an http:// or https:// URL" in capsys.readouterr().err
+    code = main(["--store", str(store), "run-endpoint", *INPUTS, "--url", "http://127.0.0.1:9/", "--body", "{oops"])
+    assert code == 2 and "--body '{oops': not JSON" in capsys.readouterr().err
+    assert not store.exists() or Store(store).runs().empty
+    # nothing listens on port 9 (discard): every query fails, so the run fails, quickly
+    code = main(["--store", str(store), "run-endpoint", *INPUTS, "--url", "http://127.0.0.1:9/", "--retries", "0",
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "25 of 25 queries failed" in err and "cannot reach 127.0.0.1:9" in err
