@@ -242,7 +242,7 @@ def win_loss(store: Store, run_id: str, k: int, adjust: bool = True,
             info = store.run(rid)
             for configuration in filter(keep, configurations(store, rid)):
                 outcomes[cross_label(info, configuration)] = hit_outcomes(store, rid, configuration, k)
-    matrix = win_loss_matrix(outcomes, adjust=adjust)
+    matrix = win_loss_matrix(outcomes, adjust=adjust, common=True)  # failed queries: left out pairwise
     matrix["p_shown"] = matrix["p_holm"] if adjust else matrix["p_value"]
     matrix["label"] = [f"+{w}/-{l}\np={p:.3g}" for w, l, p in
                        zip(matrix["wins"], matrix["losses"], matrix["p_shown"])]
@@ -272,7 +272,7 @@ def pair_queries(store: Store, first: tuple[str, str], second: tuple[str, str], 
 
     a = hit_outcomes(store, first[0], first[1], k)
     b = hit_outcomes(store, second[0], second[1], k)
-    test = paired_test(a, b)
+    test = paired_test(a, b, common=True)
     ids = list(test.won) + list(test.lost)
     if not ids:
         return test, pd.DataFrame(columns=["outcome", "query_id", "text", "rank_first", "rank_second"])

@@ -164,3 +164,30 @@ def test_unreachable_service_and_bad_options(tmp_path, capsys):
                  "--quiet"])
     err = capsys.readouterr().err
     assert code == 2 and "25 of 25 queries failed" in err and "cannot reach 127.0.0.1:9" in err
+
+
+def test_failed_queries_are_left_out_of_pairing(tmp_path, service, engine_store, engine_run_id, mini_inputs, capsys):
+    """An endpoint run with one failed in-domain query, paired with built-in E/hybrid in the same
+    store: the matrix, the query list and the gate pair on the other 17 queries."""
+    from evalcore import report
+
+    _, gt = mini_inputs
+    store = tmp_path / "both.duckdb"
+    shutil.copy(engine_store, store)
+    code, out, _ = run(store, service, capsys=capsys)
+    assert code == 0 and [f["query"] for f in out["failures"]] == [BROKEN]
+    api = out["run_id"]
+    n = len(gt.valid_questions) - 1
+    matrix = report.win_loss(Store(store), api, 4, other_run=engine_run_id, only=["sent3/bm25api", "E/hybrid"])
+    assert set(matrix["n"]) == {n}
+    test, listed = report.pair_queries(Store(store), (api, "sent3/bm25api"), (engine_run_id, "E/hybrid"), 4)
+    assert test.n == n and BROKEN not in set(listed["query_id"])
+    cell = matrix[matrix["row"].str.endswith("sent3/bm25api")].iloc[0]
+    assert (cell["wins"], cell["losses"]) == (test.wins, test.losses)
+    code = main(["--store", str(store), "gate", "--baseline", "mini:E/hybrid", "--candidate", f"{api}:sent3/bm25api",
+                 "--format", "json"])
+    gate = json.loads(capsys.readouterr().out)
+    result = gate["configurations"][0]
+    assert result["baseline"]["queries"] == n and (result["wins"], result["losses"]) == (test.wins, test.losses)
+    assert any(note.startswith(f"E/hybrid -> sent3/bm25api: 1 of {n + 1} queries left out, not counted as losses: "
+                               f"the candidate could not answer them (failed calls: {BROKEN})") for note in gate["notes"])
