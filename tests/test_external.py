@@ -223,3 +223,58 @@ def test_imported_run_compares_paired_with_builtin_configurations(tmp_path, engi
     assert (result["wins"], result["losses"]) == (wins, losses)
     assert result["p_value"] == pytest.approx(p) and code == (1 if losses > wins and p < 0.05 else 0)
     assert gate["notes"] == ["model sentence-transformers/all-MiniLM-L6-v2 -> ranked elsewhere (import)"]
+
+
+def test_evaluate_a_python_retriever(tmp_path, mini_inputs, oracle):
+    """evalcore.evaluate(retriever=fn): dicts, (object, score) pairs and metadata paths all
+    read; a call that raises fails its query, which is left out, not scored as a miss."""
+    from dataclasses import dataclass
+
+    import evalcore
+
+    @dataclass
+    class Doc:  # the shape of a LangChain Document: page_content + metadata
+        page_content: str
+        metadata: dict
+
+    corpus, gt = mini_inputs
+    first, _, _ = oracle
+    windows = external_bm25.sentence_windows(corpus)
+    by_id = {w.chunk_id: w for w in windows}
+    rankings = external_bm25.bm25_rankings(windows, external_bm25.all_queries(gt))
+    by_text = {text: qid for qid, text in external_bm25.all_queries(gt).items()}
+    calls = []
+
+    def search(query: str, k: int):
+        qid = by_text[query]
+        calls.append((qid, k))
+        if qid == "link-ticket":
+            raise RuntimeError("index shard 3 is down")
+        hits = rankings[qid][:k]
+        if qid.endswith("course"):
+            return [(Doc(by_id[c].text, {"source": str(CORPUS / f"{by_id[c].doc_id}.md")}), s) for c, s in hits]
+        return [{"id": c, "text": by_id[c].text, "document": by_id[c].doc_id, "score": s} for c, s in hits]
+
+    result = evalcore.evaluate(corpus=CORPUS, questions=QUESTIONS, ood=OOD, retriever=search, k=20,
+                               store=tmp_path / "s.duckdb", chunker="sent3", retriever_name="bm25fn")
+    assert len(calls) == len(first) + len(gt.ood) and {k for _, k in calls} == {20}
+    assert result.failures == {"link-ticket": "RuntimeError: index shard 3 is down"}
+    row = result.summary.iloc[0]
+    scored = {q: r for q, r in first.items() if q != "link-ticket"}
+    assert row["config"] == "sent3/bm25fn" and row["queries"] == len(scored) and row["failed"] == 1
+    assert row["recall@4"] == sum(1 for r in scored.values() if r and r <= 4) / len(scored)
+    assert row["mrr"] == pytest.approx(sum(1 / r for r in scored.values() if r) / len(scored), abs=1e-12)
+    assert "sent3/bm25fn" in str(result) and "1 queries failed" in str(result)
+    info = Store(tmp_path / "s.duckdb").run(result.run_id)
+    assert info["status"] == "complete" and info["settings"]["source"] == "python"
+
+
+def test_front_door_is_small_and_lazy():
+    import subprocess
+
+    import evalcore
+
+    assert set(evalcore.__all__) >= {"evaluate", "import_run", "run_endpoint", "export_formats", "Store"}
+    code = ("import sys, evalcore; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules; "
+            "evalcore.evaluate; assert 'evalcore.external.function' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
