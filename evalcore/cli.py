@@ -274,6 +274,19 @@ def cmd_run_endpoint(args) -> int:
     return 0
 
 
+def cmd_export_formats(args) -> int:
+    from evalcore.formats import export_formats
+
+    done = export_formats(_store(args), args.run, args.output, args.config or None)
+    print(f"wrote run {done.run_id} to {done.folder}: {len(done.strategies)} strategy folder(s) "
+          f"({', '.join(done.strategies)}), {len(done.files)} files")
+    if done.placeholders:
+        print(f"{done.placeholders} placeholder hits (evalcore:unstored:RANK) stand for unstored ranks before a "
+              "first correct hit beyond the stored top 20, so MRR stays exact")
+    print("evaluate: trec_eval -c -m success.1,4,8,20 -m recip_rank QRELS RUN, or ranx with make_comparable=True")
+    return 0
+
+
 def cmd_job(args) -> int:
     from evalcore.jobs import run_job
 
@@ -519,6 +532,19 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--name", default="endpoint", help="run name (default endpoint)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_run_endpoint)
+
+    sp = sub.add_parser(
+        "export-formats", help="write a run as TREC run + qrels, ranx JSON and a BEIR folder",
+        description="Write one complete run in standard IR formats, one folder per strategy: a BEIR dataset "
+                    "(corpus.jsonl, queries.jsonl, qrels/test.tsv), qrels as TREC and ranx JSON, and per "
+                    "retriever a TREC run and a ranx Run. A correct chunk is relevant; scores are 1/rank so any "
+                    "evaluator reproduces evalcore's ranks: recall@k and MRR from trec_eval -c, pytrec_eval or "
+                    "ranx (make_comparable=True) equal evalcore's. See docs/EXTERNAL.md.")
+    sp.add_argument("run", help="run id (a unique prefix is enough) or run name (its newest complete run)")
+    sp.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write into (created)")
+    sp.add_argument("--config", action="append", default=[], metavar="STRATEGY/RETRIEVER",
+                    help="only this configuration (repeatable; default all)")
+    sp.set_defaults(func=cmd_export_formats)
 
     sp = sub.add_parser("job", help="execute a queued dashboard job (started by the dashboard)",
                         description="Wait for a free slot ($EVALCORE_MAX_JOBS, default 1), run the queued "
