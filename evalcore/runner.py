@@ -113,11 +113,14 @@ def run_evaluation(
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
     run_id: str | None = None,
+    embedders: Sequence[Embedder] | None = None,
 ) -> RunResult:
     """Evaluate ``request`` and store it as one complete run; returns its id and counts.
 
     ``cancelled`` is polled between stages and query blocks; when it returns True the run
     stops and is marked ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
+    ``embedders`` (several embedding models) runs every strategy under each model, stored
+    as ``STRATEGY@MODEL`` (:func:`evalcore.models.plan`); ``embedder`` is the one model otherwise.
     """
     from evalcore.embedding import SentenceEmbedder
 
@@ -139,25 +142,35 @@ def run_evaluation(
         from evalcore.errors import ConfigError
 
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
-    embedder = embedder or SentenceEmbedder.load()
+    from evalcore.models import plan as model_plan
+
+    models = list(embedders or ()) or [embedder or SentenceEmbedder.load()]
+    plan = model_plan(request.strategies, models)
+    embedder = models[0]
+    model_names = ", ".join(m.name for m in models)
+    dims = {m.dim for m in models}
 
     run_id = run_id or new_run_id()
     t_start = time.perf_counter()
     settings = _settings(request, embedder, retrievers)
+    if len(models) > 1:
+        settings["models"] = {p.strategy.name: {"chunker": p.chunker, "model": p.embedder.name} for p in plan}
+        settings["strategies"] = {p.strategy.name: settings["strategies"][p.chunker] for p in plan}
     store.start_run({
         "run_id": run_id, "name": request.name, "stage": "starting", "progress": 0.0,
         "corpus_root": request.corpus.root, "corpus_fingerprint": request.corpus.fingerprint,
         "questions_path": request.ground_truth.source.get("questions"),
         "ood_path": request.ground_truth.source.get("ood"),
-        "model": embedder.name, "model_dim": embedder.dim, "pipeline_version": PIPELINE_VERSION,
-        "strategies": ",".join(s.name for s in request.strategies),
+        "model": model_names, "model_dim": dims.pop() if len(dims) == 1 else None,
+        "pipeline_version": PIPELINE_VERSION,
+        "strategies": ",".join(p.strategy.name for p in plan),
         "retrievers": ",".join(retrievers), "rerank_note": rerank_note,
         "settings": json.dumps(settings),
     })
     log.info("run %s started", run_id)
     try:
         with _sigterm_raises():
-            job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled)
+            job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan)
             tables = job.execute()
         seconds = time.perf_counter() - t_start
         store.complete_run(run_id, tables, {
@@ -201,10 +214,11 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
 class _Job:
     """The work of one run; collects result tables in memory."""
 
-    def __init__(self, request, store, embedder, reranker, retrievers, run_id, progress, cancelled):
+    def __init__(self, request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan):
         self.r: RunRequest = request
         self.store = store
-        self.embedder = embedder
+        self.embedder = embedder  # the first model (documents are stamped with all of them)
+        self.plan = plan
         self.reranker = reranker
         self.retrievers = retrievers
         self.run_id = run_id
@@ -237,21 +251,22 @@ class _Job:
             "items": items, "per_item_ms": (seconds * 1000.0 / items) if items else None,
         })
 
-    def _embed(self, texts: Sequence[str]) -> tuple[np.ndarray, Any]:
+    def _embed(self, texts: Sequence[str], embedder: Embedder) -> tuple[np.ndarray, Any]:
         from evalcore.embedding import embed_with_cache
 
-        vecs, st = embed_with_cache(self.embedder, texts, self.store, on_progress=self.progress.advance)
+        vecs, st = embed_with_cache(embedder, texts, self.store, on_progress=self.progress.advance)
         self.new_embeddings += st.new
         self.cached_embeddings += st.cached
         return vecs, st
 
-    def _header_pieces(self, header: str) -> int:
+    def _header_pieces(self, header: str, embedder: Embedder) -> int:
         if not header:
             return 0
-        if header not in self._pieces_cache:
+        key = f"{embedder.name}\0{header}"
+        if key not in self._pieces_cache:
             # pieces the header adds: its own pieces without [CLS]/[SEP]
-            self._pieces_cache[header] = self.embedder.count_pieces([header.rstrip("\n")])[0] - 2
-        return self._pieces_cache[header]
+            self._pieces_cache[key] = embedder.count_pieces([header.rstrip("\n")])[0] - 2
+        return self._pieces_cache[key]
 
     # -- the run -----------------------------------------------------------------
     def execute(self) -> dict[str, pd.DataFrame]:
@@ -267,19 +282,23 @@ class _Job:
         n_in = len(in_q)
         groups = [q.group for q in in_q]
 
-        self._stage("query embedding", len(texts), 0.02)
-        qvec, st = self._embed(texts)
-        self._timing("query_embedding", None, st.seconds, st.new)
+        qvecs = {}
+        for embedder in {p.embedder.name: p.embedder for p in self.plan}.values():
+            self._stage("query embedding" if len(self.plan) == len(r.strategies) else
+                        f"query embedding ({embedder.name})", len(texts), 0.02)
+            qvecs[embedder.name], st = self._embed(texts, embedder)
+            self._timing("query_embedding", None, st.seconds, st.new)
 
-        n_strat = len(r.strategies)
-        for si, strategy in enumerate(r.strategies):
+        n_strat = len(self.plan)
+        for si, item in enumerate(self.plan):
             base = 0.05 + 0.9 * si / n_strat
-            self._run_strategy(strategy, base, 0.9 / n_strat, qvec, qids, texts, n_in, groups)
+            self._run_strategy(item.strategy, base, 0.9 / n_strat, qvecs[item.embedder.name], qids, texts, n_in,
+                               groups, item.embedder, item.chunker)
 
         from evalcore.configurations import builtin_rows
 
         self.rows["configurations"] = builtin_rows(
-            self.run_id, [(s.name, s.name, self.embedder.name) for s in r.strategies], self.retrievers)
+            self.run_id, [(p.strategy.name, p.chunker, p.embedder.name) for p in self.plan], self.retrievers)
         frames = {k: pd.DataFrame(v) for k, v in self.rows.items() if k not in self.frames}
         for name, parts in self.frames.items():
             frames[name] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
@@ -288,14 +307,17 @@ class _Job:
     def _record_documents(self) -> None:
         from evalcore.rows import document_rows
 
-        self.rows["documents"] += document_rows(self.run_id, self.r.corpus, self.embedder.name, self.embedder.dim)
+        names = list(dict.fromkeys(p.embedder.name for p in self.plan))
+        dims = {p.embedder.dim for p in self.plan}
+        self.rows["documents"] += document_rows(self.run_id, self.r.corpus, ", ".join(names),
+                                                dims.pop() if len(dims) == 1 else None)
 
     def _record_queries(self) -> None:
         from evalcore.rows import query_rows
 
         self.rows["queries"] += query_rows(self.run_id, self.r.ground_truth)
 
-    def _run_strategy(self, strategy, base, span, qvec, qids, qtexts, n_in, groups) -> None:
+    def _run_strategy(self, strategy, base, span, qvec, qids, qtexts, n_in, groups, embedder, chunker) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
         from evalcore.scoring import correct_chunks, destroyed_cut
@@ -308,11 +330,11 @@ class _Job:
         self.progress.advance(len(r.corpus.documents))
         ctexts = [c.text for c in chunks]
 
-        pieces = self.embedder.count_pieces(ctexts)
-        header_pieces = [self._header_pieces(c.header) for c in chunks]
+        pieces = embedder.count_pieces(ctexts)
+        header_pieces = [self._header_pieces(c.header, embedder) for c in chunks]
 
         self._stage(f"{name}: embedding {len(chunks)} chunks", len(chunks), base + 0.1 * span)
-        cvec, st = self._embed(ctexts)
+        cvec, st = self._embed(ctexts, embedder)
         self._timing("index", name, st.seconds, st.new)
 
         spans = self.r.ground_truth.spans
@@ -328,8 +350,9 @@ class _Job:
             "run_id": self.run_id, "strategy": name, "size": strategy.size, "overlap": strategy.overlap,
             "boundaries": strategy.boundaries, "header": strategy.header, "chunks": len(chunks),
             "pieces": int(sum(pieces)), "header_pieces": int(sum(header_pieces)),
-            "over_window": int(sum(p > WINDOW for p in pieces)), "destroyed": len(destroyed),
-            "norm_max_diff": normalisation_check(cvec, 200), "chunker": name, "model": self.embedder.name,
+            "over_window": int(sum(p > getattr(embedder, "window", WINDOW) for p in pieces)),
+            "destroyed": len(destroyed),
+            "norm_max_diff": normalisation_check(cvec, 200), "chunker": chunker, "model": embedder.name,
         })
         for i, c in enumerate(chunks):
             self.rows["chunks"].append({
