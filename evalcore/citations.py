@@ -104,13 +104,15 @@ class Source:
     doc_id: str
     doc_name: str
     section: str | None
-    start: int
-    end: int
+    start: int | None  # None (with end) for a chunk made elsewhere that could not be located
+    end: int | None
     content: str
     distance: float
     page_starts: tuple[int, ...] = ()  # the document's page map (PDF); empty for text
 
     def __post_init__(self) -> None:
+        if self.start is None and self.end is None:
+            return  # not located: quoted as given, no locator
         start, end = _offset(self.start, "start"), _offset(self.end, "end")
         if end - start != len(self.content):
             raise ValueError(f"source {self.doc_id!r}: range [{start}, {end}) does not hold the "
@@ -126,7 +128,9 @@ class Source:
 
     @property
     def pages(self) -> tuple[int, int] | None:
-        """``(first, last)`` page of the content, None without a page map."""
+        """``(first, last)`` page of the content, None without a page map (or a location)."""
+        if self.start is None or self.end is None:
+            return None
         return page_range(self.page_starts, self.start, self.end)
 
 
@@ -183,8 +187,9 @@ def label(source: Source) -> str:
 def citation(index: int, source: Source) -> Citation:
     """Citation number ``index`` for ``source``: quote = content, fragment = :func:`locator`."""
     pages = source.pages
-    return Citation(index, source.doc_id, source.doc_name, label(source),
-                    locator(source.start, source.end, source.page_starts), source.content,
+    fragment = "" if source.start is None or source.end is None else locator(source.start, source.end,
+                                                                              source.page_starts)
+    return Citation(index, source.doc_id, source.doc_name, label(source), fragment, source.content,
                     float(source.distance), pages[0] if pages else None, pages[1] if pages else None)
 
 

@@ -54,6 +54,14 @@ def parse_config(label: str) -> tuple[str, str]:
     return strategy, retriever
 
 
+def axis(store: Store, run_id: str, configuration: str):
+    """What the configuration's refusal gate reads (:class:`evalcore.threshold.Axis`): the
+    cosine distance (built-in), or an external retriever's own score in its direction."""
+    from evalcore.configurations import info
+
+    return info(store, run_id, *parse_config(configuration)).axis
+
+
 def configurations(store: Store, run_id: str) -> list[str]:
     """Labels of the configurations that have results in ``run_id``, in the run's own order
     (strategies as given, then retrievers as given: A/dense, A/bm25, ..., B/dense, ...)."""
@@ -330,10 +338,17 @@ class DistanceSummary:
     overlap_out: int
     n_in: int
     n_out: int
+    axis: str = "cosine distance"
 
     @property
     def separated(self) -> bool:
-        return not math.isnan(self.worst_in) and not math.isnan(self.best_out) and self.worst_in < self.best_out
+        if math.isnan(self.worst_in) or math.isnan(self.best_out):
+            return False
+        return self.worst_in < self.best_out if self.lower_is_closer else self.worst_in > self.best_out
+
+    @property
+    def lower_is_closer(self) -> bool:
+        return self.axis != "score (higher = closer)"
 
 
 def distances(store: Store, run_id: str, configuration: str) -> pd.DataFrame:
@@ -341,13 +356,17 @@ def distances(store: Store, run_id: str, configuration: str) -> pd.DataFrame:
 
     measure is ``"in: distance to answer"`` (cosine distance of the best-ranked correct
     chunk, at any rank; in-domain queries whose answer is not destroyed), ``"in: top hit"``
-    (every scored in-domain query) or ``"out: top hit"``.
+    (every scored in-domain query) or ``"out: top hit"``. For a configuration whose gate
+    reads the retriever's own score (a run made elsewhere), ``distance`` holds that score;
+    the column ``axis`` names what it is (:func:`axis`).
     """
     strategy, retriever = parse_config(configuration)
-    return store.query(
-        """
+    gate = axis(store, run_id, configuration)
+    answer, top = ("answer_score", "top_score") if gate.column == "score" else ("answer_distance", "top_distance")
+    frame = store.query(
+        f"""
         WITH base AS (
-            SELECT r.query_id, r.domain, q.kind, r.answer_distance, r.top_distance
+            SELECT r.query_id, r.domain, q.kind, r.{answer} AS answer_distance, r.{top} AS top_distance
             FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
             WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid)
         SELECT query_id, domain, kind, 'in: distance to answer' AS measure, answer_distance AS distance
@@ -362,17 +381,26 @@ def distances(store: Store, run_id: str, configuration: str) -> pd.DataFrame:
         """,
         [run_id, strategy, retriever],
     )
+    frame["axis"] = gate.label  # "distance" holds the value the gate reads
+    return frame
 
 
 def distance_summary(frame: pd.DataFrame) -> DistanceSummary:
     """Worst in-domain answer distance, best out-of-domain top distance, and their overlap."""
     answer = frame.loc[frame["measure"] == "in: distance to answer", "distance"]
     out = frame.loc[frame["measure"] == "out: top hit", "distance"]
-    worst_in = float(answer.max()) if len(answer) else math.nan
-    best_out = float(out.min()) if len(out) else math.nan
-    overlap_in = int((answer >= best_out).sum()) if len(out) else 0
-    overlap_out = int((out <= worst_in).sum()) if len(answer) else 0
-    return DistanceSummary(worst_in, best_out, overlap_in, overlap_out, len(answer), len(out))
+    if len(frame) and "axis" in frame and str(frame["axis"].iloc[0]).startswith("score (higher"):
+        answer, out = -answer, -out  # a similarity: closer is higher; count on the negated scale
+        worst = -float(answer.max()) if len(answer) else math.nan
+        best = -float(out.min()) if len(out) else math.nan
+    else:
+        worst = float(answer.max()) if len(answer) else math.nan
+        best = float(out.min()) if len(out) else math.nan
+    overlap_in = int((answer >= out.min()).sum()) if len(out) else 0
+    overlap_out = int((out <= answer.max()).sum()) if len(answer) else 0
+    worst_in, best_out = worst, best
+    label = str(frame["axis"].iloc[0]) if len(frame) and "axis" in frame else "cosine distance"
+    return DistanceSummary(worst_in, best_out, overlap_in, overlap_out, len(answer), len(out), label)
 
 
 # --- threshold --------------------------------------------------------------------------
@@ -425,9 +453,12 @@ def sweep(store: Store, run_id: str, configuration: str) -> pd.DataFrame:
         "AND q.query_id = r.query_id WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid",
         [run_id, strategy, retriever],
     )
+    gate = axis(store, run_id, configuration)
     in_domain, out_domain = split_hits(gate_inputs(store, run_id, configuration),
-                                       dict(zip(domains["query_id"], domains["domain"])))
-    return exact_sweep(in_domain, out_domain, top=GATE_TOP)
+                                       dict(zip(domains["query_id"], domains["domain"])), column=gate.column)
+    frame = exact_sweep(in_domain, out_domain, top=GATE_TOP, higher_is_closer=gate.higher_is_closer)
+    frame["higher_is_closer"] = gate.higher_is_closer  # the direction :func:`suggest` reads
+    return frame
 
 
 def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
@@ -482,26 +513,31 @@ def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
 
 
 def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None):
-    """:func:`evalcore.threshold.suggest_threshold` (exactly one rule)."""
+    """:func:`evalcore.threshold.suggest_threshold` (exactly one rule), in the direction the
+    sweep was made in (its ``higher_is_closer`` column; distances without it)."""
     from evalcore.threshold import suggest_threshold
 
-    return suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate)
+    higher = bool(sweep_df["higher_is_closer"].iloc[0]) if "higher_is_closer" in sweep_df and len(sweep_df) else False
+    return suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate, higher_is_closer=higher)
 
 
 def bluffs_at(store: Store, run_id: str, configuration: str, threshold: float) -> pd.DataFrame:
     """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
     each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
     strategy, retriever = parse_config(configuration)
+    gate = axis(store, run_id, configuration)
+    value = "h.score" if gate.column == "score" else "h.distance"
+    keep, closest = (">=", "DESC") if gate.higher_is_closer else ("<", "ASC")
     df = store.query(
-        """
-        SELECT q.query_id, q.kind, q.text, h.distance, h.rank, c.doc_id, c.section, c.start, c."end", c.content
+        f"""
+        SELECT q.query_id, q.kind, q.text, {value} AS distance, h.rank, c.doc_id, c.section, c.start, c."end", c.content
         FROM hits h
         JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
         JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy AND c.chunk_id = h.chunk_id
         WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND q.domain = 'out' AND q.valid
-          AND h.rank <= ? AND h.distance < ?
-        QUALIFY row_number() OVER (PARTITION BY h.query_id ORDER BY h.distance, h.rank) = 1
-        ORDER BY h.distance, q.query_id
+          AND h.rank <= ? AND {value} {keep} ?
+        QUALIFY row_number() OVER (PARTITION BY h.query_id ORDER BY {value} {closest}, h.rank) = 1
+        ORDER BY {value} {closest}, q.query_id
         """,
         [run_id, strategy, retriever, GATE_TOP, float(threshold)],
     )
@@ -551,7 +587,12 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
 
 
 def locator(start: int, end: int) -> str:
-    """RFC 5147 fragment ``#char=start,end`` for a text range."""
+    """RFC 5147 fragment ``#char=start,end`` for a text range ("" for a chunk made elsewhere
+    that could not be located in its document)."""
+    import pandas as pd
+
+    if pd.isna(start) or pd.isna(end):
+        return ""
     return f"#char={int(start)},{int(end)}"
 
 
@@ -618,7 +659,11 @@ def query_config(store: Store, run_id: str, query_id: str, configuration: str, t
         [run_id, strategy, retriever, query_id],
     )
     hits = query_hits(store, run_id, query_id, configuration)
-    kept = hits[(hits["rank"] <= GATE_TOP) & (hits["distance"] < threshold)].reset_index(drop=True)
+    gate = axis(store, run_id, configuration)
+    if gate.column == "score":
+        hits["distance"] = hits["score"]  # the value the gate reads (no cosine distance)
+    close = hits["distance"] >= threshold if gate.higher_is_closer else hits["distance"] < threshold
+    kept = hits[(hits["rank"] <= GATE_TOP) & close].reset_index(drop=True)
     rank = None if res.empty or res["first_correct_rank"].isna().iloc[0] else int(res["first_correct_rank"].iloc[0])
     destroyed = bool(res["destroyed"].iloc[0]) if not res.empty else False
     return QueryConfig(configuration, rank, destroyed, hits, kept, float(threshold))
@@ -646,10 +691,14 @@ def answer(store: Store, run_id: str, query_id: str, configuration: str, thresho
 
     query = query_row(store, run_id, query_id)
     hits = query_hits(store, run_id, query_id, configuration, top=GATE_TOP)
-    sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None, int(h.start), int(h.end),
-                      h.content, float(h.distance)) for h in hits.itertuples()]
+    gate = axis(store, run_id, configuration)
+    located = [not pd.isna(h.start) for h in hits.itertuples()]
+    sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None,
+                      int(h.start) if ok else None, int(h.end) if ok else None,
+                      h.content, float(h.score if gate.column == "score" else h.distance))
+               for h, ok in zip(hits.itertuples(), located)]
     counter = piece_counter() if count else None
-    result = context_for_query(query["text"], sources, threshold, top=GATE_TOP, count_pieces=counter)
+    result = context_for_query(query["text"], sources, threshold, top=GATE_TOP, count_pieces=counter, axis=gate)
     if not result.answered:
         return Answer(False, result.message, pd.DataFrame(), None)
     table = pd.DataFrame([{"index": c.index, "doc_id": c.doc_id, "doc_name": c.doc_name, "label": c.label,

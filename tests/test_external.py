@@ -278,3 +278,56 @@ def test_front_door_is_small_and_lazy():
     code = ("import sys, evalcore; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules; "
             "evalcore.evaluate; assert 'evalcore.external.function' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_every_page_and_the_gate_axis_on_an_imported_run(tmp_path, engine_store, bm25_files, oracle, capsys):
+    """The dashboard's reads on an imported run: the sweep and the distances read BM25's own
+    score (kept when >= t), recomputed here from the rankings and the independent correctness;
+    every page renders."""
+    from streamlit.testing.v1 import AppTest
+
+    from evalcore import report
+    from evalcore.threshold import counts_at, state_at
+
+    first, qrels, rankings = oracle
+    store = tmp_path / "both.duckdb"
+    shutil.copy(engine_store, store)
+    chunks = tmp_path / "chunks.jsonl"
+    chunks.write_text(bm25_files["chunks"].read_text()
+                      + json.dumps({"id": "lost", "document": "install", "text": "not in the corpus"}) + "\n")
+    ranks = tmp_path / "r.trec"
+    ranks.write_text("ood-paella Q0 lost 0 1000.0 t\n" + bm25_files["trec"].read_text())  # unlocated, first
+    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(chunks), "--rankings", str(ranks),
+                 "--chunker", "sent3", "--retriever", "rank_bm25", "--name", "ext", "--json"]) == 0
+    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    s = Store(store)
+    config = "sent3/rank_bm25"
+    assert report.axis(s, run_id, config).label == "score (higher = closer)"
+    ind = {q: [(sc, c in qrels[q]) for c, sc in rankings[q]] for q in qrels}
+    ood = {q: [sc for _, sc in hits] for q, hits in rankings.items() if q.startswith("ood-")}
+    ood["ood-paella"] = [1000.0] + ood["ood-paella"]
+    sweep = report.sweep(s, run_id, config)
+    for t in [0.0, 2.5, 5.0, 7.5, 10.0, 100.0, *sweep["threshold"].iloc[:-1].tolist()]:
+        assert state_at(sweep, t) == counts_at(ind, ood, t, higher_is_closer=True), t
+    suggestion = report.suggest(sweep, cost_ratio=3.0)
+    assert counts_at(ind, ood, suggestion.threshold, higher_is_closer=True).bluffs == suggestion.bluffs
+    distances = report.distances(s, run_id, config)
+    answers = distances[distances["measure"] == "in: distance to answer"].set_index("query_id")["distance"]
+    assert answers.to_dict() == {q: rankings[q][first[q] - 1][1] for q in first if first[q]}
+    summary = report.distance_summary(distances)
+    assert summary.worst_in == min(answers) and summary.axis == "score (higher = closer)"
+    view = report.query_config(s, run_id, "port-course", config, 5.0)
+    assert view.kept["distance"].tolist() == [sc for _, sc in rankings["port-course"][:4] if sc >= 5.0]
+    quoted = report.answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
+    assert quoted.answered and quoted.citations["quote"].tolist() == ["not in the corpus"]
+    assert quoted.citations["fragment"].tolist() == [""]
+    for page in ("runs", "compare", "distances", "threshold", "query", "index", "export"):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.session_state["store_path"] = str(store)
+        at.session_state["run_id"] = run_id
+        at.run()
+        if page != "runs":
+            at.switch_page(f"pages/{page}.py")
+            at.run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert not at.error, (page, [e.value for e in at.error])
