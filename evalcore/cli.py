@@ -491,6 +491,13 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--name", default="imported", help="run name (default imported)")
     sp.set_defaults(func=cmd_import_run)
 
+    from dataclasses import fields
+
+    from evalcore.external.endpoint import Endpoint, Fields
+    from evalcore.external.record import DEFAULT_MAX_FAILURES
+
+    endpoint = {f.name: f.default for f in fields(Endpoint)}
+    field = {f.name: f.default for f in fields(Fields)}
     sp = sub.add_parser(
         "run-endpoint", help="measure a live search service over HTTP",
         description="Send every in-domain and out-of-domain query to a search API and score its answers "
@@ -501,34 +508,39 @@ def build_parser() -> argparse.ArgumentParser:
     external_inputs(sp)
     sp.add_argument("--url", required=True,
                     help="the service's URL; with GET it holds {query} (URL-encoded), also {query_id}, {k}")
-    sp.add_argument("--method", default="POST", choices=["POST", "GET"], help="HTTP method (default POST)")
-    sp.add_argument("--body", default='{"query": "{query}", "k": "{k}"}', metavar="TEMPLATE",
+    sp.add_argument("--method", default=endpoint["method"], choices=["POST", "GET"],
+                    help="HTTP method (default %(default)s)")
+
+    sp.add_argument("--body", default=endpoint["body"], metavar="TEMPLATE",
                     help="JSON body template; strings may hold {query}, {query_id}, {k} (\"{k}\" alone becomes "
                          "a number). Default: %(default)s")
     sp.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                     help="a request header (repeatable); header values are never stored")
-    sp.add_argument("--k", type=int, default=20, help="hits asked for, the {k} of the templates (default 20)")
-    sp.add_argument("--hits", default="hits", metavar="PATH",
+    sp.add_argument("--k", type=int, default=endpoint["k"], help="hits asked for, the {k} of the templates "
+                                                                  "(default %(default)s)")
+    sp.add_argument("--hits", default=field["hits"], metavar="PATH",
                     help="dotted path of the hit list in the answer (default hits; '' = the answer itself)")
-    sp.add_argument("--chunk-id", default="id", metavar="PATH", help="path of a hit's chunk id (default id)")
-    sp.add_argument("--text", default="text", metavar="PATH", help="path of a hit's text (default text)")
-    sp.add_argument("--document", default="document", metavar="PATH",
+    sp.add_argument("--chunk-id", default=field["chunk_id"], metavar="PATH", help="path of a hit's chunk id (default id)")
+    sp.add_argument("--text", default=field["text"], metavar="PATH", help="path of a hit's text (default text)")
+    sp.add_argument("--document", default=field["document"], metavar="PATH",
                     help="path of a hit's corpus document id (default document)")
-    sp.add_argument("--start", default="start", metavar="PATH", help="path of a hit's start offset (default start)")
-    sp.add_argument("--end", default="end", metavar="PATH", help="path of a hit's end offset (default end)")
-    sp.add_argument("--score", default="score", metavar="PATH", help="path of a hit's score (default score)")
+    sp.add_argument("--start", default=field["start"], metavar="PATH", help="path of a hit's start offset (default start)")
+    sp.add_argument("--end", default=field["end"], metavar="PATH", help="path of a hit's end offset (default end)")
+    sp.add_argument("--score", default=field["score"], metavar="PATH", help="path of a hit's score (default score)")
     sp.add_argument("--score-kind", default="similarity", choices=["similarity", "distance"],
                     help="similarity: higher is closer (default); distance: lower is closer")
     sp.add_argument("--chunks", default=None, metavar="FILE",
                     help="the service's whole chunk set (CHUNKS.jsonl): hits may then give ids only, and "
                          "destroyed answers are counted")
-    sp.add_argument("--concurrency", type=int, default=4, help="requests at a time (default 4)")
-    sp.add_argument("--timeout", type=float, default=30.0, help="seconds to connect and between bytes (default 30)")
-    sp.add_argument("--retries", type=int, default=3,
+    sp.add_argument("--concurrency", type=int, default=endpoint["concurrency"],
+                    help="requests at a time (default %(default)s)")
+    sp.add_argument("--timeout", type=float, default=endpoint["timeout"],
+                    help="seconds to connect and between bytes (default %(default)s)")
+    sp.add_argument("--retries", type=int, default=endpoint["retries"],
                     help="retries after a timeout, a refused connection or HTTP 408/425/429/5xx, with "
-                         "exponential backoff and jitter (default 3)")
-    sp.add_argument("--max-failures", type=float, default=0.05, metavar="SHARE",
-                    help="the run fails when more than this share of the queries failed (default 0.05)")
+                         "exponential backoff and jitter (default %(default)s)")
+    sp.add_argument("--max-failures", type=float, default=DEFAULT_MAX_FAILURES, metavar="SHARE",
+                    help="the run fails when more than this share of the queries failed (default %(default)s)")
     sp.add_argument("--refresh", action="store_true", help="ask the service again instead of the cache")
     sp.add_argument("--name", default="endpoint", help="run name (default endpoint)")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -177,18 +177,26 @@ def run_evaluation(
             "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
         })
     except BaseException as exc:
-        reason = str(exc) if isinstance(exc, RunInterrupted) else (
-            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
-        status = "cancelled" if isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
-        try:
-            store.finish_run(run_id, status, reason)
-        except Exception:  # noqa: BLE001 - the original error matters more
-            log.exception("could not mark run %s %s", run_id, status)
+        end_run(store, run_id, exc)
         raise
     finally:
         progress.close()
     return RunResult(run_id, request.name, seconds, job.new_embeddings, job.cached_embeddings,
                      retrievers, rerank_note)
+
+
+def end_run(store: Store, run_id: str, exc: BaseException) -> None:
+    """Mark a run that stopped on ``exc`` cancelled (a cancel) or failed, with the reason:
+    an evalcore error's own message, "interrupted (Ctrl-C)", or the exception's type and text."""
+    from evalcore.errors import EvalcoreError
+
+    reason = str(exc) if isinstance(exc, EvalcoreError) else (
+        "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
+    status = "cancelled" if isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
+    try:
+        store.finish_run(run_id, status, reason)
+    except Exception:  # noqa: BLE001 - the original error matters more
+        log.exception("could not mark run %s %s", run_id, status)
 
 
 def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:

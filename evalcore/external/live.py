@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from evalcore.errors import EvalcoreError, RunInterrupted
+from evalcore.errors import RunInterrupted
 from evalcore.external.hits import BadHits, RawHit, resolve
 from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure, check_failures, query_order, run_row, tables
 
@@ -56,7 +56,7 @@ def run_live(store: Store, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, 
              stats: Callable[[], dict[str, Any]] | None = None) -> LiveResult:
     """Ask ``answer`` for every query, score and store the run (see the module docstring).
     TooManyFailures (the run marked failed) past ``max_failures``."""
-    from evalcore.runner import SilentProgress, new_run_id
+    from evalcore.runner import SilentProgress, end_run, new_run_id
 
     progress = progress or SilentProgress()
     cancelled = cancelled or (lambda: False)
@@ -93,13 +93,7 @@ def run_live(store: Store, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, 
         store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, ordered, timings),
                            {"settings": json.dumps(full, default=str)})
     except BaseException as exc:
-        reason = str(exc) if isinstance(exc, EvalcoreError) else (
-            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
-        status = "cancelled" if isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
-        try:
-            store.finish_run(run_id, status, reason)
-        except Exception:  # noqa: BLE001 - the original error matters more
-            log.exception("could not mark run %s %s", run_id, status)
+        end_run(store, run_id, exc)
         raise
     finally:
         progress.close()

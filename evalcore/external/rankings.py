@@ -21,7 +21,6 @@ one query) is an InputError naming the file and line (for JSON, the query and ch
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,15 +51,12 @@ class RankingFile:
 
 
 def _score(value: Any, where: str) -> float:
-    if isinstance(value, bool):
-        raise InputError(f"{where}: score must be a number, got {value!r}")
+    from evalcore.external.hits import BadHits, number
+
     try:
-        score = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{where}: score must be a number, got {value!r}") from None
-    if not math.isfinite(score):
-        raise InputError(f"{where}: score must be a finite number, got {value!r}")
-    return score
+        return number(value, "score")
+    except BadHits as exc:
+        raise InputError(f"{where}: {exc}") from None
 
 
 def _key(value: Any, where: str, what: str) -> str:

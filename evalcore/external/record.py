@@ -206,6 +206,8 @@ def record(store: Store, run_id: str, name: str, config: ConfigInfo, chunks: Chu
     try:
         store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, failures, timings), {})
     except BaseException as exc:
-        store.finish_run(run_id, "failed", f"{type(exc).__name__}: {exc}")
+        from evalcore.runner import end_run
+
+        end_run(store, run_id, exc)
         raise
     return run_id
