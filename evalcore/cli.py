@@ -12,37 +12,13 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from evalcore.errors import EvalcoreError
+from evalcore import signals
+from evalcore.errors import EvalcoreError, Interrupted
 
 log = logging.getLogger("evalcore")
 
 DEFAULT_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
 DEMO_RETRIEVERS = "dense,bm25,hybrid,rerank"
-
-
-class TqdmProgress:
-    """One progress bar per stage on stderr."""
-
-    def __init__(self, enabled: bool = True) -> None:
-        self.enabled = enabled
-        self.bar = None
-
-    def stage(self, name: str, total: int) -> None:
-        self.close()
-        if self.enabled:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, desc=f"{name:<34}", file=sys.stderr, leave=True,
-                            dynamic_ncols=True, mininterval=0.2)
-
-    def advance(self, n: int = 1) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
 
 
 def _store(args: argparse.Namespace):
@@ -55,24 +31,6 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
-def _load_inputs(corpus_dir: str, questions: str, ood: str | None, cache=None):
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
-
-    corpus = load_corpus(corpus_dir, cache=cache)
-    gt = load_ground_truth(corpus, questions, ood)
-    return corpus, gt
-
-
-def _load_demo():
-    from evalcore import demo
-    from evalcore.groundtruth import load_ground_truth
-
-    corpus = demo.load_demo_corpus()
-    gt = load_ground_truth(corpus, demo.QUESTIONS_PATH, demo.OOD_PATH)
-    return corpus, gt
-
-
 def _report_invalid(gt) -> None:
     for inv in gt.invalid:
         print(f"warning: needle of group {inv.group} (line {inv.line}) excluded: {inv.reason}",
@@ -81,6 +39,7 @@ def _report_invalid(gt) -> None:
 
 def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, reranker: str | None) -> int:
     from evalcore.chunking import parse_strategies
+    from evalcore.progress import BarProgress
     from evalcore.retrieval import parse_retrievers
     from evalcore.runner import RunRequest, run_evaluation
     from evalcore.summary import format_table, summary_json, summary_table
@@ -100,7 +59,7 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
         embedders = [SentenceEmbedder.load(path) for path in args.model]
     t0 = time.perf_counter()
     result = run_evaluation(request, store, embedders=embedders,
-                            progress=TqdmProgress(enabled=not args.quiet))
+                            progress=BarProgress(enabled=not args.quiet))
     wall = time.perf_counter() - t0
     if args.json:
         out = summary_json(store, result.run_id)
@@ -121,25 +80,30 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
 
 # -- commands ------------------------------------------------------------------------
 def cmd_demo(args) -> int:
-    corpus, gt = _load_demo()
+    from evalcore import inputs
+
+    corpus, gt = inputs.load_demo()
     return _execute(args, corpus, gt, args.strategies, args.retrievers, args.name, args.reranker)
 
 
 def cmd_run(args) -> int:
-    corpus, gt = _load_inputs(args.corpus, args.questions, args.ood, cache=_store(args))
+    from evalcore import inputs
+
+    corpus, gt = inputs.load(args.corpus, args.questions, args.ood, cache=_store(args))
     name = args.name or Path(args.corpus).resolve().name
     return _execute(args, corpus, gt, args.strategies, args.retrievers, name, args.reranker)
 
 
 def cmd_validate(args) -> int:
+    from evalcore import inputs
     from evalcore.groundtruth import validation_report
 
     if args.demo:
-        corpus, gt = _load_demo()
+        corpus, gt = inputs.load_demo()
     else:
         if not args.corpus or not args.questions:
             raise EvalcoreError("validate needs --corpus DIR and --questions FILE (or --demo)")
-        corpus, gt = _load_inputs(args.corpus, args.questions, args.ood)
+        corpus, gt = inputs.load(args.corpus, args.questions, args.ood)
     report = validation_report(corpus, gt)
     if args.json:
         _print_json(report)
@@ -157,11 +121,12 @@ def cmd_validate(args) -> int:
 
 
 def cmd_chunks(args) -> int:
+    from evalcore import inputs
     from evalcore.chunking import chunk_corpus, parse_strategies
     from evalcore.citations import locator, page_range
     from evalcore.corpus import load_corpus
 
-    corpus = _load_demo()[0] if args.demo else load_corpus(args.corpus)
+    corpus = inputs.load_demo()[0] if args.demo else load_corpus(args.corpus)
     strategies = parse_strategies(args.strategy)
     if len(strategies) != 1:
         raise EvalcoreError(f"--strategy takes one strategy, got {args.strategy!r}")
@@ -184,11 +149,13 @@ def cmd_chunks(args) -> int:
 
 def _inputs_of(args):
     """Corpus and ground truth of an external run: --demo, or --corpus/--questions/--ood."""
+    from evalcore import inputs
+
     if args.demo:
-        return _load_demo()
+        return inputs.load_demo()
     if not args.corpus or not args.questions:
         raise EvalcoreError(f"{args.command} needs --corpus DIR and --questions FILE (or --demo)")
-    return _load_inputs(args.corpus, args.questions, args.ood, cache=_store(args))
+    return inputs.load(args.corpus, args.questions, args.ood, cache=_store(args))
 
 
 def _report_chunks(unlocated, notes, unranked, limit: int = 10) -> None:
@@ -243,6 +210,7 @@ def cmd_import_run(args) -> int:
 
 def cmd_run_endpoint(args) -> int:
     from evalcore.external.endpoint import Endpoint, Fields, parse_header, run_endpoint
+    from evalcore.progress import BarProgress
 
     fields = Fields(hits=args.hits, chunk_id=args.chunk_id, text=args.text, document=args.document,
                     start=args.start, end=args.end, score=args.score)
@@ -257,7 +225,7 @@ def cmd_run_endpoint(args) -> int:
     t0 = time.perf_counter()
     done = run_endpoint(store, corpus, gt, endpoint, args.name, chunker=args.chunker, retriever=args.retriever,
                         score=args.score_kind, chunks_path=args.chunks, max_failures=args.max_failures,
-                        progress=TqdmProgress(enabled=not args.quiet and not args.json))
+                        progress=BarProgress(enabled=not args.quiet and not args.json))
     sent = done.stats
     line = (f"sent {sent.get('requests', 0)} request(s) ({sent.get('retries', 0)} retries), "
             f"{sent.get('cached', 0)} answer(s) from the cache")
@@ -657,10 +625,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "chunks" and not args.demo and not args.corpus:
         parser.error("chunks needs --corpus DIR or --demo")
     try:
-        return args.func(args)
+        with signals.handled():  # SIGTERM and SIGINT end any command with one line
+            return args.func(args)
+    except Interrupted as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except EvalcoreError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted; the run is marked failed", file=sys.stderr)
+    except KeyboardInterrupt:  # outside the main thread
+        print("error: interrupted", file=sys.stderr)
         return 130

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 from evalcore.errors import ModelError
 
@@ -110,25 +110,95 @@ class SentenceEmbedder:
         return int(self.model.max_seq_length)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts``. A long text is handed to the model as its head that
+        already holds the window's pieces (:func:`window_head`): the model reads no more
+        than that anyway, so the vector is the same, without tokenising the whole text."""
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        room = self.window - self.model.tokenizer.num_special_tokens_to_add(pair=False)
         vecs = self.model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
+            [window_head(t, self._count_plain, room) for t in texts], batch_size=self.batch_size,
+            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False,
         )
         return vecs.astype(np.float32, copy=False)
 
+    def _count_plain(self, text: str) -> int:
+        """Word pieces of ``text`` without [CLS] and [SEP]."""
+        return len(_plain_tokenizer(self.path).encode(text, add_special_tokens=False))
+
     def count_pieces(self, texts: Sequence[str]) -> list[int]:
-        """Untruncated word-piece count of each text, [CLS] and [SEP] included."""
+        """Untruncated word-piece count of each text, [CLS] and [SEP] included. A text over
+        :data:`SEGMENT` characters is counted a segment at a time (:func:`segments`), so
+        memory stays bounded whatever its length; the count is the same."""
         tok = self.model.tokenizer
+        special = tok.num_special_tokens_to_add(pair=False)
         out = []
         for i in range(0, len(texts), 512):
-            enc = tok(list(texts[i:i + 512]), add_special_tokens=True, truncation=False,
-                      verbose=False)["input_ids"]
-            out.extend(len(ids) for ids in enc)
+            batch = list(texts[i:i + 512])
+            short = [t for t in batch if len(t) <= SEGMENT]
+            counts = iter(len(ids) for ids in tok(short, add_special_tokens=True, truncation=False,
+                                                  verbose=False)["input_ids"]) if short else iter(())
+            out.extend(next(counts) if len(t) <= SEGMENT else special + _count_long(self.path, t) for t in batch)
         return out
+
+
+@lru_cache(maxsize=4)
+def _plain_tokenizer(path: str):
+    """The model's own ``tokenizers`` tokenizer, copied, without truncation and padding (the
+    model's copy is set up per call by transformers)."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_str(_load(path).tokenizer.backend_tokenizer.to_str())
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+def _count_long(path: str, text: str, batch: int = 16) -> int:
+    """Word pieces of a long text without special tokens, ``batch`` segments at a time."""
+    tok = _plain_tokenizer(path)
+    total, parts = 0, []
+    for part in segments(text):
+        parts.append(part)
+        if len(parts) == batch:
+            total += sum(len(e) for e in tok.encode_batch(parts, add_special_tokens=False))
+            parts = []
+    return total + sum(len(e) for e in tok.encode_batch(parts, add_special_tokens=False))
+
+
+SEGMENT = 100_000  # characters of a long text counted at a time
+
+
+def segments(text: str, size: int = SEGMENT) -> Iterator[str]:
+    """``text`` in consecutive pieces of at most ``size`` characters, cut only just before a
+    space or a line break. BERT's word-piece tokenizer splits words at whitespace, and its
+    normaliser works character by character, so the pieces of the segments are exactly the
+    pieces of the whole text. A longer stretch without either character stays whole."""
+    start, end = 0, len(text)
+    while end - start > size:
+        cut = max(text.rfind(" ", start + 1, start + size + 1), text.rfind("\n", start + 1, start + size + 1))
+        if cut == -1:  # one very long word: up to the next space or line break
+            ahead = [i for i in (text.find(" ", start + size), text.find("\n", start + size)) if i != -1]
+            cut = min(ahead) if ahead else end
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
+def window_head(text: str, count: Callable[[str], int], pieces: int, first: int = 4096) -> str:
+    """The shortest head of ``text`` (cut before a space or line break, growing 4 times from
+    ``first`` characters) that holds at least ``pieces`` word pieces (``count`` them without
+    special tokens), or the whole text. Its first ``pieces`` pieces are the text's, so a
+    model that reads only ``pieces`` pieces sees the same input."""
+    size = first
+    while len(text) > size:
+        head = next(segments(text, size))
+        if count(head) >= pieces:
+            return head
+        size *= 4
+    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,3 +28,15 @@ class RunInterrupted(EvalcoreError):
 
 class NotComparable(EvalcoreError):
     """Two runs cannot be paired: they did not answer the same queries."""
+
+
+class Interrupted(RunInterrupted):
+    """A run or command was stopped by SIGTERM or SIGINT; ``signum`` says which, ``reason``
+    what is recorded ("interrupted by SIGTERM during E: embedding")."""
+
+    def __init__(self, signum: int, where: str = "", note: str = "") -> None:
+        import signal
+
+        self.signum = signum
+        self.reason = f"interrupted by {signal.Signals(signum).name}{' ' + where if where else ''}"
+        super().__init__(self.reason + (f"; {note}" if note else ""))

@@ -2,8 +2,9 @@
 
 The run is inserted as ``running`` first; all results are buffered and written with the
 ``complete`` status in one transaction at the end, so a reader never sees half a run.
-Any exception, Ctrl-C or SIGTERM marks it ``failed`` with the reason; a run whose
-process is killed outright is marked failed the next time the store is opened.
+Any exception, and SIGTERM or SIGINT at any moment (the final write included, see
+evalcore.signals), marks it ``failed`` with the reason; a run whose process is killed
+outright is marked failed by the store's reaper the next time the store is used.
 """
 from __future__ import annotations
 
@@ -12,16 +13,15 @@ import logging
 import platform
 import signal
 import time
-import uuid
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
-from evalcore import PIPELINE_VERSION, __version__
-from evalcore.errors import RunInterrupted
+from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
+from evalcore.errors import Interrupted, RunInterrupted
+from evalcore.progress import Fanout, Progress, Scale, SilentProgress, Stage, StoreProgress
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
 from evalcore.retrieval import RERANK_DEPTH, RRF_K, parse_retrievers
+from evalcore.store import new_run_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,27 +35,6 @@ log = logging.getLogger(__name__)
 
 TOP_N = 20
 QUERY_BLOCK = 256
-
-
-class Progress(Protocol):
-    """Receives progress: one ``stage`` call per stage, then ``advance`` calls."""
-
-    def stage(self, name: str, total: int) -> None: ...
-
-    def advance(self, n: int = 1) -> None: ...
-
-    def close(self) -> None: ...
-
-
-class SilentProgress:
-    def stage(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int = 1) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 @dataclass
@@ -83,28 +62,6 @@ class RunResult:
     rerank_note: str | None
 
 
-def new_run_id() -> str:
-    return datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """Turn SIGTERM into an exception so the run is marked failed, not left running."""
-
-    def handler(signum, frame):  # noqa: ARG001
-        raise RunInterrupted(f"interrupted by signal {signum}")
-
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def run_evaluation(
     request: RunRequest,
     store: Store,
@@ -117,14 +74,27 @@ def run_evaluation(
 ) -> RunResult:
     """Evaluate ``request`` and store it as one complete run; returns its id and counts.
 
-    ``cancelled`` is polled between stages and query blocks; when it returns True the run
-    stops and is marked ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
     ``embedders`` (several embedding models) runs every strategy under each model, stored
     as ``STRATEGY@MODEL`` (:func:`evalcore.models.plan`); ``embedder`` is the one model otherwise.
+
+    ``progress`` receives every stage on the run's one scale (evalcore.progress); the run's
+    row in the store follows the same stages. ``cancelled`` is polled between stages,
+    query blocks and embedding batches; when it returns True the run stops and is marked
+    ``cancelled``. ``run_id`` lets a caller (a job) choose the id.
+
+    However the run ends early, its row ends ``failed`` (or ``cancelled``) with the reason,
+    where the store can still be written: an error, or SIGTERM/SIGINT at any moment, the
+    final write included (evalcore.signals), which is then raised as
+    :class:`~evalcore.errors.Interrupted` naming the signal, the stage and the run.
     """
+    with signals.handled():
+        return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id,
+                         embedders)
+
+
+def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, embedders) -> RunResult:
     from evalcore.embedding import SentenceEmbedder
 
-    progress = progress or SilentProgress()
     retrievers = parse_retrievers(request.retrievers)
     rerank_note = None
     if "rerank" in retrievers and reranker is None:
@@ -144,71 +114,98 @@ def run_evaluation(
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
     from evalcore.models import plan as model_plan
 
-    models = list(embedders or ()) or [embedder or SentenceEmbedder.load()]
+    models = list(embedders or ()) or [embedder or testhooks.embedder() or SentenceEmbedder.load()]
     plan = model_plan(request.strategies, models)
     embedder = models[0]
-    model_names = ", ".join(m.name for m in models)
     dims = {m.dim for m in models}
-
-    run_id = run_id or new_run_id()
-    t_start = time.perf_counter()
     settings = _settings(request, embedder, retrievers)
     if len(models) > 1:
         settings["models"] = {p.strategy.name: {"chunker": p.chunker, "model": p.embedder.name} for p in plan}
         settings["strategies"] = {p.strategy.name: settings["strategies"][p.chunker] for p in plan}
-    store.start_run({
+
+    run_id = run_id or new_run_id()
+    t_start = time.perf_counter()
+    row = {
         "run_id": run_id, "name": request.name, "stage": "starting", "progress": 0.0,
         "corpus_root": request.corpus.root, "corpus_fingerprint": request.corpus.fingerprint,
         "questions_path": request.ground_truth.source.get("questions"),
         "ood_path": request.ground_truth.source.get("ood"),
-        "model": model_names, "model_dim": dims.pop() if len(dims) == 1 else None,
+        "model": ", ".join(m.name for m in models), "model_dim": dims.pop() if len(dims) == 1 else None,
         "pipeline_version": PIPELINE_VERSION,
         "strategies": ",".join(p.strategy.name for p in plan),
         "retrievers": ",".join(retrievers), "rerank_note": rerank_note,
         "settings": json.dumps(settings),
-    })
-    log.info("run %s started", run_id)
+    }
+    progress = Fanout(StoreProgress(store, run_id), progress)
+    job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan)
     try:
-        with _sigterm_raises():
-            job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan)
-            tables = job.execute()
+        store.start_run(row)
+        job.started = True
+        log.info("run %s started", run_id)
+        tables = job.execute()
+        job._stage(job.scale.write(len(tables)))
         seconds = time.perf_counter() - t_start
-        store.complete_run(run_id, tables, {
-            "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
-        })
+        with signals.hold():  # a signal here is raised by _before_commit: the write rolls back whole
+            store.complete_run(run_id, tables, {
+                "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
+            }, before_commit=_before_commit)
     except BaseException as exc:
-        end_run(store, run_id, exc)
-        raise
+        if not job.started:  # no run row to mark: the error (or signal) as it is
+            signals.check()
+            raise
+        fail_run(store, run_id, job.stage_name, exc)
     finally:
         progress.close()
+    if signals.received() is not None:  # it came as the commit returned: the run is complete
+        raise Interrupted(signals.received(), f"after run {run_id} was stored complete")
     return RunResult(run_id, request.name, seconds, job.new_embeddings, job.cached_embeddings,
                      retrievers, rerank_note)
 
 
-def end_run(store: Store, run_id: str, exc: BaseException) -> None:
-    """Mark a run that stopped on ``exc`` cancelled (a cancel) or failed, with the reason:
-    an evalcore error's own message, "interrupted (Ctrl-C)", or the exception's type and text."""
-    from evalcore.errors import EvalcoreError
+def _before_commit() -> None:
+    testhooks.pause("writing results")
+    signals.check()
 
-    reason = str(exc) if isinstance(exc, EvalcoreError) else (
-        "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
-    status = "cancelled" if isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
-    try:
-        store.finish_run(run_id, status, reason)
-    except Exception:  # noqa: BLE001 - the original error matters more
-        log.exception("could not mark run %s %s", run_id, status)
+
+def fail_run(store: Store, run_id: str, stage: str, exc: BaseException) -> NoReturn:
+    """Mark the run failed (or cancelled) with its reason where the store can be written,
+    then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was.
+    Every kind of run ends this way (built-in ones here, runs made elsewhere in evalcore.external)."""
+    from evalcore.errors import EvalcoreError
+    from evalcore.store import Store as _Store
+
+    signum = signals.received()
+    if signum is not None:
+        reason = f"interrupted by {signal.Signals(signum).name} during {stage}"
+    elif isinstance(exc, KeyboardInterrupt):
+        reason = "interrupted (Ctrl-C)"
+    elif isinstance(exc, EvalcoreError):
+        reason = str(exc)
+    else:
+        reason = f"{type(exc).__name__}: {exc}"
+    status = "cancelled" if signum is None and isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
+    try:  # a short lock wait: a run that cannot be marked now is marked by the reaper later
+        _Store(store.path, lock_timeout=10.0).finish_run(run_id, status, reason)
+        marked = f"run {run_id} marked {status}"
+    except Exception as err:  # noqa: BLE001 - the original error matters more
+        log.info("could not mark run %s %s: %s", run_id, status, err)
+        marked = f"run {run_id} could not be marked {status} now (it will be once the store can be written)"
+        if isinstance(exc, EvalcoreError) and not isinstance(exc, Interrupted):
+            raise type(exc)(f"{exc}; {marked}") from exc
+    if signum is not None:
+        raise Interrupted(signum, f"during {stage}", marked) from None
+    raise exc
 
 
 def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
-    import sentence_transformers
-    import torch
+    from importlib.metadata import version  # the installed versions, without importing torch
 
     from evalcore.rows import ground_truth_settings
 
     return {
         "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
-        "python": platform.python_version(), "torch": torch.__version__,
-        "sentence_transformers": sentence_transformers.__version__,
+        "python": platform.python_version(), "torch": version("torch"),
+        "sentence_transformers": version("sentence-transformers"),
         "model": embedder.name, "dim": embedder.dim,
         "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
                                 "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},
@@ -217,6 +214,23 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
         **ground_truth_settings(request.corpus, request.ground_truth),
         **request.settings,
     }
+
+
+class _Checked:
+    """A Progress that also checks for a cancel after every advance (embedding batches)."""
+
+    def __init__(self, progress: Progress, check: Callable[[], None]) -> None:
+        self.inner, self.check = progress, check
+
+    def stage(self, stage: Stage) -> None:
+        self.inner.stage(stage)
+
+    def advance(self, n: int = 1) -> None:
+        self.inner.advance(n)
+        self.check()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class _Job:
@@ -230,7 +244,10 @@ class _Job:
         self.reranker = reranker
         self.retrievers = retrievers
         self.run_id = run_id
-        self.progress = progress
+        self.progress = _Checked(progress, self._check)
+        self.stage_name = "starting"
+        self.started = False  # the run's row is in the store
+        self.scale = Scale([p.strategy.name for p in plan])
         self.cancelled = cancelled or (lambda: False)
         self.new_embeddings = 0
         self.cached_embeddings = 0
@@ -245,13 +262,11 @@ class _Job:
         if self.cancelled():
             raise RunInterrupted("cancelled by the user")
 
-    def _stage(self, name: str, total: int, fraction: float) -> None:
+    def _stage(self, stage: Stage) -> None:
         self._check()
-        self.progress.stage(name, total)
-        try:
-            self.store.progress(self.run_id, name, fraction)
-        except Exception:  # noqa: BLE001 - progress is best effort
-            log.debug("progress update failed", exc_info=True)
+        self.stage_name = stage.name
+        self.progress.stage(stage)
+        testhooks.pause(stage.name)
 
     def _timing(self, stage: str, strategy: str | None, seconds: float, items: int) -> None:
         self.rows["timings"].append({
@@ -292,16 +307,13 @@ class _Job:
 
         qvecs = {}
         for embedder in {p.embedder.name: p.embedder for p in self.plan}.values():
-            self._stage("query embedding" if len(self.plan) == len(r.strategies) else
-                        f"query embedding ({embedder.name})", len(texts), 0.02)
+            self._stage(self.scale.query_embedding(len(texts)))
             qvecs[embedder.name], st = self._embed(texts, embedder)
             self._timing("query_embedding", None, st.seconds, st.new)
 
-        n_strat = len(self.plan)
-        for si, item in enumerate(self.plan):
-            base = 0.05 + 0.9 * si / n_strat
-            self._run_strategy(item.strategy, base, 0.9 / n_strat, qvecs[item.embedder.name], qids, texts, n_in,
-                               groups, item.embedder, item.chunker)
+        for item in self.plan:
+            self._run_strategy(item.strategy, qvecs[item.embedder.name], qids, texts, n_in, groups,
+                               item.embedder, item.chunker)
 
         from evalcore.configurations import builtin_rows
 
@@ -325,13 +337,13 @@ class _Job:
 
         self.rows["queries"] += query_rows(self.run_id, self.r.ground_truth)
 
-    def _run_strategy(self, strategy, base, span, qvec, qids, qtexts, n_in, groups, embedder, chunker) -> None:
+    def _run_strategy(self, strategy, qvec, qids, qtexts, n_in, groups, embedder, chunker) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
         from evalcore.scoring import correct_chunks, destroyed_cut
 
         r, name = self.r, strategy.name
-        self._stage(f"{name}: chunking", len(r.corpus.documents), base)
+        self._stage(self.scale.strategy(name, "chunking", len(r.corpus.documents)))
         t0 = time.perf_counter()
         chunks: list[Chunk] = chunk_corpus(r.corpus, strategy)
         self._timing("chunking", name, time.perf_counter() - t0, len(chunks))
@@ -341,7 +353,7 @@ class _Job:
         pieces = embedder.count_pieces(ctexts)
         header_pieces = [self._header_pieces(c.header, embedder) for c in chunks]
 
-        self._stage(f"{name}: embedding {len(chunks)} chunks", len(chunks), base + 0.1 * span)
+        self._stage(self.scale.strategy(name, "embedding", len(chunks)))
         cvec, st = self._embed(ctexts, embedder)
         self._timing("index", name, st.seconds, st.new)
 
@@ -359,8 +371,8 @@ class _Job:
             "boundaries": strategy.boundaries, "header": strategy.header, "chunks": len(chunks),
             "pieces": int(sum(pieces)), "header_pieces": int(sum(header_pieces)),
             "over_window": int(sum(p > getattr(embedder, "window", WINDOW) for p in pieces)),
-            "destroyed": len(destroyed),
-            "norm_max_diff": normalisation_check(cvec, 200), "chunker": chunker, "model": embedder.name,
+            "destroyed": len(destroyed), "norm_max_diff": normalisation_check(cvec, 200),
+            "chunker": chunker, "model": embedder.name,
         })
         for i, c in enumerate(chunks):
             self.rows["chunks"].append({
@@ -372,7 +384,7 @@ class _Job:
         if not chunks:
             return
 
-        self._stage(f"{name}: retrieval", len(qids), base + 0.5 * span)
+        self._stage(self.scale.strategy(name, "retrieval and scoring", len(qids)))
         self._retrieve(name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct)
 
     def _retrieve(self, name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct) -> None:

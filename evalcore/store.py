@@ -1,13 +1,24 @@
 """The run store: one DuckDB file under ``runs/``, schema in numbered migration files.
 
-Concurrency design. DuckDB lets one process hold a database file open for writing at a
-time. Every operation here therefore opens the file, does its work in one transaction
-and closes it again, so the lock is held for milliseconds; when another process holds
-it, the open is retried with backoff for up to ``lock_timeout`` seconds before a
-``StoreError`` is raised. A run buffers its results in memory and writes them in one
-transaction at the end, so a reader never sees half a run, and a run that dies leaves
-only its ``running`` row, which is marked ``failed`` when the store is next used (looked
-at every 2 s at most) because its process no longer exists.
+Identity. A store is a DuckDB file whose ``schema_migrations`` table names evalcore's own
+migrations (and, from migration 0003, holds the ``evalcore_store`` marker). Before
+evalcore ever opens a file for writing it reads its first bytes and then opens it read
+only: a file that is not a DuckDB database, a DuckDB database of another program, a
+damaged file or a store written by a newer evalcore is refused with one line and left
+byte for byte as it was. A new store is built in a temporary file in the same folder and
+linked into place only when complete, so a failure (a full disk) leaves nothing behind.
+
+Concurrency. DuckDB lets one process hold a database file open for writing at a time.
+Every operation therefore opens the file, does its work in one transaction and closes
+it again, so the lock is held for milliseconds; when another process holds it, the open
+is retried with backoff for up to ``lock_timeout`` seconds before a ``StoreError`` is
+raised. Reads open the file read only, so they work on a full disk, and reading a store
+that does not exist yet sees an empty store without creating a file.
+
+Ownership. This module is the one writer of ``runs`` and the one place that reaps: a run
+or job whose process on this host is gone is marked ``failed`` (looked at every 2 s at
+most, by any process that uses the store). A run buffers its results in memory and
+writes them in one transaction at the end, so a reader never sees half a run.
 """
 from __future__ import annotations
 
@@ -18,11 +29,12 @@ import os
 import random
 import socket
 import time
-from contextlib import contextmanager
-from datetime import datetime, timezone
+import uuid
+from contextlib import closing, contextmanager
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from evalcore.errors import StoreError
 
@@ -37,6 +49,11 @@ log = logging.getLogger(__name__)
 DEFAULT_STORE = Path("runs") / "evalcore.duckdb"
 STATUSES = ("running", "complete", "failed", "cancelled")
 REAP_EVERY = 2.0  # seconds between two looks for runs whose process is gone
+NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is failed
+APPLICATION = "evalcore"
+MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
+# Never fetch or load a DuckDB extension: DuckDB would try to download one for a SQLite file.
+_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 
 
 def default_store_path() -> Path:
@@ -46,6 +63,11 @@ def default_store_path() -> Path:
 
 def now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def new_run_id() -> str:
+    """A run id (also a dashboard job's id): local time to the second, then 6 random hex digits."""
+    return datetime.now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -58,9 +80,36 @@ def migrations() -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
+def schema_version() -> int:
+    """The newest migration this code knows."""
+    return migrations()[-1][0]
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
-    return "lock" in text or "conflicting" in text or "being used by another process" in text
+    return ("lock" in text or "conflicting" in text or "being used by another process" in text
+            or "different configuration" in text)  # this process has it open the other way
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _io_reason(exc: BaseException) -> str | None:
+    """One line saying why a file operation failed, or None when ``exc`` is not about the
+    file (a constraint violation is a bug and keeps its own type)."""
+    import duckdb
+
+    text = _first_line(exc)
+    if isinstance(exc, OSError):
+        text = exc.strerror or text
+    elif not (isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException))
+              or (isinstance(exc, duckdb.TransactionException) and "could not write" in text.lower())):
+        return None
+    if "no space left" in text.lower() or "disk full" in text.lower():
+        return "the disk is full (No space left on device)"
+    return text
 
 
 def pid_alive(pid: int) -> bool:
@@ -79,8 +128,32 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
+def check_file(path: Path) -> None:
+    """StoreError unless ``path`` starts like a DuckDB database (read: its first 12 bytes)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(12)
+    except IsADirectoryError:
+        raise StoreError(f"{path}: is a folder, not a run store file") from None
+    except OSError as exc:
+        raise StoreError(f"{path}: cannot read the run store ({exc.strerror or exc})") from None
+    if not head:
+        raise StoreError(f"{path}: empty file, not a run store; left unchanged (move it away or "
+                         "choose another store)")
+    if len(head) < 12 or head[8:12] != MAGIC:
+        raise StoreError(f"{path}: not a DuckDB database, so not an evalcore run store; left unchanged")
+
+
+def _missing_parent(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is not a folder, else None."""
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
 class Store:
-    """A DuckDB run store at ``path``; created and migrated on first use."""
+    """A DuckDB run store at ``path``; created (atomically) and migrated on first write."""
 
     def __init__(self, path: str | Path | None = None, lock_timeout: float = 60.0) -> None:
         self.path = Path(path) if path is not None else default_store_path()
@@ -88,32 +161,184 @@ class Store:
         self._ready = False
         self._reaped_at = -math.inf
 
-    # -- connections -------------------------------------------------------------
-    @contextmanager
-    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived connection (retried while another process holds the lock)."""
+    # -- opening ------------------------------------------------------------------
+    def _open(self, read_only: bool, path: Path | None = None,
+              doing: str = "cannot open the run store") -> duckdb.DuckDBPyConnection:
+        """A raw connection, retried while another process (or thread) holds the file."""
         import duckdb
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        target = str(path or self.path)
         deadline = time.monotonic() + self.lock_timeout
         delay = 0.02
         while True:
             try:
-                con = duckdb.connect(str(self.path))
-                break
-            except duckdb.Error as exc:  # IOException on a held lock
-                if not _is_lock_error(exc) or time.monotonic() > deadline:
-                    raise StoreError(f"{self.path}: cannot open the run store: {exc}") from exc
-                time.sleep(delay + random.random() * delay)
-                delay = min(delay * 2, 0.5)
+                return duckdb.connect(target, read_only=read_only, config=_CONFIG)
+            except duckdb.Error as exc:
+                if _is_lock_error(exc) and time.monotonic() < deadline:
+                    time.sleep(delay + random.random() * delay)
+                    delay = min(delay * 2, 0.5)
+                    continue
+                if _is_lock_error(exc):
+                    raise StoreError(f"{self.path}: the run store stayed busy for {self.lock_timeout:g} s "
+                                     f"({_first_line(exc)})") from None
+                raise self._unreadable(exc, doing) from None
+
+    def _unreadable(self, exc: Exception, doing: str) -> StoreError:
+        first = _first_line(exc)
+        if "not a valid duckdb" in first.lower() or "could not read enough bytes" in first.lower():
+            return StoreError(f"{self.path}: the run store is damaged or truncated ({first}); left unchanged")
+        return StoreError(f"{self.path}: {doing}: {_io_reason(exc) or first}")
+
+    def _inspect(self) -> set[int]:
+        """Applied migration numbers, read without writing a byte; StoreError (one line, the
+        file unchanged) for anything that is not an evalcore store this code can use."""
+        import duckdb
+
+        check_file(self.path)
+        with closing(self._open(read_only=True)) as con:
+            try:
+                tables = {r[0] for r in con.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
+                rows = (con.execute("SELECT version, name FROM schema_migrations").fetchall()
+                        if "schema_migrations" in tables else [])
+                marked = "evalcore_store" in tables and bool(con.execute(
+                    "SELECT count(*) FROM evalcore_store WHERE application = ?", [APPLICATION]).fetchone()[0])
+                block_size, used = con.execute("PRAGMA database_size").fetchone()[2:5:2]  # size, used blocks
+                # while this connection holds the file no writer runs, so the WAL is stable; with
+                # one, the block count includes the blocks it added in memory
+                checkpointed = not Path(f"{self.path}.wal").exists()
+                size = self.path.stat().st_size
+            except duckdb.Error as exc:
+                raise self._unreadable(exc, "cannot read the run store") from None
+        # a truncated file can still open (its header is whole), but it cannot hold all its used blocks
+        if checkpointed and size < int(block_size) * int(used):
+            raise StoreError(f"{self.path}: the run store is damaged or truncated ({size:,} bytes for {used} "
+                             f"blocks of {block_size:,} in use); left unchanged")
+        known = {number: name for number, name, _ in migrations()}
+        ours = marked or ((1, known[1]) in rows and "runs" in tables)
+        if not ours:
+            raise StoreError(f"{self.path}: a DuckDB database that is not an evalcore run store; "
+                             "refusing to use it (left unchanged)")
+        applied = {int(v) for v, _ in rows}
+        newer = sorted(applied - set(known))
+        if newer:
+            raise StoreError(f"{self.path}: this store has schema version {max(newer)}, newer than this "
+                             f"evalcore knows (schema version {max(known)}); upgrade evalcore to use it "
+                             "(left unchanged)")
+        return applied
+
+    def _create(self) -> list[str]:
+        """Build a new store in a temporary file beside ``path`` and link it into place; on
+        any failure the temporary file is removed and nothing is left behind."""
+        folder = self.path.parent
         try:
-            if not self._ready:
-                self._migrate(con)
-                self._ready = True
-            if time.monotonic() - self._reaped_at > REAP_EVERY:
-                self._reap(con)  # a long-lived Store (the dashboard's) sees crashed runs too
-                self._reaped_at = time.monotonic()
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot create the run store: {exc.strerror or exc}") from None
+        tmp = folder / f".{self.path.name}.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            with closing(self._open(read_only=False, path=tmp, doing="cannot create the run store")) as con:
+                applied = self._migrate(con)
+                con.execute("CHECKPOINT")
+            with open(tmp, "rb") as fh:
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, self.path)  # fails when another process made the store first: use theirs
+            except FileExistsError:
+                applied = []
+            except OSError:  # a file system without hard links
+                if self.path.exists():
+                    applied = []
+                else:
+                    os.replace(tmp, self.path)
+            try:
+                dfd = os.open(folder, os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+            except OSError:
+                pass
+            return applied
+        except Exception as exc:
+            reason = _io_reason(exc)
+            if reason is None and not isinstance(exc, StoreError):
+                raise
+            raise StoreError(str(exc) if reason is None else
+                             f"{self.path}: cannot create the run store: {reason}") from None
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+                try:
+                    leftover.unlink()
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    log.warning("could not remove %s", leftover)
+
+    def _ensure(self, write: bool) -> list[str] | None:
+        """Check (and, for a write, create or migrate) the store once per Store object.
+        Returns the names of the migrations applied now; None when there is no store yet
+        and ``write`` is False."""
+        if self._ready:
+            return []
+        if not self.path.exists():
+            blocker = _missing_parent(self.path)
+            if blocker is not None:
+                raise StoreError(f"{self.path}: {blocker} is a file, not a folder")
+            if not write:
+                return None
+            applied = self._create()
+        else:
+            done = self._inspect()
+            applied = []
+            if any(number not in done for number, _, _ in migrations()):
+                with closing(self._open(read_only=False)) as con, self._translated("cannot upgrade the run store"):
+                    applied = self._migrate(con)
+        self._ready = True
+        return applied
+
+    @contextmanager
+    def _translated(self, doing: str) -> Iterator[None]:
+        """File errors (a full disk, a failed read) as one-line StoreErrors."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            if _io_reason(exc) is None:
+                raise
+            raise self._unreadable(exc, doing) from exc
+
+    # -- connections -------------------------------------------------------------
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived read-write connection (retried while another process holds the
+        lock); creates the store when there is none yet."""
+        self._ensure(write=True)
+        self._reap_if_due()  # a long-lived Store (the dashboard's) sees crashed runs too
+        with self._session(self._open(read_only=False), "cannot write the run store") as con:
             yield con
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived read-only connection; works on a full disk. When there is no store
+        yet, an empty in-memory store (nothing is created on disk)."""
+        import duckdb
+
+        if self._ensure(write=False) is None:
+            con = duckdb.connect(":memory:", config=_CONFIG)
+            self._migrate(con)
+        else:
+            self._reap_if_due()
+            con = self._open(read_only=True)
+        with self._session(con, "cannot read the run store") as con:
+            yield con
+
+    @contextmanager
+    def _session(self, con: duckdb.DuckDBPyConnection, doing: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        try:
+            with self._translated(doing):
+                yield con
         finally:
             con.close()
 
@@ -152,32 +377,87 @@ class Store:
         return applied
 
     def migrate(self) -> list[str]:
-        """Apply pending migrations; returns their names (empty when up to date)."""
-        with self.connect() as con:
-            return self._migrate(con)
+        """Create or upgrade the store; returns the migrations applied (empty when up to date)."""
+        self._ready = False
+        return self._ensure(write=True) or []
 
-    def _reap(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Mark runs whose process on this host is gone as failed."""
+    # -- reaping -----------------------------------------------------------------
+    def _dead(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Whether any running run or queued/running job of this host has lost its process,
+        or a queued job never got one."""
         host = socket.gethostname()
-        rows = con.execute(
-            "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ?", [host]
-        ).fetchall()
-        for run_id, pid in rows:
-            if pid is not None and not pid_alive(int(pid)):
-                con.execute(
-                    "UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
-                    "WHERE run_id = ? AND status = 'running'",
-                    [now(), f"process {pid} ended before the run completed (killed or crashed)", run_id],
-                )
-                log.warning("run %s: process %s is gone; marked failed", run_id, pid)
-        from evalcore.jobs import reap as reap_jobs  # jobs (0002): same rule, job and its run
+        pids = con.execute(
+            "SELECT pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL UNION ALL "
+            "SELECT pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? AND pid IS NOT NULL",
+            [host, host]).fetchall()
+        if any(not pid_alive(int(pid)) for (pid,) in pids):
+            return True
+        stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
+        return bool(con.execute("SELECT count(*) FROM jobs WHERE status = 'queued' AND pid IS NULL "
+                                "AND created_at < ?", [stale]).fetchone()[0])
 
-        reap_jobs(con)
+    def _reap_if_due(self) -> None:
+        """At most every ``REAP_EVERY`` seconds: look (read only) for dead runs and jobs; open
+        for writing only when there is one to mark, and only as far as the disk allows."""
+        if time.monotonic() - self._reaped_at <= REAP_EVERY:
+            return
+        self._reaped_at = time.monotonic()
+        try:
+            with closing(self._open(read_only=True)) as con:
+                if not self._dead(con):
+                    return
+            with closing(self._open(read_only=False)) as con:
+                self._reap(con)
+        except Exception as exc:  # noqa: BLE001 - best effort: a read must still work
+            log.warning("%s: could not mark dead runs failed: %s", self.path, exc)
+
+    def _reap(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Mark runs and jobs whose process on this host is gone as failed (a job with its
+        still-running run), and queued jobs that never got a process (no pid after
+        ``NEVER_STARTED_SECONDS``); returns the ids marked."""
+        host = socket.gethostname()
+        gone = []
+        for job_id, run_id, pid in con.execute(
+                "SELECT job_id, run_id, pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? "
+                "AND pid IS NOT NULL", [host]).fetchall():
+            if pid_alive(int(pid)):
+                continue
+            reason = f"process {pid} ended before the job finished (killed or crashed)"
+            con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? "
+                        "WHERE job_id = ? AND status IN ('queued', 'running')", [now(), reason, job_id])
+            con.execute("UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
+                        "WHERE run_id = ? AND status = 'running'", [now(), reason, run_id])
+            log.warning("job %s: process %s is gone; marked failed", job_id, pid)
+            gone.append(job_id)
+        stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
+        for (job_id,) in con.execute("SELECT job_id FROM jobs WHERE status = 'queued' AND pid IS NULL "
+                                     "AND created_at < ?", [stale]).fetchall():
+            con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? WHERE job_id = ?",
+                        [now(), f"its process never started (no pid after {NEVER_STARTED_SECONDS} s)", job_id])
+            gone.append(job_id)
+        for run_id, pid in con.execute(
+                "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
+                [host]).fetchall():
+            if pid_alive(int(pid)):
+                continue
+            con.execute("UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
+                        "WHERE run_id = ? AND status = 'running'",
+                        [now(), f"process {pid} ended before the run completed (killed or crashed)", run_id])
+            log.warning("run %s: process %s is gone; marked failed", run_id, pid)
+            gone.append(run_id)
+        return gone
+
+    def reap(self, con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+        """Reap dead runs and jobs now (inside ``con``'s transaction when given); returns their ids."""
+        if con is not None:
+            return self._reap(con)
+        with self.transaction() as own:
+            return self._reap(own)
 
     # -- reads -------------------------------------------------------------------
     def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-        """Run one read query and return a DataFrame."""
-        with self.connect() as con:
+        """Run one read query and return a DataFrame (read only: works on a full disk)."""
+        with self.read() as con:
             return con.execute(sql, params or []).df()
 
     def runs(self) -> pd.DataFrame:
@@ -222,10 +502,12 @@ class Store:
                 [row[c] for c in cols],
             )
 
-    def progress(self, run_id: str, stage: str, fraction: float) -> None:
+    def progress(self, run_id: str, stage: str, fraction: float | None) -> None:
+        """Set a running run's stage text and overall progress (0..1; None keeps it)."""
         with self.connect() as con:
             con.execute(
-                "UPDATE runs SET stage = ?, progress = ? WHERE run_id = ? AND status = 'running'",
+                "UPDATE runs SET stage = ?, progress = coalesce(?, progress) "
+                "WHERE run_id = ? AND status = 'running'",
                 [stage, fraction, run_id],
             )
 
@@ -240,8 +522,23 @@ class Store:
                 [status, reason, now(), run_id],
             )
 
-    def complete_run(self, run_id: str, tables: dict[str, pd.DataFrame], updates: dict[str, Any]) -> None:
-        """Write every result table of a run and mark it complete, in one transaction."""
+    def complete_run(self, run_id: str, tables: dict[str, pd.DataFrame], updates: dict[str, Any],
+                     before_commit: Callable[[], None] | None = None) -> None:
+        """Write every result table of a run and mark it complete, in one transaction.
+
+        ``before_commit`` is called after each table and before the commit; whatever it
+        raises (an interrupt) rolls the whole write back. A full disk is a StoreError
+        naming the run; nothing of it is written."""
+        check = before_commit or (lambda: None)
+        try:
+            self._write_run(run_id, tables, updates, check)
+        except StoreError as exc:
+            if str(exc).startswith(f"run {run_id} "):
+                raise
+            raise StoreError(f"run {run_id} was not stored: {exc}") from exc
+
+    def _write_run(self, run_id: str, tables: dict[str, pd.DataFrame], updates: dict[str, Any],
+                   check: Callable[[], None]) -> None:
         with self.transaction() as con:
             found = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
             status = found[0][0] if found else None
@@ -254,14 +551,14 @@ class Store:
                 cols = ", ".join(f'"{c}"' for c in df.columns)
                 con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame")
                 con.unregister("_frame")
+                check()
+            check()
             updates = dict(updates, status="complete", finished_at=now(), stage=None, progress=1.0)
             sets = ", ".join(f"{k} = ?" for k in updates)
             con.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*updates.values(), run_id])
 
     def save_decision(self, run_id: str, strategy: str, retriever: str, threshold: float, note: str) -> str:
         """Store a chosen threshold with its note; returns the decision id."""
-        import uuid
-
         decision_id = uuid.uuid4().hex[:12]
         with self.transaction() as con:
             con.execute(
@@ -277,7 +574,7 @@ class Store:
             return {}
         import pandas as pd
 
-        with self.connect() as con:
+        with self.read() as con:
             con.register("_want", pd.DataFrame({"text_hash": hashes}))
             rows = con.execute(
                 "SELECT e.text_hash, e.dim, e.vector FROM embeddings e "
@@ -311,7 +608,7 @@ class Store:
         from evalcore.extractors import Extraction
 
         want = pd.DataFrame(keys, columns=["file_hash", "extractor", "extractor_version"]).drop_duplicates()
-        with self.connect() as con:
+        with self.read() as con:
             con.register("_want", want)
             rows = con.execute(
                 "SELECT x.file_hash, x.extractor, x.extractor_version, x.title, x.text, x.page_starts, x.notes "

@@ -8,7 +8,11 @@ New run page):
 - a zip: at most 5,000 entries, at most 200 MB unpacked in total, and unpacked size at
   most 100 times its packed size (a "zip bomb" is refused before anything is unpacked);
 - zip entries with an absolute path, a drive letter, a ``..`` part or a symlink are
-  refused (the whole zip: such an archive is not a corpus we should guess at).
+  refused (the whole zip: such an archive is not a corpus we should guess at);
+- each entry is inflated in 64 KiB steps and refused the moment it grows past the size
+  its header declares, so a lying header costs a few KiB of memory, not its real size;
+  entries compressed other than stored/deflated (bzip2, lzma inflate whole blocks at
+  once) or encrypted are refused.
 
 Per-file problems of corpus documents (not UTF-8, binary (a NUL byte), empty, a PDF
 that is unreadable or needs a password, not a ``.md``/``.markdown``/``.txt``/``.pdf``/
@@ -24,8 +28,10 @@ import io
 import logging
 import shutil
 import stat
+import struct
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Sequence
@@ -37,6 +43,7 @@ from evalcore.errors import InputError
 log = logging.getLogger(__name__)
 
 MB = 1024 * 1024
+CHUNK = 64 * 1024  # bytes inflated at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +129,55 @@ def _is_symlink(info: zipfile.ZipInfo) -> bool:
     return info.create_system == 3 and stat.S_ISLNK(info.external_attr >> 16)
 
 
+def _inflate(upload: UploadedFile, info: zipfile.ZipInfo) -> bytes:
+    """The bytes of one entry, streamed from the archive with a hard cap at its declared
+    size (see the module doc); InputError naming the zip and the entry otherwise."""
+    where = f"{upload.name}: entry {info.filename!r}"
+    if info.flag_bits & 0x1:
+        raise InputError(f"{where} is encrypted; refusing the zip")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise InputError(f"{where} uses compression method {info.compress_type}; only stored and deflated "
+                         "entries are read; refusing the zip")
+    data = memoryview(upload.data)
+    offset = info.header_offset
+    if bytes(data[offset:offset + 4]) != b"PK\x03\x04" or offset + 30 > len(data):
+        raise InputError(f"{where} cannot be read (no local header); refusing the zip")
+    name_len, extra_len = struct.unpack("<HH", data[offset + 26:offset + 30])
+    start = offset + 30 + name_len + extra_len
+    raw = data[start:start + info.compress_size]
+    limit = info.file_size
+    out = bytearray()
+    if info.compress_type == zipfile.ZIP_STORED:
+        out += raw[:limit + 1]
+    else:
+        inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+        try:
+            for i in range(0, len(raw), CHUNK):
+                pending = bytes(raw[i:i + CHUNK])
+                while pending and len(out) <= limit:
+                    out += inflater.decompress(pending, CHUNK)
+                    pending = inflater.unconsumed_tail
+                if len(out) > limit or inflater.eof:
+                    break
+            if len(out) <= limit and not inflater.eof:
+                out += inflater.flush()
+        except zlib.error as exc:
+            raise InputError(f"{where} cannot be read ({exc}); refusing the zip") from None
+    if len(out) > limit:
+        raise InputError(f"{where} expands beyond the {limit:,} bytes its header declares; "
+                         "refusing the zip (a possible zip bomb)")
+    if len(out) != limit or zlib.crc32(out) != info.CRC:
+        raise InputError(f"{where} does not match its header (size or checksum); refusing the zip")
+    return bytes(out)
+
+
 def unpack_zip(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> list[tuple[str, bytes]]:
     """The files of a zip as ``(relative path, bytes)``, after every check in the module doc.
 
-    Sizes are checked from the archive's directory before anything is unpacked; reading
-    an entry never yields more than its declared size (zipfile stops there and checks the
-    CRC), so a lying header cannot get past the limits either. Directories, hidden files
-    and ``__MACOSX`` folders are left out silently.
+    Sizes are checked from the archive's directory before anything is unpacked, and each
+    entry is then inflated with a hard cap at its declared size (:func:`_inflate`), so a
+    lying header cannot get past the limits. Directories, hidden files and ``__MACOSX``
+    folders are left out silently.
     """
     check_size(upload, limits)
     try:
@@ -157,13 +206,7 @@ def unpack_zip(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> list[tu
             raise InputError(f"{upload.name}: expands to {_size(total)} from {_size(len(upload.data))} "
                              f"({total / packed:.0f} times), over the limit of {limits.max_ratio:g} times; "
                              "refusing a possible zip bomb")
-        out = []
-        for info, path in wanted:
-            try:
-                out.append((path.as_posix(), archive.read(info)))
-            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as exc:
-                raise InputError(f"{upload.name}: entry {info.filename!r} cannot be read ({exc})") from None
-        return out
+        return [(path.as_posix(), _inflate(upload, info)) for info, path in wanted]
 
 
 def check_document(name: str, data: bytes) -> str | None:

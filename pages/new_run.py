@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore import jobs, uploads
+from evalcore import inputs, jobs, uploads
 from evalcore.chunking import SPEC_SYNTAX, STANDARD_STRATEGIES
 from evalcore.retrieval import RETRIEVERS
 from pages import _ui
@@ -25,6 +25,9 @@ if not st.session_state.get("nr_cleaned"):  # once a session: uploads never star
     st.session_state["nr_cleaned"] = True
 
 SOURCES = {"upload": "Upload files", "demo": "Built-in demo", "folder": "Folder on the server"}
+roots = inputs.data_roots()  # the operator's EVALCORE_DATA_ROOTS; none: no server folders
+if not roots:
+    del SOURCES["folder"]
 
 
 def _forget() -> None:
@@ -54,6 +57,7 @@ if source == "upload":
     questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)
     ood_up = cols[1].file_uploader("ood.jsonl (optional)", type=["jsonl"], key="nr_ood", on_change=_forget)
 elif source == "folder":
+    st.caption("Only inside the folders the operator allows: " + ", ".join(f"`{r}`" for r in roots))
     st.text_input("Corpus folder on the server", key="nr_corpus_dir", on_change=_forget)
     cols = st.columns(2)
     cols[0].text_input("questions.jsonl path", key="nr_questions_path", on_change=_forget)

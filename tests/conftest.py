@@ -162,3 +162,14 @@ def gate_store(tmp_path_factory, real_embedder):
                              retrievers=["dense", "bm25", "hybrid"], name=name)
         run_evaluation(request, Store(path), embedder=real_embedder)
     return path
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The reliability suite's table (tests/reliability), when it ran."""
+    import sys
+
+    table = sys.modules.get("reliability_table")
+    if table is not None and table.ROWS:
+        terminalreporter.write_sep("-", "reliability suite: case, expected, observed")
+        for line in table.render():
+            terminalreporter.write_line(line)

@@ -347,3 +347,16 @@ def test_intro_agrees_with_seed_oracle_on_real_corpus(corpus_name):
 def test_intro_is_refused_for_blind():
     with pytest.raises(ConfigError, match="intro goes with boundaries"):
         parse_strategies("blind+intro")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab \n.", max_size=120))
+def test_paragraph_pattern_matches_the_seeds_one_character_form(text):
+    """The paragraph regex is written with runs for memory (a 30 MB line needed 3.5 GB in the
+    one-character form); its matches are the seed's /[^\\n]([^\\n]|\\n(?!\\n))*/g exactly."""
+    import re
+
+    from evalcore.chunking import _PARAGRAPH
+
+    seed = re.compile(r"[^\n](?:[^\n]|\n(?!\n))*")
+    assert [m.span() for m in _PARAGRAPH.finditer(text)] == [m.span() for m in seed.finditer(text)]

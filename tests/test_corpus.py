@@ -88,11 +88,11 @@ def test_load_corpus_ids_types_order_and_failures(tmp_path):
     assert corpus.documents[0].text == "# Why\n"
     assert all((d.extractor, d.extractor_version) == (extract.NAME, extract.VERSION) for d in corpus.documents)
     failed = {f.doc_id: f.reason for f in corpus.failed}
-    assert set(failed) == {"bin", "latin1", "empty", "b"}
+    assert set(failed) == {"bin", "latin1", "empty", "b.txt"}  # "b" is b.md's id: a run stores one row per id
     assert "binary" in failed["bin"]
     assert "UTF-8" in failed["latin1"]
     assert failed["empty"] == "empty file"
-    assert "duplicate document id" in failed["b"] and "b.md" in failed["b"]
+    assert "duplicate document id" in failed["b.txt"] and "b.md" in failed["b.txt"]
     stats = corpus_stats(corpus)
     assert stats == {"documents": 3, "failed": 4, "sections": 2,
                      "characters": sum(len(d.text) for d in corpus.documents)}
@@ -126,3 +126,41 @@ def test_real_poetry_docs_corpus():
         assert raw.endswith(d.text)
     # SOURCE.txt of the data set counts 92 "## " heading lines in all.
     assert corpus_stats(corpus)["sections"] == 92
+
+
+# ------------------------------------------------------------------------ discovery safety
+
+
+def test_symbolic_links_never_lead_out_of_the_corpus_and_nothing_vanishes(tmp_path):
+    corpus, secret = tmp_path / "corpus", tmp_path / "home" / "other-user"
+    write(corpus / "a.md", "# A\n\n## S\n\nAlpha.\n")
+    write(corpus / "docs" / "b.md", "# B\n\n## S\n\nBeta.\n")
+    write(secret / "notes.md", "# Notes\n\n## Password\n\nhunter2\n")
+    (corpus / "notes.md").symlink_to(secret / "notes.md")          # a file outside
+    (corpus / "theirs").symlink_to(secret)                         # a folder outside
+    (corpus / "also-a.md").symlink_to(corpus / "a.md")             # a file inside: followed
+    (corpus / "loop.md").symlink_to(corpus / "loop.md")            # a loop
+    (corpus / "gone.md").symlink_to(corpus / "missing.md")         # broken
+    (corpus / "docs" / "up").symlink_to(corpus)                    # a folder that holds it
+    (corpus / "data.csv").symlink_to("/etc/passwd")                # not a document: skipped
+    c = load_corpus(corpus)
+    assert sorted(d.doc_id for d in c.documents) == ["a", "also-a", "docs/b"]
+    failed = {f.path: f.reason for f in c.failed}
+    assert failed == {
+        "notes.md": "a symbolic link to a place outside the corpus folder; not followed",
+        "theirs": "a symbolic link to a place outside the corpus folder; not followed",
+        "loop.md": "a symbolic link loop",
+        "gone.md": "a broken symbolic link",
+        "docs/up/": "a symbolic link loop (it leads back to a folder that holds it)",
+    }
+    assert not any(str(tmp_path / "home") in reason for reason in failed.values())
+    assert "hunter2" not in "".join(d.text for d in c.documents)
+
+
+def test_failed_documents_never_share_an_id_with_a_document(tmp_path):
+    write(tmp_path / "a.md", "# A\n\ntext\n")
+    write(tmp_path / "a.txt", "# A again\n\ntext\n")
+    c = load_corpus(tmp_path)
+    assert [d.doc_id for d in c.documents] == ["a"]
+    assert [(f.doc_id, f.path) for f in c.failed] == [("a.txt", "a.txt")]
+    assert "duplicate document id 'a'" in c.failed[0].reason

@@ -26,6 +26,12 @@ RETRIEVERS = "dense,bm25,hybrid"
 TIMEOUT = 180.0
 
 
+@pytest.fixture(autouse=True)
+def mini_is_a_data_root(monkeypatch):
+    """Server folders are read only inside the operator's data roots."""
+    monkeypatch.setenv("EVALCORE_DATA_ROOTS", str(MINI))
+
+
 def mini_job(strategies: str = "A,E") -> jobs.Prepared:
     return jobs.prepare_paths(str(MINI / "corpus"), str(MINI / "questions.jsonl"), str(MINI / "ood.jsonl"),
                               strategies, RETRIEVERS)
@@ -83,19 +89,6 @@ def test_max_jobs_reads_the_environment(monkeypatch):
         monkeypatch.setenv("EVALCORE_MAX_JOBS", bad)
         with pytest.raises(ConfigError, match=repr(bad)):
             jobs.max_jobs()
-
-
-def test_stage_text_and_fraction_follow_the_runner():
-    assert jobs.stage_text("E: embedding 1120 chunks", 340, 1120) == "E: embedding 340/1120 chunks"
-    assert jobs.stage_text("E: retrieval", 8, 31) == "E: retrieval and scoring 8/31 queries"
-    # the runner's stage starts (evalcore.runner._Job): base = 0.05 + 0.9 i / n, span = 0.9 / n
-    strategies = ["A", "E"]
-    assert jobs.stage_fraction("query embedding", 0, 10, strategies) == pytest.approx(0.02)
-    assert jobs.stage_fraction("E: chunking", 0, 4, strategies) == pytest.approx(0.05 + 0.45)
-    assert jobs.stage_fraction("E: embedding 11 chunks", 0, 11, strategies) == pytest.approx(0.5 + 0.1 * 0.45)
-    assert jobs.stage_fraction("E: retrieval", 0, 25, strategies) == pytest.approx(0.5 + 0.5 * 0.45)
-    assert jobs.stage_fraction("E: retrieval", 25, 25, strategies) == pytest.approx(0.95)
-    assert jobs.stage_fraction("Z: retrieval", 1, 2, strategies) is None
 
 
 # --- real processes ------------------------------------------------------------------------
@@ -188,3 +181,15 @@ def test_queue_runs_one_at_a_time_in_order_and_cancel_works(tmp_path, monkeypatc
     assert row2["started_at"] >= row1["finished_at"]  # it waited for the slot
     assert jobs.job(store, third)["status"] == "cancelled"
     assert store.query("SELECT count(*) FROM runs WHERE run_id = ?", [third]).iloc[0, 0] == 0
+
+
+def test_a_job_that_fails_on_its_own_configuration_records_that_reason(tmp_path, monkeypatch):
+    store = Store(tmp_path / "evalcore.duckdb")
+    prepared = mini_job("A")
+    monkeypatch.setenv("EVALCORE_MAX_JOBS", "zero")  # the job's process reads it when it starts
+    job_id = jobs.submit(store, prepared, "misconfigured")
+    row = wait_until(lambda: job_done(store, job_id), timeout=60)
+    assert row["status"] == "failed"
+    assert row["reason"] == "EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"
+    log = (tmp_path / "jobs" / f"{job_id}.log").read_text()
+    assert log.strip().splitlines()[-1] == "error: EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"

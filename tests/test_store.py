@@ -109,7 +109,7 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
     after = Store(path)  # a new store object reaps dead runs when it opens
     run = after.run(run_id)
     assert run["status"] == "failed"
-    assert ("signal 15" in run["reason"]) if sig == signal.SIGTERM else ("ended before the run completed" in run["reason"])
+    assert run["reason"].startswith("interrupted by SIGTERM during ") if sig == signal.SIGTERM else ("ended before the run completed" in run["reason"])
     assert after.query("SELECT count(*) AS n FROM results WHERE run_id = ?", [run_id])["n"][0] == 0
     done = subprocess.run(cmd[:-1] + ["A"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -127,3 +127,28 @@ def test_a_long_lived_store_notices_a_run_that_died_later(tmp_path):
         con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [proc.pid])
     time.sleep(2.1)  # the same Store object (as the dashboard keeps one) looks again
     assert s.run("r1")["status"] == "failed"
+
+
+# --- creation: nothing on disk until a write, and then whole (identity cases: tests/reliability) ----
+
+
+def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path):
+    path = tmp_path / "runs" / "s.duckdb"
+    assert Store(path).runs().empty
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_new_store_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    path = tmp_path / "s.duckdb"
+    calls = []
+
+    def failing(self, con):
+        calls.append(1)
+        raise duckdb.IOException('IO Error: Could not write file "x": No space left on device')
+
+    monkeypatch.setattr(Store, "_migrate", failing)
+    with pytest.raises(StoreError, match="cannot create the run store: the disk is full"):
+        Store(path).migrate()
+    assert calls and list(tmp_path.iterdir()) == []  # no store, no temporary file, no WAL
+    monkeypatch.undo()
+    assert Store(path).migrate() == [m[1] for m in migrations()]

@@ -3,10 +3,7 @@ neither the run store nor the uploads folder changes. Good uploads are saved and
 exactly as the same files on disk."""
 from __future__ import annotations
 
-import io
 import json
-import stat
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from evalcore import jobs, uploads
 from evalcore.errors import InputError
 from evalcore.store import Store
 from evalcore.uploads import Limits, UploadedFile
+from zips import deflated_zeros, lying_zip, make_zip
 
 TABLES = ("runs", "jobs", "documents", "queries", "results", "hits", "embeddings")
 
@@ -30,19 +28,6 @@ def questions() -> UploadedFile:
 
 def ood() -> UploadedFile:
     return UploadedFile("ood.jsonl", (MINI / "ood.jsonl").read_bytes())
-
-
-def make_zip(entries: dict[str, bytes], symlinks: tuple[str, ...] = ()) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in entries.items():
-            zf.writestr(name, data)
-        for name in symlinks:
-            info = zipfile.ZipInfo(name)
-            info.create_system = 3
-            info.external_attr = (stat.S_IFLNK | 0o777) << 16
-            zf.writestr(info, "/etc/passwd")
-    return buf.getvalue()
 
 
 @pytest.fixture()
@@ -205,3 +190,23 @@ def test_old_upload_folders_that_no_job_uses_are_cleaned(tmp_path):
                     "('old-submitted', 'old-submitted', 'x', 'complete', now(), '{}')")
     assert jobs.clean_uploads(store) == ["old-orphan"]
     assert sorted(p.name for p in root.iterdir()) == ["fresh-orphan", "old-submitted"]
+
+
+def test_an_entry_that_lies_about_its_size_is_refused_at_once(store):
+    """Declared 100 bytes, inflates to 64 MiB: refused after the first 64 KiB step (the code
+    of 964372c inflated all of it in memory; benchmarks/bench_hardening.py measures 1 GiB)."""
+    data = lying_zip(["a.md", "b.md"], deflated_zeros(64 * 1024 * 1024))
+    msg = refused(store, [UploadedFile("bomb.zip", data)], limits=Limits(max_ratio=1e9))
+    assert msg == "bomb.zip: entry 'a.md' expands beyond the 100 bytes its header declares; refusing the zip " \
+                  "(a possible zip bomb)"
+
+
+def test_an_entry_compressed_other_than_deflate_is_refused(store):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_BZIP2) as zf:
+        zf.writestr("a.md", b"# A\n\n## B\n\nText.\n")
+    assert "uses compression method 12; only stored and deflated entries are read" in \
+        refused(store, [UploadedFile("c.zip", buf.getvalue())])

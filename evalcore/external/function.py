@@ -146,12 +146,13 @@ def answers(fn: Callable[[str, int], Any], k: int, corpus: Corpus, queries: list
 
 
 def _inputs(corpus: Any, questions: Any, ood: Any) -> tuple[Corpus, GroundTruth]:
-    from evalcore.corpus import load_corpus
+    from evalcore import inputs
     from evalcore.groundtruth import load_ground_truth
     from evalcore.records import Corpus as CorpusRecord
 
-    loaded = corpus if isinstance(corpus, CorpusRecord) else load_corpus(corpus)
-    return loaded, load_ground_truth(loaded, questions, ood)
+    if isinstance(corpus, CorpusRecord):
+        return corpus, load_ground_truth(corpus, questions, ood)
+    return inputs.load(corpus, questions, ood)
 
 
 def evaluate(corpus: str | Path | Corpus, questions: str | Path, ood: str | Path | None = None, *,
@@ -191,9 +192,9 @@ def evaluate(corpus: str | Path | Corpus, questions: str | Path, ood: str | Path
     config = external(chunker, retriever_name, "python", score, {"function": function, "k": k})
     bar = None
     if progress:
-        from evalcore.cli import TqdmProgress
+        from evalcore.progress import BarProgress
 
-        bar = TqdmProgress()
+        bar = BarProgress()
     done = run_live(the_store, loaded, gt, config, chunk_set,
                     lambda queries: answers(retriever, k, loaded, queries, concurrency), name,
                     {"function": function, "k": k, "chunks_path": str(chunks) if chunks else None},

@@ -46,7 +46,7 @@ def import_run(store: Store, corpus: Corpus, gt: GroundTruth, chunks_path: str |
     from evalcore.external.chunks import read_chunks
     from evalcore.external.rankings import read_rankings
     from evalcore.external.record import record, resolve_rankings
-    from evalcore.runner import new_run_id
+    from evalcore.store import new_run_id
 
     _check_name(chunker, "--chunker")
     _check_name(retriever, "--retriever")

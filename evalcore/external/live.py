@@ -24,12 +24,10 @@ if TYPE_CHECKING:
     from evalcore.configurations import ConfigInfo
     from evalcore.external.chunks import ChunkSet
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.runner import Progress
+    from evalcore.progress import Progress
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
-
-PROGRESS_EVERY = 0.5  # seconds between two progress writes to the run's row
 
 #: (query id, hits as returned, or why there are none)
 Outcome = tuple[str, Union[list[RawHit], Failure]]
@@ -56,47 +54,49 @@ def run_live(store: Store, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, 
              stats: Callable[[], dict[str, Any]] | None = None) -> LiveResult:
     """Ask ``answer`` for every query, score and store the run (see the module docstring).
     TooManyFailures (the run marked failed) past ``max_failures``."""
-    from evalcore.runner import SilentProgress, end_run, new_run_id
+    from evalcore import signals
+    from evalcore.progress import Fanout, SilentProgress, Stage, StoreProgress
+    from evalcore.runner import fail_run
+    from evalcore.store import new_run_id
 
-    progress = progress or SilentProgress()
     cancelled = cancelled or (lambda: False)
     run_id = run_id or new_run_id()
     queries = [(qid, text) for qid, _, text in query_order(gt)]
     row = run_row(run_id, name, corpus, gt, config, settings)
-    store.start_run(row)
-    t0 = time.perf_counter()
+    progress = Fanout(StoreProgress(store, run_id), progress or SilentProgress())
+    asking = Stage(f"{config.strategy}/{config.retriever}: asking", "queries", len(queries), 0.0, 0.95)
+    stage = asking.name
     hits: dict[str, list[tuple[int, float]]] = {}
     failures: dict[str, Failure] = {}
-    stage = f"{config.strategy}/{config.retriever}: asking {len(queries)} queries"
-    try:
-        progress.stage(stage, len(queries))
-        written = time.monotonic()
-        for done, (qid, outcome) in enumerate(_each(answer(queries), cancelled), start=1):
-            if isinstance(outcome, Failure):
-                failures[qid] = outcome
-            else:
-                try:
-                    hits[qid] = resolve(chunks, outcome, qid)
-                except BadHits as exc:
-                    failures[qid] = Failure(str(exc))
-            progress.advance(1)
-            if time.monotonic() - written > PROGRESS_EVERY:
-                written = time.monotonic()
-                _progress(store, run_id, f"{stage} ({done} answered)", 0.9 * done / max(len(queries), 1))
-        seconds = time.perf_counter() - t0
-        ordered = {q: failures[q] for q, _ in queries if q in failures}
-        check_failures(ordered, len(queries), max_failures)
-        _progress(store, run_id, "writing results", 0.95)
-        extra = stats() if stats else {}
-        timings = [("live_queries", seconds, len(queries))]
-        full = {**json.loads(row["settings"]), "sent": extra, "failed_queries": len(ordered)}
-        store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, ordered, timings),
-                           {"settings": json.dumps(full, default=str)})
-    except BaseException as exc:
-        end_run(store, run_id, exc)
-        raise
-    finally:
-        progress.close()
+    with signals.handled():
+        store.start_run(row)
+        t0 = time.perf_counter()
+        try:
+            progress.stage(asking)
+            for qid, outcome in _each(answer(queries), cancelled):
+                if isinstance(outcome, Failure):
+                    failures[qid] = outcome
+                else:
+                    try:
+                        hits[qid] = resolve(chunks, outcome, qid)
+                    except BadHits as exc:
+                        failures[qid] = Failure(str(exc))
+                progress.advance(1)
+            seconds = time.perf_counter() - t0
+            ordered = {q: failures[q] for q, _ in queries if q in failures}
+            check_failures(ordered, len(queries), max_failures)
+            extra = stats() if stats else {}
+            full = {**json.loads(row["settings"]), "sent": extra, "failed_queries": len(ordered)}
+            written = tables(run_id, config, chunks, corpus, gt, hits, ordered, [("live_queries", seconds, len(queries))])
+            stage = "writing results"
+            progress.stage(Stage(stage, "tables", len(written), 0.95, 1.0))
+            with signals.hold():
+                store.complete_run(run_id, written, {"settings": json.dumps(full, default=str)},
+                                   before_commit=signals.check)
+        except BaseException as exc:
+            fail_run(store, run_id, stage, exc)
+        finally:
+            progress.close()
     return LiveResult(run_id, name, ordered, len(queries), seconds, extra)
 
 
@@ -108,10 +108,3 @@ def _each(outcomes: Iterable[Outcome], cancelled: Callable[[], bool]) -> Iterato
                 close()  # a generator stops its workers in its finally
             raise RunInterrupted("cancelled by the user")
         yield outcome
-
-
-def _progress(store: Store, run_id: str, stage: str, fraction: float) -> None:
-    try:
-        store.progress(run_id, stage, fraction)
-    except Exception:  # noqa: BLE001 - progress is best effort
-        log.debug("progress update failed", exc_info=True)

@@ -206,8 +206,7 @@ def record(store: Store, run_id: str, name: str, config: ConfigInfo, chunks: Chu
     try:
         store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, failures, timings), {})
     except BaseException as exc:
-        from evalcore.runner import end_run
+        from evalcore.runner import fail_run
 
-        end_run(store, run_id, exc)
-        raise
+        fail_run(store, run_id, "writing results", exc)
     return run_id

@@ -1,0 +1,164 @@
+"""What a job evaluates, and its inputs checked before it is queued.
+
+Uploads are checked in memory and saved under ``runs/uploads/JOB_ID/`` only when they
+pass (evalcore.uploads); server folders are read only inside the operator's data roots
+(evalcore.inputs), checked here and again in the job's process; the demo needs nothing.
+Nothing here writes the store.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from evalcore.errors import ConfigError, InputError
+from evalcore.store import new_run_id
+
+if TYPE_CHECKING:
+    from evalcore.corpus import ExtractionCache
+    from evalcore.records import Corpus, GroundTruth
+    from evalcore.store import Store
+    from evalcore.uploads import Limits, UploadedFile
+
+SOURCES = ("upload", "folder", "demo")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a job evaluates. ``source``: ``upload`` (files saved under runs/uploads/JOB_ID),
+    ``folder`` (paths on the server) or ``demo`` (the built-in demo; paths unused)."""
+
+    source: str
+    corpus: str | None
+    questions: str | None
+    ood: str | None
+    strategies: str
+    retrievers: str
+    model: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        return cls(**json.loads(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Inputs that passed validation: the job id they are saved for, the spec, the
+    validation report (as ``evalcore validate --json`` prints it) and skipped uploads."""
+
+    job_id: str
+    spec: JobSpec
+    report: dict[str, Any]
+    skipped: tuple[str, ...]
+
+
+def load_inputs(spec: JobSpec, cache: ExtractionCache | None = None) -> tuple[Corpus, GroundTruth]:
+    """``(corpus, ground truth)`` of a spec; InputError / ConfigError otherwise. Server
+    folders are checked against the data roots again here, in the job's process. With
+    ``cache`` (the job's store), PDF and HTML extractions are reused."""
+    from evalcore import inputs
+
+    if spec.source not in SOURCES:
+        raise ConfigError(f"unknown job source {spec.source!r}; known: {', '.join(SOURCES)}")
+    if spec.source == "demo":
+        return inputs.load_demo()
+    if not spec.corpus:
+        raise InputError("a corpus folder is required")
+    if not spec.questions:
+        raise InputError("a questions.jsonl file is required")
+    if spec.source == "folder":
+        return inputs.load(*_server_paths(spec.corpus, spec.questions, spec.ood), cache=cache)
+    return inputs.load(spec.corpus, spec.questions, spec.ood or None, cache=cache)
+
+
+def _server_paths(corpus: str | None, questions: str | None, ood: str | None) -> tuple[str, str, str | None]:
+    from evalcore.inputs import server_path
+
+    return (str(server_path(corpus, "corpus folder")), str(server_path(questions, "questions file")),
+            str(server_path(ood, "ood file")) if ood else None)
+
+
+def validate(spec: JobSpec) -> dict[str, Any]:
+    """The ``evalcore validate`` report of a spec's inputs, after checking its strategies and
+    retrievers. EvalcoreError when the inputs cannot be loaded or no question can be scored."""
+    from evalcore.chunking import parse_strategies
+    from evalcore.groundtruth import validation_report
+    from evalcore.retrieval import parse_retrievers
+
+    if not parse_strategies(spec.strategies):
+        raise ConfigError("choose at least one strategy")
+    if not parse_retrievers(spec.retrievers):
+        raise ConfigError("choose at least one retriever")
+    corpus, gt = load_inputs(spec)
+    report = validation_report(corpus, gt)
+    if not gt.valid_questions:
+        raise InputError("no valid in-domain question to score (every needle is invalid)")
+    return report
+
+
+def uploads_dir(store: Store) -> Path:
+    return store.path.parent / "uploads"
+
+
+def prepare_upload(store: Store, corpus: Sequence[UploadedFile], questions: UploadedFile | None,
+                   ood: UploadedFile | None, strategies: str, retrievers: str,
+                   limits: Limits | None = None) -> Prepared:
+    """Check uploads, save them under ``runs/uploads/JOB_ID/`` and validate them; on any
+    error the folder is removed and InputError/ConfigError raised. The store is not written."""
+    from evalcore.uploads import DEFAULT_LIMITS, save_upload
+
+    job_id = new_run_id()
+    saved = save_upload(uploads_dir(store) / job_id, corpus, questions, ood, limits or DEFAULT_LIMITS)
+    spec = JobSpec("upload", str(saved.corpus.resolve()), str(saved.questions.resolve()),
+                   str(saved.ood.resolve()) if saved.ood else None, strategies, retrievers)
+    try:
+        report = validate(spec)
+    except BaseException:
+        shutil.rmtree(saved.folder, ignore_errors=True)
+        raise
+    return Prepared(job_id, spec, report, saved.skipped)
+
+
+def prepare_paths(corpus: str, questions: str, ood: str | None, strategies: str, retrievers: str) -> Prepared:
+    """Validate a corpus folder and jsonl files that are already on the server, inside the
+    operator's data roots (evalcore.inputs); InputError without reading them otherwise."""
+    spec = JobSpec("folder", *_server_paths(corpus, questions, ood), strategies, retrievers)
+    return Prepared(new_run_id(), spec, validate(spec), ())
+
+
+def prepare_demo(strategies: str, retrievers: str) -> Prepared:
+    """Validate the built-in demo with these strategies and retrievers."""
+    spec = JobSpec("demo", None, None, None, strategies, retrievers)
+    return Prepared(new_run_id(), spec, validate(spec), ())
+
+
+def discard(store: Store, prepared: Prepared) -> None:
+    """Forget prepared inputs that were never submitted (removes a saved upload folder)."""
+    if prepared.spec.source == "upload":
+        folder = uploads_dir(store) / prepared.job_id
+        queued = store.query("SELECT count(*) AS n FROM jobs WHERE job_id = ?", [prepared.job_id])["n"][0]
+        if not queued:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def clean_uploads(store: Store, max_age_hours: float = 24.0) -> list[str]:
+    """Remove upload folders that no job refers to and that are older than ``max_age_hours``
+    (inputs validated but never started); folders of submitted jobs stay, since their
+    runs point at them. Returns the removed folder names."""
+    root = uploads_dir(store)
+    if not root.is_dir():
+        return []
+    known = set(store.query("SELECT job_id FROM jobs")["job_id"])
+    cutoff = time.time() - max_age_hours * 3600
+    removed = []
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.name not in known and folder.stat().st_mtime < cutoff:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed

@@ -1,0 +1,165 @@
+"""The job queue: the ``jobs`` table (migration 0002) and the slots jobs run in.
+
+:func:`submit` inserts a ``queued`` row and starts the job's process; the process claims
+a slot in one transaction when fewer than :func:`max_jobs` jobs run and it is the oldest
+queued job (``created_at``, then ``job_id``), otherwise it polls every
+:data:`POLL_SECONDS`. This module is the one writer of ``jobs``, besides the store's
+reaper, which marks jobs whose process is gone.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import ConfigError, EvalcoreError, StoreError
+from evalcore.store import now
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.jobs.prepare import Prepared
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.5
+STATUSES = ("queued", "running", "complete", "failed", "cancelled")
+ACTIVE = ("queued", "running")
+CANCEL_REASON = "cancelled by the user"
+
+
+def max_jobs() -> int:
+    """``$EVALCORE_MAX_JOBS`` (default 1): how many jobs may run at once; ConfigError when not >= 1."""
+    raw = os.environ.get("EVALCORE_MAX_JOBS", "1")
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"EVALCORE_MAX_JOBS must be a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise ConfigError(f"EVALCORE_MAX_JOBS must be a positive integer, got {raw!r}")
+    return value
+
+
+def submit(store: Store, prepared: Prepared, name: str | None = None, start: bool = True) -> str:
+    """Queue a prepared job and start its process; returns the job id (also the run id).
+
+    ``start=False`` only queues it (a test, or a caller that spawns it itself)."""
+    spec = prepared.spec
+    name = (name or "").strip() or (
+        "demo" if spec.source == "demo" else Path(spec.corpus or "run").name
+        if spec.source == "folder" else "upload")
+    with store.transaction() as con:
+        con.execute(
+            "INSERT INTO jobs (job_id, run_id, name, status, stage, created_at, spec, host) "
+            "VALUES (?, ?, ?, 'queued', 'queued', ?, ?, ?)",
+            [prepared.job_id, prepared.job_id, name, now(), spec.to_json(), socket.gethostname()])
+    if start:
+        from evalcore.jobs.launch import spawn
+
+        proc = spawn(store, prepared.job_id)
+        with store.connect() as con:
+            con.execute("UPDATE jobs SET pid = ? WHERE job_id = ? AND pid IS NULL", [proc.pid, prepared.job_id])
+    log.info("job %s (%s) queued", prepared.job_id, name)
+    return prepared.job_id
+
+
+def cancel(store: Store, job_id: str) -> str:
+    """Cancel a job: a queued one is cancelled at once, a running one is asked to stop (its
+    run ends ``cancelled`` within about a second, or at the end of the current embedding
+    batch). Returns the job's status after the call; StoreError for an unknown id."""
+    with store.transaction() as con:
+        found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
+        if not found:
+            raise StoreError(f"no job {job_id!r} in {store.path}")
+        status = found[0][0]
+        if status == "queued":
+            con.execute("UPDATE jobs SET status = 'cancelled', cancel_requested = true, finished_at = ?, "
+                        "reason = ?, stage = NULL WHERE job_id = ?",
+                        [now(), CANCEL_REASON + " before it started", job_id])
+            return "cancelled"
+        if status == "running":
+            con.execute("UPDATE jobs SET cancel_requested = true WHERE job_id = ?", [job_id])
+        return status
+
+
+def job(store: Store, job_id: str) -> dict[str, Any]:
+    """One job's row (spec parsed) joined with its run's status, stage and progress."""
+    df = jobs_overview(store)
+    df = df[df["job_id"] == job_id]
+    if df.empty:
+        raise StoreError(f"no job {job_id!r} in {store.path}")
+    return df.iloc[0].to_dict()
+
+
+def jobs_overview(store: Store, limit: int = 50) -> pd.DataFrame:
+    """The newest ``limit`` jobs, newest first: job_id, run_id, name, status, created_at,
+    started_at, finished_at, reason, cancel_requested, pid, spec, run_status, stage (the run's stage
+    while it runs, else the job's), progress (0..1), position (1 = next to start; queued only)."""
+    df = store.query(
+        """
+        SELECT j.job_id, j.run_id, j.name, j.status, j.created_at, j.started_at, j.finished_at,
+               j.reason, j.cancel_requested, j.pid, j.spec, r.status AS run_status,
+               CASE WHEN j.status = 'running' AND r.status = 'running' THEN r.stage ELSE j.stage END AS stage,
+               CASE WHEN j.status = 'complete' THEN 1.0
+                    WHEN j.status = 'running' THEN coalesce(r.progress, 0.0) ELSE 0.0 END AS progress,
+               CASE WHEN j.status = 'queued' THEN
+                    row_number() OVER (PARTITION BY j.status ORDER BY j.created_at, j.job_id) END AS position
+        FROM jobs j LEFT JOIN runs r ON r.run_id = j.run_id
+        ORDER BY j.created_at DESC, j.job_id DESC
+        LIMIT ?
+        """, [limit])
+    return df
+
+
+def active_jobs(store: Store) -> pd.DataFrame:
+    """Queued and running jobs (see :func:`jobs_overview`)."""
+    df = jobs_overview(store, limit=1000)
+    return df[df["status"].isin(ACTIVE)]
+
+
+def claim(store: Store, job_id: str, slots: int) -> tuple[str, int]:
+    """Try to move ``job_id`` from queued to running, in one transaction. Returns its status
+    afterwards and its place in the queue (0 when not queued)."""
+    with store.transaction() as con:
+        store.reap(con)
+        found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
+        if not found:
+            raise StoreError(f"no job {job_id!r} in {store.path}")
+        if found[0][0] != "queued":
+            return found[0][0], 0
+        running = con.execute("SELECT count(*) FROM jobs WHERE status = 'running'").fetchone()[0]
+        queue = [r[0] for r in con.execute(
+            "SELECT job_id FROM jobs WHERE status = 'queued' ORDER BY created_at, job_id").fetchall()]
+        place = queue.index(job_id) + 1
+        if running < slots and place == 1:
+            con.execute("UPDATE jobs SET status = 'running', started_at = ?, pid = ?, host = ?, stage = ? "
+                        "WHERE job_id = ?", [now(), os.getpid(), socket.gethostname(), "starting", job_id])
+            return "running", 0
+        stage = (f"waiting: {running} of {slots} slots busy" if place == 1
+                 else f"waiting: {place - 1} job{'s' if place > 2 else ''} ahead")
+        con.execute("UPDATE jobs SET stage = ?, pid = ? WHERE job_id = ?", [stage, os.getpid(), job_id])
+        return "queued", place
+
+
+def finish(store: Store, job_id: str, status: str, reason: str | None) -> None:
+    """Record how a queued or running job ended (a finished job is never changed)."""
+    with store.connect() as con:
+        con.execute("UPDATE jobs SET status = ?, reason = ?, finished_at = ?, stage = NULL "
+                    "WHERE job_id = ? AND status IN ('queued', 'running')", [status, reason, now(), job_id])
+
+
+def set_stage(store: Store, job_id: str, stage: str) -> None:
+    """The job's stage before its run exists (loading inputs, loading the model); best effort."""
+    try:
+        with store.connect() as con:
+            con.execute("UPDATE jobs SET stage = ? WHERE job_id = ?", [stage, job_id])
+    except EvalcoreError:
+        log.debug("stage update failed", exc_info=True)
+
+
+def reap_now(store: Store) -> list[str]:
+    """Reap dead jobs and runs now (the store also does it every 2 s); returns their ids."""
+    return store.reap()

@@ -1,0 +1,113 @@
+"""A job's own process (``python -m evalcore job JOB_ID``): wait for a slot, run, record.
+
+Whatever ends the job is its recorded reason: a cancel (``cancelled``), its own error
+(a bad ``$EVALCORE_MAX_JOBS``, inputs that no longer load, a full disk) or SIGTERM/SIGINT
+at any moment (``failed``, the signal named; evalcore.signals). Only a process killed outright (SIGKILL) leaves the
+reason to the store's reaper ("killed or crashed").
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from evalcore import signals, testhooks
+from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
+from evalcore.jobs.prepare import JobSpec, load_inputs
+from evalcore.jobs.queue import CANCEL_REASON, POLL_SECONDS, claim, finish, max_jobs, set_stage
+
+if TYPE_CHECKING:
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+
+class CancelWatch:
+    """``cancelled()`` for the runner: reads ``cancel_requested`` at most every ``interval``
+    seconds (a failed read counts as not cancelled)."""
+
+    def __init__(self, store: Store, job_id: str, interval: float = POLL_SECONDS) -> None:
+        self.store, self.job_id, self.interval = store, job_id, interval
+        self._last = float("-inf")
+        self._value = False
+
+    def __call__(self) -> bool:
+        if self._value:
+            return True
+        t = time.monotonic()
+        if t - self._last >= self.interval:
+            self._last = t
+            try:
+                df = self.store.query("SELECT cancel_requested FROM jobs WHERE job_id = ?", [self.job_id])
+                self._value = bool(len(df) and df.iloc[0, 0])
+            except EvalcoreError:
+                log.debug("cancel check failed", exc_info=True)
+        return self._value
+
+
+def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
+    """Wait for a slot, run the job, record how it ended; returns the final status.
+
+    Any error is recorded as the job's reason before it is raised again (the CLI then
+    prints it as one line)."""
+    try:
+        with signals.handled():
+            return _run(store, job_id, slots)
+    except Interrupted as exc:
+        _record(store, job_id, "failed", exc.reason)
+        raise
+    except RunInterrupted as exc:
+        _record(store, job_id, "cancelled", str(exc))
+        return "cancelled"
+    except BaseException as exc:
+        _record(store, job_id, "failed", str(exc) if isinstance(exc, EvalcoreError)
+                else "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt)
+                else f"{type(exc).__name__}: {exc}")
+        raise
+
+
+def _record(store: Store, job_id: str, status: str, reason: str) -> None:
+    try:
+        finish(store, job_id, status, reason)
+    except Exception as exc:  # noqa: BLE001 - the job's own error matters more
+        log.warning("job %s: could not record %s (%s): %s", job_id, status, reason, exc)
+
+
+def _run(store: Store, job_id: str, slots: int | None) -> str:
+    from evalcore.chunking import parse_strategies
+    from evalcore.retrieval import parse_retrievers
+    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.store import Store as _Store
+
+    found = store.query("SELECT run_id, name, spec FROM jobs WHERE job_id = ?", [job_id])
+    if found.empty:
+        raise StoreError(f"no job {job_id!r} in {store.path}")
+    run_id, name, spec_json = found.iloc[0]
+    spec = JobSpec.from_json(spec_json)
+    slots = slots or max_jobs()
+    poll = _Store(store.path, lock_timeout=2.0)
+    while True:
+        status, _ = claim(store, job_id, slots)
+        if status != "queued":
+            break
+        time.sleep(POLL_SECONDS)
+    if status != "running":
+        log.info("job %s is %s; nothing to do", job_id, status)
+        return status
+    watch = CancelWatch(poll, job_id)
+    set_stage(poll, job_id, "loading inputs")
+    corpus, gt = load_inputs(spec, cache=store)
+    if watch():
+        raise RunInterrupted(CANCEL_REASON)
+    set_stage(poll, job_id, "loading the model")
+    from evalcore.embedding import SentenceEmbedder
+
+    embedder = testhooks.embedder() or SentenceEmbedder.load(spec.model)
+    if watch():
+        raise RunInterrupted(CANCEL_REASON)
+    request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(spec.strategies),
+                         retrievers=parse_retrievers(spec.retrievers), name=str(name))
+    set_stage(poll, job_id, "running")
+    run_evaluation(request, store, embedder=embedder, cancelled=watch, run_id=str(run_id))
+    finish(store, job_id, "complete", None)
+    return "complete"

@@ -1,0 +1,47 @@
+"""Hooks for the reliability tests, inert unless their environment variable is set.
+
+- ``EVALCORE_TEST_PAUSE="STAGE=MARKER"``: when a run reaches the stage named STAGE (a
+  :class:`~evalcore.progress.Stage` name such as ``"E: embedding"``, or ``"writing
+  results"``, which pauses inside the final write's transaction), it writes the file
+  MARKER and waits there for up to 60 s, so that a test can signal the process at that
+  exact moment.
+- ``EVALCORE_TEST_EMBEDDER="module:factory"``: the embedder is ``factory()`` from that
+  module instead of the real model (for tests where the model is not what is tested).
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalcore.embedding import Embedder
+
+PAUSE_ENV = "EVALCORE_TEST_PAUSE"
+EMBEDDER_ENV = "EVALCORE_TEST_EMBEDDER"
+PAUSE_SECONDS = 60.0
+
+
+def pause(stage: str) -> None:
+    """Wait at ``stage`` when ``$EVALCORE_TEST_PAUSE`` names it (see the module doc)."""
+    from evalcore import signals
+
+    spec = os.environ.get(PAUSE_ENV)
+    if not spec or spec.split("=", 1)[0] != stage:
+        return
+    Path(spec.split("=", 1)[1]).write_text(f"{os.getpid()}\n")
+    deadline = time.monotonic() + PAUSE_SECONDS
+    while time.monotonic() < deadline and signals.received() is None:
+        time.sleep(0.02)
+
+
+def embedder() -> Embedder | None:
+    """``factory()`` named by ``$EVALCORE_TEST_EMBEDDER``, or None (the real model)."""
+    spec = os.environ.get(EMBEDDER_ENV)
+    if not spec:
+        return None
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)()
