@@ -191,3 +191,34 @@ def test_failed_queries_are_left_out_of_pairing(tmp_path, service, engine_store,
     assert result["baseline"]["queries"] == n and (result["wins"], result["losses"]) == (test.wins, test.losses)
     assert any(note.startswith(f"E/hybrid -> sent3/bm25api: 1 of {n + 1} queries left out, not counted as losses: "
                                f"the candidate could not answer them (failed calls: {BROKEN})") for note in gate["notes"])
+
+
+def test_endpoint_run_as_a_dashboard_job(tmp_path, service, monkeypatch):
+    """The New run page's endpoint option: the operator allows the service's URL prefix, the job
+    runs in its own process like any run, and its run is stored with its failure."""
+    from evalcore import jobs
+    from evalcore.errors import ConfigError
+
+    monkeypatch.setenv("EVALCORE_DATA_ROOTS", str(MINI))
+    prepared = jobs.prepare_paths(str(MINI / "corpus"), str(MINI / "questions.jsonl"), str(MINI / "ood.jsonl"),
+                                  "E", "dense")
+    endpoint = {"url": service.url, "timeout": TIMEOUT, "retries": 2, "chunker": "sent3", "retriever": "bm25api"}
+    monkeypatch.delenv("EVALCORE_ENDPOINTS", raising=False)
+    with pytest.raises(ConfigError, match="endpoint runs from the dashboard are off"):
+        jobs.with_options(prepared, endpoint=endpoint)
+    monkeypatch.setenv("EVALCORE_ENDPOINTS", "http://127.0.0.1:1/")
+    with pytest.raises(ConfigError, match="not under a prefix the operator allows"):
+        jobs.with_options(prepared, endpoint=endpoint)
+    monkeypatch.setenv("EVALCORE_ENDPOINTS", service.url.rsplit("/", 1)[0] + "/")
+    ready = jobs.with_options(prepared, endpoint=endpoint)
+    store = Store(tmp_path / "evalcore.duckdb")
+    job_id = jobs.submit(store, ready, "api job")
+    deadline = time.monotonic() + 120
+    while jobs.job(store, job_id)["status"] in jobs.ACTIVE and time.monotonic() < deadline:
+        time.sleep(0.2)
+    row = jobs.job(store, job_id)
+    assert row["status"] == "complete", row
+    run = store.run(row["run_id"])
+    assert run["settings"]["source"] == "endpoint" and run["strategies"] == "sent3"
+    failed = store.query("SELECT query_id FROM failures WHERE run_id = ?", [row["run_id"]])
+    assert failed["query_id"].tolist() == [BROKEN]

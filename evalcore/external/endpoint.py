@@ -57,6 +57,7 @@ MAX_RESPONSE = 32 * 1024 * 1024  # bytes read of one answer
 MAX_RETRY_AFTER = 60.0
 FLUSH_EVERY = 1.0  # seconds between two writes of new answers to the cache
 PLACEHOLDERS = ("{query}", "{query_id}", "{k}")
+ALLOWED_ENV = "EVALCORE_ENDPOINTS"  # URL prefixes the dashboard may send queries to
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +152,27 @@ class Endpoint:
                     f: getattr(self.fields, f) for f in Fields.__dataclass_fields__},
                 "k": self.k, "concurrency": self.concurrency, "timeout": self.timeout,
                 "retries": self.retries, "refresh": self.refresh}
+
+
+def allowed(url: str) -> None:
+    """ConfigError unless ``url`` starts with one of the operator's prefixes in
+    ``$EVALCORE_ENDPOINTS`` (comma-separated). The dashboard checks this before it queues an
+    endpoint run, so its users reach only services the operator allowed; the CLI's operator
+    needs no such list."""
+    import os
+
+    prefixes = [p.strip() for p in os.environ.get(ALLOWED_ENV, "").split(",") if p.strip()]
+    if not prefixes:
+        raise ConfigError(f"endpoint runs from the dashboard are off: the operator allows services by URL prefix "
+                          f"in ${ALLOWED_ENV} (e.g. {ALLOWED_ENV}=http://localhost:9200/)")
+    if not any(url.startswith(p) for p in prefixes):
+        raise ConfigError(f"--url {url!r} is not under a prefix the operator allows (${ALLOWED_ENV})")
+
+
+def from_spec(spec: dict[str, Any]) -> Endpoint:
+    """An Endpoint from a job's JSON spec (``fields`` a dict; no headers: they are never stored)."""
+    known = {k: v for k, v in spec.items() if k in Endpoint.__dataclass_fields__ and k not in ("fields", "headers")}
+    return Endpoint(**known, fields=Fields(**spec.get("fields", {})))
 
 
 def parse_header(text: str) -> tuple[str, str]:
