@@ -1,7 +1,7 @@
 """evalcore dashboard: `streamlit run app.py`.
 
-Navigation and the shared sidebar (store, run, configuration); each screen is a thin page
-in pages/ over evalcore.report. Session state keys are documented in pages/_ui.py.
+Navigation only; each screen is a thin page in screens/ over evalcore.read and evalcore.figures,
+and draws the shared sidebar itself (screens/_ui.py documents the session state).
 """
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import streamlit as st
 st.set_page_config(page_title="evalcore", page_icon=":material/insights:", layout="wide")
 
 PAGES = [
-    st.Page("pages/runs.py", title="Runs", icon=":material/list:", default=True),
-    st.Page("pages/new_run.py", title="New run", icon=":material/add_circle:"),
-    st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
-    st.Page("pages/distances.py", title="Distances", icon=":material/bar_chart:"),
-    st.Page("pages/threshold.py", title="Threshold", icon=":material/tune:"),
-    st.Page("pages/query.py", title="Query", icon=":material/search:"),
-    st.Page("pages/index.py", title="Index", icon=":material/inventory_2:"),
-    st.Page("pages/export.py", title="Export", icon=":material/download:"),
+    st.Page("screens/runs.py", title="Runs", icon=":material/list:", default=True),
+    st.Page("screens/new_run.py", title="New run", icon=":material/add_circle:"),
+    st.Page("screens/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    st.Page("screens/distances.py", title="Distances", icon=":material/bar_chart:"),
+    st.Page("screens/threshold.py", title="Threshold", icon=":material/tune:"),
+    st.Page("screens/query.py", title="Query", icon=":material/search:"),
+    st.Page("screens/index.py", title="Index", icon=":material/inventory_2:"),
+    st.Page("screens/export.py", title="Export", icon=":material/download:"),
+    st.Page("screens/methods.py", title="Methods", icon=":material/menu_book:"),
 ]
-page = st.navigation(PAGES)
-page.run()  # each page draws the shared sidebar first: ctx = _ui.sidebar() (see pages/_ui.py)
+st.navigation(PAGES).run()

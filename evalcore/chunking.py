@@ -83,6 +83,16 @@ STANDARD_STRATEGIES: dict[str, Strategy] = {
     "F": Strategy("F", boundaries=True, header=True, overlap=OVERLAP, size=SIZE),
 }
 
+#: Every strategy known by name: the SPEC's six, and G, the reference chunker with our
+#: ``intro`` ingredient (it also chunks the text before a document's first ``## `` heading).
+NAMED_STRATEGIES: dict[str, Strategy] = {
+    **STANDARD_STRATEGIES,
+    "G": Strategy("G", boundaries=True, header=True, overlap=0, size=SIZE, intro=True),
+}
+#: The strategies a run uses unless told otherwise (``demo``, ``run``, the New run page):
+#: A-F show what each ingredient does, G what chunking the introduction adds.
+DEFAULT_STRATEGIES = ",".join(NAMED_STRATEGIES)
+
 INGREDIENTS: dict[str, str] = {
     "blind": "cut every `size` characters without looking at the text",
     "boundaries": "pack whole paragraphs of a `## ` section up to `size` characters; "
@@ -96,7 +106,7 @@ INGREDIENTS: dict[str, str] = {
 }
 
 SPEC_SYNTAX = (
-    "a standard name (A-F) or a recipe BASE[+INGREDIENT...], optionally named NAME:RECIPE; "
+    "a name (A-F, or G = boundaries+header+intro) or a recipe BASE[+INGREDIENT...], optionally named NAME:RECIPE; "
     "BASE is blind or boundaries, INGREDIENT is header, intro, overlap, overlap=N or size=N; "
     "e.g. 'A,C,E' or 'wide:boundaries+header+intro+overlap=64+size=800'"
 )
@@ -132,7 +142,7 @@ def parse_recipe(recipe: str, name: str | None = None) -> Strategy:
     base, rest = parts[0].lower(), parts[1:]
     if base not in ("blind", "boundaries"):
         raise ConfigError(f"unknown strategy {recipe!r}: known names are "
-                          f"{', '.join(STANDARD_STRATEGIES)}; or {SPEC_SYNTAX}")
+                          f"{', '.join(NAMED_STRATEGIES)}; or {SPEC_SYNTAX}")
     header, intro, overlap, size = False, False, 0, SIZE
     seen: set[str] = set()
     for part in rest:
@@ -161,12 +171,13 @@ def parse_recipe(recipe: str, name: str | None = None) -> Strategy:
 
 
 def parse_strategies(spec: str | Iterable[str]) -> list[Strategy]:
-    """Parse a comma list of strategies, e.g. ``"A,C,E"`` or ``"C,big:boundaries+size=800"``.
+    """Parse a comma list of strategies, e.g. ``"A,C,G"`` or ``"C,big:boundaries+size=800"``.
 
-    Items are standard names (A-F, case ignored), or recipes (see :func:`parse_recipe`)
-    optionally prefixed by ``NAME:``. An iterable of items is accepted too. Raises
-    ConfigError for an empty list, an unknown name (listing the known ones) or a name
-    used twice.
+    Items are names of :data:`NAMED_STRATEGIES` (A-G, case ignored), or recipes (see
+    :func:`parse_recipe`) optionally prefixed by ``NAME:``. A named strategy may be spelled
+    out with its own recipe (``G:boundaries+header+intro``); a known name with another
+    recipe is refused. An iterable of items is accepted too. Raises ConfigError for an
+    empty list, an unknown name (listing the known ones) or a name used twice.
     """
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     out: list[Strategy] = []
@@ -174,18 +185,25 @@ def parse_strategies(spec: str | Iterable[str]) -> list[Strategy]:
         item = raw.strip()
         if not item:
             continue
-        if item.upper() in STANDARD_STRATEGIES:
-            strategy = STANDARD_STRATEGIES[item.upper()]
+        if item.upper() in NAMED_STRATEGIES:
+            strategy = NAMED_STRATEGIES[item.upper()]
         else:
             name, sep, recipe = item.partition(":")
-            strategy = parse_recipe(recipe, name.strip()) if sep else parse_recipe(item)
-            if sep and (not name.strip() or name.strip().upper() in STANDARD_STRATEGIES):
-                raise ConfigError(f"strategy {item!r}: name {name.strip()!r} is empty or a standard name")
+            name = name.strip()
+            if sep and not name:
+                raise ConfigError(f"strategy {item!r}: the name before ':' is empty")
+            strategy = parse_recipe(recipe, name) if sep else parse_recipe(item)
+            known = NAMED_STRATEGIES.get(name.upper()) if sep else None
+            if known is not None:
+                if parse_recipe(recipe, known.name) != known:
+                    raise ConfigError(f"strategy {item!r}: {known.name} is a named strategy "
+                                      f"({known.describe()}); give yours another name")
+                strategy = known
         if any(s.name == strategy.name for s in out):
             raise ConfigError(f"strategy {strategy.name!r} given twice in {spec!r}")
         out.append(strategy)
     if not out:
-        raise ConfigError(f"no strategy given; known names are {', '.join(STANDARD_STRATEGIES)}; or {SPEC_SYNTAX}")
+        raise ConfigError(f"no strategy given; known names are {', '.join(NAMED_STRATEGIES)}; or {SPEC_SYNTAX}")
     return out
 
 

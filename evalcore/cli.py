@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evalcore import signals
+from evalcore.chunking import DEFAULT_STRATEGIES
+from evalcore.demo import RETRIEVERS as DEMO_RETRIEVERS
 from evalcore.errors import EvalcoreError, Interrupted
 
 log = logging.getLogger("evalcore")
-
-DEFAULT_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
-DEMO_RETRIEVERS = "dense,bm25,hybrid,rerank"
 
 
 def _store(args: argparse.Namespace):
@@ -382,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common_run(sp: argparse.ArgumentParser, strategies: str, retrievers: str) -> None:
         sp.add_argument("--strategies", default=strategies,
-                        help=f"comma list of A-F or custom recipes (default {strategies})")
+                        help=f"comma list of A-G or custom recipes (default {strategies})")
         sp.add_argument("--retrievers", default=retrievers,
                         help=f"comma list of dense,bm25,hybrid,rerank (default {retrievers})")
         sp.add_argument("--reranker", default=None, metavar="PATH",

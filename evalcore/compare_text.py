@@ -5,7 +5,7 @@ Two blocks, each fitted to the terminal's width (80 to 120 columns hold 21 confi
 - the per-configuration table: recall@k for k = 1, 4, 8, 20 with 95% Wilson intervals
   (every k when the width allows, else the compared metric's k only), MRR and destroyed
   ground truths (:func:`evalcore.summary.summary_table`, the figures ``show`` prints);
-- the paired win/loss matrix at hit@k (:func:`evalcore.report.win_loss`): rows and columns are
+- the paired win/loss matrix at hit@k (:func:`evalcore.read.compare.compare`): rows and columns are
   numbered, a cell is the row's wins minus losses against the column, ``*`` marks p < 0.05
   (Holm-adjusted with ``--holm``). Columns that do not fit go into further blocks; the pairs
   that differ significantly are then listed in full. Configuration names are never cut.
@@ -112,7 +112,8 @@ def compare_text(store: Store, run: str, other: str | None = None, metric: str =
                  holm: bool = False, width: int | None = None) -> str:
     """The terminal report of ``compare`` for one run, or two runs on the same queries."""
     from evalcore.gate import gate_metric, resolve_run
-    from evalcore.report import side_of, win_loss
+    from evalcore.read.compare import compare
+    from evalcore.read.runs import run_configurations
     from evalcore.stats import sample_statement
     from evalcore.summary import summary_table
 
@@ -139,17 +140,14 @@ def compare_text(store: Store, run: str, other: str | None = None, metric: str =
             continue
         lines += config_table(table, k, width, tags[r["run_id"]])
         lines.append("")
-    matrix = win_loss(store, first["run_id"], k, adjust=holm,
-                      other_run=runs[1]["run_id"] if two else None)
-    if matrix.empty:
+    sides = [side for r in runs for side in run_configurations(store, r["run_id"])]
+    if len(sides) < 2:
         lines.append("one configuration: no win/loss matrix")
         return "\n".join(lines)
-    other_id = runs[1]["run_id"] if two else None
-
-    def short(label: str) -> str:
-        rid, configuration = side_of(label, first["run_id"], other_id)
-        return tags[rid] + configuration
-
+    comparison = compare(store, sides, k, adjust=holm)
+    short = {label: tags[side.run_id] + side.configuration.label
+             for side, label in zip(comparison.sides, comparison.labels)}
+    matrix = comparison.matrix
     matrix = matrix.assign(row=matrix["row"].map(short), column=matrix["column"].map(short))
     labels = list(dict.fromkeys(list(matrix["row"]) + list(matrix["column"])))
     pairs = len(labels) * (len(labels) - 1) // 2

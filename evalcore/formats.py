@@ -107,17 +107,16 @@ def export_formats(store: Store, run: str, folder: str | Path,
     the runs written; their strategies' datasets are written whole."""
     from evalcore.configurations import failures
     from evalcore.gate import resolve_run
-    from evalcore.report import configurations as run_configurations
-    from evalcore.report import parse_config
+    from evalcore.read.runs import configurations as run_configurations
 
     info = resolve_run(store, run)
     run_id = str(info["run_id"])
-    have = run_configurations(store, run_id)
+    have = [c.label for c in run_configurations(store, run_id)]
     wanted = configurations or have
     for label in wanted:
         if label not in have:
             raise ConfigError(f"run {run_id} has no configuration {label!r}; it has {', '.join(have)}")
-    pairs = [parse_config(label) for label in wanted]
+    pairs = [(label.rpartition("/")[0], label.rpartition("/")[2]) for label in wanted]
     folder = Path(folder)
     queries = store.query("SELECT query_id, domain, text, kind, variant, group_id, valid FROM queries "
                           "WHERE run_id = ? ORDER BY domain, query_id", [run_id])

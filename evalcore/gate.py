@@ -62,7 +62,7 @@ def parse_ref(text: str) -> Ref:
     run name with a colon but no configuration still reads as a run. ConfigError for an empty
     run or a malformed configuration.
     """
-    from evalcore.report import parse_config
+    from evalcore.records import Configuration
 
     text = str(text).strip()
     run, sep, configuration = text.rpartition(":")
@@ -73,7 +73,7 @@ def parse_ref(text: str) -> Ref:
     if not configuration:
         return Ref(run)
     try:
-        parse_config(configuration)
+        Configuration.parse(configuration)
     except ValueError as exc:
         raise ConfigError(f"run reference {text!r}: {exc}") from None
     return Ref(run, configuration)
@@ -83,7 +83,7 @@ def resolve_run(store: Store, run: str) -> dict[str, Any]:
     """The complete run a reference names: an exact run id, else a run name (its newest complete
     run), else a unique prefix of a run id. StoreError for an unknown or ambiguous reference,
     and for a run that is not complete (naming its status and reason)."""
-    from evalcore.report import require_complete
+    from evalcore.read.runs import require_complete
 
     exact = store.query("SELECT run_id FROM runs WHERE run_id = ?", [run])
     if exact.empty:
@@ -304,10 +304,10 @@ def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, A
 def _pairs(store: Store, baseline: dict[str, Any], candidate: dict[str, Any],
            base_ref: Ref, cand_ref: Ref) -> list[tuple[str, str]]:
     """(baseline configuration, candidate configuration) pairs to compare."""
-    from evalcore.report import configurations
+    from evalcore.read.runs import configurations
 
-    have_b = configurations(store, baseline["run_id"])
-    have_c = configurations(store, candidate["run_id"])
+    have_b = [c.label for c in configurations(store, baseline["run_id"])]
+    have_c = [c.label for c in configurations(store, candidate["run_id"])]
 
     def check(configuration: str, have: list[str], run: dict[str, Any], side: str) -> str:
         if configuration not in have:
@@ -361,9 +361,10 @@ def _changes(ids: tuple[str, ...], texts: dict[str, str], base: dict[str, int | 
 def _axis(store: Store, run_id: str, configuration: str):
     """What the configuration's gate reads (:class:`evalcore.threshold.Axis`)."""
     from evalcore.configurations import info
-    from evalcore.report import parse_config
+    from evalcore.records import Configuration
 
-    return info(store, run_id, *parse_config(configuration)).axis
+    parsed = Configuration.parse(configuration)
+    return info(store, run_id, parsed.strategy, parsed.retriever).axis
 
 
 def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str, str],
@@ -371,19 +372,23 @@ def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str
     """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
     external configuration's own score, SPEC 10). A query the configuration could not answer
     (a failed endpoint call) is left out."""
-    from evalcore.report import gate_inputs
+    from evalcore.read.sweeps import top_hits
+    from evalcore.records import Configuration
     from evalcore.threshold import DEFAULT_TOP, gate, split_hits
 
     axis = _axis(store, run_id, configuration)
-    _, out_domain = split_hits(gate_inputs(store, run_id, configuration), column=axis.column)
+    hits = top_hits(store, run_id, Configuration.parse(configuration))
+    _, out_domain = split_hits(hits, column=axis.column)
     return {q: bool(gate(out_domain.get(q, []), threshold, DEFAULT_TOP, axis.higher_is_closer))
             for q in ood if q not in skip}
 
 
 def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
-    from evalcore.report import decisions, parse_config
+    from evalcore.read.decisions import decisions
+    from evalcore.records import Configuration
 
-    strategy, retriever = parse_config(configuration)
+    parsed = Configuration.parse(configuration)
+    strategy, retriever = parsed.strategy, parsed.retriever
     df = decisions(store, run_id)  # newest first
     df = df[(df["strategy"] == strategy) & (df["retriever"] == retriever)]
     return None if df.empty else df.iloc[0].to_dict()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalcore.errors import ConfigError
+from evalcore.records import Configuration
 from evalcore.stats import wilson_interval
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -205,7 +206,7 @@ def summarize(first_ranks_by_config: Mapping[tuple[str, str], Sequence[int | Non
         if isinstance(key, str) or len(key) != 2:
             raise ValueError(f"configuration keys must be (strategy, retriever) pairs, got {key!r}")
         strategy, retriever = key
-        config = f"{strategy}/{retriever}"
+        config = Configuration(strategy, retriever).label
         try:
             ranks = _ranks(raw)
         except ValueError as exc:

@@ -194,3 +194,56 @@ class Hit:
     distance: float
     score: float
     correct: bool = False
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Configuration:
+    """A chunking strategy x retriever pair, labelled ``"E/dense"``.
+
+    One label rule for every screen, file and message: :attr:`label` writes it and
+    :meth:`parse` reads it back. Retriever names never hold a ``/``; a strategy name may
+    (the label is split at its last ``/``).
+    """
+
+    strategy: str
+    retriever: str
+
+    def __post_init__(self) -> None:
+        if not self.strategy or not self.retriever or "/" in self.retriever:
+            raise ValueError(f"a configuration needs a strategy and a retriever without '/', got "
+                             f"{self.strategy!r} x {self.retriever!r}")
+
+    @property
+    def label(self) -> str:
+        return f"{self.strategy}/{self.retriever}"
+
+    def __str__(self) -> str:
+        return self.label
+
+    @classmethod
+    def parse(cls, label: str) -> Configuration:
+        """``"E/dense"`` -> ``Configuration("E", "dense")``; ValueError naming the label otherwise."""
+        strategy, sep, retriever = str(label).strip().rpartition("/")
+        if not sep or not strategy or not retriever:
+            raise ValueError(f"configuration must look like 'STRATEGY/RETRIEVER' (e.g. 'E/dense'), got {label!r}")
+        return cls(strategy, retriever)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class RunConfiguration:
+    """A configuration of one stored run: what a comparison across runs pairs.
+
+    Labelled by the configuration first, then the run (``"E/dense · run demo 20261129-…"``),
+    so a label cut short by a chart axis still names the configuration.
+    """
+
+    run_id: str
+    configuration: Configuration
+    run_name: str = field(default="", compare=False)
+
+    def label(self, with_run: bool = True) -> str:
+        """``"E/dense"``, or with the run: ``"E/dense · run demo 20261129-225237-0ff462"``."""
+        if not with_run:
+            return self.configuration.label
+        name = f"{self.run_name} " if self.run_name else ""
+        return f"{self.configuration.label} · run {name}{self.run_id}"

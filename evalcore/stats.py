@@ -19,6 +19,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
+#: How every proportion's interval is computed (named in captions and exports).
+INTERVAL_METHOD = "95% Wilson interval (statsmodels proportion_confint, method='wilson')"
+#: How two configurations on the same queries are compared (named in captions and exports).
+PAIRED_TEST = "two-sided exact sign test (scipy binomtest) on discordant queries"
+#: The significance level the dashboard marks (p < ALPHA).
+ALPHA = 0.05
+
 #: Columns of :func:`win_loss_matrix`, in order.
 MATRIX_COLUMNS = ("row", "column", "wins", "losses", "ties", "n", "p_value", "p_holm")
 
@@ -100,6 +107,27 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
     return Interval(max(0.0, float(low)), min(1.0, float(high)))
 
 
+def format_p(p: float) -> str:
+    """A p-value as every screen and file shows it: three significant digits (``"0.0318"``,
+    ``"0.742"``, ``"1"``), ``"<0.001"`` below 0.001, ``"n/a"`` for NaN. More digits where
+    rounding would put the text on the other side of :data:`ALPHA` (0.04996 -> ``"0.04996"``)."""
+    p = float(p)
+    if math.isnan(p):
+        return "n/a"
+    if p < 0.001:
+        return "<0.001"
+    for digits in range(3, 8):
+        text = f"{p:.{digits}g}"
+        if (float(text) < ALPHA) == (p < ALPHA):
+            return text
+    return repr(p)
+
+
+def p_relation(text: str) -> str:
+    """``"= 0.0318"`` or ``"< 0.001"``: a :func:`format_p` text after a p-value's name."""
+    return f"< {text[1:]}" if text.startswith("<") else f"= {text}"
+
+
 def sign_test(wins: int, losses: int) -> float:
     """Two-sided exact sign test: ``binomtest(wins, wins + losses, 0.5).pvalue``.
 
@@ -154,21 +182,18 @@ def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values, in the input order.
 
     Sort ascending ``p_(1) <= ... <= p_(m)``; ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``.
-    Equals ``statsmodels.stats.multitest.multipletests(p, method="holm")[1]``. Empty input gives
-    ``[]``; a p-value outside [0, 1] (or NaN) raises ValueError.
+    Computed by ``statsmodels.stats.multitest.multipletests(p, method="holm")``. Empty input
+    gives ``[]``; a p-value outside [0, 1] (or NaN) raises ValueError.
     """
     values = [float(p) for p in p_values]
     for p in values:
         if not 0.0 <= p <= 1.0:  # also rejects NaN
             raise ValueError(f"p-values must lie in [0, 1], got {p!r}")
-    m = len(values)
-    order = sorted(range(m), key=lambda i: values[i])
-    adjusted = [0.0] * m
-    running = 0.0
-    for j, i in enumerate(order):
-        running = max(running, min(1.0, (m - j) * values[i]))
-        adjusted[i] = running
-    return adjusted
+    if not values:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(p) for p in multipletests(values, method="holm")[1]]
 
 
 def win_loss_matrix(outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = True,

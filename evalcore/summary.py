@@ -24,21 +24,14 @@ def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | N
         "ORDER BY r.strategy, r.retriever, r.query_id",
         [run_id],
     )
-    order = config_order(store, run_id)
+    from evalcore.read.runs import configuration_order
+
     out: dict[tuple[str, str], list[int | None]] = {}
-    for key in order:
-        part = df[(df["strategy"] == key[0]) & (df["retriever"] == key[1])]
+    for c in configuration_order(store, run_id):
+        part = df[(df["strategy"] == c.strategy) & (df["retriever"] == c.retriever)]
         if len(part):
-            out[key] = [None if pd.isna(v) else int(v) for v in part["first_correct_rank"]]
+            out[(c.strategy, c.retriever)] = [None if pd.isna(v) else int(v) for v in part["first_correct_rank"]]
     return out
-
-
-def config_order(store: Store, run_id: str) -> list[tuple[str, str]]:
-    """(strategy, retriever) pairs in the order the run was asked for."""
-    run = store.run(run_id)
-    strategies = [s for s in (run["strategies"] or "").split(",") if s]
-    retrievers = [r for r in (run["retrievers"] or "").split(",") if r]
-    return [(s, r) for s in strategies for r in retrievers]
 
 
 def summary_table(store: Store, run_id: str, ks: tuple[int, ...] = DEFAULT_KS) -> pd.DataFrame:

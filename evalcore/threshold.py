@@ -39,7 +39,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOP = 4
+DEFAULT_TOP = 4  #: the gate looks at a retriever's top 4 (SPEC section 7)
+#: The suggestion's default weighting: one bluff costs as much as 3 lost answers.
+DEFAULT_COST_RATIO = 3.0
+#: The threshold used when a sweep offers nothing to suggest from (no scored queries).
+FALLBACK_THRESHOLD = 0.5
+#: The out-of-domain set is too small to support a suggestion when the 95% Wilson interval
+#: of the bluff rate at the suggested threshold is wider than this (20 percentage points).
+MAX_BLUFF_INTERVAL_WIDTH = 0.20
 
 #: Integer count columns of :func:`sweep` (and fields of :class:`GateCounts`).
 COUNT_COLUMNS = ("bluffs", "ood_refused", "refused", "answered_correct", "answered_wrong", "lost",
@@ -51,7 +58,6 @@ RATES = {
     "lost_rate": ("lost", "answerable"),
     "answered_wrong_rate": ("answered_wrong", "in_domain"),
 }
-SERIES = ("in: distance to answer", "in: top hit", "out: top hit")
 
 InDomain = Mapping[str, Sequence[tuple[float, bool]]]
 OutDomain = Mapping[str, Sequence[float]]
@@ -212,14 +218,30 @@ def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP,
         first[i], first_correct[i] = m, c
     ood_first = np.array([closest((_distance(d) for d in ds[:top]), default=none)
                           for ds in out_domain.values()], dtype=float)
+    return sweep_from_minima(first, first_correct, ood_first, higher_is_closer)
 
-    first.sort()
-    first_correct.sort()
-    ood_first.sort()
+
+def sweep_from_minima(first: Sequence[float], first_correct: Sequence[float],
+                      ood_first: Sequence[float], higher_is_closer: bool = False) -> pd.DataFrame:
+    """:func:`sweep` from each query's closest values in the gate's top ``top``: ``first``
+    (per in-domain query, any hit), ``first_correct`` (per in-domain query, correct hits) and
+    ``ood_first`` (per out-of-domain query): the smallest distances, ``inf`` where there is no
+    such hit; for similarities (``higher_is_closer``) the largest scores, ``-inf`` where
+    there is none. The counts at any threshold depend on nothing else, so a store can compute
+    these in one query. ValueError for NaN or the other infinity among them."""
+    import numpy as np
+    import pandas as pd
+
+    inf = math.inf
+    wrong = inf if higher_is_closer else -inf
+    first, first_correct, ood_first = (np.sort(np.asarray(a, dtype=float)) for a in (first, first_correct, ood_first))
+    for values in (first, first_correct, ood_first):
+        if np.isnan(values).any() or (values == wrong).any():
+            raise ValueError(f"a distance must be a finite number (or {-wrong}: no hit)")
     observed = np.concatenate([first, first_correct, ood_first])
     breaks = np.unique(observed[np.isfinite(observed)])
     thresholds = np.append(breaks, inf)
-    n_in, n_out = len(in_domain), len(out_domain)
+    n_in, n_out = len(first), len(ood_first)
     answerable = int(np.isfinite(first_correct).sum())
 
     def kept(values: np.ndarray) -> np.ndarray:
@@ -290,71 +312,6 @@ def split_hits(hits: pd.DataFrame | Iterable[Mapping[str, Any]],
         else:
             raise ValueError(f"query {q!r}: domain must be 'in' or 'out', got {domain!r}")
     return in_domain, out_domain
-
-
-# --- Distance distributions ----------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class Distances:
-    """Distances side by side (SPEC 7) for one configuration.
-
-    ``table``: tidy DataFrame with columns ``query_id``, ``series`` (one of :data:`SERIES`),
-    ``distance``. ``worst_in_domain_answer``: the largest distance of an in-domain query to its
-    answer; ``best_out_of_domain``: the smallest top-hit distance of an out-of-domain query
-    (None when there is no such query). When the worst answer is not below the best
-    out-of-domain hit, no threshold answers every in-domain query without a bluff.
-    """
-
-    table: pd.DataFrame
-    worst_in_domain_answer: float | None
-    best_out_of_domain: float | None
-
-    @property
-    def separable(self) -> bool | None:
-        """True when some threshold keeps every answer and no out-of-domain hit."""
-        if self.worst_in_domain_answer is None or self.best_out_of_domain is None:
-            return None
-        return self.worst_in_domain_answer < self.best_out_of_domain
-
-
-def _missing(value: object) -> bool:
-    if value is None:
-        return True
-    try:
-        return bool(value != value)
-    except TypeError:  # pd.NA
-        return True
-
-
-def distance_table(results: pd.DataFrame | Iterable[Mapping[str, Any]]) -> Distances:
-    """Distance distributions from stored per-query results of ONE configuration.
-
-    ``results``: a DataFrame (or records) with ``query_id``, ``domain`` (``in``/``out``),
-    ``answer_distance`` (distance of the best-ranked correct chunk; missing when none) and
-    ``top_distance`` (distance of the rank-1 hit; missing when no hit). Missing values are
-    left out of their series.
-    """
-    import pandas as pd
-
-    records = results.to_dict("records") if hasattr(results, "to_dict") else list(results)
-    rows = []
-    for r in records:
-        q, domain = r["query_id"], r["domain"]
-        if domain == "in":
-            if not _missing(r.get("answer_distance")):
-                rows.append((q, SERIES[0], _distance(r["answer_distance"])))
-            if not _missing(r.get("top_distance")):
-                rows.append((q, SERIES[1], _distance(r["top_distance"])))
-        elif domain in ("out", "ood"):
-            if not _missing(r.get("top_distance")):
-                rows.append((q, SERIES[2], _distance(r["top_distance"])))
-        else:
-            raise ValueError(f"query {q!r}: domain must be 'in' or 'out', got {domain!r}")
-    table = pd.DataFrame(rows, columns=["query_id", "series", "distance"]).astype({"distance": "float64"})
-    answers = [d for _, s, d in rows if s == SERIES[0]]
-    ood = [d for _, s, d in rows if s == SERIES[2]]
-    return Distances(table, max(answers) if answers else None, min(ood) if ood else None)
 
 
 # --- Suggested threshold -------------------------------------------------------------------

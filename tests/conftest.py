@@ -93,6 +93,38 @@ def engine_run_id(engine_store) -> str:
     return engine_store.with_suffix(".run_id").read_text()
 
 
+#: The second run of :func:`two_run_store`: other strategy names, the same queries.
+SECOND_STRATEGIES = "wide:boundaries+header+intro+size=800,tight:boundaries+header+size=256"
+
+
+@pytest.fixture(scope="session")
+def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
+    """A copy of the engine store plus a second complete run made by the real engine on the
+    same queries, with strategies of other names (wide, tight) x dense, bm25: what a
+    comparison across runs pairs. ``.run_ids`` beside it: the first run, then the second."""
+    import shutil
+
+    from evalcore.chunking import parse_strategies
+    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.store import Store
+
+    path = tmp_path_factory.mktemp("two-runs") / "evalcore.duckdb"
+    shutil.copy(engine_store, path)
+    corpus, gt = mini_inputs
+    request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(SECOND_STRATEGIES),
+                         retrievers=["dense", "bm25"], name="second")
+    second = run_evaluation(request, Store(path), embedder=real_embedder).run_id
+    first = engine_store.with_suffix(".run_id").read_text()
+    path.with_suffix(".run_ids").write_text(f"{first}\n{second}\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def two_run_ids(two_run_store) -> tuple[str, str]:
+    first, second = two_run_store.with_suffix(".run_ids").read_text().split()
+    return first, second
+
+
 @pytest.fixture(scope="session")
 def tiny_cross_encoder(tmp_path_factory):
     """A real CrossEncoder folder with random weights (tiny BERT, the MiniLM tokenizer)."""

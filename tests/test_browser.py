@@ -1,28 +1,51 @@
-"""The app in a real headless browser: `streamlit run app.py` against the engine-made store,
-every page opened in Debian's chromium (driven by playwright, launched on /usr/bin/chromium;
-`playwright install` is never run), failing on any exception shown in a page.
+"""The dashboard in a real headless browser, walked as its three users walk it.
+
+`streamlit run app.py` serves a store with two complete runs made by the real engine and
+the real model on the same queries (tests/conftest.py: ``two_run_store``; the second run's
+strategies have other names). Debian's chromium is driven by playwright, launched on
+/usr/bin/chromium (`playwright install` is never run). Every step fails on an exception
+shown in a page, a traceback, or an object echoed by Streamlit "magic".
+
+- every page in its default state;
+- the Query page for in-domain, destroyed, near and far out-of-domain queries of every
+  configuration of both runs; an image in a question's variant is never fetched;
+- the product manager: Threshold, another configuration, the slider, a bluffing query
+  opened, the decision saved, a reload: restored on Threshold, Query and Export;
+- the engineer: a comparison across the two runs, a click on a matrix cell, the detail's
+  p equal to the cell's;
+- the reviewer: PNG, SVG, CSV and the review pack downloaded through the browser, their
+  caption and provenance read back; two configurations give two file names.
 
 Skipped, with the reason, when chromium or the playwright package is absent.
-Set EVALCORE_SCREENSHOTS=<folder> to keep a PNG of each page.
+Set EVALCORE_SCREENSHOTS=<folder> to keep a PNG of each step.
 """
 from __future__ import annotations
 
+import csv
+import io
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 
 import pytest
 
+from evalcore.stats import p_relation
+from evalcore.store import Store
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export")
+PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+TRACKER = "127.0.0.1:9/pixel.png"  # the image in the e417-ticket variant (tests/fixtures/mini)
 
 
 def _free_port() -> int:
@@ -46,13 +69,17 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 
 
 @pytest.fixture(scope="module")
-def app_url(engine_store, tmp_path_factory):
+def served(two_run_store, two_run_ids, tmp_path_factory):
+    """(url, store path, run ids): the app on a private copy of the two-run store."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
     pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+    folder = tmp_path_factory.mktemp("served")
+    store = folder / "evalcore.duckdb"
+    shutil.copy(two_run_store, store)
     port = _free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "streamlit.log"
-    env = dict(os.environ, EVALCORE_STORE=str(engine_store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    log = folder / "streamlit.log"
+    env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
@@ -63,7 +90,7 @@ def app_url(engine_store, tmp_path_factory):
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_healthy(url, proc)
-        yield url
+        yield url, store, two_run_ids
     finally:
         proc.terminate()
         try:
@@ -72,10 +99,32 @@ def app_url(engine_store, tmp_path_factory):
             proc.kill()
 
 
-def _settled(page, timeout_ms: int = 90_000) -> None:
+@pytest.fixture(scope="module")
+def browser(served):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture()
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    tab = context.new_page()
+    tab.requested = []  # every URL the page asked for
+    tab.on("request", lambda request: tab.requested.append(request.url))
+    yield tab
+    context.close()
+
+
+def settled(page, timeout_s: float = 120) -> None:
     """Wait until the app has drawn a title and no script run is in progress."""
-    page.wait_for_selector("h1", timeout=timeout_ms)
-    deadline = time.monotonic() + timeout_ms / 1000
+    page.wait_for_selector("h1", timeout=timeout_s * 1000)
+    deadline = time.monotonic() + timeout_s
     quiet_since = None
     while time.monotonic() < deadline:
         running = page.locator('[data-testid="stStatusWidget"]').count() > 0 or \
@@ -84,36 +133,255 @@ def _settled(page, timeout_ms: int = 90_000) -> None:
             quiet_since = None
         elif quiet_since is None:
             quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.5:
+        elif time.monotonic() - quiet_since > 1.2:
             return
-        time.sleep(0.2)
+        time.sleep(0.15)
     raise TimeoutError("the page kept running")
 
 
-def test_every_page_in_chromium(app_url):
-    from playwright.sync_api import sync_playwright
-
+def healthy(page, where: str) -> None:
+    """No exception, traceback or magic echo on the page; a screenshot when asked for."""
     shots = os.environ.get("EVALCORE_SCREENSHOTS")
-    problems = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            for path in PAGES:
-                page.goto(f"{app_url}/{path}", wait_until="domcontentloaded")
-                _settled(page)
-                name = path or "runs"
-                if shots:
-                    Path(shots).mkdir(parents=True, exist_ok=True)
-                    page.screenshot(path=str(Path(shots) / f"{name}.png"), full_page=True)
-                exceptions = page.locator('[data-testid="stException"]')
-                if exceptions.count():
-                    problems.append(f"{name}: {exceptions.first.inner_text()[:500]}")
-                body = page.locator("body").inner_text()
-                if "Traceback" in body:
-                    problems.append(f"{name}: a traceback is shown")
-                if page.locator("h1").count() == 0:
-                    problems.append(f"{name}: no title drawn")
-        finally:
-            browser.close()
-    assert not problems, "\n".join(problems)
+    if shots:
+        Path(shots).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(shots) / f"{re.sub(r'[^A-Za-z0-9_-]+', '_', where)}.png"), full_page=True)
+    exceptions = page.locator('[data-testid="stException"]')
+    assert exceptions.count() == 0, f"{where}: {exceptions.first.inner_text()[:800]}"
+    body = page.locator("body").inner_text()
+    assert "Traceback" not in body, f"{where}: a traceback is shown"
+    assert page.locator('[data-testid="stHelp"]').count() == 0, f"{where}: an object is echoed (Streamlit magic)"
+    assert "DeltaGenerator" not in body and "<function " not in body, f"{where}: an object is echoed"
+    assert page.locator("h1").count() == 1, f"{where}: no title drawn"
+
+
+def goto(page, url: str) -> None:
+    page.goto(url, wait_until="domcontentloaded")
+    settled(page)
+
+
+def text_of(page, testid: str) -> str:
+    return page.locator(f'[data-testid="{testid}"]').first.inner_text()
+
+
+def threshold_shown(page) -> float:
+    match = re.search(r"Threshold t = (\d+\.\d+)", text_of(page, "threshold-state"))
+    assert match, text_of(page, "threshold-state")
+    return float(match.group(1))
+
+
+def selected(page, label: str) -> str:
+    """The value shown by the selectbox labelled ``label``."""
+    return page.get_by_role("combobox", name=label, exact=True).input_value()
+
+
+def select(page, label: str, option: str) -> None:
+    """Pick ``option`` in the selectbox labelled ``label`` (main area or sidebar)."""
+    page.get_by_role("combobox", name=label, exact=True).click()
+    page.get_by_role("option").filter(has_text=option).first.click()
+    settled(page)
+
+
+def nav(page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
+    settled(page)
+
+
+def test_a_shared_link_as_the_first_visit_opens_the_app(served, page):
+    """Runs first: on a fresh server a deep link must run app.py's navigation, not Streamlit's
+    fallback that turns a ``pages/`` folder into pages of its own (every file, _ui.py included)."""
+    url, _, (first_run, _) = served
+    goto(page, f"{url}/query?run_id={first_run}&query_id=e417-ticket")
+    healthy(page, "shared link first")
+    titles = page.locator('[data-testid="stSidebarNav"] a').all_inner_texts()
+    assert any("Runs" in t for t in titles) and any("Methods" in t for t in titles), titles
+    assert not [t for t in titles if t.strip().lower() in ("app", "ui", "_ui")], titles
+    assert selected(page, "Query").startswith("e417-ticket")
+
+
+def test_every_page_in_chromium(served, page):
+    url, _, _ = served
+    for path in PAGES:
+        goto(page, f"{url}/{path}")
+        healthy(page, path or "runs")
+    assert page.locator("text=Deploy").count() == 0  # a viewer's toolbar
+
+
+def test_query_page_for_every_kind_of_query_and_configuration(served, page):
+    url, store_path, run_ids = served
+    store = Store(store_path)
+    for run_id in run_ids:
+        results = store.query("SELECT r.query_id, r.destroyed, r.domain, q.kind FROM results r "
+                              "JOIN queries q USING (run_id, query_id) WHERE r.run_id = ? AND q.valid", [run_id])
+        configs = len(store.query("SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?", [run_id]))
+        picks = {"in-domain": "e417-ticket",  # its variant carries an image and HTML
+                 "near": results[results["kind"] == "near"]["query_id"].iloc[0],
+                 "far": results[results["kind"] == "far"]["query_id"].iloc[0]}
+        destroyed = results[results["destroyed"]]["query_id"]
+        if len(destroyed):
+            picks["destroyed"] = destroyed.iloc[0]
+        for what, query_id in picks.items():
+            goto(page, f"{url}/query?run_id={run_id}&query_id={query_id}")
+            healthy(page, f"query {what} {run_id}")
+            assert selected(page, "Query").startswith(query_id)
+            expanders = page.locator('[data-testid="stExpander"] summary')
+            assert expanders.count() == configs, (what, run_id)
+            labels = " | ".join(expanders.all_inner_texts())
+            assert "(s)" not in labels and "NO ANSWER · NO ANSWER" not in labels
+            if what in ("near", "far"):
+                assert "top 20" not in labels and "first correct rank" not in labels
+            if what == "in-domain":
+                meta = text_of(page, "query-meta")
+                assert "![tracker](http://127.0.0.1:9/pixel.png)" in meta and "<img src=x" in meta
+    assert not [u for u in page.requested if TRACKER in u], "an image in user text was fetched"
+    assert page.locator(f'img[src*="{TRACKER}"]').count() == 0
+
+
+def test_product_manager_journey(served, page):
+    url, store_path, (first_run, second_run) = served
+    goto(page, f"{url}/threshold")
+    healthy(page, "pm 1 threshold")
+    opened = page.locator('[data-testid="stMainBlockContainer"] p').filter(has_text="Configuration").first.inner_text()
+    assert "best configuration by recall@4" in opened, opened
+
+    # another configuration, then the slider all the way up: every out-of-domain query bluffs
+    select(page, "Configuration (strategy/retriever)", "tight/dense")
+    healthy(page, "pm 2 configuration")
+    assert "tight/dense" in page.locator('[data-testid="stMainBlockContainer"] p').filter(
+        has_text="Configuration").first.inner_text()
+    page.locator('[data-testid="stSlider"] input[type="range"]').first.focus()
+    page.keyboard.press("End")
+    settled(page)
+    for _ in range(3):
+        page.keyboard.press("ArrowLeft")
+    settled(page)
+    healthy(page, "pm 3 slider")
+    t = threshold_shown(page)
+    assert "set on the Threshold screen" in text_of(page, "threshold-state")
+    sentence = text_of(page, "sentence-at-t")
+    assert f"At t = {t:.3f}" in sentence and "of off-topic questions" in sentence
+
+    # one click from a bluffing query to its Query view, on a link that can be shared
+    links = page.locator('[data-testid="stPageLink"] a').filter(has_text="nearest d =")
+    assert links.count() > 0, "no bluffing query listed"
+    bluff_id = re.search(r"([\w-]+) · (near|far) · nearest", links.first.inner_text()).group(1)
+    links.first.click()
+    settled(page)
+    healthy(page, "pm 4 bluffing query")
+    assert f"/query?run_id={second_run}&query_id={bluff_id}" in page.url
+    assert threshold_shown(page) == pytest.approx(t)
+    assert "Out-of-domain" in text_of(page, "query-meta")
+    assert "bluffs: answers from" in page.locator('[data-testid="stExpander"] summary').filter(
+        has_text="tight/dense").first.inner_text()
+
+    # back on Threshold: the same t; save it with a note
+    nav(page, "Threshold")
+    assert threshold_shown(page) == pytest.approx(t)
+    page.locator('[data-testid="stTextArea"] textarea').fill("PM review: refuse more")
+    page.locator('[data-testid="stFormSubmitButton"] button').click()
+    settled(page)
+    healthy(page, "pm 5 saved")
+    assert page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision").count() == 1
+
+    # a reload is a new session: the decision comes back on Threshold, Query and Export
+    page.reload(wait_until="domcontentloaded")
+    settled(page)
+    healthy(page, "pm 6 reloaded")
+    assert "latest saved decision" in page.locator('[data-testid="stMainBlockContainer"] p').filter(
+        has_text="Configuration").first.inner_text()
+    assert threshold_shown(page) == pytest.approx(t) and "saved decision" in text_of(page, "threshold-state")
+    for title in ("Query", "Export"):
+        nav(page, title)
+        healthy(page, f"pm 7 {title}")
+        assert threshold_shown(page) == pytest.approx(t), title
+        assert "saved decision" in text_of(page, "threshold-state") and "tight/dense" in text_of(page, "threshold-state")
+
+
+def test_engineer_journey(served, page):
+    url, _, (first_run, second_run) = served
+    goto(page, f"{url}/compare")
+    select(page, "Second run (same queries)", first_run)
+    healthy(page, "engineer 1 two runs")
+    chosen = page.locator('[data-testid="stMultiSelect"]').first.inner_text()
+    assert f"· run mini {first_run}" in chosen and f"· run second {second_run}" in chosen  # both runs
+    assert re.search(r"(wide|tight)/\w+ · run second", chosen)  # the second run's own names
+    best = page.locator('[data-testid="stAlertContainer"]').filter(has_text="Best at hit@4").first.inner_text()
+    assert " · run " in best
+
+    # click a cell pairing one configuration of each run
+    cells = page.locator('[data-testid="stVegaLiteChart"] svg path[aria-label*="second: "]')
+    target = None
+    for i in range(cells.count()):
+        label = cells.nth(i).get_attribute("aria-label")
+        first = re.search(r"first: ([^;]+);", label).group(1)
+        second = re.search(r"second: ([^;]+);", label).group(1)
+        if "run second" in first and "run mini" in second:
+            target = cells.nth(i)
+            break
+    assert target is not None, "no cross-run cell"
+    p_cell = re.search(r"Holm-adjusted p: ([^;]+);", label).group(1)
+    target.click()
+    settled(page)
+    healthy(page, "engineer 2 cell")
+    detail = text_of(page, "pair-detail")
+    assert detail.startswith(f"{first} against {second} at hit@4"), detail
+    assert f"Holm-adjusted p {p_relation(p_cell)}" in detail, (p_cell, detail)  # the same p as the cell
+    drawn = page.locator('[data-testid="stVegaLiteChart"] svg text').evaluate_all("els => els.map(e => e.textContent)")
+    assert (f"p{p_cell}" if p_cell.startswith("<") else f"p={p_cell}") in drawn  # the cell's own text
+
+
+def _download(page, key: str) -> tuple[str, bytes]:
+    with page.expect_download() as info:
+        page.locator(f".st-key-{key} button").first.click()
+    download = info.value
+    return download.suggested_filename, Path(download.path()).read_bytes()
+
+
+def test_reviewer_journey(served, page):
+    from PIL import Image
+
+    url, _, (first_run, second_run) = served
+    goto(page, f"{url}/export")
+    healthy(page, "reviewer 1 export")
+    config = selected(page, "Configuration (strategy/retriever)")
+    t = threshold_shown(page)
+
+    png_name, png = _download(page, "png-export-sweep-rates")
+    assert config.replace("/", "-") in png_name and f"t{t:.4f}" in png_name
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    for value in (second_run, config, "in-domain", "Wilson", f"t = {t:.4f}", "evalcore"):
+        assert value in image.text["Description"], value
+
+    svg_name, svg = _download(page, "svg-export-sweep-rates")
+    assert svg_name == png_name[:-4] + ".svg"
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root[0].tag == ns + "title" and root[1].tag == ns + "desc" and second_run in root[1].text
+    drawn = " ".join(" ".join(t.itertext()) for t in root.iter(ns + "tspan"))
+    assert f"run: second {second_run}" in drawn and f"threshold: t = {t:.4f}" in drawn  # drawn into the image
+
+    csv_name, data = _download(page, "csv-export-sweep-rates")
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"))))
+    provenance = dict(r[0][2:].split(": ", 1) for r in rows if r and r[0].startswith("# "))
+    assert second_run in provenance["run"] and provenance["configurations"] == config
+    assert provenance["threshold"] == f"t = {t:.4f}" and "evalcore" in provenance["software"]
+
+    # another configuration: another file name
+    distances_before, _ = _download(page, "png-export-distances")
+    other = "wide/bm25" if config != "wide/bm25" else "tight/bm25"
+    select(page, "Configuration (strategy/retriever)", other)
+    healthy(page, "reviewer 2 other configuration")
+    distances_after, _ = _download(page, "png-export-distances")
+    assert distances_before != distances_after and other.replace("/", "-") in distances_after
+
+    pack_name, pack = _download(page, "review-pack")
+    assert pack_name.endswith(".zip")
+    with zipfile.ZipFile(io.BytesIO(pack)) as z:
+        names = z.namelist()
+        summary = z.read("summary.md").decode("utf-8")
+        for name in names:
+            if name.endswith(".png"):
+                assert second_run in Image.open(io.BytesIO(z.read(name))).text["Description"], name
+    assert "summary.md" in names and {n.rsplit(".", 1)[1] for n in names} == {"png", "svg", "csv", "md"}
+    assert len([n for n in names if n.endswith(".png")]) == len([n for n in names if n.endswith(".csv")]) >= 6
+    assert "## Decision" in summary and "## Comparison" in summary and other in summary

@@ -230,13 +230,24 @@ def test_parse_strategies():
     assert parse_strategies("boundaries+overlap")[0].overlap == 64
 
 
-@pytest.mark.parametrize("bad", ["G", "", "boundaries+colour", "blind+size=0", "blind+overlap=600",
-                                 "A,A", "blind+size=x", "A:blind"])
+def test_g_is_a_named_default_strategy():
+    from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES
+
+    g = Strategy("G", boundaries=True, header=True, overlap=0, size=512, intro=True)
+    assert parse_strategies("G") == [g] == parse_strategies("g")
+    assert parse_strategies("G:boundaries+header+intro") == [g]  # spelled out with its own recipe
+    assert [s.name for s in parse_strategies(DEFAULT_STRATEGIES)] == list("ABCDEFG") == list(NAMED_STRATEGIES)
+    with pytest.raises(ConfigError, match="G is a named strategy"):
+        parse_strategies("G:boundaries+header")
+
+
+@pytest.mark.parametrize("bad", ["H", "", "boundaries+colour", "blind+size=0", "blind+overlap=600",
+                                 "A,A", "blind+size=x", "A:boundaries", ":blind"])
 def test_parse_strategies_rejects(bad):
     with pytest.raises(ConfigError) as err:
         parse_strategies(bad)
-    if bad in ("G", ""):
-        assert "A, B, C, D, E, F" in str(err.value)
+    if bad in ("H", ""):
+        assert "A, B, C, D, E, F, G" in str(err.value)
 
 
 # --------------------------------------------------------------------------- invariants

@@ -87,6 +87,18 @@ def test_run_json_list_and_show(tmp_path):
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
 
 
+def test_chunks_accepts_every_default_strategy_by_name(tmp_path):
+    from evalcore.chunking import DEFAULT_STRATEGIES
+
+    for name in DEFAULT_STRATEGIES.split(","):
+        out = tmp_path / f"{name}.jsonl"
+        assert main(["chunks", "--corpus", str(MINI / "corpus"), "--strategy", name, "-o", str(out)]) == 0
+        assert out.read_text().count("\n") > 0
+    first = json.loads((tmp_path / "G.jsonl").read_text().splitlines()[0])
+    assert first["text"].startswith("[")  # G: header, and the introduction is chunked too
+    assert first["section"] == ""
+
+
 def test_chunks_output_for_strategy_e_agrees_with_the_seed(tmp_path):
     import shutil
 

@@ -182,7 +182,7 @@ def test_upload_of_pdf_html_and_a_zip_of_them(printed, tmp_path):
 
 
 def test_new_run_page_uploader_accepts_the_new_suffixes():
-    source = (ROOT / "pages" / "new_run.py").read_text()
+    source = (ROOT / "screens" / "new_run.py").read_text()
     for suffix in ("pdf", "html", "htm"):
         assert f'"{suffix}"' in source
 

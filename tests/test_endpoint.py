@@ -169,7 +169,8 @@ def test_unreachable_service_and_bad_options(tmp_path, capsys):
 def test_failed_queries_are_left_out_of_pairing(tmp_path, service, engine_store, engine_run_id, mini_inputs, capsys):
     """An endpoint run with one failed in-domain query, paired with built-in E/hybrid in the same
     store: the matrix, the query list and the gate pair on the other 17 queries."""
-    from evalcore import report
+    from evalcore.read.compare import compare, pair_queries
+    from evalcore.records import Configuration, RunConfiguration
 
     _, gt = mini_inputs
     store = tmp_path / "both.duckdb"
@@ -178,11 +179,13 @@ def test_failed_queries_are_left_out_of_pairing(tmp_path, service, engine_store,
     assert code == 0 and [f["query"] for f in out["failures"]] == [BROKEN]
     api = out["run_id"]
     n = len(gt.valid_questions) - 1
-    matrix = report.win_loss(Store(store), api, 4, other_run=engine_run_id, only=["sent3/bm25api", "E/hybrid"])
+    ours = RunConfiguration(api, Configuration("sent3", "bm25api"))
+    theirs = RunConfiguration(engine_run_id, Configuration("E", "hybrid"))
+    matrix = compare(Store(store), [ours, theirs], 4).matrix
     assert set(matrix["n"]) == {n}
-    test, listed = report.pair_queries(Store(store), (api, "sent3/bm25api"), (engine_run_id, "E/hybrid"), 4)
+    test, listed = pair_queries(Store(store), ours, theirs, 4)
     assert test.n == n and BROKEN not in set(listed["query_id"])
-    cell = matrix[matrix["row"].str.endswith("sent3/bm25api")].iloc[0]
+    cell = matrix[matrix["row"].str.startswith("sent3/bm25api")].iloc[0]
     assert (cell["wins"], cell["losses"]) == (test.wins, test.losses)
     code = main(["--store", str(store), "gate", "--baseline", "mini:E/hybrid", "--candidate", f"{api}:sent3/bm25api",
                  "--format", "json"])

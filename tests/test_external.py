@@ -194,7 +194,8 @@ def test_imported_run_compares_paired_with_builtin_configurations(tmp_path, engi
     configuration with built-in E/hybrid; wins, losses and p from an independent count + scipy."""
     from scipy.stats import binomtest
 
-    from evalcore import report
+    from evalcore.read.compare import compare
+    from evalcore.records import Configuration, RunConfiguration
 
     first, _, _ = oracle
     store = tmp_path / "both.duckdb"
@@ -211,9 +212,10 @@ def test_imported_run_compares_paired_with_builtin_configurations(tmp_path, engi
     losses = sum(1 for q in first if (theirs[q] or 99) <= 4 < (first[q] or 99))
     p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
 
-    matrix = report.win_loss(Store(store), ext, 4, adjust=False, other_run=engine_run_id,
-                             only=["sent3/rank_bm25", "E/hybrid"])
-    cell = matrix[matrix["row"].str.endswith("sent3/rank_bm25") & matrix["column"].str.endswith("E/hybrid")].iloc[0]
+    sides = [RunConfiguration(ext, Configuration("sent3", "rank_bm25")),
+             RunConfiguration(engine_run_id, Configuration("E", "hybrid"))]
+    matrix = compare(Store(store), sides, 4, adjust=False).matrix
+    cell = matrix[matrix["row"].str.startswith("sent3/rank_bm25") & matrix["column"].str.startswith("E/hybrid")].iloc[0]
     assert (cell["wins"], cell["losses"]) == (wins, losses) and cell["p_value"] == pytest.approx(p)
 
     code = main(["--store", str(store), "gate", "--baseline", "mini:E/hybrid", "--candidate", "ext:sent3/rank_bm25",
@@ -280,13 +282,18 @@ def test_front_door_is_small_and_lazy():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-def test_every_page_and_the_gate_axis_on_an_imported_run(tmp_path, engine_store, bm25_files, oracle, capsys):
+def test_every_page_and_the_gate_axis_on_an_imported_run(tmp_path, engine_store, bm25_files, oracle, capsys,
+                                                          monkeypatch):
     """The dashboard's reads on an imported run: the sweep and the distances read BM25's own
     score (kept when >= t), recomputed here from the rankings and the independent correctness;
     every page renders."""
-    from streamlit.testing.v1 import AppTest
+    from test_app import PAGES, open_page
 
-    from evalcore import report
+    from evalcore.configurations import info
+    from evalcore.read.distances import distance_summary, distances
+    from evalcore.read.queries import answer, query_view
+    from evalcore.read.sweeps import suggest, sweep
+    from evalcore.records import Configuration
     from evalcore.threshold import counts_at, state_at
 
     first, qrels, rankings = oracle
@@ -301,33 +308,27 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(tmp_path, engine_store,
                  "--chunker", "sent3", "--retriever", "rank_bm25", "--name", "ext", "--json"]) == 0
     run_id = json.loads(capsys.readouterr().out)["run_id"]
     s = Store(store)
-    config = "sent3/rank_bm25"
-    assert report.axis(s, run_id, config).label == "score (higher = closer)"
+    config = Configuration("sent3", "rank_bm25")
+    assert info(s, run_id, "sent3", "rank_bm25").axis.label == "score (higher = closer)"
     ind = {q: [(sc, c in qrels[q]) for c, sc in rankings[q]] for q in qrels}
     ood = {q: [sc for _, sc in hits] for q, hits in rankings.items() if q.startswith("ood-")}
     ood["ood-paella"] = [1000.0] + ood["ood-paella"]
-    sweep = report.sweep(s, run_id, config)
-    for t in [0.0, 2.5, 5.0, 7.5, 10.0, 100.0, *sweep["threshold"].iloc[:-1].tolist()]:
-        assert state_at(sweep, t) == counts_at(ind, ood, t, higher_is_closer=True), t
-    suggestion = report.suggest(sweep, cost_ratio=3.0)
+    swept = sweep(s, run_id, config)
+    for t in [0.0, 2.5, 5.0, 7.5, 10.0, 100.0, *swept["threshold"].iloc[:-1].tolist()]:
+        assert state_at(swept, t) == counts_at(ind, ood, t, higher_is_closer=True), t
+    suggestion = suggest(swept, cost_ratio=3.0)
     assert counts_at(ind, ood, suggestion.threshold, higher_is_closer=True).bluffs == suggestion.bluffs
-    distances = report.distances(s, run_id, config)
-    answers = distances[distances["measure"] == "in: distance to answer"].set_index("query_id")["distance"]
+    frame = distances(s, run_id, config)
+    answers = frame[frame["measure"] == "in: distance to answer"].set_index("query_id")["distance"]
     assert answers.to_dict() == {q: rankings[q][first[q] - 1][1] for q in first if first[q]}
-    summary = report.distance_summary(distances)
+    summary = distance_summary(frame)
     assert summary.worst_in == min(answers) and summary.axis == "score (higher = closer)"
-    view = report.query_config(s, run_id, "port-course", config, 5.0)
-    assert view.kept["distance"].tolist() == [sc for _, sc in rankings["port-course"][:4] if sc >= 5.0]
-    quoted = report.answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
+    view = query_view(s, run_id, "port-course", config, 5.0)
+    assert view.kept["gate_value"].tolist() == [sc for _, sc in rankings["port-course"][:4] if sc >= 5.0]
+    quoted = answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
     assert quoted.answered and quoted.citations["quote"].tolist() == ["not in the corpus"]
     assert quoted.citations["fragment"].tolist() == [""]
-    for page in ("runs", "compare", "distances", "threshold", "query", "index", "export"):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.session_state["store_path"] = str(store)
-        at.session_state["run_id"] = run_id
-        at.run()
-        if page != "runs":
-            at.switch_page(f"pages/{page}.py")
-            at.run()
+    for page in PAGES:
+        at = open_page(store, page, monkeypatch, run_id=run_id)
         assert not at.exception, (page, [e.value for e in at.exception])
         assert not at.error, (page, [e.value for e in at.error])

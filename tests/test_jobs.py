@@ -150,9 +150,9 @@ def test_killed_job_is_marked_failed_and_the_next_run_works(tmp_path):
     assert jobs.job(fresh, job_id)["status"] == "failed"
     assert stored_counts(fresh, job_id) == (0, 0)  # partial results never look complete
     # the store is still readable and the next run works
-    from evalcore import report
+    from evalcore.read import runs
 
-    assert job_id in set(report.runs_overview(fresh)["run_id"])
+    assert job_id in set(runs.runs_overview(fresh)["run_id"])
     next_id = jobs.submit(fresh, mini_job(), "next")
     row = wait_until(lambda: job_done(fresh, next_id))
     assert row["status"] == "complete", row["reason"]

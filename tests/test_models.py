@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from evalcore import report
 from evalcore.store import Store
 from evalcore.summary import summary_table
 
@@ -64,7 +63,11 @@ def test_two_models_are_two_stored_strategies_compared_paired(tmp_path, mini_inp
         assert ours.loc[f"{mini}/dense", metric] == engine.loc["E/dense", metric]
         assert ours.loc[f"{mini}/bm25", metric] == engine.loc["E/bm25", metric]  # bm25 ignores the model
     # two models, paired on the same queries like two strategies
-    matrix = report.win_loss(s, run_id, 4, only=[f"{mini}/dense", "E@tiny-random/dense"])
+    from evalcore.read.compare import compare
+    from evalcore.records import Configuration, RunConfiguration
+
+    sides = [RunConfiguration(run_id, Configuration.parse(c)) for c in (f"{mini}/dense", "E@tiny-random/dense")]
+    matrix = compare(s, sides, 4).matrix
     assert set(matrix["n"]) == {int(ours.loc[f"{mini}/dense", "queries"])}
     # vectors are cached per model: a second run embeds nothing new
     assert main(args) == 0

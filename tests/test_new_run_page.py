@@ -20,11 +20,11 @@ from evalcore.summary import summary_table
 APP = str(ROOT / "app.py")
 
 
-def open_new_run(store_path: Path) -> AppTest:
+def open_new_run(store_path: Path, monkeypatch) -> AppTest:
+    monkeypatch.setenv("EVALCORE_STORE", str(store_path))  # the dashboard shows the operator's store
     at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state["store_path"] = str(store_path)
     at.run()
-    at.switch_page("pages/new_run.py")
+    at.switch_page("screens/new_run.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -37,7 +37,6 @@ def upload(at: AppTest, corpus: list[tuple[str, bytes]], questions: bytes, ood: 
     if ood is not None:
         ood_up.set_value(("ood.jsonl", ood, "application/jsonl"))
     at.multiselect(key="nr_strategies").set_value(["A", "E"])
-    at.text_input(key="nr_custom").set_value("")  # the default adds G; these tests run A,E
     at.multiselect(key="nr_retrievers").set_value(["dense", "bm25", "hybrid"])
     at.run()
     at.button(key="nr_validate").click()
@@ -49,11 +48,12 @@ def mini_corpus() -> list[tuple[str, bytes]]:
     return [(p.name, p.read_bytes()) for p in sorted((MINI / "corpus").iterdir())]
 
 
-def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path):
+def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monkeypatch):
     store_path = tmp_path / "runs" / "evalcore.duckdb"
-    at = open_new_run(store_path)
+    at = open_new_run(store_path, monkeypatch)
     upload(at, mini_corpus(), (MINI / "questions.jsonl").read_bytes(), (MINI / "ood.jsonl").read_bytes())
-    assert at.success and "4 documents" in at.success[0].value, [e.value for e in at.error]
+    status = [*at.success, *at.warning]  # the mini questions hold one invalid needle: valid with a problem
+    assert len(status) == 1 and "4 documents" in status[0].value, [e.value for e in at.error]
     at.text_input(key="nr_name").set_value("uploaded")
     at.button(key="nr_start").click()
     at.run()
@@ -89,7 +89,6 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path):
 
     # the Runs page lists the dashboard run as complete and shows its figures
     runs = AppTest.from_file(APP, default_timeout=120)
-    runs.session_state["store_path"] = str(store_path)
     runs.session_state["run_id"] = job_id
     runs.run()
     assert not runs.exception, [e.value for e in runs.exception]
@@ -102,9 +101,9 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path):
     assert metrics["Out-of-domain queries"] == str(int((queries["domain"] == "out").sum()))
 
 
-def test_bad_upload_shows_its_message_and_changes_nothing(tmp_path):
+def test_bad_upload_shows_its_message_and_changes_nothing(tmp_path, monkeypatch):
     store_path = tmp_path / "runs" / "evalcore.duckdb"
-    at = open_new_run(store_path)
+    at = open_new_run(store_path, monkeypatch)
     store = Store(store_path)
     bad = (MINI / "questions.jsonl").read_bytes().replace(b'"id": "port-ticket"', b'"id": port-ticket', 1)
     line = next(i for i, text in enumerate(bad.decode().splitlines(), 1) if "port-ticket" in text)
@@ -118,17 +117,42 @@ def test_bad_upload_shows_its_message_and_changes_nothing(tmp_path):
     # fixed questions: the upload goes through, the binary file is skipped with its message
     upload(at, [*mini_corpus(), ("blob.md", b"\0\1\2")], (MINI / "questions.jsonl").read_bytes(), None)
     warnings = [w.value for w in at.warning]
-    assert any(w.startswith("blob.md: binary file (NUL byte at offset 0)") for w in warnings), warnings
-    assert at.success and "4 documents" in at.success[0].value
+    assert len(warnings) == 1 and "1 × file skipped" in warnings[0] and "4 documents" in warnings[0]
+    assert "blob.md: binary file (NUL byte at offset 0)" in warnings[0].replace("\\", ""), warnings
+    assert at.button(key="nr_start")  # valid with a problem: it can start
 
 
-def test_custom_strategy_defaults_to_the_clis_g(tmp_path):
-    from evalcore.cli import DEFAULT_STRATEGIES
+def test_strategies_default_to_a_g_and_only_the_chosen_run(tmp_path, monkeypatch):
+    """G is one of the strategies, not a pre-filled custom text that sneaks into a run where
+    only E was chosen."""
+    from evalcore.chunking import DEFAULT_STRATEGIES
 
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-    at.session_state["store_path"] = str(tmp_path / "s.duckdb")
+    at = open_new_run(tmp_path / "runs" / "evalcore.duckdb", monkeypatch)
+    assert at.multiselect(key="nr_strategies").value == DEFAULT_STRATEGIES.split(",")
+    assert at.text_input(key="nr_custom").value == ""
+    at.radio(key="nr_source").set_value("demo")
+    at.multiselect(key="nr_strategies").set_value(["E"])
+    at.multiselect(key="nr_retrievers").set_value(["dense"])
     at.run()
-    at.switch_page("pages/new_run.py")
+    at.button(key="nr_validate").click()
     at.run()
-    assert not at.exception
-    assert DEFAULT_STRATEGIES.endswith("," + at.text_input(key="nr_custom").value)
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["nr_prepared"].spec.strategies == "E"
+    assert not (tmp_path / "runs" / "evalcore.duckdb").exists()  # visiting and validating create no store
+
+
+def test_many_problems_are_one_summary_and_one_table_above_nothing(tmp_path, monkeypatch):
+    """Questions whose documents were not uploaded: one warning with the counts and the
+    Start button right under it, the problems in one table, not one box each."""
+    questions = (MINI / "questions.jsonl").read_bytes()
+    at = open_new_run(tmp_path / "runs" / "evalcore.duckdb", monkeypatch)
+    upload(at, mini_corpus()[:1], questions, None)  # one document: most needles are not found
+    assert not at.exception, [e.value for e in at.exception]
+    prepared = at.session_state["nr_prepared"]
+    invalid = len(prepared.report["invalid_ground_truths"])
+    assert invalid > 3
+    assert not at.success and len(at.warning) == 1
+    assert f"{invalid} × ground truth excluded" in at.warning[0].value
+    table = next(d.value for d in at.dataframe if "message" in d.value.columns)
+    assert len(table) == invalid
+    assert at.button(key="nr_start")

@@ -99,7 +99,7 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
     path = tmp_path / "s.duckdb"
     cmd = [sys.executable, "-m", "evalcore", "--store", str(path), "run", "--corpus", str(MINI / "corpus"),
            "--questions", str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "-q",
-           "--strategies", "A,B,C,D,E,F,G:blind+size=300,H:boundaries+size=300"]
+           "--strategies", "A,B,C,D,E,F,X:blind+size=300,H:boundaries+size=300"]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     store = Store(path)

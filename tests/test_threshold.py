@@ -11,9 +11,7 @@ from hypothesis import strategies as st
 from evalcore.stats import wilson_interval
 from evalcore.threshold import (
     COUNT_COLUMNS,
-    SERIES,
     counts_at,
-    distance_table,
     gate,
     split_hits,
     state_at,
@@ -187,7 +185,7 @@ def test_suggested_value_is_a_short_decimal_inside_the_step():
     assert "0.5 x bluffs" in s.rule
 
 
-def test_split_hits_and_distance_table():
+def test_split_hits():
     hits = pd.DataFrame({
         "query_id": ["q1", "q1", "o1", "q2"],
         "domain": ["in", "in", "out", "in"],
@@ -198,14 +196,3 @@ def test_split_hits_and_distance_table():
     ind, ood = split_hits(hits, domains={"q3": "in"})
     assert ind == {"q1": [(0.3, False), (0.4, True)], "q2": [(0.2, False)], "q3": []}
     assert ood == {"o1": [0.5]}
-    results = pd.DataFrame({
-        "query_id": ["q1", "q2", "o1", "o2"],
-        "domain": ["in", "in", "out", "out"],
-        "answer_distance": [0.4, None, None, None],
-        "top_distance": [0.3, 0.2, 0.5, 0.35],
-    })
-    dist = distance_table(results)
-    assert set(dist.table["series"]) == set(SERIES)
-    assert len(dist.table) == 5  # q2 has no answer distance
-    assert dist.worst_in_domain_answer == 0.4 and dist.best_out_of_domain == 0.35
-    assert dist.separable is False

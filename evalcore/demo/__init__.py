@@ -16,8 +16,11 @@ from evalcore.records import Corpus
 _HERE = Path(__file__).resolve().parent
 QUESTIONS_PATH: Path = _HERE / "questions.jsonl"
 OOD_PATH: Path = _HERE / "ood.jsonl"
+#: The demo's retrievers (``python -m evalcore demo`` and the dashboard's "Start the demo run");
+#: rerank runs only where a local cross-encoder is given, and says so otherwise.
+RETRIEVERS = "dense,bm25,hybrid,rerank"
 
-__all__ = ["NAME", "OOD_PATH", "QUESTIONS_PATH", "VERSION", "load_demo_corpus"]
+__all__ = ["NAME", "OOD_PATH", "QUESTIONS_PATH", "RETRIEVERS", "VERSION", "load_demo_corpus"]
 
 
 def load_demo_corpus() -> Corpus:

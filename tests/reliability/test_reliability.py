@@ -209,7 +209,7 @@ def tempfile_dir() -> str:
 BAD_CORPORA = [
     ("corpus folder missing", lambda t: t / "missing", "error: corpus folder not found: TMP/missing"),
     ("corpus path is a file", lambda t: QUESTIONS, f"error: corpus path is not a folder: {QUESTIONS}"),
-    ("corpus folder empty", lambda t: t, "error: no documents (*.md, *.markdown, *.txt) under TMP"),
+    ("corpus folder empty", lambda t: t, "error: no documents (*.md, *.markdown, *.txt, *.pdf, *.html, *.htm) under TMP"),
     ("only unreadable documents", lambda t: _write(t / "c", {"a.md": b"\xff\xfe", "b.md": b"", "c.txt": b"x\0y"}),
      "error: no readable documents under TMP/c (a.md: not valid UTF-8 (byte offset 0: invalid start byte); "
      "b.md: empty file; c.txt: binary file (NUL byte at offset 1))"),
@@ -751,11 +751,11 @@ def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base
     ran = evalcore(*RUN, "--strategies", "A,E", store=store)  # its vectors are cached: only the final write is big
     fill(small_disk)  # now completely full
     listed, shown = evalcore("list", store=store), evalcore("show", next(iter(before)), store=store)
-    from evalcore import report
+    from evalcore.read.runs import runs_overview
     from evalcore.summary import summary_table
 
     try:
-        dashboard = len(report.runs_overview(Store(store))), len(summary_table(Store(store), next(iter(before))))
+        dashboard = len(runs_overview(Store(store))), len(summary_table(Store(store), next(iter(before))))
     except Exception as exc:  # noqa: BLE001 - shown in the table
         dashboard = f"{type(exc).__name__}: {exc}"
     filler.unlink()

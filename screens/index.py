@@ -3,30 +3,36 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import _ui
+from evalcore import figures
+from evalcore.read import index
+from screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Index health")
 run = _ui.require_run(ctx)
-figure, health = _ui.index_figure(run)
+figure = _ui.figure(figures.index_figure, ctx.run_id)
+health = figure.detail
 if health.empty:
     st.info("This run has no strategies recorded.")
 else:
     st.dataframe(health, hide_index=True, column_config={
         "header_share": st.column_config.NumberColumn("header share", format="percent"),
-        "norm_max_diff": st.column_config.NumberColumn("normalisation check", format="%.2e",
-                                                       help="max |L2²/2 − (1 − cos)| over 200 × 200 chunk pairs; ~1e-6 when vectors are unit length"),
+        "norm_max_diff": st.column_config.NumberColumn(
+            "normalisation check", format="%.2e",
+            help="max |L2²/2 − (1 − cos)| over 200 × 200 chunk pairs; ~1e-6 when vectors are unit length"),
         "over_window": st.column_config.NumberColumn("over 256 window"),
     })
-    st.altair_chart(figure.chart)
-    _ui.downloads(figure, ctx.run_id, "index")
+    _ui.show_figure(figure, "index")
 
-over = _ui.call("over_window_chunks", ctx.run_id)
+over = _ui.cached(index.over_window_chunks, ctx.run_id)
 st.subheader(f"Chunks over the 256-piece window ({len(over)})")
 st.caption("The model cuts these silently: the words past the window are never embedded.")
-st.dataframe(over, hide_index=True) if not over.empty else st.success("No chunk is over the window.")
+if over.empty:
+    st.success("No chunk is over the window.")
+else:
+    st.dataframe(over, hide_index=True)
 
-destroyed = _ui.call("destroyed_list", ctx.run_id)
+destroyed = _ui.cached(index.destroyed_list, ctx.run_id)
 st.subheader(f"Destroyed ground truths ({len(destroyed)})")
 if destroyed.empty:
     st.success("Every ground truth lies whole in some chunk.")
@@ -37,7 +43,7 @@ else:
                  hide_index=True, column_order=["strategy", "group_id", "doc_id", "why", "start", "end",
                                                 "cut", "context_before", "split", "context_after"])
 
-docs = _ui.call("documents", ctx.run_id)
+docs = _ui.cached(index.documents, ctx.run_id)
 st.subheader(f"Documents ({len(docs)})")
 stale = int(docs["stale"].sum())
 failed = int((docs["state"] == "failed").sum())
@@ -46,3 +52,4 @@ if stale:
 if failed:
     st.error(f"{failed} documents failed; their reasons are listed below.")
 st.dataframe(docs, hide_index=True)
+_ui.methods_link()

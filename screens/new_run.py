@@ -4,23 +4,28 @@ A job runs in its own process (evalcore.jobs), so leaving this page, reloading i
 opening another tab does not stop it. Page-local session keys (widget keys, not kept
 when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``nr_ood``,
 ``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_strategies``,
-``nr_custom``, ``nr_retrievers``, ``nr_name``; ``nr_prepared`` holds validated inputs
+``nr_custom`` (empty by default: A-G are in ``nr_strategies``), ``nr_retrievers``,
+``nr_name``; ``nr_prepared`` holds validated inputs
 (evalcore.jobs.Prepared) until they are started or an input changes; ``nr_last_job``
 the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
 """
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 import streamlit as st
 
 from evalcore import inputs, jobs, uploads
-from evalcore.chunking import SPEC_SYNTAX, STANDARD_STRATEGIES
+from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
 from evalcore.retrieval import RETRIEVERS
-from pages import _ui
+from screens import _ui
 
 ctx = _ui.sidebar()
 store = _ui.get_store(ctx.store_path)
+store_exists = Path(ctx.store_path).exists()  # a missing store is created by the first job, never by a visit
 st.title("New run")
-if not st.session_state.get("nr_cleaned"):  # once a session: uploads never started, a day old
+if store_exists and not st.session_state.get("nr_cleaned"):  # once a session: uploads never started, a day old
     _ui.guarded(lambda: jobs.clean_uploads(store))
     st.session_state["nr_cleaned"] = True
 
@@ -47,10 +52,10 @@ def _one(item) -> uploads.UploadedFile | None:
 source = st.radio("Inputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source",
                   on_change=_forget)
 if source == "upload":
-    st.caption("Limits: " + uploads.DEFAULT_LIMITS.describe() + ". Files that are not UTF-8 text, "
-               "binary or empty are skipped with a message; a zip with paths outside its folder or "
-               "symbolic links is refused.")
-    corpus_up = st.file_uploader("Corpus: .md / .txt files, or a .zip of them", key="nr_corpus",
+    st.caption("Limits: " + uploads.DEFAULT_LIMITS.describe() + ". Text files that are not UTF-8, "
+               "PDFs that are corrupt or password-protected, and empty or unknown files are skipped "
+               "with a message; a zip with paths outside its folder or symbolic links is refused.")
+    corpus_up = st.file_uploader("Corpus: .md / .txt / .pdf / .html files, or a .zip of them", key="nr_corpus",
                                  type=["md", "markdown", "txt", "pdf", "html", "htm", "zip"], accept_multiple_files=True,
                                  on_change=_forget)
     cols = st.columns(2)
@@ -67,9 +72,8 @@ else:
 
 cols = st.columns([2, 2, 2])
 chosen = cols[0].multiselect(
-    "Strategies", list(STANDARD_STRATEGIES), default=list(STANDARD_STRATEGIES), key="nr_strategies",
-    on_change=_forget, help="; ".join(f"{k}: {s.describe()}" for k, s in STANDARD_STRATEGIES.items()))
-st.session_state.setdefault("nr_custom", "G:boundaries+header+intro")  # the CLI's default G
+    "Strategies", list(NAMED_STRATEGIES), default=DEFAULT_STRATEGIES.split(","), key="nr_strategies",
+    on_change=_forget, help="; ".join(f"{k}: {s.describe()}" for k, s in NAMED_STRATEGIES.items()))
 custom = cols[1].text_input("Custom strategies (optional, comma list)", key="nr_custom", on_change=_forget,
                             placeholder="wide:boundaries+header+size=800", help=SPEC_SYNTAX)
 retrievers = cols[2].multiselect(
@@ -96,36 +100,62 @@ if st.button("Validate", key="nr_validate", icon=":material/fact_check:"):
     with st.spinner("Checking the inputs…"):
         st.session_state["nr_prepared"] = _ui.guarded(_prepare)
 
+
+
+def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
+    """Every problem of a validation, one row each: what, where, message."""
+    rep = prepared.report
+    rows = [{"what": "file skipped", "where": message.split(":", 1)[0], "message": message}
+            for message in prepared.skipped]
+    rows += [{"what": "document failed", "where": item["path"], "message": f"{item['reason']} (recorded as failed)"}
+             for item in rep["failed"]]
+    rows += [{"what": "ground truth excluded", "where": f"questions line {item['line']}, group {item['group']}",
+              "message": f"needle {item['reason']}"} for item in rep["invalid_ground_truths"]]
+    return rows
+
+
 prepared: jobs.Prepared | None = st.session_state.get("nr_prepared")
 if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
-    st.success(f"Valid: {rep['documents']} documents ({len(rep['failed'])} failed), {rep['sections']} sections, "
-               f"{rep['characters']:,} characters; ground truths {gt['valid']} of {gt['total']} valid; "
-               f"in-domain queries {q['valid']} of {q['total']}; out-of-domain {ood['total']} "
+    found = problems(prepared)
+    summary = (f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
+               f"{rep['sections']} sections, "
+               f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
+               f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
                f"({ood['near']} near, {ood['far']} far). Strategies {prepared.spec.strategies} · "
                f"retrievers {prepared.spec.retrievers}.")
-    for message in prepared.skipped:
-        st.warning(message)
-    for item in rep["failed"]:
-        st.warning(f"{item['path']}: {item['reason']} (recorded as a failed document)")
-    for item in rep["invalid_ground_truths"]:
-        st.warning(f"questions line {item['line']}, group {item['group']}: needle {item['reason']}; "
-                   "excluded from scoring")
-    with st.expander("Validation report (as `python -m evalcore validate --json`)"):
-        st.json(rep)
+    if not found:
+        st.success(f"Valid: {_ui.esc(summary)}")
+    else:
+        kinds = Counter(row["what"] for row in found)
+        counted = "; ".join(f"{n:,} × {what}" for what, n in kinds.items())
+        first = found[0]
+        st.warning(f"Valid with problems ({counted}): only what is valid is run. {_ui.esc(summary)} "
+                   f"First problem: {_ui.esc(first['where'])}: {_ui.esc(first['message'])}.")
     if st.button("Start run", key="nr_start", type="primary", icon=":material/play_arrow:"):
         job_id = _ui.guarded(lambda: jobs.submit(store, prepared, name))
         if job_id:
             st.session_state.pop("nr_prepared", None)
             st.session_state["nr_last_job"] = job_id
             st.rerun()
+    if found:
+        reasons = Counter(row["message"].split(" (")[0] for row in found)
+        with st.expander(f"Problems ({len(found):,})", expanded=len(found) <= 10):
+            if len(reasons) < len(found):
+                st.caption("Most frequent: " + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
+            st.dataframe(found, hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
+    with st.expander("Validation report (as `python -m evalcore validate --json`)"):
+        st.json(rep, expanded=False)
 
 if st.session_state.get("nr_last_job"):
     st.info(f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
             f"At most {_ui.guarded(jobs.max_jobs) or 1} job(s) run at once; the others wait in order.")
 
 st.subheader("Jobs")
+if not store_exists:
+    st.caption("No jobs yet.")
+    st.stop()
 active_now = not jobs.active_jobs(store).empty
 
 
@@ -141,8 +171,8 @@ def job_panel() -> None:
     for row in active.to_dict("records"):
         cols = st.columns([5, 1])
         where = f"queued, #{int(row['position'])} in line" if row["status"] == "queued" else "running"
-        cols[0].progress(float(row["progress"]), text=f"**{row['name']}** `{row['job_id']}` · {where} · "
-                                                     f"{row['stage'] or ''}")
+        cols[0].progress(float(row["progress"]), text=f"**{_ui.esc(row['name'])}** {row['job_id']} · {where} · "
+                                                     f"{_ui.esc(row['stage'] or '')}")
         if row["cancel_requested"]:
             cols[1].caption("cancelling…")
         else:

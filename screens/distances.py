@@ -5,22 +5,27 @@ import math
 
 import streamlit as st
 
-from pages import _ui
+from evalcore import figures
+from screens import _ui
 
 ctx = _ui.sidebar()
 st.title("Distances")
 run = _ui.require_run(ctx, need_config=True)
-figure, frame, summary = _ui.distance_figure(run, ctx.config)
+figure = _ui.figure(figures.distance_figure, ctx.run_id, ctx.config)
+frame, summary = figure.detail
 if frame.empty:
     st.info("No distances stored for this configuration.")
     st.stop()
-st.caption(f"Configuration **{ctx.config}** · cosine distance of each in-domain query to its answer "
-           "(best-ranked correct chunk) and of its top hit, against the top hit of each out-of-domain query.")
+st.markdown(f"Configuration **{_ui.esc(ctx.config.label)}** · cosine distance of each in-domain query to its answer "
+            "(the best-ranked correct chunk) and of its top hit, against the top hit of each out-of-domain query.")
+_ui.plain(f"n: {summary.n_text()}.", small=True, testid="distance-n")
 cols = st.columns(4)
 cols[0].metric("Worst in-domain answer", "n/a" if math.isnan(summary.worst_in) else f"{summary.worst_in:.3f}")
 cols[1].metric("Best out-of-domain top hit", "n/a" if math.isnan(summary.best_out) else f"{summary.best_out:.3f}")
-cols[2].metric("Answers at or beyond the best ood", summary.overlap_in, help=f"of {summary.n_in} in-domain answers")
-cols[3].metric("Ood hits at or within the worst answer", summary.overlap_out, help=f"of {summary.n_out} out-of-domain queries")
+cols[2].metric("Answers in the overlap", f"{summary.overlap_in} of {summary.n_answer}",
+               help="In-domain answers at or beyond the best out-of-domain top hit")
+cols[3].metric("Off-topic hits in the overlap", f"{summary.overlap_out} of {summary.n_out}",
+               help="Out-of-domain top hits at or within the worst in-domain answer")
 if summary.n_out == 0:
     st.warning("This run has no out-of-domain queries: only the in-domain distances are shown.")
 elif summary.separated:
@@ -28,7 +33,8 @@ elif summary.separated:
                "out-of-domain query.")
 else:
     st.warning("The groups overlap (shaded band): no threshold keeps every answer without a bluff.")
-st.altair_chart(figure.chart)
-_ui.downloads(figure, ctx.run_id, "distances")
+if figure.chart is not None:
+    _ui.show_figure(figure, "distances")
 with st.expander("Per-query distances"):
     st.dataframe(frame, hide_index=True)
+_ui.methods_link()

@@ -1,0 +1,323 @@
+"""Every exportable figure assembled once: chart, data and provenance (no streamlit here).
+
+The dashboard's pages, its Export screen and review pack, and ``tools/export_figures.py``
+all build figures through these functions, so a chart on screen, its PNG/SVG/CSV and the
+README's pictures are the same figure with the same caption.
+
+A figure's :class:`Provenance` names what a reviewer needs to trace it back: the figure,
+the run(s) (name, id, date), the configuration(s), n, the test, the interval method, the
+threshold where one applies, the date and the evalcore version.
+"""
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Callable
+
+from evalcore.records import Configuration, RunConfiguration
+from evalcore.stats import INTERVAL_METHOD, PAIRED_TEST
+
+if TYPE_CHECKING:
+    from evalcore.store import Store
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _version() -> str:
+    from evalcore import __version__
+
+    return f"evalcore {__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a figure comes from, as ordered (name, value) fields."""
+
+    what: str
+    runs: tuple[str, ...]
+    configurations: tuple[str, ...]
+    n: str
+    test: str | None = None
+    interval: str | None = None
+    threshold: float | None = None
+    made: str = field(default_factory=_now)
+    software: str = field(default_factory=_version)
+
+    def fields(self) -> list[tuple[str, str]]:
+        """(name, value) pairs, in the order they are printed."""
+        return [
+            ("figure", self.what),
+            ("run", "; ".join(self.runs)),
+            ("configurations", ", ".join(self.configurations) or "all"),
+            ("n", self.n),
+            ("test", self.test or "none"),
+            ("interval", self.interval or "none"),
+            ("threshold", f"t = {self.threshold:.4f}" if self.threshold is not None else "none"),
+            ("made", self.made),
+            ("software", self.software),
+        ]
+
+    def text(self) -> str:
+        """One line: ``"<figure> — run ...; configurations ...; n = ...; test: ...; ..."``."""
+        f = dict(self.fields())
+        return (f"{f['figure']} — run {f['run']}; configurations {f['configurations']}; n = {f['n']}; "
+                f"test: {f['test']}; interval: {f['interval']}; threshold: {f['threshold']}; "
+                f"made {f['made']} by {f['software']}")
+
+    def lines(self, width: int = 110) -> list[str]:
+        """The caption wrapped to ``width`` characters, one field a line (for drawing)."""
+        out: list[str] = []
+        for name, value in self.fields():
+            out += textwrap.wrap(f"{name}: {value}", width=width, subsequent_indent="    ") or [f"{name}:"]
+        return out
+
+    def stamped(self) -> Provenance:
+        """The same provenance, made now (an export is dated when its file is written)."""
+        return replace(self, made=_now())
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One exportable chart: a slug, the chart, its data, its provenance, and the record it
+    was drawn from (``detail``: a Comparison, a DistanceSummary, a sweep frame, ...)."""
+
+    slug: str
+    title: str
+    chart: Any  # an Altair chart
+    data: Any  # pd.DataFrame
+    provenance: Provenance
+    configurations: tuple[str, ...] = ()  # named in file names
+    threshold: float | None = None  # named in file names
+    detail: Any = None
+
+    @property
+    def caption(self) -> str:
+        return self.provenance.text()
+
+
+def runs_text(store: Store, run_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """How a caption names each run (one query for all):
+    ``"demo 20261129-225237-0ff462 (created 2026-11-29 22:52)"``."""
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
+        return ()
+    rows = store.query(f"SELECT run_id, name, created_at FROM runs WHERE run_id IN ({', '.join('?' * len(ids))})", ids)
+    found = {row.run_id: row for row in rows.itertuples()}
+    out = []
+    for run_id in ids:
+        row = found.get(run_id)
+        if row is None:
+            out.append(str(run_id))
+            continue
+        when = row.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(row.created_at, "strftime") else str(row.created_at)
+        out.append(f"{row.name} {run_id} (created {when})")
+    return tuple(out)
+
+
+def run_text(store: Store, run_id: str) -> str:
+    """:func:`runs_text` of one run."""
+    return runs_text(store, [run_id])[0]
+
+
+def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[Figure, Figure]:
+    """Recall@k with 95% Wilson intervals of each side (one panel per k), and MRR: one read."""
+    from evalcore import charts
+    from evalcore.read.compare import recall_table
+
+    table = recall_table(store, sides)
+    runs = runs_text(store, [s.run_id for s in sides])
+    labels = tuple(dict.fromkeys(table["label"]))
+    n = int(table["queries"].iloc[0]) if len(table) else 0
+    recall = Figure("recall", "Recall@k", charts.recall_chart(table) if len(table) else None, table,
+                    Provenance("Recall@k per configuration", runs, labels, f"{n} in-domain queries", None,
+                               INTERVAL_METHOD), labels)
+    mrr = table[table["metric"] == "mrr"].reset_index(drop=True)
+    return recall, Figure("mrr", "MRR", charts.mrr_chart(mrr) if len(mrr) else None, mrr,
+                          Provenance("MRR per configuration", runs, labels, f"{n} in-domain queries"), labels)
+
+
+def destroyed_figure(store: Store, run_id: str) -> Figure:
+    """Destroyed ground truths per strategy of one run."""
+    from evalcore import charts
+    from evalcore.read.compare import destroyed_counts
+
+    counts = destroyed_counts(store, run_id)
+    prov = Provenance("Destroyed answers per strategy", (run_text(store, run_id),), ("every strategy",),
+                      f"{int(counts['destroyed'].sum())} destroyed ground truths over {len(counts)} strategies")
+    return Figure("destroyed", "Destroyed answers", charts.destroyed_chart(counts), counts, prov)
+
+
+def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adjust: bool) -> Figure:
+    """The win/loss matrix of ``sides`` at hit@k (detail: the :class:`~evalcore.read.compare.Comparison`)."""
+    from evalcore import charts
+    from evalcore.read.compare import compare
+
+    comparison = compare(store, sides, k, adjust)
+    runs = runs_text(store, [s.run_id for s in comparison.sides])
+    pairs = len(comparison.sides) * (len(comparison.sides) - 1) // 2
+    test = PAIRED_TEST + (f", Holm-adjusted over the {pairs} pair{'s' if pairs != 1 else ''} shown"
+                          if adjust else ", unadjusted")
+    prov = Provenance(f"Win/loss matrix at hit@{k}", runs, comparison.labels,
+                      f"{comparison.n} in-domain queries (paired)", test)
+    chart = charts.heatmap(comparison.matrix, comparison.labels, k, comparison.p_name) if len(comparison.sides) > 1 else None
+    return Figure(f"winloss-hit{k}", f"Win/loss matrix at hit@{k}", chart, comparison.matrix, prov,
+                  comparison.labels, detail=comparison)
+
+
+def distance_figure(store: Store, run_id: str, configuration: Configuration) -> Figure:
+    """Distances in and out of domain of one configuration (detail: (frame, DistanceSummary))."""
+    from evalcore import charts
+    from evalcore.read.distances import distance_histogram, distance_summary, distances
+
+    frame = distances(store, run_id, configuration)
+    summary = distance_summary(frame)
+    hist = distance_histogram(frame)
+    prov = Provenance("Distances in and out of domain", (run_text(store, run_id),), (configuration.label,),
+                      summary.n_text())
+    chart = charts.distance_chart(hist, summary.worst_in, summary.best_out) if len(hist) else None
+    return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
+
+
+def sweep_figure(store: Store, run_id: str, configuration: Configuration, threshold: float,
+                 rates: bool) -> Figure:
+    """The threshold sweep (counts, or rates with Wilson bands) with a rule at ``threshold``
+    (detail: the sweep frame)."""
+    from evalcore.read.sweeps import sweep
+
+    return sweep_figure_of(sweep(store, run_id, configuration), run_text(store, run_id), configuration,
+                           threshold, rates)
+
+
+def sweep_figures(store: Store, run_id: str, configuration: Configuration,
+                  threshold: float) -> tuple[Figure, Figure]:
+    """The sweep as counts and as rates, from one read."""
+    from evalcore.read.sweeps import sweep
+
+    frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
+    return (sweep_figure_of(frame, run, configuration, threshold, False),
+            sweep_figure_of(frame, run, configuration, threshold, True))
+
+
+def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
+    """:func:`sweep_figure` from a sweep frame already read (a slider move redraws, never rereads)."""
+    from evalcore import charts
+    from evalcore.read.sweeps import sweep_long
+
+    n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
+    n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
+    mode = "rates" if rates else "counts"
+    prov = Provenance(f"Threshold sweep ({mode})", (run,), (configuration.label,),
+                      f"{n_in} in-domain and {n_out} out-of-domain queries", None,
+                      INTERVAL_METHOD if rates else None, float(threshold))
+    long = sweep_long(frame)
+    chart = charts.sweep_chart(long, float(threshold), rates) if len(long) else None
+    return Figure(f"sweep-{mode}", f"Threshold sweep ({mode})", chart, long, prov, (configuration.label,),
+                  float(threshold), detail=frame)
+
+
+def index_figure(store: Store, run_id: str) -> Figure:
+    """Chunks per strategy with the chunks over the window (detail: the index-health frame)."""
+    from evalcore import charts
+    from evalcore.read.index import index_health
+
+    health = index_health(store, run_id)
+    prov = Provenance("Index health per strategy", (run_text(store, run_id),), ("every strategy",),
+                      f"{int(health['chunks'].sum())} chunks over {len(health)} strategies")
+    return Figure("index", "Index health", charts.index_chart(health) if len(health) else None, health, prov,
+                  detail=health)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What the screens currently show, so an export equals them.
+
+    ``sides``, ``k``, ``adjust``: the Compare screen's configurations, hit@k and Holm switch;
+    ``configuration``, ``threshold``: the configuration and threshold of the Threshold
+    screen (shared by Query and Export); ``threshold_source`` says where t came from.
+    """
+
+    run_id: str
+    configuration: Configuration
+    threshold: float
+    threshold_source: str
+    sides: tuple[RunConfiguration, ...]
+    k: int
+    adjust: bool
+
+
+def selection_figures(store: Store, selection: Selection,
+                      call: Callable[..., Any] | None = None) -> list[Figure]:
+    """Every figure of the current selection, in the order the Export screen shows them.
+
+    ``call(fn, *args)`` runs ``fn(store, *args)``; the dashboard passes its cache, so the
+    Export screen reuses the figures the other screens already drew.
+    """
+    call = call or (lambda fn, *args: fn(store, *args))
+    figures = [*call(recall_figures, selection.sides), call(destroyed_figure, selection.run_id)]
+    if len(selection.sides) > 1:
+        figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust))
+    figures += [call(distance_figure, selection.run_id, selection.configuration),
+                *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold),
+                call(index_figure, selection.run_id)]
+    return [f for f in figures if f.chart is not None]
+
+
+def review_summary(store: Store, selection: Selection, figures: list[Figure], files: dict[str, list[str]]) -> str:
+    """The review pack's Markdown summary: the decision and the comparison the charts support,
+    what each file shows, and the methods in a few lines. User text (run names, notes) is escaped."""
+    from evalcore import markdown as md
+    from evalcore.read.compare import best, compare, significance_text
+    from evalcore.read.decisions import latest_decision
+    from evalcore.read.sweeps import gate_table, ood_support, sentence_at, sweep
+
+    made = _now()
+    run = store.run(selection.run_id)
+    lines = [f"# Review pack: run {md.escape(run['name'])} ({selection.run_id})", "",
+             f"Made {made} by {_version()} from the dashboard's current selection.", "",
+             "## Decision: the refusal threshold", "",
+             f"Configuration **{md.escape(selection.configuration.label)}**, threshold **t = {selection.threshold:.4f}** "
+             f"({md.escape(selection.threshold_source)}).", ""]
+    decision = latest_decision(store, selection.run_id, selection.configuration)
+    if decision is not None and abs(decision.threshold - selection.threshold) < 1e-12 and decision.note:
+        lines += [f"Note saved with the decision: {md.escape(decision.note)}", ""]
+    frame = sweep(store, selection.run_id, selection.configuration)
+    if len(frame):
+        lines += [sentence_at(frame, selection.threshold), ""]
+        warning = ood_support(frame, selection.threshold)
+        if warning:
+            lines += [f"**Warning:** {warning}", ""]
+        table = gate_table(frame, selection.threshold)
+        lines += ["| outcome | queries | of | share | 95% Wilson interval |", "|---|---:|---:|---:|---|"]
+        for row in table.itertuples(index=False):
+            share = "n/a" if row.of == 0 else f"{100 * row.share:.1f}%"
+            interval = "n/a" if row.of == 0 else f"{100 * row[4]:.1f}–{100 * row[5]:.1f}%"
+            lines.append(f"| {row.outcome} | {row.queries} | {row.of} | {share} | {interval} |")
+        lines.append("")
+    lines += ["## Comparison", ""]
+    if len(selection.sides) > 1:
+        comparison = compare(store, selection.sides, selection.k, selection.adjust)
+        top = best(comparison)
+        if top is not None:
+            lines += [md.escape(top.sentence(selection.k, comparison.p_name)), ""]
+        lines += [md.escape(significance_text(comparison)), "",
+                  "Configurations compared: " + ", ".join(md.escape(label) for label in comparison.labels) + ".", ""]
+    else:
+        lines += ["Fewer than two configurations selected: no paired comparison.", ""]
+    lines += ["## Files", ""]
+    for figure in figures:
+        names = ", ".join(f"`{name}`" for name in files.get(figure.slug, []))
+        lines += [f"- **{md.escape(figure.title)}**: {names}", f"  - {md.escape(figure.provenance.text())}"]
+    lines += ["", "## Methods", "",
+              "- recall@k: share of in-domain queries with a correct chunk (one whose text holds the whole "
+              "answer) at rank k or better; MRR: mean of 1/rank of the first correct chunk, 0 when none.",
+              f"- Intervals: {INTERVAL_METHOD}.",
+              f"- Paired comparison: {PAIRED_TEST}; ties are not counted; with the Holm switch on, "
+              "p-values are Holm-adjusted over the pairs of the configurations compared.",
+              "- The gate at t keeps, from a retriever's top 4 hits, those with cosine distance < t; nothing "
+              "kept means NO ANSWER. Bluff: an out-of-domain query with a hit kept; lost answer: an in-domain "
+              "query with a correct hit in the top 4 that the gate drops.",
+              "- Every definition in full: docs/METHODS.md in the evalcore repository.", ""]
+    return "\n".join(lines)

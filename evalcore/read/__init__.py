@@ -1,0 +1,14 @@
+"""A stored run read back, one concept a module (no Streamlit here).
+
+- :mod:`evalcore.read.runs`: the run list, one run, its configurations and timings;
+- :mod:`evalcore.read.compare`: recall@k and MRR, destroyed answers, the paired win/loss matrix;
+- :mod:`evalcore.read.distances`: distances in and out of domain;
+- :mod:`evalcore.read.sweeps`: the exact threshold sweep, the gate's table at t, bluffing queries;
+- :mod:`evalcore.read.decisions`: saved threshold decisions;
+- :mod:`evalcore.read.queries`: one query's hits, highlight and answer (citations, prompt);
+- :mod:`evalcore.read.index`: index health and documents.
+
+Every function takes a :class:`~evalcore.store.Store` first and returns a new DataFrame or a
+frozen record; callers may cache the results (complete runs are immutable) and must not
+mutate them. Import the modules by name: ``from evalcore.read import compare``.
+"""

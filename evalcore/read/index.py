@@ -1,0 +1,120 @@
+"""Index health of a run (SPEC 6): per strategy chunks, word pieces, header share, chunks
+over the model's window, destroyed answers with the cut that split them, the normalisation
+check; and the documents with their stamp and staleness."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from evalcore.read.runs import by_strategy_order, strategies_of
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.store import Store
+
+
+def index_health(store: Store, run_id: str) -> pd.DataFrame:
+    """Per strategy, in the run's order: chunks, pieces, header share, over_window, destroyed,
+    norm_max_diff (and the recipe: size, overlap, boundaries, header)."""
+    df = store.query(
+        "SELECT strategy, size, overlap, boundaries, header, chunks, pieces, header_pieces, "
+        "over_window, destroyed, norm_max_diff FROM strategies WHERE run_id = ?",
+        [run_id],
+    )
+    df = by_strategy_order(df, store, run_id)
+    df["header_share"] = (df["header_pieces"] / df["pieces"]).where(df["pieces"] > 0)
+    return df
+
+
+def over_window_chunks(store: Store, run_id: str) -> pd.DataFrame:
+    """strategy, chunk_id, doc_id, section, pieces of chunks over the 256-piece window."""
+    return store.query(
+        "SELECT strategy, chunk_id, doc_id, coalesce(section, '') AS section, pieces FROM over_window WHERE run_id = ? "
+        "ORDER BY strategy, chunk_id",
+        [run_id],
+    )
+
+
+def destroyed_list(store: Store, run_id: str, context: int = 40) -> pd.DataFrame:
+    """Destroyed ground truths with the cut that split them.
+
+    Columns: strategy, group_id, doc_id, start, end, cut, before_cut, after_cut (the
+    needle's text on each side of the cut; the whole needle in before_cut when no cut is
+    recorded), context_before, context_after (``context`` characters around the needle),
+    why (a cut split it, or no chunk holds the text at all).
+    """
+    df = store.query(
+        """
+        SELECT x.strategy, x.group_id, x.doc_id, x.start, x."end", x.cut,
+               substr(d.text, greatest(x.start - ?, 0) + 1, x.start - greatest(x.start - ?, 0)) AS context_before,
+               substr(d.text, x.start + 1, coalesce(x.cut, x."end") - x.start) AS before_cut,
+               CASE WHEN x.cut IS NULL THEN '' ELSE substr(d.text, x.cut + 1, x."end" - x.cut) END AS after_cut,
+               substr(d.text, x."end" + 1, ?) AS context_after,
+               CASE WHEN x.cut IS NULL
+                    THEN 'no chunk holds this text (boundaries without intro leave out the text before the first ## heading)'
+                    ELSE 'split by the cut at offset ' || x.cut::VARCHAR END AS why
+        FROM destroyed x LEFT JOIN documents d ON d.run_id = x.run_id AND d.doc_id = x.doc_id
+        WHERE x.run_id = ? ORDER BY x.strategy, x.group_id
+        """,
+        [context, context, context, run_id],
+    )
+    return df
+
+
+def current_extractor_versions() -> dict[str, str]:
+    """Extractor name -> its current version, for the stale check."""
+    versions: dict[str, str] = {}
+    try:
+        from evalcore import extract
+
+        versions[extract.NAME] = extract.VERSION
+    except ImportError:  # pragma: no cover - part of the package
+        pass
+    try:
+        from evalcore.demo import pydoc_topics
+
+        versions[pydoc_topics.NAME] = pydoc_topics.VERSION
+    except ImportError:  # pragma: no cover
+        pass
+    return versions
+
+
+def documents(store: Store, run_id: str) -> pd.DataFrame:
+    """Documents of a run with state, extractor, model stamp, ``stale`` and ``chunks X``
+    (the document's chunk count under strategy X, one column a strategy).
+
+    A document is stale when it was indexed under another pipeline version than
+    :data:`evalcore.PIPELINE_VERSION` or another version of its extractor than the
+    current one; ``stale_reason`` says which. Failed documents are never stale.
+    """
+    from evalcore import PIPELINE_VERSION
+
+    df = store.query(
+        "SELECT doc_id, coalesce(title, '') AS title, state, coalesce(reason, '') AS reason, extractor, "
+        "extractor_version, coalesce(model, '') AS model, model_dim, coalesce(pipeline_version, '') AS pipeline_version, "
+        "characters, sections, coalesce(path, '') AS path FROM documents WHERE run_id = ? "
+        "ORDER BY state DESC, doc_id",
+        [run_id],
+    )
+    versions = current_extractor_versions()
+    reasons = []
+    for row in df.itertuples():
+        why = []
+        if row.state == "indexed":
+            if row.pipeline_version != PIPELINE_VERSION:
+                why.append(f"pipeline {row.pipeline_version} (now {PIPELINE_VERSION})")
+            now = versions.get(row.extractor)
+            if now is not None and str(row.extractor_version) != now:
+                why.append(f"extractor {row.extractor} {row.extractor_version} (now {now})")
+        reasons.append("; ".join(why))
+    df["stale"] = [bool(r) for r in reasons]
+    df["stale_reason"] = reasons
+    # chunks per document, counted by the system after chunking (SPEC 1): one column a strategy
+    counts = store.query(
+        "SELECT doc_id, strategy, count(*) AS n FROM chunks WHERE run_id = ? GROUP BY ALL", [run_id])
+    if not counts.empty:
+        order = strategies_of(store, run_id)
+        wide = counts.pivot(index="doc_id", columns="strategy", values="n")
+        for strategy in [s for s in order if s in wide.columns]:
+            df[f"chunks {strategy}"] = df["doc_id"].map(wide[strategy]).fillna(0).astype("int64")
+    return df

@@ -1,0 +1,246 @@
+"""One query read back: its hits in a configuration, the needle inside them, what the gate
+does with them at a threshold, and the answer it leads to (citations and prompt, SPEC 8)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import StoreError
+from evalcore.threshold import COSINE, DEFAULT_TOP, Axis
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.records import Configuration
+    from evalcore.store import Store
+
+#: Hits stored (and shown) per query and configuration.
+STORED_HITS = 20
+
+
+def _missing(value: object) -> bool:
+    """None, NaN and pandas' NA (whose truth value raises) are all missing."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except TypeError:  # pd.NA
+        return True
+
+
+def locator(start: object, end: object) -> str:
+    """``#char=start,end`` of a chunk's content; "" for a chunk made elsewhere that could not be
+    located in its document (no offsets)."""
+    from evalcore.citations import char_fragment
+
+    return "" if _missing(start) or _missing(end) else char_fragment(int(start), int(end))  # type: ignore[call-overload]
+
+
+def plural(n: int, word: str) -> str:
+    """``"1 source"``, ``"2 sources"``."""
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def search_queries(store: Store, run_id: str, text: str = "", limit: int = 200) -> pd.DataFrame:
+    """query_id, domain, kind (near/far, or the variant of an in-domain query), valid, text of
+    queries whose id or text contains ``text`` (case-insensitive), in id order, at most ``limit``."""
+    like = f"%{text.strip().lower()}%"
+    return store.query(
+        "SELECT query_id, domain, coalesce(kind, variant, '') AS kind, valid, text FROM queries "
+        "WHERE run_id = ? AND (lower(text) LIKE ? OR lower(query_id) LIKE ?) ORDER BY domain, query_id LIMIT ?",
+        [run_id, like, like, limit],
+    )
+
+
+def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
+    """The query's stored row (missing values as None); StoreError naming an unknown id."""
+    df = store.query("SELECT * FROM queries WHERE run_id = ? AND query_id = ?", [run_id, query_id])
+    if df.empty:
+        raise StoreError(f"run {run_id} has no query {query_id!r}")
+    return {k: (None if _missing(v) else v) for k, v in df.iloc[0].to_dict().items()}
+
+
+def query_hits(store: Store, run_id: str, query_id: str, configuration: Configuration,
+               top: int = STORED_HITS) -> pd.DataFrame:
+    """Top hits of one query in one configuration with their chunk.
+
+    Columns: rank, distance, score, correct, chunk_id, doc_id, title, section, start, end,
+    locator, content, needle_start, needle_end (the needle's offsets inside ``content``,
+    NaN when the needle is not wholly inside it, always NaN for an out-of-domain query).
+    A hit of a run made elsewhere has no cosine distance (NaN) and a chunk that could not be
+    located has no offsets and an empty locator.
+    """
+    df = store.query(
+        """
+        SELECT h.rank, h.distance, h.score, h.correct, h.chunk_id, c.doc_id, coalesce(d.title, c.doc_id) AS title,
+               coalesce(c.section, '') AS section, c.start, c."end", c.content,
+               q.doc_id AS needle_doc, q.start AS needle_from, q."end" AS needle_to
+        FROM hits h
+        JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy AND c.chunk_id = h.chunk_id
+        LEFT JOIN documents d ON d.run_id = c.run_id AND d.doc_id = c.doc_id
+        JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
+        WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND h.query_id = ? AND h.rank <= ?
+        ORDER BY h.rank
+        """,
+        [run_id, configuration.strategy, configuration.retriever, query_id, top],
+    )
+    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"])]
+    needle_from = df["needle_from"].astype("float64")
+    needle_to = df["needle_to"].astype("float64")
+    inside = ((df["needle_doc"] == df["doc_id"]).fillna(False).astype(bool)
+              & (needle_from >= df["start"]).fillna(False) & (needle_to <= df["end"]).fillna(False))
+    df["needle_start"] = (needle_from - df["start"]).where(inside)
+    df["needle_end"] = (needle_to - df["start"]).where(inside)
+    return df.drop(columns=["needle_doc", "needle_from", "needle_to"])
+
+
+def highlight(content: str, start: object, end: object) -> list[tuple[str, bool]]:
+    """``content`` split into (piece, is_needle) parts; one part when the needle is not inside
+    (``start``/``end`` missing: None, NaN or pandas' NA)."""
+    if _missing(start) or _missing(end):
+        return [(content, False)]
+    s, e = int(start), int(end)  # type: ignore[call-overload]
+    if not 0 <= s <= e <= len(content):
+        raise ValueError(f"needle range [{s}, {e}) outside a content of {len(content)} characters")
+    return [p for p in ((content[:s], False), (content[s:e], True), (content[e:], False)) if p[0]]
+
+
+@dataclass(frozen=True, slots=True)
+class QueryView:
+    """One query in one configuration: its rank, its hits, and what the gate keeps at a threshold."""
+
+    configuration: Configuration
+    domain: str  # "in" or "out"
+    kind: str  # near/far for out-of-domain queries, else ""
+    first_correct_rank: int | None
+    destroyed: bool
+    hits: Any  # pd.DataFrame, see query_hits, plus gate_value (what the gate reads)
+    kept: Any  # pd.DataFrame: the top-4 hits the gate keeps at threshold
+    threshold: float
+    axis: Axis = COSINE  # what the gate reads: the cosine distance, or a retriever's own score
+
+    @property
+    def answered(self) -> bool:
+        return len(self.kept) > 0
+
+    @property
+    def kept_correct(self) -> int:
+        return int(self.kept["correct"].sum()) if self.answered else 0
+
+    @property
+    def lost(self) -> bool:
+        """In-domain, a correct chunk in the top 4, and the gate dropped every correct one."""
+        return (self.domain == "in" and self.first_correct_rank is not None
+                and self.first_correct_rank <= DEFAULT_TOP and self.kept_correct == 0)
+
+    @property
+    def bluff(self) -> bool:
+        return self.domain == "out" and self.answered
+
+    def rank_text(self) -> str:
+        """Where the answer ranks, or what an out-of-domain query's nearest chunk is."""
+        if self.domain == "out":
+            if self.hits.empty:
+                return f"out-of-domain ({self.kind or 'no kind'}) · no hit"
+            mark = "d" if self.axis.column == "distance" else "score"
+            return (f"out-of-domain ({self.kind or 'no kind'}) · top hit {mark} = "
+                    f"{float(self.hits['gate_value'].iloc[0]):.3f}")
+        if self.destroyed:
+            return "destroyed: no chunk holds the answer"
+        if self.first_correct_rank is None:
+            return "no correct chunk in the ranking"
+        shown = "" if self.first_correct_rank <= STORED_HITS else f" (beyond the top {STORED_HITS} shown)"
+        return f"first correct rank {self.first_correct_rank}{shown}"
+
+    def gate_text(self) -> str:
+        """What the gate does at the threshold, in the words of the outcome."""
+        if self.domain == "out":
+            return (f"bluffs: answers from {plural(len(self.kept), 'source')}" if self.answered
+                    else "NO ANSWER, as it should")
+        if not self.answered:
+            if self.lost:
+                return (f"NO ANSWER · lost answer: the correct chunk at rank {self.first_correct_rank} "
+                        "was dropped by the gate")
+            return "NO ANSWER"
+        sources = f"answers from {plural(len(self.kept), 'source')}"
+        if self.kept_correct:
+            return f"{sources}, {self.kept_correct} right"
+        if self.lost:
+            return (f"{sources}, none right · lost answer: the correct chunk at rank "
+                    f"{self.first_correct_rank} was dropped by the gate")
+        return f"{sources}, none right"
+
+    def headline(self) -> str:
+        """``"E/dense · first correct rank 3 · answers from 2 sources, 1 right"``."""
+        return f"{self.configuration.label} · {self.rank_text()} · {self.gate_text()}"
+
+
+def query_view(store: Store, run_id: str, query_id: str, configuration: Configuration,
+               threshold: float) -> QueryView:
+    """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps
+    (on the configuration's axis: the cosine distance, or a run made elsewhere's own score)."""
+    from evalcore.configurations import info
+    from evalcore.threshold import gate
+
+    res = store.query(
+        "SELECT q.domain, q.kind, r.first_correct_rank, r.destroyed FROM queries q "
+        "LEFT JOIN results r ON r.run_id = q.run_id AND r.query_id = q.query_id AND r.strategy = ? "
+        "AND r.retriever = ? WHERE q.run_id = ? AND q.query_id = ?",
+        [configuration.strategy, configuration.retriever, run_id, query_id],
+    )
+    if res.empty:
+        raise StoreError(f"run {run_id} has no query {query_id!r}")
+    row = {k: (None if _missing(v) else v) for k, v in res.iloc[0].to_dict().items()}
+    axis = info(store, run_id, configuration.strategy, configuration.retriever).axis
+    hits = query_hits(store, run_id, query_id, configuration)
+    hits["gate_value"] = hits[axis.column]
+    kept = hits.iloc[gate(hits["gate_value"].tolist(), threshold, DEFAULT_TOP, axis.higher_is_closer)]
+    kept = kept.reset_index(drop=True)
+    rank = None if row["first_correct_rank"] is None else int(row["first_correct_rank"])
+    kind = str(row["kind"] or "") if row["domain"] == "out" else ""
+    return QueryView(configuration, str(row["domain"]), kind, rank, bool(row["destroyed"] or False), hits, kept,
+                     float(threshold), axis)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the pipeline would send at a threshold: the prompt with its word-piece count and
+    the citation table (index, doc_id, doc_name, label, fragment, quote, distance), or
+    ``answered`` False with the NO ANSWER line the user gets in ``prompt``."""
+
+    answered: bool
+    prompt: str
+    citations: Any  # pd.DataFrame
+    pieces: int | None
+
+
+def answer(store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float,
+           count: bool = True) -> Answer:
+    """Gate the query's top hits at ``threshold`` and build the citations and prompt
+    (:func:`answer_for` of :func:`query_view`); quotes are chunk ``content``."""
+    view = query_view(store, run_id, query_id, configuration, threshold)
+    return answer_for(view, str(query_row(store, run_id, query_id)["text"]), count)
+
+
+def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
+    """The answer to ``question`` from a :class:`QueryView`'s top hits at its threshold
+    (:func:`evalcore.citations.context_for_query`: the gate, numbered citations, the prompt
+    and its word pieces, or the NO ANSWER line)."""
+    import pandas as pd
+
+    from evalcore.citations import Source, context_for_query
+    from evalcore.embedding import piece_counter
+
+    top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
+    sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None,
+                      None if _missing(h.start) else int(h.start), None if _missing(h.end) else int(h.end),
+                      h.content, float(h.gate_value)) for h in top.itertuples()]
+    counter = piece_counter() if count else None
+    result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter,
+                               axis=view.axis)
+    if not result.answered:
+        return Answer(False, result.message, pd.DataFrame(), None)
+    table = pd.DataFrame([{"index": c.index, "doc_id": c.doc_id, "doc_name": c.doc_name, "label": c.label,
+                           "fragment": c.fragment, "quote": c.quote, "distance": c.distance}
+                          for c in result.citations])
+    return Answer(True, result.prompt, table, result.pieces)

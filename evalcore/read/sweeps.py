@@ -1,0 +1,219 @@
+"""The refusal threshold read back: the exact sweep of a stored configuration, the gate's
+counts at a threshold in a table and in one plain sentence, and the queries that still bluff.
+
+The gate and the sweep are :mod:`evalcore.threshold`'s; this module only reads a stored
+configuration's top hits into them and words the result.
+"""
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from evalcore.stats import wilson_interval
+from evalcore.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.records import Configuration
+    from evalcore.store import Store
+
+#: The series of :func:`sweep_long`: name -> (count column, rate column, Wilson stem).
+SERIES = {
+    "bluffs (out-of-domain)": ("bluffs", "bluff_rate", "bluff"),
+    "lost answers (in-domain)": ("lost", "lost_rate", "lost"),
+    "refused (in-domain)": ("refused", "refused_rate", "refused"),
+}
+
+
+def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
+    """The exact threshold sweep (:func:`evalcore.threshold.sweep`) of one configuration over its
+    scored queries' stored top-4 hits (queries without hits count as refused).
+
+    The store gives each query's smallest top-4 distance and smallest correct one in one
+    query; :func:`evalcore.threshold.sweep_from_minima` does the rest. A configuration made
+    elsewhere gates on its own score (:func:`evalcore.configurations.ConfigInfo.axis`): then
+    the largest scores of a similarity, and the frame's ``higher_is_closer`` column says so."""
+    import numpy as np
+
+    from evalcore.configurations import info
+    from evalcore.threshold import sweep_from_minima
+
+    gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
+    value = f"h.{gate.column}"
+    closest = "max" if gate.higher_is_closer else "min"
+    df = store.query(
+        f"""
+        SELECT r.query_id, r.domain,
+               {closest}({value}) AS first, {closest}({value}) FILTER (WHERE h.correct) AS first_correct
+        FROM results r
+        JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
+        LEFT JOIN hits h ON h.run_id = r.run_id AND h.strategy = r.strategy AND h.retriever = r.retriever
+                        AND h.query_id = r.query_id AND h.rank <= ?
+        WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid
+        GROUP BY r.query_id, r.domain
+        """,
+        [DEFAULT_TOP, run_id, configuration.strategy, configuration.retriever],
+    )
+    inside = df["domain"] == "in"
+    missing = -np.inf if gate.higher_is_closer else np.inf
+
+    def column(name: str, rows) -> np.ndarray:
+        return df.loc[rows, name].astype("float64").fillna(missing).to_numpy()
+
+    frame = sweep_from_minima(column("first", inside), column("first_correct", inside), column("first", ~inside),
+                              gate.higher_is_closer)
+    frame["higher_is_closer"] = gate.higher_is_closer  # the direction suggestions need (suggest)
+    return frame
+
+
+def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None):
+    """:func:`evalcore.threshold.suggest_threshold` in the direction the sweep was made in."""
+    from evalcore.threshold import suggest_threshold
+
+    higher = bool(sweep_df["higher_is_closer"].iloc[0]) if "higher_is_closer" in sweep_df and len(sweep_df) else False
+    return suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate, higher_is_closer=higher)
+
+
+def top_hits(store: Store, run_id: str, configuration: Configuration, top: int = DEFAULT_TOP) -> pd.DataFrame:
+    """The top-``top`` hits of every scored query of one configuration, as
+    :func:`evalcore.threshold.split_hits` reads them: query_id, domain, rank, distance, score, correct."""
+    return store.query(
+        """
+        SELECT h.query_id, q.domain, h.rank, h.distance, h.score, h.correct
+        FROM hits h JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
+        WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND h.rank <= ? AND q.valid
+        ORDER BY h.query_id, h.rank
+        """,
+        [run_id, configuration.strategy, configuration.retriever, top],
+    )
+
+
+def threshold_range(sweep_df: pd.DataFrame) -> tuple[float, float]:
+    """The slider's range: the observed distances of the sweep, padded by 5% (at least 0.01)."""
+    finite = sweep_df["threshold"][sweep_df["threshold"].map(math.isfinite)]
+    low, high = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+    pad = max((high - low) * 0.05, 0.01)
+    return round(low - pad if low < 0 else max(0.0, low - pad), 3), round(high + pad, 3)
+
+
+def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
+    """The sweep as a long frame for step lines: threshold (each step's lower end, the
+    infinite ends clipped to the observed range), series (:data:`SERIES`), count, rate and
+    the rate's 95% Wilson ``low``/``high`` (computed by :func:`evalcore.threshold.sweep`)."""
+    import numpy as np
+    import pandas as pd
+
+    columns = ["threshold", "series", "count", "rate", "low", "high"]
+    finite = sweep_df["threshold"].replace([np.inf, -np.inf], np.nan).dropna()
+    if finite.empty:
+        return pd.DataFrame(columns=columns)
+    low, high = float(finite.min()), float(finite.max())
+    pad = max((high - low) * 0.05, 0.01)
+    x = np.append(sweep_df["t_from"].clip(lower=low - pad).to_numpy(dtype=float), high + pad)
+    frames = []
+    for series, (count, rate, stem) in SERIES.items():
+        def last(values):
+            values = np.asarray(values)
+            return np.append(values, values[-1])
+        frames.append(pd.DataFrame({
+            "threshold": x, "series": series, "count": last(sweep_df[count]), "rate": last(sweep_df[rate]),
+            "low": last(sweep_df[f"{stem}_low"]), "high": last(sweep_df[f"{stem}_high"]),
+        }))
+    return pd.concat(frames, ignore_index=True)[columns]
+
+
+def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """The counts at ``threshold`` (:func:`evalcore.threshold.state_at`) as a table:
+    outcome, queries, of (the group's size), share, wilson low / wilson high (95%)."""
+    import pandas as pd
+
+    c = state_at(sweep_df, threshold)
+    rows = [
+        ("bluffs: out-of-domain queries answered", c.bluffs, c.out_domain),
+        ("out-of-domain queries refused", c.ood_refused, c.out_domain),
+        ("refused: in-domain queries with nothing kept", c.refused, c.in_domain),
+        ("answered with a correct chunk", c.answered_correct, c.in_domain),
+        ("answered from wrong chunks only", c.answered_wrong, c.in_domain),
+        ("lost answers: correct hit in top 4 dropped by the gate", c.lost, c.answerable),
+    ]
+    df = pd.DataFrame(rows, columns=["outcome", "queries", "of"])
+    df["share"] = (df["queries"] / df["of"]).where(df["of"] > 0)
+    bounds = [tuple(wilson_interval(int(k), int(n))) if n > 0 else (math.nan, math.nan)
+              for k, n in zip(df["queries"], df["of"])]
+    df["wilson low"] = [b[0] for b in bounds]
+    df["wilson high"] = [b[1] for b in bounds]
+    return df
+
+
+def _share(k: int, n: int) -> str:
+    return f"{100 * k / n:.0f}%" if n else "n/a"
+
+
+def sentence_at(sweep_df: pd.DataFrame, threshold: float) -> str:
+    """What the gate does at ``threshold``, in one plain sentence for a product manager.
+
+    E.g. "At t = 0.506: 62% of real questions (45 of 72) are answered from a right source,
+    35% (25) are refused, 3% (2) are answered from wrong sources only; 0% of off-topic
+    questions (0 of 36) bluff."
+    """
+    c = state_at(sweep_df, threshold)
+    parts = [f"{_share(c.answered_correct, c.in_domain)} of real questions ({c.answered_correct} of "
+             f"{c.in_domain}) are answered from a right source",
+             f"{_share(c.refused, c.in_domain)} ({c.refused}) are refused"]
+    if c.answered_wrong:
+        parts.append(f"{_share(c.answered_wrong, c.in_domain)} ({c.answered_wrong}) are answered "
+                     "from wrong sources only")
+    text = f"At t = {threshold:.3f}: " + ", ".join(parts)
+    if c.out_domain:
+        text += (f"; {_share(c.bluffs, c.out_domain)} of off-topic questions ({c.bluffs} of {c.out_domain}) "
+                 "bluff (get an answer where they should get none).")
+    else:
+        text += "; no off-topic questions, so bluffs are not measured."
+    return text
+
+
+def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
+    """A warning when the out-of-domain set is too small to support a threshold, else None.
+
+    Too small: the 95% Wilson interval of the bluff rate at ``threshold`` is wider than
+    :data:`~evalcore.threshold.MAX_BLUFF_INTERVAL_WIDTH`, or there is no out-of-domain query.
+    """
+    c = state_at(sweep_df, threshold)
+    if c.out_domain == 0:
+        return ("This run has no out-of-domain queries: bluffs cannot be measured, so no threshold "
+                "can be justified by them. Add off-topic questions (ood.jsonl).")
+    interval = wilson_interval(c.bluffs, c.out_domain)
+    if interval.high - interval.low <= MAX_BLUFF_INTERVAL_WIDTH:
+        return None
+    return (f"Only {c.out_domain} out-of-domain queries: at t = {threshold:.3f}, {c.bluffs} bluff "
+            f"({_share(c.bluffs, c.out_domain)}), but the 95% Wilson interval of that rate runs from "
+            f"{100 * interval.low:.0f}% to {100 * interval.high:.0f}%. Too few off-topic questions to "
+            "support this threshold; add more before deciding.")
+
+
+def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold: float) -> pd.DataFrame:
+    """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
+    each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
+    from evalcore.configurations import info
+    from evalcore.read.queries import locator
+
+    gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
+    value = f"h.{gate.column}"
+    keep, closest = (">=", "DESC") if gate.higher_is_closer else ("<", "ASC")
+    df = store.query(
+        f"""
+        SELECT q.query_id, q.kind, q.text, {value} AS distance, h.rank, c.doc_id, coalesce(c.section, '') AS section,
+               c.start, c."end", c.content
+        FROM hits h
+        JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
+        JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy AND c.chunk_id = h.chunk_id
+        WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND q.domain = 'out' AND q.valid
+          AND h.rank <= ? AND {value} {keep} ?
+        QUALIFY row_number() OVER (PARTITION BY h.query_id ORDER BY {value} {closest}, h.rank) = 1
+        ORDER BY {value} {closest}, q.query_id
+        """,
+        [run_id, configuration.strategy, configuration.retriever, DEFAULT_TOP, float(threshold)],
+    )
+    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"])]
+    return df.drop(columns=["start", "end"])

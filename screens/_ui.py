@@ -1,0 +1,421 @@
+"""Shared UI plumbing of the dashboard: store and cache, the sidebar, the shared selection,
+figures with their downloads. Not a page (st.navigation lists the pages explicitly).
+
+Pages call library functions by name through :func:`cached` (``_ui.cached(compare.compare,
+sides, 4, True)``): the function itself is passed, never a name looked up at run time.
+
+Session state keys (the only ones the app uses):
+
+- ``store_path``   str   the store shown: the operator's ($EVALCORE_STORE, else
+  runs/evalcore.duckdb) or another existing ``*.duckdb`` file in its folder
+- ``run_id``       str   the selected run (sidebar; default the newest complete run)
+- ``config``       str   the selected configuration label "E/dense" (sidebar); defaults to
+  the configuration of the run's latest saved decision, else the best by recall@4
+- ``config_why``   str   why the default configuration was chosen (shown on Threshold)
+- ``run_id_b``     str   a second run on the Compare screen ("" for none)
+- ``hit_k``        int   the k of hit@k on the Compare screen
+- ``holm``         bool  Holm correction on the Compare screen
+- ``matrix_configs`` list the compared configurations ("RUN_ID|E/dense" keys)
+- ``pair_first``, ``pair_second``  str  the matrix cell whose queries are listed (labels)
+- ``threshold``    float the refusal threshold, ONE value for Threshold, Query and Export
+- ``threshold_for`` str  "run_id|config" the threshold belongs to
+- ``threshold_source`` str  where it came from (saved decision, suggestion, the slider)
+- ``rule``, ``cost_ratio``, ``max_bluff_rate``  the suggestion rule on the Threshold screen
+- ``query_search``, ``query_id``  the Query screen's search text and chosen query
+- ``_params``      tuple the URL query parameters already applied
+- ``_statuses``    dict  run id -> status last drawn on the Runs screen (a change redraws all)
+- ``_last_cell``   tuple the last heatmap click applied
+
+The keys above are *canonical* keys, never widget keys: Streamlit drops the state of a
+widget that a run does not draw, so every widget is drawn through :func:`bound` with the key
+``w_<key>``; its value is copied from the canonical key before drawing and back on change.
+The sidebar is drawn by each page (``ctx = _ui.sidebar()``), not by app.py.
+"""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import streamlit as st
+
+from evalcore import markdown
+from evalcore.errors import EvalcoreError
+from evalcore.figures import Figure, Selection
+from evalcore.read import compare, decisions, runs, sweeps
+from evalcore.records import Configuration, RunConfiguration
+from evalcore.store import Store, default_store_path
+from evalcore.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
+
+DEMO_COMMAND = "python -m evalcore demo"
+PICK_K = 4  # the default configuration is the best by recall@4
+
+
+def _sync(key: str) -> None:
+    st.session_state[key] = st.session_state["w_" + key]
+
+
+def bound(widget: Callable[..., Any], label: str, *args: Any, key: str, default: Any = None,
+          on_change: Callable[[], None] | None = None, **kwargs: Any) -> Any:
+    """Draw ``widget`` bound to the canonical session key ``key`` (see the module docstring);
+    ``default`` seeds the key on first use (widgets get no default of their own)."""
+    if key not in st.session_state and default is not None:
+        st.session_state[key] = default
+    if key in st.session_state:
+        st.session_state["w_" + key] = st.session_state[key]
+
+    def changed() -> None:
+        _sync(key)
+        if on_change is not None:
+            on_change()
+
+    value = widget(label, *args, key="w_" + key, on_change=changed, **kwargs)
+    st.session_state[key] = value
+    return value
+
+
+# --- store and cache ---------------------------------------------------------------------
+
+
+def store_choices() -> list[str]:
+    """The stores a user may pick: the operator's default and the other ``*.duckdb`` files that
+    already exist in its folder. Never a path a user typed."""
+    default = default_store_path()
+    folder = default.parent
+    found = sorted(str(p) for p in folder.glob("*.duckdb") if p.is_file()) if folder.is_dir() else []
+    return [str(default)] + [p for p in found if Path(p).resolve() != default.resolve()]
+
+
+def store_path() -> str:
+    choices = store_choices()
+    if st.session_state.get("store_path") not in choices:
+        st.session_state["store_path"] = choices[0]
+    return st.session_state["store_path"]
+
+
+@st.cache_resource(show_spinner=False)
+def get_store(path: str) -> Store:
+    return Store(path)
+
+
+def store() -> Store:
+    return get_store(store_path())
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def _cached(path: str, name: str, _fn: Callable[..., Any], args: tuple, kwargs: tuple) -> Any:
+    return _fn(get_store(path), *args, **dict(kwargs))
+
+
+def cached(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(store, *args, **kwargs)``, cached per (store path, function, args).
+
+    Only for reads of complete runs (immutable). The cache key names the function by module
+    and qualified name; the function itself is not hashed.
+    """
+    return _cached(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, args, tuple(sorted(kwargs.items())))
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _figure(path: str | None, name: str, _fn: Callable[..., Any], args: tuple) -> Any:
+    return _fn(get_store(path), *args) if path is not None else _fn(*args)
+
+
+def figure(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(store, *args)`` for an :mod:`evalcore.figures` builder, cached per (store path,
+    function, args) without copying: a figure (chart, data, caption) is never changed after it
+    is built, so every session may share it, and no pickling slows a page down."""
+    return _figure(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, args)
+
+
+def figure_of(fn: Callable[..., Any], *args: Any) -> Any:
+    """:func:`figure` for a builder that takes its data instead of the store (``sweep_figure_of``)."""
+    return _figure(None, f"{fn.__module__}.{fn.__qualname__}", fn, args)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _pure(name: str, _fn: Callable[..., Any], args: tuple) -> Any:
+    return _fn(*args)
+
+
+def pure(fn: Callable[..., Any], *args: Any) -> Any:
+    """A cached call of a store-free library function (e.g. ``sweeps.gate_table``)."""
+    return _pure(f"{fn.__module__}.{fn.__qualname__}", fn, args)
+
+
+def live(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(store, ...)`` uncached (run lists, decisions: they change)."""
+    return fn(store(), *args, **kwargs)
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def esc(text: object) -> str:
+    """User text for a Markdown context (captions, labels): escaped, never markup."""
+    return markdown.escape(text)
+
+
+def plain(text: str, *, small: bool = False, strong: bool = False, testid: str = "") -> None:
+    """A line of text that may hold user text, shown as text (HTML-escaped, no Markdown);
+    ``testid`` names it for the browser tests."""
+    style = "font-size:0.875rem;color:rgba(49,51,63,0.7);" if small else ""
+    body = f"<b>{html.escape(text)}</b>" if strong else html.escape(text)
+    attr = f" data-testid='{html.escape(testid)}'" if testid else ""
+    st.html(f"<div{attr} style='{style}margin-bottom:0.5rem;overflow-wrap:anywhere'>{body}</div>")
+
+
+# --- sidebar ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    store_path: str
+    run_id: str | None
+    run: dict | None  # the selected run's row (runs_overview)
+    config: Configuration | None
+    configs: tuple[Configuration, ...]
+
+
+def _apply_url() -> None:
+    """Apply ``?run_id=&query_id=&config=`` once per distinct set of parameters (a shared link)."""
+    params = {k: st.query_params[k] for k in ("run_id", "query_id", "config") if k in st.query_params}
+    marker = tuple(sorted(params.items()))
+    if not params or st.session_state.get("_params") == marker:
+        return
+    if "run_id" in params:
+        st.session_state["run_id"] = params["run_id"]
+    if "query_id" in params:
+        st.session_state["query_id"] = params["query_id"]
+        st.session_state["query_search"] = ""
+    if "config" in params:
+        st.session_state["config"] = params["config"]
+    st.session_state["_params"] = marker
+
+
+def default_configuration(run_id: str, configs: tuple[Configuration, ...]) -> tuple[Configuration, str]:
+    """The configuration a page opens on, and why: the run's latest saved decision's, else the
+    best by recall@4 (ties: the first in the run's order)."""
+    latest = live(decisions.latest_decision, run_id)
+    if latest is not None and latest.configuration in configs:
+        return latest.configuration, f"the configuration of the latest saved decision ({latest.describe()})"
+    order = cached(compare.ranked, run_id, PICK_K)
+    if len(order) >= 2:
+        best, hits, n = order[0]
+        return best, (f"the best configuration by recall@{PICK_K} ({hits / n:.3f}); "
+                      "no decision is saved for this run")
+    return configs[0], "the run's only configuration" if len(configs) == 1 else "the run's first configuration"
+
+
+def sidebar() -> Context:
+    """Store (when several exist), run and configuration pickers; returns what the pages show."""
+    _apply_url()
+    with st.sidebar:
+        choices = store_choices()
+        store_path()
+        if len(choices) > 1:
+            bound(st.selectbox, "Run store", choices, key="store_path", format_func=lambda p: Path(p).name,
+                  help="The operator's store and the other stores in its folder.")
+        path = st.session_state["store_path"]
+        if not Path(path).exists():
+            st.caption(f"Store: {esc(path)} (not created yet)")
+            return Context(path, None, None, None, ())
+        try:
+            overview = live(runs.runs_overview)
+        except EvalcoreError as exc:
+            st.error(str(exc))
+            return Context(path, None, None, None, ())
+        if overview.empty:
+            st.caption(f"Store: {esc(path)}")
+            return Context(path, None, None, None, ())
+        labels = {row["run_id"]: runs.run_label(row) for row in overview.to_dict("records")}
+        if st.session_state.get("run_id") not in labels:
+            st.session_state["run_id"] = live(runs.default_run) or next(iter(labels))
+        run_id = bound(st.selectbox, "Run", list(labels), key="run_id", format_func=labels.get,
+                       help="Newest first; failed runs show their reason.")
+        row = overview[overview["run_id"] == run_id].iloc[0].to_dict()
+        configs: tuple[Configuration, ...] = ()
+        config = None
+        if row["status"] == "complete":
+            configs = tuple(cached(runs.configurations, run_id))
+            names = [c.label for c in configs]
+            if configs and st.session_state.get("config") not in names:
+                chosen, why = default_configuration(run_id, configs)
+                st.session_state["config"] = chosen.label
+                st.session_state["config_why"] = why
+            if configs:
+                label = bound(st.selectbox, "Configuration (strategy/retriever)", names, key="config",
+                              help="Used by Distances, Threshold, Query and Export.",
+                              on_change=lambda: st.session_state.pop("config_why", None))
+                config = configs[names.index(label)]
+        st.caption(f"Store: {esc(path)}")
+    return Context(path, run_id, row, config, configs)
+
+
+def no_runs_message(ctx: Context) -> None:
+    """No complete run yet: show the runs under way, or offer to start the demo here."""
+    from evalcore import demo, jobs
+    from evalcore.chunking import DEFAULT_STRATEGIES
+
+    exists = Path(ctx.store_path).exists()
+    if exists and not jobs.active_jobs(store()).empty:
+        st.info("A run is under way; this page shows it as soon as it completes.")
+
+        @st.fragment(run_every=2)
+        def progress() -> None:
+            active = jobs.active_jobs(store())
+            if active.empty:
+                st.rerun()
+            for row in active.itertuples():
+                st.progress(float(row.progress or 0.0), text=f"{esc(row.name)}: {esc(row.stage or row.status)}")
+
+        progress()
+        return
+    st.warning(
+        f"The store {markdown.code(ctx.store_path)} has no complete run yet. Make the demo run with\n\n"
+        f"```\n{DEMO_COMMAND}\n```\n\nor start it here (about 3 minutes on two cores; "
+        "it goes on in the background if you leave this page)."
+    )
+    if st.button("Start the demo run"):
+        guarded(lambda: jobs.submit(store(), jobs.prepare_demo(DEFAULT_STRATEGIES, demo.RETRIEVERS), "demo"))
+        st.rerun()
+
+
+def require_run(ctx: Context, need_config: bool = False) -> dict:
+    """Stop the page with a message unless a complete run (and a configuration) is selected."""
+    if ctx.run is None:
+        no_runs_message(ctx)
+        st.stop()
+    if ctx.run["status"] != "complete":
+        reason = f" Reason: {esc(ctx.run['reason'])}" if ctx.run.get("reason") else ""
+        st.error(f"Run {markdown.code(ctx.run_id)} ({esc(ctx.run['name'])}) is **{ctx.run['status']}**, "
+                 f"so it has no results to show.{reason} Pick a complete run in the sidebar.")
+        st.stop()
+    if need_config and ctx.config is None:
+        st.info("This run has no configurations with results.")
+        st.stop()
+    return cached(runs.run_info, ctx.run_id)
+
+
+# --- the shared selection ----------------------------------------------------------------------
+
+
+def threshold_state(ctx: Context) -> tuple[float, str]:
+    """The one threshold of the selected run and configuration, and where it came from.
+
+    Set on the Threshold screen in this session; else the latest decision saved for this
+    configuration; else the suggestion at cost ratio 3 (else the fallback 0.5).
+    """
+    key = f"{ctx.run_id}|{ctx.config.label}"
+    if st.session_state.get("threshold_for") == key and "threshold" in st.session_state:
+        return float(st.session_state["threshold"]), st.session_state.get("threshold_source", "")
+    decision = live(decisions.latest_decision, ctx.run_id, ctx.config)
+    if decision is not None:
+        t, source = decision.threshold, f"saved decision: {decision.describe()}"
+    else:
+        sweep = cached(sweeps.sweep, ctx.run_id, ctx.config)
+        try:
+            suggestion = pure(suggest_threshold, sweep, DEFAULT_COST_RATIO, None)
+            t = float(suggestion.threshold)
+            source = (f"suggested for {ctx.config.label} at cost ratio {DEFAULT_COST_RATIO:g} "
+                      "(no decision saved for it yet)")
+        except ValueError:
+            t, source = FALLBACK_THRESHOLD, "the fallback 0.5 (nothing to suggest from)"
+        if not math.isfinite(t):
+            t, source = FALLBACK_THRESHOLD, "the fallback 0.5 (nothing to suggest from)"
+    set_threshold(ctx, t, source)
+    return t, source
+
+
+def set_threshold(ctx: Context, t: float, source: str) -> None:
+    st.session_state["threshold"] = float(t)
+    st.session_state["threshold_for"] = f"{ctx.run_id}|{ctx.config.label}"
+    st.session_state["threshold_source"] = source
+
+
+def side_key(side: RunConfiguration) -> str:
+    return f"{side.run_id}|{side.configuration.label}"
+
+
+def compare_sides(ctx: Context) -> tuple[list[RunConfiguration], list[str]]:
+    """Every configuration the Compare screen can pick (this run's, and the second run's when
+    one is chosen) and the keys of the default choice."""
+    other = st.session_state.get("run_id_b") or ""
+    available = list(cached(runs.run_configurations, ctx.run_id))
+    if other and other != ctx.run_id:
+        available += cached(runs.run_configurations, other)
+    if len(available) <= 8:
+        return available, [side_key(s) for s in available]
+    default: list[RunConfiguration] = []
+    for run_id in dict.fromkeys(s.run_id for s in available):
+        order = [c for c, _, _ in cached(compare.ranked, run_id, PICK_K)]
+        mine = {s.configuration: s for s in available if s.run_id == run_id}
+        if other:  # two runs: the best four of each
+            default += [mine[c] for c in order[:4] if c in mine]
+        else:  # one run: every strategy under the best configuration's retriever
+            default += [s for c, s in mine.items() if c.retriever == order[0].retriever]
+    return available, [side_key(s) for s in default]
+
+
+def chosen_sides(ctx: Context) -> tuple[RunConfiguration, ...]:
+    """The Compare screen's chosen configurations (its default when nothing was chosen)."""
+    available, default = compare_sides(ctx)
+    by_key = {side_key(s): s for s in available}
+    keys = [k for k in st.session_state.get("matrix_configs", default) if k in by_key] or default
+    return tuple(by_key[k] for k in keys)
+
+
+def selection(ctx: Context) -> Selection:
+    """What the screens show now, for the Export screen and the review pack."""
+    t, source = threshold_state(ctx)
+    return Selection(ctx.run_id, ctx.config, t, source, chosen_sides(ctx),
+                     int(st.session_state.get("hit_k", 4)), bool(st.session_state.get("holm", True)))
+
+
+# --- figures ---------------------------------------------------------------------------------
+
+
+def show_figure(figure: Figure, key: str, on_select: bool = False) -> Any:
+    """The chart as exported (same colours: Streamlit's theme off), its caption, its downloads."""
+    event = st.altair_chart(figure.chart, theme=None, key=f"chart-{key}", width="content",
+                            on_select="rerun" if on_select else "ignore")
+    st.caption(esc(figure.caption))
+    downloads(figure, key)
+    return event
+
+
+def downloads(figure: Figure, key: str) -> None:
+    """PNG, SVG and CSV download buttons of one figure (rendered when clicked)."""
+    from evalcore import export
+
+    run_id = st.session_state.get("run_id", "run")
+    cols = st.columns([1, 1, 1, 5])
+    cols[0].download_button("PNG", data=lambda: export.to_png(figure),
+                            file_name=export.file_name(figure, run_id, "png"), mime="image/png",
+                            key=f"png-{key}", on_click="ignore", icon=":material/image:")
+    cols[1].download_button("SVG", data=lambda: export.to_svg(figure),
+                            file_name=export.file_name(figure, run_id, "svg"), mime="image/svg+xml",
+                            key=f"svg-{key}", on_click="ignore", icon=":material/draw:")
+    cols[2].download_button("CSV", data=lambda: export.to_csv(figure),
+                            file_name=export.file_name(figure, run_id, "csv"), mime="text/csv",
+                            key=f"csv-{key}", on_click="ignore", icon=":material/table:")
+
+
+def show_error(exc: Exception) -> None:
+    st.error(str(exc))
+
+
+def guarded(fn: Callable[[], Any]) -> Any:
+    """Run ``fn``; a named evalcore error or ValueError becomes a message, not a traceback."""
+    try:
+        return fn()
+    except (EvalcoreError, ValueError) as exc:
+        show_error(exc)
+        return None
+
+
+def methods_link() -> None:
+    """A link to the Methods screen (docs/METHODS.md), where every figure is defined."""
+    st.page_link("screens/methods.py", label="How these figures are defined (Methods)", icon=":material/menu_book:")

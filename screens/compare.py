@@ -1,0 +1,128 @@
+"""Compare: configurations of one run, or of two runs on the same queries: which is best and
+how sure we are, recall@k and MRR with intervals, destroyed answers, the paired win/loss matrix."""
+from __future__ import annotations
+
+import streamlit as st
+
+from evalcore import figures
+from evalcore.metrics import DEFAULT_KS
+from evalcore.read import compare, runs
+from screens import _ui
+
+ctx = _ui.sidebar()
+st.title("Compare")
+run = _ui.require_run(ctx)
+
+complete = _ui.live(runs.complete_runs)
+others = [""] + [r for r in complete["run_id"] if r != ctx.run_id]
+names = dict(zip(complete["run_id"], complete["name"]))
+if st.session_state.get("run_id_b") not in others:
+    st.session_state["run_id_b"] = ""
+
+
+def _forget_choice() -> None:
+    st.session_state.pop("matrix_configs", None)
+
+
+cols = st.columns([1, 1, 2])
+k = _ui.bound(cols[0].selectbox, "hit@k", list(DEFAULT_KS), key="hit_k", default=4,
+              help="A query is a hit when a correct chunk is in the top k.")
+adjust = _ui.bound(cols[1].toggle, "Holm correction", key="holm", default=True,
+                   help="Adjust the p-values for the number of pairs compared (Holm step-down).")
+other = _ui.bound(cols[2].selectbox, "Second run (same queries)", others, key="run_id_b",
+                  format_func=lambda r: "none: configurations of this run" if not r else f"{names.get(r)} · {r}",
+                  on_change=_forget_choice)
+if other:
+    reason = _ui.live(compare.comparable, ctx.run_id, other)
+    if reason:
+        st.error(f"Cannot compare with run {other}: {reason}.")
+        st.stop()
+
+available, default = _ui.compare_sides(ctx)
+by_key = {_ui.side_key(s): s for s in available}
+two_runs = len({s.run_id for s in available}) > 1
+label_of = {key: side.label(two_runs) for key, side in by_key.items()}
+if any(key not in by_key for key in st.session_state.get("matrix_configs", [])):
+    st.session_state.pop("matrix_configs")
+chosen = _ui.bound(st.multiselect, "Configurations compared", list(by_key), key="matrix_configs", default=default,
+                   format_func=label_of.get,
+                   help="Configurations of this run" + (" and of the second run" if two_runs else "")
+                   + ". Fewer configurations mean fewer pairs for the Holm correction to pay for.")
+sides = tuple(by_key[key] for key in chosen)
+if not sides:
+    st.info("Pick at least one configuration.")
+    st.stop()
+
+comparison = None
+if len(sides) >= 2:
+    matrix = _ui.guarded(lambda: _ui.figure(figures.matrix_figure, sides, k, adjust))
+    if matrix is None:
+        st.stop()
+    comparison = matrix.detail
+    top = compare.best(comparison)
+    if top is not None:
+        (st.success if top.significant else st.info)(_ui.esc(top.sentence(k, comparison.p_name)))
+
+st.subheader("Recall@k and MRR per configuration")
+recall, mrr = _ui.figure(figures.recall_figures, sides)
+if recall.chart is None:
+    st.info("No scored in-domain queries in these configurations: nothing to compare.")
+    st.stop()
+tab_chart, tab_mrr, tab_table = st.tabs(["recall@k", "MRR", "table"])
+with tab_chart:
+    _ui.show_figure(recall, "recall")
+with tab_mrr:
+    _ui.show_figure(mrr, "mrr")
+with tab_table:
+    wide = _ui.pure(compare.recall_wide, recall.data)
+    config = {"label": st.column_config.TextColumn("configuration", width="large"),
+              "queries": st.column_config.NumberColumn("n"),
+              "mrr": st.column_config.NumberColumn("MRR", format="%.3f")}
+    for kk in DEFAULT_KS:
+        for suffix, title in (("", f"recall@{kk}"), (" low", "low"), (" high", "high")):
+            config[f"recall@{kk}{suffix}"] = st.column_config.NumberColumn(title, format="%.3f")
+    st.dataframe(wide.drop(columns=["run_id", "strategy", "retriever"]), hide_index=True, column_config=config)
+    st.caption("One row per configuration; low/high: the 95% Wilson interval of the recall to their left.")
+
+st.subheader("Destroyed answers per strategy")
+for run_id in dict.fromkeys(s.run_id for s in sides):
+    destroyed = _ui.figure(figures.destroyed_figure, run_id)
+    if two_runs:
+        _ui.plain(f"run {names.get(run_id, run_id)} {run_id}", strong=True)
+    _ui.show_figure(destroyed, f"destroyed-{run_id}")
+
+st.subheader("Paired wins and losses")
+if comparison is None:
+    st.info("Pick two or more configurations to compare them query by query.")
+    st.stop()
+event = _ui.show_figure(matrix, "matrix", on_select=True)
+_ui.plain(compare.significance_text(comparison))
+
+labels = list(comparison.labels)
+selected = (event.selection.get("cell") or []) if event is not None and hasattr(event, "selection") else []
+if selected:
+    cell = (selected[0].get("row"), selected[0].get("column"))
+    if cell != st.session_state.get("_last_cell") and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
+        st.session_state["pair_first"], st.session_state["pair_second"] = cell
+        st.session_state["_last_cell"] = cell
+if st.session_state.get("pair_first") not in labels:
+    st.session_state["pair_first"] = labels[0]
+if st.session_state.get("pair_second") not in labels or st.session_state["pair_second"] == st.session_state["pair_first"]:
+    st.session_state["pair_second"] = next(x for x in labels if x != st.session_state["pair_first"])
+cols = st.columns(2)
+first = _ui.bound(cols[0].selectbox, "First configuration", labels, key="pair_first",
+                  help="Click a cell of the matrix or pick here.")
+second = _ui.bound(cols[1].selectbox, "Second configuration", [x for x in labels if x != first], key="pair_second")
+_ui.plain(compare.pair_sentence(comparison, first, second), testid="pair-detail")
+a, b = comparison.side(first), comparison.side(second)
+_, queries = _ui.cached(compare.pair_queries, a, b, k)
+if queries.empty:
+    st.info("No query differs between these two configurations at this k.")
+else:
+    queries = queries.assign(link=[f"/query?run_id={a.run_id}&query_id={q}" for q in queries["query_id"]])
+    st.dataframe(queries, hide_index=True, column_config={
+        "link": st.column_config.LinkColumn("open", display_text="Query screen"),
+        "rank_first": st.column_config.NumberColumn("rank in first"),
+        "rank_second": st.column_config.NumberColumn("rank in second"),
+    })
+_ui.methods_link()

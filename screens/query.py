@@ -1,0 +1,85 @@
+"""Query: one query in every configuration: where its answer ranks, what the gate does at the
+shared threshold, and the answer it leads to (citations and prompt, or NO ANSWER).
+
+Shareable: ``/query?run_id=RUN&query_id=ID`` (and ``&config=E/dense`` to open that
+configuration first) opens this screen on that query.
+"""
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from evalcore.read import queries
+from screens import _ui
+
+ctx = _ui.sidebar()
+st.title("Query")
+run = _ui.require_run(ctx, need_config=True)
+search = _ui.bound(st.text_input, "Search queries (text or id)", key="query_search")
+found = _ui.cached(queries.search_queries, ctx.run_id, search)
+labels = {row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}"
+          + ("" if row.valid else " (invalid)") for row in found.itertuples()}
+wanted = st.session_state.get("query_id")
+if wanted and wanted not in labels and not search:
+    extra = _ui.guarded(lambda: _ui.cached(queries.query_row, ctx.run_id, wanted))
+    if extra is None:
+        st.session_state.pop("query_id", None)
+    else:
+        labels = {wanted: f"{wanted} · {extra['domain']} · {str(extra['text'])[:90]}", **labels}
+if not labels:
+    st.info("No query matches the search.")
+    st.stop()
+if st.session_state.get("query_id") not in labels:
+    st.session_state["query_id"] = next(iter(labels))
+
+
+def _shareable() -> None:  # the URL follows the query shown, so it can be copied and shared
+    st.query_params.from_dict({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]})
+    st.session_state["_params"] = tuple(sorted({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]}.items()))
+
+
+query_id = _ui.bound(st.selectbox, "Query", list(labels), key="query_id", format_func=labels.get,
+                     on_change=_shareable)
+query = _ui.cached(queries.query_row, ctx.run_id, query_id)
+threshold, source = _ui.threshold_state(ctx)
+_ui.plain(str(query["text"]), strong=True, testid="query-text")
+if query["domain"] == "in":
+    where = f"{query['doc_id']}#char={query['start']},{query['end']}" if query["valid"] else str(query["doc_id"] or "")
+    _ui.plain(f"In-domain · group {query['group_id']} · variant {query['variant'] or '(none)'} · needle in {where}"
+              + ("" if query["valid"] else f" · invalid: {query['invalid_reason']}"), small=True, testid="query-meta")
+else:
+    _ui.plain(f"Out-of-domain ({query['kind'] or 'no kind'}): the corpus does not answer it, so it should get "
+              "NO ANSWER.", small=True, testid="query-meta")
+_ui.plain(f"Threshold t = {threshold:.4f} · {source} · the gate keeps top-4 hits with distance < t.", small=True,
+          testid="threshold-state")
+if not query["valid"]:
+    st.warning("This query's ground truth is invalid, so it was not scored.")
+    st.stop()
+
+for config in ctx.configs:
+    view = _ui.guarded(lambda: _ui.cached(queries.query_view, ctx.run_id, query_id, config, threshold))
+    if view is None:
+        continue
+    with st.expander(_ui.esc(view.headline()), expanded=config == ctx.config):
+        st.dataframe(view.hits[["rank", "distance", "score", "correct", "doc_id", "section", "locator"]],
+                     hide_index=True, height=240)
+        for hit in view.hits.head(4).itertuples():
+            parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
+            body = "".join(f"<mark>{html.escape(p)}</mark>" if mark else html.escape(p) for p, mark in parts)
+            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.section), f"d = {hit.distance:.4f}") if x)
+            st.html(f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
+                    f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>")
+        answer = _ui.guarded(lambda: _ui.pure(queries.answer_for, view, str(query["text"])))
+        if answer is None:
+            continue
+        if not answer.answered:
+            st.markdown(f"Nothing in the top 4 is under t = {threshold:.3f}, so no model is called; the user gets:")
+            st.code(answer.prompt, language=None, wrap_lines=True)
+        else:
+            st.markdown("Citations")
+            st.dataframe(answer.citations, hide_index=True)
+            pieces = "n/a (model not installed)" if answer.pieces is None else answer.pieces
+            st.markdown(f"Prompt ({pieces} word pieces)")
+            st.code(answer.prompt, language=None, wrap_lines=True)
+_ui.methods_link()
