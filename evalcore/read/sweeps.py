@@ -64,7 +64,16 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
     frame = sweep_from_minima(column("first", inside), column("first_correct", inside), column("first", ~inside),
                               gate.higher_is_closer)
     frame["higher_is_closer"] = gate.higher_is_closer  # the direction suggestions need (suggest)
+    frame["axis"] = gate.label  # what the threshold is a value of (charts and captions)
     return frame
+
+
+def gate_axis(store: Store, run_id: str, configuration: Configuration):
+    """What the configuration's gate reads (:class:`evalcore.threshold.Axis`): the cosine
+    distance of a built-in configuration, or a run made elsewhere's own score."""
+    from evalcore.configurations import info
+
+    return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
 
 def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None):
