@@ -154,14 +154,19 @@ class Endpoint:
                 "retries": self.retries, "refresh": self.refresh}
 
 
+def allowed_prefixes() -> list[str]:
+    """The URL prefixes in ``$EVALCORE_ENDPOINTS`` (comma-separated; empty when unset)."""
+    import os
+
+    return [p.strip() for p in os.environ.get(ALLOWED_ENV, "").split(",") if p.strip()]
+
+
 def allowed(url: str) -> None:
     """ConfigError unless ``url`` starts with one of the operator's prefixes in
     ``$EVALCORE_ENDPOINTS`` (comma-separated). The dashboard checks this before it queues an
     endpoint run, so its users reach only services the operator allowed; the CLI's operator
     needs no such list."""
-    import os
-
-    prefixes = [p.strip() for p in os.environ.get(ALLOWED_ENV, "").split(",") if p.strip()]
+    prefixes = allowed_prefixes()
     if not prefixes:
         raise ConfigError(f"endpoint runs from the dashboard are off: the operator allows services by URL prefix "
                           f"in ${ALLOWED_ENV} (e.g. {ALLOWED_ENV}=http://localhost:9200/)")
