@@ -225,3 +225,41 @@ def test_endpoint_run_as_a_dashboard_job(tmp_path, service, monkeypatch):
     assert run["settings"]["source"] == "endpoint" and run["strategies"] == "sent3"
     failed = store.query("SELECT query_id FROM failures WHERE run_id = ?", [row["run_id"]])
     assert failed["query_id"].tolist() == [BROKEN]
+
+
+def test_new_run_screen_starts_an_endpoint_run(tmp_path, service, monkeypatch):
+    """The New run screen: the endpoint option is off until the operator allows a prefix; then
+    the mini folder's queries go to the test server as a background job."""
+    from test_new_run_page import open_new_run
+
+    from evalcore import jobs
+
+    store_path = tmp_path / "evalcore.duckdb"
+    monkeypatch.setenv("EVALCORE_DATA_ROOTS", str(MINI))
+    monkeypatch.delenv("EVALCORE_ENDPOINTS", raising=False)
+    at = open_new_run(store_path, monkeypatch)
+    at.radio(key="nr_mode").set_value("endpoint").run()
+    assert any("Endpoint runs from the dashboard are off" in i.value for i in at.info)
+    monkeypatch.setenv("EVALCORE_ENDPOINTS", service.url.rsplit("/", 1)[0] + "/")
+    at = open_new_run(store_path, monkeypatch)
+    at.radio(key="nr_source").set_value("folder").run()
+    at.text_input(key="nr_corpus_dir").set_value(str(MINI / "corpus"))
+    at.text_input(key="nr_questions_path").set_value(str(MINI / "questions.jsonl"))
+    at.text_input(key="nr_ood_path").set_value(str(MINI / "ood.jsonl"))
+    at.radio(key="nr_mode").set_value("endpoint").run()
+    at.text_input(key="nr_url").set_value(service.url)
+    at.text_input(key="nr_chunker").set_value("sent3")
+    at.text_input(key="nr_retriever").set_value("bm25api")
+    at.run()
+    at.button(key="nr_validate").click().run()
+    assert not at.exception and not at.error, ([e.value for e in at.exception], [e.value for e in at.error])
+    assert at.session_state["nr_prepared"].spec.endpoint["url"] == service.url
+    at.button(key="nr_start").click().run()
+    job_id = at.session_state["nr_last_job"]
+    store = Store(store_path)
+    deadline = time.monotonic() + 120
+    while jobs.job(store, job_id)["status"] in jobs.ACTIVE and time.monotonic() < deadline:
+        time.sleep(0.2)
+    row = jobs.job(store, job_id)
+    assert row["status"] == "complete", row
+    assert store.run(row["run_id"])["strategies"] == "sent3"
