@@ -384,14 +384,12 @@ def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str
 
 
 def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
-    from evalcore.read.decisions import decisions
+    from evalcore.read.decisions import latest_decision
     from evalcore.records import Configuration
 
-    parsed = Configuration.parse(configuration)
-    strategy, retriever = parsed.strategy, parsed.retriever
-    df = decisions(store, run_id)  # newest first
-    df = df[(df["strategy"] == strategy) & (df["retriever"] == retriever)]
-    return None if df.empty else df.iloc[0].to_dict()
+    found = latest_decision(store, run_id, Configuration.parse(configuration))
+    return None if found is None else {"threshold": found.threshold, "decision_id": found.decision_id,
+                                       "note": found.note}
 
 
 def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: str = DEFAULT_METRIC,

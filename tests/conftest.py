@@ -162,8 +162,8 @@ def copy_with_failed_run(source: Path, folder: Path, run_id: str, name: str, rea
 
 
 GATE_OOD = FIXTURES / "gate" / "ood.jsonl"  # 30 out-of-domain queries (18 near, 12 far) for the mini corpus
-GATE_STRATEGIES = "A,B,C,D,E,F,G:boundaries+header+intro"
-DAMAGED_STRATEGIES = "A,B,C,D,E,F,G:blind+size=40"  # G cut every 40 characters: most answers destroyed
+GATE_STRATEGIES = "A,B,C,D,E,F,P:boundaries+header+intro"  # P: a team's own strategy ("prod")
+DAMAGED_STRATEGIES = "A,B,C,D,E,F,P:blind+size=40"  # a pull request cuts P every 40 characters: most answers destroyed
 
 
 @pytest.fixture(scope="session")
@@ -171,8 +171,8 @@ def gate_store(tmp_path_factory, real_embedder):
     """A store with real-engine runs on the mini corpus for the gate, transfer and compare tests
     (model all-MiniLM-L6-v2, retrievers dense, bm25, hybrid, ood = tests/fixtures/gate/ood.jsonl):
 
-    - ``base``: A-F and G:boundaries+header+intro (21 configurations);
-    - ``cand``: the same, but G is blind+size=40 (A-F equal to base, G damaged);
+    - ``base``: A-F and P:boundaries+header+intro (21 configurations);
+    - ``cand``: the same, but P is blind+size=40 (A-F equal to base, P damaged);
     - ``fewer``: strategy E on the questions without their last three lines (other queries).
     """
     from evalcore.chunking import parse_strategies

@@ -54,14 +54,14 @@ def test_fits_the_width_and_never_cuts_a_name(gate_store, capsys, width):
 def test_table_and_matrix_against_oracles(gate_store, capsys):
     code, out, _ = compare(gate_store, "base", "--width", "120", capsys=capsys)
     outcome = {c: hits(gate_store, "base", c) for c in CONFIGS}
-    n = len(outcome["G/hybrid"])
-    for c in ("A/dense", "G/hybrid"):
+    n = len(outcome["P/hybrid"])
+    for c in ("A/dense", "P/hybrid"):
         line = next(x for x in out.splitlines() if x.startswith(c + " "))
         s = sum(outcome[c].values())
         lo, hi = proportion_confint(s, n, alpha=0.05, method="wilson")
         assert f"{s / n:.3f} [{lo:.3f},{hi:.3f}]" in line
     cells = matrix(out, CONFIGS)
-    for r, c in [("G/hybrid", "A/hybrid"), ("A/dense", "G/dense"), ("E/bm25", "E/dense")]:
+    for r, c in [("P/hybrid", "A/hybrid"), ("A/dense", "P/dense"), ("E/bm25", "E/dense")]:
         w, l, p = sign(outcome[r], outcome[c])
         expected = (f"{w - l:+d}" if w != l else "0") + ("*" if p < 0.05 else "")
         assert cells[(r, c)] == expected
@@ -88,8 +88,8 @@ def test_two_runs_on_the_same_queries(gate_store, capsys):
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 120
     labels = [f"r1:{c}" for c in CONFIGS] + [f"r2:{c}" for c in CONFIGS]
     cells = matrix(out, labels)
-    w, l, p = sign(hits(gate_store, "base", "G/hybrid"), hits(gate_store, "cand", "G/hybrid"))
-    assert cells[("r1:G/hybrid", "r2:G/hybrid")] == f"{w - l:+d}" + ("*" if p < 0.05 else "")
+    w, l, p = sign(hits(gate_store, "base", "P/hybrid"), hits(gate_store, "cand", "P/hybrid"))
+    assert cells[("r1:P/hybrid", "r2:P/hybrid")] == f"{w - l:+d}" + ("*" if p < 0.05 else "")
     assert cells[("r1:A/dense", "r2:A/dense")] == "0"
     assert "r1: run base " in out and "r2: run cand " in out
 

@@ -23,7 +23,7 @@ from evalcore.gate import parse_ref, run_gate
 from evalcore.gate_report import to_dict, to_junit, to_markdown
 from evalcore.store import Store
 
-CONFIGS = [f"{s}/{r}" for s in "ABCDEFG" for r in ("dense", "bm25", "hybrid")]
+CONFIGS = [f"{s}/{r}" for s in "ABCDEFP" for r in ("dense", "bm25", "hybrid")]
 
 
 def gate_cli(store, *args, capsys):
@@ -60,7 +60,7 @@ def test_damaged_candidate_fails_with_exit_1_and_lists_the_lost_queries(gate_sto
     assert out.startswith("evalcore gate: FAIL: 3 of 21 configurations worse")
     texts = dict(Store(gate_store).query("SELECT query_id, text FROM queries JOIN runs USING (run_id) "
                                          "WHERE name = 'base'").values.tolist())
-    for configuration in ("G/dense", "G/bm25", "G/hybrid"):
+    for configuration in ("P/dense", "P/bm25", "P/hybrid"):
         *_, losses, p = expected(gate_store, ("base", configuration), ("cand", configuration))
         assert len(losses) >= 10 and p < 0.05 / 21
         block = out.split(f"{configuration}: {len(losses)} queries lost")[1].split("\n\n")[0]
@@ -73,10 +73,10 @@ def test_damaged_candidate_fails_with_exit_1_and_lists_the_lost_queries(gate_sto
 
 def test_the_exit_code_reaches_the_shell(gate_store):
     res = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(gate_store), "gate",
-                          "--baseline", "base:G/hybrid", "--candidate", "cand"],
+                          "--baseline", "base:P/hybrid", "--candidate", "cand"],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 1, res.stderr
-    assert "G/hybrid" in res.stdout and "FAIL: regression" in res.stdout
+    assert "P/hybrid" in res.stdout and "FAIL: regression" in res.stdout
 
 
 def test_every_figure_against_independent_oracles(gate_store):
@@ -96,14 +96,14 @@ def test_every_figure_against_independent_oracles(gate_store):
             assert (side.low, side.high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
         assert [q.query_id for q in r.lost] == losses and [q.query_id for q in r.won] == wins
         assert r.regressed == (len(losses) > len(wins) and adj < 0.05)
-    assert report.exit_code == 1 and {r.name for r in report.failed} == {"G/dense", "G/bm25", "G/hybrid"}
+    assert report.exit_code == 1 and {r.name for r in report.failed} == {"P/dense", "P/bm25", "P/hybrid"}
 
 
 def test_the_lost_queries_carry_both_ranks(gate_store):
-    report = run_gate(Store(gate_store), "base:G/hybrid", "cand:G/hybrid")
+    report = run_gate(Store(gate_store), "base:P/hybrid", "cand:P/hybrid")
     ranks = Store(gate_store).query(
         "SELECT name, query_id, first_correct_rank FROM results JOIN runs USING (run_id) "
-        "WHERE strategy = 'G' AND retriever = 'hybrid'")
+        "WHERE strategy = 'P' AND retriever = 'hybrid'")
     rank = {(n, q): (None if r != r else int(r)) for n, q, r in
             zip(ranks["name"], ranks["query_id"], ranks["first_correct_rank"].astype("float"))}
     (result,) = report.results
@@ -115,7 +115,7 @@ def test_the_lost_queries_carry_both_ranks(gate_store):
 
 
 def test_the_same_configuration_against_itself_passes(gate_store, capsys):
-    code, out, _ = gate_cli(gate_store, "--baseline", "base:G/hybrid", "--candidate", "base:G/hybrid",
+    code, out, _ = gate_cli(gate_store, "--baseline", "base:P/hybrid", "--candidate", "base:P/hybrid",
                             capsys=capsys)
     assert code == 0 and "PASS" in out and "0/0/18" in out
     code, out, _ = gate_cli(gate_store, "--baseline", "base", "--candidate", "base", "--format", "json",
@@ -165,18 +165,18 @@ def test_an_incomplete_run_is_refused(gate_store, tmp_path, capsys):
 
 
 def test_parse_ref():
-    assert parse_ref("demo:G/hybrid") == parse_ref(" demo:G/hybrid ")
-    assert (parse_ref("demo:G/hybrid").run, parse_ref("demo:G/hybrid").configuration) == ("demo", "G/hybrid")
+    assert parse_ref("demo:P/hybrid") == parse_ref(" demo:P/hybrid ")
+    assert (parse_ref("demo:P/hybrid").run, parse_ref("demo:P/hybrid").configuration) == ("demo", "P/hybrid")
     assert parse_ref("exp:1").configuration is None and parse_ref("exp:1").run == "exp:1"
     assert parse_ref("a:b:E/dense").run == "a:b"
 
 
 def test_min_effect_fails_a_drop_that_is_not_significant(gate_store, capsys):
-    base, cand = ("base", "G/dense"), ("base", "G/bm25")
+    base, cand = ("base", "P/dense"), ("base", "P/bm25")
     b, c, wins, losses, p = expected(gate_store, base, cand)
     drop = (sum(b.values()) - sum(c.values())) / len(b)
     assert drop > 0 and p >= 0.05  # a real but not significant drop in these runs
-    args = ["--baseline", "base:G/dense", "--candidate", "base:G/bm25"]
+    args = ["--baseline", "base:P/dense", "--candidate", "base:P/bm25"]
     assert gate_cli(gate_store, *args, capsys=capsys)[0] == 0
     code, out, _ = gate_cli(gate_store, *args, "--min-effect", f"{drop - 0.001:.4f}", capsys=capsys)
     assert code == 1 and "FAIL: below floor" in out
@@ -203,16 +203,16 @@ def test_the_refusal_contract_fails_on_more_bluffs(gate_store, tmp_path, capsys)
     shutil.copy(gate_store, path)
     store = Store(path)
     base_id = store.query("SELECT run_id FROM runs WHERE name = 'base'").iloc[0, 0]
-    store.save_decision(base_id, "G", "dense", 0.5, "older choice")
-    store.save_decision(base_id, "G", "dense", 0.80, "bluffs rare enough")  # the latest one counts
-    b = ood_bluffs(path, "base", "G/dense", 0.80)
-    c = ood_bluffs(path, "cand", "G/dense", 0.80)
+    store.save_decision(base_id, "P", "dense", 0.5, "older choice")
+    store.save_decision(base_id, "P", "dense", 0.80, "bluffs rare enough")  # the latest one counts
+    b = ood_bluffs(path, "base", "P/dense", 0.80)
+    c = ood_bluffs(path, "cand", "P/dense", 0.80)
     new = sorted(q for q in b if c[q] and not b[q])
     fixed = sorted(q for q in b if b[q] and not c[q])
     p = binomtest(len(new), len(new) + len(fixed), 0.5).pvalue
     assert len(b) == 30 and len(new) > len(fixed) and p < 0.05  # tiny chunks come closer to ood queries
 
-    report = run_gate(store, "base:G/dense", "cand", threshold_from_decision=True)
+    report = run_gate(store, "base:P/dense", "cand", threshold_from_decision=True)
     (r,) = report.results
     x = r.bluffs
     assert (x.threshold, x.note) == (0.80, "bluffs rare enough")
@@ -220,15 +220,15 @@ def test_the_refusal_contract_fails_on_more_bluffs(gate_store, tmp_path, capsys)
     assert (x.new, x.fixed) == (len(new), len(fixed)) and [q for q, _ in x.new_queries] == new
     assert x.p_value == pytest.approx(p, rel=1e-12) and x.failed and "more bluffs" in r.verdicts
 
-    code, out, _ = gate_cli(path, "--baseline", "base:G/dense", "--candidate", "cand",
+    code, out, _ = gate_cli(path, "--baseline", "base:P/dense", "--candidate", "cand",
                             "--threshold-from-decision", "--junit", str(tmp_path / "j.xml"), capsys=capsys)
-    assert code == 1 and "refusal contract: G/dense: threshold 0.8" in out
+    assert code == 1 and "refusal contract: P/dense: threshold 0.8" in out
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     failed = {(tc.get("classname"), tc.get("name")) for tc in suite.iter("testcase") if tc.find("failure") is not None}
-    assert failed == {("evalcore.gate.hit@4", "G/dense"), ("evalcore.gate.bluffs", "G/dense bluffs at 0.8")}
+    assert failed == {("evalcore.gate.hit@4", "P/dense"), ("evalcore.gate.bluffs", "P/dense bluffs at 0.8")}
 
     # the same configuration against itself keeps its contract; without a saved threshold: exit 2
-    code, out, _ = gate_cli(path, "--baseline", "base:G/dense", "--candidate", "base",
+    code, out, _ = gate_cli(path, "--baseline", "base:P/dense", "--candidate", "base",
                             "--threshold-from-decision", capsys=capsys)
     assert code == 0 and "0 new, 0 fixed" in out
     code, _, err = gate_cli(path, "--baseline", "base:E/dense", "--candidate", "cand",
@@ -270,7 +270,7 @@ def test_markdown_report_renders_as_tables(gate_store):
         assert [row[0].strip("`") for row in table[1:]] == [q.query_id for q in r.lost]
         assert all(len(row) == 3 for row in table)
     html = md.render(text)
-    assert html.count("<details>") == 3 and "<summary>G/hybrid:" in html
+    assert html.count("<details>") == 3 and "<summary>P/hybrid:" in html
     assert text.startswith("### evalcore gate: FAIL")
 
 
@@ -301,10 +301,10 @@ def test_junit_lists_one_case_per_configuration_with_the_failures(gate_store, tm
     cases = list(root.iter("testcase"))
     assert [c.get("name") for c in cases] == CONFIGS
     failed = {c.get("name"): c.find("failure") for c in cases if c.find("failure") is not None}
-    assert set(failed) == {"G/dense", "G/bm25", "G/hybrid"}
-    *_, losses, _ = expected(gate_store, ("base", "G/hybrid"), ("cand", "G/hybrid"))
-    assert failed["G/hybrid"].get("type") == "regression"
-    assert all(f"lost {q}:" in failed["G/hybrid"].text for q in losses)
+    assert set(failed) == {"P/dense", "P/bm25", "P/hybrid"}
+    *_, losses, _ = expected(gate_store, ("base", "P/hybrid"), ("cand", "P/hybrid"))
+    assert failed["P/hybrid"].get("type") == "regression"
+    assert all(f"lost {q}:" in failed["P/hybrid"].text for q in losses)
     assert to_junit(run_gate(Store(gate_store), "base", "base")).count("<failure") == 0
 
 
@@ -312,8 +312,8 @@ def test_json_report_is_complete(gate_store):
     report = run_gate(Store(gate_store), "base", "cand", min_effect=0.5)
     data = json.loads(json.dumps(to_dict(report)))
     assert data["verdict"] == "fail" and data["exit_code"] == 1 and data["queries"] == 18
-    g = next(c for c in data["configurations"] if c["configuration"] == "G/hybrid")
-    *_, losses, _ = expected(gate_store, ("base", "G/hybrid"), ("cand", "G/hybrid"))
+    g = next(c for c in data["configurations"] if c["configuration"] == "P/hybrid")
+    *_, losses, _ = expected(gate_store, ("base", "P/hybrid"), ("cand", "P/hybrid"))
     assert [q["query_id"] for q in g["lost"]] == losses
     assert set(g["verdicts"]) == {"regression", "below floor"}
     assert data["smallest_flag"] == 10  # 2 * 0.5**10 < 0.05 / 21 <= 2 * 0.5**9

@@ -38,7 +38,7 @@ def exported(gate_store, tmp_path_factory):
     folder = tmp_path_factory.mktemp("transfer")
     source = folder / "source.duckdb"
     shutil.copy(gate_store, source)
-    Store(source).save_decision(run_id(source, "base"), "G", "dense", 0.8, "for the review")
+    Store(source).save_decision(run_id(source, "base"), "P", "dense", 0.8, "for the review")
     files = {name: folder / f"{name}.evalcore.zip" for name in ("base", "cand")}
     for name, file in files.items():
         assert main(["--store", str(source), "export-run", name, "-o", str(file)]) == 0
@@ -66,9 +66,9 @@ def test_every_table_travels_whole(exported):
 
 def test_reimported_runs_gate_identically(exported, capsys):
     source, _, loaded = exported
-    for args in (("base", "cand"), ("base:G/dense", "cand"), ("base", "base")):
-        here = to_dict(run_gate(Store(source), *args, threshold_from_decision=args[0] == "base:G/dense"))
-        there = to_dict(run_gate(Store(loaded), *args, threshold_from_decision=args[0] == "base:G/dense"))
+    for args in (("base", "cand"), ("base:P/dense", "cand"), ("base", "base")):
+        here = to_dict(run_gate(Store(source), *args, threshold_from_decision=args[0] == "base:P/dense"))
+        there = to_dict(run_gate(Store(loaded), *args, threshold_from_decision=args[0] == "base:P/dense"))
         assert here == there
     a = cli(source, "gate", "--baseline", "base", "--candidate", "cand", "--format", "markdown", capsys=capsys)
     b = cli(loaded, "gate", "--baseline", "base", "--candidate", "cand", "--format", "markdown", capsys=capsys)
@@ -202,12 +202,12 @@ def test_export_is_deterministic_in_its_tables(exported, tmp_path):
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_a_loaded_run_shows_on_every_page(exported, tmp_path_factory, page):
+def test_a_loaded_run_shows_on_every_page(exported, tmp_path_factory, page, monkeypatch):
     _, files, _ = exported
     path = tmp_path_factory.getbasetemp() / "only-base.duckdb"
     if not path.exists():
         load_run(Store(path), files["base"])
-    at = open_page(path, page)
+    at = open_page(path, page, monkeypatch)
     no_exception(at)
     assert at.session_state["run_id"] == run_id(path, "base")
     assert at.title and not at.error
