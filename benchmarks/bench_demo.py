@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evalcore.chunking import parse_strategies  # noqa: E402
 from evalcore.cli import DEFAULT_STRATEGIES  # noqa: E402
 from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus  # noqa: E402
-from evalcore.embedding import SentenceEmbedder  # noqa: E402
+from evalcore.embedding import load_embedder  # noqa: E402
 from evalcore.groundtruth import load_ground_truth  # noqa: E402
 from evalcore.runner import RunRequest, run_evaluation  # noqa: E402
 from evalcore.store import Store  # noqa: E402
@@ -32,7 +32,7 @@ def main() -> None:
     folder = Path(args.keep or tempfile.mkdtemp(prefix="bench-demo-"))
     store = Store(folder / "store.duckdb")
     t = time.perf_counter()
-    embedder = SentenceEmbedder.load()
+    embedder = load_embedder()
     print(f"model load: {time.perf_counter() - t:.1f} s")
     corpus = load_demo_corpus()
     gt = load_ground_truth(corpus, QUESTIONS_PATH, OOD_PATH)

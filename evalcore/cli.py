@@ -51,11 +51,15 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
         raise EvalcoreError("no valid in-domain question to score (every needle is invalid); see validate")
     _report_invalid(gt)
     store = _store(args)
-    embedders = None
-    if getattr(args, "model", None):
-        from evalcore.embedding import SentenceEmbedder
+    from evalcore.embedding import load_embedder
 
-        embedders = [SentenceEmbedder.load(path) for path in args.model]
+    paths = getattr(args, "model", None) or [None]  # --model is repeatable: one model per folder
+    embedders = [load_embedder(path, device=getattr(args, "device", "cpu")) for path in paths]
+    if getattr(args, "ray", None):
+        from evalcore.distributed import RayEmbedder
+
+        embedders = [RayEmbedder.start(args.ray, e, device=args.device, model_path=path)
+                     for e, path in zip(embedders, paths)]
     t0 = time.perf_counter()
     result = run_evaluation(request, store, embedders=embedders,
                             progress=BarProgress(enabled=not args.quiet))
@@ -389,6 +393,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--model", action="append", default=None, metavar="PATH",
                         help="local sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2); "
                              "repeat it to compare models: each strategy is then stored as STRATEGY@FOLDER")
+        sp.add_argument("--device", default="cpu", help="cpu (default) or cuda (needs a CUDA GPU and torch with CUDA)")
+        sp.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="embed on a Ray cluster (ADDRESS, e.g. ray://head:10001 or auto) "
+                             "or on a local Ray runtime (local); see docs/SCALE.md")
         sp.add_argument("--json", action="store_true", help="print a machine-readable summary")
         sp.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from evalcore.errors import ModelError
 
@@ -66,15 +66,32 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _check_folder(path: str | Path) -> None:
+    if not Path(path, "config.json").exists() and not Path(path, "modules.json").exists():
+        raise ModelError(f"{path}: not a sentence-transformers model folder (no config.json)")
+
+
+def check_device(device: str) -> str:
+    """``cpu`` or ``cuda[:N]``; a clear ModelError when CUDA is asked for and absent."""
+    if device == "cpu":
+        return device
+    if not device.startswith("cuda"):
+        raise ModelError(f"--device {device}: unknown device (use cpu or cuda)")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ModelError(f"--device {device}: no CUDA GPU is available on this machine (torch sees none)")
+    return device
+
+
 @lru_cache(maxsize=4)
-def _load(path: str):
+def _load(path: str, device: str = "cpu"):
     _offline()
     from sentence_transformers import SentenceTransformer
 
-    if not Path(path, "config.json").exists() and not Path(path, "modules.json").exists():
-        raise ModelError(f"{path}: not a sentence-transformers model folder (no config.json)")
+    _check_folder(path)
     try:
-        return SentenceTransformer(path, device="cpu", local_files_only=True)
+        return SentenceTransformer(path, device=device, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - any load failure is the user's model path
         raise ModelError(f"{path}: cannot load the embedding model: {exc}") from exc
 
@@ -86,20 +103,21 @@ class SentenceEmbedder:
     path: str
     name: str
     batch_size: int = 16  # small batches pad less: 25 ms a chunk on 2 cores against 29 at 64
+    device: str = "cpu"
+    runtime: str = "sentence-transformers"
 
     @classmethod
-    def load(cls, model_path: str | Path | None = None, batch_size: int = 16) -> SentenceEmbedder:
+    def load(cls, model_path: str | Path | None = None, batch_size: int = 16,
+             device: str = "cpu") -> SentenceEmbedder:
         path = Path(model_path) if model_path else default_model_path()
-        # the packaged folder given by path is still the packaged model (one cache, one name)
-        packaged = model_path is None or path.resolve() == _packaged_path()
-        name = MODEL_NAME if packaged else str(path.resolve())
-        emb = cls(path=str(path), name=name, batch_size=batch_size)
-        _load(emb.path)
+        emb = cls(path=str(path), name=model_name(model_path), batch_size=batch_size,
+                  device=check_device(device))
+        _load(emb.path, emb.device)
         return emb
 
     @property
     def model(self):
-        return _load(self.path)
+        return _load(self.path, self.device)
 
     @property
     def dim(self) -> int:
@@ -140,7 +158,7 @@ class SentenceEmbedder:
             short = [t for t in batch if len(t) <= SEGMENT]
             counts = iter(len(ids) for ids in tok(short, add_special_tokens=True, truncation=False,
                                                   verbose=False)["input_ids"]) if short else iter(())
-            out.extend(next(counts) if len(t) <= SEGMENT else special + _count_long(self.path, t) for t in batch)
+            out.extend(next(counts) if len(t) <= SEGMENT else special + _count_long(_plain_tokenizer(self.path), t) for t in batch)
         return out
 
 
@@ -156,9 +174,9 @@ def _plain_tokenizer(path: str):
     return tok
 
 
-def _count_long(path: str, text: str, batch: int = 16) -> int:
-    """Word pieces of a long text without special tokens, ``batch`` segments at a time."""
-    tok = _plain_tokenizer(path)
+def _count_long(tok, text: str, batch: int = 16) -> int:
+    """Word pieces of a long text without special tokens, ``batch`` segments at a time
+    (``tok``: a ``tokenizers`` tokenizer without truncation)."""
     total, parts = 0, []
     for part in segments(text):
         parts.append(part)
@@ -201,6 +219,99 @@ def window_head(text: str, count: Callable[[str], int], pieces: int, first: int 
     return text
 
 
+def model_name(model_path: str | Path | None) -> str:
+    """The name vectors are cached and stamped under: the packaged model's hub name (also when
+    its folder is given by path: one model, one cache), else the resolved folder path."""
+    if model_path is None or Path(model_path).resolve() == _packaged_path():
+        return MODEL_NAME
+    return str(Path(model_path).resolve())
+
+
+@dataclass
+class OnnxEmbedder:
+    """The same model through ONNX Runtime (:mod:`evalcore.onnx_runtime`): same vectors
+    (cosine >= 0.9999 to sentence-transformers', checked at export), same word pieces."""
+
+    path: str
+    name: str
+    onnx: Any
+
+    @classmethod
+    def load(cls, model_path: str | Path | None = None, threads: int = 0, backend: str = "") -> OnnxEmbedder:
+        from evalcore import onnx_runtime
+
+        path = Path(model_path) if model_path else default_model_path()
+        _check_folder(path)
+        return cls(path=str(path), name=model_name(model_path),
+                   onnx=onnx_runtime.load(path, threads, backend))
+
+    @property
+    def runtime(self) -> str:
+        return self.onnx.backend
+
+    @property
+    def dim(self) -> int:
+        return self.onnx.dim
+
+    @property
+    def window(self) -> int:
+        return int(self.onnx.meta["max_seq_length"])
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`SentenceEmbedder.encode`: a long text is given as the head that already
+        holds the window's pieces (:func:`window_head`), so memory stays bounded."""
+        room = self.window - self._special
+        return self.onnx.encode([window_head(t, self._count_plain, room) for t in texts])
+
+    @property
+    def _special(self) -> int:
+        return len(self.onnx.counter.encode("", add_special_tokens=True).ids)
+
+    def _count_plain(self, text: str) -> int:
+        return len(self.onnx.counter.encode(text, add_special_tokens=False).ids)
+
+    def count_pieces(self, texts: Sequence[str]) -> list[int]:
+        """As :meth:`SentenceEmbedder.count_pieces`: a text over :data:`SEGMENT` characters is
+        counted a segment at a time; the count is the same."""
+        if all(len(t) <= SEGMENT for t in texts):
+            return self.onnx.count_pieces(texts)
+        short = iter(self.onnx.count_pieces([t for t in texts if len(t) <= SEGMENT]))
+        return [next(short) if len(t) <= SEGMENT else self._special + _count_long(self.onnx.counter, t)
+                for t in texts]
+
+
+RUNTIMES = ("auto", "openvino", "onnxruntime", "torch")
+
+
+def load_embedder(model_path: str | Path | None = None, device: str = "cpu",
+                  runtime: str | None = None) -> Embedder:
+    """The fastest way to run the model here: the exported ONNX model in OpenVINO or ONNX
+    Runtime on the CPU when one is installed and the model exports cleanly, else
+    sentence-transformers (torch), which is also what ``device="cuda"`` uses.
+    ``runtime`` (or ``$EVALCORE_RUNTIME``): auto, openvino, onnxruntime or torch."""
+    runtime = runtime or os.environ.get("EVALCORE_RUNTIME") or "auto"
+    if runtime not in RUNTIMES:
+        raise ModelError(f"unknown runtime {runtime!r}; known: {', '.join(RUNTIMES)}")
+    if device != "cpu" or runtime == "torch":
+        return SentenceEmbedder.load(model_path, device=device)
+    strict = runtime != "auto"
+    try:
+        return OnnxEmbedder.load(model_path, backend="" if runtime == "auto" else runtime)
+    except ModuleNotFoundError as exc:
+        if strict:
+            raise ModelError(f"{runtime} is not installed ({exc}); pip install {runtime}") from exc
+        log.info("no ONNX runtime installed; using sentence-transformers")
+    except ModelError as exc:
+        if strict or "not a sentence-transformers model folder" in str(exc):
+            raise
+        log.warning("ONNX export not used (%s); using sentence-transformers", exc)
+    except Exception as exc:  # noqa: BLE001 - an export failure falls back to the reference path
+        if strict:
+            raise ModelError(f"cannot run the model in {runtime}: {exc}") from exc
+        log.warning("ONNX export failed (%s: %s); using sentence-transformers", type(exc).__name__, exc)
+    return SentenceEmbedder.load(model_path)
+
+
 @dataclass(frozen=True, slots=True)
 class EmbedStats:
     new: int
@@ -210,7 +321,7 @@ class EmbedStats:
 
 def embed_with_cache(
     embedder: Embedder, texts: Sequence[str], store: Store | None,
-    on_progress: Callable[[int], None] | None = None, batch: int = 256,
+    on_progress: Callable[[int], None] | None = None, batch: int = 512,
 ) -> tuple[np.ndarray, EmbedStats]:
     """Vectors for ``texts``, reusing the store's cache keyed by (model, text hash).
 
@@ -226,31 +337,34 @@ def embed_with_cache(
     unique: dict[str, str] = {}
     for h, t in zip(hashes, texts):
         unique.setdefault(h, t)
+    slot = {h: i for i, h in enumerate(unique)}
+    vectors = np.zeros((len(unique), embedder.dim), dtype=np.float32)  # one copy, filled in place
+    have = np.zeros(len(unique), dtype=bool)
     cached = store.cached_vectors(embedder.name, list(unique)) if store is not None else {}
-    vectors: dict[str, np.ndarray] = {}
     for h, (dim, vec) in cached.items():
         if dim != embedder.dim or len(vec) != embedder.dim:
             raise ModelError(
                 f"cached vector for model {embedder.name} has size {len(vec)}, the model makes "
                 f"{embedder.dim}: the cache holds vectors of another model; refusing to compare them"
             )
-        vectors[h] = np.asarray(vec, dtype=np.float32)
+        vectors[slot[h]] = vec
+        have[slot[h]] = True
+    del cached
     # longest first, so each batch pads to similar lengths (and a too-long text fails early)
-    missing = sorted((h for h in unique if h not in vectors), key=lambda h: -len(unique[h]))
+    missing = sorted((h for h in unique if not have[slot[h]]), key=lambda h: -len(unique[h]))
     uses = Counter(hashes)  # progress counts texts, duplicates included
     if on_progress is not None and len(unique) > len(missing):
-        on_progress(sum(n for h, n in uses.items() if h in vectors))
+        on_progress(sum(n for h, n in uses.items() if have[slot[h]]))
     t0 = time.perf_counter()
     for i in range(0, len(missing), batch):
         part = missing[i:i + batch]
-        for h, v in zip(part, embedder.encode([unique[h] for h in part])):
-            vectors[h] = v
+        vectors[[slot[h] for h in part]] = embedder.encode([unique[h] for h in part])
         if on_progress is not None:
             on_progress(sum(uses[h] for h in part))
     seconds = time.perf_counter() - t0
     if missing and store is not None:
-        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[h].tolist() for h in missing})
-    out = np.stack([vectors[h] for h in hashes]) if hashes else np.zeros((0, embedder.dim), np.float32)
+        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]].tolist() for h in missing})
+    out = vectors[[slot[h] for h in hashes]] if hashes else np.zeros((0, embedder.dim), np.float32)
     return out, EmbedStats(new=len(missing), cached=len(unique) - len(missing), seconds=seconds)
 
 

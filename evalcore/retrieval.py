@@ -10,7 +10,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from evalcore.errors import ConfigError, ModelError
 
@@ -83,37 +83,59 @@ class BM25:
     n_chunks: int
 
     @classmethod
-    def build(cls, texts: Sequence[str], k1: float = 1.2, b: float = 0.75) -> BM25:
+    def build(cls, texts: Iterable[str], k1: float = 1.2, b: float = 0.75) -> BM25:
+        """Index ``texts`` (any iterable, read once; nothing but the counts is kept).
+
+        Term ids are given in order of first appearance, so a query's terms are summed in
+        the same order whatever the corpus size.
+        """
+        from array import array
+        from collections import Counter
+
         import numpy as np
         from scipy import sparse
 
         vocab: dict[str, int] = {}
-        rows, cols, freqs = [], [], []
-        lengths = np.zeros(len(texts), dtype=np.float64)
-        for d, text in enumerate(texts):
-            counts: dict[int, int] = {}
+        terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
+        for text in texts:
             toks = tokens(text)
-            lengths[d] = len(toks)
-            for w in toks:
-                i = vocab.setdefault(w, len(vocab))
-                counts[i] = counts.get(i, 0) + 1
-            rows.extend(counts)
-            cols.extend([d] * len(counts))
+            counts = Counter(toks)
+            for w in counts:
+                if w not in vocab:
+                    vocab[w] = len(vocab)
+            terms.extend(vocab[w] for w in counts)
             freqs.extend(counts.values())
-        n = len(texts)
-        avg = float(lengths.mean()) if n else 0.0
-        f = np.asarray(freqs, dtype=np.float64)
-        r = np.asarray(rows, dtype=np.int64)
-        c = np.asarray(cols, dtype=np.int64)
+            indptr.append(len(terms))
+            lengths.append(len(toks))
+        n = len(lengths)
+        lengths_a = np.frombuffer(lengths, dtype=np.float64) if n else np.zeros(0)
+        avg = float(lengths_a.mean()) if n else 0.0
+        r = np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32)
+        freq = np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32)
+        ptr = np.frombuffer(indptr, dtype=np.int64)
         df = np.bincount(r, minlength=len(vocab)).astype(np.float64)
         idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        norm = k1 * (1.0 - b + b * lengths[c] / avg) if avg > 0 else np.full_like(f, k1)
-        w = idf[r] * (f * (k1 + 1.0)) / (f + norm)
-        weights = sparse.csr_matrix((w, (r, c)), shape=(len(vocab), n))
+        # the length norm of each chunk (the same expression per element as per posting)
+        doc_norm = k1 * (1.0 - b + b * lengths_a / avg) if avg > 0 else np.full(n, k1)
+        w = np.empty(len(r), dtype=np.float64)
+        step = 1 << 16  # chunks at a time: temporaries stay small at millions of chunks
+        for d0 in range(0, n, step):
+            d1 = min(n, d0 + step)
+            lo, hi = ptr[d0], ptr[d1]
+            f = freq[lo:hi].astype(np.float64)
+            norm = np.repeat(doc_norm[d0:d1], np.diff(ptr[d0:d1 + 1]))
+            w[lo:hi] = idf[r[lo:hi]] * (f * (k1 + 1.0)) / (f + norm)
+        # chunks x terms, then its transpose in CSR form: a term's row lists its chunks
+        index_dtype = np.int32 if len(r) < 2**31 else np.int64
+        by_chunk = sparse.csr_matrix((w, r.astype(index_dtype, copy=False), ptr.astype(index_dtype)),
+                                     shape=(n, len(vocab)))
+        del w
+        weights = by_chunk.tocsc().T.tocsr(copy=False)
+        del by_chunk
         return cls(vocab=vocab, weights=weights, n_chunks=n)
 
-    def scores(self, queries: Sequence[str]) -> np.ndarray:
-        """BM25 score of every chunk for every query; shape (queries, chunks)."""
+    def _query_matrix(self, queries: Sequence[str]):
+        """Term counts of each query (queries x terms), terms in index order."""
         import numpy as np
         from scipy import sparse
 
@@ -127,10 +149,34 @@ class BM25:
             rows.extend([qi] * len(counts))
             cols.extend(counts)
             vals.extend(counts.values())
-        qm = sparse.csr_matrix(
+        return sparse.csr_matrix(
             (np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(len(queries), len(self.vocab))
         )
-        return np.asarray((qm @ self.weights).todense())
+
+    def match(self, queries: Sequence[str]):
+        """BM25 scores of the chunks sharing a term with each query, as a sparse
+        (queries x chunks) CSR matrix; every other chunk scores 0."""
+        return self._query_matrix(queries) @ self.weights
+
+    def row(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for one query (float64, length n_chunks), summed term by
+        term in index order: the same arithmetic, bit for bit, as :meth:`match`."""
+        import numpy as np
+
+        acc = np.zeros(self.n_chunks, dtype=np.float64)
+        qm = self._query_matrix([query])
+        w = self.weights
+        for j, v in zip(qm.indices, qm.data):
+            a, b = w.indptr[j], w.indptr[j + 1]
+            idx = w.indices[a:b]
+            acc[idx] += v * w.data[a:b]
+        return acc
+
+    def scores(self, queries: Sequence[str]) -> np.ndarray:
+        """BM25 score of every chunk for every query; shape (queries, chunks)."""
+        import numpy as np
+
+        return np.asarray(self.match(queries).todense())
 
 
 # -- hybrid ------------------------------------------------------------------------

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TOP_N = 20
-QUERY_BLOCK = 256
 
 
 @dataclass
@@ -93,7 +92,7 @@ def run_evaluation(
 
 
 def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, embedders) -> RunResult:
-    from evalcore.embedding import SentenceEmbedder
+    from evalcore.embedding import load_embedder
 
     retrievers = parse_retrievers(request.retrievers)
     rerank_note = None
@@ -114,7 +113,7 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, e
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
     from evalcore.models import plan as model_plan
 
-    models = list(embedders or ()) or [embedder or testhooks.embedder() or SentenceEmbedder.load()]
+    models = list(embedders or ()) or [embedder or testhooks.embedder() or load_embedder()]
     plan = model_plan(request.strategies, models)
     embedder = models[0]
     dims = {m.dim for m in models}
@@ -197,15 +196,25 @@ def fail_run(store: Store, run_id: str, stage: str, exc: BaseException) -> NoRet
     raise exc
 
 
-def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
-    from importlib.metadata import version  # the installed versions, without importing torch
+def _version(package: str) -> str | None:
+    """An installed package's version, read without importing it (torch takes seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
     from evalcore.rows import ground_truth_settings
 
+    runtime = getattr(embedder, "runtime", None)
     return {
         "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
-        "python": platform.python_version(), "torch": version("torch"),
-        "sentence_transformers": version("sentence-transformers"),
+        "python": platform.python_version(), "torch": _version("torch"),
+        "sentence_transformers": _version("sentence-transformers"),
+        "embedding_runtime": f"{runtime} {_version(runtime) or ''}".strip() if runtime else None,
         "model": embedder.name, "dim": embedder.dim,
         "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
                                 "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},
@@ -340,7 +349,7 @@ class _Job:
     def _run_strategy(self, strategy, qvec, qids, qtexts, n_in, groups, embedder, chunker) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
-        from evalcore.scoring import correct_chunks, destroyed_cut
+        from evalcore.scoring import correct_sets, destroyed_cut
 
         r, name = self.r, strategy.name
         self._stage(self.scale.strategy(name, "chunking", len(r.corpus.documents)))
@@ -358,7 +367,7 @@ class _Job:
         self._timing("index", name, st.seconds, st.new)
 
         spans = self.r.ground_truth.spans
-        correct = {g: correct_chunks(chunks, s) for g, s in spans.items()}
+        correct = correct_sets(chunks, spans)
         destroyed = sorted(g for g, ids in correct.items() if len(ids) == 0)
         for g in destroyed:
             s = spans[g]
@@ -390,93 +399,24 @@ class _Job:
     def _retrieve(self, name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct) -> None:
         import numpy as np
 
-        from evalcore.retrieval import BM25, cosine_distances, order_by, rerank_order, rrf_scores
+        from evalcore.scoring import score_queries
 
-        need_bm25 = any(x in self.retrievers for x in ("bm25", "hybrid", "rerank"))
-        t0 = time.perf_counter()
-        bm25 = BM25.build([c.text for c in chunks]) if need_bm25 else None
-        if bm25 is not None:
-            self._timing("bm25_build", name, time.perf_counter() - t0, len(chunks))
-        nq, nc = len(qids), len(chunks)
-        # correct_mask[q, c]: chunk c holds the answer of in-domain query q (SPEC 5)
-        correct_mask = np.zeros((nq, nc), dtype=bool)
-        for qi in range(n_in):
-            correct_mask[qi, correct[groups[qi]]] = True
-        clock = {"vector_scan": 0.0, "bm25": 0.0, "rerank": 0.0, "fusion": 0.0}
-        top = min(self.r.top_n, nc)
-        for b0 in range(0, nq, QUERY_BLOCK):
-            self._check()
-            b1 = min(nq, b0 + QUERY_BLOCK)
-            t = time.perf_counter()
-            dist = cosine_distances(qvec[b0:b1], cvec)
-            dense_order = order_by(dist, descending=False)
-            clock["vector_scan"] += time.perf_counter() - t
-            orders: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-            if "dense" in self.retrievers:
-                orders["dense"] = (dense_order, 1.0 - dist)
-            if bm25 is not None:
-                t = time.perf_counter()
-                s = bm25.scores(qtexts[b0:b1])
-                bm_order = order_by(s, descending=True)
-                clock["bm25"] += time.perf_counter() - t
-                if "bm25" in self.retrievers:
-                    orders["bm25"] = (bm_order, s)
-                t = time.perf_counter()
-                fused = rrf_scores([dense_order, bm_order], ranked=[None, s > 0])
-                hy_order = order_by(fused, descending=True)
-                clock["fusion"] += time.perf_counter() - t
-                if "hybrid" in self.retrievers:
-                    orders["hybrid"] = (hy_order, fused)
-                if "rerank" in self.retrievers and self.reranker is not None:
-                    t = time.perf_counter()
-                    rr_order = np.empty_like(hy_order)
-                    rr_score = np.full(dist.shape, np.nan)
-                    for i in range(b1 - b0):
-                        head = hy_order[i, :RERANK_DEPTH]
-                        sc = self.reranker.score(qtexts[b0 + i], [chunks[j].text for j in head])
-                        rr_order[i] = rerank_order(hy_order[i], sc)
-                        rr_score[i, head] = sc
-                    clock["rerank"] += time.perf_counter() - t
-                    orders["rerank"] = (rr_order, rr_score)
-            self._score_block(name, orders, dist, correct_mask[b0:b1], qids[b0:b1],
-                              np.arange(b0, b1) < n_in, top)
-            self.progress.advance(b1 - b0)
-        self._timing("vector_scan", name, clock["vector_scan"], nq)
-        if bm25 is not None:
-            self._timing("bm25", name, clock["bm25"], nq)
-            self._timing("fusion", name, clock["fusion"], nq)
+        empty = np.zeros(0, dtype=np.int64)
+        per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]
+        rerank = None
         if "rerank" in self.retrievers and self.reranker is not None:
-            self._timing("rerank", name, clock["rerank"], nq)
+            def rerank(query: str, ids) -> list[float]:
+                return self.reranker.score(query, [chunks[j].text for j in ids])
 
-    def _score_block(self, name, orders, dist, mask, qids, in_domain, top) -> None:
-        """Results and top hits of one block of queries for every retriever, as frames.
+        def on_block(done: int) -> None:
+            self._check()
+            self.progress.advance(done)
 
-        ``mask[i, c]``: chunk c is correct for query i; ``dist`` the block's cosine distances.
-        The first correct rank is taken over the full ranking (rank 1 = best).
-        """
-        import numpy as np
-        import pandas as pd
-
-        nb, nc = dist.shape
-        rows = np.arange(nb)[:, None]
-        has_answer = mask.any(axis=1)
-        qids = np.asarray(qids, dtype=object)
-        for retr, (order, score) in orders.items():
-            ranked_correct = mask[rows, order]               # correctness in rank order
-            first = ranked_correct.argmax(axis=1)              # 0-based rank of the first correct hit
-            answer_chunk = order[np.arange(nb), first]
-            self.frames["results"].append(pd.DataFrame({
-                "run_id": self.run_id, "strategy": name, "retriever": retr, "query_id": qids,
-                "domain": np.where(in_domain, "in", "out"),
-                "first_correct_rank": pd.Series(first + 1, dtype="Int64").mask(~has_answer),
-                "answer_distance": np.where(has_answer, dist[np.arange(nb), answer_chunk], np.nan),
-                "top_distance": dist[np.arange(nb), order[:, 0]],
-                "destroyed": in_domain & ~has_answer,
-            }))
-            head = order[:, :top]
-            self.frames["hits"].append(pd.DataFrame({
-                "run_id": self.run_id, "strategy": name, "retriever": retr,
-                "query_id": np.repeat(qids, top), "rank": np.tile(np.arange(1, top + 1), nb),
-                "chunk_id": head.ravel(), "distance": dist[rows, head].ravel(),
-                "score": score[rows, head].ravel(), "correct": ranked_correct[:, :top].ravel(),
-            }))
+        scored = score_queries(self.run_id, name, [c.text for c in chunks], cvec, qvec, qids, qtexts,
+                               per_query, n_in, self.retrievers, self.r.top_n, rerank=rerank,
+                               on_block=on_block)
+        self.frames["results"] += scored.results
+        self.frames["hits"] += scored.hits
+        for stage, seconds in scored.clock.items():
+            items = len(chunks) if stage == "bm25_build" else len(qids)
+            self._timing(stage, name, seconds, items)

@@ -45,7 +45,7 @@ query = _ui.cached(queries.query_row, ctx.run_id, query_id)
 threshold, source = _ui.threshold_state(ctx)
 _ui.plain(str(query["text"]), strong=True, testid="query-text")
 if query["domain"] == "in":
-    where = f"{query['doc_id']}#char={query['start']},{query['end']}" if query["valid"] else str(query["doc_id"] or "")
+    where = f"{query['doc_id']}{query['needle_locator']}" if query["valid"] else str(query["doc_id"] or "")
     _ui.plain(f"In-domain · group {query['group_id']} · variant {query['variant'] or '(none)'} · needle in {where}"
               + ("" if query["valid"] else f" · invalid: {query['invalid_reason']}"), small=True, testid="query-meta")
 else:
@@ -63,13 +63,16 @@ for config in ctx.configs:
     if view is None:
         continue
     with st.expander(_ui.esc(view.headline()), expanded=config == ctx.config):
-        st.dataframe(view.hits[["rank", "distance", "score", "correct", "doc_id", "section", "locator"]],
-                     hide_index=True, height=240)
+        shown = ["rank", "distance", "score", "correct", "doc_id", "section", "locator"]
+        if view.hits["pages"].astype(bool).any():  # a PDF among the hits: its page numbers
+            shown.insert(shown.index("locator"), "pages")
+        st.dataframe(view.hits[shown], hide_index=True, height=240)
         for hit in view.hits.head(4).itertuples():
             parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
             body = "".join(f"<mark>{html.escape(p)}</mark>" if mark else html.escape(p) for p, mark in parts)
             value = f"d = {hit.distance:.4f}" if view.axis.column == "distance" else f"score = {hit.score:.4f}"
-            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.section), value) if x)
+            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.pages), str(hit.section), value)
+                               if x)
             st.html(f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                     f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>")
         answer = _ui.guarded(lambda: _ui.pure(queries.answer_for, view, str(query["text"])))

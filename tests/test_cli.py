@@ -118,3 +118,15 @@ def test_chunks_output_for_strategy_e_agrees_with_the_seed(tmp_path):
                           "locator", "pages"} for c in ours)
     # Markdown has no pages: every locator is the RFC 5147 range of the chunk's content
     assert all(c["locator"] == f"#char={c['from']},{c['to']}" and c["pages"] is None for c in ours)
+
+
+def test_device_cuda_without_a_gpu_is_one_line_exit_2(capsys):
+    import torch
+
+    from evalcore.cli import main
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert main(["demo", "--device", "cuda", "-q", "--strategies", "A"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no CUDA GPU" in err

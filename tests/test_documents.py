@@ -229,5 +229,50 @@ def test_a_folder_mixing_pdf_html_and_markdown_evaluates_end_to_end(printed, tmp
     assert int(s.query("SELECT count(*) FROM extractions").iloc[0, 0]) == 6
     invalid = s.query("SELECT group_id FROM queries WHERE domain = 'in' AND NOT valid")
     assert invalid["group_id"].tolist() == ["missing"]  # the mini set's deliberate one: ours all resolved
+    check_the_query_screen_cites_pages(store, s)
     with capsys.disabled():
         print("\n" + res.stdout)
+
+
+def check_the_query_screen_cites_pages(path, store) -> None:
+    """The read side cites a PDF chunk by page (#page=N, N the page of its first character,
+    from the stored page map) and the Query screen shows the page numbers."""
+    import bisect
+
+    import pytest
+
+    from evalcore.read import queries
+    from evalcore.read.index import documents
+    from evalcore.records import Configuration
+
+    run_id = store.query("SELECT run_id FROM runs WHERE name = 'mixed'").iloc[0, 0]
+    maps = {d: list(p) for d, p in store.query("SELECT doc_id, page_starts FROM documents "
+                                               "WHERE source_type = 'pdf' AND state = 'indexed'").values}
+    question = queries.query_row(store, run_id, "basic-usage-0")
+    page = bisect.bisect_right(maps["basic-usage"], int(question["start"]))
+    assert question["needle_locator"] == f"#page={page}"
+    e_hybrid = Configuration("E", "hybrid")
+    hits = queries.query_hits(store, run_id, "basic-usage-0", e_hybrid)
+    pdf = hits[hits["doc_id"].isin(list(maps))]
+    assert len(pdf)
+    for h in pdf.itertuples():
+        first, last = (bisect.bisect_right(maps[h.doc_id], x) for x in (int(h.start), int(h.end) - 1))
+        assert h.locator == f"#page={first}"
+        assert h.pages == (f"p. {first}" if first == last else f"pp. {first}-{last}")
+    text = hits[~hits["doc_id"].isin(list(maps))]
+    assert all(loc == f"#char={a},{b}" for loc, a, b in zip(text["locator"], text["start"], text["end"]))
+    answer = queries.answer(store, run_id, "basic-usage-0", e_hybrid, threshold=2.0, count=False)
+    cited = answer.citations[answer.citations["doc_id"].isin(list(maps))]
+    assert len(cited) and all(src == f"{doc}.pdf{frag}" and frag.startswith("#page=")
+                              for src, doc, frag in zip(cited["source"], cited["doc_id"], cited["fragment"]))
+    docs = documents(store, run_id)
+    assert docs.set_index("doc_id").loc["basic-usage", "pages"] == len(maps["basic-usage"])
+    assert not docs["stale"].any()
+
+    from test_app import open_page
+
+    with pytest.MonkeyPatch.context() as mp:
+        at = open_page(path, "query", mp, query_id="basic-usage-0", config="E/hybrid")
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [df.value for df in at.dataframe]
+    assert any("pages" in df.columns and df["pages"].str.startswith("p").any() for df in shown)

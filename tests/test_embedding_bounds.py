@@ -16,8 +16,21 @@ ALPHABET = "ab  \n\ttÉé\u0301\u0300ñ中文字.,;!?-'\"()\x00\x01\x1c\x7f\u00a
 
 
 @pytest.fixture(scope="module")
-def tokenizer(real_embedder):
-    return real_embedder.model.tokenizer
+def tokenizer():
+    """The model folder's tokenizer read by transformers (an independent reader)."""
+    from transformers import AutoTokenizer
+
+    from evalcore.embedding import default_model_path
+
+    return AutoTokenizer.from_pretrained(str(default_model_path()))
+
+
+@pytest.fixture(scope="module", params=["exported", "sentence-transformers"])
+def embedder(request, real_embedder):
+    """Both runtimes the product uses: the exported model and sentence-transformers (torch)."""
+    from evalcore.embedding import SentenceEmbedder
+
+    return real_embedder if request.param == "exported" else SentenceEmbedder.load()
 
 
 def plain(tok, text: str) -> int:
@@ -32,27 +45,30 @@ def test_segment_counts_add_up_to_the_whole_texts_count(tokenizer, text, size):
     assert sum(plain(tokenizer, p) for p in parts) == plain(tokenizer, text)
 
 
-def test_count_pieces_of_a_long_text_equals_the_tokenizer_on_the_whole_text(real_embedder, tokenizer):
+def test_count_pieces_of_a_long_text_equals_the_tokenizer_on_the_whole_text(embedder, tokenizer):
     rng = np.random.default_rng(3)
     words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyzé中"), size=rng.integers(1, 14)))
              for _ in range(40_000)]
     text = " ".join(words) + "\n" + "\n".join(words[:5000])  # ~300,000 characters: three segments
     assert len(text) > 2 * 100_000
     whole = len(tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])
-    assert real_embedder.count_pieces(["short text", text]) == [4, whole]
+    assert embedder.count_pieces(["short text", text]) == [4, whole]
 
 
-def test_the_window_head_gives_the_model_the_same_input_and_vector(real_embedder, tokenizer):
+def test_the_window_head_gives_the_model_the_same_input_and_vector(embedder, tokenizer):
     rng = np.random.default_rng(4)
     text = " ".join("".join(rng.choice(list("abcdefghijklmnop"), size=rng.integers(2, 9))) for _ in range(20_000))
-    room = real_embedder.window - 2
+    room = embedder.window - 2
     head = window_head(text, lambda t: plain(tokenizer, t), room)
     assert len(head) < len(text) // 10 and text.startswith(head)
 
     def model_input(t):
-        return tokenizer(t, truncation=True, max_length=real_embedder.window)["input_ids"]
+        return tokenizer(t, truncation=True, max_length=embedder.window)["input_ids"]
 
     assert model_input(head) == model_input(text)
-    ours = real_embedder.encode([text])[0]
-    theirs = real_embedder.model.encode([text], normalize_embeddings=True)[0]  # the model's own truncation
-    assert np.abs(ours - theirs).max() < 1e-6
+    from evalcore.embedding import SentenceEmbedder
+
+    ours = embedder.encode([text])[0]
+    # sentence-transformers on the whole text: the model's own truncation
+    theirs = SentenceEmbedder.load().model.encode([text], normalize_embeddings=True)[0]
+    assert float(ours @ theirs) > 0.9999999 and np.abs(ours - theirs).max() < 1e-5

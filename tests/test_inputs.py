@@ -76,7 +76,7 @@ def test_the_new_run_page_offers_server_folders_only_when_roots_are_configured(t
                                                                               configured):
     if not configured:
         monkeypatch.delenv(inputs.DATA_ROOTS_ENV)
-    at = open_new_run(tmp_path / "s.duckdb")
+    at = open_new_run(tmp_path / "s.duckdb", monkeypatch)
     options = at.radio(key="nr_source").options
     assert ("Folder on the server" in options) == configured
     if configured:

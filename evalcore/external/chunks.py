@@ -201,10 +201,10 @@ class ChunkSet:
 
     def correct(self, spans: dict[str, Span]) -> dict[str, set[int]]:
         """{group: chunk ids whose evidence range holds the group's span} (SPEC 5)."""
-        from evalcore.scoring import correct_chunks
+        from evalcore.scoring import correct_sets
 
         ids, chunks = self.located_chunks()
-        return {g: {ids[i] for i in correct_chunks(chunks, s)} for g, s in spans.items()}
+        return {g: {ids[i] for i in found} for g, found in correct_sets(chunks, spans).items()}
 
     def destroyed(self, spans: dict[str, Span], correct: dict[str, set[int]]) -> list[tuple[str, int | None]] | None:
         """(group, cut) of the ground truths no chunk holds; None when the set is not complete."""

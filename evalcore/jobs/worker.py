@@ -112,12 +112,11 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         finish(store, job_id, "complete", None)
         return "complete"
     set_stage(poll, job_id, "loading the model")
-    from evalcore.embedding import SentenceEmbedder
+    from evalcore.embedding import load_embedder
     from evalcore.jobs.prepare import model_folders
 
     folders = model_folders(spec)
-    embedders = [SentenceEmbedder.load(p) for p in folders] or [
-        testhooks.embedder() or SentenceEmbedder.load(spec.model)]
+    embedders = [load_embedder(p) for p in folders] or [testhooks.embedder() or load_embedder(spec.model)]
     if watch():
         raise RunInterrupted(CANCEL_REASON)
     request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(spec.strategies),

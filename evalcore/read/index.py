@@ -61,27 +61,10 @@ def destroyed_list(store: Store, run_id: str, context: int = 40) -> pd.DataFrame
     return df
 
 
-def current_extractor_versions() -> dict[str, str]:
-    """Extractor name -> its current version, for the stale check."""
-    versions: dict[str, str] = {}
-    try:
-        from evalcore import extract
-
-        versions[extract.NAME] = extract.VERSION
-    except ImportError:  # pragma: no cover - part of the package
-        pass
-    try:
-        from evalcore.demo import pydoc_topics
-
-        versions[pydoc_topics.NAME] = pydoc_topics.VERSION
-    except ImportError:  # pragma: no cover
-        pass
-    return versions
-
-
 def documents(store: Store, run_id: str) -> pd.DataFrame:
-    """Documents of a run with state, extractor, model stamp, ``stale`` and ``chunks X``
-    (the document's chunk count under strategy X, one column a strategy).
+    """Documents of a run with state, extractor, model stamp, pages (PDF), notes (e.g. empty
+    pages), ``stale`` and ``chunks X`` (the document's chunk count under strategy X, one column
+    a strategy).
 
     A document is stale when it was indexed under another pipeline version than
     :data:`evalcore.PIPELINE_VERSION` or another version of its extractor than the
@@ -92,20 +75,22 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
     df = store.query(
         "SELECT doc_id, coalesce(title, '') AS title, state, coalesce(reason, '') AS reason, extractor, "
         "extractor_version, coalesce(model, '') AS model, model_dim, coalesce(pipeline_version, '') AS pipeline_version, "
-        "characters, sections, coalesce(path, '') AS path FROM documents WHERE run_id = ? "
+        "characters, sections, pages, coalesce(array_to_string(notes, '; '), '') AS notes, "
+        "coalesce(path, '') AS path FROM documents WHERE run_id = ? "
         "ORDER BY state DESC, doc_id",
         [run_id],
     )
-    versions = current_extractor_versions()
+    from evalcore.extract import stale_reason
+
     reasons = []
     for row in df.itertuples():
         why = []
         if row.state == "indexed":
             if row.pipeline_version != PIPELINE_VERSION:
                 why.append(f"pipeline {row.pipeline_version} (now {PIPELINE_VERSION})")
-            now = versions.get(row.extractor)
-            if now is not None and str(row.extractor_version) != now:
-                why.append(f"extractor {row.extractor} {row.extractor_version} (now {now})")
+            extractor = stale_reason(row.extractor, row.extractor_version)
+            if extractor:
+                why.append(extractor)
         reasons.append("; ".join(why))
     df["stale"] = [bool(r) for r in reasons]
     df["stale_reason"] = reasons

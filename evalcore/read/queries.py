@@ -28,12 +28,21 @@ def _missing(value: object) -> bool:
         return True
 
 
-def locator(start: object, end: object) -> str:
-    """``#char=start,end`` of a chunk's content; "" for a chunk made elsewhere that could not be
-    located in its document (no offsets)."""
-    from evalcore.citations import char_fragment
+def _missing_map(value: object) -> bool:
+    """A document without a page map: NULL in the store (None, NaN or pandas' NA), or empty."""
+    if hasattr(value, "__len__") and not isinstance(value, str):
+        return len(value) == 0  # type: ignore[arg-type]
+    return True
 
-    return "" if _missing(start) or _missing(end) else char_fragment(int(start), int(end))  # type: ignore[call-overload]
+
+def locator(start: object, end: object, page_starts=()) -> str:
+    """The locator of a chunk's content (``#page=N`` or ``#char=from,to``); "" for a chunk made
+    elsewhere that could not be located in its document (no offsets)."""
+    from evalcore.citations import locator as cite
+
+    if _missing(start) or _missing(end):
+        return ""
+    return cite(int(start), int(end), page_starts)  # type: ignore[call-overload]
 
 
 def plural(n: int, word: str) -> str:
@@ -53,11 +62,23 @@ def search_queries(store: Store, run_id: str, text: str = "", limit: int = 200) 
 
 
 def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
-    """The query's stored row (missing values as None); StoreError naming an unknown id."""
-    df = store.query("SELECT * FROM queries WHERE run_id = ? AND query_id = ?", [run_id, query_id])
+    """The query's stored row (missing values as None) plus ``needle_locator``: where its
+    needle is (``#page=N`` in a PDF, else ``#char=from,to``; None without a valid span).
+    StoreError naming an unknown id."""
+    from evalcore.citations import locator
+
+    df = store.query("SELECT q.*, d.page_starts AS needle_pages FROM queries q LEFT JOIN documents d "
+                     "ON d.run_id = q.run_id AND d.doc_id = q.doc_id WHERE q.run_id = ? AND q.query_id = ?",
+                     [run_id, query_id])
     if df.empty:
         raise StoreError(f"run {run_id} has no query {query_id!r}")
-    return {k: (None if _missing(v) else v) for k, v in df.iloc[0].to_dict().items()}
+    raw = df.iloc[0].to_dict()
+    pages = raw.pop("needle_pages")
+    pages = None if _missing_map(pages) else [int(x) for x in pages]
+    row = {k: (None if _missing(v) else v) for k, v in raw.items()}
+    row["needle_locator"] = (locator(int(row["start"]), int(row["end"]), pages)
+                             if row["valid"] and row["start"] is not None else None)
+    return row
 
 
 def query_hits(store: Store, run_id: str, query_id: str, configuration: Configuration,
@@ -65,15 +86,20 @@ def query_hits(store: Store, run_id: str, query_id: str, configuration: Configur
     """Top hits of one query in one configuration with their chunk.
 
     Columns: rank, distance, score, correct, chunk_id, doc_id, title, section, start, end,
-    locator, content, needle_start, needle_end (the needle's offsets inside ``content``,
-    NaN when the needle is not wholly inside it, always NaN for an out-of-domain query).
-    A hit of a run made elsewhere has no cosine distance (NaN) and a chunk that could not be
-    located has no offsets and an empty locator.
+    locator (``#page=N`` for a PDF chunk, else ``#char=from,to``), pages (``"p. 3"``,
+    ``"pp. 3-4"``, or ``""`` without a page map), page_starts (the document's page map),
+    path (the document's file), content, needle_start, needle_end (the needle's offsets
+    inside ``content``, NaN when the needle is not wholly inside it, always NaN for an
+    out-of-domain query). A hit of a run made elsewhere has no cosine distance (NaN); a chunk
+    that could not be located has no offsets, an empty locator and no pages.
     """
+    from evalcore.citations import page_range, pages_label
+
     df = store.query(
         """
         SELECT h.rank, h.distance, h.score, h.correct, h.chunk_id, c.doc_id, coalesce(d.title, c.doc_id) AS title,
-               coalesce(c.section, '') AS section, c.start, c."end", c.content,
+               coalesce(c.section, '') AS section, c.start, c."end", c.content, d.page_starts,
+               coalesce(d.path, '') AS path,
                q.doc_id AS needle_doc, q.start AS needle_from, q."end" AS needle_to
         FROM hits h
         JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy AND c.chunk_id = h.chunk_id
@@ -84,7 +110,12 @@ def query_hits(store: Store, run_id: str, query_id: str, configuration: Configur
         """,
         [run_id, configuration.strategy, configuration.retriever, query_id, top],
     )
-    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"])]
+    maps = [() if _missing_map(m) else tuple(int(x) for x in m) for m in df["page_starts"]]
+    df["page_starts"] = maps  # tuples: the frame stays hashable for the dashboard's cache
+    df["locator"] = [locator(s, e, m) for s, e, m in zip(df["start"], df["end"], maps)]
+    ranges = [None if _missing(s) or _missing(e) else page_range(m, int(s), int(e))
+              for s, e, m in zip(df["start"], df["end"], maps)]
+    df["pages"] = [pages_label(*r) if r else "" for r in ranges]
     needle_from = df["needle_from"].astype("float64")
     needle_to = df["needle_to"].astype("float64")
     inside = ((df["needle_doc"] == df["doc_id"]).fillna(False).astype(bool)
@@ -205,7 +236,9 @@ def query_view(store: Store, run_id: str, query_id: str, configuration: Configur
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What the pipeline would send at a threshold: the prompt with its word-piece count and
-    the citation table (index, doc_id, doc_name, label, fragment, quote, distance), or
+    the citation table (index, doc_id, doc_name, label (section, and pages for a PDF),
+    fragment (the locator), source (the document's file with the locator, e.g.
+    ``manual.pdf#page=3``), quote, distance), or
     ``answered`` False with the NO ANSWER line the user gets in ``prompt``."""
 
     answered: bool
@@ -234,13 +267,15 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
     sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None,
                       None if _missing(h.start) else int(h.start), None if _missing(h.end) else int(h.end),
-                      h.content, float(h.gate_value)) for h in top.itertuples()]
+                      h.content, float(h.gate_value), h.page_starts) for h in top.itertuples()]
     counter = piece_counter() if count else None
     result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter,
                                axis=view.axis)
     if not result.answered:
         return Answer(False, result.message, pd.DataFrame(), None)
+    paths = dict(zip(top["doc_id"].astype(str), top["path"]))
     table = pd.DataFrame([{"index": c.index, "doc_id": c.doc_id, "doc_name": c.doc_name, "label": c.label,
-                           "fragment": c.fragment, "quote": c.quote, "distance": c.distance}
+                           "fragment": c.fragment, "source": f"{paths.get(c.doc_id) or c.doc_id}{c.fragment}",
+                           "quote": c.quote, "distance": c.distance}
                           for c in result.citations])
     return Answer(True, result.prompt, table, result.pieces)

@@ -294,7 +294,8 @@ BAD_INPUTS = [
      '{"id": "port-course", "query": "x", "kind": "far"}\n',
      f"error: TMP/q.jsonl:1: duplicate id 'port-course' (first at {QUESTIONS}:1)"),
     ("option: unknown strategy", ["--questions", str(QUESTIONS), "--strategies", "A,Z"], None,
-     "error: unknown strategy 'Z': known names are A, B, C, D, E, F; or a standard name (A-F) or a recipe "
+     "error: unknown strategy 'Z': known names are A, B, C, D, E, F, G; or a name (A-F, or G = "
+     "boundaries+header+intro) or a recipe "
      "BASE[+INGREDIENT...], optionally named NAME:RECIPE; BASE is blind or boundaries, INGREDIENT is header, "
      "intro, overlap, overlap=N or size=N; e.g. 'A,C,E' or 'wide:boundaries+header+intro+overlap=64+size=800'"),
     ("option: unknown retriever", ["--questions", str(QUESTIONS), "--retrievers", "dense,magic"], None,

@@ -1,0 +1,121 @@
+"""Retrieval and scoring at scale: Q queries over N chunks, no embedding.
+
+    python benchmarks/bench_scale.py --chunks 1000000 --queries 10000
+
+Prints one JSON line {"chunks", "queries", "seconds", "peak_rss_mb", ...}: the seconds of
+``evalcore.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
+first correct ranks, top 20 hits as result frames) and the process's peak resident memory.
+
+Synthetic data, made to look like a real evaluation: chunk vectors are random unit
+vectors (384 dimensions); an in-domain query (80 %) is its target chunk's vector plus
+noise of a random size, so its correct chunk ranks anywhere from first to deep down;
+out-of-domain queries (20 %) are random. Chunk texts are 80 words drawn from a Zipf
+vocabulary of 50,000 words (so the commonest words occur in most chunks, as stop words
+do); a query has six words of its target chunk and two common words. Texts are made as
+they are indexed and not kept (a run keeps them in its chunk records; that memory is not
+part of retrieval). The figures are synthetic; the work and memory are the engine's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+DIM = 384
+WORDS_PER_CHUNK = 80
+VOCAB = 50_000
+
+
+def vocabulary() -> list[str]:
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return ["".join(rng.choice(letters, rng.integers(2, 9))) + str(i % 7) for i in range(VOCAB)]
+
+
+def chunk_words(n: int, seed: int, block: int = 20_000):
+    """Word ids of each chunk, a block at a time (deterministic)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for b0 in range(0, n, block):
+        b1 = min(n, b0 + block)
+        ids = rng.zipf(1.15, size=(b1 - b0, WORDS_PER_CHUNK)) - 1
+        yield b0, np.where(ids < VOCAB, ids, rng.integers(0, VOCAB, ids.shape))
+
+
+def make(n: int, q: int, seed: int = 7):
+    """(chunk vectors, query vectors, query texts, correct ids, in-domain count, texts())."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    cvec = np.empty((n, DIM), dtype=np.float32)
+    for b0 in range(0, n, 65536):
+        part = rng.standard_normal((min(n, b0 + 65536) - b0, DIM), dtype=np.float32)
+        part /= np.linalg.norm(part, axis=1, keepdims=True)
+        cvec[b0:b0 + len(part)] = part
+    n_in = int(q * 0.8)
+    targets = rng.integers(0, n, n_in)
+    noise = rng.uniform(0.05, 0.4, (n_in, 1)).astype(np.float32)
+    qvec = rng.standard_normal((q, DIM), dtype=np.float32)
+    qvec[:n_in] = cvec[targets] + noise * qvec[:n_in]
+    qvec /= np.linalg.norm(qvec, axis=1, keepdims=True)
+    vocab = vocabulary()
+    want = {int(t): [] for t in targets}
+    for b0, ids in chunk_words(n, seed):
+        for t in [t for t in want if b0 <= t < b0 + len(ids)]:
+            want[t] = ids[t - b0]
+    qtexts = []
+    for i in range(q):
+        words = list(rng.choice(want[int(targets[i])], 6)) if i < n_in else list(rng.integers(0, VOCAB, 6))
+        words += list(rng.integers(0, 20, 2))
+        qtexts.append(" ".join(vocab[w] for w in words))
+    correct = [np.array([t], dtype=np.int64) for t in targets] + [np.zeros(0, dtype=np.int64)] * (q - n_in)
+
+    def texts():
+        for _, ids in chunk_words(n, seed):
+            for row in ids:
+                yield " ".join(vocab[w] for w in row)
+
+    return cvec, qvec, qtexts, correct, n_in, texts
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--chunks", type=int, default=100_000)
+    p.add_argument("--queries", type=int, default=10_000)
+    p.add_argument("--retrievers", default="dense,bm25,hybrid")
+    args = p.parse_args(argv)
+    import numpy as np
+
+    from evalcore.scoring import score_queries
+
+    cvec, qvec, qtexts, correct, n_in, texts = make(args.chunks, args.queries)
+    qids = [f"q{i}" for i in range(args.queries)]
+    started = time.perf_counter()
+    scored = score_queries("bench", "S", texts(), cvec, qvec, qids, qtexts, correct, n_in,
+                           args.retrievers.split(","), 20)
+    seconds = time.perf_counter() - started
+    ranks = {}
+    for frame in scored.results:
+        for retr, part in frame.groupby("retriever"):
+            ranks.setdefault(retr, []).append(part["first_correct_rank"].dropna().to_numpy(dtype=np.int64))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({
+        "chunks": args.chunks, "queries": args.queries, "seconds": round(seconds, 2),
+        "peak_rss_mb": round(peak, 1),
+        "stage_seconds": {k: round(v, 2) for k, v in scored.clock.items()},
+        "median_first_rank": {k: float(np.median(np.concatenate(v))) for k, v in ranks.items()},
+        "recall@20": {k: round(float(np.mean(np.concatenate(v) <= 20)) * 0.8, 3) for k, v in ranks.items()},
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
