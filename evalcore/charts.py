@@ -218,7 +218,8 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     return chart.properties(usermeta={"embedOptions": {"renderer": "svg"}})
 
 
-def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float) -> alt.VConcatChart:
+def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float,
+                   axis: str = "cosine distance") -> alt.VConcatChart:
     """One histogram per measure, stacked on a shared distance axis, with rules at the worst
     in-domain answer and the best out-of-domain top hit; the band between them is shaded
     when the groups overlap (no threshold separates them there)."""
@@ -234,7 +235,9 @@ def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float) ->
         marks.append({"x": worst_in, "what": f"worst in-domain answer {worst_in:.3f}", "y": 0})
     if not math.isnan(best_out):
         marks.append({"x": best_out, "what": f"best out-of-domain top hit {best_out:.3f}", "y": 14})
-    overlap = not math.isnan(worst_in) and not math.isnan(best_out) and best_out <= worst_in
+    closer_low = axis != "score (higher = closer)"
+    overlap = not math.isnan(worst_in) and not math.isnan(best_out) and (
+        best_out <= worst_in if closer_low else best_out >= worst_in)
     rows = []
     for i, measure in enumerate(measures):
         part = histogram[histogram["measure"] == measure]
@@ -248,7 +251,7 @@ def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float) ->
                          alt.Tooltip("x2:Q", title="overlap to", format=".3f")]))
         layers.append(alt.Chart(part).mark_bar(binSpacing=0, color=MEASURE_COLOURS[measure]).encode(
             x=alt.X("bin_start:Q", bin="binned", scale=scale,
-                    title="cosine distance" if i == len(measures) - 1 else None,
+                    title=axis if i == len(measures) - 1 else None,
                     axis=alt.Axis(labels=i == len(measures) - 1)),
             x2="bin_end:Q",
             y=alt.Y("count:Q", title="queries", axis=alt.Axis(tickMinStep=1, format="d")),
@@ -270,7 +273,8 @@ def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float) ->
     return _configure(chart, "In-domain against out-of-domain distances", subtitle)
 
 
-def sweep_chart(sweep_long: pd.DataFrame, threshold: float, rates: bool) -> alt.LayerChart:
+def sweep_chart(sweep_long: pd.DataFrame, threshold: float, rates: bool,
+                keep_rule: str = "distance < t") -> alt.LayerChart:
     """Bluffs, lost answers and refusals against the threshold (step lines), a rule at the
     chosen ``threshold``; as rates, each with its 95% Wilson band.
 
@@ -283,7 +287,7 @@ def sweep_chart(sweep_long: pd.DataFrame, threshold: float, rates: bool) -> alt.
     domain = list(SERIES_COLOURS)
     colour = alt.Color("series:N", title=None, scale=alt.Scale(domain=domain, range=list(SERIES_COLOURS.values())),
                        legend=alt.Legend(orient="bottom"))
-    x = alt.X("threshold:Q", title="threshold t (the gate keeps top-4 hits with distance < t)",
+    x = alt.X("threshold:Q", title=f"threshold t (the gate keeps top-4 hits with {keep_rule})",
               scale=alt.Scale(zero=False, nice=False))
     lines = alt.Chart(sweep_long).mark_line(interpolate="step-after", strokeWidth=2).encode(
         x=x,

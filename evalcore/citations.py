@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from evalcore.extractors import page_of
-from evalcore.threshold import DEFAULT_TOP, gate
+from evalcore.threshold import COSINE, DEFAULT_TOP, Axis, gate
 
 log = logging.getLogger(__name__)
 
@@ -104,13 +104,15 @@ class Source:
     doc_id: str
     doc_name: str
     section: str | None
-    start: int
-    end: int
+    start: int | None  # None (with end) for a chunk made elsewhere that could not be located
+    end: int | None
     content: str
     distance: float
     page_starts: tuple[int, ...] = ()  # the document's page map (PDF); empty for text
 
     def __post_init__(self) -> None:
+        if self.start is None and self.end is None:
+            return  # not located: quoted as given, no locator
         start, end = _offset(self.start, "start"), _offset(self.end, "end")
         if end - start != len(self.content):
             raise ValueError(f"source {self.doc_id!r}: range [{start}, {end}) does not hold the "
@@ -126,7 +128,9 @@ class Source:
 
     @property
     def pages(self) -> tuple[int, int] | None:
-        """``(first, last)`` page of the content, None without a page map."""
+        """``(first, last)`` page of the content, None without a page map (or a location)."""
+        if self.start is None or self.end is None:
+            return None
         return page_range(self.page_starts, self.start, self.end)
 
 
@@ -183,8 +187,9 @@ def label(source: Source) -> str:
 def citation(index: int, source: Source) -> Citation:
     """Citation number ``index`` for ``source``: quote = content, fragment = :func:`locator`."""
     pages = source.pages
-    return Citation(index, source.doc_id, source.doc_name, label(source),
-                    locator(source.start, source.end, source.page_starts), source.content,
+    fragment = "" if source.start is None or source.end is None else locator(source.start, source.end,
+                                                                              source.page_starts)
+    return Citation(index, source.doc_id, source.doc_name, label(source), fragment, source.content,
                     float(source.distance), pages[0] if pages else None, pages[1] if pages else None)
 
 
@@ -216,20 +221,30 @@ def build_context(question: str, sources: Sequence[Source],
     return Context(prompt, citations, pieces)
 
 
-def no_answer(question: str, threshold: float) -> str:
-    """``NO ANSWER: nothing under cosine distance 0.675 for "<question>"``."""
-    return f'NO ANSWER: nothing under cosine distance {_number(threshold)} for "{question}"'
+def no_answer(question: str, threshold: float, axis: Axis = COSINE) -> str:
+    """``NO ANSWER: nothing under cosine distance 0.675 for "<question>"`` (for a gate on an
+    external retriever's own score: ``nothing with score >= 12.5`` or ``nothing under score 0.4``)."""
+    if axis.column == "distance":
+        what = f"under cosine distance {_number(threshold)}"
+    elif axis.higher_is_closer:
+        what = f"with score >= {_number(threshold)}"
+    else:
+        what = f"under score {_number(threshold)}"
+    return f'NO ANSWER: nothing {what} for "{question}"'
 
 
 def context_for_query(question: str, hits: Sequence[Source], threshold: float,
                       top: int = DEFAULT_TOP,
-                      count_pieces: Callable[[str], int] | None = None) -> Context | NoAnswer:
+                      count_pieces: Callable[[str], int] | None = None,
+                      axis: Axis = COSINE) -> Context | NoAnswer:
     """Gate ``hits`` (in rank order) at ``threshold`` and build the context, or NO ANSWER.
 
     The gate is :func:`evalcore.threshold.gate`: from the first ``top`` hits, those with
-    distance < threshold, numbered in rank order. Both results have ``answered``.
+    distance < threshold (or, on an external retriever's score, those the ``axis`` keeps),
+    numbered in rank order; a source's ``distance`` holds the value the gate reads. Both
+    results have ``answered``.
     """
-    kept = gate([h.distance for h in hits], threshold, top)
+    kept = gate([h.distance for h in hits], threshold, top, axis.higher_is_closer)
     if not kept:
-        return NoAnswer(question, float(threshold), no_answer(question, threshold))
+        return NoAnswer(question, float(threshold), no_answer(question, threshold, axis))
     return build_context(question, [hits[i] for i in kept], count_pieces)

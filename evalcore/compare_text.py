@@ -118,6 +118,8 @@ def compare_text(store: Store, run: str, other: str | None = None, metric: str =
     from evalcore.summary import summary_table
 
     width = width or terminal_width()
+    from evalcore.configurations import model_label
+
     k = int(gate_metric(metric).k)  # type: ignore[arg-type]
     first = resolve_run(store, run)
     second = resolve_run(store, other) if other else None
@@ -128,7 +130,7 @@ def compare_text(store: Store, run: str, other: str | None = None, metric: str =
     lines: list[str] = []
     for r in runs:
         line = f"{tags[r['run_id']]}{' ' if two else ''}run {r['name']} {r['run_id']}"
-        model = f", model {r.get('model')}"
+        model = f", {model_label(r)}"
         lines.append(line + model if len(line) + len(model) <= width else line)
     lines.append("")
     for r in runs:

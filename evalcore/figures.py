@@ -177,7 +177,7 @@ def distance_figure(store: Store, run_id: str, configuration: Configuration) -> 
     hist = distance_histogram(frame)
     prov = Provenance("Distances in and out of domain", (run_text(store, run_id),), (configuration.label,),
                       summary.n_text())
-    chart = charts.distance_chart(hist, summary.worst_in, summary.best_out) if len(hist) else None
+    chart = charts.distance_chart(hist, summary.worst_in, summary.best_out, summary.axis) if len(hist) else None
     return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
 
 
@@ -213,9 +213,17 @@ def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshol
                       f"{n_in} in-domain and {n_out} out-of-domain queries", None,
                       INTERVAL_METHOD if rates else None, float(threshold))
     long = sweep_long(frame)
-    chart = charts.sweep_chart(long, float(threshold), rates) if len(long) else None
+    keep = keep_rule(frame)
+    chart = charts.sweep_chart(long, float(threshold), rates, keep) if len(long) else None
     return Figure(f"sweep-{mode}", f"Threshold sweep ({mode})", chart, long, prov, (configuration.label,),
                   float(threshold), detail=frame)
+
+
+def keep_rule(sweep_frame: Any) -> str:
+    """What the gate keeps, read off a sweep frame: ``distance < t`` (cosine distance),
+    ``score >= t`` or ``score < t`` (a run made elsewhere's own score)."""
+    axis = str(sweep_frame["axis"].iloc[0]) if "axis" in sweep_frame and len(sweep_frame) else "cosine distance"
+    return {"score (higher = closer)": "score >= t", "score (lower = closer)": "score < t"}.get(axis, "distance < t")
 
 
 def index_figure(store: Store, run_id: str) -> Figure:

@@ -342,22 +342,45 @@ def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
     return out
 
 
+def _failed(store: Store, run_id: str) -> dict[str, set[str]]:
+    """{configuration: ids of the queries it could not answer} (failed endpoint calls)."""
+    from evalcore.configurations import failures
+
+    out: dict[str, set[str]] = {}
+    for row in failures(store, run_id).itertuples(index=False):
+        out.setdefault(f"{row.strategy}/{row.retriever}", set()).add(str(row.query_id))
+    return out
+
+
 def _changes(ids: tuple[str, ...], texts: dict[str, str], base: dict[str, int | None],
              cand: dict[str, int | None]) -> tuple[QueryChange, ...]:
     """QueryChange records (with both first correct ranks) for ``ids``, in the given order."""
     return tuple(QueryChange(q, texts.get(q, ""), base.get(q), cand.get(q)) for q in ids)
 
 
+def _axis(store: Store, run_id: str, configuration: str):
+    """What the configuration's gate reads (:class:`evalcore.threshold.Axis`)."""
+    from evalcore.configurations import info
+    from evalcore.records import Configuration
+
+    parsed = Configuration.parse(configuration)
+    return info(store, run_id, parsed.strategy, parsed.retriever).axis
+
+
 def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str, str],
-                    threshold: float) -> dict[str, bool]:
-    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7)."""
+                    threshold: float, skip: set[str] = frozenset()) -> dict[str, bool]:
+    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
+    external configuration's own score, SPEC 10). A query the configuration could not answer
+    (a failed endpoint call) is left out."""
     from evalcore.read.sweeps import top_hits
     from evalcore.records import Configuration
     from evalcore.threshold import DEFAULT_TOP, gate, split_hits
 
+    axis = _axis(store, run_id, configuration)
     hits = top_hits(store, run_id, Configuration.parse(configuration))
-    _, out_domain = split_hits(hits, {q: "out" for q in ood})
-    return {q: bool(gate(out_domain[q], threshold, DEFAULT_TOP)) for q in ood}
+    _, out_domain = split_hits(hits, column=axis.column)
+    return {q: bool(gate(out_domain.get(q, []), threshold, DEFAULT_TOP, axis.higher_is_closer))
+            for q in ood if q not in skip}
 
 
 def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
@@ -401,18 +424,29 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
     level = alpha / m if (holm and m > 1) else alpha
 
     ranks = {"b": first_ranks(store, base_run["run_id"]), "c": first_ranks(store, cand_run["run_id"])}
+    failed = {"b": _failed(store, base_run["run_id"]), "c": _failed(store, cand_run["run_id"])}
     raw = []
+    notes: list[str] = []
     for b_cfg, c_cfg in pairs:
-        b_hits = {q: hit_at_k(r, k) for q, r in ranks["b"][b_cfg].items()}
-        c_hits = {q: hit_at_k(r, k) for q, r in ranks["c"][c_cfg].items()}
-        if set(b_hits) != set(texts) or set(c_hits) != set(texts):
+        b_hits = {q: hit_at_k(r, k) for q, r in ranks["b"].get(b_cfg, {}).items()}
+        c_hits = {q: hit_at_k(r, k) for q, r in ranks["c"].get(c_cfg, {}).items()}
+        b_out, c_out = failed["b"].get(b_cfg, set()), failed["c"].get(c_cfg, set())
+        if set(b_hits) | b_out != set(texts) or set(c_hits) | c_out != set(texts):
             raise NotComparable(f"{b_cfg} / {c_cfg}: results do not cover the runs' {n} scored in-domain queries")
+        left_out = (b_out | c_out) & set(texts)
+        if left_out:  # queries a side could not answer (failed endpoint calls): paired on the others
+            b_hits = {q: v for q, v in b_hits.items() if q not in left_out}
+            c_hits = {q: v for q, v in c_hits.items() if q not in left_out}
+            name = b_cfg if b_cfg == c_cfg else f"{b_cfg} -> {c_cfg}"
+            shown = ", ".join(sorted(left_out)[:3]) + (", ..." if len(left_out) > 3 else "")
+            notes.append(f"{name}: {len(left_out)} of {n} queries left out, not counted as losses: "
+                         f"{'the baseline' if b_out and not c_out else 'the candidate' if c_out and not b_out else 'a side'}"
+                         f" could not answer them (failed calls: {shown}); paired on {len(b_hits)}")
         raw.append((b_cfg, c_cfg, b_hits, c_hits, paired_test(c_hits, b_hits)))
     p_adjusted = holm_adjust([t.p_value for *_, t in raw]) if holm else [t.p_value for *_, t in raw]
 
     bluff_checks: dict[int, BluffCheck] = {}
     bluff_notes: dict[int, str] = {}
-    notes: list[str] = []
     if threshold_from_decision:
         ood = _same_queries(store, base_run, cand_run, "out")
         if not ood:
@@ -425,9 +459,17 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
                 bluff_notes[i] = f"no saved threshold for {b_cfg} in the baseline run: bluffs not checked"
                 continue
             t = float(decision["threshold"])
-            b_bluff = _bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t)
-            c_bluff = _bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t)
-            found.append((i, decision, b_bluff, c_bluff, paired_test(c_bluff, b_bluff)))
+            b_axis, c_axis = _axis(store, base_run["run_id"], b_cfg), _axis(store, cand_run["run_id"], c_cfg)
+            if b_axis != c_axis:
+                bluff_notes[i] = (f"the baseline's threshold for {b_cfg} reads {b_axis.label}, the candidate's gate "
+                                  f"reads {c_axis.label}: one threshold cannot serve both; bluffs not checked")
+                continue
+            b_bluff = _bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t, failed["b"].get(b_cfg, set()))
+            c_bluff = _bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t, failed["c"].get(c_cfg, set()))
+            found.append((i, decision, b_bluff, c_bluff, paired_test(c_bluff, b_bluff, common=True)))
+        mismatched = [note for note in bluff_notes.values() if "cannot serve both" in note]
+        if not found and mismatched:
+            raise ConfigError(f"--threshold-from-decision: {mismatched[0]}")
         if not found:
             raise ConfigError(
                 f"--threshold-from-decision: the baseline run {base_run['name']} {base_run['run_id']} has no saved "
@@ -451,11 +493,12 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
     detectable = detectable_difference(n, alpha=level)
     for i, ((b_cfg, c_cfg, b_hits, c_hits, test), p_adj) in enumerate(zip(raw, p_adjusted)):
         sides = []
+        paired = len(b_hits)  # n, less the queries a side could not answer
         for run, cfg, hits in ((base_run, b_cfg, b_hits), (cand_run, c_cfg, c_hits)):
             s = sum(hits.values())
-            low, high = wilson_interval(s, n)
-            sides.append(Side(run["run_id"], run["name"], cfg, s, n, low, high))
-        worse_by = (sides[0].successes - sides[1].successes) / n
+            low, high = wilson_interval(s, paired)
+            sides.append(Side(run["run_id"], run["name"], cfg, s, paired, low, high))
+        worse_by = (sides[0].successes - sides[1].successes) / paired
         ids = ranks["b"][b_cfg], ranks["c"][c_cfg]
         results.append(ConfigResult(
             baseline=sides[0], candidate=sides[1], wins=test.wins, losses=test.losses, ties=test.ties,
@@ -493,7 +536,9 @@ def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any],
             name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
             notes.append(f"strategy {name}: {old} -> {new}")
     if base_run.get("model") != cand_run.get("model"):
-        notes.append(f"model: {base_run.get('model')} -> {cand_run.get('model')}")
+        from evalcore.configurations import model_label
+
+        notes.append(f"{model_label(base_run)} -> {model_label(cand_run)}")
     return notes
 
 

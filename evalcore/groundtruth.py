@@ -44,7 +44,7 @@ _MAX_LISTED = 5
 # ------------------------------------------------------------------------ reading
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line; InputError "FILE:LINE: ..." otherwise."""
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -96,7 +96,7 @@ def read_questions(path: str | Path, seen: dict[str, str] | None = None) -> list
     path = Path(path)
     seen = {} if seen is None else seen
     out: list[Question] = []
-    for number, obj in _read_jsonl(path):
+    for number, obj in read_jsonl(path):
         where = f"{path}:{number}"
         query_id = _field(obj, "id", str, where)
         question = _field(obj, "question", str, where)
@@ -130,7 +130,7 @@ def read_ood(path: str | Path, seen: dict[str, str] | None = None) -> list[OODQu
     path = Path(path)
     seen = {} if seen is None else seen
     out: list[OODQuery] = []
-    for number, obj in _read_jsonl(path):
+    for number, obj in read_jsonl(path):
         where = f"{path}:{number}"
         query_id = _field(obj, "id", str, where)
         query = _field(obj, "query", str, where)

@@ -69,8 +69,12 @@ def run_evaluation(
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
     run_id: str | None = None,
+    embedders: Sequence[Embedder] | None = None,
 ) -> RunResult:
     """Evaluate ``request`` and store it as one complete run; returns its id and counts.
+
+    ``embedders`` (several embedding models) runs every strategy under each model, stored
+    as ``STRATEGY@MODEL`` (:func:`evalcore.models.plan`); ``embedder`` is the one model otherwise.
 
     ``progress`` receives every stage on the run's one scale (evalcore.progress); the run's
     row in the store follows the same stages. ``cancelled`` is polled between stages,
@@ -83,10 +87,11 @@ def run_evaluation(
     :class:`~evalcore.errors.Interrupted` naming the signal, the stage and the run.
     """
     with signals.handled():
-        return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id)
+        return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id,
+                         embedders)
 
 
-def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id) -> RunResult:
+def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, embedders) -> RunResult:
     from evalcore.embedding import load_embedder
 
     retrievers = parse_retrievers(request.retrievers)
@@ -106,7 +111,16 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id) -
         from evalcore.errors import ConfigError
 
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
-    embedder = embedder or testhooks.embedder() or load_embedder()
+    from evalcore.models import plan as model_plan
+
+    models = list(embedders or ()) or [embedder or testhooks.embedder() or load_embedder()]
+    plan = model_plan(request.strategies, models)
+    embedder = models[0]
+    dims = {m.dim for m in models}
+    settings = _settings(request, embedder, retrievers)
+    if len(models) > 1:
+        settings["models"] = {p.strategy.name: {"chunker": p.chunker, "model": p.embedder.name} for p in plan}
+        settings["strategies"] = {p.strategy.name: settings["strategies"][p.chunker] for p in plan}
 
     run_id = run_id or new_run_id()
     t_start = time.perf_counter()
@@ -115,13 +129,14 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id) -
         "corpus_root": request.corpus.root, "corpus_fingerprint": request.corpus.fingerprint,
         "questions_path": request.ground_truth.source.get("questions"),
         "ood_path": request.ground_truth.source.get("ood"),
-        "model": embedder.name, "model_dim": embedder.dim, "pipeline_version": PIPELINE_VERSION,
-        "strategies": ",".join(s.name for s in request.strategies),
+        "model": ", ".join(m.name for m in models), "model_dim": dims.pop() if len(dims) == 1 else None,
+        "pipeline_version": PIPELINE_VERSION,
+        "strategies": ",".join(p.strategy.name for p in plan),
         "retrievers": ",".join(retrievers), "rerank_note": rerank_note,
-        "settings": json.dumps(_settings(request, embedder, retrievers)),
+        "settings": json.dumps(settings),
     }
     progress = Fanout(StoreProgress(store, run_id), progress)
-    job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled)
+    job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan)
     try:
         store.start_run(row)
         job.started = True
@@ -137,7 +152,7 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id) -
         if not job.started:  # no run row to mark: the error (or signal) as it is
             signals.check()
             raise
-        _fail(store, run_id, job.stage_name, exc)
+        fail_run(store, run_id, job.stage_name, exc)
     finally:
         progress.close()
     if signals.received() is not None:  # it came as the commit returned: the run is complete
@@ -151,9 +166,10 @@ def _before_commit() -> None:
     signals.check()
 
 
-def _fail(store: Store, run_id: str, stage: str, exc: BaseException) -> NoReturn:
+def fail_run(store: Store, run_id: str, stage: str, exc: BaseException) -> NoReturn:
     """Mark the run failed (or cancelled) with its reason where the store can be written,
-    then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was."""
+    then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was.
+    Every kind of run ends this way (built-in ones here, runs made elsewhere in evalcore.external)."""
     from evalcore.errors import EvalcoreError
     from evalcore.store import Store as _Store
 
@@ -191,7 +207,8 @@ def _version(package: str) -> str | None:
 
 
 def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
-    gt = request.ground_truth
+    from evalcore.rows import ground_truth_settings
+
     runtime = getattr(embedder, "runtime", None)
     return {
         "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
@@ -203,11 +220,7 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
                                 "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},
         "retrievers": retrievers, "top_n": request.top_n, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH,
         "bm25": {"k1": 1.2, "b": 0.75}, "gate_top": 4,
-        "queries_in": len(gt.valid_questions), "queries_in_total": len(gt.questions),
-        "queries_out": len(gt.ood), "ground_truths": len(gt.spans), "invalid_needles": len(gt.invalid),
-        "documents": len(request.corpus.documents), "failed_documents": len(request.corpus.failed),
-        "characters": request.corpus.characters,
-        "sections": sum(d.sections for d in request.corpus.documents),
+        **ground_truth_settings(request.corpus, request.ground_truth),
         **request.settings,
     }
 
@@ -232,17 +245,18 @@ class _Checked:
 class _Job:
     """The work of one run; collects result tables in memory."""
 
-    def __init__(self, request, store, embedder, reranker, retrievers, run_id, progress, cancelled):
+    def __init__(self, request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan):
         self.r: RunRequest = request
         self.store = store
-        self.embedder = embedder
+        self.embedder = embedder  # the first model (documents are stamped with all of them)
+        self.plan = plan
         self.reranker = reranker
         self.retrievers = retrievers
         self.run_id = run_id
         self.progress = _Checked(progress, self._check)
         self.stage_name = "starting"
         self.started = False  # the run's row is in the store
-        self.scale = Scale([s.name for s in request.strategies])
+        self.scale = Scale([p.strategy.name for p in plan])
         self.cancelled = cancelled or (lambda: False)
         self.new_embeddings = 0
         self.cached_embeddings = 0
@@ -269,21 +283,22 @@ class _Job:
             "items": items, "per_item_ms": (seconds * 1000.0 / items) if items else None,
         })
 
-    def _embed(self, texts: Sequence[str]) -> tuple[np.ndarray, Any]:
+    def _embed(self, texts: Sequence[str], embedder: Embedder) -> tuple[np.ndarray, Any]:
         from evalcore.embedding import embed_with_cache
 
-        vecs, st = embed_with_cache(self.embedder, texts, self.store, on_progress=self.progress.advance)
+        vecs, st = embed_with_cache(embedder, texts, self.store, on_progress=self.progress.advance)
         self.new_embeddings += st.new
         self.cached_embeddings += st.cached
         return vecs, st
 
-    def _header_pieces(self, header: str) -> int:
+    def _header_pieces(self, header: str, embedder: Embedder) -> int:
         if not header:
             return 0
-        if header not in self._pieces_cache:
+        key = f"{embedder.name}\0{header}"
+        if key not in self._pieces_cache:
             # pieces the header adds: its own pieces without [CLS]/[SEP]
-            self._pieces_cache[header] = self.embedder.count_pieces([header.rstrip("\n")])[0] - 2
-        return self._pieces_cache[header]
+            self._pieces_cache[key] = embedder.count_pieces([header.rstrip("\n")])[0] - 2
+        return self._pieces_cache[key]
 
     # -- the run -----------------------------------------------------------------
     def execute(self) -> dict[str, pd.DataFrame]:
@@ -299,59 +314,39 @@ class _Job:
         n_in = len(in_q)
         groups = [q.group for q in in_q]
 
-        self._stage(self.scale.query_embedding(len(texts)))
-        qvec, st = self._embed(texts)
-        self._timing("query_embedding", None, st.seconds, st.new)
+        qvecs = {}
+        for embedder in {p.embedder.name: p.embedder for p in self.plan}.values():
+            self._stage(self.scale.query_embedding(len(texts)))
+            qvecs[embedder.name], st = self._embed(texts, embedder)
+            self._timing("query_embedding", None, st.seconds, st.new)
 
-        for strategy in r.strategies:
-            self._run_strategy(strategy, qvec, qids, texts, n_in, groups)
+        for item in self.plan:
+            self._run_strategy(item.strategy, qvecs[item.embedder.name], qids, texts, n_in, groups,
+                               item.embedder, item.chunker)
 
+        from evalcore.configurations import builtin_rows
+
+        self.rows["configurations"] = builtin_rows(
+            self.run_id, [(p.strategy.name, p.chunker, p.embedder.name) for p in self.plan], self.retrievers)
         frames = {k: pd.DataFrame(v) for k, v in self.rows.items() if k not in self.frames}
         for name, parts in self.frames.items():
             frames[name] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
         return frames
 
     def _record_documents(self) -> None:
-        c = self.r.corpus
-        for d in c.documents:
-            self.rows["documents"].append({
-                "run_id": self.run_id, "doc_id": d.doc_id, "title": d.title, "source_type": d.source_type,
-                "path": d.path, "state": "indexed", "reason": None, "extractor": d.extractor,
-                "extractor_version": d.extractor_version, "model": self.embedder.name,
-                "model_dim": self.embedder.dim, "pipeline_version": PIPELINE_VERSION,
-                "characters": len(d.text), "sections": d.sections, "text": d.text,
-                "pages": d.pages, "page_starts": list(d.page_starts) or None,
-                "notes": list(d.notes) or None, "file_hash": d.file_hash or None,
-            })
-        for f in c.failed:
-            self.rows["documents"].append({
-                "run_id": self.run_id, "doc_id": f.doc_id, "title": None, "source_type": None,
-                "path": f.path, "state": "failed", "reason": f.reason, "extractor": None,
-                "extractor_version": None, "model": None, "model_dim": None, "pipeline_version": None,
-                "characters": None, "sections": None, "text": None,
-                "pages": None, "page_starts": None, "notes": None, "file_hash": None,
-            })
+        from evalcore.rows import document_rows
+
+        names = list(dict.fromkeys(p.embedder.name for p in self.plan))
+        dims = {p.embedder.dim for p in self.plan}
+        self.rows["documents"] += document_rows(self.run_id, self.r.corpus, ", ".join(names),
+                                                dims.pop() if len(dims) == 1 else None)
 
     def _record_queries(self) -> None:
-        gt = self.r.ground_truth
-        invalid = {inv.group: inv.reason for inv in gt.invalid}
-        for q in gt.questions:
-            span = gt.spans.get(q.group)
-            self.rows["queries"].append({
-                "run_id": self.run_id, "query_id": q.query_id, "domain": "in", "text": q.question,
-                "group_id": q.group, "variant": q.variant, "kind": None,
-                "needle": q.needle, "doc_id": span.doc_id if span else q.document,
-                "start": span.start if span else None, "end": span.end if span else None,
-                "valid": span is not None, "invalid_reason": invalid.get(q.group), "line": q.line,
-            })
-        for q in gt.ood:
-            self.rows["queries"].append({
-                "run_id": self.run_id, "query_id": q.query_id, "domain": "out", "text": q.query,
-                "group_id": None, "variant": None, "kind": q.kind, "needle": None, "doc_id": None,
-                "start": None, "end": None, "valid": True, "invalid_reason": None, "line": q.line,
-            })
+        from evalcore.rows import query_rows
 
-    def _run_strategy(self, strategy, qvec, qids, qtexts, n_in, groups) -> None:
+        self.rows["queries"] += query_rows(self.run_id, self.r.ground_truth)
+
+    def _run_strategy(self, strategy, qvec, qids, qtexts, n_in, groups, embedder, chunker) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
         from evalcore.scoring import correct_sets, destroyed_cut
@@ -364,11 +359,11 @@ class _Job:
         self.progress.advance(len(r.corpus.documents))
         ctexts = [c.text for c in chunks]
 
-        pieces = self.embedder.count_pieces(ctexts)
-        header_pieces = [self._header_pieces(c.header) for c in chunks]
+        pieces = embedder.count_pieces(ctexts)
+        header_pieces = [self._header_pieces(c.header, embedder) for c in chunks]
 
         self._stage(self.scale.strategy(name, "embedding", len(chunks)))
-        cvec, st = self._embed(ctexts)
+        cvec, st = self._embed(ctexts, embedder)
         self._timing("index", name, st.seconds, st.new)
 
         spans = self.r.ground_truth.spans
@@ -384,8 +379,9 @@ class _Job:
             "run_id": self.run_id, "strategy": name, "size": strategy.size, "overlap": strategy.overlap,
             "boundaries": strategy.boundaries, "header": strategy.header, "chunks": len(chunks),
             "pieces": int(sum(pieces)), "header_pieces": int(sum(header_pieces)),
-            "over_window": int(sum(p > WINDOW for p in pieces)), "destroyed": len(destroyed),
-            "norm_max_diff": normalisation_check(cvec, 200),
+            "over_window": int(sum(p > getattr(embedder, "window", WINDOW) for p in pieces)),
+            "destroyed": len(destroyed), "norm_max_diff": normalisation_check(cvec, 200),
+            "chunker": chunker, "model": embedder.name,
         })
         for i, c in enumerate(chunks):
             self.rows["chunks"].append({

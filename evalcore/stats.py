@@ -154,13 +154,20 @@ def _describe_difference(first: Mapping[str, object], second: Mapping[str, objec
     return "; ".join(parts)
 
 
-def paired_test(first: Mapping[str, bool], second: Mapping[str, bool]) -> SignTest:
+def paired_test(first: Mapping[str, bool], second: Mapping[str, bool], common: bool = False) -> SignTest:
     """Paired sign test of two configurations on a per-query boolean (e.g. hit@k).
 
     ``first`` and ``second`` map query id -> outcome and must cover the same query ids
     (ValueError naming a few differing ids and how many otherwise). Wins are queries where
     only ``first`` is true, losses where only ``second`` is; p = :func:`sign_test`.
+    With ``common``, the pair is compared on the queries both sides answered (for
+    configurations that could not answer some queries, e.g. failed endpoint calls: the
+    caller has checked that the runs asked the same queries).
     """
+    if common:
+        both = set(first) & set(second)
+        first = {q: v for q, v in first.items() if q in both}
+        second = {q: v for q, v in second.items() if q in both}
     if set(first) != set(second):
         raise ValueError(
             "paired test needs the same queries on both sides: " + _describe_difference(first, second)
@@ -189,11 +196,13 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(p) for p in multipletests(values, method="holm")[1]]
 
 
-def win_loss_matrix(outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = True) -> pd.DataFrame:
+def win_loss_matrix(outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = True,
+                    common: bool = False) -> pd.DataFrame:
     """Every ordered pair of configurations, paired on the same per-query boolean.
 
     ``outcomes`` maps a configuration label (any string: ``"E/dense"``,
-    ``"run1:E/dense"``) to {query id: outcome}; all must cover the same queries.
+    ``"run1:E/dense"``) to {query id: outcome}; all must cover the same queries, or with
+    ``common`` each pair is paired on the queries both answered (``n`` then varies by pair).
 
     Returns a tidy DataFrame, one row per ordered pair (row != column; the diagonal is
     left out), in the order of ``outcomes``, with columns :data:`MATRIX_COLUMNS`:
@@ -206,7 +215,7 @@ def win_loss_matrix(outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = T
     import pandas as pd
 
     labels = list(outcomes)
-    if len(labels) >= 2:
+    if len(labels) >= 2 and not common:
         base = labels[0]
         for label in labels[1:]:
             if set(outcomes[label]) != set(outcomes[base]):
@@ -215,7 +224,7 @@ def win_loss_matrix(outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = T
                     + _describe_difference(outcomes[base], outcomes[label])
                 )
     pairs = list(combinations(range(len(labels)), 2))
-    tests = {(i, j): paired_test(outcomes[labels[i]], outcomes[labels[j]]) for i, j in pairs}
+    tests = {(i, j): paired_test(outcomes[labels[i]], outcomes[labels[j]], common) for i, j in pairs}
     adjusted = holm([tests[p].p_value for p in pairs]) if adjust else [math.nan] * len(pairs)
     p_holm = dict(zip(pairs, adjusted))
     rows = []

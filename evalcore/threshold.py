@@ -1,7 +1,12 @@
-"""The refusal threshold (SPEC section 7): the gate, its exact sweep, and a suggested threshold.
+"""The refusal threshold (SPEC sections 7 and 10): the gate, its exact sweep, a suggested threshold.
 
 The gate at threshold ``t`` keeps, from a retriever's top 4 (``top``), the hits whose cosine
 distance is *strictly* below ``t``; nothing kept means NO ANSWER before any model is called.
+A configuration made elsewhere (an imported run, a live endpoint) has no cosine distance: its
+gate reads the retriever's own score in the score's direction (:class:`Axis`): a similarity
+(``higher_is_closer``) is kept when ``score >= t``, a distance when ``score < t``. Every
+function below takes ``higher_is_closer`` (default False: distances); "distance" in the names
+then stands for whatever value the gate reads.
 
 For one configuration, per threshold ``t``:
 
@@ -59,6 +64,36 @@ OutDomain = Mapping[str, Sequence[float]]
 
 
 @dataclass(frozen=True, slots=True)
+class Axis:
+    """The value a configuration's gate thresholds: ``column`` of the stored hits (``distance``:
+    the cosine distance of built-in configurations; ``score``: an external retriever's own
+    score) and its direction (``higher_is_closer``: a similarity, kept when ``>= t``)."""
+
+    column: str = "distance"
+    higher_is_closer: bool = False
+
+    def __post_init__(self) -> None:
+        if self.column not in ("distance", "score"):
+            raise ValueError(f"an axis reads 'distance' or 'score', got {self.column!r}")
+
+    @property
+    def label(self) -> str:
+        """``cosine distance``, ``score (higher = closer)`` or ``score (lower = closer)``."""
+        if self.column == "distance":
+            return "cosine distance"
+        return f"score ({'higher' if self.higher_is_closer else 'lower'} = closer)"
+
+    @property
+    def keep_rule(self) -> str:
+        """How the gate reads a threshold ``t``: ``distance < t``, ``score >= t``, ``score < t``."""
+        name = "distance" if self.column == "distance" else "score"
+        return f"{name} {'>=' if self.higher_is_closer else '<'} t"
+
+
+COSINE = Axis()  #: the built-in pipeline's gate: cosine distance, kept when d < t
+
+
+@dataclass(frozen=True, slots=True)
 class GateCounts:
     """Counts of one configuration at one threshold (see the module docstring)."""
 
@@ -93,19 +128,24 @@ def _top(top: int) -> int:
     return top
 
 
-def gate(distances_in_rank_order: Sequence[float], t: float, top: int = DEFAULT_TOP) -> list[int]:
+def gate(distances_in_rank_order: Sequence[float], t: float, top: int = DEFAULT_TOP,
+         higher_is_closer: bool = False) -> list[int]:
     """Indices (0-based, in rank order) of the hits the gate keeps: among the first ``top``,
-    those with ``distance < t`` (strict). An empty list means NO ANSWER."""
+    those with ``distance < t`` (strict), or with ``score >= t`` when ``higher_is_closer``
+    (a similarity). An empty list means NO ANSWER."""
     t = _threshold(t)
-    return [i for i, d in enumerate(distances_in_rank_order[: _top(top)]) if _distance(d) < t]
+    head = distances_in_rank_order[: _top(top)]
+    if higher_is_closer:
+        return [i for i, s in enumerate(head) if _distance(s) >= t]
+    return [i for i, d in enumerate(head) if _distance(d) < t]
 
 
 def counts_at(in_domain: InDomain, out_domain: OutDomain, t: float,
-              top: int = DEFAULT_TOP) -> GateCounts:
+              top: int = DEFAULT_TOP, higher_is_closer: bool = False) -> GateCounts:
     """Brute force: apply :func:`gate` to every query at threshold ``t`` and count."""
     bluffs = refused = correct = wrong = lost = answerable = 0
     for hits in in_domain.values():
-        kept = gate([d for d, _ in hits], t, top)
+        kept = gate([d for d, _ in hits], t, top, higher_is_closer)
         has_correct = any(bool(c) for _, c in hits[:top])
         kept_correct = any(bool(hits[i][1]) for i in kept)
         answerable += has_correct
@@ -114,7 +154,7 @@ def counts_at(in_domain: InDomain, out_domain: OutDomain, t: float,
         wrong += bool(kept) and not kept_correct
         lost += has_correct and not kept_correct
     for distances in out_domain.values():
-        bluffs += bool(gate(distances, t, top))
+        bluffs += bool(gate(distances, t, top, higher_is_closer))
     return GateCounts(bluffs, len(out_domain) - bluffs, refused, correct, wrong, lost, answerable,
                       len(in_domain), len(out_domain))
 
@@ -137,67 +177,81 @@ def _rates(frame: pd.DataFrame, confidence: float = 0.95) -> None:
             frame[name] = frame[f"{stem}_low"] = frame[f"{stem}_high"] = np.nan
 
 
-def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP) -> pd.DataFrame:
+def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP,
+          higher_is_closer: bool = False) -> pd.DataFrame:
     """The exact step function of the gate's counts over the threshold, for one configuration.
 
-    Each row is one step: it holds for every threshold ``t`` with ``t_from < t <= threshold``
-    (a hit at exactly distance ``threshold`` is *not* kept, since the gate keeps ``d < t``).
-    The thresholds are the sorted distinct observed distances at which some count changes
-    (per in-domain query the smallest top-``top`` distance and the smallest correct one,
-    per out-of-domain query the smallest), followed by a last row ``threshold = inf``
-    (everything in the top ``top`` kept). ``t_from`` is the previous row's threshold, ``-inf``
-    for the first row (nothing kept). So plugging a row's ``threshold`` into
-    :func:`counts_at` reproduces the row, and :func:`state_at` finds the row for any ``t``.
+    Each row is one step: it holds for every threshold ``t`` with ``t_from < t <= threshold``.
+    For distances the gate keeps ``d < t``, so a hit at exactly distance ``threshold`` is *not*
+    kept; for similarities (``higher_is_closer``) it keeps ``s >= t``, so a hit at exactly
+    ``threshold`` is kept. Either way the counts change only at observed values: the thresholds
+    are the sorted distinct observed values at which some count changes (per in-domain query
+    the closest top-``top`` value and the closest correct one, per out-of-domain query the
+    closest), followed by a last row ``threshold = inf``. ``t_from`` is the previous row's
+    threshold, ``-inf`` for the first row. For distances the first row keeps nothing and the
+    last everything in the top ``top``; for similarities the other way round. Plugging a row's
+    ``threshold`` into :func:`counts_at` reproduces the row, and :func:`state_at` finds the
+    row for any ``t``.
 
     Columns: ``t_from``, ``threshold``, :data:`COUNT_COLUMNS` (ints), then for each rate of
     :data:`RATES` the rate and its 95% Wilson ``_low``/``_high`` (``bluff_rate``, ``bluff_low``,
     ``bluff_high``, ``refused_rate``, ..., ``answered_wrong_high``); rates are NaN when their
     denominator is 0 (e.g. no out-of-domain queries). Plot with a step-after line on
-    ``t_from`` or a step-before line on ``threshold``, clipping the infinite end.
+    ``t_from`` or a step-before line on ``threshold``, clipping the infinite ends.
     """
     import numpy as np
     import pandas as pd
 
     top = _top(top)
     inf = math.inf
-    first = np.empty(len(in_domain))          # smallest kept-able distance per in-domain query
-    first_correct = np.empty(len(in_domain))  # smallest correct distance in the top `top`
+    none = -inf if higher_is_closer else inf  # the closest value of a query with nothing to keep
+    closest = max if higher_is_closer else min
+    first = np.empty(len(in_domain))          # closest top-`top` value per in-domain query
+    first_correct = np.empty(len(in_domain))  # closest correct value in the top `top`
     for i, hits in enumerate(in_domain.values()):
-        m = c = inf
+        m = c = none
         for d, correct in hits[:top]:
             d = _distance(d)
-            m = min(m, d)
+            m = closest(m, d)
             if correct:
-                c = min(c, d)
+                c = closest(c, d)
         first[i], first_correct[i] = m, c
-    ood_first = np.array([min((_distance(d) for d in ds[:top]), default=inf)
+    ood_first = np.array([closest((_distance(d) for d in ds[:top]), default=none)
                           for ds in out_domain.values()], dtype=float)
-    return sweep_from_minima(first, first_correct, ood_first)
+    return sweep_from_minima(first, first_correct, ood_first, higher_is_closer)
 
 
 def sweep_from_minima(first: Sequence[float], first_correct: Sequence[float],
-                      ood_first: Sequence[float]) -> pd.DataFrame:
-    """:func:`sweep` from each query's smallest distances in the gate's top ``top``: ``first``
+                      ood_first: Sequence[float], higher_is_closer: bool = False) -> pd.DataFrame:
+    """:func:`sweep` from each query's closest values in the gate's top ``top``: ``first``
     (per in-domain query, any hit), ``first_correct`` (per in-domain query, correct hits) and
-    ``ood_first`` (per out-of-domain query); ``inf`` where there is no such hit. The counts at
-    any threshold depend on nothing else, so a store can compute these in one query.
-    ValueError for NaN or -inf among them."""
+    ``ood_first`` (per out-of-domain query): the smallest distances, ``inf`` where there is no
+    such hit; for similarities (``higher_is_closer``) the largest scores, ``-inf`` where
+    there is none. The counts at any threshold depend on nothing else, so a store can compute
+    these in one query. ValueError for NaN or the other infinity among them."""
     import numpy as np
     import pandas as pd
 
     inf = math.inf
+    wrong = inf if higher_is_closer else -inf
     first, first_correct, ood_first = (np.sort(np.asarray(a, dtype=float)) for a in (first, first_correct, ood_first))
     for values in (first, first_correct, ood_first):
-        if np.isnan(values).any() or (values == -inf).any():
-            raise ValueError("a distance must be a finite number (or inf: no hit)")
+        if np.isnan(values).any() or (values == wrong).any():
+            raise ValueError(f"a distance must be a finite number (or {-wrong}: no hit)")
     observed = np.concatenate([first, first_correct, ood_first])
     breaks = np.unique(observed[np.isfinite(observed)])
     thresholds = np.append(breaks, inf)
     n_in, n_out = len(first), len(ood_first)
     answerable = int(np.isfinite(first_correct).sum())
-    answered = np.searchsorted(first, thresholds, side="left")       # #{m < t}
-    correct = np.searchsorted(first_correct, thresholds, side="left")
-    bluffs = np.searchsorted(ood_first, thresholds, side="left")
+
+    def kept(values: np.ndarray) -> np.ndarray:
+        """#{v < t} per threshold (distances), #{v >= t} (similarities)."""
+        below = np.searchsorted(values, thresholds, side="left")
+        return len(values) - below if higher_is_closer else below
+
+    answered = kept(first)
+    correct = kept(first_correct)
+    bluffs = kept(ood_first)
     frame = pd.DataFrame({
         "t_from": np.insert(breaks, 0, -inf),
         "threshold": thresholds,
@@ -231,20 +285,21 @@ def state_at(sweep_df: pd.DataFrame, t: float) -> GateCounts:
 
 
 def split_hits(hits: pd.DataFrame | Iterable[Mapping[str, Any]],
-               domains: Mapping[str, str] | None = None) -> tuple[dict, dict]:
+               domains: Mapping[str, str] | None = None, column: str = "distance") -> tuple[dict, dict]:
     """``(in_domain, out_domain)`` inputs for :func:`sweep` from stored hits of ONE configuration.
 
     ``hits``: a DataFrame (or records) with columns ``query_id``, ``domain`` (``in`` or
-    ``out``; ``ood`` is read as ``out``), ``rank``, ``distance``, ``correct``. Hits are ordered
-    by rank per query. ``domains`` ({query_id: domain}) adds queries that have no hits at all
-    (they are always refused).
+    ``out``; ``ood`` is read as ``out``), ``rank``, ``correct`` and the value the gate reads
+    (``column``: ``distance``, or ``score`` for an :class:`Axis` on the score). Hits are
+    ordered by rank per query. ``domains`` ({query_id: domain}) adds queries that have no hits
+    at all (they are always refused).
     """
     records = hits.to_dict("records") if hasattr(hits, "to_dict") else list(hits)
     per_query: dict[str, list[tuple[int, float, bool]]] = {}
     domain_of: dict[str, str] = dict(domains or {})
     for r in records:
         q = r["query_id"]
-        per_query.setdefault(q, []).append((int(r["rank"]), _distance(r["distance"]), bool(r["correct"])))
+        per_query.setdefault(q, []).append((int(r["rank"]), _distance(r[column]), bool(r["correct"])))
         domain_of.setdefault(q, r["domain"])
     in_domain: dict[str, list[tuple[float, bool]]] = {}
     out_domain: dict[str, list[float]] = {}
@@ -316,19 +371,20 @@ def _suggestion(row: Any, rule: str, cost: float | None) -> Suggestion:
 
 
 def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
-                      max_bluff_rate: float | None = None) -> Suggestion:
+                      max_bluff_rate: float | None = None, higher_is_closer: bool = False) -> Suggestion:
     """Suggest a threshold from a :func:`sweep` frame under exactly one of two rules.
 
     - ``cost_ratio = N``: one bluff costs as much as N lost answers; minimise
       ``N * bluffs + lost``. A lost answer is an answerable in-domain query refused or
       answered from wrong chunks only; refusing or wrongly answering an in-domain query that
-      had no correct hit in the top 4 costs nothing extra. Ties go to the lowest threshold
-      (the fewest bluffs).
+      had no correct hit in the top 4 costs nothing extra. Ties go to the strictest gate
+      (the fewest bluffs): the lowest threshold for distances, the highest for similarities.
     - ``max_bluff_rate = r``: among steps with ``bluff_rate <= r``, the most correct answers
-      (``answered_correct``), then the fewest bluffs (the lowest such threshold).
+      (``answered_correct``), then the fewest bluffs (the strictest such gate).
 
-    The returned ``threshold`` is a short decimal inside the chosen step (see
-    :class:`Suggestion`), so ``counts_at(..., suggestion.threshold)`` gives its counts.
+    ``higher_is_closer`` must be the value the sweep was made with. The returned
+    ``threshold`` is a short decimal inside the chosen step (see :class:`Suggestion`), so
+    ``counts_at(..., suggestion.threshold)`` gives its counts.
     ValueError when neither or both rules are given, for a negative or non-finite ratio, a
     ceiling outside [0, 1], or a ceiling without out-of-domain queries.
     """
@@ -337,17 +393,20 @@ def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
                          f"cost_ratio={cost_ratio!r}, max_bluff_rate={max_bluff_rate!r}")
     if len(sweep_df) == 0:
         raise ValueError("empty sweep: nothing to suggest")
+    # rows from the strictest gate (nothing kept) to the loosest: a first minimum is the strictest
+    strict = sweep_df.iloc[::-1] if higher_is_closer else sweep_df
+    strictest = "highest" if higher_is_closer else "lowest"
     if cost_ratio is not None:
         ratio = float(cost_ratio)
         if not (math.isfinite(ratio) and ratio >= 0):
             raise ValueError(f"cost_ratio must be a finite number >= 0, got {cost_ratio!r}")
-        costs = ratio * sweep_df["bluffs"].to_numpy(dtype=float) + sweep_df["lost"].to_numpy(dtype=float)
-        best = int(costs.argmin())  # first minimum = lowest threshold
-        row = sweep_df.iloc[best]
+        costs = ratio * strict["bluffs"].to_numpy(dtype=float) + strict["lost"].to_numpy(dtype=float)
+        best = int(costs.argmin())  # first minimum = the strictest gate
+        row = strict.iloc[best]
         rule = (f"cost ratio {ratio:g}: one bluff costs as much as {ratio:g} lost answers; "
                 f"minimise {ratio:g} x bluffs + lost answers (lost = answerable in-domain queries "
                 f"refused or answered from wrong chunks only; other refusals add nothing); ties go "
-                f"to the lowest threshold. Here: {int(row['bluffs'])} bluffs, {int(row['lost'])} lost, "
+                f"to the {strictest} threshold. Here: {int(row['bluffs'])} bluffs, {int(row['lost'])} lost, "
                 f"cost {float(costs[best]):g}.")
         return _suggestion(row, rule, float(costs[best]))
 
@@ -356,8 +415,8 @@ def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
         raise ValueError(f"max_bluff_rate must lie in [0, 1], got {max_bluff_rate!r}")
     if int(sweep_df["out_domain"].iloc[0]) == 0:
         raise ValueError("no out-of-domain queries: a bluff-rate ceiling cannot be checked")
-    rates = sweep_df["bluff_rate"].to_numpy(dtype=float)
-    feasible = sweep_df[rates <= ceiling]  # a prefix: bluffs only grow with t; row 0 has none
+    rates = strict["bluff_rate"].to_numpy(dtype=float)
+    feasible = strict[rates <= ceiling]  # a prefix: bluffs only grow as the gate loosens
     most = feasible["answered_correct"].max()
     row = feasible[feasible["answered_correct"] == most].iloc[0]
     rule = (f"bluff ceiling {ceiling:.1%}: the most correct answers with a bluff rate at most the "

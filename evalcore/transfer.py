@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FORMAT = "evalcore-run"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 #: Every table that holds a run's rows, in insertion order, with the key that orders its rows.
 TABLES: dict[str, str] = {
@@ -52,6 +52,14 @@ TABLES: dict[str, str] = {
     "destroyed": "strategy, group_id",
     "timings": "ALL",
     "decisions": "created_at, decision_id",
+    "configurations": "strategy, retriever",
+    "failures": "strategy, retriever, query_id",
+}
+#: Tables each format version holds (a version-1 file, written before runs made elsewhere
+#: existed, has no configurations or failures: its configurations read as built-in).
+TABLES_OF_VERSION: dict[int, tuple[str, ...]] = {
+    1: tuple(t for t in TABLES if t not in ("configurations", "failures")),
+    2: tuple(TABLES),
 }
 _MEMBER = re.compile(r"^tables/[a-z_]+\.parquet$")
 
@@ -183,10 +191,11 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     tables = manifest.get("tables")
     if not isinstance(manifest.get("run_id"), str) or not manifest["run_id"] or not isinstance(tables, dict):
         raise RunFileError(f"{path}: {MANIFEST} lacks run_id or tables")
-    missing = [t for t in TABLES if t not in tables]
-    unknown = [t for t in tables if t not in TABLES]
+    expected = TABLES_OF_VERSION[version]
+    missing = [t for t in expected if t not in tables]
+    unknown = [t for t in tables if t not in expected]
     if missing or unknown:
-        raise RunFileError(f"{path}: {MANIFEST} tables differ from format {FORMAT_VERSION}: "
+        raise RunFileError(f"{path}: {MANIFEST} tables differ from format {version}: "
                            f"missing {missing or 'none'}, unknown {unknown or 'none'}")
     for table, meta in tables.items():
         ok = (isinstance(meta, dict) and isinstance(meta.get("file"), str) and _MEMBER.match(meta["file"])

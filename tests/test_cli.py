@@ -10,7 +10,8 @@ import pytest
 from conftest import MINI, ROOT, shared_data
 from evalcore.cli import build_parser, main
 
-COMMANDS = ["demo", "run", "validate", "chunks", "list", "show", "job", "import-squad", "gate", "export-run", "load-run", "compare", "dashboard"]
+COMMANDS = ["demo", "run", "validate", "chunks", "list", "show", "job", "import-squad", "gate", "export-run", "load-run",
+            "compare", "import-run", "run-endpoint", "export-formats", "dashboard"]
 
 
 def test_every_command_has_help_text(capsys):

@@ -35,18 +35,19 @@ def observed(ind, ood, top=4):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(in_domain, out_domain, st.integers(1, 5), st.data())
-def test_sweep_agrees_with_brute_force_at_any_threshold(ind, ood, top, data):
-    frame = sweep(ind, ood, top=top)
+@given(in_domain, out_domain, st.integers(1, 5), st.booleans(), st.data())
+def test_sweep_agrees_with_brute_force_at_any_threshold(ind, ood, top, similarity, data):
+    """Both directions: distances (kept when d < t) and similarities (kept when s >= t)."""
+    frame = sweep(ind, ood, top=top, higher_is_closer=similarity)
     values = observed(ind, ood, top)
     probes = [-1.0, 0.0, 2.0, math.inf, data.draw(st.floats(-0.5, 1.5, allow_nan=False))]
-    for d in values:  # exactly at, just below and just above every observed distance
+    for d in values:  # exactly at, just below and just above every observed value
         probes += [d, math.nextafter(d, -math.inf), math.nextafter(d, math.inf)]
     for t in probes:
-        assert state_at(frame, t) == counts_at(ind, ood, t, top=top), t
+        assert state_at(frame, t) == counts_at(ind, ood, t, top=top, higher_is_closer=similarity), t
     # Every row's own threshold reproduces the row; the step set is minimal (rows differ).
     for row in frame.itertuples(index=False):
-        expected = counts_at(ind, ood, row.threshold, top=top)
+        expected = counts_at(ind, ood, row.threshold, top=top, higher_is_closer=similarity)
         assert tuple(getattr(row, c) for c in COUNT_COLUMNS) == tuple(
             getattr(expected, c) for c in COUNT_COLUMNS)
     counts = frame[list(COUNT_COLUMNS)]
@@ -65,6 +66,30 @@ def test_gate_keeps_strictly_below_threshold_from_top_four():
         gate(distances, math.nan)
     with pytest.raises(ValueError):
         gate(distances, 0.5, top=0)
+
+
+def test_gate_on_a_similarity_keeps_at_or_above_threshold():
+    scores = [0.9, 0.7, 0.75, 0.2, 0.95]
+    assert gate(scores, 0.75, higher_is_closer=True) == [0, 2]   # 0.75 itself is kept; rank 5 never
+    assert gate(scores, 0.7500001, higher_is_closer=True) == [0]
+    assert gate(scores, 0.96, higher_is_closer=True) == []      # NO ANSWER
+    assert gate([-3.5, -9.0], -4.0, higher_is_closer=True) == [0]  # any real scale, e.g. logits
+
+
+def test_sweep_on_similarities_by_hand():
+    ind = {"q1": [(0.9, False), (0.8, True)], "q2": [(0.5, True)], "q3": []}
+    ood = {"o1": [0.85], "o2": [0.3]}
+    frame = sweep(ind, ood, higher_is_closer=True)
+    assert frame["threshold"].tolist() == [0.3, 0.5, 0.8, 0.85, 0.9, math.inf]
+    at = state_at(frame, 0.8)  # keeps s >= 0.8: q1 answered (correct at 0.8), q2 refused, o1 bluffs
+    assert (at.bluffs, at.refused, at.answered_correct, at.answered_wrong, at.lost) == (1, 2, 1, 0, 1)
+    assert state_at(frame, math.inf).refused == 3 and state_at(frame, -5).bluffs == 2
+    s = suggest_threshold(frame, cost_ratio=1.0, higher_is_closer=True)
+    # cost 1 x bluffs + lost: t in (0.3, 0.5] -> 1 + 0; t in (0.5, 0.8] -> 1 + 1; ties: none lower
+    assert (s.t_from, s.t_to, s.bluffs, s.lost) == (0.3, 0.5, 1, 0)
+    assert "highest threshold" in s.rule
+    c = suggest_threshold(frame, max_bluff_rate=0.0, higher_is_closer=True)
+    assert (c.bluffs, c.answered_correct) == (0, 0) and c.t_from >= 0.85
 
 
 def test_sweep_hand_example_counts_and_rates():
@@ -101,34 +126,37 @@ def test_nan_distance_is_rejected():
 
 
 @settings(max_examples=80, deadline=None)
-@given(in_domain, out_domain, st.sampled_from([0.0, 0.5, 1.0, 2.0, 5.0]))
-def test_cost_suggestion_is_optimal_and_reproducible(ind, ood, ratio):
-    frame = sweep(ind, ood)
-    s = suggest_threshold(frame, cost_ratio=ratio)
-    at = counts_at(ind, ood, s.threshold)
+@given(in_domain, out_domain, st.sampled_from([0.0, 0.5, 1.0, 2.0, 5.0]), st.booleans())
+def test_cost_suggestion_is_optimal_and_reproducible(ind, ood, ratio, similarity):
+    frame = sweep(ind, ood, higher_is_closer=similarity)
+    s = suggest_threshold(frame, cost_ratio=ratio, higher_is_closer=similarity)
+    at = counts_at(ind, ood, s.threshold, higher_is_closer=similarity)
     assert (at.bluffs, at.lost, at.refused, at.answered_correct) == (
         s.bluffs, s.lost, s.refused, s.answered_correct)
     assert s.t_from < s.threshold <= s.t_to
-    # Independent optimum: brute force over thresholds at and around every observed distance.
+    # Independent optimum: brute force over thresholds at and around every observed value.
     candidates = [-1.0, math.inf] + [x for d in observed(ind, ood)
                                      for x in (d, math.nextafter(d, math.inf))]
-    costs = [ratio * c.bluffs + c.lost for c in (counts_at(ind, ood, t) for t in candidates)]
+    costs = [ratio * c.bluffs + c.lost for c in
+             (counts_at(ind, ood, t, higher_is_closer=similarity) for t in candidates)]
     assert s.cost == pytest.approx(min(costs))
-    # Tie rule: no lower threshold reaches the same cost.
-    assert all(cost > s.cost for t, cost in zip(candidates, costs) if t <= s.t_from)
+    # Tie rule: no stricter threshold (lower for distances, higher for similarities) reaches it.
+    stricter = (lambda t: t > s.t_to) if similarity else (lambda t: t <= s.t_from)
+    assert all(cost > s.cost for t, cost in zip(candidates, costs) if stricter(t))
 
 
 @settings(max_examples=80, deadline=None)
-@given(in_domain, out_domain.filter(bool), st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0]))
-def test_bluff_ceiling_suggestion(ind, ood, ceiling):
-    frame = sweep(ind, ood)
-    s = suggest_threshold(frame, max_bluff_rate=ceiling)
-    at = counts_at(ind, ood, s.threshold)
+@given(in_domain, out_domain.filter(bool), st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0]), st.booleans())
+def test_bluff_ceiling_suggestion(ind, ood, ceiling, similarity):
+    frame = sweep(ind, ood, higher_is_closer=similarity)
+    s = suggest_threshold(frame, max_bluff_rate=ceiling, higher_is_closer=similarity)
+    at = counts_at(ind, ood, s.threshold, higher_is_closer=similarity)
     assert (at.bluffs, at.lost, at.answered_correct) == (s.bluffs, s.lost, s.answered_correct)
     assert at.bluffs / len(ood) <= ceiling
     candidates = [-1.0, math.inf] + [x for d in observed(ind, ood)
                                      for x in (d, math.nextafter(d, math.inf))]
-    feasible = [c for c in (counts_at(ind, ood, t) for t in candidates) if c.bluffs / len(ood) <= ceiling]
+    feasible = [c for c in (counts_at(ind, ood, t, higher_is_closer=similarity) for t in candidates)
+                if c.bluffs / len(ood) <= ceiling]
     best = max(c.answered_correct for c in feasible)
     assert s.answered_correct == best
     assert s.bluffs == min(c.bluffs for c in feasible if c.answered_correct == best)

@@ -24,7 +24,7 @@ from __future__ import annotations
 from evalcore.jobs.launch import spawn
 from evalcore.jobs.prepare import (
     SOURCES, JobSpec, Prepared, clean_uploads, discard, load_inputs, prepare_demo, prepare_paths,
-    prepare_upload, uploads_dir, validate,
+    prepare_upload, uploads_dir, validate, with_options,
 )
 from evalcore.jobs.queue import (
     ACTIVE, CANCEL_REASON, POLL_SECONDS, STATUSES, active_jobs, cancel, job, jobs_overview, max_jobs,
@@ -36,5 +36,5 @@ __all__ = [
     "ACTIVE", "CANCEL_REASON", "POLL_SECONDS", "SOURCES", "STATUSES", "CancelWatch", "JobSpec", "Prepared",
     "active_jobs", "cancel", "clean_uploads", "discard", "job", "jobs_overview", "load_inputs", "max_jobs",
     "prepare_demo", "prepare_paths", "prepare_upload", "reap_now", "run_job", "spawn", "submit",
-    "uploads_dir", "validate",
+    "uploads_dir", "validate", "with_options",
 ]

@@ -38,13 +38,17 @@ class JobSpec:
     strategies: str
     retrievers: str
     model: str | None = None
+    models: tuple[str, ...] = ()       # several model folders (server paths inside the data roots)
+    endpoint: dict[str, Any] | None = None  # a live search service instead of the built-in pipeline
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> JobSpec:
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        data["models"] = tuple(data.get("models") or ())
+        return cls(**data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,17 +88,36 @@ def _server_paths(corpus: str | None, questions: str | None, ood: str | None) ->
             str(server_path(ood, "ood file")) if ood else None)
 
 
+def model_folders(spec: JobSpec) -> list[str]:
+    """The spec's model folders, each inside the operator's data roots (checked again in the
+    job's process); empty for the packaged model."""
+    from evalcore.inputs import server_path
+
+    return [str(server_path(p, "model folder")) for p in spec.models]
+
+
 def validate(spec: JobSpec) -> dict[str, Any]:
     """The ``evalcore validate`` report of a spec's inputs, after checking its strategies and
-    retrievers. EvalcoreError when the inputs cannot be loaded or no question can be scored."""
+    retrievers (or its endpoint: options, and a URL the operator allows) and model folders.
+    EvalcoreError when the inputs cannot be loaded or no question can be scored."""
     from evalcore.chunking import parse_strategies
     from evalcore.groundtruth import validation_report
     from evalcore.retrieval import parse_retrievers
 
-    if not parse_strategies(spec.strategies):
-        raise ConfigError("choose at least one strategy")
-    if not parse_retrievers(spec.retrievers):
-        raise ConfigError("choose at least one retriever")
+    if spec.endpoint is not None:
+        from evalcore.configurations import score_kind
+        from evalcore.external.endpoint import allowed, from_spec
+
+        endpoint = from_spec(spec.endpoint)
+        endpoint.check()
+        allowed(endpoint.url)
+        score_kind(spec.endpoint.get("score_kind", "similarity"))
+    else:
+        if not parse_strategies(spec.strategies):
+            raise ConfigError("choose at least one strategy")
+        if not parse_retrievers(spec.retrievers):
+            raise ConfigError("choose at least one retriever")
+        model_folders(spec)
     corpus, gt = load_inputs(spec)
     report = validation_report(corpus, gt)
     if not gt.valid_questions:
@@ -136,6 +159,16 @@ def prepare_demo(strategies: str, retrievers: str) -> Prepared:
     """Validate the built-in demo with these strategies and retrievers."""
     spec = JobSpec("demo", None, None, None, strategies, retrievers)
     return Prepared(new_run_id(), spec, validate(spec), ())
+
+
+def with_options(prepared: Prepared, models: Sequence[str] = (), endpoint: dict[str, Any] | None = None) -> Prepared:
+    """The same inputs with model folders (each strategy then runs under each model) or a
+    live endpoint (``Endpoint`` fields as JSON values, plus ``score_kind``, ``chunker``,
+    ``retriever``, ``max_failures``) instead of the built-in pipeline; validated again."""
+    import dataclasses
+
+    spec = dataclasses.replace(prepared.spec, models=tuple(models), endpoint=endpoint)
+    return Prepared(prepared.job_id, spec, validate(spec), prepared.skipped)
 
 
 def discard(store: Store, prepared: Prepared) -> None:

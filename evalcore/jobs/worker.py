@@ -99,15 +99,29 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     corpus, gt = load_inputs(spec, cache=store)
     if watch():
         raise RunInterrupted(CANCEL_REASON)
+    if spec.endpoint is not None:  # a live search service: no model to load
+        from evalcore.external.endpoint import allowed, from_spec, run_endpoint
+
+        endpoint = from_spec(spec.endpoint)
+        allowed(endpoint.url)  # checked again in the job's process
+        set_stage(poll, job_id, "running")
+        run_endpoint(store, corpus, gt, endpoint, str(name), chunker=spec.endpoint.get("chunker", "external"),
+                     retriever=spec.endpoint.get("retriever", "external"),
+                     score=spec.endpoint.get("score_kind", "similarity"),
+                     max_failures=spec.endpoint.get("max_failures"), cancelled=watch, run_id=str(run_id))
+        finish(store, job_id, "complete", None)
+        return "complete"
     set_stage(poll, job_id, "loading the model")
     from evalcore.embedding import load_embedder
+    from evalcore.jobs.prepare import model_folders
 
-    embedder = testhooks.embedder() or load_embedder(spec.model)
+    folders = model_folders(spec)
+    embedders = [load_embedder(p) for p in folders] or [testhooks.embedder() or load_embedder(spec.model)]
     if watch():
         raise RunInterrupted(CANCEL_REASON)
     request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(spec.strategies),
                          retrievers=parse_retrievers(spec.retrievers), name=str(name))
     set_stage(poll, job_id, "running")
-    run_evaluation(request, store, embedder=embedder, cancelled=watch, run_id=str(run_id))
+    run_evaluation(request, store, embedders=embedders, cancelled=watch, run_id=str(run_id))
     finish(store, job_id, "complete", None)
     return "complete"

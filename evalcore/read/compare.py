@@ -231,7 +231,7 @@ def compare(store: Store, sides: Sequence[RunConfiguration], k: int, adjust: boo
     by_run = {run_id: run_hit_outcomes(store, run_id, k, [s.configuration for s in sides if s.run_id == run_id])
               for run_id in runs}
     outcomes = {label: by_run[s.run_id].get(s.configuration, {}) for s, label in zip(sides, labels)}
-    matrix = win_loss_matrix(outcomes, adjust=adjust)
+    matrix = win_loss_matrix(outcomes, adjust=adjust, common=True)  # failed queries: left out pairwise
     matrix["p_shown"] = matrix["p_holm"] if adjust else matrix["p_value"]
     matrix["p_text"] = [format_p(p) for p in matrix["p_shown"]]
     matrix["p_value_text"] = [format_p(p) for p in matrix["p_value"]]
@@ -258,7 +258,7 @@ def pair_queries(store: Store, first: RunConfiguration, second: RunConfiguration
 
     a = hit_outcomes(store, first.run_id, first.configuration, k)
     b = hit_outcomes(store, second.run_id, second.configuration, k)
-    test = paired_test(a, b)
+    test = paired_test(a, b, common=True)  # a query a side could not answer (a failed call) is left out
     ids = list(test.won) + list(test.lost)
     columns = ["outcome", "query_id", "text", "rank_first", "rank_second"]
     if not ids:

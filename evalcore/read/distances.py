@@ -34,10 +34,17 @@ class DistanceSummary:
     n_in: int
     n_answer: int
     n_out: int
+    axis: str = "cosine distance"  # what "distance" holds: threshold.Axis.label
+
+    @property
+    def lower_is_closer(self) -> bool:
+        return self.axis != "score (higher = closer)"
 
     @property
     def separated(self) -> bool:
-        return not math.isnan(self.worst_in) and not math.isnan(self.best_out) and self.worst_in < self.best_out
+        if math.isnan(self.worst_in) or math.isnan(self.best_out):
+            return False
+        return self.worst_in < self.best_out if self.lower_is_closer else self.worst_in > self.best_out
 
     @property
     def without_answer(self) -> int:
@@ -56,12 +63,18 @@ def distances(store: Store, run_id: str, configuration: Configuration) -> pd.Dat
 
     measure is ``"in: distance to answer"`` (cosine distance of the best-ranked correct
     chunk, at any rank; in-domain queries whose answer is not destroyed), ``"in: top hit"``
-    (every scored in-domain query) or ``"out: top hit"``.
+    (every scored in-domain query) or ``"out: top hit"``. For a configuration whose gate
+    reads the retriever's own score (a run made elsewhere, SPEC 10), ``distance`` holds that
+    score; the column ``axis`` names what it holds (:class:`evalcore.threshold.Axis`).
     """
-    return store.query(
-        """
+    from evalcore.configurations import info
+
+    gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
+    answer, top = ("answer_score", "top_score") if gate.column == "score" else ("answer_distance", "top_distance")
+    frame = store.query(
+        f"""
         WITH base AS (
-            SELECT r.query_id, r.domain, q.kind, r.answer_distance, r.top_distance
+            SELECT r.query_id, r.domain, q.kind, r.{answer} AS answer_distance, r.{top} AS top_distance
             FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
             WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid)
         SELECT query_id, domain, kind, 'in: distance to answer' AS measure, answer_distance AS distance
@@ -76,6 +89,8 @@ def distances(store: Store, run_id: str, configuration: Configuration) -> pd.Dat
         """,
         [run_id, configuration.strategy, configuration.retriever],
     )
+    frame["axis"] = gate.label
+    return frame
 
 
 def distance_summary(frame: pd.DataFrame) -> DistanceSummary:
@@ -83,11 +98,14 @@ def distance_summary(frame: pd.DataFrame) -> DistanceSummary:
     answer = frame.loc[frame["measure"] == MEASURES[0], "distance"]
     out = frame.loc[frame["measure"] == MEASURES[2], "distance"]
     n_in = int(frame.loc[frame["domain"] == "in", "query_id"].nunique())
-    worst_in = float(answer.max()) if len(answer) else math.nan
-    best_out = float(out.min()) if len(out) else math.nan
-    overlap_in = int((answer >= best_out).sum()) if len(out) else 0
-    overlap_out = int((out <= worst_in).sum()) if len(answer) else 0
-    return DistanceSummary(worst_in, best_out, overlap_in, overlap_out, n_in, len(answer), len(out))
+    axis = str(frame["axis"].iloc[0]) if len(frame) and "axis" in frame else "cosine distance"
+    sign = -1.0 if axis == "score (higher = closer)" else 1.0  # count a similarity on its negation
+    answer, out = sign * answer, sign * out
+    worst_in = sign * float(answer.max()) if len(answer) else math.nan
+    best_out = sign * float(out.min()) if len(out) else math.nan
+    overlap_in = int((answer >= out.min()).sum()) if len(out) else 0
+    overlap_out = int((out <= answer.max()).sum()) if len(answer) else 0
+    return DistanceSummary(worst_in, best_out, overlap_in, overlap_out, n_in, len(answer), len(out), axis)
 
 
 def distance_histogram(frame: pd.DataFrame, bins: int = 40) -> pd.DataFrame:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import StoreError
-from evalcore.threshold import DEFAULT_TOP
+from evalcore.threshold import COSINE, DEFAULT_TOP, Axis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -33,6 +33,16 @@ def _missing_map(value: object) -> bool:
     if hasattr(value, "__len__") and not isinstance(value, str):
         return len(value) == 0  # type: ignore[arg-type]
     return True
+
+
+def locator(start: object, end: object, page_starts=()) -> str:
+    """The locator of a chunk's content (``#page=N`` or ``#char=from,to``); "" for a chunk made
+    elsewhere that could not be located in its document (no offsets)."""
+    from evalcore.citations import locator as cite
+
+    if _missing(start) or _missing(end):
+        return ""
+    return cite(int(start), int(end), page_starts)  # type: ignore[call-overload]
 
 
 def plural(n: int, word: str) -> str:
@@ -80,9 +90,10 @@ def query_hits(store: Store, run_id: str, query_id: str, configuration: Configur
     ``"pp. 3-4"``, or ``""`` without a page map), page_starts (the document's page map),
     path (the document's file), content, needle_start, needle_end (the needle's offsets
     inside ``content``, NaN when the needle is not wholly inside it, always NaN for an
-    out-of-domain query).
+    out-of-domain query). A hit of a run made elsewhere has no cosine distance (NaN); a chunk
+    that could not be located has no offsets, an empty locator and no pages.
     """
-    from evalcore.citations import locator, page_range, pages_label
+    from evalcore.citations import page_range, pages_label
 
     df = store.query(
         """
@@ -101,8 +112,9 @@ def query_hits(store: Store, run_id: str, query_id: str, configuration: Configur
     )
     maps = [() if _missing_map(m) else tuple(int(x) for x in m) for m in df["page_starts"]]
     df["page_starts"] = maps  # tuples: the frame stays hashable for the dashboard's cache
-    df["locator"] = [locator(int(s), int(e), m) for s, e, m in zip(df["start"], df["end"], maps)]
-    ranges = [page_range(m, int(s), int(e)) for s, e, m in zip(df["start"], df["end"], maps)]
+    df["locator"] = [locator(s, e, m) for s, e, m in zip(df["start"], df["end"], maps)]
+    ranges = [None if _missing(s) or _missing(e) else page_range(m, int(s), int(e))
+              for s, e, m in zip(df["start"], df["end"], maps)]
     df["pages"] = [pages_label(*r) if r else "" for r in ranges]
     needle_from = df["needle_from"].astype("float64")
     needle_to = df["needle_to"].astype("float64")
@@ -133,9 +145,10 @@ class QueryView:
     kind: str  # near/far for out-of-domain queries, else ""
     first_correct_rank: int | None
     destroyed: bool
-    hits: Any  # pd.DataFrame, see query_hits
-    kept: Any  # pd.DataFrame: the top-4 hits with distance < threshold
+    hits: Any  # pd.DataFrame, see query_hits, plus gate_value (what the gate reads)
+    kept: Any  # pd.DataFrame: the top-4 hits the gate keeps at threshold
     threshold: float
+    axis: Axis = COSINE  # what the gate reads: the cosine distance, or a retriever's own score
 
     @property
     def answered(self) -> bool:
@@ -160,7 +173,9 @@ class QueryView:
         if self.domain == "out":
             if self.hits.empty:
                 return f"out-of-domain ({self.kind or 'no kind'}) · no hit"
-            return f"out-of-domain ({self.kind or 'no kind'}) · top hit d = {float(self.hits['distance'].iloc[0]):.3f}"
+            mark = "d" if self.axis.column == "distance" else "score"
+            return (f"out-of-domain ({self.kind or 'no kind'}) · top hit {mark} = "
+                    f"{float(self.hits['gate_value'].iloc[0]):.3f}")
         if self.destroyed:
             return "destroyed: no chunk holds the answer"
         if self.first_correct_rank is None:
@@ -193,7 +208,9 @@ class QueryView:
 
 def query_view(store: Store, run_id: str, query_id: str, configuration: Configuration,
                threshold: float) -> QueryView:
-    """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps."""
+    """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps
+    (on the configuration's axis: the cosine distance, or a run made elsewhere's own score)."""
+    from evalcore.configurations import info
     from evalcore.threshold import gate
 
     res = store.query(
@@ -205,12 +222,15 @@ def query_view(store: Store, run_id: str, query_id: str, configuration: Configur
     if res.empty:
         raise StoreError(f"run {run_id} has no query {query_id!r}")
     row = {k: (None if _missing(v) else v) for k, v in res.iloc[0].to_dict().items()}
+    axis = info(store, run_id, configuration.strategy, configuration.retriever).axis
     hits = query_hits(store, run_id, query_id, configuration)
-    kept = hits.iloc[gate(hits["distance"].tolist(), threshold, DEFAULT_TOP)].reset_index(drop=True)
+    hits["gate_value"] = hits[axis.column]
+    kept = hits.iloc[gate(hits["gate_value"].tolist(), threshold, DEFAULT_TOP, axis.higher_is_closer)]
+    kept = kept.reset_index(drop=True)
     rank = None if row["first_correct_rank"] is None else int(row["first_correct_rank"])
     kind = str(row["kind"] or "") if row["domain"] == "out" else ""
     return QueryView(configuration, str(row["domain"]), kind, rank, bool(row["destroyed"] or False), hits, kept,
-                     float(threshold))
+                     float(threshold), axis)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,10 +265,12 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     from evalcore.embedding import piece_counter
 
     top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
-    sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None, int(h.start), int(h.end),
-                      h.content, float(h.distance), h.page_starts) for h in top.itertuples()]
+    sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None,
+                      None if _missing(h.start) else int(h.start), None if _missing(h.end) else int(h.end),
+                      h.content, float(h.gate_value), h.page_starts) for h in top.itertuples()]
     counter = piece_counter() if count else None
-    result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter)
+    result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter,
+                               axis=view.axis)
     if not result.answered:
         return Answer(False, result.message, pd.DataFrame(), None)
     paths = dict(zip(top["doc_id"].astype(str), top["path"]))

@@ -31,15 +31,21 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
     scored queries' stored top-4 hits (queries without hits count as refused).
 
     The store gives each query's smallest top-4 distance and smallest correct one in one
-    query; :func:`evalcore.threshold.sweep_from_minima` does the rest."""
+    query; :func:`evalcore.threshold.sweep_from_minima` does the rest. A configuration made
+    elsewhere gates on its own score (:func:`evalcore.configurations.ConfigInfo.axis`): then
+    the largest scores of a similarity, and the frame's ``higher_is_closer`` column says so."""
     import numpy as np
 
+    from evalcore.configurations import info
     from evalcore.threshold import sweep_from_minima
 
+    gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
+    value = f"h.{gate.column}"
+    closest = "max" if gate.higher_is_closer else "min"
     df = store.query(
-        """
+        f"""
         SELECT r.query_id, r.domain,
-               min(h.distance) AS first, min(h.distance) FILTER (WHERE h.correct) AS first_correct
+               {closest}({value}) AS first, {closest}({value}) FILTER (WHERE h.correct) AS first_correct
         FROM results r
         JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
         LEFT JOIN hits h ON h.run_id = r.run_id AND h.strategy = r.strategy AND h.retriever = r.retriever
@@ -50,20 +56,40 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
         [DEFAULT_TOP, run_id, configuration.strategy, configuration.retriever],
     )
     inside = df["domain"] == "in"
-    missing = np.inf
+    missing = -np.inf if gate.higher_is_closer else np.inf
 
     def column(name: str, rows) -> np.ndarray:
         return df.loc[rows, name].astype("float64").fillna(missing).to_numpy()
 
-    return sweep_from_minima(column("first", inside), column("first_correct", inside), column("first", ~inside))
+    frame = sweep_from_minima(column("first", inside), column("first_correct", inside), column("first", ~inside),
+                              gate.higher_is_closer)
+    frame["higher_is_closer"] = gate.higher_is_closer  # the direction suggestions need (suggest)
+    frame["axis"] = gate.label  # what the threshold is a value of (charts and captions)
+    return frame
+
+
+def gate_axis(store: Store, run_id: str, configuration: Configuration):
+    """What the configuration's gate reads (:class:`evalcore.threshold.Axis`): the cosine
+    distance of a built-in configuration, or a run made elsewhere's own score."""
+    from evalcore.configurations import info
+
+    return info(store, run_id, configuration.strategy, configuration.retriever).axis
+
+
+def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None):
+    """:func:`evalcore.threshold.suggest_threshold` in the direction the sweep was made in."""
+    from evalcore.threshold import suggest_threshold
+
+    higher = bool(sweep_df["higher_is_closer"].iloc[0]) if "higher_is_closer" in sweep_df and len(sweep_df) else False
+    return suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate, higher_is_closer=higher)
 
 
 def top_hits(store: Store, run_id: str, configuration: Configuration, top: int = DEFAULT_TOP) -> pd.DataFrame:
     """The top-``top`` hits of every scored query of one configuration, as
-    :func:`evalcore.threshold.split_hits` reads them: query_id, domain, rank, distance, correct."""
+    :func:`evalcore.threshold.split_hits` reads them: query_id, domain, rank, distance, score, correct."""
     return store.query(
         """
-        SELECT h.query_id, q.domain, h.rank, h.distance, h.correct
+        SELECT h.query_id, q.domain, h.rank, h.distance, h.score, h.correct
         FROM hits h JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
         WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND h.rank <= ? AND q.valid
         ORDER BY h.query_id, h.rank
@@ -77,7 +103,7 @@ def threshold_range(sweep_df: pd.DataFrame) -> tuple[float, float]:
     finite = sweep_df["threshold"][sweep_df["threshold"].map(math.isfinite)]
     low, high = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
     pad = max((high - low) * 0.05, 0.01)
-    return round(max(0.0, low - pad), 3), round(high + pad, 3)
+    return round(low - pad if low < 0 else max(0.0, low - pad), 3), round(high + pad, 3)
 
 
 def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
@@ -178,21 +204,25 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
 def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold: float) -> pd.DataFrame:
     """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
     each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
-    from evalcore.citations import char_fragment
+    from evalcore.configurations import info
+    from evalcore.read.queries import locator
 
+    gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
+    value = f"h.{gate.column}"
+    keep, closest = (">=", "DESC") if gate.higher_is_closer else ("<", "ASC")
     df = store.query(
-        """
-        SELECT q.query_id, q.kind, q.text, h.distance, h.rank, c.doc_id, coalesce(c.section, '') AS section,
+        f"""
+        SELECT q.query_id, q.kind, q.text, {value} AS distance, h.rank, c.doc_id, coalesce(c.section, '') AS section,
                c.start, c."end", c.content
         FROM hits h
         JOIN queries q ON q.run_id = h.run_id AND q.query_id = h.query_id
         JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy AND c.chunk_id = h.chunk_id
         WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND q.domain = 'out' AND q.valid
-          AND h.rank <= ? AND h.distance < ?
-        QUALIFY row_number() OVER (PARTITION BY h.query_id ORDER BY h.distance, h.rank) = 1
-        ORDER BY h.distance, q.query_id
+          AND h.rank <= ? AND {value} {keep} ?
+        QUALIFY row_number() OVER (PARTITION BY h.query_id ORDER BY {value} {closest}, h.rank) = 1
+        ORDER BY {value} {closest}, q.query_id
         """,
         [run_id, configuration.strategy, configuration.retriever, DEFAULT_TOP, float(threshold)],
     )
-    df["locator"] = [char_fragment(int(s), int(e)) for s, e in zip(df["start"], df["end"])]
+    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"])]
     return df.drop(columns=["start", "end"])

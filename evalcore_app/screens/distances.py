@@ -16,7 +16,7 @@ frame, summary = figure.detail
 if frame.empty:
     st.info("No distances stored for this configuration.")
     st.stop()
-st.markdown(f"Configuration **{_ui.esc(ctx.config.label)}** · cosine distance of each in-domain query to its answer "
+st.markdown(f"Configuration **{_ui.esc(ctx.config.label)}** · {summary.axis} of each in-domain query to its answer "
             "(the best-ranked correct chunk) and of its top hit, against the top hit of each out-of-domain query.")
 _ui.plain(f"n: {summary.n_text()}.", small=True, testid="distance-n")
 cols = st.columns(4)

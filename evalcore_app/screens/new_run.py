@@ -5,7 +5,9 @@ opening another tab does not stop it. Page-local session keys (widget keys, not 
 when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``nr_ood``,
 ``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_strategies``,
 ``nr_custom`` (empty by default: A-G are in ``nr_strategies``), ``nr_retrievers``,
-``nr_name``; ``nr_prepared`` holds validated inputs
+``nr_name``, ``nr_mode`` (built-in or endpoint), ``nr_models`` (model folders), ``nr_url``,
+``nr_body``, ``nr_hits``, ``nr_chunk_id``, ``nr_text``, ``nr_document``, ``nr_score``,
+``nr_score_kind``, ``nr_chunker``, ``nr_retriever``; ``nr_prepared`` holds validated inputs
 (evalcore.jobs.Prepared) until they are started or an input changes; ``nr_last_job``
 the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
 """
@@ -18,6 +20,7 @@ import streamlit as st
 
 from evalcore import inputs, jobs, uploads
 from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore.external.endpoint import allowed_prefixes
 from evalcore.retrieval import RETRIEVERS
 from evalcore_app.screens import _ui
 
@@ -70,21 +73,60 @@ elif source == "folder":
 else:
     st.caption("The Python language reference (pydoc topics) with its built-in questions.")
 
-cols = st.columns([2, 2, 2])
-chosen = cols[0].multiselect(
-    "Strategies", list(NAMED_STRATEGIES), default=DEFAULT_STRATEGIES.split(","), key="nr_strategies",
-    on_change=_forget, help="; ".join(f"{k}: {s.describe()}" for k, s in NAMED_STRATEGIES.items()))
-custom = cols[1].text_input("Custom strategies (optional, comma list)", key="nr_custom", on_change=_forget,
-                            placeholder="wide:boundaries+header+size=800", help=SPEC_SYNTAX)
-retrievers = cols[2].multiselect(
-    "Retrievers", list(RETRIEVERS), default=["dense", "bm25", "hybrid"], key="nr_retrievers", on_change=_forget,
-    help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.")
+MODES = {"builtin": "Built-in pipeline (strategies x models x retrievers)", "endpoint": "Live search endpoint"}
+endpoint_prefixes = allowed_prefixes()  # the operator's $EVALCORE_ENDPOINTS
+mode = st.radio("What to measure", list(MODES), format_func=MODES.get, horizontal=True, key="nr_mode",
+                on_change=_forget)
+endpoint_spec = None
+if mode == "endpoint":
+    if not endpoint_prefixes:
+        st.info("Endpoint runs from the dashboard are off: the operator allows search services by URL prefix in "
+                "`EVALCORE_ENDPOINTS` (see docs/DEPLOY.md). `python -m evalcore run-endpoint` works from a terminal.")
+        st.stop()
+    st.caption("Every query is sent to the service (answers are cached in the store: a second run sends nothing). "
+               "Allowed: " + ", ".join(f"`{p}`" for p in endpoint_prefixes))
+    url = st.text_input("URL", key="nr_url", on_change=_forget, placeholder=endpoint_prefixes[0] + "search")
+    body = st.text_input("JSON body template", value='{"query": "{query}", "k": "{k}"}', key="nr_body",
+                         on_change=_forget, help="Strings may hold {query}, {query_id}, {k}; \"{k}\" alone is a number.")
+    cols = st.columns(6)
+    paths = {key: cols[i].text_input(label, value=default, key=f"nr_{key}", on_change=_forget)
+             for i, (key, label, default) in enumerate((
+                 ("hits", "hit list at", "hits"), ("chunk_id", "chunk id at", "id"), ("text", "text at", "text"),
+                 ("document", "document at", "document"), ("score", "score at", "score"),
+                 ("score_kind", "score kind", "similarity")))}
+    cols = st.columns(2)
+    chunker = cols[0].text_input("Chunker name", value="external", key="nr_chunker", on_change=_forget)
+    retriever_name = cols[1].text_input("Retriever name", value="external", key="nr_retriever", on_change=_forget)
+    endpoint_spec = {"url": url.strip(), "body": body, "score_kind": paths.pop("score_kind").strip(),
+                     "fields": {**{k: v.strip() for k, v in paths.items()}, "start": "start", "end": "end"},
+                     "chunker": chunker.strip(), "retriever": retriever_name.strip()}
+
+if mode == "endpoint":  # the service chunks and ranks: no strategy or retriever of ours (kept unused in the spec)
+    chosen, custom, retrievers = ["E"], "", ["dense"]
+else:
+    cols = st.columns([2, 2, 2])
+    chosen = cols[0].multiselect(
+        "Strategies", list(NAMED_STRATEGIES), default=DEFAULT_STRATEGIES.split(","), key="nr_strategies",
+        on_change=_forget, help="; ".join(f"{k}: {s.describe()}" for k, s in NAMED_STRATEGIES.items()))
+    custom = cols[1].text_input("Custom strategies (optional, comma list)", key="nr_custom", on_change=_forget,
+                                placeholder="wide:boundaries+header+size=800", help=SPEC_SYNTAX)
+    retrievers = cols[2].multiselect(
+        "Retrievers", list(RETRIEVERS), default=["dense", "bm25", "hybrid"], key="nr_retrievers",
+        on_change=_forget,
+        help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.")
+model_folders: list[str] = []
+if mode == "builtin" and roots:
+    models_text = st.text_area(
+        "Embedding model folders on the server (optional, one a line)", key="nr_models", on_change=_forget, height=68,
+        help="Local sentence-transformers folders inside the allowed folders; with several, each strategy runs "
+             "under each model and is stored as STRATEGY@FOLDER. Empty: the packaged all-MiniLM-L6-v2.")
+    model_folders = [line.strip() for line in models_text.splitlines() if line.strip()]
 name = st.text_input("Run name (optional)", key="nr_name")
 strategies = ",".join([*chosen, *(s.strip() for s in custom.split(",") if s.strip())])
 retriever_list = ",".join(retrievers)
 
 
-def _prepare() -> jobs.Prepared:
+def _inputs() -> jobs.Prepared:
     if source == "upload":
         return jobs.prepare_upload(store, _files(corpus_up), _one(questions_up), _one(ood_up),
                                    strategies, retriever_list)
@@ -93,6 +135,17 @@ def _prepare() -> jobs.Prepared:
                                   st.session_state.get("nr_questions_path", ""),
                                   st.session_state.get("nr_ood_path") or None, strategies, retriever_list)
     return jobs.prepare_demo(strategies, retriever_list)
+
+
+def _prepare() -> jobs.Prepared:
+    prepared = _inputs()
+    if endpoint_spec is None and not model_folders:
+        return prepared
+    try:
+        return jobs.with_options(prepared, models=model_folders, endpoint=endpoint_spec)
+    except BaseException:
+        jobs.discard(store, prepared)
+        raise
 
 
 if st.button("Validate", key="nr_validate", icon=":material/fact_check:"):
@@ -123,8 +176,11 @@ if prepared is not None:
                f"{rep['sections']} sections, "
                f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
                f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
-               f"({ood['near']} near, {ood['far']} far). Strategies {prepared.spec.strategies} · "
-               f"retrievers {prepared.spec.retrievers}.")
+               f"({ood['near']} near, {ood['far']} far). "
+               + (f"Endpoint {prepared.spec.endpoint['url']} as {prepared.spec.endpoint.get('chunker', 'external')}/"
+                  f"{prepared.spec.endpoint.get('retriever', 'external')}." if prepared.spec.endpoint else
+                  f"Strategies {prepared.spec.strategies} · retrievers {prepared.spec.retrievers}"
+                  + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")))
     if not found:
         st.success(f"Valid: {_ui.esc(summary)}")
     else:

@@ -10,7 +10,7 @@ import html
 
 import streamlit as st
 
-from evalcore.read import queries
+from evalcore.read import queries, sweeps
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
@@ -51,7 +51,8 @@ if query["domain"] == "in":
 else:
     _ui.plain(f"Out-of-domain ({query['kind'] or 'no kind'}): the corpus does not answer it, so it should get "
               "NO ANSWER.", small=True, testid="query-meta")
-_ui.plain(f"Threshold t = {threshold:.4f} · {source} · the gate keeps top-4 hits with distance < t.", small=True,
+axis = _ui.cached(sweeps.gate_axis, ctx.run_id, ctx.config)
+_ui.plain(f"Threshold t = {threshold:.4f} · {source} · the gate keeps top-4 hits with {axis.keep_rule}.", small=True,
           testid="threshold-state")
 if not query["valid"]:
     st.warning("This query's ground truth is invalid, so it was not scored.")
@@ -69,8 +70,9 @@ for config in ctx.configs:
         for hit in view.hits.head(4).itertuples():
             parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
             body = "".join(f"<mark>{html.escape(p)}</mark>" if mark else html.escape(p) for p, mark in parts)
-            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.pages), str(hit.section),
-                                           f"d = {hit.distance:.4f}") if x)
+            value = f"d = {hit.distance:.4f}" if view.axis.column == "distance" else f"score = {hit.score:.4f}"
+            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.pages), str(hit.section), value)
+                               if x)
             st.html(f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                     f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>")
         answer = _ui.guarded(lambda: _ui.pure(queries.answer_for, view, str(query["text"])))

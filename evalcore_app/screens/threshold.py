@@ -25,7 +25,9 @@ n_in, n_out = (int(sweep["in_domain"].iloc[0]), int(sweep["out_domain"].iloc[0])
 if n_in + n_out == 0:
     st.info("No scored queries in this configuration: nothing to sweep.")
     st.stop()
-st.caption(f"The gate keeps, from the top 4 hits, those with cosine distance < t; nothing kept means NO ANSWER "
+axis = _ui.cached(sweeps.gate_axis, ctx.run_id, config)
+keeps = {"distance": "cosine distance < t", "score": axis.keep_rule}[axis.column]
+st.caption(f"The gate keeps, from the top 4 hits, those with {keeps}; nothing kept means NO ANSWER "
            f"before any model is called. {n_in} in-domain and {n_out} out-of-domain queries.")
 
 t, source = _ui.threshold_state(ctx)
@@ -53,11 +55,11 @@ with st.expander("Suggest a threshold", expanded=False):
     if rule == "bluff-rate ceiling":
         ceiling = _ui.bound(cols[1].number_input, "Max bluff rate", 0.0, 1.0, step=0.01, key="max_bluff_rate",
                             default=0.05, format="%.2f")
-        suggestion = _ui.guarded(lambda: _ui.pure(suggest_threshold, sweep, None, float(ceiling)))
+        suggestion = _ui.guarded(lambda: _ui.pure(sweeps.suggest, sweep, None, float(ceiling)))
     else:
         ratio = _ui.bound(cols[1].number_input, "One bluff = N lost answers", 0.0, 1000.0, step=0.5,
                           key="cost_ratio", default=DEFAULT_COST_RATIO)
-        suggestion = _ui.guarded(lambda: _ui.pure(suggest_threshold, sweep, float(ratio), None))
+        suggestion = _ui.guarded(lambda: _ui.pure(sweeps.suggest, sweep, float(ratio), None))
     if suggestion is not None:
         cols[2].markdown(f"Suggested **t = {suggestion.threshold:g}**. {_ui.esc(suggestion.rule)}")
         other = _ui.pure(sweeps.ood_support, sweep, suggestion.threshold)
@@ -92,7 +94,8 @@ if n_out:
         st.caption("Each opens on the Query screen (a link you can share), with this threshold.")
         for row in bluffs.itertuples():
             st.page_link(screen("query"), label=f"{_ui.esc(row.query_id)} · {_ui.esc(row.kind)} · nearest "
-                         f"d = {row.distance:.3f} · {_ui.esc(row.text)}", icon=":material/search:",
+                         f"{'d' if axis.column == 'distance' else 'score'} = {row.distance:.3f} · "
+                         f"{_ui.esc(row.text)}", icon=":material/search:",
                          query_params={"run_id": ctx.run_id, "query_id": row.query_id, "config": config.label})
         with st.expander("Their nearest chunks"):
             st.dataframe(bluffs, hide_index=True)

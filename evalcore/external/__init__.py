@@ -1,0 +1,12 @@
+"""Runs made elsewhere (SPEC 10): another system's chunks and rankings, scored like ours.
+
+- :mod:`~evalcore.external.chunks`: chunks read from a file (or seen in responses) and
+  located in the corpus; a chunk that cannot be located is kept, reported, never correct.
+- :mod:`~evalcore.external.rankings`: ranking files (TREC, JSONL, ranx / BEIR JSON).
+- :mod:`~evalcore.external.record`: chunks + rankings -> one stored run (results, hits,
+  destroyed answers, failures), the same tables as a built-in run.
+- :mod:`~evalcore.external.importer`: ``import-run`` (files).
+- :mod:`~evalcore.external.endpoint` and :mod:`~evalcore.external.responses`:
+  ``run-endpoint`` (a live search service, with a response cache in the store).
+- :mod:`~evalcore.external.function`: ``evalcore.evaluate(retriever=fn)`` (a Python function).
+"""

@@ -1,0 +1,211 @@
+"""Ranking files of runs made elsewhere: TREC, JSONL, and ranx / BEIR JSON.
+
+Formats (detected from the content; ``fmt`` overrides):
+
+- **TREC** run file: one hit a line, ``query_id Q0 chunk_id rank score tag`` (whitespace
+  separated, six fields), as trec_eval, pytrec_eval and ranx read it.
+- **JSONL**: one query a line, ``{"query": ID, "hits": [{"chunk": ID, "score": S}, ...]}``
+  with the hits in rank order.
+- **JSON** (ranx ``Run.save("run.json")``, BEIR results): one object
+  ``{query_id: {chunk_id: score, ...}, ...}``; the order comes from the scores alone.
+
+A query's hits are ranked by score in the score's direction (``similarity``: higher first;
+``distance``: lower first), ties kept in the order the file gives (TREC: by its rank column,
+then file order). Where a file gives its own order (TREC ranks, the JSONL hit list), that
+order must agree with the scores: a disagreement usually means the score kind is the other
+one, and it is an error naming the line rather than a silent reversal.
+
+Every problem (unparsable line, a score that is not a finite number, a chunk given twice for
+one query) is an InputError naming the file and line (for JSON, the query and chunk).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalcore.errors import InputError
+
+FORMATS = ("trec", "jsonl", "json")
+
+
+@dataclass(frozen=True, slots=True)
+class RankedHit:
+    """One hit of a ranking file: the chunk's own id, its score, and where it was read."""
+
+    chunk: str
+    score: float
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class RankingFile:
+    """The hits per query (in rank order), the format read, and the run tags (TREC)."""
+
+    path: str
+    format: str
+    hits: dict[str, list[RankedHit]]
+    where: dict[str, str]  # query id -> where its hits start (FILE:LINE), for messages
+    tags: tuple[str, ...] = ()
+
+
+def _score(value: Any, where: str) -> float:
+    from evalcore.external.hits import BadHits, number
+
+    try:
+        return number(value, "score")
+    except BadHits as exc:
+        raise InputError(f"{where}: {exc}") from None
+
+
+def _key(value: Any, where: str, what: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        raise InputError(f"{where}: {what} must be a non-empty string or integer, got {value!r}")
+    return str(value)
+
+
+def detect(path: Path) -> str:
+    """``trec``, ``jsonl`` or ``json`` from the first non-blank characters of ``path``."""
+    with open(path, encoding="utf-8-sig") as fh:
+        head = fh.read(4096).lstrip()
+    if not head:
+        raise InputError(f"{path}: the rankings file is empty")
+    if head.startswith("{"):
+        first_line = head.split("\n", 1)[0].strip()
+        try:
+            obj = json.loads(first_line)
+        except json.JSONDecodeError:
+            return "json"  # an object over several lines
+        return "jsonl" if isinstance(obj, dict) and "hits" in obj else "json"
+    return "trec"
+
+
+# (hit, the rank the file gives, its position in the file)
+_Raw = list[tuple[RankedHit, float, int]]
+
+
+def _order(hits: _Raw, higher_first: bool, kind: str, given_order: bool) -> list[RankedHit]:
+    """Hits sorted by score (direction ``higher_first``), ties by the given rank, then file
+    order; when ``given_order``, two hits whose given ranks and scores disagree are an error."""
+    sign = -1.0 if higher_first else 1.0
+    ranked = sorted(hits, key=lambda h: (sign * h[0].score, h[1], h[2]))
+    if given_order:
+        by_given = sorted(hits, key=lambda h: (h[1], h[2]))
+        for (a, ra, _), (b, rb, _) in zip(by_given, by_given[1:]):
+            if ra != rb and sign * a.score > sign * b.score:
+                better = "higher" if higher_first else "lower"
+                raise InputError(
+                    f"{b.where}: ranked after {a.chunk!r} but its score {b.score:g} is {better} than "
+                    f"{a.score:g}; with --score {kind} a {better} score ranks first (is the score "
+                    f"a {'distance' if higher_first else 'similarity'}?)")
+    return [h for h, _, _ in ranked]
+
+
+def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
+    per_query: dict[str, _Raw] = {}
+    starts: dict[str, str] = {}
+    seen: dict[tuple[str, str], str] = {}
+    tags: list[str] = []
+    with open(path, encoding="utf-8-sig") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            parts = line.split()
+            if len(parts) != 6:
+                raise InputError(f"{where}: a TREC run line has 6 fields (query_id Q0 chunk_id rank score tag), "
+                                 f"got {len(parts)}")
+            qid, _q0, chunk, rank_text, score_text, tag = parts
+            try:
+                rank = int(rank_text)
+            except ValueError:
+                raise InputError(f"{where}: rank must be an integer, got {rank_text!r}") from None
+            score = _score(score_text, where)
+            if (qid, chunk) in seen:
+                raise InputError(f"{where}: chunk {chunk!r} ranked twice for query {qid!r} (first at {seen[qid, chunk]})")
+            seen[qid, chunk] = where
+            starts.setdefault(qid, where)
+            per_query.setdefault(qid, []).append((RankedHit(chunk, score, where), float(rank), number))
+            if tag not in tags:
+                tags.append(tag)
+    return per_query, starts, tags
+
+
+def _read_jsonl_hits(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
+    from evalcore.groundtruth import read_jsonl
+
+    per_query: dict[str, _Raw] = {}
+    starts: dict[str, str] = {}
+    for number, obj in read_jsonl(path):
+        where = f"{path}:{number}"
+        if "query" not in obj:
+            raise InputError(f"{where}: missing field 'query'")
+        qid = _key(obj["query"], where, "field 'query'")
+        if qid in per_query:
+            raise InputError(f"{where}: query {qid!r} given twice (first at {starts[qid]})")
+        hits = obj.get("hits")
+        if not isinstance(hits, list):
+            raise InputError(f"{where}: field 'hits' must be a list of {{\"chunk\": ID, \"score\": S}}, got {hits!r}")
+        seen: set[str] = set()
+        out = []
+        for i, hit in enumerate(hits, start=1):
+            at = f"{where}: hit {i}"
+            if not isinstance(hit, dict) or "chunk" not in hit or "score" not in hit:
+                raise InputError(f"{at} must be an object with 'chunk' and 'score', got {hit!r}")
+            chunk = _key(hit["chunk"], at, "'chunk'")
+            if chunk in seen:
+                raise InputError(f"{at}: chunk {chunk!r} ranked twice for query {qid!r}")
+            seen.add(chunk)
+            out.append((RankedHit(chunk, _score(hit["score"], at), at), float(i), i))
+        per_query[qid] = out
+        starts[qid] = where
+    return per_query, starts
+
+
+def _read_json(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise InputError(f"{path}: expected a JSON object {{query_id: {{chunk_id: score}}}}, got {type(obj).__name__}")
+    per_query: dict[str, _Raw] = {}
+    starts: dict[str, str] = {}
+    for qid, ranking in obj.items():
+        at = f"{path}: query {qid!r}"
+        if not isinstance(ranking, dict):
+            raise InputError(f"{at}: expected an object {{chunk_id: score}}, got {ranking!r}")
+        per_query[qid] = [(RankedHit(chunk, _score(score, f"{at}, chunk {chunk!r}"), f"{at}, chunk {chunk!r}"),
+                           0.0, i) for i, (chunk, score) in enumerate(ranking.items())]
+        starts[qid] = at
+    return per_query, starts
+
+
+def read_rankings(path: str | Path, kind: str = "similarity", fmt: str | None = None) -> RankingFile:
+    """Read ``path`` (format detected unless ``fmt``) and rank each query's hits (see the
+    module docstring). ``kind`` is ``similarity`` (higher first) or ``distance``."""
+    from evalcore.configurations import score_kind
+
+    path = Path(path)
+    kind = score_kind(kind)
+    if not path.is_file():
+        raise InputError(f"{path}: file not found")
+    fmt = fmt or detect(path)
+    if fmt not in FORMATS:
+        raise InputError(f"{path}: unknown rankings format {fmt!r}; known: {', '.join(FORMATS)}")
+    tags: list[str] = []
+    try:
+        if fmt == "trec":
+            raw, starts, tags = _read_trec(path)
+        elif fmt == "jsonl":
+            raw, starts = _read_jsonl_hits(path)
+        else:
+            raw, starts = _read_json(path)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    if not raw:
+        raise InputError(f"{path}: no rankings")
+    higher_first = kind == "similarity"
+    hits = {q: _order(h, higher_first, kind, given_order=fmt != "json") for q, h in raw.items()}
+    return RankingFile(str(path), fmt, hits, starts, tuple(tags))

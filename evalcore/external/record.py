@@ -1,0 +1,212 @@
+"""Chunks and rankings made elsewhere -> one stored run, in the tables a built-in run fills.
+
+The run is one configuration: strategy = the chunker's name, retriever = the retriever's
+name (both ``external`` by default). Scoring follows SPEC 5 and 10 over the hits the run
+gives: a hit is correct when its chunk is located in the needle's document and its evidence
+range holds the needle's span; the first correct rank is taken among the given hits (none
+when the correct chunk is not among them); a ground truth is destroyed when no chunk of the
+(complete) chunk set holds it. Hits carry the retriever's own score and no cosine distance;
+the gate reads the score (``configurations.gate_on = 'score'``).
+
+A query the retriever could not answer (a failed endpoint call, an exception of a Python
+retriever) is written to ``failures`` with its reason and has no results row, so it is never
+scored as a miss. Past ``max_failures`` (a share of all queries) the run fails with the reason.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import platform
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from evalcore import PIPELINE_VERSION, __version__
+from evalcore.errors import EvalcoreError, InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.configurations import ConfigInfo
+    from evalcore.external.chunks import ChunkSet
+    from evalcore.external.rankings import RankingFile
+    from evalcore.records import Corpus, GroundTruth
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_FAILURES = 0.05  # share of all queries that may fail before the run fails
+GATE_TOP = 4
+
+#: query id -> [(chunk id in the chunk set, score), ...] in rank order
+Hits = Mapping[str, Sequence[tuple[int, float]]]
+
+
+class TooManyFailures(EvalcoreError):
+    """More queries failed than the run allows (``--max-failures``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why a query has no answer, and how many requests were sent for it."""
+
+    reason: str
+    attempts: int | None = None
+
+
+def query_order(gt: GroundTruth) -> list[tuple[str, str, str]]:
+    """(query id, domain, text) of every query a run answers: the scored in-domain questions
+    (valid needles), then the out-of-domain queries."""
+    return ([(q.query_id, "in", q.question) for q in gt.valid_questions]
+            + [(q.query_id, "out", q.query) for q in gt.ood])
+
+
+def resolve_rankings(rankings: RankingFile, chunks: ChunkSet, gt: GroundTruth,
+                     chunks_name: str = "the chunk file") -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
+    """The file's hits as chunk-set ids, and the ids of queries the file does not rank.
+
+    InputError naming the line for a chunk that is not in the chunk set and for a query that
+    is neither in the questions nor in the out-of-domain file. Rankings of questions whose
+    needle is invalid are read but not scored (those questions are not scored at all).
+    """
+    known = {q.query_id for q in gt.questions} | {q.query_id for q in gt.ood}
+    out: dict[str, list[tuple[int, float]]] = {}
+    for qid, hits in rankings.hits.items():
+        if qid not in known:
+            raise InputError(f"{rankings.where[qid]}: query {qid!r} is neither in the questions nor in "
+                             "the out-of-domain queries")
+        resolved = []
+        for hit in hits:
+            chunk = chunks.get(hit.chunk)
+            if chunk is None:
+                raise InputError(f"{hit.where}: chunk {hit.chunk!r} is not in {chunks_name}")
+            resolved.append((chunk.chunk_id, hit.score))
+        out[qid] = resolved
+    missing = [qid for qid, _, _ in query_order(gt) if qid not in out]
+    return out, missing
+
+
+def check_failures(failures: Mapping[str, Failure], total: int, max_failures: float) -> None:
+    """TooManyFailures (naming the count, the share and the first reasons) when more than
+    ``max_failures`` of the ``total`` queries failed."""
+    if not failures or total == 0 or len(failures) <= max_failures * total:
+        return
+    first = "; ".join(f"{q}: {f.reason}" for q, f in list(failures.items())[:3])
+    raise TooManyFailures(
+        f"{len(failures)} of {total} queries failed ({len(failures) / total:.0%}), more than the "
+        f"allowed {max_failures:.0%} (--max-failures); e.g. {first}")
+
+
+def run_row(run_id: str, name: str, corpus: Corpus, gt: GroundTruth, config: ConfigInfo,
+            settings: dict[str, Any]) -> dict[str, Any]:
+    """The ``runs`` row of an external run (inserted as running)."""
+    from evalcore.rows import ground_truth_settings
+
+    full = {"evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
+            "python": platform.python_version(), "source": config.source,
+            "chunker": config.strategy, "retriever": config.retriever, "score_kind": config.score_kind,
+            "gate": config.axis.keep_rule, "gate_top": GATE_TOP,
+            **ground_truth_settings(corpus, gt), **settings}
+    return {
+        "run_id": run_id, "name": name, "stage": "starting", "progress": 0.0,
+        "corpus_root": corpus.root, "corpus_fingerprint": corpus.fingerprint,
+        "questions_path": gt.source.get("questions"), "ood_path": gt.source.get("ood"),
+        "model": None, "model_dim": None, "pipeline_version": PIPELINE_VERSION,
+        "strategies": config.strategy, "retrievers": config.retriever, "rerank_note": None,
+        "settings": json.dumps(full, default=str),
+    }
+
+
+def tables(run_id: str, config: ConfigInfo, chunks: ChunkSet, corpus: Corpus, gt: GroundTruth,
+           hits: Hits, failures: Mapping[str, Failure] | None = None,
+           timings: Sequence[tuple[str, float, int]] = ()) -> dict[str, pd.DataFrame]:
+    """Every table of the run (documents, queries, strategies, chunks, results, hits,
+    destroyed, failures, configurations, timings) as DataFrames. ``timings``:
+    (stage, seconds, items)."""
+    import pandas as pd
+
+    from evalcore.rows import document_rows, query_rows
+
+    failures = failures or {}
+    strategy, retriever = config.strategy, config.retriever
+    spans = gt.spans
+    correct = chunks.correct(spans)
+    destroyed = chunks.destroyed(spans, correct)
+    gone = {g for g, _ in destroyed or ()}
+    group_of = {q.query_id: q.group for q in gt.valid_questions}
+    texts = corpus.by_id()
+
+    results, hit_rows, failure_rows = [], [], []
+    for qid, domain, _text in query_order(gt):
+        key = {"run_id": run_id, "strategy": strategy, "retriever": retriever, "query_id": qid}
+        if qid in failures:
+            f = failures[qid]
+            failure_rows.append({**key, "domain": domain, "reason": f.reason, "attempts": f.attempts})
+            continue
+        ranked = list(hits.get(qid, ()))
+        good = correct[group_of[qid]] if domain == "in" else set()
+        flags = [c in good for c, _ in ranked]
+        first = flags.index(True) + 1 if any(flags) else None
+        results.append({**key, "domain": domain, "first_correct_rank": first,
+                        "answer_distance": None, "top_distance": None,
+                        "destroyed": domain == "in" and group_of[qid] in gone,
+                        "answer_score": ranked[first - 1][1] if first else None,
+                        "top_score": ranked[0][1] if ranked else None})
+        for rank, ((chunk_id, score), flag) in enumerate(zip(ranked, flags), start=1):
+            hit_rows.append({**key, "rank": rank, "chunk_id": chunk_id, "distance": None,
+                             "score": float(score), "correct": flag})
+
+    chunk_rows = []
+    for c in chunks.chunks:
+        content = texts[c.doc_id].text[c.start:c.end] if c.located else c.text
+        chunk_rows.append({
+            "run_id": run_id, "strategy": strategy, "chunk_id": c.chunk_id, "doc_id": c.doc_id,
+            "section": c.section, "start": c.start, "end": c.end, "evidence_start": c.start,
+            "header": None, "content": content, "text": c.text, "pieces": None, "header_pieces": None,
+            "external_id": c.external_id, "problem": c.problem,
+        })
+    strategy_row = {
+        "run_id": run_id, "strategy": strategy, "size": None, "overlap": None, "boundaries": None,
+        "header": None, "chunks": len(chunks), "pieces": None, "header_pieces": None, "over_window": None,
+        "destroyed": None if destroyed is None else len(destroyed), "norm_max_diff": None,
+        "chunker": config.chunker or strategy, "model": None, "unlocated": len(chunks.unlocated),
+    }
+    destroyed_rows = [{"run_id": run_id, "strategy": strategy, "group_id": g, "doc_id": spans[g].doc_id,
+                       "start": spans[g].start, "end": spans[g].end, "cut": cut} for g, cut in destroyed or ()]
+    typed = {
+        "results": pd.DataFrame(results).astype({"first_correct_rank": "Int64", "answer_distance": "float64",
+                                                 "top_distance": "float64", "answer_score": "float64",
+                                                 "top_score": "float64"}) if results else pd.DataFrame(),
+        "hits": pd.DataFrame(hit_rows).astype({"distance": "float64"}) if hit_rows else pd.DataFrame(),
+        "chunks": pd.DataFrame(chunk_rows).astype({"start": "Int64", "end": "Int64", "evidence_start": "Int64",
+                                                   "pieces": "Int64", "header_pieces": "Int64"}),
+        "strategies": pd.DataFrame([strategy_row]).astype({
+            "size": "Int64", "overlap": "Int64", "boundaries": "boolean", "header": "boolean", "pieces": "Int64",
+            "header_pieces": "Int64", "over_window": "Int64", "destroyed": "Int64", "norm_max_diff": "float64"}),
+    }
+    return {
+        "documents": pd.DataFrame(document_rows(run_id, corpus, None, None)),
+        "queries": pd.DataFrame(query_rows(run_id, gt)),
+        **typed,
+        "destroyed": pd.DataFrame(destroyed_rows),
+        "failures": pd.DataFrame(failure_rows),
+        "configurations": pd.DataFrame([config.row(run_id)]),
+        "timings": pd.DataFrame([{"run_id": run_id, "stage": stage, "strategy": strategy, "seconds": seconds,
+                                  "items": items, "per_item_ms": seconds * 1000.0 / items if items else None}
+                                 for stage, seconds, items in timings]),
+    }
+
+
+def record(store: Store, run_id: str, name: str, config: ConfigInfo, chunks: ChunkSet, corpus: Corpus,
+           gt: GroundTruth, hits: Hits, settings: dict[str, Any],
+           failures: Mapping[str, Failure] | None = None,
+           timings: Sequence[tuple[str, float, int]] = ()) -> str:
+    """Store a run whose every input is already checked: its row, then all its tables in one
+    transaction (a failure in between marks it failed). Returns the run id."""
+    store.start_run(run_row(run_id, name, corpus, gt, config, settings))
+    try:
+        store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, failures, timings), {})
+    except BaseException as exc:
+        from evalcore.runner import fail_run
+
+        fail_run(store, run_id, "writing results", exc)
+    return run_id

@@ -1,0 +1,66 @@
+"""The response cache of live search endpoints (the ``responses`` table, migration 0005).
+
+Keyed by the sha256 of method, URL and request body, shared by every run, so running the same
+endpoint on the same queries again sends nothing (unless asked to refresh). Only answers with
+an HTTP 2xx status are kept, malformed ones included: a re-run reads the same answer and fails
+the same query for the same reason, without asking the service again. Request headers are not
+part of the key and are never stored (they may hold credentials). This module is the only
+writer of the table.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evalcore.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """One answer of a service: status, body text, seconds it took, requests sent (1 + retries;
+    0 when read from the cache)."""
+
+    status: int
+    text: str
+    seconds: float
+    attempts: int = 1
+
+
+def key(method: str, url: str, body: str | None) -> str:
+    """The cache key of a request: sha256 of ``METHOD\\nURL\\nBODY``."""
+    return hashlib.sha256(f"{method.upper()}\n{url}\n{body or ''}".encode("utf-8")).hexdigest()
+
+
+def cached(store: Store, keys: list[str]) -> dict[str, Response]:
+    """The cached responses of ``keys`` (missing keys are absent); attempts 0."""
+    if not keys:
+        return {}
+    import pandas as pd
+
+    with store.connect() as con:
+        con.register("_want", pd.DataFrame({"key": keys}))
+        rows = con.execute("SELECT r.key, r.status, r.response, r.seconds FROM responses r "
+                           "JOIN _want w USING (key)").fetchall()
+    return {k: Response(int(status), text, float(seconds or 0.0), 0) for k, status, text, seconds in rows}
+
+
+def keep(store: Store, items: list[tuple[str, str, str, str | None, Response]]) -> None:
+    """Cache ``(key, method, url, body, response)`` items (2xx only); a key already cached is
+    replaced (a refresh asked the service again)."""
+    items = [item for item in items if 200 <= item[4].status < 300]
+    if not items:
+        return
+    from evalcore.store import now
+
+    stamp = now()
+    with store.transaction() as con:
+        for k, method, url, body, response in items:
+            con.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [k, method, url, body, response.status, response.text, response.seconds, stamp])
+
+
+def count(store: Store) -> int:
+    """Responses in the cache."""
+    return int(store.query("SELECT count(*) AS n FROM responses")["n"].iloc[0])
