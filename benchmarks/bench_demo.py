@@ -15,13 +15,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore.chunking import parse_strategies  # noqa: E402
-from evalcore.cli import DEFAULT_STRATEGIES  # noqa: E402
-from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus  # noqa: E402
-from evalcore.embedding import load_embedder  # noqa: E402
-from evalcore.groundtruth import load_ground_truth  # noqa: E402
-from evalcore.runner import RunRequest, run_evaluation  # noqa: E402
-from evalcore.store import Store  # noqa: E402
+from evalcore.chunking import parse_strategies
+from evalcore.cli import DEFAULT_STRATEGIES
+from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
+from evalcore.embedding import load_embedder
+from evalcore.groundtruth import load_ground_truth
+from evalcore.runner import RunRequest, run_evaluation
+from evalcore.store import Store
 
 
 def main() -> None:

@@ -121,9 +121,10 @@ def mdbook_pages():
 
 
 def main() -> int:
+    from real_documents import markdown_needles
+
     from evalcore.groundtruth import NeedleIndex
     from evalcore.records import Document
-    from real_documents import markdown_needles
 
     with tempfile.TemporaryDirectory() as tmp:
         pages = list(site_pages(Path(tmp))) + list(node_pages()) + list(mdbook_pages())

@@ -175,9 +175,9 @@ def warm_imports() -> float:
     vl-convert, tokenizers); returns the seconds spent."""
     started = time.perf_counter()
     import altair  # noqa: F401
-    import scipy.optimize  # noqa: F401
+    import scipy.optimize
     import scipy.stats  # noqa: F401
-    import statsmodels.stats.multitest  # noqa: F401
+    import statsmodels.stats.multitest
     import statsmodels.stats.proportion  # noqa: F401
     import vl_convert  # noqa: F401
 

@@ -107,7 +107,6 @@ CANDIDATES = [
 
 def make_pdfs(out: Path):
     from playwright.sync_api import sync_playwright
-
     from real_documents import CHROMIUM, print_corpus
 
     if not CHROMIUM:
@@ -140,9 +139,10 @@ def main() -> int:
     args = ap.parse_args()
     if not (DATA / "poetry-docs").exists():
         raise SystemExit(f"{DATA} is not present")
+    from real_documents import markdown_needles
+
     from evalcore.groundtruth import NeedleIndex
     from evalcore.records import Document
-    from real_documents import markdown_needles
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-pdf-")) if args.keep is None else args.keep
     t0 = time.perf_counter()

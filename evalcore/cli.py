@@ -10,8 +10,9 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from evalcore import signals
 from evalcore.chunking import DEFAULT_STRATEGIES

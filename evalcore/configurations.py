@@ -15,8 +15,9 @@ every metric leaves it out, and paired comparisons leave it out on both sides.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
 from evalcore.threshold import Axis

@@ -14,8 +14,9 @@ own environment; a ``--model PATH`` folder must exist at that path on every node
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ModelError
 
@@ -55,7 +56,7 @@ def connect(address: str, num_cpus: int | None = None) -> None:
                      configure_logging=False)
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
-    except Exception as exc:  # noqa: BLE001 - any connection failure is the user's address
+    except Exception as exc:
         raise ModelError(f"--ray {address}: cannot connect to Ray: {exc}") from exc
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # evalcore shows its own progress

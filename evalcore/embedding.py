@@ -9,10 +9,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalcore.errors import ModelError
 
@@ -92,7 +93,7 @@ def _load(path: str, device: str = "cpu"):
     _check_folder(path)
     try:
         return SentenceTransformer(path, device=device, local_files_only=True)
-    except Exception as exc:  # noqa: BLE001 - any load failure is the user's model path
+    except Exception as exc:
         raise ModelError(f"{path}: cannot load the embedding model: {exc}") from exc
 
 
@@ -305,7 +306,7 @@ def load_embedder(model_path: str | Path | None = None, device: str = "cpu",
         if strict or "not a sentence-transformers model folder" in str(exc):
             raise
         log.warning("ONNX export not used (%s); using sentence-transformers", exc)
-    except Exception as exc:  # noqa: BLE001 - an export failure falls back to the reference path
+    except Exception as exc:
         if strict:
             raise ModelError(f"cannot run the model in {runtime}: {exc}") from exc
         log.warning("ONNX export failed (%s: %s); using sentence-transformers", type(exc).__name__, exc)

@@ -16,17 +16,25 @@ extractor's, kept here for the code that used them before there were other forma
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Callable
 
 from evalcore.errors import InputError
 from evalcore.extractors import Extraction, page_of
 from evalcore.extractors import html as _html
 from evalcore.extractors import markdown as _markdown
 from evalcore.extractors import pdf as _pdf
-from evalcore.extractors.markdown import (NAME, VERSION, canonical_text, decode, extract_markdown,
-                                          find_title, normalise_newlines, strip_front_matter)
+from evalcore.extractors.markdown import (
+    NAME,
+    VERSION,
+    canonical_text,
+    decode,
+    extract_markdown,
+    find_title,
+    normalise_newlines,
+    strip_front_matter,
+)
 
 __all__ = [
     "EXTRACTORS", "SOURCE_TYPES", "Extraction", "Extractor", "NAME", "VERSION", "canonical_text",

@@ -11,9 +11,10 @@ threshold where one applies, the date and the evalcore version.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from evalcore.records import Configuration, RunConfiguration
 from evalcore.stats import INTERVAL_METHOD, PAIRED_TEST
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _version() -> str:

@@ -31,9 +31,10 @@ import sys
 import tempfile
 import threading
 import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ModelError
 
@@ -228,7 +229,7 @@ class OnnxModel:
             core = ov.Core()
             try:  # OpenVINO keeps its compiled form beside the export: later loads are faster
                 core.set_property({"CACHE_DIR": str(self.folder / "openvino")})
-            except Exception:  # noqa: BLE001 - a read-only cache only costs compile time
+            except Exception:
                 log.debug("no OpenVINO model cache", exc_info=True)
             compiled = core.compile_model(str(self.folder / "model.onnx"), "CPU", {
                 "INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads,

@@ -25,8 +25,9 @@ BM25 rank and dense rank bounds (see :meth:`_Hybrid.first_rank`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from evalcore.retrieval import RERANK_DEPTH, RRF_K
 

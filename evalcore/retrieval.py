@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from evalcore.errors import ConfigError, ModelError
 
@@ -225,7 +226,7 @@ class Reranker:
 
         try:
             model = CrossEncoder(str(p), device="cpu", local_files_only=True)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ModelError(f"{path}: cannot load the cross-encoder: {exc}") from exc
         return cls(path=str(p), model=model)
 

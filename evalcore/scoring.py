@@ -6,8 +6,9 @@ under a strategy when no chunk's evidence range contains it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from evalcore.records import Chunk, Span
 

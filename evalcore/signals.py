@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from evalcore.errors import Interrupted
 
@@ -24,7 +24,7 @@ _holding = 0
 _received: int | None = None
 
 
-def _handler(signum: int, frame: object) -> None:  # noqa: ARG001
+def _handler(signum: int, frame: object) -> None:
     global _received
     if _received is not None:
         return  # already stopping: let the clean-up finish

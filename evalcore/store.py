@@ -30,11 +30,12 @@ import random
 import socket
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import StoreError
 
@@ -71,7 +72,7 @@ def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None =
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 def new_run_id() -> str:

@@ -200,7 +200,6 @@ def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP,
     ``t_from`` or a step-before line on ``threshold``, clipping the infinite ends.
     """
     import numpy as np
-    import pandas as pd
 
     top = _top(top)
     inf = math.inf
@@ -265,7 +264,7 @@ def sweep_from_minima(first: Sequence[float], first_correct: Sequence[float],
         "in_domain": n_in,
         "out_domain": n_out,
     })
-    frame = frame.astype({c: "int64" for c in COUNT_COLUMNS})
+    frame = frame.astype(dict.fromkeys(COUNT_COLUMNS, "int64"))
     _rates(frame)
     return frame
 

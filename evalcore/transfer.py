@@ -25,6 +25,7 @@ import re
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +118,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     The file is written next to ``path`` and renamed into place, so a failed export leaves no
     half file. StoreError for an unknown or incomplete run.
     """
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from evalcore import __version__
     from evalcore.gate import resolve_run
@@ -142,7 +143,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
         manifest = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "evalcore_version": __version__,
             "schema_version": version, "run_id": run_id, "run_name": str(info["name"]),
-            "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tables": tables,
         }
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,9 +32,9 @@ import struct
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Sequence
 
 from evalcore import extract
 from evalcore.corpus import SOURCE_TYPES

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from serving import CHROMIUM
 
 TEMPLATE = """<!doctype html>

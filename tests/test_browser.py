@@ -33,10 +33,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
 
 from evalcore.stats import p_relation
 from evalcore.store import Store
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")

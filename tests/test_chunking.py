@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalcore.chunking import (
-    STANDARD_STRATEGIES,
     JS_WHITESPACE,
+    STANDARD_STRATEGIES,
     boundary_ranges,
     chunk_corpus,
     chunk_document,

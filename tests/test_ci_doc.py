@@ -15,7 +15,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
-
 from conftest import MINI, ROOT
 
 DOC = ROOT / "docs" / "CI.md"

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import MINI, ROOT, shared_data
+
 from evalcore.cli import build_parser, main
 
 COMMANDS = ["demo", "run", "validate", "chunks", "list", "show", "job", "import-squad", "gate", "export-run", "load-run",

@@ -7,9 +7,9 @@ import pytest
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
+from test_gate import CONFIGS, hits
 
 from evalcore.cli import main
-from test_gate import CONFIGS, hits
 
 
 def compare(store, *args, capsys):

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
-from evalcore.demo import pydoc_topics
+from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus, pydoc_topics
 from evalcore.errors import InputError
 
 HEADING_LINE = re.compile(r"^#+ .*$", re.M)

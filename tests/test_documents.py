@@ -14,8 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import MINI, ROOT
+from real_documents import markdown_needles
+
 from evalcore import extract, jobs
 from evalcore.chunking import chunk_corpus, parse_strategies
 from evalcore.citations import Source, build_context, locator, page_range, pages_label
@@ -24,7 +25,6 @@ from evalcore.errors import InputError
 from evalcore.groundtruth import NeedleIndex
 from evalcore.store import Store
 from evalcore.uploads import UploadedFile
-from real_documents import markdown_needles
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-
 from conftest import MINI
+
 from evalcore import onnx_runtime
 from evalcore.embedding import OnnxEmbedder, SentenceEmbedder, load_embedder
 

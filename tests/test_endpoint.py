@@ -12,14 +12,13 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from conftest import MINI, ROOT
 
 sys.path.insert(0, str(ROOT / "examples"))
-import external_bm25  # noqa: E402
+import external_bm25
 
-from evalcore.cli import main  # noqa: E402
-from evalcore.store import Store  # noqa: E402
+from evalcore.cli import main
+from evalcore.store import Store
 
 INPUTS = ["--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
           "--ood", str(MINI / "ood.jsonl")]
@@ -43,7 +42,7 @@ class Service:
             def log_message(self, *args):  # quiet
                 pass
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 qid = service.by_text[body["query"]]
                 service.requests[qid] += 1

@@ -12,14 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import MINI, ROOT
 
 sys.path.insert(0, str(ROOT / "examples"))
-import external_bm25  # noqa: E402
+import external_bm25
 
-from evalcore.cli import main  # noqa: E402
-from evalcore.store import Store  # noqa: E402
+from evalcore.cli import main
+from evalcore.store import Store
 
 QUESTIONS, OOD, CORPUS = MINI / "questions.jsonl", MINI / "ood.jsonl", MINI / "corpus"
 INPUTS = ["--corpus", str(CORPUS), "--questions", str(QUESTIONS), "--ood", str(OOD)]
@@ -48,7 +47,7 @@ def oracle(mini_inputs):
         doc, start = places[0]
         end = start + len(q["needle"])
         good = {w.chunk_id for w in windows if w.doc_id == doc and w.start <= start and end <= w.end}
-        qrels[q["id"]] = {c: 1 for c in good}
+        qrels[q["id"]] = dict.fromkeys(good, 1)
         ranks = [i for i, (c, _) in enumerate(rankings[q["id"]], start=1) if c in good]
         first[q["id"]] = ranks[0] if ranks else None
     return first, qrels, rankings

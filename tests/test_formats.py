@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import MINI, ROOT
 
 sys.path.insert(0, str(ROOT / "examples"))
-import external_bm25  # noqa: E402
+import external_bm25
 
-from evalcore.cli import main  # noqa: E402
-from evalcore.store import Store  # noqa: E402
-from evalcore.summary import summary_table  # noqa: E402
+from evalcore.cli import main
+from evalcore.store import Store
+from evalcore.summary import summary_table
 
 KS = (1, 4, 8, 20)
 INPUTS = ["--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),

@@ -13,11 +13,11 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
+from conftest import ROOT, copy_with_failed_run
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
-from conftest import ROOT, copy_with_failed_run
 from evalcore.cli import main
 from evalcore.gate import parse_ref, run_gate
 from evalcore.gate_report import to_dict, to_junit, to_markdown

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from real_documents import BOILERPLATE, markdown_needles
 
 from evalcore.corpus import load_corpus
 from evalcore.errors import InputError
 from evalcore.extractors import html as html_extractor
 from evalcore.groundtruth import NeedleIndex
-from real_documents import BOILERPLATE, markdown_needles
 
 
 def extract(page: str | bytes, name: str = "page.html"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import shared_data
+
 from evalcore.corpus import load_corpus
 from evalcore.errors import InputError
 from evalcore.groundtruth import load_ground_truth

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from conftest import MINI
+from test_new_run_page import open_new_run
+
 from evalcore import inputs, jobs
 from evalcore.errors import InputError
-from test_new_run_page import open_new_run
 
 
 @pytest.fixture()

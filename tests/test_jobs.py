@@ -13,13 +13,12 @@ import sys
 import time
 
 import pytest
-
 from conftest import MINI, ROOT
+
 from evalcore import jobs
 from evalcore.cli import main
 from evalcore.errors import ConfigError
-from evalcore.store import pid_alive
-from evalcore.store import Store
+from evalcore.store import Store, pid_alive
 from evalcore.summary import summary_table
 
 RETRIEVERS = "dense,bm25,hybrid"

@@ -32,10 +32,10 @@ def tiny_model(tmp_path_factory):
 
 def test_two_models_are_two_stored_strategies_compared_paired(tmp_path, mini_inputs, tiny_model, engine_store,
                                                               engine_run_id, capsys):
+    from conftest import MINI
+
     from evalcore.cli import main
     from evalcore.embedding import default_model_path
-
-    from conftest import MINI
 
     store = tmp_path / "s.duckdb"
     args = ["--store", str(store), "run", "--corpus", str(MINI / "corpus"), "--questions",

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import MINI, ROOT
 from streamlit.testing.v1 import AppTest
 
-from conftest import MINI, ROOT
 from evalcore import jobs
 from evalcore.store import Store
 from evalcore.summary import summary_table

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from real_documents import markdown_needles
 
 from evalcore.chunking import chunk_corpus, parse_strategies
 from evalcore.citations import locator, page_range
@@ -18,7 +19,6 @@ from evalcore.errors import InputError
 from evalcore.extract import extract_file
 from evalcore.extractors import pdf as pdf_extractor
 from evalcore.groundtruth import NeedleIndex
-from real_documents import markdown_needles
 
 PDFTOTEXT = shutil.which("pdftotext")
 TEX_MANUAL = Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf")

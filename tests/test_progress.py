@@ -3,8 +3,8 @@ row in the store shows exactly what every other Progress receives."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import KeywordEmbedder
+
 from evalcore.chunking import parse_strategies
 from evalcore.progress import Scale, Stage
 from evalcore.runner import RunRequest, run_evaluation

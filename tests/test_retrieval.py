@@ -12,7 +12,14 @@ from scipy.spatial.distance import cosine
 
 from evalcore.errors import ConfigError, ModelError
 from evalcore.retrieval import (
-    BM25, Reranker, cosine_distances, order_by, parse_retrievers, rerank_order, rrf_scores, tokens,
+    BM25,
+    Reranker,
+    cosine_distances,
+    order_by,
+    parse_retrievers,
+    rerank_order,
+    rrf_scores,
+    tokens,
 )
 
 

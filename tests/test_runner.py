@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import KeywordEmbedder
+
 from evalcore.chunking import parse_strategies
 from evalcore.corpus import load_corpus
 from evalcore.groundtruth import load_ground_truth

@@ -76,8 +76,8 @@ def test_seed_half_width_for_64_queries():
 
 
 def test_sign_test_against_binomtest_and_exact_rational():
-    for wins in range(0, 41):
-        for losses in range(0, 41):
+    for wins in range(41):
+        for losses in range(41):
             ours = sign_test(wins, losses)
             if wins + losses:
                 assert ours == pytest.approx(binomtest(wins, wins + losses, 0.5).pvalue, abs=1e-12)

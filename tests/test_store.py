@@ -9,8 +9,8 @@ import time
 
 import duckdb
 import pytest
-
 from conftest import MINI, ROOT
+
 from evalcore.errors import StoreError
 from evalcore.store import Store, migrations
 

@@ -20,7 +20,7 @@ from evalcore.threshold import (
 )
 
 # Distances on a coarse grid force ties between queries and with thresholds.
-GRID = [round(0.05 * i, 2) for i in range(0, 21)]
+GRID = [round(0.05 * i, 2) for i in range(21)]
 distance = st.one_of(st.sampled_from(GRID), st.floats(0.0, 1.2, allow_nan=False))
 in_hits = st.lists(st.tuples(distance, st.booleans()), min_size=0, max_size=6)
 ood_hits = st.lists(distance, min_size=0, max_size=6)

@@ -6,15 +6,14 @@ import shutil
 import zipfile
 
 import pytest
-
 from conftest import copy_with_failed_run
+from test_app import PAGES, no_exception, open_page
+
 from evalcore.cli import main
 from evalcore.gate import run_gate
 from evalcore.gate_report import to_dict
 from evalcore.store import Store
 from evalcore.transfer import FORMAT_VERSION, TABLES, export_run, load_run
-
-from test_app import PAGES, no_exception, open_page
 
 
 def cli(store, *args, capsys):
@@ -96,7 +95,7 @@ def test_a_run_id_stored_with_other_rows_is_refused(exported, tmp_path, capsys):
     assert len(rows(path, "decisions", rid)) == 2  # nothing replaced
 
 
-def damaged(tmp_path, source, change) -> "Path":
+def damaged(tmp_path, source, change) -> Path:
     """A copy of the run file ``source`` with ``change(members: dict[name, bytes])`` applied."""
     members = {}
     with zipfile.ZipFile(source) as zf:

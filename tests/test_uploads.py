@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import MINI
+from zips import deflated_zeros, lying_zip, make_zip
+
 from evalcore import jobs, uploads
 from evalcore.errors import InputError
 from evalcore.store import Store
 from evalcore.uploads import Limits, UploadedFile
-from zips import deflated_zeros, lying_zip, make_zip
 
 TABLES = ("runs", "jobs", "documents", "queries", "results", "hits", "embeddings")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus  # noqa: E402
-from evalcore.groundtruth import load_ground_truth  # noqa: E402
+from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
+from evalcore.groundtruth import load_ground_truth
 
 
 def main(argv: list[str] | None = None) -> int:

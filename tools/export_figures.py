@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore import export, figures  # noqa: E402
-from evalcore.read import decisions, runs, sweeps  # noqa: E402
-from evalcore.records import Configuration  # noqa: E402
-from evalcore.store import Store  # noqa: E402
-from evalcore.threshold import DEFAULT_COST_RATIO, suggest_threshold  # noqa: E402
+from evalcore import export, figures
+from evalcore.read import decisions, runs, sweeps
+from evalcore.records import Configuration
+from evalcore.store import Store
+from evalcore.threshold import DEFAULT_COST_RATIO, suggest_threshold
 
 
 def main() -> int:

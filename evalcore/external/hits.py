@@ -9,8 +9,9 @@ whole query fail with the reason; it is never scored as a miss.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evalcore.external.chunks import ChunkSet

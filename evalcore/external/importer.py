@@ -12,11 +12,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalcore.configurations import EXTERNAL, external
 from evalcore.errors import InputError
-
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, GroundTruth

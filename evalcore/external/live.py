@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import RunInterrupted
 from evalcore.external.hits import BadHits, RawHit, resolve
@@ -23,14 +23,14 @@ from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure, check_failur
 if TYPE_CHECKING:
     from evalcore.configurations import ConfigInfo
     from evalcore.external.chunks import ChunkSet
-    from evalcore.records import Corpus, GroundTruth
     from evalcore.progress import Progress
+    from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
 #: (query id, hits as returned, or why there are none)
-Outcome = tuple[str, Union[list[RawHit], Failure]]
+Outcome = tuple[str, list[RawHit] | Failure]
 #: answer((query id, text) pairs) -> outcomes, in any order, one per query
 Answer = Callable[[list[tuple[str, str]]], Iterator[Outcome]]
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import platform
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from evalcore import PIPELINE_VERSION, __version__
 from evalcore.errors import EvalcoreError, InputError

@@ -30,7 +30,7 @@ class Response:
 
 def key(method: str, url: str, body: str | None) -> str:
     """The cache key of a request: sha256 of ``METHOD\\nURL\\nBODY``."""
-    return hashlib.sha256(f"{method.upper()}\n{url}\n{body or ''}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{method.upper()}\n{url}\n{body or ''}".encode()).hexdigest()
 
 
 def cached(store: Store, keys: list[str]) -> dict[str, Response]:

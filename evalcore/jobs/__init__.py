@@ -23,12 +23,31 @@ from __future__ import annotations
 
 from evalcore.jobs.launch import spawn
 from evalcore.jobs.prepare import (
-    SOURCES, JobSpec, Prepared, clean_uploads, discard, load_inputs, prepare_demo, prepare_paths,
-    prepare_upload, uploads_dir, validate, with_options,
+    SOURCES,
+    JobSpec,
+    Prepared,
+    clean_uploads,
+    discard,
+    load_inputs,
+    prepare_demo,
+    prepare_paths,
+    prepare_upload,
+    uploads_dir,
+    validate,
+    with_options,
 )
 from evalcore.jobs.queue import (
-    ACTIVE, CANCEL_REASON, POLL_SECONDS, STATUSES, active_jobs, cancel, job, jobs_overview, max_jobs,
-    reap_now, submit,
+    ACTIVE,
+    CANCEL_REASON,
+    POLL_SECONDS,
+    STATUSES,
+    active_jobs,
+    cancel,
+    job,
+    jobs_overview,
+    max_jobs,
+    reap_now,
+    submit,
 )
 from evalcore.jobs.worker import CancelWatch, run_job
 

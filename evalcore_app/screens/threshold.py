@@ -9,7 +9,7 @@ import streamlit as st
 
 from evalcore import figures
 from evalcore.read import decisions, sweeps
-from evalcore.threshold import DEFAULT_COST_RATIO, suggest_threshold
+from evalcore.threshold import DEFAULT_COST_RATIO
 from evalcore_app import screen
 from evalcore_app.screens import _ui
 

@@ -21,6 +21,7 @@ def test_index_and_stale_documents(scratch, engine_run_id):
     assert not docs["stale"].any() and not docs[["title", "reason", "path"]].isna().any().any()
     # chunks per document, recounted from the chunker itself on the same corpus
     from conftest import MINI
+
     from evalcore.chunking import STANDARD_STRATEGIES, chunk_document
     from evalcore.corpus import load_corpus
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import KeywordEmbedder  # noqa: E402
+from conftest import KeywordEmbedder
 
 KEYWORDS = ["install", "cache", "token", "password", "recipe", "error", "python", "pip"]
 

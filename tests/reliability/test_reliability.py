@@ -24,14 +24,14 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
 from conftest import MINI, ROOT
+from reliability_table import record
+from zips import deflated_zeros, lying_zip, make_zip
+
 from evalcore import inputs, jobs
 from evalcore.errors import InputError
 from evalcore.store import Store, migrations
-from evalcore.uploads import Limits, UploadedFile
-from reliability_table import record
-from zips import deflated_zeros, lying_zip, make_zip
+from evalcore.uploads import UploadedFile
 
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "reliability"), str(ROOT / "tests")])
 FAKE = {"EVALCORE_TEST_EMBEDDER": "fake:embedder", "PYTHONPATH": PYTHONPATH,
@@ -241,8 +241,8 @@ def test_two_documents_with_one_id_no_longer_break_the_final_write(tmp_path):
     docs = Store(store).query("SELECT doc_id, state FROM documents ORDER BY doc_id") if ran.code == 0 else None
     expected = "exit 0 · run complete · a.txt recorded failed beside document a"
     observed = (f"exit {ran.code} · {ran.line() if ran.code else 'run complete'} · "
-                + (("a.txt recorded failed beside document a" if docs is not None and
-                    {("a", "indexed"), ("a.txt", "failed")} <= set(map(tuple, docs.values.tolist())) else "not recorded")))
+                + ("a.txt recorded failed beside document a" if docs is not None and
+                    {("a", "indexed"), ("a.txt", "failed")} <= set(map(tuple, docs.values.tolist())) else "not recorded"))
     check("corpus: a.md and a.txt (one id)", expected, observed)
 
 
