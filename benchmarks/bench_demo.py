@@ -5,6 +5,7 @@
 Prints wall times, new/cached embeddings and the per-stage timings the runner stored
 (index ms per chunk, query embedding, bm25 and vector scan per query). Not a test.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,12 +41,16 @@ def main() -> None:
     for label in ("cold", "warm"):
         t = time.perf_counter()
         res = run_evaluation(request, store, embedder=embedder)
-        print(f"{label}: {time.perf_counter() - t:.1f} s, {res.new_embeddings} new embeddings, "
-              f"{res.cached_embeddings} cached")
-    tm = store.query("SELECT stage, sum(seconds) AS seconds, sum(items) AS items, "
-                     "1000 * sum(seconds) / nullif(sum(items), 0) AS per_item_ms "
-                     "FROM timings WHERE run_id = (SELECT run_id FROM runs ORDER BY created_at LIMIT 1) "
-                     "GROUP BY stage ORDER BY seconds DESC")
+        print(
+            f"{label}: {time.perf_counter() - t:.1f} s, {res.new_embeddings} new embeddings, "
+            f"{res.cached_embeddings} cached"
+        )
+    tm = store.query(
+        "SELECT stage, sum(seconds) AS seconds, sum(items) AS items, "
+        "1000 * sum(seconds) / nullif(sum(items), 0) AS per_item_ms "
+        "FROM timings WHERE run_id = (SELECT run_id FROM runs ORDER BY created_at LIMIT 1) "
+        "GROUP BY stage ORDER BY seconds DESC"
+    )
     print("\ncold run, per stage (all strategies):")
     print(tm.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
 

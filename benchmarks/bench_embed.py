@@ -22,6 +22,7 @@ feed-forward block, and 2*2*L*L*h for the attention scores and their weighted su
 (h = hidden size, i = intermediate size, from the model's config.json). Embeddings,
 layer norms, softmax and pooling are not counted. Ratio = useful FLOP/s / limit.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,9 @@ print(json.dumps(best))
 
 def numpy_rate(repeat: int) -> float:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    out = subprocess.run([sys.executable, "-c", _NUMPY_CHILD % (SHAPES, repeat)], env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _NUMPY_CHILD % (SHAPES, repeat)], env=env, capture_output=True, text=True, check=True
+    )
     return float(out.stdout.strip())
 
 
@@ -76,10 +78,14 @@ def _matmul_model(m: int, k: int, n: int):
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(
-        [helper.make_node("MatMul", ["a", "b"], ["c"])], "mm",
-        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k]),
-         helper.make_tensor_value_info("b", TensorProto.FLOAT, [k, n])],
-        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [m, n])])
+        [helper.make_node("MatMul", ["a", "b"], ["c"])],
+        "mm",
+        [
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, [m, k]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, [k, n]),
+        ],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, [m, n])],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -95,8 +101,9 @@ def openvino_rate(repeat: int) -> float:
     for m, k, n in SHAPES:
         path = Path(tempfile.mkdtemp(prefix="bench-mm-")) / "mm.onnx"
         onnx.save(_matmul_model(m, k, n), str(path))
-        req = core.compile_model(str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32",
-                                                   "INFERENCE_NUM_THREADS": _cores()}).create_infer_request()
+        req = core.compile_model(
+            str(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": _cores()}
+        ).create_infer_request()
         feeds = {"a": np.random.rand(m, k).astype(np.float32), "b": np.random.rand(k, n).astype(np.float32)}
         req.infer(feeds)
         for _ in range(repeat):
@@ -170,8 +177,23 @@ def whole_run(folder: Path, runtime: str | None) -> float:
     if runtime:
         env["EVALCORE_RUNTIME"] = runtime
     store = Path(tempfile.mkdtemp(prefix="bench-embed-")) / "s.duckdb"
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(store), "run", "--corpus", str(folder / "corpus"),
-           "--questions", str(folder / "questions.jsonl"), "--strategies", "E", "--retrievers", "dense", "-q"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalcore",
+        "--store",
+        str(store),
+        "run",
+        "--corpus",
+        str(folder / "corpus"),
+        "--questions",
+        str(folder / "questions.jsonl"),
+        "--strategies",
+        "E",
+        "--retrievers",
+        "dense",
+        "-q",
+    ]
     t = time.perf_counter()
     subprocess.run(cmd, env=env, cwd=ROOT, check=True, capture_output=True)
     return time.perf_counter() - t
@@ -187,13 +209,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {os.getloadavg()[0]:.2f} on {_cores()} cores")
 
     def measure_limit() -> dict[str, float]:
-        return {"numpy": numpy_rate(args.repeat), "torch": torch_rate(args.repeat),
-                "onnxruntime": onnxruntime_rate(args.repeat), "openvino": openvino_rate(args.repeat)}
+        return {
+            "numpy": numpy_rate(args.repeat),
+            "torch": torch_rate(args.repeat),
+            "onnxruntime": onnxruntime_rate(args.repeat),
+            "openvino": openvino_rate(args.repeat),
+        }
 
     rates = measure_limit()
     limit = max(rates.values())
-    print("sgemm GFLOP/s: " + ", ".join(f"{k} {v / 1e9:.0f}" for k, v in rates.items())
-          + f"  -> limit {limit / 1e9:.0f} ({max(rates, key=rates.get)})")
+    print(
+        "sgemm GFLOP/s: "
+        + ", ".join(f"{k} {v / 1e9:.0f}" for k, v in rates.items())
+        + f"  -> limit {limit / 1e9:.0f} ({max(rates, key=rates.get)})"
+    )
 
     from sentence_transformers import SentenceTransformer
 
@@ -212,12 +241,16 @@ def main(argv: list[str] | None = None) -> int:
             t = time.perf_counter()
             model.encode(texts)
             timed[label].append(time.perf_counter() - t)
-    print(f"embedding stage: {len(texts)} demo E chunks, {flops / 1e9:.0f} useful GFLOP "
-          f"(default runtime here: {ours.runtime})")
+    print(
+        f"embedding stage: {len(texts)} demo E chunks, {flops / 1e9:.0f} useful GFLOP "
+        f"(default runtime here: {ours.runtime})"
+    )
     for label, ts in timed.items():
         t = min(ts)
-        print(f"  {label:<32} best {t:6.2f} s ({1000 * t / len(texts):5.1f} ms/chunk, "
-              f"spread {min(ts):.2f}-{max(ts):.2f} s)  {flops / t / 1e9:6.0f} GFLOP/s  ratio {flops / t / limit:.2f}")
+        print(
+            f"  {label:<32} best {t:6.2f} s ({1000 * t / len(texts):5.1f} ms/chunk, "
+            f"spread {min(ts):.2f}-{max(ts):.2f} s)  {flops / t / 1e9:6.0f} GFLOP/s  ratio {flops / t / limit:.2f}"
+        )
 
     if not args.skip_run:
         if not XQUAD.exists():
@@ -233,18 +266,28 @@ def main(argv: list[str] | None = None) -> int:
         chunks = [c.text for c in chunk_corpus(corpus, parse_strategies("E")[0])]
         questions = [json.loads(x)["question"] for x in (folder / "questions.jsonl").read_text().splitlines()]
         run_flops = useful_flops(chunks + questions)
-        print(f"whole run: XQuAD, {len(chunks)} E chunks + {len(questions)} questions, "
-              f"{run_flops / 1e9:.0f} useful GFLOP, fresh store, process start to exit")
-        runs = ((f"evalcore (default: {ours.runtime})", None), ("EVALCORE_RUNTIME=onnxruntime", "onnxruntime"),
-                ("EVALCORE_RUNTIME=torch", "torch"))
+        print(
+            f"whole run: XQuAD, {len(chunks)} E chunks + {len(questions)} questions, "
+            f"{run_flops / 1e9:.0f} useful GFLOP, fresh store, process start to exit"
+        )
+        runs = (
+            (f"evalcore (default: {ours.runtime})", None),
+            ("EVALCORE_RUNTIME=onnxruntime", "onnxruntime"),
+            ("EVALCORE_RUNTIME=torch", "torch"),
+        )
         for label, runtime in runs:
             times = [whole_run(folder, runtime) for _ in range(args.repeat if runtime != "torch" else 1)]
             t = min(times)
-            print(f"  {label:<32} best {t:6.2f} s (runs: {', '.join(f'{x:.1f}' for x in times)})  "
-                  f"{run_flops / t / 1e9:6.0f} GFLOP/s  ratio {run_flops / t / limit:.2f}")
+            print(
+                f"  {label:<32} best {t:6.2f} s (runs: {', '.join(f'{x:.1f}' for x in times)})  "
+                f"{run_flops / t / 1e9:6.0f} GFLOP/s  ratio {run_flops / t / limit:.2f}"
+            )
     again = measure_limit()  # a busy machine at the start must not flatter the ratios
-    print("sgemm GFLOP/s again at the end: " + ", ".join(f"{k} {v / 1e9:.0f}" for k, v in again.items())
-          + f"; ratios above use {limit / 1e9:.0f}, the best is {max(limit, *again.values()) / 1e9:.0f}")
+    print(
+        "sgemm GFLOP/s again at the end: "
+        + ", ".join(f"{k} {v / 1e9:.0f}" for k, v in again.items())
+        + f"; ratios above use {limit / 1e9:.0f}, the best is {max(limit, *again.values()) / 1e9:.0f}"
+    )
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -11,6 +11,7 @@ tree), measured side by side in one run, each in its own process (peak RSS from 
 
 "before" is ``git archive REV`` unpacked in a temporary folder; nothing of it is kept.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -69,8 +70,7 @@ def one_line_document(folder: Path, megabytes: int) -> tuple[Path, Path]:
     """A corpus with one document: a title, a section, and one line of ``megabytes`` MB of
     lowercase words without a sentence end; questions whose needle lies inside the line."""
     rng = random.Random(7)
-    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 11)))
-             for _ in range(5000)]
+    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 11))) for _ in range(5000)]
     words, size = [], 0
     while size < megabytes * 1_000_000:
         w = rng.choice(vocab)
@@ -91,10 +91,14 @@ def stored(store: Path) -> dict:
     import numpy as np
 
     con = duckdb.connect(str(store), read_only=True)
-    chunks = con.execute("SELECT strategy, chunk_id, start, \"end\", evidence_start, md5(text), length(text), pieces "
-                         "FROM chunks ORDER BY strategy, chunk_id").fetchall()
-    vectors = {h: np.asarray(v, dtype=np.float64) for h, v in con.execute(
-        "SELECT text_hash, vector FROM embeddings").fetchall()}
+    chunks = con.execute(
+        'SELECT strategy, chunk_id, start, "end", evidence_start, md5(text), length(text), pieces '
+        "FROM chunks ORDER BY strategy, chunk_id"
+    ).fetchall()
+    vectors = {
+        h: np.asarray(v, dtype=np.float64)
+        for h, v in con.execute("SELECT text_hash, vector FROM embeddings").fetchall()
+    }
     con.close()
     return {"chunks": chunks, "vectors": vectors}
 
@@ -115,40 +119,70 @@ def main() -> None:
         stream = deflated_zeros(1 << 30)
         bomb = tmp / "bomb.zip"
         bomb.write_bytes(lying_zip([f"doc{i}.md" for i in range(args.entries)], stream))
-        print(f"zip: {args.entries} entries declaring 100 bytes, each inflating to 1 GiB; "
-              f"{bomb.stat().st_size / 1e6:.1f} MB packed")
+        print(
+            f"zip: {args.entries} entries declaring 100 bytes, each inflating to 1 GiB; "
+            f"{bomb.stat().st_size / 1e6:.1f} MB packed"
+        )
         zip_rows = {}
         for label, tree in trees.items():
             rss, wall, out = measure([sys.executable, "-c", ZIP_CHECK, str(bomb)], tree)
             seconds, outcome = out.strip().split("\t", 1)
             zip_rows[label] = (rss, float(seconds))
-            print(f"  {label:<6} ({args.before if label == 'before' else 'this tree'}): peak {rss:,.0f} MB, "
-                  f"{float(seconds):.4f} s checking; {outcome[:160]}")
-        print(f"  after/before: memory {zip_rows['after'][0] / zip_rows['before'][0]:.3f}, "
-              f"time {zip_rows['after'][1] / max(zip_rows['before'][1], 1e-9):.5f}")
+            print(
+                f"  {label:<6} ({args.before if label == 'before' else 'this tree'}): peak {rss:,.0f} MB, "
+                f"{float(seconds):.4f} s checking; {outcome[:160]}"
+            )
+        print(
+            f"  after/before: memory {zip_rows['after'][0] / zip_rows['before'][0]:.3f}, "
+            f"time {zip_rows['after'][1] / max(zip_rows['before'][1], 1e-9):.5f}"
+        )
         if args.skip_doc:
             return
 
         corpus, questions = one_line_document(tmp / "doc", args.doc_mb)
         size = (corpus / "big.md").stat().st_size
-        print(f"\none-line document: {size / 1e6:.1f} MB, strategy C (boundaries: one chunk), dense/bm25/hybrid, "
-              "real model")
+        print(
+            f"\none-line document: {size / 1e6:.1f} MB, strategy C (boundaries: one chunk), dense/bm25/hybrid, "
+            "real model"
+        )
         results = {}
         for label, tree in trees.items():
             store = tmp / f"{label}.duckdb"
-            rss, wall, _ = measure([sys.executable, "-m", "evalcore", "--store", str(store), "run", "--corpus",
-                                    str(corpus), "--questions", str(questions), "--strategies", "C",
-                                    "--retrievers", "dense,bm25,hybrid", "-q", "--json"], tree)
+            rss, wall, _ = measure(
+                [
+                    sys.executable,
+                    "-m",
+                    "evalcore",
+                    "--store",
+                    str(store),
+                    "run",
+                    "--corpus",
+                    str(corpus),
+                    "--questions",
+                    str(questions),
+                    "--strategies",
+                    "C",
+                    "--retrievers",
+                    "dense,bm25,hybrid",
+                    "-q",
+                    "--json",
+                ],
+                tree,
+            )
             results[label] = (rss, wall, stored(store))
             print(f"  {label:<6}: peak {rss:,.0f} MB, {wall:.1f} s wall (whole CLI run)")
         b, a = results["before"][2], results["after"][2]
         same_chunks = b["chunks"] == a["chunks"]
         common = set(b["vectors"]) & set(a["vectors"])
         diff = max(float(abs(b["vectors"][h] - a["vectors"][h]).max()) for h in common) if common else float("nan")
-        print(f"  after/before: memory {results['after'][0] / results['before'][0]:.3f}, "
-              f"time {results['after'][1] / results['before'][1]:.3f}")
-        print(f"  chunks (offsets, text md5, length, word pieces) identical: {same_chunks} "
-              f"({len(a['chunks'])} chunks, pieces {[c[-1] for c in a['chunks']]})")
+        print(
+            f"  after/before: memory {results['after'][0] / results['before'][0]:.3f}, "
+            f"time {results['after'][1] / results['before'][1]:.3f}"
+        )
+        print(
+            f"  chunks (offsets, text md5, length, word pieces) identical: {same_chunks} "
+            f"({len(a['chunks'])} chunks, pieces {[c[-1] for c in a['chunks']]})"
+        )
         print(f"  vectors: {len(common)} of {len(a['vectors'])} texts in both stores, largest difference {diff:.2e}")
 
 

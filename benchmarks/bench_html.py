@@ -19,6 +19,7 @@ link texts that the page's own content never uses).
 Candidates: evalcore html (lxml + our rules), trafilatura, readability-lxml, and the
 whole page's text (BeautifulSoup get_text, no main-content rule) as the floor.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,11 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 DATA = (ROOT / ".." / "shared" / "data").resolve()
 NODE = Path("/usr/share/doc/nodejs/api")
-MDBOOK = next(iter(sorted(Path("/root/.rustup/toolchains").glob("*/share/doc/rust/html/book"))), None) \
-    if Path("/root/.rustup/toolchains").exists() else None
+MDBOOK = (
+    next(iter(sorted(Path("/root/.rustup/toolchains").glob("*/share/doc/rust/html/book"))), None)
+    if Path("/root/.rustup/toolchains").exists()
+    else None
+)
 
 
 def evalcore_html(data: bytes) -> str:
@@ -45,8 +49,12 @@ def evalcore_html(data: bytes) -> str:
 def trafilatura_text(data: bytes) -> str:
     import trafilatura
 
-    return trafilatura.extract(data.decode("utf-8", "replace"), include_comments=False, include_tables=True,
-                               favor_recall=True) or ""
+    return (
+        trafilatura.extract(
+            data.decode("utf-8", "replace"), include_comments=False, include_tables=True, favor_recall=True
+        )
+        or ""
+    )
 
 
 def readability_text(data: bytes) -> str:
@@ -115,8 +123,11 @@ def mdbook_pages():
         data = page.read_bytes()
         root = lxml.html.fromstring(data)
         main = " ".join(root.xpath("//main")[0].text_content().split()) if root.xpath("//main") else ""
-        leaks = [t for t in _links(root, "//nav[@id='sidebar'] | //*[contains(@class,'sidebar')]")
-                 if len(t) > 12 and t not in main]
+        leaks = [
+            t
+            for t in _links(root, "//nav[@id='sidebar'] | //*[contains(@class,'sidebar')]")
+            if len(t) > 12 and t not in main
+        ]
         yield "mdbook", data, main, tuple(leaks[:40])
 
 

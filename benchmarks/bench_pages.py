@@ -12,6 +12,7 @@ caches and again with warm caches (after the process's one-off imports, printed 
     python benchmarks/bench_pages.py [--queries 10000] [--store /tmp/evalcore-bench.duckdb]
     python benchmarks/bench_pages.py --chunks 1000000 --strategies E --reads   # read functions at 1M chunks
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,9 @@ sys.path.insert(0, str(ROOT))
 PAGES = ("runs", "compare", "distances", "threshold", "query", "index", "export")
 
 
-def synthetic_tables(n_queries: int, seed: int = 7, docs: int = 40, chunks: int | None = None,
-                     strategies: tuple[str, ...] = ("A", "E")) -> tuple[dict, dict]:
+def synthetic_tables(
+    n_queries: int, seed: int = 7, docs: int = 40, chunks: int | None = None, strategies: tuple[str, ...] = ("A", "E")
+) -> tuple[dict, dict]:
     """(tables, run updates) of one synthetic run shaped like the engine's output.
 
     ``chunks`` (per strategy; default: what ``docs`` documents of 2,600 characters make)
@@ -52,17 +54,24 @@ def synthetic_tables(n_queries: int, seed: int = 7, docs: int = 40, chunks: int 
             parts.append(f"## Section {s}\n\n{body}\n")
         doc_text.append("\n".join(parts))
     doc_ids = [f"doc{d:06d}" for d in range(docs)]
-    documents = pd.DataFrame({
-        "doc_id": doc_ids + ["broken"], "title": [f"Document {d}" for d in range(docs)] + [None],
-        "source_type": "markdown", "path": [f"{x}.md" for x in doc_ids] + ["broken.md"],
-        "state": ["indexed"] * docs + ["failed"],
-        "reason": [None] * docs + ["broken.md: not valid UTF-8 (byte offset 3: invalid start byte)"],
-        "extractor": "markdown", "extractor_version": "1",
-        "model": ["all-MiniLM-L6-v2"] * docs + [None], "model_dim": [384] * docs + [None],
-        "pipeline_version": [PIPELINE_VERSION] * docs + [None],
-        "characters": [len(t) for t in doc_text] + [None], "sections": [5] * docs + [None],
-        "text": doc_text + [None],
-    })
+    documents = pd.DataFrame(
+        {
+            "doc_id": doc_ids + ["broken"],
+            "title": [f"Document {d}" for d in range(docs)] + [None],
+            "source_type": "markdown",
+            "path": [f"{x}.md" for x in doc_ids] + ["broken.md"],
+            "state": ["indexed"] * docs + ["failed"],
+            "reason": [None] * docs + ["broken.md: not valid UTF-8 (byte offset 3: invalid start byte)"],
+            "extractor": "markdown",
+            "extractor_version": "1",
+            "model": ["all-MiniLM-L6-v2"] * docs + [None],
+            "model_dim": [384] * docs + [None],
+            "pipeline_version": [PIPELINE_VERSION] * docs + [None],
+            "characters": [len(t) for t in doc_text] + [None],
+            "sections": [5] * docs + [None],
+            "text": doc_text + [None],
+        }
+    )
     lengths = np.array([len(t) for t in doc_text])
     chunk_frames, strat_rows, n_chunks = [], [], {}
     for name in strategies:
@@ -75,39 +84,68 @@ def synthetic_tables(n_queries: int, seed: int = 7, docs: int = 40, chunks: int 
         end = np.minimum(start + 512, lengths[doc_of])
         content = [doc_text[d][a:b] for d, a, b in zip(doc_of, start, end)]
         head = [f"[Document {d}]\n" if header else "" for d in doc_of]
-        frame = pd.DataFrame({
-            "run_id": None, "strategy": name, "chunk_id": np.arange(len(start)),
-            "doc_id": np.array(doc_ids, dtype=object)[doc_of], "section": [f"Section {min(a // 600, 4)}" for a in start],
-            "start": start, "end": end, "evidence_start": start, "header": head, "content": content,
-            "text": [h + c for h, c in zip(head, content)], "pieces": rng.integers(90, 280, len(start)),
-            "header_pieces": 5 if header else 0,
-        })
+        frame = pd.DataFrame(
+            {
+                "run_id": None,
+                "strategy": name,
+                "chunk_id": np.arange(len(start)),
+                "doc_id": np.array(doc_ids, dtype=object)[doc_of],
+                "section": [f"Section {min(a // 600, 4)}" for a in start],
+                "start": start,
+                "end": end,
+                "evidence_start": start,
+                "header": head,
+                "content": content,
+                "text": [h + c for h, c in zip(head, content)],
+                "pieces": rng.integers(90, 280, len(start)),
+                "header_pieces": 5 if header else 0,
+            }
+        )
         n_chunks[name] = len(frame)
         chunk_frames.append(frame)
-        strat_rows.append(dict(
-            run_id=None, strategy=name, size=512, overlap=0, boundaries=header, header=header,
-            chunks=len(frame), pieces=int(frame["pieces"].sum()), header_pieces=int(frame["header_pieces"].sum()),
-            over_window=int((frame["pieces"] > 256).sum()), destroyed=3, norm_max_diff=4.2e-7,
-        ))
+        strat_rows.append(
+            dict(
+                run_id=None,
+                strategy=name,
+                size=512,
+                overlap=0,
+                boundaries=header,
+                header=header,
+                chunks=len(frame),
+                pieces=int(frame["pieces"].sum()),
+                header_pieces=int(frame["header_pieces"].sum()),
+                over_window=int((frame["pieces"] > 256).sum()),
+                destroyed=3,
+                norm_max_diff=4.2e-7,
+            )
+        )
     n_in = int(n_queries * 0.8)
     i = np.arange(n_queries)
     inside = i < n_in
     qdoc = i % docs
     qstart = 40 + (i * 37) % 2000
-    needles = [doc_text[d][a:a + 40] if q else None for d, a, q in zip(qdoc, qstart, inside)]
-    queries = pd.DataFrame({
-        "run_id": None, "query_id": np.where(inside, [f"q{x:05d}" for x in i], [f"o{x:05d}" for x in i]),
-        "domain": np.where(inside, "in", "out"),
-        "text": [f"question {x} about Document {d}" if q else f"unrelated question {x}"
-                 for x, d, q in zip(i, qdoc, inside)],
-        "group_id": [f"g{x // 2:05d}" if q else None for x, q in zip(i, inside)],
-        "variant": [("course" if x % 2 else "ticket") if q else None for x, q in zip(i, inside)],
-        "kind": [None if q else ("near" if x % 2 else "far") for x, q in zip(i, inside)],
-        "needle": needles, "doc_id": [doc_ids[d] if q else None for d, q in zip(qdoc, inside)],
-        "start": pd.Series(qstart, dtype="Int64").where(inside),
-        "end": pd.Series(qstart + 40, dtype="Int64").where(inside),
-        "valid": True, "invalid_reason": None, "line": np.where(inside, i + 1, i - n_in + 1),
-    })
+    needles = [doc_text[d][a : a + 40] if q else None for d, a, q in zip(qdoc, qstart, inside)]
+    queries = pd.DataFrame(
+        {
+            "run_id": None,
+            "query_id": np.where(inside, [f"q{x:05d}" for x in i], [f"o{x:05d}" for x in i]),
+            "domain": np.where(inside, "in", "out"),
+            "text": [
+                f"question {x} about Document {d}" if q else f"unrelated question {x}"
+                for x, d, q in zip(i, qdoc, inside)
+            ],
+            "group_id": [f"g{x // 2:05d}" if q else None for x, q in zip(i, inside)],
+            "variant": [("course" if x % 2 else "ticket") if q else None for x, q in zip(i, inside)],
+            "kind": [None if q else ("near" if x % 2 else "far") for x, q in zip(i, inside)],
+            "needle": needles,
+            "doc_id": [doc_ids[d] if q else None for d, q in zip(qdoc, inside)],
+            "start": pd.Series(qstart, dtype="Int64").where(inside),
+            "end": pd.Series(qstart + 40, dtype="Int64").where(inside),
+            "valid": True,
+            "invalid_reason": None,
+            "line": np.where(inside, i + 1, i - n_in + 1),
+        }
+    )
     results, hits = [], []
     for name in strategies:
         for retriever, skill in (("dense", 0.55), ("bm25", 0.45)):
@@ -116,35 +154,72 @@ def synthetic_tables(n_queries: int, seed: int = 7, docs: int = 40, chunks: int 
             found = inside & (rng.random(n_queries) < skill + 0.3)
             first = np.where(found, np.minimum(rng.geometric(skill, n_queries), 20), 0)
             ids = rng.integers(0, n_chunks[name], (n_queries, 20))
-            results.append(pd.DataFrame({
-                "run_id": None, "strategy": name, "retriever": retriever, "query_id": queries["query_id"],
-                "domain": queries["domain"], "first_correct_rank": pd.Series(first, dtype="Int64").where(found),
-                "answer_distance": np.where(found, dist[i, np.maximum(first, 1) - 1], np.nan),
-                "top_distance": dist[:, 0], "destroyed": False,
-            }))
-            hits.append(pd.DataFrame({
-                "run_id": None, "strategy": name, "retriever": retriever,
-                "query_id": np.repeat(queries["query_id"].to_numpy(), 20), "rank": np.tile(np.arange(1, 21), n_queries),
-                "chunk_id": ids.ravel(), "distance": dist.ravel(), "score": (1 - dist).ravel(),
-                "correct": (np.arange(1, 21)[None, :] == first[:, None]).ravel(),
-            }))
-    destroyed = pd.DataFrame([
-        dict(run_id=None, strategy=s, group_id=f"g{j:05d}", doc_id=doc_ids[0], start=500 + j, end=540 + j, cut=512)
-        for s in strategies for j in range(3)])
-    timings = pd.DataFrame([dict(run_id=None, stage="index", strategy=s, seconds=1.0, items=n_chunks[s],
-                                 per_item_ms=1000.0 / n_chunks[s]) for s in strategies])
+            results.append(
+                pd.DataFrame(
+                    {
+                        "run_id": None,
+                        "strategy": name,
+                        "retriever": retriever,
+                        "query_id": queries["query_id"],
+                        "domain": queries["domain"],
+                        "first_correct_rank": pd.Series(first, dtype="Int64").where(found),
+                        "answer_distance": np.where(found, dist[i, np.maximum(first, 1) - 1], np.nan),
+                        "top_distance": dist[:, 0],
+                        "destroyed": False,
+                    }
+                )
+            )
+            hits.append(
+                pd.DataFrame(
+                    {
+                        "run_id": None,
+                        "strategy": name,
+                        "retriever": retriever,
+                        "query_id": np.repeat(queries["query_id"].to_numpy(), 20),
+                        "rank": np.tile(np.arange(1, 21), n_queries),
+                        "chunk_id": ids.ravel(),
+                        "distance": dist.ravel(),
+                        "score": (1 - dist).ravel(),
+                        "correct": (np.arange(1, 21)[None, :] == first[:, None]).ravel(),
+                    }
+                )
+            )
+    destroyed = pd.DataFrame(
+        [
+            dict(run_id=None, strategy=s, group_id=f"g{j:05d}", doc_id=doc_ids[0], start=500 + j, end=540 + j, cut=512)
+            for s in strategies
+            for j in range(3)
+        ]
+    )
+    timings = pd.DataFrame(
+        [
+            dict(
+                run_id=None, stage="index", strategy=s, seconds=1.0, items=n_chunks[s], per_item_ms=1000.0 / n_chunks[s]
+            )
+            for s in strategies
+        ]
+    )
     tables = {
-        "documents": documents, "strategies": pd.DataFrame(strat_rows),
-        "chunks": pd.concat(chunk_frames, ignore_index=True), "queries": queries,
-        "results": pd.concat(results, ignore_index=True), "hits": pd.concat(hits, ignore_index=True),
-        "destroyed": destroyed, "timings": timings,
+        "documents": documents,
+        "strategies": pd.DataFrame(strat_rows),
+        "chunks": pd.concat(chunk_frames, ignore_index=True),
+        "queries": queries,
+        "results": pd.concat(results, ignore_index=True),
+        "hits": pd.concat(hits, ignore_index=True),
+        "destroyed": destroyed,
+        "timings": timings,
     }
     updates = {"new_embeddings": 0, "cached_embeddings": int(sum(n_chunks.values()))}
     return tables, updates
 
 
-def build_store(path: Path, n_queries: int, chunks: int | None = None,
-                strategies: tuple[str, ...] = ("A", "E"), name: str | None = None) -> str:
+def build_store(
+    path: Path,
+    n_queries: int,
+    chunks: int | None = None,
+    strategies: tuple[str, ...] = ("A", "E"),
+    name: str | None = None,
+) -> str:
     """Write one synthetic run of ``n_queries`` queries to ``path``; returns its run id."""
     import uuid
 
@@ -153,13 +228,23 @@ def build_store(path: Path, n_queries: int, chunks: int | None = None,
 
     store = Store(path)
     run_id = "bench-" + uuid.uuid4().hex[:8]
-    store.start_run(dict(
-        run_id=run_id, name=name or f"synthetic-{n_queries}", corpus_root="(synthetic)", corpus_fingerprint="0" * 64,
-        questions_path="(synthetic)", ood_path="(synthetic)", model="all-MiniLM-L6-v2", model_dim=384,
-        pipeline_version=PIPELINE_VERSION, strategies=",".join(strategies), retrievers="dense,bm25",
-        rerank_note="rerank not run: synthetic benchmark",
-        settings=json.dumps({"size": 512, "overlap": 64, "k": [1, 4, 8, 20], "seed": 7}),
-    ))
+    store.start_run(
+        dict(
+            run_id=run_id,
+            name=name or f"synthetic-{n_queries}",
+            corpus_root="(synthetic)",
+            corpus_fingerprint="0" * 64,
+            questions_path="(synthetic)",
+            ood_path="(synthetic)",
+            model="all-MiniLM-L6-v2",
+            model_dim=384,
+            pipeline_version=PIPELINE_VERSION,
+            strategies=",".join(strategies),
+            retrievers="dense,bm25",
+            rerank_note="rerank not run: synthetic benchmark",
+            settings=json.dumps({"size": 512, "overlap": 64, "k": [1, 4, 8, 20], "seed": 7}),
+        )
+    )
     tables, updates = synthetic_tables(n_queries, chunks=chunks, strategies=strategies)
     for frame in tables.values():
         if "run_id" in frame.columns:
@@ -221,9 +306,21 @@ def time_pages(store_path: Path, run_id: str) -> list[tuple[str, float, float]]:
 
 
 READS = (
-    "runs_overview", "configurations", "recall_table", "destroyed_counts", "win_loss", "distances",
-    "gate_inputs", "sweep", "search_queries", "query_hits", "index_health", "over_window_chunks",
-    "destroyed_list", "documents", "timings",
+    "runs_overview",
+    "configurations",
+    "recall_table",
+    "destroyed_counts",
+    "win_loss",
+    "distances",
+    "gate_inputs",
+    "sweep",
+    "search_queries",
+    "query_hits",
+    "index_health",
+    "over_window_chunks",
+    "destroyed_list",
+    "documents",
+    "timings",
 )
 
 
@@ -237,9 +334,13 @@ def time_reads(store_path: Path, run_id: str, repeat: int = 2) -> list[tuple[str
     config = report.configurations(store, run_id)[0]
     qid = store.query("SELECT query_id FROM queries WHERE run_id = ? LIMIT 1", [run_id]).iloc[0, 0]
     args = {
-        "runs_overview": (store,), "win_loss": (store, run_id, 20), "distances": (store, run_id, config),
-        "gate_inputs": (store, run_id, config), "sweep": (store, run_id, config),
-        "search_queries": (store, run_id, "question 12"), "query_hits": (store, run_id, qid, config),
+        "runs_overview": (store,),
+        "win_loss": (store, run_id, 20),
+        "distances": (store, run_id, config),
+        "gate_inputs": (store, run_id, config),
+        "sweep": (store, run_id, config),
+        "search_queries": (store, run_id, "question 12"),
+        "query_hits": (store, run_id, qid, config),
     }
     out = []
     for name in READS:
@@ -260,36 +361,46 @@ def time_reads(store_path: Path, run_id: str, repeat: int = 2) -> list[tuple[str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=10_000, help="queries in the synthetic run")
-    parser.add_argument("--chunks", type=int, default=None,
-                        help="chunks per strategy (default: a small index of 40 documents)")
+    parser.add_argument(
+        "--chunks", type=int, default=None, help="chunks per strategy (default: a small index of 40 documents)"
+    )
     parser.add_argument("--strategies", default="A,E", help="strategy names of the synthetic run")
-    parser.add_argument("--store", type=Path, default=Path("/tmp/evalcore-bench.duckdb"),
-                        help="store to build or reuse")
-    parser.add_argument("--reads", action="store_true",
-                        help="time the read functions (evalcore.report) instead of rendering the pages")
+    parser.add_argument(
+        "--store", type=Path, default=Path("/tmp/evalcore-bench.duckdb"), help="store to build or reuse"
+    )
+    parser.add_argument(
+        "--reads", action="store_true", help="time the read functions (evalcore.report) instead of rendering the pages"
+    )
     args = parser.parse_args(argv)
     from evalcore.store import Store
 
     strategies = tuple(args.strategies.split(","))
     name = f"synthetic-{args.queries}" + (f"x{args.chunks}-{'-'.join(strategies)}" if args.chunks else "")
     store = Store(args.store)
-    found = store.query("SELECT run_id FROM runs WHERE name = ? AND status = 'complete'",
-                        [name]) if args.store.exists() else None
+    found = (
+        store.query("SELECT run_id FROM runs WHERE name = ? AND status = 'complete'", [name])
+        if args.store.exists()
+        else None
+    )
     if found is not None and len(found):
         run_id = str(found.iloc[0, 0])
         print(f"reusing run {run_id} in {args.store}")
     else:
         started = time.perf_counter()
         run_id = build_store(args.store, args.queries, args.chunks, strategies, name)
-        print(f"built run {run_id} ({args.queries} queries, {args.chunks or 'default'} chunks per strategy) "
-              f"in {time.perf_counter() - started:.1f} s")
+        print(
+            f"built run {run_id} ({args.queries} queries, {args.chunks or 'default'} chunks per strategy) "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
     if args.reads:
         print(f"{'read function':<20} {'first s':>8} {'again s':>8}")
         for fn, first, again in time_reads(args.store, run_id):
             print(f"{fn:<20} {first:>8.2f} {again:>8.2f}")
         return 0
-    print(f"one-off imports of a server process (statsmodels, scipy, altair, vl-convert, tokenizer): "
-          f"{warm_imports():.2f} s")
+    print(
+        f"one-off imports of a server process (statsmodels, scipy, altair, vl-convert, tokenizer): "
+        f"{warm_imports():.2f} s"
+    )
     print(f"{'page':<10} {'no cache s':>10} {'cached s':>9}")
     for page, cold, warm in time_pages(args.store, run_id):
         print(f"{page:<10} {cold:>10.2f} {warm:>9.2f}")

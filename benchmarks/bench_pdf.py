@@ -19,6 +19,7 @@ Figures per candidate:
   line break then a lowercase letter) and word F1 against pdftotext on the TeX manuals.
 Candidates that are not installed are listed as such.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 DATA = (ROOT / ".." / "shared" / "data").resolve()
-TEX = [Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
-       Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf")]
+TEX = [
+    Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
+    Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"),
+]
 
 
 # --- candidates: path -> list of page texts -----------------------------------------------------
@@ -76,8 +79,9 @@ def pdfminer_pages(path: Path) -> list[str]:
     from pdfminer.high_level import extract_pages
     from pdfminer.layout import LTTextContainer
 
-    return ["".join(el.get_text() for el in page if isinstance(el, LTTextContainer))
-            for page in extract_pages(str(path))]
+    return [
+        "".join(el.get_text() for el in page if isinstance(el, LTTextContainer)) for page in extract_pages(str(path))
+    ]
 
 
 def pdfplumber_pages(path: Path) -> list[str]:
@@ -114,9 +118,18 @@ def make_pdfs(out: Path):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
-            return [print_corpus(browser, "poetry", DATA / "poetry-docs" / "docs", out, header_footer=True, outline=False),
-                    print_corpus(browser, "mkdocs", DATA / "mkdocs-docs" / "docs", out, header_footer=False,
-                                 outline=True, skip=("about/release-notes.md",))]
+            return [
+                print_corpus(browser, "poetry", DATA / "poetry-docs" / "docs", out, header_footer=True, outline=False),
+                print_corpus(
+                    browser,
+                    "mkdocs",
+                    DATA / "mkdocs-docs" / "docs",
+                    out,
+                    header_footer=False,
+                    outline=True,
+                    skip=("about/release-notes.md",),
+                ),
+            ]
         finally:
             browser.close()
 
@@ -172,8 +185,9 @@ def main() -> int:
         pages_total = max(pages_total, pages)
         found = total = 0
         for corpus in corpora:
-            docs = tuple(Document(d, d, "pdf", "\n\n".join(texts[(corpus.name, d)]), "bench", "0")
-                         for d in corpus.doc_ids())
+            docs = tuple(
+                Document(d, d, "pdf", "\n\n".join(texts[(corpus.name, d)]), "bench", "0") for d in corpus.doc_ids()
+            )
             index = NeedleIndex(docs)
             for d in corpus.doc_ids():
                 for n in needles[(corpus.name, d)]:
@@ -190,13 +204,33 @@ def main() -> int:
             tex_cells = (str(ligatures), str(hyphens), f"{f1:.3f}")
         else:
             tex_cells = ("-", "-", "-")
-        rows.append((label, licence, f"{1000 * seconds / pages:.1f}", f"{found}/{total} ({found / total:.1%})",
-                     f"{running}/{len(poetry_pages)}", *tex_cells, f"{seconds:.2f}"))
-    head = ("candidate", "licence", "ms/page", "needles resolved", "hdr/ftr pages", "ligatures", "-\\n splits",
-            "word F1 vs pdftotext", "seconds")
+        rows.append(
+            (
+                label,
+                licence,
+                f"{1000 * seconds / pages:.1f}",
+                f"{found}/{total} ({found / total:.1%})",
+                f"{running}/{len(poetry_pages)}",
+                *tex_cells,
+                f"{seconds:.2f}",
+            )
+        )
+    head = (
+        "candidate",
+        "licence",
+        "ms/page",
+        "needles resolved",
+        "hdr/ftr pages",
+        "ligatures",
+        "-\\n splits",
+        "word F1 vs pdftotext",
+        "seconds",
+    )
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    print(f"\n{len(files)} chromium PDFs ({sum(len(v) for v in needles.values())} Markdown needles) "
-          f"+ {len(tex)} TeX manuals; {pages_total} pages per candidate\n")
+    print(
+        f"\n{len(files)} chromium PDFs ({sum(len(v) for v in needles.values())} Markdown needles) "
+        f"+ {len(tex)} TeX manuals; {pages_total} pages per candidate\n"
+    )
     for r in [head, tuple("-" * w for w in widths), *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
     if args.keep is None:

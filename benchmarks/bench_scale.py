@@ -15,6 +15,7 @@ do); a query has six words of its target chunk and two common words. Texts are m
 they are indexed and not kept (a run keeps them in its chunk records; that memory is not
 part of retrieval). The figures are synthetic; the work and memory are the engine's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -59,7 +60,7 @@ def make(n: int, q: int, seed: int = 7):
     for b0 in range(0, n, 65536):
         part = rng.standard_normal((min(n, b0 + 65536) - b0, DIM), dtype=np.float32)
         part /= np.linalg.norm(part, axis=1, keepdims=True)
-        cvec[b0:b0 + len(part)] = part
+        cvec[b0 : b0 + len(part)] = part
     n_in = int(q * 0.8)
     targets = rng.integers(0, n, n_in)
     noise = rng.uniform(0.05, 0.4, (n_in, 1)).astype(np.float32)
@@ -99,21 +100,28 @@ def main(argv: list[str] | None = None) -> int:
     cvec, qvec, qtexts, correct, n_in, texts = make(args.chunks, args.queries)
     qids = [f"q{i}" for i in range(args.queries)]
     started = time.perf_counter()
-    scored = score_queries("bench", "S", texts(), cvec, qvec, qids, qtexts, correct, n_in,
-                           args.retrievers.split(","), 20)
+    scored = score_queries(
+        "bench", "S", texts(), cvec, qvec, qids, qtexts, correct, n_in, args.retrievers.split(","), 20
+    )
     seconds = time.perf_counter() - started
     ranks = {}
     for frame in scored.results:
         for retr, part in frame.groupby("retriever"):
             ranks.setdefault(retr, []).append(part["first_correct_rank"].dropna().to_numpy(dtype=np.int64))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({
-        "chunks": args.chunks, "queries": args.queries, "seconds": round(seconds, 2),
-        "peak_rss_mb": round(peak, 1),
-        "stage_seconds": {k: round(v, 2) for k, v in scored.clock.items()},
-        "median_first_rank": {k: float(np.median(np.concatenate(v))) for k, v in ranks.items()},
-        "recall@20": {k: round(float(np.mean(np.concatenate(v) <= 20)) * 0.8, 3) for k, v in ranks.items()},
-    }))
+    print(
+        json.dumps(
+            {
+                "chunks": args.chunks,
+                "queries": args.queries,
+                "seconds": round(seconds, 2),
+                "peak_rss_mb": round(peak, 1),
+                "stage_seconds": {k: round(v, 2) for k, v in scored.clock.items()},
+                "median_first_rank": {k: float(np.median(np.concatenate(v))) for k, v in ranks.items()},
+                "recall@20": {k: round(float(np.mean(np.concatenate(v) <= 20)) * 0.8, 3) for k, v in ranks.items()},
+            }
+        )
+    )
     return 0
 
 

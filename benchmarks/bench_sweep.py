@@ -4,6 +4,7 @@ Prints figures; not a test. Target: well under a second for sweep().
 
     python benchmarks/bench_sweep.py [--queries 10000] [--top 4] [--seed 7]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,11 +56,15 @@ def main() -> None:
 
     print(f"queries: {len(in_domain)} in-domain + {len(out_domain)} out-of-domain, {args.top} hits each")
     print(f"sweep rows (steps): {len(frame)}")
-    print(f"sweep(): best {min(times) * 1000:.1f} ms, median {sorted(times)[len(times) // 2] * 1000:.1f} ms "
-          f"over {args.repeat} runs")
+    print(
+        f"sweep(): best {min(times) * 1000:.1f} ms, median {sorted(times)[len(times) // 2] * 1000:.1f} ms "
+        f"over {args.repeat} runs"
+    )
     print(f"state_at(): {lookup * 1e6:.0f} us per lookup")
-    print(f"suggest_threshold(cost_ratio=3): {suggest * 1000:.1f} ms -> t = {suggestion.threshold} "
-          f"({suggestion.bluffs} bluffs, {suggestion.lost} lost)")
+    print(
+        f"suggest_threshold(cost_ratio=3): {suggest * 1000:.1f} ms -> t = {suggestion.threshold} "
+        f"({suggestion.bluffs} bluffs, {suggestion.lost} lost)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ The front door (each name is imported on first use, so ``import evalcore`` stays
 - :func:`export_formats`: any stored run as TREC run + qrels, ranx JSON and a BEIR folder;
 - :class:`Store`, :func:`load_corpus`, :func:`load_ground_truth`: the run store and the inputs.
 """
+
 from __future__ import annotations
 
 from importlib import import_module

@@ -5,6 +5,7 @@ is that frame (or a presentation-only reshaping of it), so the same chart render
 and exports to PNG/SVG (:mod:`evalcore.export`) unchanged. Colours are fixed here, by name,
 so a retriever or an outcome has the same colour on every screen and in every file.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,13 +35,18 @@ VERDICT_COLOURS = {
     "not significant, even": "#efefef",
 }
 #: Threshold sweep series (bluffs red, lost answers blue, refusals grey).
-SERIES_COLOURS = {"bluffs (out-of-domain)": "#d62728", "lost answers (in-domain)": "#1f77b4",
-                  "refused (in-domain)": "#7f7f7f"}
+SERIES_COLOURS = {
+    "bluffs (out-of-domain)": "#d62728",
+    "lost answers (in-domain)": "#1f77b4",
+    "refused (in-domain)": "#7f7f7f",
+}
 #: Distance measures: the two in-domain blues apart in lightness, out-of-domain red.
 MEASURE_COLOURS = {"in: distance to answer": "#1f4e9c", "in: top hit": "#6baed6", "out: top hit": "#d62728"}
-MEASURE_TITLES = {"in: distance to answer": "in-domain: distance to the answer",
-                  "in: top hit": "in-domain: distance of the top hit",
-                  "out: top hit": "out-of-domain: distance of the top hit"}
+MEASURE_TITLES = {
+    "in: distance to answer": "in-domain: distance to the answer",
+    "in: top hit": "in-domain: distance of the top hit",
+    "out: top hit": "out-of-domain: distance of the top hit",
+}
 
 
 def _alt():
@@ -58,12 +64,13 @@ def _configure(chart, title: str, subtitle: str | None = None):
         params["subtitle"] = subtitle
     # "pad": the plot is exactly width x height and the figure grows by its axes and titles, on
     # screen (Streamlit would otherwise "fit" axes and titles into that size) as in the files
-    return (chart.properties(title=alt.TitleParams(**params),
-                             autosize=alt.AutoSizeParams(type="pad", contains="padding"))
-            .configure(font=FONT)
-            .configure_view(stroke=None)
-            .configure_axis(labelLimit=LABEL_LIMIT, labelFontSize=11, titleFontSize=11)
-            .configure_legend(labelLimit=LABEL_LIMIT, orient="right"))
+    return (
+        chart.properties(title=alt.TitleParams(**params), autosize=alt.AutoSizeParams(type="pad", contains="padding"))
+        .configure(font=FONT)
+        .configure_view(stroke=None)
+        .configure_axis(labelLimit=LABEL_LIMIT, labelFontSize=11, titleFontSize=11)
+        .configure_legend(labelLimit=LABEL_LIMIT, orient="right")
+    )
 
 
 def retriever_scale(retrievers: Sequence[str]):
@@ -72,8 +79,9 @@ def retriever_scale(retrievers: Sequence[str]):
     known = [r for r in RETRIEVER_COLOURS if r in set(retrievers)]
     extra = sorted(set(retrievers) - set(RETRIEVER_COLOURS))
     domain = known + extra
-    colours = [RETRIEVER_COLOURS[r] for r in known] + [_SPARE_COLOURS[i % len(_SPARE_COLOURS)]
-                                                       for i in range(len(extra))]
+    colours = [RETRIEVER_COLOURS[r] for r in known] + [
+        _SPARE_COLOURS[i % len(_SPARE_COLOURS)] for i in range(len(extra))
+    ]
     return alt.Scale(domain=domain, range=colours)
 
 
@@ -92,21 +100,31 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
         y=alt.Y("label:N", title=None, sort=order),
         color=alt.Color("retriever:N", title="retriever", scale=retriever_scale(data["retriever"])),
     )
-    bars = base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title="recall (95% Wilson interval)",
-                                                        scale=alt.Scale(domain=[0, 1])), x2="high:Q")
+    bars = base.mark_rule(strokeWidth=2).encode(
+        x=alt.X("low:Q", title="recall (95% Wilson interval)", scale=alt.Scale(domain=[0, 1])), x2="high:Q"
+    )
     points = base.mark_point(filled=True, size=60, opacity=1).encode(
         x=alt.X("value:Q", scale=alt.Scale(domain=[0, 1])),
-        tooltip=[alt.Tooltip("label:N", title="configuration"), alt.Tooltip("metric:N"),
-                 alt.Tooltip("value:Q", format=".3f", title="recall"),
-                 alt.Tooltip("low:Q", format=".3f", title="Wilson low"),
-                 alt.Tooltip("high:Q", format=".3f", title="Wilson high"),
-                 alt.Tooltip("successes:Q", title="hits"), alt.Tooltip("queries:Q", title="n"),
-                 alt.Tooltip("description:N", title="definition")],
+        tooltip=[
+            alt.Tooltip("label:N", title="configuration"),
+            alt.Tooltip("metric:N"),
+            alt.Tooltip("value:Q", format=".3f", title="recall"),
+            alt.Tooltip("low:Q", format=".3f", title="Wilson low"),
+            alt.Tooltip("high:Q", format=".3f", title="Wilson high"),
+            alt.Tooltip("successes:Q", title="hits"),
+            alt.Tooltip("queries:Q", title="n"),
+            alt.Tooltip("description:N", title="definition"),
+        ],
     )
-    chart = alt.layer(bars, points, data=data).properties(
-        width=170, height=_rows_height(len(order))).facet(
-        column=alt.Column("k:O", title=None, header=alt.Header(labelExpr="'recall@' + datum.value",
-                                                               labelFontSize=12)))
+    chart = (
+        alt.layer(bars, points, data=data)
+        .properties(width=170, height=_rows_height(len(order)))
+        .facet(
+            column=alt.Column(
+                "k:O", title=None, header=alt.Header(labelExpr="'recall@' + datum.value", labelFontSize=12)
+            )
+        )
+    )
     return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval")
 
 
@@ -115,15 +133,26 @@ def mrr_chart(table: pd.DataFrame) -> alt.Chart:
     alt = _alt()
     data = table[table["metric"] == "mrr"]
     order = list(dict.fromkeys(data["label"]))
-    bars = alt.Chart(data).mark_bar().encode(
-        y=alt.Y("label:N", title=None, sort=order),
-        x=alt.X("value:Q", title="MRR", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("retriever:N", title="retriever", scale=retriever_scale(data["retriever"])),
-        tooltip=[alt.Tooltip("label:N", title="configuration"), alt.Tooltip("value:Q", format=".3f", title="MRR"),
-                 alt.Tooltip("queries:Q", title="n"), alt.Tooltip("description:N", title="definition")],
+    bars = (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            y=alt.Y("label:N", title=None, sort=order),
+            x=alt.X("value:Q", title="MRR", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("retriever:N", title="retriever", scale=retriever_scale(data["retriever"])),
+            tooltip=[
+                alt.Tooltip("label:N", title="configuration"),
+                alt.Tooltip("value:Q", format=".3f", title="MRR"),
+                alt.Tooltip("queries:Q", title="n"),
+                alt.Tooltip("description:N", title="definition"),
+            ],
+        )
     )
-    text = alt.Chart(data).mark_text(align="left", dx=3, fontSize=10).encode(
-        y=alt.Y("label:N", sort=order), x="value:Q", text=alt.Text("value:Q", format=".3f"))
+    text = (
+        alt.Chart(data)
+        .mark_text(align="left", dx=3, fontSize=10)
+        .encode(y=alt.Y("label:N", sort=order), x="value:Q", text=alt.Text("value:Q", format=".3f"))
+    )
     chart = alt.layer(bars, text).properties(width=420, height=_rows_height(len(order)))
     return _configure(chart, "MRR per configuration", "mean of 1/rank of the first correct chunk (0 when none)")
 
@@ -132,12 +161,14 @@ def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
     """Destroyed ground truths per strategy (bars, labelled with the count)."""
     alt = _alt()
     order = list(counts["strategy"])
-    base = alt.Chart(counts).encode(y=alt.Y("strategy:N", sort=order, title="strategy"),
-                                    x=alt.X("destroyed:Q", title="destroyed ground truths",
-                                            axis=alt.Axis(tickMinStep=1, format="d")))
+    base = alt.Chart(counts).encode(
+        y=alt.Y("strategy:N", sort=order, title="strategy"),
+        x=alt.X("destroyed:Q", title="destroyed ground truths", axis=alt.Axis(tickMinStep=1, format="d")),
+    )
     chart = alt.layer(
-        base.mark_bar(color="#c0392b").encode(tooltip=["strategy:N", "destroyed:Q",
-                                                       alt.Tooltip("queries:Q", title="queries affected")]),
+        base.mark_bar(color="#c0392b").encode(
+            tooltip=["strategy:N", "destroyed:Q", alt.Tooltip("queries:Q", title="queries affected")]
+        ),
         base.mark_text(align="left", dx=3, fontSize=11).encode(text="destroyed:Q"),
     ).properties(width=360, height=_rows_height(len(order), 24))
     return _configure(chart, "Destroyed answers per strategy", "ground truths no chunk holds whole")
@@ -163,13 +194,15 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     alt = _alt()
     import pandas as pd
 
-    data = matrix[["row", "column", "wins", "losses", "ties", "n", "p_value_text", "p_shown", "p_text",
-                   "significant"]].copy()
+    data = matrix[
+        ["row", "column", "wins", "losses", "ties", "n", "p_value_text", "p_shown", "p_text", "significant"]
+    ].copy()
     data["verdict"] = [verdict_of(w, l, s) for w, l, s in zip(data["wins"], data["losses"], data["significant"])]
     data["counts"] = [f"+{w}/-{l}" for w, l in zip(data["wins"], data["losses"])]
     data["ptext"] = [f"p{t}" if t.startswith("<") else f"p={t}" for t in data["p_text"]]
-    diagonal = pd.DataFrame({"row": list(labels), "column": list(labels), "verdict": "same configuration",
-                             "counts": "", "ptext": ""})
+    diagonal = pd.DataFrame(
+        {"row": list(labels), "column": list(labels), "verdict": "same configuration", "counts": "", "ptext": ""}
+    )
     order = list(labels)
     n = len(order)
     longest = max((len(label) for label in order), default=0)
@@ -179,47 +212,90 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     big, small = cell >= 60, cell < 52
     select = alt.selection_point(name="cell", fields=["row", "column"], on="click", clear=False)
     position = f"indexof({json.dumps(order)}, datum.value) + 1"
-    x = alt.X("column:N", sort=order, title="second configuration (its wins are the first's losses)"
-              + (": numbered as the rows" if numbered else ""),
-              axis=alt.Axis(labelAngle=0 if numbered or n <= 3 else -40, orient="top", labelLimit=LABEL_LIMIT,
-                            labelExpr=position if numbered else "datum.value"))
-    y = alt.Y("row:N", sort=order, title=None,
-              axis=alt.Axis(labelLimit=LABEL_LIMIT,
-                            labelExpr=f"({position}) + ' · ' + datum.value" if numbered else "datum.value"))
+    x = alt.X(
+        "column:N",
+        sort=order,
+        title="second configuration (its wins are the first's losses)" + (": numbered as the rows" if numbered else ""),
+        axis=alt.Axis(
+            labelAngle=0 if numbered or n <= 3 else -40,
+            orient="top",
+            labelLimit=LABEL_LIMIT,
+            labelExpr=position if numbered else "datum.value",
+        ),
+    )
+    y = alt.Y(
+        "row:N",
+        sort=order,
+        title=None,
+        axis=alt.Axis(
+            labelLimit=LABEL_LIMIT, labelExpr=f"({position}) + ' · ' + datum.value" if numbered else "datum.value"
+        ),
+    )
     domain = list(VERDICT_COLOURS) + ["same configuration"]
     colours = list(VERDICT_COLOURS.values()) + ["#ffffff"]
-    rect = alt.Chart(data).mark_rect(stroke="#ffffff", strokeWidth=1.5).encode(
-        x=x, y=y,
-        color=alt.Color("verdict:N", title=f"difference ({p_name} < 0.05)",
-                        scale=alt.Scale(domain=domain, range=colours),
-                        legend=alt.Legend(values=list(VERDICT_COLOURS), orient="bottom", columns=2,
-                                          titleLimit=LABEL_LIMIT)),
-        tooltip=[alt.Tooltip("row:N", title="first"), alt.Tooltip("column:N", title="second"),
-                 alt.Tooltip("wins:Q"), alt.Tooltip("losses:Q"), alt.Tooltip("ties:Q"),
-                 alt.Tooltip("p_text:N", title=p_name),
-                 alt.Tooltip("p_value_text:N", title="unadjusted p"),
-                 alt.Tooltip("verdict:N")],
-        opacity=alt.condition(select, alt.value(1.0), alt.value(0.75)),
-    ).add_params(select)
+    rect = (
+        alt.Chart(data)
+        .mark_rect(stroke="#ffffff", strokeWidth=1.5)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "verdict:N",
+                title=f"difference ({p_name} < 0.05)",
+                scale=alt.Scale(domain=domain, range=colours),
+                legend=alt.Legend(values=list(VERDICT_COLOURS), orient="bottom", columns=2, titleLimit=LABEL_LIMIT),
+            ),
+            tooltip=[
+                alt.Tooltip("row:N", title="first"),
+                alt.Tooltip("column:N", title="second"),
+                alt.Tooltip("wins:Q"),
+                alt.Tooltip("losses:Q"),
+                alt.Tooltip("ties:Q"),
+                alt.Tooltip("p_text:N", title=p_name),
+                alt.Tooltip("p_value_text:N", title="unadjusted p"),
+                alt.Tooltip("verdict:N"),
+            ],
+            opacity=alt.condition(select, alt.value(1.0), alt.value(0.75)),
+        )
+        .add_params(select)
+    )
     empty = alt.Chart(diagonal).mark_rect(color="#f7f7f7").encode(x=x, y=y)
     texts = []
     for significant, colour, weight in ((False, "#222222", "normal"), (True, "#ffffff", "bold")):
         part = data[data["significant"] == significant]
         if part.empty:
             continue
-        texts.append(alt.Chart(part).mark_text(baseline="bottom", dy=-1, fontSize=12 if big else 10 if not small else 9,
-                                               color=colour, fontWeight=weight).encode(x=x, y=y, text="counts:N"))
-        texts.append(alt.Chart(part).mark_text(baseline="top", dy=2, fontSize=11 if big else 9 if not small else 8,
-                                               color=colour, fontWeight=weight).encode(x=x, y=y, text="ptext:N"))
+        texts.append(
+            alt.Chart(part)
+            .mark_text(
+                baseline="bottom",
+                dy=-1,
+                fontSize=12 if big else 10 if not small else 9,
+                color=colour,
+                fontWeight=weight,
+            )
+            .encode(x=x, y=y, text="counts:N")
+        )
+        texts.append(
+            alt.Chart(part)
+            .mark_text(
+                baseline="top", dy=2, fontSize=11 if big else 9 if not small else 8, color=colour, fontWeight=weight
+            )
+            .encode(x=x, y=y, text="ptext:N")
+        )
     chart = alt.layer(empty, rect, *texts).properties(width=cell * n, height=cell * n)
-    chart = _configure(chart, f"Wins and losses at hit@{k}",
-                       f"row: the first configuration; cell: its wins/losses against the column's, and their {p_name}")
+    chart = _configure(
+        chart,
+        f"Wins and losses at hit@{k}",
+        f"row: the first configuration; cell: its wins/losses against the column's, and their {p_name}",
+    )
     # the browser draws this chart as SVG, so each cell is an element a test can click
     return chart.properties(usermeta={"embedOptions": {"renderer": "svg"}})
 
 
-def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float,
-                   axis: str = "cosine distance") -> alt.VConcatChart:
+def distance_chart(
+    histogram: pd.DataFrame, worst_in: float, best_out: float, axis: str = "cosine distance"
+) -> alt.VConcatChart:
     """One histogram per measure, stacked on a shared distance axis, with rules at the worst
     in-domain answer and the best out-of-domain top hit; the band between them is shaded
     when the groups overlap (no threshold separates them there)."""
@@ -236,8 +312,11 @@ def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float,
     if not math.isnan(best_out):
         marks.append({"x": best_out, "what": f"best out-of-domain top hit {best_out:.3f}", "y": 14})
     closer_low = axis != "score (higher = closer)"
-    overlap = not math.isnan(worst_in) and not math.isnan(best_out) and (
-        best_out <= worst_in if closer_low else best_out >= worst_in)
+    overlap = (
+        not math.isnan(worst_in)
+        and not math.isnan(best_out)
+        and (best_out <= worst_in if closer_low else best_out >= worst_in)
+    )
     rows = []
     for i, measure in enumerate(measures):
         part = histogram[histogram["measure"] == measure]
@@ -245,27 +324,56 @@ def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float,
         layers = []
         if overlap:
             band = pd.DataFrame({"x": [best_out], "x2": [worst_in]})
-            layers.append(alt.Chart(band).mark_rect(color="#f1c40f", opacity=0.25).encode(
-                x=alt.X("x:Q", scale=scale), x2="x2:Q",
-                tooltip=[alt.Tooltip("x:Q", title="overlap from", format=".3f"),
-                         alt.Tooltip("x2:Q", title="overlap to", format=".3f")]))
-        layers.append(alt.Chart(part).mark_bar(binSpacing=0, color=MEASURE_COLOURS[measure]).encode(
-            x=alt.X("bin_start:Q", bin="binned", scale=scale,
+            layers.append(
+                alt.Chart(band)
+                .mark_rect(color="#f1c40f", opacity=0.25)
+                .encode(
+                    x=alt.X("x:Q", scale=scale),
+                    x2="x2:Q",
+                    tooltip=[
+                        alt.Tooltip("x:Q", title="overlap from", format=".3f"),
+                        alt.Tooltip("x2:Q", title="overlap to", format=".3f"),
+                    ],
+                )
+            )
+        layers.append(
+            alt.Chart(part)
+            .mark_bar(binSpacing=0, color=MEASURE_COLOURS[measure])
+            .encode(
+                x=alt.X(
+                    "bin_start:Q",
+                    bin="binned",
+                    scale=scale,
                     title=axis if i == len(measures) - 1 else None,
-                    axis=alt.Axis(labels=i == len(measures) - 1)),
-            x2="bin_end:Q",
-            y=alt.Y("count:Q", title="queries", axis=alt.Axis(tickMinStep=1, format="d")),
-            tooltip=[alt.Tooltip("bin_start:Q", format=".3f", title="from"),
-                     alt.Tooltip("bin_end:Q", format=".3f", title="to"), "count:Q"]))
+                    axis=alt.Axis(labels=i == len(measures) - 1),
+                ),
+                x2="bin_end:Q",
+                y=alt.Y("count:Q", title="queries", axis=alt.Axis(tickMinStep=1, format="d")),
+                tooltip=[
+                    alt.Tooltip("bin_start:Q", format=".3f", title="from"),
+                    alt.Tooltip("bin_end:Q", format=".3f", title="to"),
+                    "count:Q",
+                ],
+            )
+        )
         if marks:
             rule = alt.Chart(pd.DataFrame(marks)).encode(x=alt.X("x:Q", scale=scale))
             layers.append(rule.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"]))
             if i == 0:
-                layers.append(rule.mark_text(align="left", dx=3, baseline="top", fontSize=10, angle=0)
-                              .encode(text="what:N", y=alt.Y("y:Q", scale=None)))
-        rows.append(alt.layer(*layers).properties(
-            width=640, height=90, title=alt.TitleParams(f"{MEASURE_TITLES[measure]} (n = {n})", anchor="start",
-                                                        fontSize=12, color=MEASURE_COLOURS[measure])))
+                layers.append(
+                    rule.mark_text(align="left", dx=3, baseline="top", fontSize=10, angle=0).encode(
+                        text="what:N", y=alt.Y("y:Q", scale=None)
+                    )
+                )
+        rows.append(
+            alt.layer(*layers).properties(
+                width=640,
+                height=90,
+                title=alt.TitleParams(
+                    f"{MEASURE_TITLES[measure]} (n = {n})", anchor="start", fontSize=12, color=MEASURE_COLOURS[measure]
+                ),
+            )
+        )
     chart = alt.vconcat(*rows, spacing=8).resolve_scale(x="shared")
     subtitle = "dashed: worst in-domain answer and best out-of-domain top hit"
     if overlap:
@@ -273,8 +381,9 @@ def distance_chart(histogram: pd.DataFrame, worst_in: float, best_out: float,
     return _configure(chart, "In-domain against out-of-domain distances", subtitle)
 
 
-def sweep_chart(sweep_long: pd.DataFrame, threshold: float, rates: bool,
-                keep_rule: str = "distance < t") -> alt.LayerChart:
+def sweep_chart(
+    sweep_long: pd.DataFrame, threshold: float, rates: bool, keep_rule: str = "distance < t"
+) -> alt.LayerChart:
     """Bluffs, lost answers and refusals against the threshold (step lines), a rule at the
     chosen ``threshold``; as rates, each with its 95% Wilson band.
 
@@ -285,49 +394,88 @@ def sweep_chart(sweep_long: pd.DataFrame, threshold: float, rates: bool,
 
     field = "rate" if rates else "count"
     domain = list(SERIES_COLOURS)
-    colour = alt.Color("series:N", title=None, scale=alt.Scale(domain=domain, range=list(SERIES_COLOURS.values())),
-                       legend=alt.Legend(orient="bottom"))
-    x = alt.X("threshold:Q", title=f"threshold t (the gate keeps top-4 hits with {keep_rule})",
-              scale=alt.Scale(zero=False, nice=False))
-    lines = alt.Chart(sweep_long).mark_line(interpolate="step-after", strokeWidth=2).encode(
-        x=x,
-        y=alt.Y(f"{field}:Q", title="share of the group" if rates else "queries",
+    colour = alt.Color(
+        "series:N",
+        title=None,
+        scale=alt.Scale(domain=domain, range=list(SERIES_COLOURS.values())),
+        legend=alt.Legend(orient="bottom"),
+    )
+    x = alt.X(
+        "threshold:Q",
+        title=f"threshold t (the gate keeps top-4 hits with {keep_rule})",
+        scale=alt.Scale(zero=False, nice=False),
+    )
+    lines = (
+        alt.Chart(sweep_long)
+        .mark_line(interpolate="step-after", strokeWidth=2)
+        .encode(
+            x=x,
+            y=alt.Y(
+                f"{field}:Q",
+                title="share of the group" if rates else "queries",
                 axis=alt.Axis(format=".0%") if rates else alt.Axis(tickMinStep=1, format="d"),
-                scale=alt.Scale(domain=[0, 1]) if rates else alt.Scale()),
-        color=colour,
-        strokeDash=alt.condition("datum.series == 'refused (in-domain)'", alt.value([5, 3]), alt.value([1, 0])),
-        tooltip=[alt.Tooltip("threshold:Q", format=".4f"), "series:N", "count:Q",
-                 alt.Tooltip("rate:Q", format=".1%"), alt.Tooltip("low:Q", format=".1%", title="Wilson low"),
-                 alt.Tooltip("high:Q", format=".1%", title="Wilson high")],
+                scale=alt.Scale(domain=[0, 1]) if rates else alt.Scale(),
+            ),
+            color=colour,
+            strokeDash=alt.condition("datum.series == 'refused (in-domain)'", alt.value([5, 3]), alt.value([1, 0])),
+            tooltip=[
+                alt.Tooltip("threshold:Q", format=".4f"),
+                "series:N",
+                "count:Q",
+                alt.Tooltip("rate:Q", format=".1%"),
+                alt.Tooltip("low:Q", format=".1%", title="Wilson low"),
+                alt.Tooltip("high:Q", format=".1%", title="Wilson high"),
+            ],
+        )
     )
     layers = []
     if rates:
-        layers.append(alt.Chart(sweep_long).mark_area(interpolate="step-after", opacity=0.15).encode(
-            x=x, y="low:Q", y2="high:Q", color=colour))
+        layers.append(
+            alt.Chart(sweep_long)
+            .mark_area(interpolate="step-after", opacity=0.15)
+            .encode(x=x, y="low:Q", y2="high:Q", color=colour)
+        )
     layers.append(lines)
     mark = pd.DataFrame({"t": [threshold], "label": [f"t = {threshold:.3f}"]})
-    layers.append(alt.Chart(mark).mark_rule(color="black", strokeDash=[4, 3]).encode(
-        x="t:Q", tooltip=[alt.Tooltip("t:Q", title="chosen threshold", format=".4f")]))
-    layers.append(alt.Chart(mark).mark_text(align="left", dx=4, baseline="top", fontSize=11).encode(
-        x="t:Q", y=alt.value(2), text="label:N"))
+    layers.append(
+        alt.Chart(mark)
+        .mark_rule(color="black", strokeDash=[4, 3])
+        .encode(x="t:Q", tooltip=[alt.Tooltip("t:Q", title="chosen threshold", format=".4f")])
+    )
+    layers.append(
+        alt.Chart(mark)
+        .mark_text(align="left", dx=4, baseline="top", fontSize=11)
+        .encode(x="t:Q", y=alt.value(2), text="label:N")
+    )
     chart = alt.layer(*layers).properties(width=640, height=300)
     what = "Bluffs, lost answers and refusals against the threshold"
-    return _configure(chart, what + (" (rates)" if rates else " (counts)"),
-                      "shaded: 95% Wilson interval of each rate" if rates else "queries of each group")
+    return _configure(
+        chart,
+        what + (" (rates)" if rates else " (counts)"),
+        "shaded: 95% Wilson interval of each rate" if rates else "queries of each group",
+    )
 
 
 def index_chart(health: pd.DataFrame) -> alt.LayerChart:
     """Chunks per strategy (bars), labelled with the chunks over the model's 256-piece window."""
     alt = _alt()
-    data = health.assign(label=[f"{c} chunks, {o} over the window" for c, o in zip(health["chunks"],
-                                                                                    health["over_window"])])
+    data = health.assign(
+        label=[f"{c} chunks, {o} over the window" for c, o in zip(health["chunks"], health["over_window"])]
+    )
     order = list(data["strategy"])
     base = alt.Chart(data).encode(y=alt.Y("strategy:N", sort=order, title="strategy"))
     chart = alt.layer(
         base.mark_bar(color="#4c78a8").encode(
             x=alt.X("chunks:Q", title="chunks"),
-            tooltip=["strategy:N", "chunks:Q", "pieces:Q", alt.Tooltip("header_share:Q", format=".1%"),
-                     "over_window:Q", "destroyed:Q"]),
+            tooltip=[
+                "strategy:N",
+                "chunks:Q",
+                "pieces:Q",
+                alt.Tooltip("header_share:Q", format=".1%"),
+                "over_window:Q",
+                "destroyed:Q",
+            ],
+        ),
         base.mark_text(align="left", dx=3, fontSize=10).encode(x="chunks:Q", text="label:N"),
     ).properties(width=360, height=_rows_height(len(order), 24))
     return _configure(chart, "Chunks per strategy", "label: chunks over the model's 256-piece window")

@@ -38,6 +38,7 @@ first ``## `` heading becomes one more span, chunked by the same rule, with sect
 skips its ``## `` line. Its chunks are exactly what the seed's ``chunkDocument`` makes of
 that introduction on its own; the other chunks are unchanged.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -55,9 +56,7 @@ OVERLAP = 64
 
 # ECMAScript WhiteSpace + LineTerminator: what JS `\s`, trim(), trimStart() use.
 JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680"
-    + "".join(chr(c) for c in range(0x2000, 0x200B))
-    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+    "\t\n\v\f\r \u00a0\u1680" + "".join(chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 _WS = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 _LT = "\\n\\r\\u2028\\u2029"  # JS line terminators (for ^ $ . under the m flag)
@@ -98,8 +97,7 @@ INGREDIENTS: dict[str, str] = {
     "boundaries": "pack whole paragraphs of a `## ` section up to `size` characters; "
     "cut a longer paragraph at sentence ends",
     "header": "embedded text starts with [Document title > Section]",
-    "overlap": f"embedded text also carries the {OVERLAP} characters before the chunk "
-    "(overlap=N for another length)",
+    "overlap": f"embedded text also carries the {OVERLAP} characters before the chunk (overlap=N for another length)",
     "size": f"target size in characters (size=N, default {SIZE})",
     "intro": "boundaries only: also chunk the text before the first `## ` heading "
     "(the seed's chunker, and so C-F, leave it out)",
@@ -127,8 +125,9 @@ def js_trim_start(s: str) -> str:
 
 def _positive_int(value: str, what: str, item: str, *, zero_ok: bool = False) -> int:
     if not value.isdigit() or (int(value) == 0 and not zero_ok):
-        raise ConfigError(f"strategy {item!r}: {what} must be a {'non-negative' if zero_ok else 'positive'} "
-                          f"integer, got {value!r}")
+        raise ConfigError(
+            f"strategy {item!r}: {what} must be a {'non-negative' if zero_ok else 'positive'} integer, got {value!r}"
+        )
     return int(value)
 
 
@@ -141,8 +140,9 @@ def parse_recipe(recipe: str, name: str | None = None) -> Strategy:
     parts = [p.strip() for p in recipe.strip().split("+")]
     base, rest = parts[0].lower(), parts[1:]
     if base not in ("blind", "boundaries"):
-        raise ConfigError(f"unknown strategy {recipe!r}: known names are "
-                          f"{', '.join(NAMED_STRATEGIES)}; or {SPEC_SYNTAX}")
+        raise ConfigError(
+            f"unknown strategy {recipe!r}: known names are {', '.join(NAMED_STRATEGIES)}; or {SPEC_SYNTAX}"
+        )
     header, intro, overlap, size = False, False, 0, SIZE
     seen: set[str] = set()
     for part in rest:
@@ -162,12 +162,14 @@ def parse_recipe(recipe: str, name: str | None = None) -> Strategy:
         elif key == "size" and value:
             size = _positive_int(value.strip(), "size", recipe)
         else:
-            raise ConfigError(f"strategy {recipe!r}: unknown ingredient {part!r}; known: "
-                              f"header, intro, overlap, overlap=N, size=N")
+            raise ConfigError(
+                f"strategy {recipe!r}: unknown ingredient {part!r}; known: header, intro, overlap, overlap=N, size=N"
+            )
     if overlap >= size:
         raise ConfigError(f"strategy {recipe!r}: overlap {overlap} must be smaller than size {size}")
-    return Strategy(name or recipe.strip(), boundaries=base == "boundaries", header=header,
-                    overlap=overlap, size=size, intro=intro)
+    return Strategy(
+        name or recipe.strip(), boundaries=base == "boundaries", header=header, overlap=overlap, size=size, intro=intro
+    )
 
 
 def parse_strategies(spec: str | Iterable[str]) -> list[Strategy]:
@@ -196,8 +198,10 @@ def parse_strategies(spec: str | Iterable[str]) -> list[Strategy]:
             known = NAMED_STRATEGIES.get(name.upper()) if sep else None
             if known is not None:
                 if parse_recipe(recipe, known.name) != known:
-                    raise ConfigError(f"strategy {item!r}: {known.name} is a named strategy "
-                                      f"({known.describe()}); give yours another name")
+                    raise ConfigError(
+                        f"strategy {item!r}: {known.name} is a named strategy "
+                        f"({known.describe()}); give yours another name"
+                    )
                 strategy = known
         if any(s.name == strategy.name for s in out):
             raise ConfigError(f"strategy {strategy.name!r} given twice in {spec!r}")
@@ -224,8 +228,9 @@ def boundary_ranges(text: str, target: int = SIZE, intro: bool = False) -> list[
     out: list[tuple[str, int, int]] = []
     heads = headings(text)
     if heads:
-        spans = [(at, title, heads[i + 1][0] if i + 1 < len(heads) else len(text))
-                 for i, (at, title) in enumerate(heads)]
+        spans = [
+            (at, title, heads[i + 1][0] if i + 1 < len(heads) else len(text)) for i, (at, title) in enumerate(heads)
+        ]
         if intro and heads[0][0] > 0:
             spans.insert(0, (0, "", heads[0][0]))
     else:
@@ -298,17 +303,27 @@ def header_line(title: str, section: str) -> str:
 def chunk_document(doc: Document, strategy: Strategy) -> list[Chunk]:
     """Chunks of one document, in document order (see module doc for the invariants)."""
     text = doc.text
-    ranges = (boundary_ranges(text, strategy.size, strategy.intro) if strategy.boundaries
-              else blind_ranges(text, strategy.size))
+    ranges = (
+        boundary_ranges(text, strategy.size, strategy.intro)
+        if strategy.boundaries
+        else blind_ranges(text, strategy.size)
+    )
     chunks = []
     for section, start, end in ranges:
         header = header_line(doc.title, section) if strategy.header else ""
         evidence_start = max(0, start - strategy.overlap)
-        chunks.append(Chunk(
-            doc_id=doc.doc_id, section=section, text=header + text[evidence_start:end],
-            content=text[start:end], start=start, end=end, evidence_start=evidence_start,
-            header=header,
-        ))
+        chunks.append(
+            Chunk(
+                doc_id=doc.doc_id,
+                section=section,
+                text=header + text[evidence_start:end],
+                content=text[start:end],
+                start=start,
+                end=end,
+                evidence_start=evidence_start,
+                header=header,
+            )
+        )
     return chunks
 
 

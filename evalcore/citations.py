@@ -12,6 +12,7 @@ other chunk is cited as ``#char=from,to`` over the canonical text (RFC 5147). Th
 and overlap that are not at that place). The model only ever sees numbers: it never writes a
 link or a document name. No model is called here.
 """
+
 from __future__ import annotations
 
 import logging
@@ -115,16 +116,25 @@ class Source:
             return  # not located: quoted as given, no locator
         start, end = _offset(self.start, "start"), _offset(self.end, "end")
         if end - start != len(self.content):
-            raise ValueError(f"source {self.doc_id!r}: range [{start}, {end}) does not hold the "
-                             f"{len(self.content)} code points of its content")
+            raise ValueError(
+                f"source {self.doc_id!r}: range [{start}, {end}) does not hold the "
+                f"{len(self.content)} code points of its content"
+            )
 
     @classmethod
-    def from_chunk(cls, chunk: object, doc_name: str, distance: float,
-                   page_starts: Sequence[int] = ()) -> Source:
+    def from_chunk(cls, chunk: object, doc_name: str, distance: float, page_starts: Sequence[int] = ()) -> Source:
         """From an :class:`evalcore.records.Chunk` (or anything with its fields); ``page_starts``
         is its document's page map (``Document.page_starts``)."""
-        return cls(chunk.doc_id, doc_name, chunk.section, chunk.start, chunk.end,  # type: ignore[attr-defined]
-                   chunk.content, float(distance), tuple(page_starts))  # type: ignore[attr-defined]
+        return cls(
+            chunk.doc_id,
+            doc_name,
+            chunk.section,
+            chunk.start,
+            chunk.end,  # type: ignore[attr-defined]
+            chunk.content,
+            float(distance),
+            tuple(page_starts),
+        )  # type: ignore[attr-defined]
 
     @property
     def pages(self) -> tuple[int, int] | None:
@@ -145,7 +155,7 @@ class Citation:
     fragment: str
     quote: str
     distance: float
-    page: int | None = None       # page of the first quoted character (paged documents)
+    page: int | None = None  # page of the first quoted character (paged documents)
     last_page: int | None = None  # page of the last one (> page when the quote runs on)
 
 
@@ -187,14 +197,25 @@ def label(source: Source) -> str:
 def citation(index: int, source: Source) -> Citation:
     """Citation number ``index`` for ``source``: quote = content, fragment = :func:`locator`."""
     pages = source.pages
-    fragment = "" if source.start is None or source.end is None else locator(source.start, source.end,
-                                                                              source.page_starts)
-    return Citation(index, source.doc_id, source.doc_name, label(source), fragment, source.content,
-                    float(source.distance), pages[0] if pages else None, pages[1] if pages else None)
+    fragment = (
+        "" if source.start is None or source.end is None else locator(source.start, source.end, source.page_starts)
+    )
+    return Citation(
+        index,
+        source.doc_id,
+        source.doc_name,
+        label(source),
+        fragment,
+        source.content,
+        float(source.distance),
+        pages[0] if pages else None,
+        pages[1] if pages else None,
+    )
 
 
-def build_context(question: str, sources: Sequence[Source],
-                  count_pieces: Callable[[str], int] | None = None) -> Context:
+def build_context(
+    question: str, sources: Sequence[Source], count_pieces: Callable[[str], int] | None = None
+) -> Context:
     """Number ``sources`` [1]..[n] and build the seed's prompt exactly::
 
         Answer using ONLY the numbered sources below. Cite every claim as [n].
@@ -233,10 +254,14 @@ def no_answer(question: str, threshold: float, axis: Axis = COSINE) -> str:
     return f'NO ANSWER: nothing {what} for "{question}"'
 
 
-def context_for_query(question: str, hits: Sequence[Source], threshold: float,
-                      top: int = DEFAULT_TOP,
-                      count_pieces: Callable[[str], int] | None = None,
-                      axis: Axis = COSINE) -> Context | NoAnswer:
+def context_for_query(
+    question: str,
+    hits: Sequence[Source],
+    threshold: float,
+    top: int = DEFAULT_TOP,
+    count_pieces: Callable[[str], int] | None = None,
+    axis: Axis = COSINE,
+) -> Context | NoAnswer:
     """Gate ``hits`` (in rank order) at ``threshold`` and build the context, or NO ANSWER.
 
     The gate is :func:`evalcore.threshold.gate`: from the first ``top`` hits, those with

@@ -10,6 +10,7 @@ Two blocks, each fitted to the terminal's width (80 to 120 columns hold 21 confi
   (Holm-adjusted with ``--holm``). Columns that do not fit go into further blocks; the pairs
   that differ significantly are then listed in full. Configuration names are never cut.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -47,8 +48,12 @@ def config_table(table: pd.DataFrame, k: int, width: int, prefix: str = "") -> l
         columns: list[tuple[str, list[str]]] = [("n", [str(int(r["queries"])) for r in records])]
         for kk in KS:
             if kk in intervals:
-                columns.append((f"R@{kk} [95% Wilson]", [_interval(r[f"recall@{kk}"], r[f"recall@{kk} low"],
-                                                                   r[f"recall@{kk} high"]) for r in records]))
+                columns.append(
+                    (
+                        f"R@{kk} [95% Wilson]",
+                        [_interval(r[f"recall@{kk}"], r[f"recall@{kk} low"], r[f"recall@{kk} high"]) for r in records],
+                    )
+                )
             else:
                 columns.append((f"R@{kk}", [f"{r[f'recall@{kk}']:.3f}" for r in records]))
         columns.append(("MRR", [f"{r['mrr']:.3f}" for r in records]))
@@ -58,8 +63,9 @@ def config_table(table: pd.DataFrame, k: int, width: int, prefix: str = "") -> l
         head = f"{'config':<{name_w}}" + "".join(f"  {h:>{w}}" for (h, _), w in zip(columns, widths))
         lines = [head, "-" * len(head)]
         for i, name in enumerate(names):
-            lines.append(f"{name:<{name_w}}" + "".join(f"  {values[i]:>{w}}"
-                                                       for (_, values), w in zip(columns, widths)))
+            lines.append(
+                f"{name:<{name_w}}" + "".join(f"  {values[i]:>{w}}" for (_, values), w in zip(columns, widths))
+            )
         return lines
 
     options = [set(KS), {k}, set()]
@@ -72,18 +78,23 @@ def config_table(table: pd.DataFrame, k: int, width: int, prefix: str = "") -> l
 
 def matrix_lines(matrix: pd.DataFrame, labels: list[str], width: int) -> list[str]:
     """The win/loss matrix as numbered rows and columns, split into column blocks that fit ``width``."""
-    cell = {(r, c): (w - l, s) for r, c, w, l, s in
-            zip(matrix["row"], matrix["column"], matrix["wins"], matrix["losses"], matrix["significant"])}
+    cell = {
+        (r, c): (w - l, s)
+        for r, c, w, l, s in zip(
+            matrix["row"], matrix["column"], matrix["wins"], matrix["losses"], matrix["significant"]
+        )
+    }
     index = {label: i + 1 for i, label in enumerate(labels)}
-    texts = {key: f"{net:+d}{'*' if sig else ''}" if net else ("0*" if sig else "0")
-             for key, (net, sig) in cell.items()}
+    texts = {
+        key: f"{net:+d}{'*' if sig else ''}" if net else ("0*" if sig else "0") for key, (net, sig) in cell.items()
+    }
     col_w = max([len(str(len(labels)))] + [len(t) for t in texts.values()]) + 1
     name_w = max(len(x) for x in labels)
     row_head = len(str(len(labels))) + 1 + name_w + 1
     per_block = max(1, (width - row_head) // col_w)
     lines: list[str] = []
     for start in range(0, len(labels), per_block):
-        block = labels[start:start + per_block]
+        block = labels[start : start + per_block]
         if start:
             lines.append("")
         lines.append(" " * row_head + "".join(f"{index[c]:>{col_w}}" for c in block))
@@ -103,13 +114,20 @@ def significant_pairs(matrix: pd.DataFrame) -> list[str]:
     out = []
     for r in sig.sort_values(["p_shown", "row", "column"]).itertuples():
         adjusted = f" (unadjusted {r.p_value:.3g})" if r.p_shown != r.p_value else ""
-        out.append(f"  {r.row:<{left_w}}  beats  {r.column:<{right_w}}  +{r.wins}/-{r.losses}  "
-                   f"p {r.p_shown:.3g}{adjusted}")
+        out.append(
+            f"  {r.row:<{left_w}}  beats  {r.column:<{right_w}}  +{r.wins}/-{r.losses}  p {r.p_shown:.3g}{adjusted}"
+        )
     return out
 
 
-def compare_text(store: Store, run: str, other: str | None = None, metric: str = "hit@4",
-                 holm: bool = False, width: int | None = None) -> str:
+def compare_text(
+    store: Store,
+    run: str,
+    other: str | None = None,
+    metric: str = "hit@4",
+    holm: bool = False,
+    width: int | None = None,
+) -> str:
     """The terminal report of ``compare`` for one run, or two runs on the same queries."""
     from evalcore.gate import gate_metric, resolve_run
     from evalcore.read.compare import compare
@@ -145,8 +163,9 @@ def compare_text(store: Store, run: str, other: str | None = None, metric: str =
         lines.append("one configuration: no win/loss matrix")
         return "\n".join(lines)
     comparison = compare(store, sides, k, adjust=holm)
-    short = {label: tags[side.run_id] + side.configuration.label
-             for side, label in zip(comparison.sides, comparison.labels)}
+    short = {
+        label: tags[side.run_id] + side.configuration.label for side, label in zip(comparison.sides, comparison.labels)
+    }
     matrix = comparison.matrix
     matrix = matrix.assign(row=matrix["row"].map(short), column=matrix["column"].map(short))
     labels = list(dict.fromkeys(list(matrix["row"]) + list(matrix["column"])))
@@ -156,12 +175,17 @@ def compare_text(store: Store, run: str, other: str | None = None, metric: str =
     lines += textwrap.wrap(
         f"Win/loss at hit@{k} on {n} queries: a cell is the row's wins minus its losses against the "
         f"column (wins = queries only the row finds in the top {k}); * p < {ALPHA:g}, two-sided exact "
-        f"sign test ({which}).", width)
+        f"sign test ({which}).",
+        width,
+    )
     lines += matrix_lines(matrix, labels, width)
     sig = significant_pairs(matrix)
     lines.append("")
-    lines.append(f"Significant at p < {ALPHA:g} ({which}):" if sig else
-                 f"No pair differs significantly at p < {ALPHA:g} ({which}).")
+    lines.append(
+        f"Significant at p < {ALPHA:g} ({which}):"
+        if sig
+        else f"No pair differs significantly at p < {ALPHA:g} ({which})."
+    )
     lines += sig
     lines += textwrap.wrap(sample_statement(n), width)
     return "\n".join(lines)

@@ -12,6 +12,7 @@ The ``failures`` table holds the queries a configuration could not answer (an en
 or a Python retriever that failed), with the reason. Such a query has no ``results`` row, so
 every metric leaves it out, and paired comparisons leave it out on both sides.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,10 @@ def score_kind(value: str) -> str:
     """``similarity`` or ``distance``; ConfigError naming both otherwise."""
     kind = str(value).strip().lower()
     if kind not in SCORE_KINDS:
-        raise ConfigError(f"score kind must be one of {', '.join(SCORE_KINDS)} "
-                          f"(similarity: higher = closer; distance: lower = closer), got {value!r}")
+        raise ConfigError(
+            f"score kind must be one of {', '.join(SCORE_KINDS)} "
+            f"(similarity: higher = closer; distance: lower = closer), got {value!r}"
+        )
     return kind
 
 
@@ -84,15 +87,31 @@ class ConfigInfo:
 
     def row(self, run_id: str) -> dict[str, Any]:
         """The ``configurations`` row."""
-        return {"run_id": run_id, "strategy": self.strategy, "retriever": self.retriever,
-                "source": self.source, "score_kind": self.score_kind, "gate_on": self.gate_on,
-                "model": self.model, "chunker": self.chunker, "detail": self.detail}
+        return {
+            "run_id": run_id,
+            "strategy": self.strategy,
+            "retriever": self.retriever,
+            "source": self.source,
+            "score_kind": self.score_kind,
+            "gate_on": self.gate_on,
+            "model": self.model,
+            "chunker": self.chunker,
+            "detail": self.detail,
+        }
 
 
 def external(strategy: str, retriever: str, source: str, kind: str, detail: dict[str, Any]) -> ConfigInfo:
     """An external configuration: gates on its own score of kind ``kind``."""
-    return ConfigInfo(strategy, retriever, source, score_kind(kind), "score", None, strategy,
-                      json.dumps(detail, sort_keys=True, default=str))
+    return ConfigInfo(
+        strategy,
+        retriever,
+        source,
+        score_kind(kind),
+        "score",
+        None,
+        strategy,
+        json.dumps(detail, sort_keys=True, default=str),
+    )
 
 
 def model_label(run: dict[str, Any]) -> str:
@@ -106,11 +125,15 @@ def model_label(run: dict[str, Any]) -> str:
     return f"ranked elsewhere ({settings.get('source', 'external')})"
 
 
-def builtin_rows(run_id: str, strategies: Sequence[tuple[str, str, str]],
-                 retrievers: Sequence[str]) -> list[dict[str, Any]]:
+def builtin_rows(
+    run_id: str, strategies: Sequence[tuple[str, str, str]], retrievers: Sequence[str]
+) -> list[dict[str, Any]]:
     """Rows of a built-in run: ``strategies`` as (stored name, chunker, model) x ``retrievers``."""
-    return [ConfigInfo(name, retriever, model=model, chunker=chunker).row(run_id)
-            for name, chunker, model in strategies for retriever in retrievers]
+    return [
+        ConfigInfo(name, retriever, model=model, chunker=chunker).row(run_id)
+        for name, chunker, model in strategies
+        for retriever in retrievers
+    ]
 
 
 def read(store: Store, run_id: str) -> dict[tuple[str, str], ConfigInfo]:
@@ -131,13 +154,21 @@ def read(store: Store, run_id: str) -> dict[tuple[str, str], ConfigInfo]:
     )
     out = {}
     for r in df.to_dict("records"):
+
         def value(key: str, default: Any = None) -> Any:
             v = r[key]
             return default if v is None or v != v else v
 
         out[(r["strategy"], r["retriever"])] = ConfigInfo(
-            r["strategy"], r["retriever"], value("source", "builtin"), value("score_kind", "similarity"),
-            value("gate_on", "distance"), value("model"), value("chunker"), value("detail"))
+            r["strategy"],
+            r["retriever"],
+            value("source", "builtin"),
+            value("score_kind", "similarity"),
+            value("gate_on", "distance"),
+            value("model"),
+            value("chunker"),
+            value("detail"),
+        )
     return out
 
 

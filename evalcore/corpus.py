@@ -20,6 +20,7 @@ sha256 and the extractor's name and version before extracting, and stored after:
 second run on the same files extracts nothing again, and a new extractor version
 extracts anew.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -140,8 +141,7 @@ def _read(file: Found) -> bytes:
         raise InputError(f"{file.rel}: cannot read ({exc.strerror or exc})") from None
 
 
-def _document(file: Found, extractor: extract.Extractor, extraction: extract.Extraction,
-              file_hash: str) -> Document:
+def _document(file: Found, extractor: extract.Extractor, extraction: extract.Extraction, file_hash: str) -> Document:
     return Document(
         doc_id=doc_id_for(file.rel),
         title=extraction.title,
@@ -178,8 +178,10 @@ def load_corpus(root: str | Path, cache: ExtractionCache | None = None) -> Corpu
     files, failed = discover(root_path)
     if not files:
         kinds = ", ".join(f"*{s}" for s in SOURCE_TYPES)
-        raise InputError(f"no documents ({kinds}) under {root_path}"
-                         + (f" ({'; '.join(f'{f.path}: {f.reason}' for f in failed[:3])})" if failed else ""))
+        raise InputError(
+            f"no documents ({kinds}) under {root_path}"
+            + (f" ({'; '.join(f'{f.path}: {f.reason}' for f in failed[:3])})" if failed else "")
+        )
     documents: list[Document] = []
     seen: dict[str, str] = {}
     todo: list[tuple[Found, bytes, extract.Extractor, CacheKey]] = []

@@ -7,6 +7,7 @@ who starts the dashboard from any other folder has no such file, so the same set
 This module never imports Streamlit: the process is replaced by ``python -m streamlit run``,
 so Ctrl-C and SIGTERM reach Streamlit itself.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -20,11 +21,11 @@ from evalcore.store import default_store_path
 
 #: The settings of the clone's ``.streamlit/config.toml``, as Streamlit option names.
 SETTINGS: dict[str, str] = {
-    "server.address": "127.0.0.1",      # this machine only (docs/DEPLOY.md: a team's proxy)
-    "server.maxUploadSize": "50",       # MB per upload; evalcore.uploads checks it too
+    "server.address": "127.0.0.1",  # this machine only (docs/DEPLOY.md: a team's proxy)
+    "server.maxUploadSize": "50",  # MB per upload; evalcore.uploads checks it too
     "browser.gatherUsageStats": "false",
-    "runner.magicEnabled": "false",     # a bare expression in a page is never echoed
-    "client.toolbarMode": "viewer",     # no Deploy button, no developer options
+    "runner.magicEnabled": "false",  # a bare expression in a page is never echoed
+    "client.toolbarMode": "viewer",  # no Deploy button, no developer options
 }
 DEFAULT_ADDRESS = SETTINGS["server.address"]
 DEFAULT_PORT = 8501
@@ -34,8 +35,10 @@ def app_path() -> Path:
     """The dashboard's main script, installed beside this package (or in the clone)."""
     spec = importlib.util.find_spec("evalcore_app")
     if spec is None or spec.origin is None:
-        raise InputError("the dashboard (package evalcore_app) is not installed beside evalcore; "
-                         "reinstall evalcore (pip install evalcore)")
+        raise InputError(
+            "the dashboard (package evalcore_app) is not installed beside evalcore; "
+            "reinstall evalcore (pip install evalcore)"
+        )
     return Path(spec.origin).resolve().parent / "app.py"
 
 
@@ -57,13 +60,15 @@ def command(port: int = DEFAULT_PORT, address: str = DEFAULT_ADDRESS, browser: b
     if not 1 <= port <= 65535:
         raise InputError(f"--port {port}: not a TCP port (1-65535)")
     options = dict(SETTINGS)
-    options.update({
-        "server.address": address,
-        "server.port": str(port),
-        "server.headless": "false" if browser else "true",
-        "server.showEmailPrompt": "false",  # never wait on stdin for an e-mail address
-        "server.fileWatcherType": "none",
-    })
+    options.update(
+        {
+            "server.address": address,
+            "server.port": str(port),
+            "server.headless": "false" if browser else "true",
+            "server.showEmailPrompt": "false",  # never wait on stdin for an e-mail address
+            "server.fileWatcherType": "none",
+        }
+    )
     argv = [sys.executable, "-m", "streamlit", "run", str(app_path())]
     for name, value in options.items():
         argv += [f"--{name}", value]
@@ -83,8 +88,11 @@ def serve(port: int, address: str, store: str | None, browser: bool) -> None:
     argv = command(port, address, browser)
     env = environment(store)
     if not is_loopback(address):
-        print(f"warning: the dashboard listens on {address}, reachable from other machines, and has no "
-              "login; put it behind an authenticating proxy (docs/DEPLOY.md)", file=sys.stderr)
+        print(
+            f"warning: the dashboard listens on {address}, reachable from other machines, and has no "
+            "login; put it behind an authenticating proxy (docs/DEPLOY.md)",
+            file=sys.stderr,
+        )
     print(f"evalcore dashboard: store {env['EVALCORE_STORE']}; Ctrl-C stops it", flush=True)
     sys.stderr.flush()
     os.execve(sys.executable, argv, env)

@@ -11,6 +11,7 @@ the driver, so vectors are cached under the same model name and text hash as loc
 Every worker needs evalcore and the model: the packaged model is found in each worker's
 own environment; a ``--model PATH`` folder must exist at that path on every node.
 """
+
 from __future__ import annotations
 
 import logging
@@ -52,8 +53,7 @@ def connect(address: str, num_cpus: int | None = None) -> None:
         return
     try:
         if address == "local":
-            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+            ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as exc:
@@ -78,8 +78,14 @@ class RayEmbedder:
     runtime: str = field(init=False, default="ray")
 
     @classmethod
-    def start(cls, address: str, local: Embedder, device: str = "cpu", workers: int | None = None,
-              model_path: str | None = None) -> RayEmbedder:
+    def start(
+        cls,
+        address: str,
+        local: Embedder,
+        device: str = "cpu",
+        workers: int | None = None,
+        model_path: str | None = None,
+    ) -> RayEmbedder:
         connect(address)
         return cls(local=local, model_path=model_path, device=device, workers=workers)
 
@@ -114,9 +120,13 @@ class RayEmbedder:
         cpus = max(1.0, float(ray.cluster_resources().get("CPU", 1)) / pool) if self.device == "cpu" else 1.0
         ds = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
         out = ds.map_batches(
-            _Encoder, fn_constructor_kwargs={"model_path": self.model_path, "device": self.device},
-            batch_size=BATCH_TEXTS, batch_format="numpy", concurrency=pool,
-            num_cpus=cpus, num_gpus=1 if self.device != "cpu" else 0,
+            _Encoder,
+            fn_constructor_kwargs={"model_path": self.model_path, "device": self.device},
+            batch_size=BATCH_TEXTS,
+            batch_format="numpy",
+            concurrency=pool,
+            num_cpus=cpus,
+            num_gpus=1 if self.device != "cpu" else 0,
         )
         vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
         for batch in out.iter_batches(batch_format="numpy", batch_size=None):

@@ -4,6 +4,7 @@ Vectors are mean-pooled and L2-normalised (SPEC section 4). The model reads at m
 256 word pieces ([CLS] and [SEP] included); longer texts are cut by the model, so
 ``count_pieces`` counts the untruncated pieces and the index health reports them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -108,11 +109,9 @@ class SentenceEmbedder:
     runtime: str = "sentence-transformers"
 
     @classmethod
-    def load(cls, model_path: str | Path | None = None, batch_size: int = 16,
-             device: str = "cpu") -> SentenceEmbedder:
+    def load(cls, model_path: str | Path | None = None, batch_size: int = 16, device: str = "cpu") -> SentenceEmbedder:
         path = Path(model_path) if model_path else default_model_path()
-        emb = cls(path=str(path), name=model_name(model_path), batch_size=batch_size,
-                  device=check_device(device))
+        emb = cls(path=str(path), name=model_name(model_path), batch_size=batch_size, device=check_device(device))
         _load(emb.path, emb.device)
         return emb
 
@@ -138,8 +137,11 @@ class SentenceEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         room = self.window - self.model.tokenizer.num_special_tokens_to_add(pair=False)
         vecs = self.model.encode(
-            [window_head(t, self._count_plain, room) for t in texts], batch_size=self.batch_size,
-            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False,
+            [window_head(t, self._count_plain, room) for t in texts],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return vecs.astype(np.float32, copy=False)
 
@@ -155,11 +157,20 @@ class SentenceEmbedder:
         special = tok.num_special_tokens_to_add(pair=False)
         out = []
         for i in range(0, len(texts), 512):
-            batch = list(texts[i:i + 512])
+            batch = list(texts[i : i + 512])
             short = [t for t in batch if len(t) <= SEGMENT]
-            counts = iter(len(ids) for ids in tok(short, add_special_tokens=True, truncation=False,
-                                                  verbose=False)["input_ids"]) if short else iter(())
-            out.extend(next(counts) if len(t) <= SEGMENT else special + _count_long(_plain_tokenizer(self.path), t) for t in batch)
+            counts = (
+                iter(
+                    len(ids)
+                    for ids in tok(short, add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+                )
+                if short
+                else iter(())
+            )
+            out.extend(
+                next(counts) if len(t) <= SEGMENT else special + _count_long(_plain_tokenizer(self.path), t)
+                for t in batch
+            )
         return out
 
 
@@ -243,8 +254,7 @@ class OnnxEmbedder:
 
         path = Path(model_path) if model_path else default_model_path()
         _check_folder(path)
-        return cls(path=str(path), name=model_name(model_path),
-                   onnx=onnx_runtime.load(path, threads, backend))
+        return cls(path=str(path), name=model_name(model_path), onnx=onnx_runtime.load(path, threads, backend))
 
     @property
     def runtime(self) -> str:
@@ -277,15 +287,13 @@ class OnnxEmbedder:
         if all(len(t) <= SEGMENT for t in texts):
             return self.onnx.count_pieces(texts)
         short = iter(self.onnx.count_pieces([t for t in texts if len(t) <= SEGMENT]))
-        return [next(short) if len(t) <= SEGMENT else self._special + _count_long(self.onnx.counter, t)
-                for t in texts]
+        return [next(short) if len(t) <= SEGMENT else self._special + _count_long(self.onnx.counter, t) for t in texts]
 
 
 RUNTIMES = ("auto", "openvino", "onnxruntime", "torch")
 
 
-def load_embedder(model_path: str | Path | None = None, device: str = "cpu",
-                  runtime: str | None = None) -> Embedder:
+def load_embedder(model_path: str | Path | None = None, device: str = "cpu", runtime: str | None = None) -> Embedder:
     """The fastest way to run the model here: the exported ONNX model in OpenVINO or ONNX
     Runtime on the CPU when one is installed and the model exports cleanly, else
     sentence-transformers (torch), which is also what ``device="cuda"`` uses.
@@ -321,8 +329,11 @@ class EmbedStats:
 
 
 def embed_with_cache(
-    embedder: Embedder, texts: Sequence[str], store: Store | None,
-    on_progress: Callable[[int], None] | None = None, batch: int = 512,
+    embedder: Embedder,
+    texts: Sequence[str],
+    store: Store | None,
+    on_progress: Callable[[int], None] | None = None,
+    batch: int = 512,
 ) -> tuple[np.ndarray, EmbedStats]:
     """Vectors for ``texts``, reusing the store's cache keyed by (model, text hash).
 
@@ -358,7 +369,7 @@ def embed_with_cache(
         on_progress(sum(n for h, n in uses.items() if have[slot[h]]))
     t0 = time.perf_counter()
     for i in range(0, len(missing), batch):
-        part = missing[i:i + batch]
+        part = missing[i : i + batch]
         vectors[[slot[h] for h in part]] = embedder.encode([unique[h] for h in part])
         if on_progress is not None:
             on_progress(sum(uses[h] for h in part))

@@ -1,4 +1,5 @@
 """Named errors. The CLI turns each into one line on stderr and exit code 2."""
+
 from __future__ import annotations
 
 

@@ -14,6 +14,7 @@ Rendering uses vl-convert (Vega-Lite compiled and drawn in-process, no browser).
 :mod:`evalcore.charts` inline their data and use a generic font family, so nothing is
 fetched over the network while rendering.
 """
+
 from __future__ import annotations
 
 import csv
@@ -50,8 +51,16 @@ def captioned_spec(chart: Any, provenance: Provenance) -> dict[str, Any]:
             outer[key] = spec.pop(key)
     spec.pop("usermeta", None)
     outer["vconcat"] = [spec]
-    outer["title"] = {"text": provenance.lines(CAPTION_WIDTH), "orient": "bottom", "anchor": "start",
-                      "fontSize": 10, "fontWeight": "normal", "color": "#333333", "offset": 14, "lineHeight": 13}
+    outer["title"] = {
+        "text": provenance.lines(CAPTION_WIDTH),
+        "orient": "bottom",
+        "anchor": "start",
+        "fontSize": 10,
+        "fontWeight": "normal",
+        "color": "#333333",
+        "offset": 14,
+        "lineHeight": 13,
+    }
     outer.setdefault("padding", 12)
     return outer
 
@@ -79,8 +88,12 @@ def to_svg(figure: Figure) -> str:
 def png_text(title: str, provenance: Provenance) -> dict[str, str]:
     """The PNG text chunks: the standard keywords, then one ``evalcore <field>`` per field."""
     fields = dict(provenance.fields())
-    text = {"Title": title, "Description": provenance.text(), "Source": fields["software"],
-            "Creation Time": fields["made"]}
+    text = {
+        "Title": title,
+        "Description": provenance.text(),
+        "Source": fields["software"],
+        "Creation Time": fields["made"],
+    }
     text.update({f"evalcore {name}": value for name, value in provenance.fields()})
     return text
 
@@ -108,7 +121,7 @@ def svg_with_title(svg: str, title: str, description: str) -> str:
     if match is None:
         raise ValueError("not an SVG document")
     head = f"<title>{escape(title)}</title><desc>{escape(description)}</desc>"
-    return svg[:match.end()] + head + svg[match.end():]
+    return svg[: match.end()] + head + svg[match.end() :]
 
 
 def safe_cell(value: Any) -> Any:
@@ -178,8 +191,11 @@ def file_name(figure: Figure, run_id: str, ext: str) -> str:
     parts = [f"evalcore-{_slug(run_id)}", _slug(figure.slug)]
     configs = list(figure.configurations)
     if 0 < len(configs) <= 3:
-        parts.append("_".join(_slug(c.split(" · ")[0] + ("-" + c.rsplit(" ", 1)[-1][-6:] if " · run " in c else ""))
-                              for c in configs))
+        parts.append(
+            "_".join(
+                _slug(c.split(" · ")[0] + ("-" + c.rsplit(" ", 1)[-1][-6:] if " · run " in c else "")) for c in configs
+            )
+        )
     elif configs:
         digest = hashlib.sha1("\n".join(configs).encode("utf-8")).hexdigest()[:6]
         parts.append(f"{len(configs)}-configurations-{digest}")

@@ -14,6 +14,7 @@ the stale check compares them with. ``NAME``, ``VERSION``, :func:`decode`,
 :func:`canonical_text`, :func:`find_title` and :func:`extract_markdown` are the Markdown
 extractor's, kept here for the code that used them before there were other formats.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -37,9 +38,23 @@ from evalcore.extractors.markdown import (
 )
 
 __all__ = [
-    "EXTRACTORS", "SOURCE_TYPES", "Extraction", "Extractor", "NAME", "VERSION", "canonical_text",
-    "current_versions", "decode", "stale_reason", "extract_file", "extract_markdown", "extractor_for", "find_title",
-    "normalise_newlines", "page_of", "strip_front_matter",
+    "EXTRACTORS",
+    "SOURCE_TYPES",
+    "Extraction",
+    "Extractor",
+    "NAME",
+    "VERSION",
+    "canonical_text",
+    "current_versions",
+    "decode",
+    "stale_reason",
+    "extract_file",
+    "extract_markdown",
+    "extractor_for",
+    "find_title",
+    "normalise_newlines",
+    "page_of",
+    "strip_front_matter",
 ]
 
 
@@ -62,8 +77,12 @@ _PDF = Extractor(_pdf.NAME, _pdf.VERSION, "pdf", _pdf.extract, _pdf.check, cache
 _HTML = Extractor(_html.NAME, _html.VERSION, "html", _html.extract, _html.check, cached=True)
 
 EXTRACTORS: dict[str, Extractor] = {
-    ".md": _MARKDOWN, ".markdown": _MARKDOWN, ".txt": _TEXT,
-    ".pdf": _PDF, ".html": _HTML, ".htm": _HTML,
+    ".md": _MARKDOWN,
+    ".markdown": _MARKDOWN,
+    ".txt": _TEXT,
+    ".pdf": _PDF,
+    ".html": _HTML,
+    ".htm": _HTML,
 }
 SOURCE_TYPES: dict[str, str] = {suffix: e.source_type for suffix, e in EXTRACTORS.items()}
 

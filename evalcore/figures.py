@@ -8,6 +8,7 @@ A figure's :class:`Provenance` names what a reviewer needs to trace it back: the
 the run(s) (name, id, date), the configuration(s), n, the test, the interval method, the
 threshold where one applies, the date and the evalcore version.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -64,9 +65,11 @@ class Provenance:
     def text(self) -> str:
         """One line: ``"<figure> — run ...; configurations ...; n = ...; test: ...; ..."``."""
         f = dict(self.fields())
-        return (f"{f['figure']} — run {f['run']}; configurations {f['configurations']}; n = {f['n']}; "
-                f"test: {f['test']}; interval: {f['interval']}; threshold: {f['threshold']}; "
-                f"made {f['made']} by {f['software']}")
+        return (
+            f"{f['figure']} — run {f['run']}; configurations {f['configurations']}; n = {f['n']}; "
+            f"test: {f['test']}; interval: {f['interval']}; threshold: {f['threshold']}; "
+            f"made {f['made']} by {f['software']}"
+        )
 
     def lines(self, width: int = 110) -> list[str]:
         """The caption wrapped to ``width`` characters, one field a line (for drawing)."""
@@ -132,12 +135,23 @@ def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[F
     runs = runs_text(store, [s.run_id for s in sides])
     labels = tuple(dict.fromkeys(table["label"]))
     n = int(table["queries"].iloc[0]) if len(table) else 0
-    recall = Figure("recall", "Recall@k", charts.recall_chart(table) if len(table) else None, table,
-                    Provenance("Recall@k per configuration", runs, labels, f"{n} in-domain queries", None,
-                               INTERVAL_METHOD), labels)
+    recall = Figure(
+        "recall",
+        "Recall@k",
+        charts.recall_chart(table) if len(table) else None,
+        table,
+        Provenance("Recall@k per configuration", runs, labels, f"{n} in-domain queries", None, INTERVAL_METHOD),
+        labels,
+    )
     mrr = table[table["metric"] == "mrr"].reset_index(drop=True)
-    return recall, Figure("mrr", "MRR", charts.mrr_chart(mrr) if len(mrr) else None, mrr,
-                          Provenance("MRR per configuration", runs, labels, f"{n} in-domain queries"), labels)
+    return recall, Figure(
+        "mrr",
+        "MRR",
+        charts.mrr_chart(mrr) if len(mrr) else None,
+        mrr,
+        Provenance("MRR per configuration", runs, labels, f"{n} in-domain queries"),
+        labels,
+    )
 
 
 def destroyed_figure(store: Store, run_id: str) -> Figure:
@@ -146,8 +160,12 @@ def destroyed_figure(store: Store, run_id: str) -> Figure:
     from evalcore.read.compare import destroyed_counts
 
     counts = destroyed_counts(store, run_id)
-    prov = Provenance("Destroyed answers per strategy", (run_text(store, run_id),), ("every strategy",),
-                      f"{int(counts['destroyed'].sum())} destroyed ground truths over {len(counts)} strategies")
+    prov = Provenance(
+        "Destroyed answers per strategy",
+        (run_text(store, run_id),),
+        ("every strategy",),
+        f"{int(counts['destroyed'].sum())} destroyed ground truths over {len(counts)} strategies",
+    )
     return Figure("destroyed", "Destroyed answers", charts.destroyed_chart(counts), counts, prov)
 
 
@@ -159,13 +177,26 @@ def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adj
     comparison = compare(store, sides, k, adjust)
     runs = runs_text(store, [s.run_id for s in comparison.sides])
     pairs = len(comparison.sides) * (len(comparison.sides) - 1) // 2
-    test = PAIRED_TEST + (f", Holm-adjusted over the {pairs} pair{'s' if pairs != 1 else ''} shown"
-                          if adjust else ", unadjusted")
-    prov = Provenance(f"Win/loss matrix at hit@{k}", runs, comparison.labels,
-                      f"{comparison.n} in-domain queries (paired)", test)
-    chart = charts.heatmap(comparison.matrix, comparison.labels, k, comparison.p_name) if len(comparison.sides) > 1 else None
-    return Figure(f"winloss-hit{k}", f"Win/loss matrix at hit@{k}", chart, comparison.matrix, prov,
-                  comparison.labels, detail=comparison)
+    test = PAIRED_TEST + (
+        f", Holm-adjusted over the {pairs} pair{'s' if pairs != 1 else ''} shown" if adjust else ", unadjusted"
+    )
+    prov = Provenance(
+        f"Win/loss matrix at hit@{k}", runs, comparison.labels, f"{comparison.n} in-domain queries (paired)", test
+    )
+    chart = (
+        charts.heatmap(comparison.matrix, comparison.labels, k, comparison.p_name)
+        if len(comparison.sides) > 1
+        else None
+    )
+    return Figure(
+        f"winloss-hit{k}",
+        f"Win/loss matrix at hit@{k}",
+        chart,
+        comparison.matrix,
+        prov,
+        comparison.labels,
+        detail=comparison,
+    )
 
 
 def distance_figure(store: Store, run_id: str, configuration: Configuration) -> Figure:
@@ -176,30 +207,32 @@ def distance_figure(store: Store, run_id: str, configuration: Configuration) -> 
     frame = distances(store, run_id, configuration)
     summary = distance_summary(frame)
     hist = distance_histogram(frame)
-    prov = Provenance("Distances in and out of domain", (run_text(store, run_id),), (configuration.label,),
-                      summary.n_text())
+    prov = Provenance(
+        "Distances in and out of domain", (run_text(store, run_id),), (configuration.label,), summary.n_text()
+    )
     chart = charts.distance_chart(hist, summary.worst_in, summary.best_out, summary.axis) if len(hist) else None
     return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
 
 
-def sweep_figure(store: Store, run_id: str, configuration: Configuration, threshold: float,
-                 rates: bool) -> Figure:
+def sweep_figure(store: Store, run_id: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
     """The threshold sweep (counts, or rates with Wilson bands) with a rule at ``threshold``
     (detail: the sweep frame)."""
     from evalcore.read.sweeps import sweep
 
-    return sweep_figure_of(sweep(store, run_id, configuration), run_text(store, run_id), configuration,
-                           threshold, rates)
+    return sweep_figure_of(
+        sweep(store, run_id, configuration), run_text(store, run_id), configuration, threshold, rates
+    )
 
 
-def sweep_figures(store: Store, run_id: str, configuration: Configuration,
-                  threshold: float) -> tuple[Figure, Figure]:
+def sweep_figures(store: Store, run_id: str, configuration: Configuration, threshold: float) -> tuple[Figure, Figure]:
     """The sweep as counts and as rates, from one read."""
     from evalcore.read.sweeps import sweep
 
     frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
-    return (sweep_figure_of(frame, run, configuration, threshold, False),
-            sweep_figure_of(frame, run, configuration, threshold, True))
+    return (
+        sweep_figure_of(frame, run, configuration, threshold, False),
+        sweep_figure_of(frame, run, configuration, threshold, True),
+    )
 
 
 def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
@@ -210,14 +243,28 @@ def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshol
     n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
     n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
     mode = "rates" if rates else "counts"
-    prov = Provenance(f"Threshold sweep ({mode})", (run,), (configuration.label,),
-                      f"{n_in} in-domain and {n_out} out-of-domain queries", None,
-                      INTERVAL_METHOD if rates else None, float(threshold))
+    prov = Provenance(
+        f"Threshold sweep ({mode})",
+        (run,),
+        (configuration.label,),
+        f"{n_in} in-domain and {n_out} out-of-domain queries",
+        None,
+        INTERVAL_METHOD if rates else None,
+        float(threshold),
+    )
     long = sweep_long(frame)
     keep = keep_rule(frame)
     chart = charts.sweep_chart(long, float(threshold), rates, keep) if len(long) else None
-    return Figure(f"sweep-{mode}", f"Threshold sweep ({mode})", chart, long, prov, (configuration.label,),
-                  float(threshold), detail=frame)
+    return Figure(
+        f"sweep-{mode}",
+        f"Threshold sweep ({mode})",
+        chart,
+        long,
+        prov,
+        (configuration.label,),
+        float(threshold),
+        detail=frame,
+    )
 
 
 def keep_rule(sweep_frame: Any) -> str:
@@ -233,10 +280,15 @@ def index_figure(store: Store, run_id: str) -> Figure:
     from evalcore.read.index import index_health
 
     health = index_health(store, run_id)
-    prov = Provenance("Index health per strategy", (run_text(store, run_id),), ("every strategy",),
-                      f"{int(health['chunks'].sum())} chunks over {len(health)} strategies")
-    return Figure("index", "Index health", charts.index_chart(health) if len(health) else None, health, prov,
-                  detail=health)
+    prov = Provenance(
+        "Index health per strategy",
+        (run_text(store, run_id),),
+        ("every strategy",),
+        f"{int(health['chunks'].sum())} chunks over {len(health)} strategies",
+    )
+    return Figure(
+        "index", "Index health", charts.index_chart(health) if len(health) else None, health, prov, detail=health
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,8 +309,7 @@ class Selection:
     adjust: bool
 
 
-def selection_figures(store: Store, selection: Selection,
-                      call: Callable[..., Any] | None = None) -> list[Figure]:
+def selection_figures(store: Store, selection: Selection, call: Callable[..., Any] | None = None) -> list[Figure]:
     """Every figure of the current selection, in the order the Export screen shows them.
 
     ``call(fn, *args)`` runs ``fn(store, *args)``; the dashboard passes its cache, so the
@@ -268,9 +319,11 @@ def selection_figures(store: Store, selection: Selection,
     figures = [*call(recall_figures, selection.sides), call(destroyed_figure, selection.run_id)]
     if len(selection.sides) > 1:
         figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust))
-    figures += [call(distance_figure, selection.run_id, selection.configuration),
-                *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold),
-                call(index_figure, selection.run_id)]
+    figures += [
+        call(distance_figure, selection.run_id, selection.configuration),
+        *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold),
+        call(index_figure, selection.run_id),
+    ]
     return [f for f in figures if f.chart is not None]
 
 
@@ -284,11 +337,17 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
 
     made = _now()
     run = store.run(selection.run_id)
-    lines = [f"# Review pack: run {md.escape(run['name'])} ({selection.run_id})", "",
-             f"Made {made} by {_version()} from the dashboard's current selection.", "",
-             "## Decision: the refusal threshold", "",
-             f"Configuration **{md.escape(selection.configuration.label)}**, threshold **t = {selection.threshold:.4f}** "
-             f"({md.escape(selection.threshold_source)}).", ""]
+    lines = [
+        f"# Review pack: run {md.escape(run['name'])} ({selection.run_id})",
+        "",
+        f"Made {made} by {_version()} from the dashboard's current selection.",
+        "",
+        "## Decision: the refusal threshold",
+        "",
+        f"Configuration **{md.escape(selection.configuration.label)}**, threshold **t = {selection.threshold:.4f}** "
+        f"({md.escape(selection.threshold_source)}).",
+        "",
+    ]
     decision = latest_decision(store, selection.run_id, selection.configuration)
     if decision is not None and abs(decision.threshold - selection.threshold) < 1e-12 and decision.note:
         lines += [f"Note saved with the decision: {md.escape(decision.note)}", ""]
@@ -311,22 +370,31 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
         top = best(comparison)
         if top is not None:
             lines += [md.escape(top.sentence(selection.k, comparison.p_name)), ""]
-        lines += [md.escape(significance_text(comparison)), "",
-                  "Configurations compared: " + ", ".join(md.escape(label) for label in comparison.labels) + ".", ""]
+        lines += [
+            md.escape(significance_text(comparison)),
+            "",
+            "Configurations compared: " + ", ".join(md.escape(label) for label in comparison.labels) + ".",
+            "",
+        ]
     else:
         lines += ["Fewer than two configurations selected: no paired comparison.", ""]
     lines += ["## Files", ""]
     for figure in figures:
         names = ", ".join(f"`{name}`" for name in files.get(figure.slug, []))
         lines += [f"- **{md.escape(figure.title)}**: {names}", f"  - {md.escape(figure.provenance.text())}"]
-    lines += ["", "## Methods", "",
-              "- recall@k: share of in-domain queries with a correct chunk (one whose text holds the whole "
-              "answer) at rank k or better; MRR: mean of 1/rank of the first correct chunk, 0 when none.",
-              f"- Intervals: {INTERVAL_METHOD}.",
-              f"- Paired comparison: {PAIRED_TEST}; ties are not counted; with the Holm switch on, "
-              "p-values are Holm-adjusted over the pairs of the configurations compared.",
-              "- The gate at t keeps, from a retriever's top 4 hits, those with cosine distance < t; nothing "
-              "kept means NO ANSWER. Bluff: an out-of-domain query with a hit kept; lost answer: an in-domain "
-              "query with a correct hit in the top 4 that the gate drops.",
-              "- Every definition in full: docs/METHODS.md in the evalcore repository.", ""]
+    lines += [
+        "",
+        "## Methods",
+        "",
+        "- recall@k: share of in-domain queries with a correct chunk (one whose text holds the whole "
+        "answer) at rank k or better; MRR: mean of 1/rank of the first correct chunk, 0 when none.",
+        f"- Intervals: {INTERVAL_METHOD}.",
+        f"- Paired comparison: {PAIRED_TEST}; ties are not counted; with the Holm switch on, "
+        "p-values are Holm-adjusted over the pairs of the configurations compared.",
+        "- The gate at t keeps, from a retriever's top 4 hits, those with cosine distance < t; nothing "
+        "kept means NO ANSWER. Bluff: an out-of-domain query with a hit kept; lost answer: an in-domain "
+        "query with a correct hit in the top 4 that the gate drops.",
+        "- Every definition in full: docs/METHODS.md in the evalcore repository.",
+        "",
+    ]
     return "\n".join(lines)

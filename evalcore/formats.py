@@ -32,6 +32,7 @@ evaluate with ``trec_eval -c`` (or average pytrec_eval over the qrels' queries) 
 ranx's ``make_comparable=True``: then recall@k (ranx ``hit_rate@k``, trec_eval ``success.k``)
 and MRR (``mrr``, ``recip_rank``) equal evalcore's.
 """
+
 from __future__ import annotations
 
 import json
@@ -91,17 +92,19 @@ def _frames(store: Store, run_id: str, strategy: str) -> dict[str, pd.DataFrame]
     chunks = store.query(
         'SELECT c.chunk_id, c.doc_id, c.section, c.evidence_start, c."end", c.text, c.external_id, d.title '
         "FROM chunks c LEFT JOIN documents d ON d.run_id = c.run_id AND d.doc_id = c.doc_id "
-        "WHERE c.run_id = ? AND c.strategy = ? ORDER BY c.chunk_id", [run_id, strategy])
+        "WHERE c.run_id = ? AND c.strategy = ? ORDER BY c.chunk_id",
+        [run_id, strategy],
+    )
     relevant = store.query(
-        'SELECT q.query_id, q.group_id, c.chunk_id FROM queries q JOIN chunks c ON c.run_id = q.run_id '
+        "SELECT q.query_id, q.group_id, c.chunk_id FROM queries q JOIN chunks c ON c.run_id = q.run_id "
         'AND c.doc_id = q.doc_id AND c.evidence_start <= q.start AND q."end" <= c."end" '
         "WHERE q.run_id = ? AND c.strategy = ? AND q.domain = 'in' AND q.valid ORDER BY q.query_id, c.chunk_id",
-        [run_id, strategy])
+        [run_id, strategy],
+    )
     return {"chunks": chunks, "relevant": relevant}
 
 
-def export_formats(store: Store, run: str, folder: str | Path,
-                   configurations: list[str] | None = None) -> Exported:
+def export_formats(store: Store, run: str, folder: str | Path, configurations: list[str] | None = None) -> Exported:
     """Write ``run`` (run id, name or unique prefix; complete) in the standard formats into
     ``folder`` (see the module docstring). ``configurations`` (``["E/dense", ...]``) limits
     the runs written; their strategies' datasets are written whole."""
@@ -118,8 +121,11 @@ def export_formats(store: Store, run: str, folder: str | Path,
             raise ConfigError(f"run {run_id} has no configuration {label!r}; it has {', '.join(have)}")
     pairs = [(label.rpartition("/")[0], label.rpartition("/")[2]) for label in wanted]
     folder = Path(folder)
-    queries = store.query("SELECT query_id, domain, text, kind, variant, group_id, valid FROM queries "
-                          "WHERE run_id = ? ORDER BY domain, query_id", [run_id])
+    queries = store.query(
+        "SELECT query_id, domain, text, kind, variant, group_id, valid FROM queries "
+        "WHERE run_id = ? ORDER BY domain, query_id",
+        [run_id],
+    )
     _check_ids(queries["query_id"].astype(str).tolist(), "query id")
     failed = failures(store, run_id)
     files: list[str] = []
@@ -152,8 +158,9 @@ def export_formats(store: Store, run: str, folder: str | Path,
     return Exported(run_id, str(folder), tuple(strategies), tuple(files), len(queries), placeholders)
 
 
-def _write_dataset(out: Path, chunks: pd.DataFrame, keys: dict[int, str], queries: pd.DataFrame,
-                   qrels: dict[str, dict[str, int]]) -> list[str]:
+def _write_dataset(
+    out: Path, chunks: pd.DataFrame, keys: dict[int, str], queries: pd.DataFrame, qrels: dict[str, dict[str, int]]
+) -> list[str]:
     def rows(frame: pd.DataFrame):
         return frame.astype(object).where(frame.notna(), None).itertuples()
 
@@ -162,12 +169,20 @@ def _write_dataset(out: Path, chunks: pd.DataFrame, keys: dict[int, str], querie
             meta: dict[str, Any] = {"document": r.doc_id, "section": r.section}
             if r.evidence_start is not None:
                 meta.update(start=int(r.evidence_start), end=int(r.end))
-            fh.write(json.dumps({"_id": keys[int(r.chunk_id)], "title": r.title or r.doc_id, "text": r.text,
-                                 "metadata": meta}, ensure_ascii=False) + "\n")
+            fh.write(
+                json.dumps(
+                    {"_id": keys[int(r.chunk_id)], "title": r.title or r.doc_id, "text": r.text, "metadata": meta},
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
     with open(out / "queries.jsonl", "w", encoding="utf-8") as fh:
         for r in rows(queries):
-            meta = {"domain": r.domain, "kind": r.kind} if r.domain == "out" else {
-                "domain": r.domain, "variant": r.variant, "group": r.group_id, "scored": bool(r.valid)}
+            meta = (
+                {"domain": r.domain, "kind": r.kind}
+                if r.domain == "out"
+                else {"domain": r.domain, "variant": r.variant, "group": r.group_id, "scored": bool(r.valid)}
+            )
             fh.write(json.dumps({"_id": str(r.query_id), "text": r.text, "metadata": meta}, ensure_ascii=False) + "\n")
     with open(out / "qrels" / "test.tsv", "w", encoding="utf-8") as fh:
         fh.write("query-id\tcorpus-id\tscore\n")
@@ -180,17 +195,23 @@ def _write_dataset(out: Path, chunks: pd.DataFrame, keys: dict[int, str], querie
     return [str(out / n) for n in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels.trec", "qrels.json")]
 
 
-def _ranking(store: Store, run_id: str, strategy: str, retriever: str, keys: dict[int, str],
-             qrels: dict[str, dict[str, int]]) -> tuple[dict[str, list[str]], int]:
+def _ranking(
+    store: Store, run_id: str, strategy: str, retriever: str, keys: dict[int, str], qrels: dict[str, dict[str, int]]
+) -> tuple[dict[str, list[str]], int]:
     """{query id: chunk ids in rank order}, placeholders filled up to a first correct rank that
     lies beyond the stored hits; and how many placeholders were written."""
     import pandas as pd
 
-    hits = store.query("SELECT query_id, rank, chunk_id FROM hits WHERE run_id = ? AND strategy = ? "
-                       "AND retriever = ? ORDER BY query_id, rank", [run_id, strategy, retriever])
-    results = store.query("SELECT query_id, domain, first_correct_rank FROM results WHERE run_id = ? "
-                          "AND strategy = ? AND retriever = ? ORDER BY domain, query_id",
-                          [run_id, strategy, retriever])
+    hits = store.query(
+        "SELECT query_id, rank, chunk_id FROM hits WHERE run_id = ? AND strategy = ? "
+        "AND retriever = ? ORDER BY query_id, rank",
+        [run_id, strategy, retriever],
+    )
+    results = store.query(
+        "SELECT query_id, domain, first_correct_rank FROM results WHERE run_id = ? "
+        "AND strategy = ? AND retriever = ? ORDER BY domain, query_id",
+        [run_id, strategy, retriever],
+    )
     by_query: dict[str, list[str]] = {}
     for q, group in hits.groupby("query_id", sort=False):
         by_query[str(q)] = [keys[int(c)] for c in group.sort_values("rank")["chunk_id"]]
@@ -216,7 +237,8 @@ def _write_run(folder: Path, stem: str, tag: str, ranking: dict[str, list[str]])
     with open(folder / f"{stem}.trec", "w", encoding="utf-8") as fh:
         for q, chunks in ranking.items():
             fh.writelines(f"{q} Q0 {c} {rank} {1.0 / rank!r} {tag}\n" for rank, c in enumerate(chunks, start=1))
-    (folder / f"{stem}.json").write_text(json.dumps(
-        {q: {c: 1.0 / rank for rank, c in enumerate(chunks, start=1)} for q, chunks in ranking.items()}),
-        encoding="utf-8")
+    (folder / f"{stem}.json").write_text(
+        json.dumps({q: {c: 1.0 / rank for rank, c in enumerate(chunks, start=1)} for q, chunks in ranking.items()}),
+        encoding="utf-8",
+    )
     return [str(folder / f"{stem}.trec"), str(folder / f"{stem}.json")]

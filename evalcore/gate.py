@@ -24,6 +24,7 @@ significant regression" is never read as "no regression".
 A run reference (:func:`parse_ref`) is ``RUN`` or ``RUN:CONFIG``; ``RUN`` is a run id, a run
 name (its latest complete run) or a unique prefix of a run id (:func:`resolve_run`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -87,15 +88,16 @@ def resolve_run(store: Store, run: str) -> dict[str, Any]:
 
     exact = store.query("SELECT run_id FROM runs WHERE run_id = ?", [run])
     if exact.empty:
-        named = store.query("SELECT run_id, status, reason FROM runs WHERE name = ? "
-                            "ORDER BY created_at DESC", [run])
+        named = store.query("SELECT run_id, status, reason FROM runs WHERE name = ? ORDER BY created_at DESC", [run])
         if not named.empty:
             done = named[named["status"] == "complete"]
             if done.empty:
                 newest = named.iloc[0]
                 why = f": {newest['reason']}" if newest["reason"] else ""
-                raise StoreError(f"run name {run!r} has no complete run in {store.path} "
-                                 f"(newest {newest['run_id']} is {newest['status']}{why})")
+                raise StoreError(
+                    f"run name {run!r} has no complete run in {store.path} "
+                    f"(newest {newest['run_id']} is {newest['status']}{why})"
+                )
             return require_complete(store, str(done.iloc[0]["run_id"]))
     try:
         run_id = store.run(run)["run_id"]
@@ -197,8 +199,15 @@ class ConfigResult:
     @property
     def verdicts(self) -> tuple[str, ...]:
         """Why it fails (``regression``, ``below floor``, ``more bluffs``), or ``("pass",)``."""
-        out = tuple(v for v, hit in ((REGRESSION, self.regressed), (BELOW_FLOOR, self.below_floor),
-                                     (MORE_BLUFFS, bool(self.bluffs and self.bluffs.failed))) if hit)
+        out = tuple(
+            v
+            for v, hit in (
+                (REGRESSION, self.regressed),
+                (BELOW_FLOOR, self.below_floor),
+                (MORE_BLUFFS, bool(self.bluffs and self.bluffs.failed)),
+            )
+            if hit
+        )
         return out or (PASS,)
 
     @property
@@ -258,7 +267,8 @@ def gate_metric(name: str) -> Metric:
     if metric.k is None:
         raise ConfigError(
             f"metric {name!r}: the gate's sign test pairs a yes/no outcome per query (hit@k, recall@k); "
-            "mrr has no such outcome, use hit@k or recall@k")
+            "mrr has no such outcome, use hit@k or recall@k"
+        )
     return metric
 
 
@@ -271,8 +281,7 @@ def _alpha(value: float) -> float:
 
 def _queries(store: Store, run_id: str, domain: str) -> dict[str, str]:
     """{query id: text} of a run's scored queries of one domain ('in' or 'out')."""
-    df = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND domain = ? AND valid",
-                     [run_id, domain])
+    df = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND domain = ? AND valid", [run_id, domain])
     return dict(zip(df["query_id"].astype(str), df["text"].astype(str)))
 
 
@@ -283,26 +292,31 @@ def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, A
     b = _queries(store, candidate["run_id"], domain)
     what = "in-domain" if domain == "in" else "out-of-domain"
     if set(a) != set(b):
+
         def few(ids: set[str]) -> str:
             if not ids:
                 return "none"
             shown = sorted(ids)[:3]
             return f"{len(ids)} ({', '.join(shown)}{', ...' if len(ids) > 3 else ''})"
+
         raise NotComparable(
             f"baseline {baseline['run_id']} and candidate {candidate['run_id']} did not answer the same "
-            f"{what} queries: {few(set(a) - set(b))} only in the baseline, {few(set(b) - set(a))} only in the candidate")
+            f"{what} queries: {few(set(a) - set(b))} only in the baseline, {few(set(b) - set(a))} only in the candidate"
+        )
     changed = sorted(q for q in a if a[q] != b[q])
     if changed:
         raise NotComparable(
             f"baseline {baseline['run_id']} and candidate {candidate['run_id']}: {len(changed)} {what} "
-            f"queries have the same id but another text (e.g. {changed[0]!r})")
+            f"queries have the same id but another text (e.g. {changed[0]!r})"
+        )
     if not a and domain == "in":
         raise NotComparable(f"run {baseline['run_id']} has no scored in-domain query")
     return a
 
 
-def _pairs(store: Store, baseline: dict[str, Any], candidate: dict[str, Any],
-           base_ref: Ref, cand_ref: Ref) -> list[tuple[str, str]]:
+def _pairs(
+    store: Store, baseline: dict[str, Any], candidate: dict[str, Any], base_ref: Ref, cand_ref: Ref
+) -> list[tuple[str, str]]:
     """(baseline configuration, candidate configuration) pairs to compare."""
     from evalcore.read.runs import configurations
 
@@ -311,8 +325,10 @@ def _pairs(store: Store, baseline: dict[str, Any], candidate: dict[str, Any],
 
     def check(configuration: str, have: list[str], run: dict[str, Any], side: str) -> str:
         if configuration not in have:
-            raise ConfigError(f"{side} run {run['name']} {run['run_id']} has no configuration "
-                              f"{configuration!r}; it has {', '.join(have)}")
+            raise ConfigError(
+                f"{side} run {run['name']} {run['run_id']} has no configuration "
+                f"{configuration!r}; it has {', '.join(have)}"
+            )
         return configuration
 
     b = base_ref.configuration or cand_ref.configuration
@@ -321,9 +337,11 @@ def _pairs(store: Store, baseline: dict[str, Any], candidate: dict[str, Any],
         return [(check(b, have_b, baseline, "baseline"), check(c, have_c, candidate, "candidate"))]
     shared = [x for x in have_b if x in have_c]
     if not shared:
-        raise ConfigError(f"baseline {baseline['run_id']} ({', '.join(have_b)}) and candidate "
-                          f"{candidate['run_id']} ({', '.join(have_c)}) share no configuration; "
-                          "name one on each side, e.g. --baseline RUN:E/hybrid --candidate RUN:G/hybrid")
+        raise ConfigError(
+            f"baseline {baseline['run_id']} ({', '.join(have_b)}) and candidate "
+            f"{candidate['run_id']} ({', '.join(have_c)}) share no configuration; "
+            "name one on each side, e.g. --baseline RUN:E/hybrid --candidate RUN:G/hybrid"
+        )
     return [(x, x) for x in shared]
 
 
@@ -335,7 +353,9 @@ def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
     df = store.query(
         "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank FROM results r "
         "JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id "
-        "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid", [run_id])
+        "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid",
+        [run_id],
+    )
     out: dict[str, dict[str, int | None]] = {}
     for strategy, retriever, query_id, rank in df.itertuples(index=False):
         out.setdefault(f"{strategy}/{retriever}", {})[str(query_id)] = None if pd.isna(rank) else int(rank)
@@ -352,8 +372,9 @@ def _failed(store: Store, run_id: str) -> dict[str, set[str]]:
     return out
 
 
-def _changes(ids: tuple[str, ...], texts: dict[str, str], base: dict[str, int | None],
-             cand: dict[str, int | None]) -> tuple[QueryChange, ...]:
+def _changes(
+    ids: tuple[str, ...], texts: dict[str, str], base: dict[str, int | None], cand: dict[str, int | None]
+) -> tuple[QueryChange, ...]:
     """QueryChange records (with both first correct ranks) for ``ids``, in the given order."""
     return tuple(QueryChange(q, texts.get(q, ""), base.get(q), cand.get(q)) for q in ids)
 
@@ -367,8 +388,9 @@ def _axis(store: Store, run_id: str, configuration: str):
     return info(store, run_id, parsed.strategy, parsed.retriever).axis
 
 
-def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str, str],
-                    threshold: float, skip: set[str] = frozenset()) -> dict[str, bool]:
+def _bluff_outcomes(
+    store: Store, run_id: str, configuration: str, ood: dict[str, str], threshold: float, skip: set[str] = frozenset()
+) -> dict[str, bool]:
     """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
     external configuration's own score, SPEC 10). A query the configuration could not answer
     (a failed endpoint call) is left out."""
@@ -379,8 +401,11 @@ def _bluff_outcomes(store: Store, run_id: str, configuration: str, ood: dict[str
     axis = _axis(store, run_id, configuration)
     hits = top_hits(store, run_id, Configuration.parse(configuration))
     _, out_domain = split_hits(hits, column=axis.column)
-    return {q: bool(gate(out_domain.get(q, []), threshold, DEFAULT_TOP, axis.higher_is_closer))
-            for q in ood if q not in skip}
+    return {
+        q: bool(gate(out_domain.get(q, []), threshold, DEFAULT_TOP, axis.higher_is_closer))
+        for q in ood
+        if q not in skip
+    }
 
 
 def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
@@ -388,13 +413,21 @@ def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str,
     from evalcore.records import Configuration
 
     found = latest_decision(store, run_id, Configuration.parse(configuration))
-    return None if found is None else {"threshold": found.threshold, "decision_id": found.decision_id,
-                                       "note": found.note}
+    return (
+        None if found is None else {"threshold": found.threshold, "decision_id": found.decision_id, "note": found.note}
+    )
 
 
-def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: str = DEFAULT_METRIC,
-             alpha: float = DEFAULT_ALPHA, holm: bool = True, min_effect: float | None = None,
-             threshold_from_decision: bool = False) -> GateReport:
+def run_gate(
+    store: Store,
+    baseline: str | Ref,
+    candidate: str | Ref,
+    metric: str = DEFAULT_METRIC,
+    alpha: float = DEFAULT_ALPHA,
+    holm: bool = True,
+    min_effect: float | None = None,
+    threshold_from_decision: bool = False,
+) -> GateReport:
     """Gate ``candidate`` against ``baseline`` (references as in :func:`parse_ref`).
 
     Raises an EvalcoreError (the CLI's exit 2) for bad input: an unknown or incomplete run, an
@@ -439,9 +472,11 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
             c_hits = {q: v for q, v in c_hits.items() if q not in left_out}
             name = b_cfg if b_cfg == c_cfg else f"{b_cfg} -> {c_cfg}"
             shown = ", ".join(sorted(left_out)[:3]) + (", ..." if len(left_out) > 3 else "")
-            notes.append(f"{name}: {len(left_out)} of {n} queries left out, not counted as losses: "
-                         f"{'the baseline' if b_out and not c_out else 'the candidate' if c_out and not b_out else 'a side'}"
-                         f" could not answer them (failed calls: {shown}); paired on {len(b_hits)}")
+            notes.append(
+                f"{name}: {len(left_out)} of {n} queries left out, not counted as losses: "
+                f"{'the baseline' if b_out and not c_out else 'the candidate' if c_out and not b_out else 'a side'}"
+                f" could not answer them (failed calls: {shown}); paired on {len(b_hits)}"
+            )
         raw.append((b_cfg, c_cfg, b_hits, c_hits, paired_test(c_hits, b_hits)))
     p_adjusted = holm_adjust([t.p_value for *_, t in raw]) if holm else [t.p_value for *_, t in raw]
 
@@ -450,8 +485,10 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
     if threshold_from_decision:
         ood = _same_queries(store, base_run, cand_run, "out")
         if not ood:
-            raise NotComparable(f"--threshold-from-decision: baseline {base_run['run_id']} has no "
-                                "out-of-domain queries to count bluffs on")
+            raise NotComparable(
+                f"--threshold-from-decision: baseline {base_run['run_id']} has no "
+                "out-of-domain queries to count bluffs on"
+            )
         found = []
         for i, (b_cfg, c_cfg, *_rest) in enumerate(raw):
             decision = _latest_decision(store, base_run["run_id"], b_cfg)
@@ -461,8 +498,10 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
             t = float(decision["threshold"])
             b_axis, c_axis = _axis(store, base_run["run_id"], b_cfg), _axis(store, cand_run["run_id"], c_cfg)
             if b_axis != c_axis:
-                bluff_notes[i] = (f"the baseline's threshold for {b_cfg} reads {b_axis.label}, the candidate's gate "
-                                  f"reads {c_axis.label}: one threshold cannot serve both; bluffs not checked")
+                bluff_notes[i] = (
+                    f"the baseline's threshold for {b_cfg} reads {b_axis.label}, the candidate's gate "
+                    f"reads {c_axis.label}: one threshold cannot serve both; bluffs not checked"
+                )
                 continue
             b_bluff = _bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t, failed["b"].get(b_cfg, set()))
             c_bluff = _bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t, failed["c"].get(c_cfg, set()))
@@ -473,20 +512,30 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
         if not found:
             raise ConfigError(
                 f"--threshold-from-decision: the baseline run {base_run['name']} {base_run['run_id']} has no saved "
-                f"threshold for {', '.join(b for b, *_ in raw)}; save one on the Threshold page first")
+                f"threshold for {', '.join(b for b, *_ in raw)}; save one on the Threshold page first"
+            )
         adj = holm_adjust([t.p_value for *_, t in found]) if holm else [t.p_value for *_, t in found]
         for (i, decision, b_bluff, c_bluff, test), p_adj in zip(found, adj):
             bluff_checks[i] = BluffCheck(
-                threshold=float(decision["threshold"]), decision_id=str(decision["decision_id"]),
-                note=str(decision["note"] or ""), baseline_bluffs=sum(b_bluff.values()),
-                candidate_bluffs=sum(c_bluff.values()), out_domain=len(ood), new=test.wins,
-                fixed=test.losses, p_value=test.p_value, p_adjusted=p_adj,
+                threshold=float(decision["threshold"]),
+                decision_id=str(decision["decision_id"]),
+                note=str(decision["note"] or ""),
+                baseline_bluffs=sum(b_bluff.values()),
+                candidate_bluffs=sum(c_bluff.values()),
+                out_domain=len(ood),
+                new=test.wins,
+                fixed=test.losses,
+                p_value=test.p_value,
+                p_adjusted=p_adj,
                 failed=test.wins > test.losses and p_adj < alpha,
-                new_queries=tuple((q, ood[q]) for q in test.won))
+                new_queries=tuple((q, ood[q]) for q in test.won),
+            )
         if base_run.get("model") != cand_run.get("model"):
-            notes.append(f"the runs embed with different models ({base_run.get('model')} / "
-                         f"{cand_run.get('model')}): the baseline's threshold is applied to the "
-                         "candidate's distances as they are")
+            notes.append(
+                f"the runs embed with different models ({base_run.get('model')} / "
+                f"{cand_run.get('model')}): the baseline's threshold is applied to the "
+                "candidate's distances as they are"
+            )
 
     notes += _recipe_changes(base_run, cand_run, pairs)
     results = []
@@ -500,33 +549,57 @@ def run_gate(store: Store, baseline: str | Ref, candidate: str | Ref, metric: st
             sides.append(Side(run["run_id"], run["name"], cfg, s, paired, low, high))
         worse_by = (sides[0].successes - sides[1].successes) / paired
         ids = ranks["b"][b_cfg], ranks["c"][c_cfg]
-        results.append(ConfigResult(
-            baseline=sides[0], candidate=sides[1], wins=test.wins, losses=test.losses, ties=test.ties,
-            p_value=test.p_value, p_adjusted=p_adj, alpha=alpha,
-            regressed=test.losses > test.wins and p_adj < alpha,
-            below_floor=min_effect is not None and worse_by >= min_effect - 1e-12,
-            detectable=detectable,
-            lost=_changes(test.lost, texts, *ids), won=_changes(test.won, texts, *ids),
-            bluffs=bluff_checks.get(i), bluff_note=bluff_notes.get(i)))
+        results.append(
+            ConfigResult(
+                baseline=sides[0],
+                candidate=sides[1],
+                wins=test.wins,
+                losses=test.losses,
+                ties=test.ties,
+                p_value=test.p_value,
+                p_adjusted=p_adj,
+                alpha=alpha,
+                regressed=test.losses > test.wins and p_adj < alpha,
+                below_floor=min_effect is not None and worse_by >= min_effect - 1e-12,
+                detectable=detectable,
+                lost=_changes(test.lost, texts, *ids),
+                won=_changes(test.won, texts, *ids),
+                bluffs=bluff_checks.get(i),
+                bluff_note=bluff_notes.get(i),
+            )
+        )
     statement = sample_statement(n, alpha=level)
     if holm and m > 1:
-        statement += (f" (alpha {level:.2g} = {alpha:g} / {m}: the level the first Holm step needs "
-                      f"over {m} configurations)")
+        statement += (
+            f" (alpha {level:.2g} = {alpha:g} / {m}: the level the first Holm step needs over {m} configurations)"
+        )
     return GateReport(
-        metric=parsed.name, k=k, alpha=alpha, holm=holm, min_effect=min_effect,
-        threshold_from_decision=threshold_from_decision, baseline_run=_run_summary(base_run),
-        candidate_run=_run_summary(cand_run), n=n, results=tuple(results), statement=statement,
-        smallest_flag=smallest_flag(n, level), notes=tuple(notes))
+        metric=parsed.name,
+        k=k,
+        alpha=alpha,
+        holm=holm,
+        min_effect=min_effect,
+        threshold_from_decision=threshold_from_decision,
+        baseline_run=_run_summary(base_run),
+        candidate_run=_run_summary(cand_run),
+        n=n,
+        results=tuple(results),
+        statement=statement,
+        smallest_flag=smallest_flag(n, level),
+        notes=tuple(notes),
+    )
 
 
-def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any],
-                    pairs: list[tuple[str, str]]) -> list[str]:
+def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any], pairs: list[tuple[str, str]]) -> list[str]:
     """A note for each compared strategy whose recipe (or model) differs between the runs, so a
     reader sees what the candidate changed: ``strategy G: boundaries+header (512 chars) ->
     blind (40 chars)``."""
+
     def recipes(run: dict[str, Any]) -> dict[str, str]:
-        return {name: str(spec.get("describe", "")) for name, spec in
-                ((run.get("settings") or {}).get("strategies") or {}).items()}
+        return {
+            name: str(spec.get("describe", ""))
+            for name, spec in ((run.get("settings") or {}).get("strategies") or {}).items()
+        }
 
     before, after = recipes(base_run), recipes(cand_run)
     notes = []
@@ -553,5 +626,9 @@ def smallest_flag(n: int, level: float) -> int | None:
 
 def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
     created = run.get("created_at")
-    return {"run_id": run["run_id"], "name": run["name"], "model": run.get("model"),
-            "created_at": created.isoformat(sep=" ", timespec="seconds") if hasattr(created, "isoformat") else str(created)}
+    return {
+        "run_id": run["run_id"],
+        "name": run["name"],
+        "model": run.get("model"),
+        "created_at": created.isoformat(sep=" ", timespec="seconds") if hasattr(created, "isoformat") else str(created),
+    }

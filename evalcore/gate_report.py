@@ -7,6 +7,7 @@
 - JUnit XML: one test case per configuration (and per refusal-contract check), a ``failure``
   for each that fails, so CI systems show the gate like a test suite.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,22 +54,30 @@ def _headline(report: GateReport) -> str:
 
 def _method(report: GateReport) -> str:
     m = len(report.results)
-    adj = (f", p Holm-adjusted over {m} configurations" if report.adjusted
-           else (", p unadjusted (--no-holm)" if m > 1 else ""))
+    adj = (
+        f", p Holm-adjusted over {m} configurations"
+        if report.adjusted
+        else (", p unadjusted (--no-holm)" if m > 1 else "")
+    )
     floor = f"; floor: fail when worse by {report.min_effect:g} or more" if report.min_effect is not None else ""
-    return (f"{report.metric} on {report.n} in-domain queries, paired: wins = queries only the candidate "
-            f"finds in the top {report.k}, losses = only the baseline; {PAIRED_TEST}, alpha "
-            f"{report.alpha:g}{adj}{floor}. A configuration regresses when losses > wins and p < alpha.")
+    return (
+        f"{report.metric} on {report.n} in-domain queries, paired: wins = queries only the candidate "
+        f"finds in the top {report.k}, losses = only the baseline; {PAIRED_TEST}, alpha "
+        f"{report.alpha:g}{adj}{floor}. A configuration regresses when losses > wins and p < alpha."
+    )
 
 
 def _sample(report: GateReport) -> str:
     flag = report.smallest_flag
     if flag is None:
-        first = (f"With {report.n} queries no drop can be significant at alpha {report.test_alpha:.2g}, "
-                 "whatever its size.")
+        first = (
+            f"With {report.n} queries no drop can be significant at alpha {report.test_alpha:.2g}, whatever its size."
+        )
     else:
-        first = (f"The smallest drop that can fail this gate on significance is {flag} lost queries with "
-                 f"no win ({flag / report.n:.3f} of {report.n}).")
+        first = (
+            f"The smallest drop that can fail this gate on significance is {flag} lost queries with "
+            f"no win ({flag / report.n:.3f} of {report.n})."
+        )
     return f"{first} {report.statement}"
 
 
@@ -78,10 +87,12 @@ def _run_line(run: dict[str, Any]) -> str:
 
 def _bluff_line(b: BluffCheck, configuration: str) -> str:
     verdict = "FAIL: more bluffs" if b.failed else "pass"
-    return (f"{configuration}: threshold {b.threshold:.4g} (baseline decision {b.decision_id}"
-            f"{': ' + b.note if b.note else ''}): bluffs {b.baseline_bluffs} -> {b.candidate_bluffs} of "
-            f"{b.out_domain} out-of-domain queries; {b.new} new, {b.fixed} fixed; "
-            f"p {p_text(b.p_value)}, adjusted {p_text(b.p_adjusted)}: {verdict}")
+    return (
+        f"{configuration}: threshold {b.threshold:.4g} (baseline decision {b.decision_id}"
+        f"{': ' + b.note if b.note else ''}): bluffs {b.baseline_bluffs} -> {b.candidate_bluffs} of "
+        f"{b.out_domain} out-of-domain queries; {b.new} new, {b.fixed} fixed; "
+        f"p {p_text(b.p_value)}, adjusted {p_text(b.p_adjusted)}: {verdict}"
+    )
 
 
 # --- text -----------------------------------------------------------------------------------
@@ -89,23 +100,28 @@ def _bluff_line(b: BluffCheck, configuration: str) -> str:
 
 def to_text(report: GateReport) -> str:
     """The report for a terminal: headline, runs, one line per configuration, then details."""
-    lines = [f"evalcore gate: {_headline(report)}",
-             f"baseline  {_run_line(report.baseline_run)}",
-             f"candidate {_run_line(report.candidate_run)}"]
+    lines = [
+        f"evalcore gate: {_headline(report)}",
+        f"baseline  {_run_line(report.baseline_run)}",
+        f"candidate {_run_line(report.candidate_run)}",
+    ]
     for n in report.notes:
         lines += textwrap.wrap(f"note: {n}", TEXT_WIDTH)
     lines += [*textwrap.wrap(_method(report), TEXT_WIDTH), ""]
     name_w = max([len("configuration")] + [len(r.name) for r in report.results])
     metric = report.metric
-    head = (f"{'configuration':<{name_w}}  {'baseline ' + metric:<22}  {'candidate ' + metric:<22}"
-            f"  {'diff':>6}  {'W/L/T':>9}  {'p':>8}" + (f"  {'p Holm':>8}" if report.adjusted else "")
-            + "  verdict")
+    head = (
+        f"{'configuration':<{name_w}}  {'baseline ' + metric:<22}  {'candidate ' + metric:<22}"
+        f"  {'diff':>6}  {'W/L/T':>9}  {'p':>8}" + (f"  {'p Holm':>8}" if report.adjusted else "") + "  verdict"
+    )
     lines += [head, "-" * len(head)]
     for r in report.results:
         wlt = f"{r.wins}/{r.losses}/{r.ties}"
         adj = f"  {p_text(r.p_adjusted):>8}" if report.adjusted else ""
-        lines.append(f"{r.name:<{name_w}}  {_interval(r.baseline):<22}  {_interval(r.candidate):<22}"
-                     f"  {r.difference:>+6.3f}  {wlt:>9}  {p_text(r.p_value):>8}{adj}  {_verdict(r)}")
+        lines.append(
+            f"{r.name:<{name_w}}  {_interval(r.baseline):<22}  {_interval(r.candidate):<22}"
+            f"  {r.difference:>+6.3f}  {wlt:>9}  {p_text(r.p_value):>8}{adj}  {_verdict(r)}"
+        )
     lines.append("")
     for r in report.results:
         if r.bluffs is not None:
@@ -117,9 +133,11 @@ def to_text(report: GateReport) -> str:
     for r in report.results:
         if not r.lost:
             continue
-        lines.append(f"{r.name}: {r.losses} quer{'y' if r.losses == 1 else 'ies'} lost "
-                     f"(found by the baseline in the top {report.k}, not by the candidate; "
-                     f"first correct rank baseline -> candidate):")
+        lines.append(
+            f"{r.name}: {r.losses} quer{'y' if r.losses == 1 else 'ies'} lost "
+            f"(found by the baseline in the top {report.k}, not by the candidate; "
+            f"first correct rank baseline -> candidate):"
+        )
         id_w = max(len(c.query_id) for c in r.lost[:SHOW_LOST])
         for c in r.lost[:SHOW_LOST]:
             ranks = f"{_rank(c.baseline_rank)} -> {_rank(c.candidate_rank)}"
@@ -152,27 +170,39 @@ def _code(text: object) -> str:
 def to_markdown(report: GateReport) -> str:
     """The report as a pull-request comment (GitHub-flavoured Markdown)."""
     b, c = report.baseline_run, report.candidate_run
-    out = [f"### evalcore gate: {_headline(report)}", "",
-           f"Baseline **{_cell(b['name'])}** {_code(b['run_id'])} · candidate **{_cell(c['name'])}** {_code(c['run_id'])}",
-           ""]
+    out = [
+        f"### evalcore gate: {_headline(report)}",
+        "",
+        f"Baseline **{_cell(b['name'])}** {_code(b['run_id'])} · candidate **{_cell(c['name'])}** {_code(c['run_id'])}",
+        "",
+    ]
     out += [f"- {_cell(n)}" for n in report.notes] + ([""] if report.notes else [])
     out += [_cell(_method(report)), ""]
     adj_head = " p (Holm) |" if report.adjusted else ""
-    out.append(f"| configuration | baseline {report.metric} | candidate {report.metric} | difference "
-               f"| wins / losses / ties | p |{adj_head} verdict |")
+    out.append(
+        f"| configuration | baseline {report.metric} | candidate {report.metric} | difference "
+        f"| wins / losses / ties | p |{adj_head} verdict |"
+    )
     out.append("|---|---|---|---:|---:|---:|" + ("---:|" if report.adjusted else "") + "---|")
     for r in report.results:
         verdict = f"**{_verdict(r)}**" if r.failed else _verdict(r)
         adj = f" {p_text(r.p_adjusted)} |" if report.adjusted else ""
-        out.append(f"| {_code(r.name)} | {_interval(r.baseline)} | {_interval(r.candidate)} | "
-                   f"{r.difference:+.3f} | {r.wins} / {r.losses} / {r.ties} | {p_text(r.p_value)} |{adj} {verdict} |")
+        out.append(
+            f"| {_code(r.name)} | {_interval(r.baseline)} | {_interval(r.candidate)} | "
+            f"{r.difference:+.3f} | {r.wins} / {r.losses} / {r.ties} | {p_text(r.p_value)} |{adj} {verdict} |"
+        )
     out.append("")
     checks = [r for r in report.results if r.bluffs is not None or r.bluff_note]
     if checks:
-        out += ["**Refusal contract** (the baseline's saved threshold applied to both runs; a bluff is an "
-                "out-of-domain query with a top-4 hit below it; paired sign test on those queries):", ""]
-        out += ["| configuration | threshold | baseline bluffs | candidate bluffs | new / fixed | p | verdict |",
-                "|---|---:|---:|---:|---:|---:|---|"]
+        out += [
+            "**Refusal contract** (the baseline's saved threshold applied to both runs; a bluff is an "
+            "out-of-domain query with a top-4 hit below it; paired sign test on those queries):",
+            "",
+        ]
+        out += [
+            "| configuration | threshold | baseline bluffs | candidate bluffs | new / fixed | p | verdict |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
         for r in checks:
             x = r.bluffs
             if x is None:
@@ -180,18 +210,25 @@ def to_markdown(report: GateReport) -> str:
                 continue
             verdict = "**FAIL: more bluffs**" if x.failed else "pass"
             p = p_text(x.p_adjusted) + (f" (unadjusted {p_text(x.p_value)})" if x.p_adjusted != x.p_value else "")
-            out.append(f"| {_code(r.name)} | {x.threshold:.4g} | {x.baseline_bluffs} of {x.out_domain} | "
-                       f"{x.candidate_bluffs} of {x.out_domain} | {x.new} / {x.fixed} | {p} | {verdict} |")
+            out.append(
+                f"| {_code(r.name)} | {x.threshold:.4g} | {x.baseline_bluffs} of {x.out_domain} | "
+                f"{x.candidate_bluffs} of {x.out_domain} | {x.new} / {x.fixed} | {p} | {verdict} |"
+            )
         out.append("")
     for r in report.results:
         if not r.lost:
             continue
-        out += ["<details>", f"<summary>{_cell(r.name)}: {r.losses} quer{'y' if r.losses == 1 else 'ies'} lost"
-                f"</summary>", "",
-                "| query | text | first correct rank (baseline → candidate) |", "|---|---|---|"]
+        out += [
+            "<details>",
+            f"<summary>{_cell(r.name)}: {r.losses} quer{'y' if r.losses == 1 else 'ies'} lost</summary>",
+            "",
+            "| query | text | first correct rank (baseline → candidate) |",
+            "|---|---|---|",
+        ]
         for q in r.lost[:SHOW_LOST]:
-            out.append(f"| {_code(q.query_id)} | {_cell(q.text)} | {_rank(q.baseline_rank)} → "
-                       f"{_rank(q.candidate_rank)} |")
+            out.append(
+                f"| {_code(q.query_id)} | {_cell(q.text)} | {_rank(q.baseline_rank)} → {_rank(q.candidate_rank)} |"
+            )
         if len(r.lost) > SHOW_LOST:
             out.append(f"| … | {len(r.lost) - SHOW_LOST} more (`--format json` lists all) | |")
         out += ["", "</details>", ""]
@@ -209,45 +246,85 @@ def _number(x: float) -> float | None:
 
 def to_dict(report: GateReport) -> dict[str, Any]:
     """Every figure of the report as plain JSON types."""
+
     def side(s) -> dict[str, Any]:
-        return {"run_id": s.run_id, "run_name": s.run_name, "configuration": s.configuration,
-                "successes": s.successes, "queries": s.n, "value": s.value, "wilson95": [s.low, s.high]}
+        return {
+            "run_id": s.run_id,
+            "run_name": s.run_name,
+            "configuration": s.configuration,
+            "successes": s.successes,
+            "queries": s.n,
+            "value": s.value,
+            "wilson95": [s.low, s.high],
+        }
 
     def change(q) -> dict[str, Any]:
-        return {"query_id": q.query_id, "text": q.text, "baseline_rank": q.baseline_rank,
-                "candidate_rank": q.candidate_rank}
+        return {
+            "query_id": q.query_id,
+            "text": q.text,
+            "baseline_rank": q.baseline_rank,
+            "candidate_rank": q.candidate_rank,
+        }
 
     configs = []
     for r in report.results:
         item = {
-            "configuration": r.name, "baseline": side(r.baseline), "candidate": side(r.candidate),
-            "difference": r.difference, "wins": r.wins, "losses": r.losses, "ties": r.ties,
-            "p_value": r.p_value, "p_adjusted": r.p_adjusted if report.adjusted else None,
-            "regressed": r.regressed, "below_floor": r.below_floor, "improved": r.improved,
-            "failed": r.failed, "verdicts": list(r.verdicts),
+            "configuration": r.name,
+            "baseline": side(r.baseline),
+            "candidate": side(r.candidate),
+            "difference": r.difference,
+            "wins": r.wins,
+            "losses": r.losses,
+            "ties": r.ties,
+            "p_value": r.p_value,
+            "p_adjusted": r.p_adjusted if report.adjusted else None,
+            "regressed": r.regressed,
+            "below_floor": r.below_floor,
+            "improved": r.improved,
+            "failed": r.failed,
+            "verdicts": list(r.verdicts),
             "detectable_difference": _number(r.detectable),
-            "lost": [change(q) for q in r.lost], "won": [change(q) for q in r.won],
-            "refusal_contract": None, "refusal_note": r.bluff_note,
+            "lost": [change(q) for q in r.lost],
+            "won": [change(q) for q in r.won],
+            "refusal_contract": None,
+            "refusal_note": r.bluff_note,
         }
         if r.bluffs is not None:
             x = r.bluffs
             item["refusal_contract"] = {
-                "threshold": x.threshold, "decision_id": x.decision_id, "note": x.note,
-                "baseline_bluffs": x.baseline_bluffs, "candidate_bluffs": x.candidate_bluffs,
-                "out_of_domain": x.out_domain, "new": x.new, "fixed": x.fixed, "p_value": x.p_value,
-                "p_adjusted": x.p_adjusted, "failed": x.failed,
-                "new_bluffs": [{"query_id": q, "text": t} for q, t in x.new_queries]}
+                "threshold": x.threshold,
+                "decision_id": x.decision_id,
+                "note": x.note,
+                "baseline_bluffs": x.baseline_bluffs,
+                "candidate_bluffs": x.candidate_bluffs,
+                "out_of_domain": x.out_domain,
+                "new": x.new,
+                "fixed": x.fixed,
+                "p_value": x.p_value,
+                "p_adjusted": x.p_adjusted,
+                "failed": x.failed,
+                "new_bluffs": [{"query_id": q, "text": t} for q, t in x.new_queries],
+            }
         configs.append(item)
     return {
-        "verdict": "fail" if report.failed else "pass", "exit_code": report.exit_code,
-        "metric": report.metric, "k": report.k, "alpha": report.alpha,
-        "holm": report.adjusted, "min_effect": report.min_effect,
+        "verdict": "fail" if report.failed else "pass",
+        "exit_code": report.exit_code,
+        "metric": report.metric,
+        "k": report.k,
+        "alpha": report.alpha,
+        "holm": report.adjusted,
+        "min_effect": report.min_effect,
         "threshold_from_decision": report.threshold_from_decision,
-        "baseline": report.baseline_run, "candidate": report.candidate_run, "queries": report.n,
-        "test": PAIRED_TEST, "test_alpha": report.test_alpha,
+        "baseline": report.baseline_run,
+        "candidate": report.candidate_run,
+        "queries": report.n,
+        "test": PAIRED_TEST,
+        "test_alpha": report.test_alpha,
         "detectable_difference": _number(report.results[0].detectable) if report.results else None,
-        "smallest_flag": report.smallest_flag, "sample_statement": _sample(report),
-        "notes": list(report.notes), "configurations": configs,
+        "smallest_flag": report.smallest_flag,
+        "sample_statement": _sample(report),
+        "notes": list(report.notes),
+        "configurations": configs,
     }
 
 
@@ -266,41 +343,67 @@ def to_junit(report: GateReport) -> str:
     cases: list[ET.Element] = []
     for r in report.results:
         case = ET.Element("testcase", classname=f"evalcore.gate.{report.metric}", name=r.name, time="0")
-        body = [f"baseline {_interval(r.baseline)}, candidate {_interval(r.candidate)}, "
-                f"wins {r.wins}, losses {r.losses}, ties {r.ties}, p {p_text(r.p_value)}"
-                + (f", Holm-adjusted {p_text(r.p_adjusted)}" if report.adjusted else "")]
-        body += [f"lost {q.query_id}: {q.text} (rank {_rank(q.baseline_rank)} -> {_rank(q.candidate_rank)})"
-                 for q in r.lost]
+        body = [
+            f"baseline {_interval(r.baseline)}, candidate {_interval(r.candidate)}, "
+            f"wins {r.wins}, losses {r.losses}, ties {r.ties}, p {p_text(r.p_value)}"
+            + (f", Holm-adjusted {p_text(r.p_adjusted)}" if report.adjusted else "")
+        ]
+        body += [
+            f"lost {q.query_id}: {q.text} (rank {_rank(q.baseline_rank)} -> {_rank(q.candidate_rank)})" for q in r.lost
+        ]
         if r.regressed or r.below_floor:
             why = [v for v in r.verdicts if v != "more bluffs"]
-            failure = ET.SubElement(case, "failure", type=",".join(why),
-                                    message=f"{r.name}: {', '.join(why)}: {report.metric} "
-                                            f"{r.baseline.value:.3f} -> {r.candidate.value:.3f}, "
-                                            f"{r.losses} lost, {r.wins} won, p {p_text(r.p_adjusted)}")
+            failure = ET.SubElement(
+                case,
+                "failure",
+                type=",".join(why),
+                message=f"{r.name}: {', '.join(why)}: {report.metric} "
+                f"{r.baseline.value:.3f} -> {r.candidate.value:.3f}, "
+                f"{r.losses} lost, {r.wins} won, p {p_text(r.p_adjusted)}",
+            )
             failure.text = "\n".join(body)
         ET.SubElement(case, "system-out").text = "\n".join(body)
         cases.append(case)
         if r.bluffs is not None:
             x = r.bluffs
-            bc = ET.Element("testcase", classname="evalcore.gate.bluffs",
-                            name=f"{r.name} bluffs at {x.threshold:.4g}", time="0")
+            bc = ET.Element(
+                "testcase", classname="evalcore.gate.bluffs", name=f"{r.name} bluffs at {x.threshold:.4g}", time="0"
+            )
             text = "\n".join([_bluff_line(x, r.name)] + [f"new bluff {q}: {t}" for q, t in x.new_queries])
             if x.failed:
-                ET.SubElement(bc, "failure", type="more bluffs",
-                              message=f"{r.name}: more bluffs at threshold {x.threshold:.4g}: "
-                                      f"{x.baseline_bluffs} -> {x.candidate_bluffs}, p {p_text(x.p_adjusted)}"
-                              ).text = text
+                ET.SubElement(
+                    bc,
+                    "failure",
+                    type="more bluffs",
+                    message=f"{r.name}: more bluffs at threshold {x.threshold:.4g}: "
+                    f"{x.baseline_bluffs} -> {x.candidate_bluffs}, p {p_text(x.p_adjusted)}",
+                ).text = text
             ET.SubElement(bc, "system-out").text = text
             cases.append(bc)
     failures = sum(1 for c in cases if c.find("failure") is not None)
-    root = ET.Element("testsuites", name="evalcore gate", tests=str(len(cases)), failures=str(failures),
-                      errors="0", time="0")
-    suite = ET.SubElement(root, "testsuite", name=f"evalcore gate {report.metric}", tests=str(len(cases)),
-                          failures=str(failures), errors="0", skipped="0", time="0")
+    root = ET.Element(
+        "testsuites", name="evalcore gate", tests=str(len(cases)), failures=str(failures), errors="0", time="0"
+    )
+    suite = ET.SubElement(
+        root,
+        "testsuite",
+        name=f"evalcore gate {report.metric}",
+        tests=str(len(cases)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+        time="0",
+    )
     props = ET.SubElement(suite, "properties")
-    for key, value in (("metric", report.metric), ("alpha", report.alpha), ("holm", report.adjusted),
-                       ("baseline", report.baseline_run["run_id"]), ("candidate", report.candidate_run["run_id"]),
-                       ("queries", report.n), ("min_effect", report.min_effect)):
+    for key, value in (
+        ("metric", report.metric),
+        ("alpha", report.alpha),
+        ("holm", report.adjusted),
+        ("baseline", report.baseline_run["run_id"]),
+        ("candidate", report.candidate_run["run_id"]),
+        ("queries", report.n),
+        ("min_effect", report.min_effect),
+    ):
         if value is not None:
             ET.SubElement(props, "property", name=key, value=str(value))
     suite.extend(cases)

@@ -19,6 +19,7 @@ folding, no Unicode normalisation). All occurrences are counted, overlapping one
 included. A span that touches a heading line (a line starting with one or more ``#``
 and a space) is invalid; exact spans are checked for that too.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -78,8 +79,9 @@ def _field(obj: dict[str, Any], key: str, kind: type, where: str, *, required: b
     else:
         ok = isinstance(value, kind)
     if not ok:
-        raise InputError(f"{where}: field {key!r} must be {'an integer' if kind is int else 'a string'}, "
-                         f"got {json.dumps(value)}")
+        raise InputError(
+            f"{where}: field {key!r} must be {'an integer' if kind is int else 'a string'}, got {json.dumps(value)}"
+        )
     if kind is str and key not in ("variant",) and not value.strip():
         raise InputError(f"{where}: field {key!r} is empty")
     return value
@@ -118,8 +120,19 @@ def read_questions(path: str | Path, seen: dict[str, str] | None = None) -> list
             if not 0 <= start < end:
                 raise InputError(f"{where}: span must satisfy 0 <= start < end, got start={start}, end={end}")
         _check_id(query_id, where, seen)
-        out.append(Question(query_id=query_id, question=question, group=group, variant=variant,
-                            needle=needle, line=number, document=document, start=start, end=end))
+        out.append(
+            Question(
+                query_id=query_id,
+                question=question,
+                group=group,
+                variant=variant,
+                needle=needle,
+                line=number,
+                document=document,
+                start=start,
+                end=end,
+            )
+        )
     if not out:
         raise InputError(f"{path}: no questions")
     return out
@@ -165,7 +178,8 @@ def group_questions(questions: list[Question], path: str | Path) -> dict[str, li
             first = members[0]
             raise InputError(
                 f"{path}:{q.line}: group {q.group!r} has a different needle than at line {first.line} "
-                f"({_describe_key(_truth_key(q))} vs {_describe_key(_truth_key(first))})")
+                f"({_describe_key(_truth_key(q))} vs {_describe_key(_truth_key(first))})"
+            )
         members.append(q)
     return groups
 
@@ -189,14 +203,14 @@ class NeedleIndex:
         parts: list[str] = []
         self._doc_starts: list[int] = []
         self._docs: list[Document] = list(documents)
-        self._run_pos: list[list[int]] = []   # per doc: collapsed position of each run
-        self._removed: list[list[int]] = []   # per doc: chars removed before run i (cumulative)
+        self._run_pos: list[list[int]] = []  # per doc: collapsed position of each run
+        self._removed: list[list[int]] = []  # per doc: chars removed before run i (cumulative)
         self._headings: list[list[tuple[int, int]]] = []
         offset = 0
         for doc in self._docs:
             pieces, run_pos, removed, total, last = [], [], [0], 0, 0
             for m in _WS_RUN.finditer(doc.text):
-                pieces.append(doc.text[last:m.start()])
+                pieces.append(doc.text[last : m.start()])
                 run_pos.append(m.start() - total)
                 total += len(m.group()) - 1
                 removed.append(total)
@@ -243,7 +257,7 @@ class NeedleIndex:
             return None
         lines = self._headings[k]
         i = bisect.bisect_right(lines, (start, float("inf"))) - 1  # last heading starting <= start
-        for h_start, h_end in lines[max(i, 0):]:
+        for h_start, h_end in lines[max(i, 0) :]:
             if h_start >= end:
                 break
             if start < h_end:
@@ -255,8 +269,11 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def resolve(questions: list[Question], corpus: Corpus, path: str | Path = "questions.jsonl",
-            ) -> tuple[dict[str, Span], list[InvalidNeedle]]:
+def resolve(
+    questions: list[Question],
+    corpus: Corpus,
+    path: str | Path = "questions.jsonl",
+) -> tuple[dict[str, Span], list[InvalidNeedle]]:
     """Resolve each group's ground truth to exactly one span (see module doc).
 
     Returns ``(spans by group, invalid ground truths)``. Reasons: ``not found``,
@@ -281,8 +298,9 @@ def resolve(questions: list[Question], corpus: Corpus, path: str | Path = "quest
                 bad("not found", needle)
                 continue
             if len(found) > 1:
-                where = ", ".join(f"doc {o.doc_id} line {_line_of(docs[o.doc_id].text, o.start)}"
-                                  for o in found[:_MAX_LISTED])
+                where = ", ".join(
+                    f"doc {o.doc_id} line {_line_of(docs[o.doc_id].text, o.start)}" for o in found[:_MAX_LISTED]
+                )
                 more = ", ..." if len(found) > _MAX_LISTED else ""
                 bad(f"found {len(found)} times ({where}{more})", needle)
                 continue
@@ -294,8 +312,11 @@ def resolve(questions: list[Question], corpus: Corpus, path: str | Path = "quest
                 bad(f"document {first.document!r} not in corpus", needle)
                 continue
             if first.end > len(doc.text):
-                bad(f"span {first.start}..{first.end} beyond the end of document {doc.doc_id!r} "
-                    f"({len(doc.text)} characters)", needle)
+                bad(
+                    f"span {first.start}..{first.end} beyond the end of document {doc.doc_id!r} "
+                    f"({len(doc.text)} characters)",
+                    needle,
+                )
                 continue
             span = Span(doc.doc_id, first.start, first.end)
         line = index.heading_touched(span.doc_id, span.start, span.end)
@@ -306,8 +327,7 @@ def resolve(questions: list[Question], corpus: Corpus, path: str | Path = "quest
     return spans, invalid
 
 
-def load_ground_truth(corpus: Corpus, questions_path: str | Path,
-                      ood_path: str | Path | None = None) -> GroundTruth:
+def load_ground_truth(corpus: Corpus, questions_path: str | Path, ood_path: str | Path | None = None) -> GroundTruth:
     """Read both files (ids unique across them) and resolve every group's needle."""
     seen: dict[str, str] = {}
     questions = read_questions(questions_path, seen)
@@ -318,8 +338,7 @@ def load_ground_truth(corpus: Corpus, questions_path: str | Path,
     source = {"questions": str(questions_path)}
     if ood_path is not None:
         source["ood"] = str(ood_path)
-    return GroundTruth(questions=tuple(questions), spans=spans, invalid=tuple(invalid),
-                       ood=tuple(ood), source=source)
+    return GroundTruth(questions=tuple(questions), spans=spans, invalid=tuple(invalid), ood=tuple(ood), source=source)
 
 
 def validation_report(corpus: Corpus, gt: GroundTruth) -> dict[str, Any]:
@@ -334,9 +353,14 @@ def validation_report(corpus: Corpus, gt: GroundTruth) -> dict[str, Any]:
         "sections": sum(d.sections for d in corpus.documents),
         "characters": corpus.characters,
         "ground_truths": {"total": len(groups), "valid": len(gt.spans), "invalid": len(gt.invalid)},
-        "invalid_ground_truths": [{"group": i.group, "query_ids": list(i.query_ids), "needle": i.needle,
-                                   "reason": i.reason, "line": i.line} for i in gt.invalid],
+        "invalid_ground_truths": [
+            {"group": i.group, "query_ids": list(i.query_ids), "needle": i.needle, "reason": i.reason, "line": i.line}
+            for i in gt.invalid
+        ],
         "in_domain_queries": {"valid": len(gt.valid_questions), "total": len(gt.questions)},
-        "ood": {"near": sum(q.kind == "near" for q in gt.ood), "far": sum(q.kind == "far" for q in gt.ood),
-                "total": len(gt.ood)},
+        "ood": {
+            "near": sum(q.kind == "near" for q in gt.ood),
+            "far": sum(q.kind == "far" for q in gt.ood),
+            "total": len(gt.ood),
+        },
     }

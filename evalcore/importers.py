@@ -9,6 +9,7 @@ Offsets are code points into the canonical text the Markdown extractor makes of 
 written file; the importer writes text that is already canonical (``\\n`` line endings,
 no BOM, no front matter) and checks every span against the reloaded corpus.
 """
+
 from __future__ import annotations
 
 import csv
@@ -48,14 +49,13 @@ def _clean(text: str) -> str:
 
 def _locate(context: str, answer: str, hint: int) -> int | None:
     """Offset of ``answer`` in ``context``: at ``hint`` if it is there, else the nearest occurrence."""
-    if context[hint:hint + len(answer)] == answer:
+    if context[hint : hint + len(answer)] == answer:
         return hint
     found = [m.start() for m in re.finditer(re.escape(answer), context)]
     return min(found, key=lambda i: abs(i - hint)) if found else None
 
 
-def import_squad(source: str | Path, out_dir: str | Path,
-                 ood: Iterable[tuple[str, str, str]] = ()) -> ImportReport:
+def import_squad(source: str | Path, out_dir: str | Path, ood: Iterable[tuple[str, str, str]] = ()) -> ImportReport:
     """Write ``out_dir/corpus/*.md``, ``out_dir/questions.jsonl`` and (with ``ood``)
     ``out_dir/ood.jsonl`` from a SQuAD-format file. ``ood`` yields (id, query, kind).
 
@@ -75,8 +75,11 @@ def import_squad(source: str | Path, out_dir: str | Path,
     report, taken, rows = ImportReport(), set(), []
     for a, article in enumerate(data):
         paragraphs = article.get("paragraphs") or []
-        title = str(article.get("title") or paragraphs[0].get("document_id", f"article {a + 1}")
-                    if paragraphs else f"article {a + 1}").replace("_", " ")
+        title = str(
+            article.get("title") or paragraphs[0].get("document_id", f"article {a + 1}")
+            if paragraphs
+            else f"article {a + 1}"
+        ).replace("_", " ")
         doc_id = _slug(title, taken)
         text = f"# {title}\n\n"
         for p in paragraphs:
@@ -94,9 +97,18 @@ def import_squad(source: str | Path, out_dir: str | Path,
                     continue
                 if start != qa["answers"][0].get("answer_start"):
                     report.relocated += 1
-                rows.append({"id": qid, "question": str(qa["question"]).strip(), "document": doc_id,
-                             "start": base + start, "end": base + start + len(answer), "group": qid,
-                             "variant": "squad", "_answer": answer})
+                rows.append(
+                    {
+                        "id": qid,
+                        "question": str(qa["question"]).strip(),
+                        "document": doc_id,
+                        "start": base + start,
+                        "end": base + start + len(answer),
+                        "group": qid,
+                        "variant": "squad",
+                        "_answer": answer,
+                    }
+                )
             text += context.rstrip("\n") + "\n\n"
         (corpus / f"{doc_id}.md").write_text(text, encoding="utf-8", newline="\n")
         report.documents += 1
@@ -121,13 +133,14 @@ def _check_spans(corpus_dir: Path, rows: list[dict[str, Any]]) -> None:
 
     texts = {d.doc_id: d.text for d in load_corpus(corpus_dir).documents}
     for row in rows:
-        got = texts[row["document"]][row["start"]:row["end"]]
+        got = texts[row["document"]][row["start"] : row["end"]]
         if got != row["_answer"]:
             raise InputError(f"import: span of question {row['id']} slices {got!r}, not {row['_answer']!r}")
 
 
-def questions_from_csv(path: str | Path, column: str = "question", kind: str = "far",
-                       limit: int | None = None, prefix: str = "ood") -> list[tuple[str, str, str]]:
+def questions_from_csv(
+    path: str | Path, column: str = "question", kind: str = "far", limit: int | None = None, prefix: str = "ood"
+) -> list[tuple[str, str, str]]:
     """(id, query, kind) for the distinct non-empty values of ``column`` in a CSV file."""
     if kind not in ("near", "far"):
         raise InputError(f"kind must be near or far, got {kind!r}")

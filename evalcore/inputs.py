@@ -10,6 +10,7 @@ same whether the path exists or not (``/etc/shadow`` and ``/nonexistent`` get on
 so it tells nothing about the server outside the roots. The CLI is the operator's own
 terminal and reads any path it is given.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
 DATA_ROOTS_ENV = "EVALCORE_DATA_ROOTS"
 
 
-def load(corpus: str | Path, questions: str | Path, ood: str | Path | None = None,
-         cache: ExtractionCache | None = None) -> tuple[Corpus, GroundTruth]:
+def load(
+    corpus: str | Path, questions: str | Path, ood: str | Path | None = None, cache: ExtractionCache | None = None
+) -> tuple[Corpus, GroundTruth]:
     """The corpus under ``corpus`` and its ground truth; InputError naming the file otherwise.
     With ``cache`` (the run store), PDF and HTML extractions are reused (evalcore.corpus)."""
     from evalcore.corpus import load_corpus
@@ -64,8 +66,10 @@ def server_path(raw: str | None, what: str) -> Path:
     """
     roots = data_roots()
     if not roots:
-        raise InputError(f"{what}: folders on the server are off (the operator has not set {DATA_ROOTS_ENV}; "
-                         "see docs/DEPLOY.md); upload the files instead")
+        raise InputError(
+            f"{what}: folders on the server are off (the operator has not set {DATA_ROOTS_ENV}; "
+            "see docs/DEPLOY.md); upload the files instead"
+        )
     if not raw or not str(raw).strip():
         raise InputError(f"{what}: give a path inside {', '.join(map(str, roots))}")
     path = Path(str(raw).strip())

@@ -5,6 +5,7 @@ they go into Markdown (the dashboard's captions and labels, the review pack's su
 character Markdown or HTML would read as markup is escaped, so ``![x](http://host/p.png)``
 shows as those characters and nothing is fetched.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,12 +28,24 @@ def escape(text: object) -> str:
     a zero-width space inside ``://``, ``www.`` and ``@`` so GitHub-flavoured Markdown does
     not turn a URL or an address into a link (it finds them after escapes are read)."""
     flat = " ".join(str(text).split())
-    flat = _AUTOLINK.sub(lambda m: (m.group(0)[0] + _ZERO_WIDTH_SPACE + m.group(0)[1:]) if len(m.group(0)) > 1
-                         else _ZERO_WIDTH_SPACE + m.group(0), flat)
+    flat = _AUTOLINK.sub(
+        lambda m: (
+            (m.group(0)[0] + _ZERO_WIDTH_SPACE + m.group(0)[1:])
+            if len(m.group(0)) > 1
+            else _ZERO_WIDTH_SPACE + m.group(0)
+        ),
+        flat,
+    )
     flat = _INLINE.sub(r"\\\1", flat)
     flat = _SHORTCODE.sub(lambda m: f"\\:{m.group(1)}\\:" if m.group(1) else "\\/", flat)
-    return _BLOCK_START.sub(lambda m: m.group(1) + (m.group(2) if m.group(2)[0].isdigit() else "\\" + m.group(2))
-                            + ("\\" if m.group(2)[0].isdigit() else ""), flat)
+    return _BLOCK_START.sub(
+        lambda m: (
+            m.group(1)
+            + (m.group(2) if m.group(2)[0].isdigit() else "\\" + m.group(2))
+            + ("\\" if m.group(2)[0].isdigit() else "")
+        ),
+        flat,
+    )
 
 
 def code(text: object) -> str:

@@ -5,6 +5,7 @@ or None when there is none (including destroyed ground truths). Pandas' missing 
 (NaN, ``pd.NA``) are read as None, and integral floats (``3.0``) as ints, so a column read
 from the store can be passed as it is.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,7 @@ log = logging.getLogger(__name__)
 DEFAULT_KS: tuple[int, ...] = (1, 4, 8, 20)
 
 #: Columns of :func:`summarize`, in order.
-SUMMARY_COLUMNS = ("strategy", "retriever", "config", "metric", "k", "value", "low", "high",
-                   "successes", "queries")
+SUMMARY_COLUMNS = ("strategy", "retriever", "config", "metric", "k", "value", "low", "high", "successes", "queries")
 
 
 def _first_rank(value: object) -> int | None:
@@ -144,17 +144,29 @@ class Metric:
 
 METRICS: dict[str, MetricSpec] = {
     "recall": MetricSpec(
-        "recall", "recall@k",
+        "recall",
+        "recall@k",
         "Share of queries with a correct chunk in the top {k} (first correct rank <= {k}).",
-        True, lambda ranks, k: recall_at_k(ranks, _k(k)), lambda r, k: float(hit_at_k(r, _k(k)))),
+        True,
+        lambda ranks, k: recall_at_k(ranks, _k(k)),
+        lambda r, k: float(hit_at_k(r, _k(k))),
+    ),
     "hit": MetricSpec(
-        "hit", "hit@k",
+        "hit",
+        "hit@k",
         "Per query: is a correct chunk in the top {k}? Its mean over queries is recall@{k}.",
-        True, lambda ranks, k: recall_at_k(ranks, _k(k)), lambda r, k: float(hit_at_k(r, _k(k)))),
+        True,
+        lambda ranks, k: recall_at_k(ranks, _k(k)),
+        lambda r, k: float(hit_at_k(r, _k(k))),
+    ),
     "mrr": MetricSpec(
-        "mrr", "mrr",
+        "mrr",
+        "mrr",
         "Mean reciprocal rank: mean of 1/rank of the first correct chunk, 0 when none is found.",
-        False, lambda ranks, _k: mrr(ranks), lambda r, _k: reciprocal_rank(r)),
+        False,
+        lambda ranks, _k: mrr(ranks),
+        lambda r, _k: reciprocal_rank(r),
+    ),
 }
 
 _NAME = re.compile(r"^\s*([a-z_]+)\s*(?:@\s*(\d+))?\s*$")
@@ -175,9 +187,7 @@ def parse_metric(name: str) -> Metric:
     spec = METRICS.get(match.group(1)) if match else None
     k_text = match.group(2) if match else None
     if spec is None or spec.takes_k != (k_text is not None) or (k_text is not None and int(k_text) < 1):
-        raise ConfigError(
-            f"unknown metric {name!r}; known: {known_metrics()} (k an integer >= 1, e.g. recall@20)"
-        )
+        raise ConfigError(f"unknown metric {name!r}; known: {known_metrics()} (k an integer >= 1, e.g. recall@20)")
     k = int(k_text) if k_text is not None else None
     return Metric(f"{spec.key}@{k}" if k is not None else spec.key, spec, k)
 
@@ -185,8 +195,11 @@ def parse_metric(name: str) -> Metric:
 # --- Summary table ---------------------------------------------------------------------------
 
 
-def summarize(first_ranks_by_config: Mapping[tuple[str, str], Sequence[int | None]],
-              ks: Sequence[int] = DEFAULT_KS, confidence: float = 0.95) -> pd.DataFrame:
+def summarize(
+    first_ranks_by_config: Mapping[tuple[str, str], Sequence[int | None]],
+    ks: Sequence[int] = DEFAULT_KS,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
     """Tidy summary: one row per configuration and metric.
 
     ``first_ranks_by_config`` maps ``(strategy, retriever)`` to the first ranks of its queries.
@@ -218,8 +231,16 @@ def summarize(first_ranks_by_config: Mapping[tuple[str, str], Sequence[int | Non
             rows.append((strategy, retriever, config, f"recall@{k}", k, hits / n, low, high, hits, n))
         rows.append((strategy, retriever, config, "mrr", None, mrr(ranks), math.nan, math.nan, None, n))
     frame = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    return frame.astype({"k": "Int64", "successes": "Int64", "queries": "int64",
-                         "value": "float64", "low": "float64", "high": "float64"})
+    return frame.astype(
+        {
+            "k": "Int64",
+            "successes": "Int64",
+            "queries": "int64",
+            "value": "float64",
+            "low": "float64",
+            "high": "float64",
+        }
+    )
 
 
 def wide(summary: pd.DataFrame) -> pd.DataFrame:
@@ -230,8 +251,12 @@ def wide(summary: pd.DataFrame) -> pd.DataFrame:
     out = []
     for config, group in summary.groupby("config", sort=False):
         first = group.iloc[0]
-        row: dict[str, object] = {"strategy": first["strategy"], "retriever": first["retriever"],
-                                  "config": config, "queries": int(first["queries"])}
+        row: dict[str, object] = {
+            "strategy": first["strategy"],
+            "retriever": first["retriever"],
+            "config": config,
+            "queries": int(first["queries"]),
+        }
         for rec in group.itertuples(index=False):
             row[str(rec.metric)] = rec.value
             if rec.metric != "mrr":

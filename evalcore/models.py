@@ -7,6 +7,7 @@ retriever (``E@bge-small-en-v1.5/dense``), and two models compare paired on the 
 queries like two strategies. Each stored strategy records its chunker and its model
 (``strategies.chunker``, ``strategies.model``, ``configurations.model``).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,7 +53,12 @@ def plan(strategies: Sequence[Strategy], embedders: Sequence[Embedder]) -> list[
         raise ConfigError(f"--model: the same model given twice ({', '.join(names)})")
     labels = [short_name(n) for n in names]
     if len(set(labels)) != len(labels):
-        raise ConfigError(f"--model: two model folders share the name {labels!r}; strategies are named "
-                          "STRATEGY@FOLDER, so give folders distinct names")
-    return [Planned(dataclasses.replace(s, name=f"{s.name}@{label}"), s.name, e)
-            for e, label in zip(embedders, labels) for s in strategies]
+        raise ConfigError(
+            f"--model: two model folders share the name {labels!r}; strategies are named "
+            "STRATEGY@FOLDER, so give folders distinct names"
+        )
+    return [
+        Planned(dataclasses.replace(s, name=f"{s.name}@{label}"), s.name, e)
+        for e, label in zip(embedders, labels)
+        for s in strategies
+    ]

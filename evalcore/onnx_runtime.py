@@ -20,6 +20,7 @@ tokens, so a batch pads little and its matrices stay in cache; ONNX Runtime runs
 graph optimisations and one thread per available core (OpenVINO: float32 precision,
 latency mode, one thread per core).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -43,9 +44,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FORMAT = "1"          # bump when the export or its files change
-TOKEN_BUDGET = 4096   # tokens per batch (padded)
-WINDOW_TEXTS = 2048   # texts tokenised at a time (the next window overlaps the model)
+FORMAT = "1"  # bump when the export or its files change
+TOKEN_BUDGET = 4096  # tokens per batch (padded)
+WINDOW_TEXTS = 2048  # texts tokenised at a time (the next window overlaps the model)
 PROBES = [
     "What is a generator expression?",
     "  Leading and trailing spaces, UPPER case, naïve café, 東京, emoji 🙂.  ",
@@ -129,8 +130,9 @@ def export(model_folder: str | Path, dest: Path) -> Path:
     prompt_name = getattr(st, "default_prompt_name", None)
     prompt = (getattr(st, "prompts", None) or {}).get(prompt_name, "") if prompt_name else ""
     max_len = int(st.max_seq_length)
-    sample = tok(["a probe", "a longer probe text"], padding=True, truncation=True, max_length=max_len,
-                 return_tensors="pt")
+    sample = tok(
+        ["a probe", "a longer probe text"], padding=True, truncation=True, max_length=max_len, return_tensors="pt"
+    )
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if n in sample]
 
     class Wrapped(torch.nn.Module):
@@ -147,20 +149,34 @@ def export(model_folder: str | Path, dest: Path) -> Path:
             # the tracer's notes on shape checks it freezes; the probe comparison below is the check
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                Wrapped().eval(), tuple(sample[n] for n in names), str(tmp / "model.onnx"),
-                input_names=names, output_names=["embedding"], opset_version=17, dynamo=False,
+                Wrapped().eval(),
+                tuple(sample[n] for n in names),
+                str(tmp / "model.onnx"),
+                input_names=names,
+                output_names=["embedding"],
+                opset_version=17,
+                dynamo=False,
                 dynamic_axes={**{n: {0: "batch", 1: "tokens"} for n in names}, "embedding": {0: "batch"}},
             )
         tok.backend_tokenizer.save(str(tmp / "tokenizer.json"))
-        meta = {"format": FORMAT, "inputs": names, "max_seq_length": max_len, "prompt": prompt,
-                "dim": int(st.get_embedding_dimension()), "source": folder, "torch": torch.__version__}
+        meta = {
+            "format": FORMAT,
+            "inputs": names,
+            "max_seq_length": max_len,
+            "prompt": prompt,
+            "dim": int(st.get_embedding_dimension()),
+            "source": folder,
+            "torch": torch.__version__,
+        }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         reference = st.encode(PROBES, normalize_embeddings=True, convert_to_numpy=True, batch_size=8)
         got = OnnxModel(tmp).encode(PROBES)
         cos = np.sum(reference.astype(np.float64) * got, axis=1)
         if not np.all(cos >= 0.99999):
-            raise ModelError(f"{folder}: the ONNX export differs from sentence-transformers "
-                             f"(cosine {float(cos.min()):.6f} on a probe text)")
+            raise ModelError(
+                f"{folder}: the ONNX export differs from sentence-transformers "
+                f"(cosine {float(cos.min()):.6f} on a probe text)"
+            )
         try:
             os.replace(tmp, dest)
         except OSError:  # another process finished first
@@ -179,8 +195,7 @@ def exported(model_folder: str | Path) -> Path:
     if (dest / "meta.json").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    log.warning("preparing the embedding model %s for fast CPU inference, once (cached in %s)",
-                model_folder, dest)
+    log.warning("preparing the embedding model %s for fast CPU inference, once (cached in %s)", model_folder, dest)
     return export(model_folder, dest)
 
 
@@ -198,7 +213,7 @@ def available_backend(preferred: str | None = None) -> str:
     """``preferred`` if given, else the first of :data:`BACKENDS` that is installed."""
     import importlib.util
 
-    for name in ([preferred] if preferred else list(BACKENDS)):
+    for name in [preferred] if preferred else list(BACKENDS):
         if importlib.util.find_spec(name) is not None:
             return name
     raise ModuleNotFoundError(f"no ONNX runtime installed (tried {preferred or ', '.join(BACKENDS)})")
@@ -211,9 +226,9 @@ class OnnxModel:
     processor has it)."""
 
     folder: Path
-    threads: int = 0            # 0: one per available core
+    threads: int = 0  # 0: one per available core
     token_budget: int = TOKEN_BUDGET
-    backend: str = ""           # "" : the fastest installed
+    backend: str = ""  # "" : the fastest installed
     meta: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -231,9 +246,11 @@ class OnnxModel:
                 core.set_property({"CACHE_DIR": str(self.folder / "openvino")})
             except Exception:
                 log.debug("no OpenVINO model cache", exc_info=True)
-            compiled = core.compile_model(str(self.folder / "model.onnx"), "CPU", {
-                "INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads,
-                "PERFORMANCE_HINT": "LATENCY"})
+            compiled = core.compile_model(
+                str(self.folder / "model.onnx"),
+                "CPU",
+                {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"},
+            )
             request = compiled.create_infer_request()
             self._run = lambda feeds: request.infer(feeds)[0]
         else:
@@ -245,8 +262,7 @@ class OnnxModel:
             opts.inter_op_num_threads = 1
             opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
             opts.log_severity_level = 3
-            session = ort.InferenceSession(str(self.folder / "model.onnx"), opts,
-                                           providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(str(self.folder / "model.onnx"), opts, providers=["CPUExecutionProvider"])
             self._run = lambda feeds: session.run(None, feeds)[0]
         self.tokenizer = Tokenizer.from_file(str(self.folder / "tokenizer.json"))
         self.tokenizer.no_padding()
@@ -276,8 +292,7 @@ class OnnxModel:
                 enc = pending.result()
                 if k + 1 < len(starts):
                     nxt = starts[k + 1]
-                    pending = pool.submit(self.tokenizer.encode_batch,
-                                          self._prepare(texts[nxt:nxt + WINDOW_TEXTS]))
+                    pending = pool.submit(self.tokenizer.encode_batch, self._prepare(texts[nxt : nxt + WINDOW_TEXTS]))
                 yield s, enc
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -292,14 +307,14 @@ class OnnxModel:
             i = 0
             while i < len(order):
                 longest = int(lengths[order[i]])
-                take = order[i:i + max(1, self.token_budget // max(longest, 1))]
+                take = order[i : i + max(1, self.token_budget // max(longest, 1))]
                 i += len(take)
                 ids = np.zeros((len(take), longest), dtype=np.int64)
                 mask = np.zeros((len(take), longest), dtype=np.int64)
                 for r, j in enumerate(take):
                     e = enc[j].ids
-                    ids[r, :len(e)] = e
-                    mask[r, :len(e)] = 1
+                    ids[r, : len(e)] = e
+                    mask[r, : len(e)] = 1
                 feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
                 vecs = self._run({n: feeds[n] for n in names})
                 out[offset + take] = vecs

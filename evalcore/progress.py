@@ -8,6 +8,7 @@ bar per stage, :class:`StoreProgress` writes the stage text with counts and the 
 fraction to the run's row, so a job's bar and a terminal's bars never disagree and no
 one parses stage names to guess a fraction.
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,8 +58,11 @@ class Scale:
     QUERIES = (0.02, 0.05)
     STRATEGIES = (0.05, 0.95)
     WRITE = (0.95, 1.0)
-    PARTS = {"chunking": (0.0, 0.1, "documents"), "embedding": (0.1, 0.5, "chunks"),
-             "retrieval and scoring": (0.5, 1.0, "queries")}
+    PARTS = {
+        "chunking": (0.0, 0.1, "documents"),
+        "embedding": (0.1, 0.5, "chunks"),
+        "retrieval and scoring": (0.5, 1.0, "queries"),
+    }
 
     def __init__(self, strategies: Sequence[str]) -> None:
         self.strategies = list(strategies)
@@ -113,8 +117,15 @@ class BarProgress:
         if self.enabled:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=stage.total, desc=f"{stage.name:<34}", unit=f" {stage.unit}",
-                            file=sys.stderr, leave=True, dynamic_ncols=True, mininterval=0.2)
+            self.bar = tqdm(
+                total=stage.total,
+                desc=f"{stage.name:<34}",
+                unit=f" {stage.unit}",
+                file=sys.stderr,
+                leave=True,
+                dynamic_ncols=True,
+                mininterval=0.2,
+            )
 
     def advance(self, n: int = 1) -> None:
         if self.bar is not None:

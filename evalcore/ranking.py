@@ -23,6 +23,7 @@ the chunks whose bounds do not decide. The first correct chunk's hybrid rank is 
 the same way when it lies within that depth, and otherwise from every matched chunk's
 BM25 rank and dense rank bounds (see :meth:`_Hybrid.first_rank`).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -168,8 +169,8 @@ class BM25Row:
     def __init__(self, row: np.ndarray) -> None:
         import numpy as np
 
-        self.row = row                          # score of every chunk (0: shares no term)
-        self.ids = np.flatnonzero(row > 0)      # matched chunks, by id
+        self.row = row  # score of every chunk (0: shares no term)
+        self.ids = np.flatnonzero(row > 0)  # matched chunks, by id
         self.scores = row[self.ids]
         self.n = len(row)
         self.m = len(self.ids)
@@ -263,7 +264,7 @@ class _Hybrid:
         deep = min(n, max(8 * self.depth, 1024))
         a_ids, _ = dense.top(deep)
         b_ids = bm.top_matched(deep)
-        cand = np.union1d(a_ids[:self.depth], b_ids[:self.depth])
+        cand = np.union1d(a_ids[: self.depth], b_ids[: self.depth])
         self.cand = cand
         self.matched = bm.matched(cand)
         rd = _positions(a_ids, cand)
@@ -377,8 +378,8 @@ class _Hybrid:
             def beats(f: np.ndarray, x: np.ndarray) -> np.ndarray:
                 return (f > f_star) | ((f == f_star) & (x < c_star))
 
-            yes = beats(_rrf(hi) + b, ids)            # beats even at its lowest possible rank
-            maybe = beats(_rrf(lo) + b, ids) & ~yes   # beats only at some possible ranks
+            yes = beats(_rrf(hi) + b, ids)  # beats even at its lowest possible rank
+            maybe = beats(_rrf(lo) + b, ids) & ~yes  # beats only at some possible ranks
             if np.any(maybe):
                 exact = dense.rank(ids[maybe])
                 yes[np.flatnonzero(maybe)] = beats(_rrf(exact) + b[maybe], ids[maybe])
@@ -444,7 +445,7 @@ def max_norm(vectors: np.ndarray, block: int = 65536) -> float:
 
     best = 0.0
     for i in range(0, len(vectors), block):
-        part = np.asarray(vectors[i:i + block], dtype=np.float32)
+        part = np.asarray(vectors[i : i + block], dtype=np.float32)
         best = max(best, float(np.einsum("ij,ij->i", part, part, dtype=np.float64).max(initial=0.0)))
     return float(np.sqrt(best))
 
@@ -491,8 +492,11 @@ def rank_block(
     top = min(top, n)
     want_rr = "rerank" in retrievers and rerank is not None and bm25 is not None
     want_hy = bm25 is not None and ("hybrid" in retrievers or want_rr)
-    out = {name: _Collect(nb, top) for name in retrievers
-           if name == "dense" or (bm25 is not None and name in ("bm25", "hybrid")) or (name == "rerank" and want_rr)}
+    out = {
+        name: _Collect(nb, top)
+        for name in retrievers
+        if name == "dense" or (bm25 is not None and name in ("bm25", "hybrid")) or (name == "rerank" and want_rr)
+    }
     hy = out.get("hybrid") or (_Collect(nb, top) if want_rr else None)
     t = charge("vector_scan", t)
     for i in range(nb):
@@ -506,7 +510,7 @@ def rank_block(
                 dc = row.dist(ci)
                 best = np.lexsort((ci, dc))[0]
                 col.answer[i], col.answer_dist[i] = ci[best], dc[best]
-                col.first[i] = row.rank(ci[best:best + 1])[0]
+                col.first[i] = row.rank(ci[best : best + 1])[0]
         t = charge("vector_scan", t)
         if bm25 is None:
             continue
@@ -517,8 +521,8 @@ def rank_block(
             col.ids[i], col.dist[i], col.score[i] = ids, row.dist(ids), bm.score(ids)
             if len(ci):
                 best = np.lexsort((ci, -bm.score(ci)))[0]
-                col.answer[i], col.answer_dist[i] = ci[best], row.dist(ci[best:best + 1])[0]
-                col.first[i] = bm.rank(ci[best:best + 1])[0]
+                col.answer[i], col.answer_dist[i] = ci[best], row.dist(ci[best : best + 1])[0]
+                col.first[i] = bm.rank(ci[best : best + 1])[0]
         t = charge("bm25", t)
         if not want_hy:
             continue
@@ -537,8 +541,9 @@ def rank_block(
     return {name: out[name].done() for name in retrievers if name in out}
 
 
-def _rerank_one(col: _Collect, i: int, head: np.ndarray, hy: _Collect, row: DenseRow,
-                correct: np.ndarray, top: int, rerank) -> None:
+def _rerank_one(
+    col: _Collect, i: int, head: np.ndarray, hy: _Collect, row: DenseRow, correct: np.ndarray, top: int, rerank
+) -> None:
     """The hybrid head re-sorted by cross-encoder score (ties: chunk id), then the rest."""
     import numpy as np
 

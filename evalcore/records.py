@@ -4,6 +4,7 @@ Offsets are Unicode code point offsets into a document's canonical text, half-op
 ``[start, end)`` (SPEC section 1). Field names follow the field: ``doc_id``,
 ``query_id``, ``chunk_id``, ``run_id``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -210,8 +211,10 @@ class Configuration:
 
     def __post_init__(self) -> None:
         if not self.strategy or not self.retriever or "/" in self.retriever:
-            raise ValueError(f"a configuration needs a strategy and a retriever without '/', got "
-                             f"{self.strategy!r} x {self.retriever!r}")
+            raise ValueError(
+                f"a configuration needs a strategy and a retriever without '/', got "
+                f"{self.strategy!r} x {self.retriever!r}"
+            )
 
     @property
     def label(self) -> str:

@@ -4,6 +4,7 @@ Every ranking is total and deterministic: ties are broken by chunk order (chunk_
 A ranking is an array of chunk ids, best first; every hit also carries its cosine
 distance to the query, whichever retriever ranked it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,7 +25,7 @@ RETRIEVERS = {
     "dense": "cosine distance between normalised all-MiniLM-L6-v2 vectors (1 - dot)",
     "bm25": "Okapi BM25 over chunk text, k1=1.2, b=0.75, tokens = lowercase [a-z0-9]+ runs",
     "hybrid": "reciprocal rank fusion of dense and bm25 rankings, sum 1/(60 + rank) "
-              "(bm25 ranks the chunks that share a term with the query)",
+    "(bm25 ranks the chunks that share a term with the query)",
     "rerank": "cross-encoder rescoring of the hybrid top 25",
 }
 RRF_K = 60
@@ -37,9 +38,7 @@ def parse_retrievers(spec: str | Sequence[str]) -> list[str]:
     names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
     unknown = [n for n in names if n not in RETRIEVERS]
     if unknown or not names:
-        raise ConfigError(
-            f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {', '.join(RETRIEVERS)}"
-        )
+        raise ConfigError(f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {', '.join(RETRIEVERS)}")
     return list(dict.fromkeys(names))
 
 
@@ -124,12 +123,13 @@ class BM25:
             d1 = min(n, d0 + step)
             lo, hi = ptr[d0], ptr[d1]
             f = freq[lo:hi].astype(np.float64)
-            norm = np.repeat(doc_norm[d0:d1], np.diff(ptr[d0:d1 + 1]))
+            norm = np.repeat(doc_norm[d0:d1], np.diff(ptr[d0 : d1 + 1]))
             w[lo:hi] = idf[r[lo:hi]] * (f * (k1 + 1.0)) / (f + norm)
         # chunks x terms, then its transpose in CSR form: a term's row lists its chunks
         index_dtype = np.int32 if len(r) < 2**31 else np.int64
-        by_chunk = sparse.csr_matrix((w, r.astype(index_dtype, copy=False), ptr.astype(index_dtype)),
-                                     shape=(n, len(vocab)))
+        by_chunk = sparse.csr_matrix(
+            (w, r.astype(index_dtype, copy=False), ptr.astype(index_dtype)), shape=(n, len(vocab))
+        )
         del w
         weights = by_chunk.tocsc().T.tocsr(copy=False)
         del by_chunk
@@ -181,8 +181,9 @@ class BM25:
 
 
 # -- hybrid ------------------------------------------------------------------------
-def rrf_scores(rankings: Sequence[np.ndarray], k: int = RRF_K,
-               ranked: Sequence[np.ndarray | None] | None = None) -> np.ndarray:
+def rrf_scores(
+    rankings: Sequence[np.ndarray], k: int = RRF_K, ranked: Sequence[np.ndarray | None] | None = None
+) -> np.ndarray:
     """Reciprocal rank fusion: score(c) = sum over rankings of 1 / (k + rank(c)), rank from 1.
 
     Each ranking is a total order (array of chunk ids, best first); shape (queries, chunks)

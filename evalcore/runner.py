@@ -6,6 +6,7 @@ Any exception, and SIGTERM or SIGINT at any moment (the final write included, se
 evalcore.signals), marks it ``failed`` with the reason; a run whose process is killed
 outright is marked failed by the store's reaper the next time the store is used.
 """
+
 from __future__ import annotations
 
 import json
@@ -88,8 +89,7 @@ def run_evaluation(
     :class:`~evalcore.errors.Interrupted` naming the signal, the stage and the run.
     """
     with signals.handled():
-        return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id,
-                         embedders)
+        return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id, embedders)
 
 
 def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, embedders) -> RunResult:
@@ -103,8 +103,10 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, e
 
             reranker = _Reranker.load(request.reranker_path)
         else:
-            rerank_note = ("rerank was not run: no cross-encoder model is available locally "
-                           "(give --reranker PATH to a sentence-transformers CrossEncoder folder)")
+            rerank_note = (
+                "rerank was not run: no cross-encoder model is available locally "
+                "(give --reranker PATH to a sentence-transformers CrossEncoder folder)"
+            )
             retrievers = [r for r in retrievers if r != "rerank"]
     if reranker is not None and "rerank" in retrievers:
         rerank_note = f"rerank: cross-encoder {reranker.path}, hybrid top {RERANK_DEPTH}"
@@ -126,14 +128,20 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, e
     run_id = run_id or new_run_id()
     t_start = time.perf_counter()
     row = {
-        "run_id": run_id, "name": request.name, "stage": "starting", "progress": 0.0,
-        "corpus_root": request.corpus.root, "corpus_fingerprint": request.corpus.fingerprint,
+        "run_id": run_id,
+        "name": request.name,
+        "stage": "starting",
+        "progress": 0.0,
+        "corpus_root": request.corpus.root,
+        "corpus_fingerprint": request.corpus.fingerprint,
         "questions_path": request.ground_truth.source.get("questions"),
         "ood_path": request.ground_truth.source.get("ood"),
-        "model": ", ".join(m.name for m in models), "model_dim": dims.pop() if len(dims) == 1 else None,
+        "model": ", ".join(m.name for m in models),
+        "model_dim": dims.pop() if len(dims) == 1 else None,
         "pipeline_version": PIPELINE_VERSION,
         "strategies": ",".join(p.strategy.name for p in plan),
-        "retrievers": ",".join(retrievers), "rerank_note": rerank_note,
+        "retrievers": ",".join(retrievers),
+        "rerank_note": rerank_note,
         "settings": json.dumps(settings),
     }
     progress = Fanout(StoreProgress(store, run_id), progress)
@@ -146,9 +154,15 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, e
         job._stage(job.scale.write(len(tables)))
         seconds = time.perf_counter() - t_start
         with signals.hold():  # a signal here is raised by _before_commit: the write rolls back whole
-            store.complete_run(run_id, tables, {
-                "new_embeddings": job.new_embeddings, "cached_embeddings": job.cached_embeddings,
-            }, before_commit=_before_commit)
+            store.complete_run(
+                run_id,
+                tables,
+                {
+                    "new_embeddings": job.new_embeddings,
+                    "cached_embeddings": job.cached_embeddings,
+                },
+                before_commit=_before_commit,
+            )
     except BaseException as exc:
         if not job.started:  # no run row to mark: the error (or signal) as it is
             signals.check()
@@ -158,8 +172,7 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, e
         progress.close()
     if signals.received() is not None:  # it came as the commit returned: the run is complete
         raise Interrupted(signals.received(), f"after run {run_id} was stored complete")
-    return RunResult(run_id, request.name, seconds, job.new_embeddings, job.cached_embeddings,
-                     retrievers, rerank_note)
+    return RunResult(run_id, request.name, seconds, job.new_embeddings, job.cached_embeddings, retrievers, rerank_note)
 
 
 def _before_commit() -> None:
@@ -212,15 +225,31 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
 
     runtime = getattr(embedder, "runtime", None)
     return {
-        "evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
-        "python": platform.python_version(), "torch": _version("torch"),
+        "evalcore": __version__,
+        "pipeline_version": PIPELINE_VERSION,
+        "python": platform.python_version(),
+        "torch": _version("torch"),
         "sentence_transformers": _version("sentence-transformers"),
         "embedding_runtime": f"{runtime} {_version(runtime) or ''}".strip() if runtime else None,
-        "model": embedder.name, "dim": embedder.dim,
-        "strategies": {s.name: {"size": s.size, "overlap": s.overlap, "boundaries": s.boundaries,
-                                "header": s.header, "intro": s.intro, "describe": s.describe()} for s in request.strategies},
-        "retrievers": retrievers, "top_n": request.top_n, "rrf_k": RRF_K, "rerank_depth": RERANK_DEPTH,
-        "bm25": {"k1": 1.2, "b": 0.75}, "gate_top": 4,
+        "model": embedder.name,
+        "dim": embedder.dim,
+        "strategies": {
+            s.name: {
+                "size": s.size,
+                "overlap": s.overlap,
+                "boundaries": s.boundaries,
+                "header": s.header,
+                "intro": s.intro,
+                "describe": s.describe(),
+            }
+            for s in request.strategies
+        },
+        "retrievers": retrievers,
+        "top_n": request.top_n,
+        "rrf_k": RRF_K,
+        "rerank_depth": RERANK_DEPTH,
+        "bm25": {"k1": 1.2, "b": 0.75},
+        "gate_top": 4,
         **ground_truth_settings(request.corpus, request.ground_truth),
         **request.settings,
     }
@@ -279,10 +308,16 @@ class _Job:
         testhooks.pause(stage.name)
 
     def _timing(self, stage: str, strategy: str | None, seconds: float, items: int) -> None:
-        self.rows["timings"].append({
-            "run_id": self.run_id, "stage": stage, "strategy": strategy, "seconds": seconds,
-            "items": items, "per_item_ms": (seconds * 1000.0 / items) if items else None,
-        })
+        self.rows["timings"].append(
+            {
+                "run_id": self.run_id,
+                "stage": stage,
+                "strategy": strategy,
+                "seconds": seconds,
+                "items": items,
+                "per_item_ms": (seconds * 1000.0 / items) if items else None,
+            }
+        )
 
     def _embed(self, texts: Sequence[str], embedder: Embedder) -> tuple[np.ndarray, Any]:
         from evalcore.embedding import embed_with_cache
@@ -322,13 +357,15 @@ class _Job:
             self._timing("query_embedding", None, st.seconds, st.new)
 
         for item in self.plan:
-            self._run_strategy(item.strategy, qvecs[item.embedder.name], qids, texts, n_in, groups,
-                               item.embedder, item.chunker)
+            self._run_strategy(
+                item.strategy, qvecs[item.embedder.name], qids, texts, n_in, groups, item.embedder, item.chunker
+            )
 
         from evalcore.configurations import builtin_rows
 
         self.rows["configurations"] = builtin_rows(
-            self.run_id, [(p.strategy.name, p.chunker, p.embedder.name) for p in self.plan], self.retrievers)
+            self.run_id, [(p.strategy.name, p.chunker, p.embedder.name) for p in self.plan], self.retrievers
+        )
         frames = {k: pd.DataFrame(v) for k, v in self.rows.items() if k not in self.frames}
         for name, parts in self.frames.items():
             frames[name] = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
@@ -339,8 +376,9 @@ class _Job:
 
         names = list(dict.fromkeys(p.embedder.name for p in self.plan))
         dims = {p.embedder.dim for p in self.plan}
-        self.rows["documents"] += document_rows(self.run_id, self.r.corpus, ", ".join(names),
-                                                dims.pop() if len(dims) == 1 else None)
+        self.rows["documents"] += document_rows(
+            self.run_id, self.r.corpus, ", ".join(names), dims.pop() if len(dims) == 1 else None
+        )
 
     def _record_queries(self) -> None:
         from evalcore.rows import query_rows
@@ -372,25 +410,53 @@ class _Job:
         destroyed = sorted(g for g, ids in correct.items() if len(ids) == 0)
         for g in destroyed:
             s = spans[g]
-            self.rows["destroyed"].append({
-                "run_id": self.run_id, "strategy": name, "group_id": g, "doc_id": s.doc_id,
-                "start": s.start, "end": s.end, "cut": destroyed_cut(chunks, s),
-            })
-        self.rows["strategies"].append({
-            "run_id": self.run_id, "strategy": name, "size": strategy.size, "overlap": strategy.overlap,
-            "boundaries": strategy.boundaries, "header": strategy.header, "chunks": len(chunks),
-            "pieces": int(sum(pieces)), "header_pieces": int(sum(header_pieces)),
-            "over_window": int(sum(p > getattr(embedder, "window", WINDOW) for p in pieces)),
-            "destroyed": len(destroyed), "norm_max_diff": normalisation_check(cvec, 200),
-            "chunker": chunker, "model": embedder.name,
-        })
+            self.rows["destroyed"].append(
+                {
+                    "run_id": self.run_id,
+                    "strategy": name,
+                    "group_id": g,
+                    "doc_id": s.doc_id,
+                    "start": s.start,
+                    "end": s.end,
+                    "cut": destroyed_cut(chunks, s),
+                }
+            )
+        self.rows["strategies"].append(
+            {
+                "run_id": self.run_id,
+                "strategy": name,
+                "size": strategy.size,
+                "overlap": strategy.overlap,
+                "boundaries": strategy.boundaries,
+                "header": strategy.header,
+                "chunks": len(chunks),
+                "pieces": int(sum(pieces)),
+                "header_pieces": int(sum(header_pieces)),
+                "over_window": int(sum(p > getattr(embedder, "window", WINDOW) for p in pieces)),
+                "destroyed": len(destroyed),
+                "norm_max_diff": normalisation_check(cvec, 200),
+                "chunker": chunker,
+                "model": embedder.name,
+            }
+        )
         for i, c in enumerate(chunks):
-            self.rows["chunks"].append({
-                "run_id": self.run_id, "strategy": name, "chunk_id": i, "doc_id": c.doc_id,
-                "section": c.section, "start": c.start, "end": c.end, "evidence_start": c.evidence_start,
-                "header": c.header, "content": c.content, "text": c.text, "pieces": pieces[i],
-                "header_pieces": header_pieces[i],
-            })
+            self.rows["chunks"].append(
+                {
+                    "run_id": self.run_id,
+                    "strategy": name,
+                    "chunk_id": i,
+                    "doc_id": c.doc_id,
+                    "section": c.section,
+                    "start": c.start,
+                    "end": c.end,
+                    "evidence_start": c.evidence_start,
+                    "header": c.header,
+                    "content": c.content,
+                    "text": c.text,
+                    "pieces": pieces[i],
+                    "header_pieces": header_pieces[i],
+                }
+            )
         if not chunks:
             return
 
@@ -406,6 +472,7 @@ class _Job:
         per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]
         rerank = None
         if "rerank" in self.retrievers and self.reranker is not None:
+
             def rerank(query: str, ids) -> list[float]:
                 return self.reranker.score(query, [chunks[j].text for j in ids])
 
@@ -413,9 +480,21 @@ class _Job:
             self._check()
             self.progress.advance(done)
 
-        scored = score_queries(self.run_id, name, [c.text for c in chunks], cvec, qvec, qids, qtexts,
-                               per_query, n_in, self.retrievers, self.r.top_n, rerank=rerank,
-                               on_block=on_block)
+        scored = score_queries(
+            self.run_id,
+            name,
+            [c.text for c in chunks],
+            cvec,
+            qvec,
+            qids,
+            qtexts,
+            per_query,
+            n_in,
+            self.retrievers,
+            self.r.top_n,
+            rerank=rerank,
+            on_block=on_block,
+        )
         self.frames["results"] += scored.results
         self.frames["hits"] += scored.hits
         for stage, seconds in scored.clock.items():

@@ -4,6 +4,7 @@ A hit is correct when it is a chunk of the needle's document whose evidence rang
 ``[evidence_start, end)`` contains the needle's whole span. A ground truth is destroyed
 under a strategy when no chunk's evidence range contains it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
@@ -52,9 +53,11 @@ def correct_sets(chunks: Sequence[Chunk], spans: dict[str, Span]) -> dict[str, n
     for i, c in enumerate(chunks):
         by_doc.setdefault(c.doc_id, []).append(i)
     index = {
-        doc: (np.asarray(ids, dtype=np.int64),
-              np.asarray([chunks[i].evidence_start for i in ids], dtype=np.int64),
-              np.asarray([chunks[i].end for i in ids], dtype=np.int64))
+        doc: (
+            np.asarray(ids, dtype=np.int64),
+            np.asarray([chunks[i].evidence_start for i in ids], dtype=np.int64),
+            np.asarray([chunks[i].end for i in ids], dtype=np.int64),
+        )
         for doc, ids in by_doc.items()
     }
     empty = np.zeros(0, dtype=np.int64)
@@ -65,8 +68,9 @@ def correct_sets(chunks: Sequence[Chunk], spans: dict[str, Span]) -> dict[str, n
     return out
 
 
-def block_frames(run_id: str, strategy: str, ranked: dict, qids: Sequence[str], in_domain: np.ndarray,
-                 correct: Sequence[np.ndarray]) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
+def block_frames(
+    run_id: str, strategy: str, ranked: dict, qids: Sequence[str], in_domain: np.ndarray, correct: Sequence[np.ndarray]
+) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     """Result and hit rows of one block of queries for every retriever (SPEC section 5).
 
     ``ranked[retriever]`` is an :class:`evalcore.ranking.Ranked`; ``correct[i]`` the chunk
@@ -82,20 +86,36 @@ def block_frames(run_id: str, strategy: str, ranked: dict, qids: Sequence[str], 
     for retr, r in ranked.items():
         top = r.top_ids.shape[1]
         flags = np.array([np.isin(r.top_ids[i], correct[i]) for i in range(nb)], dtype=bool).reshape(nb, top)
-        results.append(pd.DataFrame({
-            "run_id": run_id, "strategy": strategy, "retriever": retr, "query_id": qids,
-            "domain": np.where(in_domain, "in", "out"),
-            "first_correct_rank": pd.Series(r.first, dtype="Int64").mask(~has_answer),
-            "answer_distance": np.where(has_answer, r.answer_dist, np.nan),
-            "top_distance": r.top_dist[:, 0],
-            "destroyed": in_domain & ~has_answer,
-        }))
-        hits.append(pd.DataFrame({
-            "run_id": run_id, "strategy": strategy, "retriever": retr,
-            "query_id": np.repeat(qids, top), "rank": np.tile(np.arange(1, top + 1), nb),
-            "chunk_id": r.top_ids.ravel(), "distance": r.top_dist.ravel(),
-            "score": r.top_score.ravel(), "correct": flags.ravel(),
-        }))
+        results.append(
+            pd.DataFrame(
+                {
+                    "run_id": run_id,
+                    "strategy": strategy,
+                    "retriever": retr,
+                    "query_id": qids,
+                    "domain": np.where(in_domain, "in", "out"),
+                    "first_correct_rank": pd.Series(r.first, dtype="Int64").mask(~has_answer),
+                    "answer_distance": np.where(has_answer, r.answer_dist, np.nan),
+                    "top_distance": r.top_dist[:, 0],
+                    "destroyed": in_domain & ~has_answer,
+                }
+            )
+        )
+        hits.append(
+            pd.DataFrame(
+                {
+                    "run_id": run_id,
+                    "strategy": strategy,
+                    "retriever": retr,
+                    "query_id": np.repeat(qids, top),
+                    "rank": np.tile(np.arange(1, top + 1), nb),
+                    "chunk_id": r.top_ids.ravel(),
+                    "distance": r.top_dist.ravel(),
+                    "score": r.top_score.ravel(),
+                    "correct": flags.ravel(),
+                }
+            )
+        )
     return results, hits
 
 
@@ -109,9 +129,17 @@ class Scored:
 
 
 def score_queries(
-    run_id: str, strategy: str, chunk_texts: Iterable[str], cvec: np.ndarray, qvec: np.ndarray,
-    qids: Sequence[str], qtexts: Sequence[str], correct: Sequence[np.ndarray], n_in: int,
-    retrievers: Sequence[str], top_n: int,
+    run_id: str,
+    strategy: str,
+    chunk_texts: Iterable[str],
+    cvec: np.ndarray,
+    qvec: np.ndarray,
+    qids: Sequence[str],
+    qtexts: Sequence[str],
+    correct: Sequence[np.ndarray],
+    n_in: int,
+    retrievers: Sequence[str],
+    top_n: int,
     rerank: Callable[[str, np.ndarray], Sequence[float]] | None = None,
     on_block: Callable[[int], None] | None = None,
 ) -> Scored:
@@ -148,10 +176,19 @@ def score_queries(
     for b0 in range(0, nq, block):
         b1 = min(nq, b0 + block)
         scorer = None if rerank is None else (lambda i, ids, _b0=b0: rerank(qtexts[_b0 + i], ids))
-        ranked = rank_block(qvec[b0:b1], cvec, correct[b0:b1], retrievers, top_n, bm25=bm25,
-                            qtexts=qtexts[b0:b1], rerank=scorer, cmax=cmax, clock=clock)
-        results, hits = block_frames(run_id, strategy, ranked, qids[b0:b1], np.arange(b0, b1) < n_in,
-                                     correct[b0:b1])
+        ranked = rank_block(
+            qvec[b0:b1],
+            cvec,
+            correct[b0:b1],
+            retrievers,
+            top_n,
+            bm25=bm25,
+            qtexts=qtexts[b0:b1],
+            rerank=scorer,
+            cmax=cmax,
+            clock=clock,
+        )
+        results, hits = block_frames(run_id, strategy, ranked, qids[b0:b1], np.arange(b0, b1) < n_in, correct[b0:b1])
         out.results += results
         out.hits += hits
         if on_block is not None:

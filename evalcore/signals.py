@@ -8,6 +8,7 @@ signals are only noted, so that this clean-up is not itself interrupted. Inside
 rather than cut inside DuckDB. Handlers can only be installed in the main thread;
 elsewhere :func:`handled` changes nothing.
 """
+
 from __future__ import annotations
 
 import signal

@@ -4,6 +4,7 @@ Every proportion gets a 95% Wilson interval (statsmodels); two configurations th
 the same queries are compared *paired* with a two-sided exact sign test on the discordant
 queries (scipy's ``binomtest``); a matrix of many pairs offers a Holm correction.
 """
+
 from __future__ import annotations
 
 import logging
@@ -169,9 +170,7 @@ def paired_test(first: Mapping[str, bool], second: Mapping[str, bool], common: b
         first = {q: v for q, v in first.items() if q in both}
         second = {q: v for q, v in second.items() if q in both}
     if set(first) != set(second):
-        raise ValueError(
-            "paired test needs the same queries on both sides: " + _describe_difference(first, second)
-        )
+        raise ValueError("paired test needs the same queries on both sides: " + _describe_difference(first, second))
     won = tuple(sorted((q for q in first if bool(first[q]) and not bool(second[q])), key=str))
     lost = tuple(sorted((q for q in first if bool(second[q]) and not bool(first[q])), key=str))
     ties = len(first) - len(won) - len(lost)
@@ -196,8 +195,9 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return [float(p) for p in multipletests(values, method="holm")[1]]
 
 
-def win_loss_matrix(outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = True,
-                    common: bool = False) -> pd.DataFrame:
+def win_loss_matrix(
+    outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = True, common: bool = False
+) -> pd.DataFrame:
     """Every ordered pair of configurations, paired on the same per-query boolean.
 
     ``outcomes`` maps a configuration label (any string: ``"E/dense"``,
@@ -234,11 +234,11 @@ def win_loss_matrix(outcomes: Mapping[str, Mapping[str, bool]], adjust: bool = T
                 continue
             test = tests[(min(i, j), max(i, j))]
             wins, losses = (test.wins, test.losses) if i < j else (test.losses, test.wins)
-            rows.append((row, column, wins, losses, test.ties, test.n, test.p_value,
-                         p_holm[(min(i, j), max(i, j))]))
+            rows.append((row, column, wins, losses, test.ties, test.n, test.p_value, p_holm[(min(i, j), max(i, j))]))
     frame = pd.DataFrame(rows, columns=list(MATRIX_COLUMNS))
-    return frame.astype({"wins": "int64", "losses": "int64", "ties": "int64", "n": "int64",
-                         "p_value": "float64", "p_holm": "float64"})
+    return frame.astype(
+        {"wins": "int64", "losses": "int64", "ties": "int64", "n": "int64", "p_value": "float64", "p_holm": "float64"}
+    )
 
 
 # --- What the sample can show -------------------------------------------------------------
@@ -297,8 +297,7 @@ def sign_test_power(discordant: int, win_share: float, alpha: float = 0.05) -> f
     return float(binom.pmf(region, discordant, win_share).sum()) if region else 0.0
 
 
-def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05,
-                          power: float = 0.8) -> float:
+def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8) -> float:
     """Smallest recall difference the paired sign test detects with the given power.
 
     Assumption: ``D = round(n * discordance)`` of the ``n`` queries are discordant (one
@@ -329,8 +328,9 @@ def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05
     return (discordant / n) * (2 * q - 1)
 
 
-def sample_statement(n: int, p: float = 0.5, confidence: float = 0.95, discordance: float = 0.25,
-                     alpha: float = 0.05, power: float = 0.8) -> str:
+def sample_statement(
+    n: int, p: float = 0.5, confidence: float = 0.95, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8
+) -> str:
     """One sentence on what ``n`` queries can show (for the dashboard's caption).
 
     E.g. "With 64 queries, a recall near 0.5 carries a 95% Wilson interval of about ±0.12;
@@ -340,13 +340,16 @@ def sample_statement(n: int, p: float = 0.5, confidence: float = 0.95, discordan
     half = interval_half_width(n, p, confidence)
     diff = detectable_difference(n, discordance, alpha, power)
     discordant = round(n * discordance)
-    first = (f"With {n} queries, a recall near {p:g} carries a {confidence:.0%} Wilson interval "
-             f"of about ±{half:.2f}")
+    first = f"With {n} queries, a recall near {p:g} carries a {confidence:.0%} Wilson interval of about ±{half:.2f}"
     if math.isinf(diff):
-        second = (f"with only {discordant} discordant queries ({discordance:.0%}), a paired sign "
-                  f"test at alpha {alpha:g} cannot reach {power:.0%} power for any difference")
+        second = (
+            f"with only {discordant} discordant queries ({discordance:.0%}), a paired sign "
+            f"test at alpha {alpha:g} cannot reach {power:.0%} power for any difference"
+        )
     else:
-        second = (f"a paired sign test at alpha {alpha:g} with {power:.0%} power detects a recall "
-                  f"difference of about {diff:.2f}, assuming {discordance:.0%} of the queries "
-                  f"({discordant}) are discordant")
+        second = (
+            f"a paired sign test at alpha {alpha:g} with {power:.0%} power detects a recall "
+            f"difference of about {diff:.2f}, assuming {discordance:.0%} of the queries "
+            f"({discordant}) are discordant"
+        )
     return f"{first}; {second}."

@@ -20,6 +20,7 @@ or job whose process on this host is gone is marked ``failed`` (looked at every 
 most, by any process that uses the store). A run buffers its results in memory and
 writes them in one transaction at the end, so a reader never sees half a run.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,9 @@ APPLICATION = "evalcore"
 MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 # Never fetch or load a DuckDB extension: DuckDB would try to download one for a SQLite file.
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {
-    "autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+}
 
 
 def default_store_path() -> Path:
@@ -97,8 +100,12 @@ def schema_version() -> int:
 
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
-    return ("lock" in text or "conflicting" in text or "being used by another process" in text
-            or "different configuration" in text)  # this process has it open the other way
+    return (
+        "lock" in text
+        or "conflicting" in text
+        or "being used by another process" in text
+        or "different configuration" in text
+    )  # this process has it open the other way
 
 
 def _first_line(exc: BaseException) -> str:
@@ -114,8 +121,10 @@ def _io_reason(exc: BaseException) -> str | None:
     text = _first_line(exc)
     if isinstance(exc, OSError):
         text = exc.strerror or text
-    elif not (isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException))
-              or (isinstance(exc, duckdb.TransactionException) and "could not write" in text.lower())):
+    elif not (
+        isinstance(exc, (duckdb.IOException, duckdb.OutOfMemoryException))
+        or (isinstance(exc, duckdb.TransactionException) and "could not write" in text.lower())
+    ):
         return None
     if "no space left" in text.lower() or "disk full" in text.lower():
         return "the disk is full (No space left on device)"
@@ -148,8 +157,7 @@ def check_file(path: Path) -> None:
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the run store ({exc.strerror or exc})") from None
     if not head:
-        raise StoreError(f"{path}: empty file, not a run store; left unchanged (move it away or "
-                         "choose another store)")
+        raise StoreError(f"{path}: empty file, not a run store; left unchanged (move it away or choose another store)")
     if len(head) < 12 or head[8:12] != MAGIC:
         raise StoreError(f"{path}: not a DuckDB database, so not an evalcore run store; left unchanged")
 
@@ -172,8 +180,9 @@ class Store:
         self._reaped_at = -math.inf
 
     # -- opening ------------------------------------------------------------------
-    def _open(self, read_only: bool, path: Path | None = None,
-              doing: str = "cannot open the run store") -> duckdb.DuckDBPyConnection:
+    def _open(
+        self, read_only: bool, path: Path | None = None, doing: str = "cannot open the run store"
+    ) -> duckdb.DuckDBPyConnection:
         """A raw connection, retried while another process (or thread) holds the file."""
         import duckdb
 
@@ -189,8 +198,9 @@ class Store:
                     delay = min(delay * 2, 0.5)
                     continue
                 if _is_lock_error(exc):
-                    raise StoreError(f"{self.path}: the run store stayed busy for {self.lock_timeout:g} s "
-                                     f"({_first_line(exc)})") from None
+                    raise StoreError(
+                        f"{self.path}: the run store stayed busy for {self.lock_timeout:g} s ({_first_line(exc)})"
+                    ) from None
                 raise self._unreadable(exc, doing) from None
 
     def _unreadable(self, exc: Exception, doing: str) -> StoreError:
@@ -207,12 +217,20 @@ class Store:
         check_file(self.path)
         with closing(self._open(read_only=True)) as con:
             try:
-                tables = {r[0] for r in con.execute(
-                    "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'").fetchall()}
-                rows = (con.execute("SELECT version, name FROM schema_migrations").fetchall()
-                        if "schema_migrations" in tables else [])
-                marked = "evalcore_store" in tables and bool(one_row(
-                    con, "SELECT count(*) FROM evalcore_store WHERE application = ?", [APPLICATION])[0])
+                tables = {
+                    r[0]
+                    for r in con.execute(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+                    ).fetchall()
+                }
+                rows = (
+                    con.execute("SELECT version, name FROM schema_migrations").fetchall()
+                    if "schema_migrations" in tables
+                    else []
+                )
+                marked = "evalcore_store" in tables and bool(
+                    one_row(con, "SELECT count(*) FROM evalcore_store WHERE application = ?", [APPLICATION])[0]
+                )
                 block_size, used = one_row(con, "PRAGMA database_size")[2:5:2]  # size, used blocks
                 # while this connection holds the file no writer runs, so the WAL is stable; with
                 # one, the block count includes the blocks it added in memory
@@ -222,19 +240,24 @@ class Store:
                 raise self._unreadable(exc, "cannot read the run store") from None
         # a truncated file can still open (its header is whole), but it cannot hold all its used blocks
         if checkpointed and size < int(block_size) * int(used):
-            raise StoreError(f"{self.path}: the run store is damaged or truncated ({size:,} bytes for {used} "
-                             f"blocks of {block_size:,} in use); left unchanged")
+            raise StoreError(
+                f"{self.path}: the run store is damaged or truncated ({size:,} bytes for {used} "
+                f"blocks of {block_size:,} in use); left unchanged"
+            )
         known = {number: name for number, name, _ in migrations()}
         ours = marked or ((1, known[1]) in rows and "runs" in tables)
         if not ours:
-            raise StoreError(f"{self.path}: a DuckDB database that is not an evalcore run store; "
-                             "refusing to use it (left unchanged)")
+            raise StoreError(
+                f"{self.path}: a DuckDB database that is not an evalcore run store; refusing to use it (left unchanged)"
+            )
         applied = {int(v) for v, _ in rows}
         newer = sorted(applied - set(known))
         if newer:
-            raise StoreError(f"{self.path}: this store has schema version {max(newer)}, newer than this "
-                             f"evalcore knows (schema version {max(known)}); upgrade evalcore to use it "
-                             "(left unchanged)")
+            raise StoreError(
+                f"{self.path}: this store has schema version {max(newer)}, newer than this "
+                f"evalcore knows (schema version {max(known)}); upgrade evalcore to use it "
+                "(left unchanged)"
+            )
         return applied
 
     def _create(self) -> list[str]:
@@ -274,8 +297,9 @@ class Store:
             reason = _io_reason(exc)
             if reason is None and not isinstance(exc, StoreError):
                 raise
-            raise StoreError(str(exc) if reason is None else
-                             f"{self.path}: cannot create the run store: {reason}") from None
+            raise StoreError(
+                str(exc) if reason is None else f"{self.path}: cannot create the run store: {reason}"
+            ) from None
         finally:
             for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
                 try:
@@ -399,12 +423,16 @@ class Store:
         pids = con.execute(
             "SELECT pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL UNION ALL "
             "SELECT pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? AND pid IS NOT NULL",
-            [host, host]).fetchall()
+            [host, host],
+        ).fetchall()
         if any(not pid_alive(int(pid)) for (pid,) in pids):
             return True
         stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
-        return bool(one_row(con, "SELECT count(*) FROM jobs WHERE status = 'queued' AND pid IS NULL "
-                                 "AND created_at < ?", [stale])[0])
+        return bool(
+            one_row(
+                con, "SELECT count(*) FROM jobs WHERE status = 'queued' AND pid IS NULL AND created_at < ?", [stale]
+            )[0]
+        )
 
     def _reap_if_due(self) -> None:
         """At most every ``REAP_EVERY`` seconds: look (read only) for dead runs and jobs; open
@@ -428,31 +456,44 @@ class Store:
         host = socket.gethostname()
         gone = []
         for job_id, run_id, pid in con.execute(
-                "SELECT job_id, run_id, pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? "
-                "AND pid IS NOT NULL", [host]).fetchall():
+            "SELECT job_id, run_id, pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? "
+            "AND pid IS NOT NULL",
+            [host],
+        ).fetchall():
             if pid_alive(int(pid)):
                 continue
             reason = f"process {pid} ended before the job finished (killed or crashed)"
-            con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? "
-                        "WHERE job_id = ? AND status IN ('queued', 'running')", [now(), reason, job_id])
-            con.execute("UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
-                        "WHERE run_id = ? AND status = 'running'", [now(), reason, run_id])
+            con.execute(
+                "UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? "
+                "WHERE job_id = ? AND status IN ('queued', 'running')",
+                [now(), reason, job_id],
+            )
+            con.execute(
+                "UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
+                "WHERE run_id = ? AND status = 'running'",
+                [now(), reason, run_id],
+            )
             log.warning("job %s: process %s is gone; marked failed", job_id, pid)
             gone.append(job_id)
         stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
-        for (job_id,) in con.execute("SELECT job_id FROM jobs WHERE status = 'queued' AND pid IS NULL "
-                                     "AND created_at < ?", [stale]).fetchall():
-            con.execute("UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? WHERE job_id = ?",
-                        [now(), f"its process never started (no pid after {NEVER_STARTED_SECONDS} s)", job_id])
+        for (job_id,) in con.execute(
+            "SELECT job_id FROM jobs WHERE status = 'queued' AND pid IS NULL AND created_at < ?", [stale]
+        ).fetchall():
+            con.execute(
+                "UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? WHERE job_id = ?",
+                [now(), f"its process never started (no pid after {NEVER_STARTED_SECONDS} s)", job_id],
+            )
             gone.append(job_id)
         for run_id, pid in con.execute(
-                "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
-                [host]).fetchall():
+            "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host]
+        ).fetchall():
             if pid_alive(int(pid)):
                 continue
-            con.execute("UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
-                        "WHERE run_id = ? AND status = 'running'",
-                        [now(), f"process {pid} ended before the run completed (killed or crashed)", run_id])
+            con.execute(
+                "UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
+                "WHERE run_id = ? AND status = 'running'",
+                [now(), f"process {pid} ended before the run completed (killed or crashed)", run_id],
+            )
             log.warning("run %s: process %s is gone; marked failed", run_id, pid)
             gone.append(run_id)
         return gone
@@ -503,8 +544,9 @@ class Store:
     # -- writes ------------------------------------------------------------------
     def start_run(self, row: dict[str, Any]) -> None:
         """Insert a run in state ``running`` (pid and host recorded for crash detection)."""
-        row = dict(row, status="running", created_at=row.get("created_at") or now(),
-                   pid=os.getpid(), host=socket.gethostname())
+        row = dict(
+            row, status="running", created_at=row.get("created_at") or now(), pid=os.getpid(), host=socket.gethostname()
+        )
         cols = list(row)
         with self.transaction() as con:
             con.execute(
@@ -516,8 +558,7 @@ class Store:
         """Set a running run's stage text and overall progress (0..1; None keeps it)."""
         with self.connect() as con:
             con.execute(
-                "UPDATE runs SET stage = ?, progress = coalesce(?, progress) "
-                "WHERE run_id = ? AND status = 'running'",
+                "UPDATE runs SET stage = ?, progress = coalesce(?, progress) WHERE run_id = ? AND status = 'running'",
                 [stage, fraction, run_id],
             )
 
@@ -527,13 +568,17 @@ class Store:
             raise ValueError(f"finish_run: status must be failed or cancelled, not {status!r}")
         with self.connect() as con:
             con.execute(
-                "UPDATE runs SET status = ?, reason = ?, finished_at = ? "
-                "WHERE run_id = ? AND status = 'running'",
+                "UPDATE runs SET status = ?, reason = ?, finished_at = ? WHERE run_id = ? AND status = 'running'",
                 [status, reason, now(), run_id],
             )
 
-    def complete_run(self, run_id: str, tables: dict[str, pd.DataFrame], updates: dict[str, Any],
-                     before_commit: Callable[[], None] | None = None) -> None:
+    def complete_run(
+        self,
+        run_id: str,
+        tables: dict[str, pd.DataFrame],
+        updates: dict[str, Any],
+        before_commit: Callable[[], None] | None = None,
+    ) -> None:
         """Write every result table of a run and mark it complete, in one transaction.
 
         ``before_commit`` is called after each table and before the commit; whatever it
@@ -547,8 +592,9 @@ class Store:
                 raise
             raise StoreError(f"run {run_id} was not stored: {exc}") from exc
 
-    def _write_run(self, run_id: str, tables: dict[str, pd.DataFrame], updates: dict[str, Any],
-                   check: Callable[[], None]) -> None:
+    def _write_run(
+        self, run_id: str, tables: dict[str, pd.DataFrame], updates: dict[str, Any], check: Callable[[], None]
+    ) -> None:
         with self.transaction() as con:
             found = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
             status = found[0][0] if found else None
@@ -598,15 +644,17 @@ class Store:
             return
         import pandas as pd
 
-        df = pd.DataFrame({
-            "model": model, "text_hash": list(items), "dim": dim, "vector": list(items.values()),
-        })
+        df = pd.DataFrame(
+            {
+                "model": model,
+                "text_hash": list(items),
+                "dim": dim,
+                "vector": list(items.values()),
+            }
+        )
         with self.transaction() as con:
             con.register("_new", df)
-            con.execute(
-                "INSERT INTO embeddings SELECT model, text_hash, dim, vector FROM _new "
-                "ON CONFLICT DO NOTHING"
-            )
+            con.execute("INSERT INTO embeddings SELECT model, text_hash, dim, vector FROM _new ON CONFLICT DO NOTHING")
 
     # -- extraction cache (0004) ---------------------------------------------------------
     def cached_extractions(self, keys: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], Extraction]:
@@ -624,8 +672,10 @@ class Store:
                 "SELECT x.file_hash, x.extractor, x.extractor_version, x.title, x.text, x.page_starts, x.notes "
                 "FROM extractions x JOIN _want w USING (file_hash, extractor, extractor_version)"
             ).fetchall()
-        return {(h, n, v): Extraction(title, text, tuple(starts or ()), tuple(notes or ()))
-                for h, n, v, title, text, starts, notes in rows}
+        return {
+            (h, n, v): Extraction(title, text, tuple(starts or ()), tuple(notes or ()))
+            for h, n, v, title, text, starts, notes in rows
+        }
 
     def cache_extractions(self, items: dict[tuple[str, str, str], Extraction]) -> None:
         """Keep extractions for later runs (an existing key is left as it is)."""
@@ -635,6 +685,14 @@ class Store:
             for (file_hash, name, version), x in items.items():
                 con.execute(
                     "INSERT INTO extractions VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    [file_hash, name, version, x.title, x.text, list(x.page_starts) or None,
-                     list(x.notes) or None, now()],
+                    [
+                        file_hash,
+                        name,
+                        version,
+                        x.title,
+                        x.text,
+                        list(x.page_starts) or None,
+                        list(x.notes) or None,
+                        now(),
+                    ],
                 )

@@ -2,6 +2,7 @@
 
 Used by the CLI (``show``, ``--json``) and the dashboard, so both print the same figures.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
@@ -45,14 +46,16 @@ def summary_table(store: Store, run_id: str, ks: tuple[int, ...] = DEFAULT_KS) -
     if not ranks:
         return pd.DataFrame(columns=["strategy", "retriever", "config", "queries", "mrr", "destroyed", "failed"])
     table = wide(summarize(ranks, ks))
-    destroyed = store.query(
-        "SELECT strategy, destroyed FROM strategies WHERE run_id = ?", [run_id]
-    ).set_index("strategy")["destroyed"]
-    table["destroyed"] = pd.array([None if pd.isna(destroyed.get(s, 0)) else int(destroyed.get(s, 0))
-                                   for s in table["strategy"]], dtype="Int64")
+    destroyed = store.query("SELECT strategy, destroyed FROM strategies WHERE run_id = ?", [run_id]).set_index(
+        "strategy"
+    )["destroyed"]
+    table["destroyed"] = pd.array(
+        [None if pd.isna(destroyed.get(s, 0)) else int(destroyed.get(s, 0)) for s in table["strategy"]], dtype="Int64"
+    )
     failed = store.query(
-        "SELECT strategy, retriever, count(*) AS n FROM failures WHERE run_id = ? AND domain = 'in' "
-        "GROUP BY ALL", [run_id])
+        "SELECT strategy, retriever, count(*) AS n FROM failures WHERE run_id = ? AND domain = 'in' GROUP BY ALL",
+        [run_id],
+    )
     counts = {(a, b): int(n) for a, b, n in failed.itertuples(index=False)}
     table["failed"] = [counts.get((a, b), 0) for a, b in zip(table["strategy"], table["retriever"])]
     return table
@@ -81,10 +84,15 @@ def summary_json(store: Store, run_id: str) -> dict[str, Any]:
             item.update(source=kind.source, model=kind.model, gate=kind.axis.keep_rule)
         configs.append(item)
     return {
-        "run_id": run["run_id"], "name": run["name"], "status": run["status"],
-        "reason": run.get("reason"), "rerank_note": run.get("rerank_note"),
-        "new_embeddings": run.get("new_embeddings"), "cached_embeddings": run.get("cached_embeddings"),
-        "queries_in": run["settings"].get("queries_in"), "queries_out": run["settings"].get("queries_out"),
+        "run_id": run["run_id"],
+        "name": run["name"],
+        "status": run["status"],
+        "reason": run.get("reason"),
+        "rerank_note": run.get("rerank_note"),
+        "new_embeddings": run.get("new_embeddings"),
+        "cached_embeddings": run.get("cached_embeddings"),
+        "queries_in": run["settings"].get("queries_in"),
+        "queries_out": run["settings"].get("queries_out"),
         "configurations": configs,
     }
 
@@ -95,14 +103,19 @@ def format_table(table: pd.DataFrame) -> str:
 
     width = max([14, *(len(str(c)) + 2 for c in table.get("config", []))])
     failed = "failed" in table and bool((table["failed"] > 0).any())
-    head = f"{'config':<{width}}{'n':>5}" + "".join(f"{'R@' + str(k):>8}" for k in DEFAULT_KS) \
-        + f"{'MRR':>8}{'destroyed':>11}" + (f"{'failed':>8}" if failed else "")
+    head = (
+        f"{'config':<{width}}{'n':>5}"
+        + "".join(f"{'R@' + str(k):>8}" for k in DEFAULT_KS)
+        + f"{'MRR':>8}{'destroyed':>11}"
+        + (f"{'failed':>8}" if failed else "")
+    )
     lines = [head, "-" * len(head)]
     for row in table.to_dict("records"):
         destroyed = "n/a" if pd.isna(row["destroyed"]) else str(int(row["destroyed"]))
         lines.append(
             f"{row['config']:<{width}}{int(row['queries']):>5}"
             + "".join(f"{row[f'recall@{k}']:>8.3f}" for k in DEFAULT_KS)
-            + f"{row['mrr']:>8.3f}{destroyed:>11}" + (f"{int(row['failed']):>8}" if failed else "")
+            + f"{row['mrr']:>8.3f}{destroyed:>11}"
+            + (f"{int(row['failed']):>8}" if failed else "")
         )
     return "\n".join(lines)

@@ -8,6 +8,7 @@
 - ``EVALCORE_TEST_EMBEDDER="module:factory"``: the embedder is ``factory()`` from that
   module instead of the real model (for tests where the model is not what is tested).
 """
+
 from __future__ import annotations
 
 import os

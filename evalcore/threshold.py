@@ -26,6 +26,7 @@ Input shapes (one configuration):
 Only the first ``top`` entries are read; longer lists (the stored top 20) are fine.
 :func:`split_hits` builds both from a hits DataFrame as stored.
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,8 +50,17 @@ FALLBACK_THRESHOLD = 0.5
 MAX_BLUFF_INTERVAL_WIDTH = 0.20
 
 #: Integer count columns of :func:`sweep` (and fields of :class:`GateCounts`).
-COUNT_COLUMNS = ("bluffs", "ood_refused", "refused", "answered_correct", "answered_wrong", "lost",
-                 "answerable", "in_domain", "out_domain")
+COUNT_COLUMNS = (
+    "bluffs",
+    "ood_refused",
+    "refused",
+    "answered_correct",
+    "answered_wrong",
+    "lost",
+    "answerable",
+    "in_domain",
+    "out_domain",
+)
 #: Rate columns of :func:`sweep`: name -> (numerator column, denominator column).
 RATES = {
     "bluff_rate": ("bluffs", "out_domain"),
@@ -128,8 +138,9 @@ def _top(top: int) -> int:
     return top
 
 
-def gate(distances_in_rank_order: Sequence[float], t: float, top: int = DEFAULT_TOP,
-         higher_is_closer: bool = False) -> list[int]:
+def gate(
+    distances_in_rank_order: Sequence[float], t: float, top: int = DEFAULT_TOP, higher_is_closer: bool = False
+) -> list[int]:
     """Indices (0-based, in rank order) of the hits the gate keeps: among the first ``top``,
     those with ``distance < t`` (strict), or with ``score >= t`` when ``higher_is_closer``
     (a similarity). An empty list means NO ANSWER."""
@@ -140,8 +151,9 @@ def gate(distances_in_rank_order: Sequence[float], t: float, top: int = DEFAULT_
     return [i for i, d in enumerate(head) if _distance(d) < t]
 
 
-def counts_at(in_domain: InDomain, out_domain: OutDomain, t: float,
-              top: int = DEFAULT_TOP, higher_is_closer: bool = False) -> GateCounts:
+def counts_at(
+    in_domain: InDomain, out_domain: OutDomain, t: float, top: int = DEFAULT_TOP, higher_is_closer: bool = False
+) -> GateCounts:
     """Brute force: apply :func:`gate` to every query at threshold ``t`` and count."""
     bluffs = refused = correct = wrong = lost = answerable = 0
     for hits in in_domain.values():
@@ -155,8 +167,9 @@ def counts_at(in_domain: InDomain, out_domain: OutDomain, t: float,
         lost += has_correct and not kept_correct
     for distances in out_domain.values():
         bluffs += bool(gate(distances, t, top, higher_is_closer))
-    return GateCounts(bluffs, len(out_domain) - bluffs, refused, correct, wrong, lost, answerable,
-                      len(in_domain), len(out_domain))
+    return GateCounts(
+        bluffs, len(out_domain) - bluffs, refused, correct, wrong, lost, answerable, len(in_domain), len(out_domain)
+    )
 
 
 def _rates(frame: pd.DataFrame, confidence: float = 0.95) -> None:
@@ -177,8 +190,9 @@ def _rates(frame: pd.DataFrame, confidence: float = 0.95) -> None:
             frame[name] = frame[f"{stem}_low"] = frame[f"{stem}_high"] = np.nan
 
 
-def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP,
-          higher_is_closer: bool = False) -> pd.DataFrame:
+def sweep(
+    in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP, higher_is_closer: bool = False
+) -> pd.DataFrame:
     """The exact step function of the gate's counts over the threshold, for one configuration.
 
     Each row is one step: it holds for every threshold ``t`` with ``t_from < t <= threshold``.
@@ -205,7 +219,7 @@ def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP,
     inf = math.inf
     none = -inf if higher_is_closer else inf  # the closest value of a query with nothing to keep
     closest = max if higher_is_closer else min
-    first = np.empty(len(in_domain))          # closest top-`top` value per in-domain query
+    first = np.empty(len(in_domain))  # closest top-`top` value per in-domain query
     first_correct = np.empty(len(in_domain))  # closest correct value in the top `top`
     for i, hits in enumerate(in_domain.values()):
         m = c = none
@@ -215,13 +229,15 @@ def sweep(in_domain: InDomain, out_domain: OutDomain, top: int = DEFAULT_TOP,
             if correct:
                 c = closest(c, d)
         first[i], first_correct[i] = m, c
-    ood_first = np.array([closest((_distance(d) for d in ds[:top]), default=none)
-                          for ds in out_domain.values()], dtype=float)
+    ood_first = np.array(
+        [closest((_distance(d) for d in ds[:top]), default=none) for ds in out_domain.values()], dtype=float
+    )
     return sweep_from_minima(first, first_correct, ood_first, higher_is_closer)
 
 
-def sweep_from_minima(first: Sequence[float], first_correct: Sequence[float],
-                      ood_first: Sequence[float], higher_is_closer: bool = False) -> pd.DataFrame:
+def sweep_from_minima(
+    first: Sequence[float], first_correct: Sequence[float], ood_first: Sequence[float], higher_is_closer: bool = False
+) -> pd.DataFrame:
     """:func:`sweep` from each query's closest values in the gate's top ``top``: ``first``
     (per in-domain query, any hit), ``first_correct`` (per in-domain query, correct hits) and
     ``ood_first`` (per out-of-domain query): the smallest distances, ``inf`` where there is no
@@ -251,19 +267,21 @@ def sweep_from_minima(first: Sequence[float], first_correct: Sequence[float],
     answered = kept(first)
     correct = kept(first_correct)
     bluffs = kept(ood_first)
-    frame = pd.DataFrame({
-        "t_from": np.insert(breaks, 0, -inf),
-        "threshold": thresholds,
-        "bluffs": bluffs,
-        "ood_refused": n_out - bluffs,
-        "refused": n_in - answered,
-        "answered_correct": correct,
-        "answered_wrong": answered - correct,
-        "lost": answerable - correct,
-        "answerable": answerable,
-        "in_domain": n_in,
-        "out_domain": n_out,
-    })
+    frame = pd.DataFrame(
+        {
+            "t_from": np.insert(breaks, 0, -inf),
+            "threshold": thresholds,
+            "bluffs": bluffs,
+            "ood_refused": n_out - bluffs,
+            "refused": n_in - answered,
+            "answered_correct": correct,
+            "answered_wrong": answered - correct,
+            "lost": answerable - correct,
+            "answerable": answerable,
+            "in_domain": n_in,
+            "out_domain": n_out,
+        }
+    )
     frame = frame.astype(dict.fromkeys(COUNT_COLUMNS, "int64"))
     _rates(frame)
     return frame
@@ -283,8 +301,9 @@ def state_at(sweep_df: pd.DataFrame, t: float) -> GateCounts:
     return GateCounts(*(int(row[c]) for c in COUNT_COLUMNS))
 
 
-def split_hits(hits: pd.DataFrame | Iterable[Mapping[str, Any]],
-               domains: Mapping[str, str] | None = None, column: str = "distance") -> tuple[dict, dict]:
+def split_hits(
+    hits: pd.DataFrame | Iterable[Mapping[str, Any]], domains: Mapping[str, str] | None = None, column: str = "distance"
+) -> tuple[dict, dict]:
     """``(in_domain, out_domain)`` inputs for :func:`sweep` from stored hits of ONE configuration.
 
     ``hits``: a DataFrame (or records) with columns ``query_id``, ``domain`` (``in`` or
@@ -349,7 +368,7 @@ def _plain_value(low: float, high: float) -> float:
     if math.isinf(low) and math.isinf(high):
         return 1.0
     for decimals in range(16):
-        step = 10.0 ** -decimals
+        step = 10.0**-decimals
         if math.isinf(low):
             candidate = round(math.floor(high / step) * step, decimals)
         elif math.isinf(high):
@@ -363,14 +382,28 @@ def _plain_value(low: float, high: float) -> float:
 
 def _suggestion(row: Any, rule: str, cost: float | None) -> Suggestion:
     t = _plain_value(float(row["t_from"]), float(row["threshold"]))
-    return Suggestion(t, rule, int(row["bluffs"]), int(row["lost"]), int(row["refused"]),
-                      int(row["answered_correct"]), int(row["answered_wrong"]),
-                      int(row["ood_refused"]), float(row["bluff_rate"]),
-                      float(row["t_from"]), float(row["threshold"]), cost)
+    return Suggestion(
+        t,
+        rule,
+        int(row["bluffs"]),
+        int(row["lost"]),
+        int(row["refused"]),
+        int(row["answered_correct"]),
+        int(row["answered_wrong"]),
+        int(row["ood_refused"]),
+        float(row["bluff_rate"]),
+        float(row["t_from"]),
+        float(row["threshold"]),
+        cost,
+    )
 
 
-def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
-                      max_bluff_rate: float | None = None, higher_is_closer: bool = False) -> Suggestion:
+def suggest_threshold(
+    sweep_df: pd.DataFrame,
+    cost_ratio: float | None = None,
+    max_bluff_rate: float | None = None,
+    higher_is_closer: bool = False,
+) -> Suggestion:
     """Suggest a threshold from a :func:`sweep` frame under exactly one of two rules.
 
     - ``cost_ratio = N``: one bluff costs as much as N lost answers; minimise
@@ -388,8 +421,10 @@ def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
     ceiling outside [0, 1], or a ceiling without out-of-domain queries.
     """
     if (cost_ratio is None) == (max_bluff_rate is None):
-        raise ValueError("give exactly one of cost_ratio and max_bluff_rate, got "
-                         f"cost_ratio={cost_ratio!r}, max_bluff_rate={max_bluff_rate!r}")
+        raise ValueError(
+            "give exactly one of cost_ratio and max_bluff_rate, got "
+            f"cost_ratio={cost_ratio!r}, max_bluff_rate={max_bluff_rate!r}"
+        )
     if len(sweep_df) == 0:
         raise ValueError("empty sweep: nothing to suggest")
     # rows from the strictest gate (nothing kept) to the loosest: a first minimum is the strictest
@@ -402,11 +437,13 @@ def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
         costs = ratio * strict["bluffs"].to_numpy(dtype=float) + strict["lost"].to_numpy(dtype=float)
         best = int(costs.argmin())  # first minimum = the strictest gate
         row = strict.iloc[best]
-        rule = (f"cost ratio {ratio:g}: one bluff costs as much as {ratio:g} lost answers; "
-                f"minimise {ratio:g} x bluffs + lost answers (lost = answerable in-domain queries "
-                f"refused or answered from wrong chunks only; other refusals add nothing); ties go "
-                f"to the {strictest} threshold. Here: {int(row['bluffs'])} bluffs, {int(row['lost'])} lost, "
-                f"cost {float(costs[best]):g}.")
+        rule = (
+            f"cost ratio {ratio:g}: one bluff costs as much as {ratio:g} lost answers; "
+            f"minimise {ratio:g} x bluffs + lost answers (lost = answerable in-domain queries "
+            f"refused or answered from wrong chunks only; other refusals add nothing); ties go "
+            f"to the {strictest} threshold. Here: {int(row['bluffs'])} bluffs, {int(row['lost'])} lost, "
+            f"cost {float(costs[best]):g}."
+        )
         return _suggestion(row, rule, float(costs[best]))
 
     ceiling = float(max_bluff_rate)  # type: ignore[arg-type]
@@ -418,8 +455,10 @@ def suggest_threshold(sweep_df: pd.DataFrame, cost_ratio: float | None = None,
     feasible = strict[rates <= ceiling]  # a prefix: bluffs only grow as the gate loosens
     most = feasible["answered_correct"].max()
     row = feasible[feasible["answered_correct"] == most].iloc[0]
-    rule = (f"bluff ceiling {ceiling:.1%}: the most correct answers with a bluff rate at most the "
-            f"ceiling, then the fewest bluffs. Here: {int(row['bluffs'])} of "
-            f"{int(row['out_domain'])} out-of-domain queries bluffed ({float(row['bluff_rate']):.1%}), "
-            f"{int(row['answered_correct'])} answered correctly, {int(row['lost'])} lost.")
+    rule = (
+        f"bluff ceiling {ceiling:.1%}: the most correct answers with a bluff rate at most the "
+        f"ceiling, then the fewest bluffs. Here: {int(row['bluffs'])} of "
+        f"{int(row['out_domain'])} out-of-domain queries bluffed ({float(row['bluff_rate']):.1%}), "
+        f"{int(row['answered_correct'])} answered correctly, {int(row['lost'])} lost."
+    )
     return _suggestion(row, rule, None)

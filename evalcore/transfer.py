@@ -15,6 +15,7 @@ then inserts all tables in one transaction. A run id already in the store is ref
 the stored rows equal the file's, which makes loading the same file twice a no-op.
 This module is the only writer of these tables outside a run itself.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -135,14 +136,25 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
             for table, order in TABLES.items():
                 member = f"tables/{table}.parquet"
                 target = Path(tmp) / f"{table}.parquet"
-                con.execute(f'COPY (SELECT * FROM "{table}" WHERE run_id = ? ORDER BY {order}) '
-                            f"TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd)", [run_id])
+                con.execute(
+                    f'COPY (SELECT * FROM "{table}" WHERE run_id = ? ORDER BY {order}) '
+                    f"TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd)",
+                    [run_id],
+                )
                 rows = con.execute(f'SELECT count(*) FROM "{table}" WHERE run_id = ?', [run_id]).fetchone()[0]
-                tables[table] = {"file": member, "rows": int(rows), "sha256": _sha256(target),
-                                 "columns": _columns(con, table)}
+                tables[table] = {
+                    "file": member,
+                    "rows": int(rows),
+                    "sha256": _sha256(target),
+                    "columns": _columns(con, table),
+                }
         manifest = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "evalcore_version": __version__,
-            "schema_version": version, "run_id": run_id, "run_name": str(info["name"]),
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "evalcore_version": __version__,
+            "schema_version": version,
+            "run_id": run_id,
+            "run_name": str(info["name"]),
             "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tables": tables,
         }
@@ -188,7 +200,8 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         raise RunFileError(
             f"{path}: run file format version {version} is newer than this evalcore reads "
             f"(format version {FORMAT_VERSION}; evalcore {manifest.get('evalcore_version', '?')} wrote it); "
-            "upgrade evalcore to load it")
+            "upgrade evalcore to load it"
+        )
     tables = manifest.get("tables")
     if not isinstance(manifest.get("run_id"), str) or not manifest["run_id"] or not isinstance(tables, dict):
         raise RunFileError(f"{path}: {MANIFEST} lacks run_id or tables")
@@ -196,12 +209,19 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     missing = [t for t in expected if t not in tables]
     unknown = [t for t in tables if t not in expected]
     if missing or unknown:
-        raise RunFileError(f"{path}: {MANIFEST} tables differ from format {version}: "
-                           f"missing {missing or 'none'}, unknown {unknown or 'none'}")
+        raise RunFileError(
+            f"{path}: {MANIFEST} tables differ from format {version}: "
+            f"missing {missing or 'none'}, unknown {unknown or 'none'}"
+        )
     for table, meta in tables.items():
-        ok = (isinstance(meta, dict) and isinstance(meta.get("file"), str) and _MEMBER.match(meta["file"])
-              and isinstance(meta.get("rows"), int) and meta["rows"] >= 0
-              and isinstance(meta.get("sha256"), str))
+        ok = (
+            isinstance(meta, dict)
+            and isinstance(meta.get("file"), str)
+            and _MEMBER.match(meta["file"])
+            and isinstance(meta.get("rows"), int)
+            and meta["rows"] >= 0
+            and isinstance(meta.get("sha256"), str)
+        )
         if not ok or meta["file"] not in names:
             raise RunFileError(f"{path}: {MANIFEST} entry for table {table!r} is malformed or its file is missing")
     return manifest
@@ -220,8 +240,10 @@ def _unpack(path: Path, manifest: dict[str, Any], folder: Path) -> dict[str, Pat
                         h.update(block)
                         dst.write(block)
                 if h.hexdigest() != meta["sha256"]:
-                    raise RunFileError(f"{path}: {meta['file']} does not match its sha256 in {MANIFEST} "
-                                       "(the file was changed or damaged)")
+                    raise RunFileError(
+                        f"{path}: {meta['file']} does not match its sha256 in {MANIFEST} "
+                        "(the file was changed or damaged)"
+                    )
                 out[table] = target
     except (zipfile.BadZipFile, EOFError, OSError) as exc:
         raise RunFileError(f"{path}: damaged or truncated ({exc})") from None
@@ -244,12 +266,14 @@ def _check_tables(path: Path, manifest: dict[str, Any], files: dict[str, Path]) 
                     raise RunFileError(f"{path}: {member} has no run_id column")
                 rows, foreign = con.execute(
                     "SELECT count(*), count(*) FILTER (run_id IS DISTINCT FROM ?) FROM read_parquet(?)",
-                    [run_id, str(file)]).fetchone()
+                    [run_id, str(file)],
+                ).fetchone()
             except duckdb.Error as exc:
                 raise RunFileError(f"{path}: {member} is not readable Parquet ({str(exc).splitlines()[0]})") from None
             if rows != manifest["tables"][table]["rows"]:
-                raise RunFileError(f"{path}: {member} holds {rows} rows, the manifest says "
-                                   f"{manifest['tables'][table]['rows']}")
+                raise RunFileError(
+                    f"{path}: {member} holds {rows} rows, the manifest says {manifest['tables'][table]['rows']}"
+                )
             if foreign:
                 raise RunFileError(f"{path}: {member} holds {foreign} rows of another run than {run_id}")
         status = con.execute("SELECT list(status) FROM read_parquet(?)", [str(files["runs"])]).fetchone()[0]
@@ -263,13 +287,16 @@ def _differences(con: duckdb.DuckDBPyConnection, files: dict[str, Path], run_id:
     """Tables whose stored rows of ``run_id`` differ from the file's (compared on the file's columns)."""
     out = []
     for table, file in files.items():
-        cols = ", ".join(f'"{c[0]}"' for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)",
-                                                           [str(file)]).fetchall())
+        cols = ", ".join(
+            f'"{c[0]}"' for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()
+        )
         mine = f'SELECT {cols} FROM "{table}" WHERE run_id = ?'
         theirs = f"SELECT {cols} FROM read_parquet(?)"
-        diff = con.execute(f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})) + "
-                           f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))",
-                           [str(file), run_id, run_id, str(file)]).fetchone()[0]
+        diff = con.execute(
+            f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})) + "
+            f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))",
+            [str(file), run_id, run_id, str(file)],
+        ).fetchone()[0]
         if diff:
             out.append(table)
     return out
@@ -302,21 +329,25 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                     raise RunFileError(
                         f"{path}: table {table} has column(s) {', '.join(extra)} this store does not know "
                         f"(file schema version {manifest.get('schema_version')}, store schema version {mine}); "
-                        "upgrade evalcore to load it")
+                        "upgrade evalcore to load it"
+                    )
             if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]:
                 differ = _differences(con, files, run_id)
                 if differ:
                     raise RunFileError(
                         f"{path}: run {run_id} is already in {store.path} with other rows "
-                        f"(tables {', '.join(differ)} differ); not loaded")
+                        f"(tables {', '.join(differ)} differ); not loaded"
+                    )
                 return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path), loaded=False)
             for table, file in files.items():
-                cols = ", ".join(f'"{c[0]}"' for c in con.execute(
-                    "DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall())
+                cols = ", ".join(
+                    f'"{c[0]}"' for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()
+                )
                 try:
                     con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM read_parquet(?)', [str(file)])
                 except duckdb.Error as exc:
-                    raise RunFileError(f"{path}: table {table} cannot be stored "
-                                       f"({str(exc).splitlines()[0]}); nothing was loaded") from None
+                    raise RunFileError(
+                        f"{path}: table {table} cannot be stored ({str(exc).splitlines()[0]}); nothing was loaded"
+                    ) from None
     log.info("loaded run %s from %s", run_id, path)
     return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path))

@@ -22,6 +22,7 @@ naming it; the upload is refused when no document is left. ``questions.jsonl`` a
 messages are ``FILE:LINE: ...`` exactly as the CLI prints them; a bad jsonl file refuses
 the upload. Every refusal is an :class:`~evalcore.errors.InputError` naming the file.
 """
+
 from __future__ import annotations
 
 import io
@@ -56,9 +57,11 @@ class Limits:
     max_ratio: float = 100.0
 
     def describe(self) -> str:
-        return (f"at most {self.max_upload_bytes / MB:g} MB per uploaded file; a zip may hold at most "
-                f"{self.max_files:,} files and {self.max_unpacked_bytes / MB:g} MB unpacked, "
-                f"at most {self.max_ratio:g} times its packed size")
+        return (
+            f"at most {self.max_upload_bytes / MB:g} MB per uploaded file; a zip may hold at most "
+            f"{self.max_files:,} files and {self.max_unpacked_bytes / MB:g} MB unpacked, "
+            f"at most {self.max_ratio:g} times its packed size"
+        )
 
 
 DEFAULT_LIMITS = Limits()
@@ -98,8 +101,10 @@ def _size(n: int) -> str:
 def check_size(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> None:
     """InputError naming the file when it is over ``limits.max_upload_bytes``."""
     if len(upload.data) > limits.max_upload_bytes:
-        raise InputError(f"{upload.name}: {_size(len(upload.data))} is over the upload limit of "
-                         f"{limits.max_upload_bytes / MB:g} MB per file")
+        raise InputError(
+            f"{upload.name}: {_size(len(upload.data))} is over the upload limit of "
+            f"{limits.max_upload_bytes / MB:g} MB per file"
+        )
 
 
 def safe_name(name: str) -> str:
@@ -136,24 +141,26 @@ def _inflate(upload: UploadedFile, info: zipfile.ZipInfo) -> bytes:
     if info.flag_bits & 0x1:
         raise InputError(f"{where} is encrypted; refusing the zip")
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise InputError(f"{where} uses compression method {info.compress_type}; only stored and deflated "
-                         "entries are read; refusing the zip")
+        raise InputError(
+            f"{where} uses compression method {info.compress_type}; only stored and deflated "
+            "entries are read; refusing the zip"
+        )
     data = memoryview(upload.data)
     offset = info.header_offset
-    if bytes(data[offset:offset + 4]) != b"PK\x03\x04" or offset + 30 > len(data):
+    if bytes(data[offset : offset + 4]) != b"PK\x03\x04" or offset + 30 > len(data):
         raise InputError(f"{where} cannot be read (no local header); refusing the zip")
-    name_len, extra_len = struct.unpack("<HH", data[offset + 26:offset + 30])
+    name_len, extra_len = struct.unpack("<HH", data[offset + 26 : offset + 30])
     start = offset + 30 + name_len + extra_len
-    raw = data[start:start + info.compress_size]
+    raw = data[start : start + info.compress_size]
     limit = info.file_size
     out = bytearray()
     if info.compress_type == zipfile.ZIP_STORED:
-        out += raw[:limit + 1]
+        out += raw[: limit + 1]
     else:
         inflater = zlib.decompressobj(-zlib.MAX_WBITS)
         try:
             for i in range(0, len(raw), CHUNK):
-                pending = bytes(raw[i:i + CHUNK])
+                pending = bytes(raw[i : i + CHUNK])
                 while pending and len(out) <= limit:
                     out += inflater.decompress(pending, CHUNK)
                     pending = inflater.unconsumed_tail
@@ -164,8 +171,9 @@ def _inflate(upload: UploadedFile, info: zipfile.ZipInfo) -> bytes:
         except zlib.error as exc:
             raise InputError(f"{where} cannot be read ({exc}); refusing the zip") from None
     if len(out) > limit:
-        raise InputError(f"{where} expands beyond the {limit:,} bytes its header declares; "
-                         "refusing the zip (a possible zip bomb)")
+        raise InputError(
+            f"{where} expands beyond the {limit:,} bytes its header declares; refusing the zip (a possible zip bomb)"
+        )
     if len(out) != limit or zlib.crc32(out) != info.CRC:
         raise InputError(f"{where} does not match its header (size or checksum); refusing the zip")
     return bytes(out)
@@ -199,13 +207,17 @@ def unpack_zip(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> list[tu
                 continue
             wanted.append((info, path))
         if total > limits.max_unpacked_bytes:
-            raise InputError(f"{upload.name}: expands to {_size(total)}, over the limit of "
-                             f"{limits.max_unpacked_bytes / MB:g} MB unpacked")
+            raise InputError(
+                f"{upload.name}: expands to {_size(total)}, over the limit of "
+                f"{limits.max_unpacked_bytes / MB:g} MB unpacked"
+            )
         packed = max(len(upload.data), 1)
         if total / packed > limits.max_ratio:
-            raise InputError(f"{upload.name}: expands to {_size(total)} from {_size(len(upload.data))} "
-                             f"({total / packed:.0f} times), over the limit of {limits.max_ratio:g} times; "
-                             "refusing a possible zip bomb")
+            raise InputError(
+                f"{upload.name}: expands to {_size(total)} from {_size(len(upload.data))} "
+                f"({total / packed:.0f} times), over the limit of {limits.max_ratio:g} times; "
+                "refusing a possible zip bomb"
+            )
         return [(path.as_posix(), _inflate(upload, info)) for info, path in wanted]
 
 
@@ -258,8 +270,10 @@ def corpus_files(uploads: Sequence[UploadedFile], limits: Limits = DEFAULT_LIMIT
                 continue
             total += len(data)
             if len(files) + 1 > limits.max_files or total > limits.max_unpacked_bytes:
-                raise InputError(f"the corpus is over the limit of {limits.max_files:,} files or "
-                                 f"{limits.max_unpacked_bytes / MB:g} MB")
+                raise InputError(
+                    f"the corpus is over the limit of {limits.max_files:,} files or "
+                    f"{limits.max_unpacked_bytes / MB:g} MB"
+                )
             files[rel] = data
     if not files:
         raise InputError("no usable corpus document in the upload: " + "; ".join(skipped))
@@ -288,8 +302,13 @@ def check_jsonl(upload: UploadedFile, kind: str, limits: Limits = DEFAULT_LIMITS
             raise InputError(str(exc).replace(str(path), name)) from None
 
 
-def save_upload(folder: Path, corpus: Sequence[UploadedFile], questions: UploadedFile | None,
-                ood: UploadedFile | None, limits: Limits = DEFAULT_LIMITS) -> SavedUpload:
+def save_upload(
+    folder: Path,
+    corpus: Sequence[UploadedFile],
+    questions: UploadedFile | None,
+    ood: UploadedFile | None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> SavedUpload:
     """Check everything, then write ``folder/corpus/...``, ``folder/questions.jsonl`` and
     ``folder/ood.jsonl``. ``folder`` must not exist yet; on any error nothing is left behind."""
     if questions is None:

@@ -4,6 +4,7 @@ A package of its own beside :mod:`evalcore`, in the same distribution, so that t
 never imports Streamlit. :data:`APP` is the script Streamlit runs; ``app.py`` holds the
 navigation and ``screens/`` one file per screen. Importing this package imports nothing else.
 """
+
 from __future__ import annotations
 
 from pathlib import Path

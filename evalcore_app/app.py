@@ -4,6 +4,7 @@ Navigation only; each screen is a thin page in screens/ over evalcore.read and e
 and draws the shared sidebar itself (screens/_ui.py documents the session state). Streamlit runs
 this file as its main script; the clone's root ``app.py`` calls :func:`main` too.
 """
+
 from __future__ import annotations
 
 import streamlit as st

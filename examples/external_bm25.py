@@ -10,6 +10,7 @@ Every other chunk is written with its offsets, the others with their text only, 
 exercises both ways of locating a chunk. ``write_files`` writes CHUNKS.jsonl and the
 rankings as a TREC run file and as JSONL.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,13 @@ def sentence_windows(corpus, sentences: int = 3) -> list[Window]:
         bounds.append((last, len(text)))
         spans = [(a, b) for a, b in bounds if text[a:b].strip()]
         for i in range(0, len(spans), sentences):
-            group = spans[i:i + sentences]
+            group = spans[i : i + sentences]
             start, end = group[0][0], group[-1][1]
             while start < end and text[start].isspace():
                 start += 1
-            out.append(Window(f"{doc.doc_id.replace('/', '_')}::{i // sentences}", doc.doc_id, start, end,
-                              text[start:end]))
+            out.append(
+                Window(f"{doc.doc_id.replace('/', '_')}::{i // sentences}", doc.doc_id, start, end, text[start:end])
+            )
     return out
 
 
@@ -55,7 +57,9 @@ def tokens(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def bm25_rankings(windows: list[Window], queries: dict[str, str], depth: int = 50) -> dict[str, list[tuple[str, float]]]:
+def bm25_rankings(
+    windows: list[Window], queries: dict[str, str], depth: int = 50
+) -> dict[str, list[tuple[str, float]]]:
     """{query id: [(chunk id, BM25 score), ...]} best first, at most ``depth`` hits, ties by chunk order."""
     from rank_bm25 import BM25Okapi
 

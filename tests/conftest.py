@@ -1,4 +1,5 @@
 """Shared fixtures: the real model (loaded once), a real engine-made store, a keyword embedder."""
+
 from __future__ import annotations
 
 import os
@@ -82,8 +83,13 @@ def engine_store(tmp_path_factory, real_embedder, mini_inputs):
 
     path = tmp_path_factory.mktemp("store") / "evalcore.duckdb"
     corpus, gt = mini_inputs
-    request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies("A,B,C,D,E,F"),
-                         retrievers=["dense", "bm25", "hybrid", "rerank"], name="mini")
+    request = RunRequest(
+        corpus=corpus,
+        ground_truth=gt,
+        strategies=parse_strategies("A,B,C,D,E,F"),
+        retrievers=["dense", "bm25", "hybrid", "rerank"],
+        name="mini",
+    )
     result = run_evaluation(request, Store(path), embedder=real_embedder)
     path.with_suffix(".run_id").write_text(result.run_id)
     return path
@@ -112,8 +118,13 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
     path = tmp_path_factory.mktemp("two-runs") / "evalcore.duckdb"
     shutil.copy(engine_store, path)
     corpus, gt = mini_inputs
-    request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(SECOND_STRATEGIES),
-                         retrievers=["dense", "bm25"], name="second")
+    request = RunRequest(
+        corpus=corpus,
+        ground_truth=gt,
+        strategies=parse_strategies(SECOND_STRATEGIES),
+        retrievers=["dense", "bm25"],
+        name="second",
+    )
     second = run_evaluation(request, Store(path), embedder=real_embedder).run_id
     first = engine_store.with_suffix(".run_id").read_text()
     path.with_suffix(".run_ids").write_text(f"{first}\n{second}\n")
@@ -137,8 +148,14 @@ def tiny_cross_encoder(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny-cross-encoder")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1,
-                     num_attention_heads=2, intermediate_size=64, num_labels=1)
+    cfg = BertConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
     BertForSequenceClassification(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
@@ -187,12 +204,19 @@ def gate_store(tmp_path_factory, real_embedder):
     corpus = load_corpus(MINI / "corpus")
     fewer = folder / "fewer.jsonl"
     fewer.write_text("".join((MINI / "questions.jsonl").read_text().splitlines(keepends=True)[:-3]))
-    for name, strategies, questions in (("base", GATE_STRATEGIES, MINI / "questions.jsonl"),
-                                        ("cand", DAMAGED_STRATEGIES, MINI / "questions.jsonl"),
-                                        ("fewer", "E", fewer)):
+    for name, strategies, questions in (
+        ("base", GATE_STRATEGIES, MINI / "questions.jsonl"),
+        ("cand", DAMAGED_STRATEGIES, MINI / "questions.jsonl"),
+        ("fewer", "E", fewer),
+    ):
         gt = load_ground_truth(corpus, questions, GATE_OOD)
-        request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(strategies),
-                             retrievers=["dense", "bm25", "hybrid"], name=name)
+        request = RunRequest(
+            corpus=corpus,
+            ground_truth=gt,
+            strategies=parse_strategies(strategies),
+            retrievers=["dense", "bm25", "hybrid"],
+            name=name,
+        )
         run_evaluation(request, Store(path), embedder=real_embedder)
     return path
 

@@ -14,6 +14,7 @@ each page to PDF:
 Nothing is committed: everything is written under a pytest tmp folder. Tests skip
 cleanly when ../shared/data, chromium or playwright is absent.
 """
+
 from __future__ import annotations
 
 import html
@@ -43,8 +44,14 @@ main{{padding:0 24px}} footer{{color:#555;padding:8px}}</style>
 </body></html>
 """
 # the boilerplate above: none of it may reach the text of an HTML document
-BOILERPLATE = ("Documentation Blog Community", "Copyright 2026 The", "Built with a static site generator",
-               "page view", "analytics-beacon", "Privacy Imprint")
+BOILERPLATE = (
+    "Documentation Blog Community",
+    "Copyright 2026 The",
+    "Built with a static site generator",
+    "page view",
+    "analytics-beacon",
+    "Privacy Imprint",
+)
 
 
 @dataclass(frozen=True)
@@ -72,12 +79,14 @@ def render_page(markdown_text: str, slug: str, project: str, sidebar: list[str])
     text = canonical_text(markdown_text)
     body = markdown.markdown(text, extensions=["fenced_code", "tables", "admonition", "sane_lists"])
     links = "".join(f'<li><a href="/{html.escape(s)}/">{html.escape(s)}</a></li>' for s in sidebar)
-    return TEMPLATE.format(title=html.escape(find_title(text) or slug), slug=html.escape(slug),
-                           body=body, sidebar=links, project=project)
+    return TEMPLATE.format(
+        title=html.escape(find_title(text) or slug), slug=html.escape(slug), body=body, sidebar=links, project=project
+    )
 
 
-def print_corpus(browser, name: str, source: Path, out: Path, *, header_footer: bool, outline: bool,
-                 skip: tuple[str, ...] = ()) -> PrintedCorpus:
+def print_corpus(
+    browser, name: str, source: Path, out: Path, *, header_footer: bool, outline: bool, skip: tuple[str, ...] = ()
+) -> PrintedCorpus:
     files = sorted(p for p in source.rglob("*.md") if p.relative_to(source).as_posix() not in skip)
     rels = [p.relative_to(source).with_suffix("").as_posix() for p in files]
     md_dir, html_dir, pdf_dir = out / name / "markdown", out / name / "html", out / name / "pdf"
@@ -90,17 +99,22 @@ def print_corpus(browser, name: str, source: Path, out: Path, *, header_footer: 
         target = (html_dir / rel).with_suffix(".html")
         target.write_text(render_page(raw, rel, name, rels), encoding="utf-8")
         page.goto(target.as_uri())
-        options = dict(path=str((pdf_dir / rel).with_suffix(".pdf")), format="A4", outline=outline,
-                       tagged=outline, print_background=False)
+        options = dict(
+            path=str((pdf_dir / rel).with_suffix(".pdf")),
+            format="A4",
+            outline=outline,
+            tagged=outline,
+            print_background=False,
+        )
         if header_footer:
             # chromium's own print header and footer: date and title, URL and page/pages
             options.update(
                 display_header_footer=True,
                 header_template='<div style="font-size:8px;width:100%;display:flex;justify-content:space-between;'
-                                'padding:0 24px"><span class="date"></span><span class="title"></span></div>',
+                'padding:0 24px"><span class="date"></span><span class="title"></span></div>',
                 footer_template='<div style="font-size:8px;width:100%;display:flex;justify-content:space-between;'
-                                'padding:0 24px"><span class="url"></span><span><span class="pageNumber"></span>/'
-                                '<span class="totalPages"></span></span></div>',
+                'padding:0 24px"><span class="url"></span><span><span class="pageNumber"></span>/'
+                '<span class="totalPages"></span></span></div>',
                 margin={"top": "60px", "bottom": "60px"},
             )
         page.pdf(**options)
@@ -126,8 +140,9 @@ def printed(tmp_path_factory) -> dict[str, PrintedCorpus]:
             corpora = {
                 "poetry": print_corpus(browser, "poetry", poetry, out, header_footer=True, outline=False),
                 # the release notes alone would be 60 pages; the rest of mkdocs keeps the session short
-                "mkdocs": print_corpus(browser, "mkdocs", mkdocs, out, header_footer=False, outline=True,
-                                       skip=("about/release-notes.md",)),
+                "mkdocs": print_corpus(
+                    browser, "mkdocs", mkdocs, out, header_footer=False, outline=True, skip=("about/release-notes.md",)
+                ),
             }
         finally:
             browser.close()

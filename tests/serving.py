@@ -1,6 +1,7 @@
 """Helpers for tests that start the dashboard and drive it from a real browser: a free port on
 127.0.0.1, waiting for Streamlit's health check, Debian's chromium for playwright, and the
 checks every page must pass (settled, healthy)."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,15 @@ import urllib.request
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
 
 
 def free_port() -> int:
@@ -55,8 +63,10 @@ def settled(page, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     quiet_since = None
     while time.monotonic() < deadline:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0 or \
-            page.locator('[data-testid="stSkeleton"]').count() > 0
+        running = (
+            page.locator('[data-testid="stStatusWidget"]').count() > 0
+            or page.locator('[data-testid="stSkeleton"]').count() > 0
+        )
         if running:
             quiet_since = None
         elif quiet_since is None:

@@ -5,6 +5,7 @@ equal those computed here straight from the store (pandas over the stored rows, 
 brute-force gate). The dashboard shows the operator's store ($EVALCORE_STORE), so each test
 points that variable at its store.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -63,7 +64,9 @@ def test_page_renders_without_exception_or_echo(engine_store, engine_run_id, pag
 
 def test_streamlit_magic_is_off(monkeypatch):
     monkeypatch.chdir(ROOT)  # the app's .streamlit/config.toml: runner.magicEnabled = false
-    at = AppTest.from_string("import streamlit as st\nst.title('x')\n'echoed text'\nst.dataframe if True else st.write\n")
+    at = AppTest.from_string(
+        "import streamlit as st\nst.title('x')\n'echoed text'\nst.dataframe if True else st.write\n"
+    )
     at.run()
     assert not at.markdown and not at.get("doc_string")
 
@@ -90,11 +93,15 @@ def test_compare_page_pair_and_p_match_the_matrix(engine_store, engine_run_id, m
     first, second = at.session_state["pair_first"], at.session_state["pair_second"]
     k = at.session_state["hit_k"]
     store = Store(engine_store)
-    results = store.query("SELECT r.* FROM results r JOIN queries q USING (run_id, query_id) "
-                          "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid", [engine_run_id])
+    results = store.query(
+        "SELECT r.* FROM results r JOIN queries q USING (run_id, query_id) "
+        "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid",
+        [engine_run_id],
+    )
     results["config"] = results["strategy"] + "/" + results["retriever"]
     hit = results.assign(hit=results["first_correct_rank"].fillna(99) <= k).pivot(
-        index="query_id", columns="config", values="hit")
+        index="query_id", columns="config", values="hit"
+    )
     wins = int((hit[first] & ~hit[second]).sum())
     losses = int((~hit[first] & hit[second]).sum())
     detail = next(h.proto.body for h in at.get("html") if "pair-detail" in h.proto.body)
@@ -121,7 +128,8 @@ def test_threshold_page_opens_on_the_best_configuration_and_matches_brute_force(
     hits = store.query(
         "SELECT h.*, q.domain AS qd FROM hits h JOIN queries q USING (run_id, query_id) "
         "WHERE h.run_id = ? AND strategy = ? AND retriever = ? AND rank <= 4 AND q.valid",
-        [engine_run_id, config.strategy, config.retriever])
+        [engine_run_id, config.strategy, config.retriever],
+    )
     kept = hits[hits["distance"] < t]
     bluffs = kept[kept["qd"] == "out"]["query_id"].nunique()
     answered_in = kept[kept["qd"] == "in"]["query_id"].nunique()
@@ -165,8 +173,10 @@ def test_distances_page_marks_and_n(engine_store, engine_run_id, monkeypatch):
     at = open_page(engine_store, "distances", monkeypatch)
     no_exception(at)
     config = Configuration.parse(at.session_state["config"])
-    res = Store(engine_store).query("SELECT * FROM results WHERE run_id = ? AND strategy = ? AND retriever = ?",
-                                    [engine_run_id, config.strategy, config.retriever])
+    res = Store(engine_store).query(
+        "SELECT * FROM results WHERE run_id = ? AND strategy = ? AND retriever = ?",
+        [engine_run_id, config.strategy, config.retriever],
+    )
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Worst in-domain answer"] == f"{res[res['domain'] == 'in']['answer_distance'].max():.3f}"
     assert metrics["Best out-of-domain top hit"] == f"{res[res['domain'] == 'out']['top_distance'].min():.3f}"
@@ -175,8 +185,10 @@ def test_distances_page_marks_and_n(engine_store, engine_run_id, monkeypatch):
 
 def test_query_page_every_kind_of_query(engine_store, engine_run_id, monkeypatch):
     store = Store(engine_store)
-    results = store.query("SELECT r.*, q.kind FROM results r JOIN queries q USING (run_id, query_id) "
-                          "WHERE r.run_id = ? AND q.valid", [engine_run_id])
+    results = store.query(
+        "SELECT r.*, q.kind FROM results r JOIN queries q USING (run_id, query_id) WHERE r.run_id = ? AND q.valid",
+        [engine_run_id],
+    )
     picks = {
         "in-domain": results[(results["domain"] == "in") & ~results["destroyed"]]["query_id"].iloc[0],
         "destroyed": results[results["destroyed"]]["query_id"].iloc[0],
@@ -219,8 +231,11 @@ def test_user_text_is_never_markup(engine_store, engine_run_id, monkeypatch):
 def test_index_page_matches_strategies(engine_store, engine_run_id, monkeypatch):
     at = open_page(engine_store, "index", monkeypatch)
     no_exception(at)
-    chunks = Store(engine_store).query("SELECT strategy, count(*) AS n FROM chunks WHERE run_id = ? GROUP BY strategy",
-                                       [engine_run_id]).set_index("strategy")["n"]
+    chunks = (
+        Store(engine_store)
+        .query("SELECT strategy, count(*) AS n FROM chunks WHERE run_id = ? GROUP BY strategy", [engine_run_id])
+        .set_index("strategy")["n"]
+    )
     shown = at.dataframe[0].value.set_index("strategy")["chunks"]
     assert shown.to_dict() == chunks.reindex(shown.index).to_dict()
 
@@ -295,7 +310,9 @@ def _charts(at: AppTest) -> list[dict]:
 
     out = []
     for element in at.get("vega_lite_chart"):
-        rows = [r for d in element.proto.datasets for r in pa.ipc.open_stream(d.data.data).read_pandas().to_dict("records")]
+        rows = [
+            r for d in element.proto.datasets for r in pa.ipc.open_stream(d.data.data).read_pandas().to_dict("records")
+        ]
         out.append(json.loads(element.proto.spec) | {"_theme": element.proto.theme, "_rows": rows})
     return out
 

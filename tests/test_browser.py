@@ -19,6 +19,7 @@ shown in a page, a traceback, or an object echoed by Streamlit "magic".
 Skipped, with the reason, when chromium or the playwright package is absent.
 Set EVALCORE_SCREENSHOTS=<folder> to keep a PNG of each step.
 """
+
 from __future__ import annotations
 
 import csv
@@ -48,7 +49,9 @@ def served(two_run_store, two_run_ids, tmp_path_factory):
     """(url, store path, run ids): the app on a private copy of the two-run store."""
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (pip install playwright)")
+    pytest.importorskip(
+        "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
+    )
     folder = tmp_path_factory.mktemp("served")
     store = folder / "evalcore.duckdb"
     shutil.copy(two_run_store, store)
@@ -57,10 +60,27 @@ def served(two_run_store, two_run_ids, tmp_path_factory):
     env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-             "--server.port", str(port), "--server.address", "127.0.0.1",
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                str(ROOT / "app.py"),
+                "--server.headless",
+                "true",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--browser.gatherUsageStats",
+                "false",
+                "--server.fileWatcherType",
+                "none",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -148,12 +168,17 @@ def test_query_page_for_every_kind_of_query_and_configuration(served, page):
     url, store_path, run_ids = served
     store = Store(store_path)
     for run_id in run_ids:
-        results = store.query("SELECT r.query_id, r.destroyed, r.domain, q.kind FROM results r "
-                              "JOIN queries q USING (run_id, query_id) WHERE r.run_id = ? AND q.valid", [run_id])
+        results = store.query(
+            "SELECT r.query_id, r.destroyed, r.domain, q.kind FROM results r "
+            "JOIN queries q USING (run_id, query_id) WHERE r.run_id = ? AND q.valid",
+            [run_id],
+        )
         configs = len(store.query("SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?", [run_id]))
-        picks = {"in-domain": "e417-ticket",  # its variant carries an image and HTML
-                 "near": results[results["kind"] == "near"]["query_id"].iloc[0],
-                 "far": results[results["kind"] == "far"]["query_id"].iloc[0]}
+        picks = {
+            "in-domain": "e417-ticket",  # its variant carries an image and HTML
+            "near": results[results["kind"] == "near"]["query_id"].iloc[0],
+            "far": results[results["kind"] == "far"]["query_id"].iloc[0],
+        }
         destroyed = results[results["destroyed"]]["query_id"]
         if len(destroyed):
             picks["destroyed"] = destroyed.iloc[0]
@@ -184,8 +209,10 @@ def test_product_manager_journey(served, page):
     # another configuration, then the slider all the way up: every out-of-domain query bluffs
     select(page, "Configuration (strategy/retriever)", "tight/dense")
     healthy(page, "pm 2 configuration")
-    assert "tight/dense" in page.locator('[data-testid="stMainBlockContainer"] p').filter(
-        has_text="Configuration").first.inner_text()
+    assert (
+        "tight/dense"
+        in page.locator('[data-testid="stMainBlockContainer"] p').filter(has_text="Configuration").first.inner_text()
+    )
     page.locator('[data-testid="stSlider"] input[type="range"]').first.focus()
     page.keyboard.press("End")
     settled(page)
@@ -208,8 +235,10 @@ def test_product_manager_journey(served, page):
     assert f"/query?run_id={second_run}&query_id={bluff_id}" in page.url
     assert threshold_shown(page) == pytest.approx(t)
     assert "Out-of-domain" in text_of(page, "query-meta")
-    assert "bluffs: answers from" in page.locator('[data-testid="stExpander"] summary').filter(
-        has_text="tight/dense").first.inner_text()
+    assert (
+        "bluffs: answers from"
+        in page.locator('[data-testid="stExpander"] summary').filter(has_text="tight/dense").first.inner_text()
+    )
 
     # back on Threshold: the same t; save it with a note
     nav(page, "Threshold")
@@ -224,14 +253,18 @@ def test_product_manager_journey(served, page):
     page.reload(wait_until="domcontentloaded")
     settled(page)
     healthy(page, "pm 6 reloaded")
-    assert "latest saved decision" in page.locator('[data-testid="stMainBlockContainer"] p').filter(
-        has_text="Configuration").first.inner_text()
+    assert (
+        "latest saved decision"
+        in page.locator('[data-testid="stMainBlockContainer"] p').filter(has_text="Configuration").first.inner_text()
+    )
     assert threshold_shown(page) == pytest.approx(t) and "saved decision" in text_of(page, "threshold-state")
     for title in ("Query", "Export"):
         nav(page, title)
         healthy(page, f"pm 7 {title}")
         assert threshold_shown(page) == pytest.approx(t), title
-        assert "saved decision" in text_of(page, "threshold-state") and "tight/dense" in text_of(page, "threshold-state")
+        assert "saved decision" in text_of(page, "threshold-state") and "tight/dense" in text_of(
+            page, "threshold-state"
+        )
 
 
 def test_engineer_journey(served, page):

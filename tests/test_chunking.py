@@ -1,4 +1,5 @@
 """Chunking: agreement with the seed's chunkDocument (run in Node), hand cases, invariants."""
+
 from __future__ import annotations
 
 import json
@@ -36,14 +37,21 @@ def run_seed(jobs: list[dict]) -> list[list[dict]]:
     """Run the seed's chunkDocument in Node on a batch of {doc, title, target}."""
     if NODE is None:
         pytest.skip("node is not installed")
-    done = subprocess.run([NODE, str(ORACLE / "run_chunk.mjs")], input=json.dumps(jobs),
-                          capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [NODE, str(ORACLE / "run_chunk.mjs")],
+        input=json.dumps(jobs),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     return json.loads(done.stdout)
 
 
 def doc(text: str, title: str = "T", doc_id: str = "d") -> Document:
-    return Document(doc_id=doc_id, title=title, source_type="markdown", text=text,
-                    extractor="markdown", extractor_version="1")
+    return Document(
+        doc_id=doc_id, title=title, source_type="markdown", text=text, extractor="markdown", extractor_version="1"
+    )
 
 
 def as_seed(chunks) -> list[tuple]:
@@ -61,13 +69,13 @@ def test_oracle_ts_is_the_seed_verbatim():
     if not SEED.exists():
         pytest.skip("seed chapter not present")
     ts = (ORACLE / "chunk.ts").read_text(encoding="utf-8")
-    code = ts[ts.index("export interface Chunked"):]
+    code = ts[ts.index("export interface Chunked") :]
     assert code in SEED.read_text(encoding="utf-8")
 
 
 def test_oracle_mjs_is_chunk_ts_without_types():
     ts = (ORACLE / "chunk.ts").read_text(encoding="utf-8")
-    body = ts[ts.index("export function chunkDocument"):]
+    body = ts[ts.index("export function chunkDocument") :]
     deletions = [
         ("(doc: string, docTitle: string, target = 512): Chunked[] {", "(doc, docTitle, target = 512) {"),
         ("const out: Chunked[] = [];", "const out = [];"),
@@ -80,7 +88,7 @@ def test_oracle_mjs_is_chunk_ts_without_types():
         assert typed in body
         body = body.replace(typed, plain)
     mjs = (ORACLE / "chunk.mjs").read_text(encoding="utf-8")
-    assert mjs[mjs.index("export function chunkDocument"):] == body
+    assert mjs[mjs.index("export function chunkDocument") :] == body
 
 
 # ------------------------------------------------------- agreement on the real corpora
@@ -101,8 +109,9 @@ def test_boundaries_agree_with_seed_on_real_corpus(corpus_name, record_property)
             assert a == b, f"{d.doc_id} chunk {i}"
         # C has the same cuts without the header.
         plain = chunk_document(d, STANDARD_STRATEGIES["C"])
-        assert [(c.content, c.start, c.end, c.text) for c in plain] == \
-            [(c["content"], c["from"], c["to"], c["content"]) for c in ref]
+        assert [(c.content, c.start, c.end, c.text) for c in plain] == [
+            (c["content"], c["from"], c["to"], c["content"]) for c in ref
+        ]
         compared += len(ref)
     assert compared > 0
     record_property("documents_compared", len(corpus.documents))
@@ -134,8 +143,7 @@ def _random_doc(rng: random.Random) -> str:
 
 def test_boundaries_agree_with_seed_on_random_texts():
     rng = random.Random(20240501)
-    jobs = [{"doc": _random_doc(rng), "title": "Doc", "target": rng.choice([16, 40, 80, 200, 512])}
-            for _ in range(400)]
+    jobs = [{"doc": _random_doc(rng), "title": "Doc", "target": rng.choice([16, 40, 80, 200, 512])} for _ in range(400)]
     refs = run_seed(jobs)
     compared = 0
     for job, ref in zip(jobs, refs, strict=True):
@@ -151,7 +159,7 @@ def test_offsets_are_code_points_with_astral_characters():
     ref = run_seed([{"doc": text, "title": "T😀", "target": 512}])[0]
     ours = chunk_document(doc(text, title="T😀"), STANDARD_STRATEGIES["E"])
     assert as_seed(ours) == seed_tuples(ref)
-    assert text[ours[0].start:ours[0].end] == "Smile 😀 please.\n\nAnother 🎉 paragraph here."
+    assert text[ours[0].start : ours[0].end] == "Smile 😀 please.\n\nAnother 🎉 paragraph here."
 
 
 # ------------------------------------------------------------------------ hand cases
@@ -165,8 +173,8 @@ def test_boundaries_hand_case_packs_paragraphs_and_splits_long_one():
     got = boundary_ranges(text, target=22)
     s1 = text.index(p1)
     expected = [
-        ("S1", s1, s1 + 22),                                    # p1 + blank line + p2 = 22 chars
-        ("S1", text.index("One"), text.index("!") + 1),         # 9 + 12 = 21 <= 22; +10 > 22
+        ("S1", s1, s1 + 22),  # p1 + blank line + p2 = 22 chars
+        ("S1", text.index("One"), text.index("!") + 1),  # 9 + 12 = 21 <= 22; +10 > 22
         ("S1", text.index("Five"), text.index("?") + 1),
         ("S2", text.index("tail"), text.index("tail") + 4),
     ]
@@ -184,7 +192,7 @@ def test_header_and_overlap_texts():
     assert e[-1].text == "[Guide > Next]\nLast paragraph."
     last = f[-1]
     assert last.evidence_start == last.start - 64
-    assert last.text == "[Guide > Next]\n" + text[last.start - 64:last.end]
+    assert last.text == "[Guide > Next]\n" + text[last.start - 64 : last.end]
     nodocs = chunk_document(doc("Just text, no sections.", title="Plain"), STANDARD_STRATEGIES["E"])
     assert [c.text for c in nodocs] == ["[Plain]\nJust text, no sections."]
 
@@ -207,9 +215,17 @@ def test_js_trim_matches_javascript_whitespace():
     assert js_trim("\ufeff x \u00a0") == "x"
     assert js_trim("\x1cx\x85") == "\x1cx\x85"  # Python's str.strip() would remove these
     if NODE:
-        js = subprocess.run([NODE, "-e", "let s='';for(let c=0;c<0x10000;c++){const ch=String.fromCharCode(c);"
-                             "if(ch.trim()==='')s+=ch;}process.stdout.write(JSON.stringify(s))"],
-                            capture_output=True, text=True, check=True)
+        js = subprocess.run(
+            [
+                NODE,
+                "-e",
+                "let s='';for(let c=0;c<0x10000;c++){const ch=String.fromCharCode(c);"
+                "if(ch.trim()==='')s+=ch;}process.stdout.write(JSON.stringify(s))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert set(json.loads(js.stdout)) == set(JS_WHITESPACE)
 
 
@@ -218,8 +234,13 @@ def test_js_trim_matches_javascript_whitespace():
 
 def test_standard_strategies():
     assert [(s.name, s.boundaries, s.header, s.overlap, s.size) for s in STANDARD_STRATEGIES.values()] == [
-        ("A", False, False, 0, 512), ("B", False, False, 64, 512), ("C", True, False, 0, 512),
-        ("D", True, False, 64, 512), ("E", True, True, 0, 512), ("F", True, True, 64, 512)]
+        ("A", False, False, 0, 512),
+        ("B", False, False, 64, 512),
+        ("C", True, False, 0, 512),
+        ("D", True, False, 64, 512),
+        ("E", True, True, 0, 512),
+        ("F", True, True, 64, 512),
+    ]
 
 
 def test_parse_strategies():
@@ -241,8 +262,20 @@ def test_g_is_a_named_default_strategy():
         parse_strategies("G:boundaries+header")
 
 
-@pytest.mark.parametrize("bad", ["H", "", "boundaries+colour", "blind+size=0", "blind+overlap=600",
-                                 "A,A", "blind+size=x", "A:boundaries", ":blind"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "H",
+        "",
+        "boundaries+colour",
+        "blind+size=0",
+        "blind+overlap=600",
+        "A,A",
+        "blind+size=x",
+        "A:boundaries",
+        ":blind",
+    ],
+)
 def test_parse_strategies_rejects(bad):
     with pytest.raises(ConfigError) as err:
         parse_strategies(bad)
@@ -262,24 +295,24 @@ _texts = st.lists(
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=_texts, size=st.integers(5, 120), overlap=st.integers(0, 4),
-       boundaries=st.booleans(), header=st.booleans())
+@given(text=_texts, size=st.integers(5, 120), overlap=st.integers(0, 4), boundaries=st.booleans(), header=st.booleans())
 def test_chunk_invariants(text, size, overlap, boundaries, header):
     d = doc(text, title="Ti")
     strategy = Strategy("x", boundaries=boundaries, header=header, overlap=overlap, size=size)
     chunks = chunk_document(d, strategy)
     prev_end = 0
     for c in chunks:
-        assert text[c.start:c.end] == c.content
+        assert text[c.start : c.end] == c.content
         assert c.evidence_start == max(0, c.start - overlap)
-        assert c.text == c.header + text[c.evidence_start:c.end]
+        assert c.text == c.header + text[c.evidence_start : c.end]
         assert (c.header != "") == header
         assert c.start >= prev_end and c.end > c.start
         prev_end = c.end
     if not boundaries:
         # Blind chunks tile the text except for skipped whitespace-only pieces.
-        expected = [(i, min(i + size, len(text))) for i in range(0, len(text), size)
-                    if text[i:i + size].strip(JS_WHITESPACE)]
+        expected = [
+            (i, min(i + size, len(text))) for i in range(0, len(text), size) if text[i : i + size].strip(JS_WHITESPACE)
+        ]
         assert [(c.start, c.end) for c in chunks] == expected
     else:
         for c in chunks:
@@ -289,8 +322,12 @@ def test_chunk_invariants(text, size, overlap, boundaries, header):
         cuts = {p for c in chunks for p in (c.start, c.end)}
         for m in re.finditer(r"[^\n](?:[^\n]|\n(?!\n))*", text):
             if m.end() - m.start() < size:
-                assert not any(m.start() < p < m.end() and text[m.start():p].strip(JS_WHITESPACE)
-                               and text[p:m.end()].strip(JS_WHITESPACE) for p in cuts), m.group()
+                assert not any(
+                    m.start() < p < m.end()
+                    and text[m.start() : p].strip(JS_WHITESPACE)
+                    and text[p : m.end()].strip(JS_WHITESPACE)
+                    for p in cuts
+                ), m.group()
 
 
 def test_chunk_corpus_keeps_document_order():
@@ -317,23 +354,25 @@ def _intro_oracle(d: Document, target: int = 512) -> list[tuple]:
     jobs = [{"doc": d.text, "title": d.title, "target": target}]
     skip = 0
     if first and first.start() > 0:
-        intro = d.text[:first.start()]
+        intro = d.text[: first.start()]
         m = _re.match(r"# [^\n\r\u2028\u2029]+\n", intro)
         skip = m.end() if m else 0
         jobs.append({"doc": intro[skip:], "title": d.title, "target": target})
     refs = run_seed(jobs)
-    head = [(c["text"], c["content"], c["section"], c["from"] + skip, c["to"] + skip)
-            for c in (refs[1] if len(refs) > 1 else [])]
+    head = [
+        (c["text"], c["content"], c["section"], c["from"] + skip, c["to"] + skip)
+        for c in (refs[1] if len(refs) > 1 else [])
+    ]
     return head + seed_tuples(refs[0])
 
 
 def test_intro_chunks_are_the_seeds_chunks_of_the_introduction():
-    text = ("# Guide\n\nIntro paragraph one.\n\nIntro paragraph two.\n\n"
-            "## First\n\nBody one.\n\n## Second\n\nBody two.\n")
+    text = (
+        "# Guide\n\nIntro paragraph one.\n\nIntro paragraph two.\n\n## First\n\nBody one.\n\n## Second\n\nBody two.\n"
+    )
     d = doc(text, title="Guide")
     ours = chunk_document(d, parse_strategies("x:boundaries+header+intro")[0])
-    assert [c.content for c in ours] == ["Intro paragraph one.\n\nIntro paragraph two.", "Body one.",
-                                         "Body two."]
+    assert [c.content for c in ours] == ["Intro paragraph one.\n\nIntro paragraph two.", "Body one.", "Body two."]
     assert ours[0].section == "" and ours[0].text.startswith("[Guide]\n")
     assert as_seed(ours) == _intro_oracle(d)
     # without intro: the seed's own chunks, which leave the introduction out

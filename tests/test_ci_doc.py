@@ -5,6 +5,7 @@ with ``bash -e`` and the workflow's variables (corpus paths pointed at the test 
 baseline job in one folder, the pull-request job in a fresh one with the artifact copied
 over, as GitHub Actions would.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,9 @@ def run_job(job: dict, cwd, env: dict) -> dict[str, subprocess.CompletedProcess]
         script = step.get("run", "")
         if "python -m evalcore" not in script:
             continue
-        res = subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True,
-                             text=True, timeout=900)
+        res = subprocess.run(
+            ["bash", "-e", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=900
+        )
         done[step["name"]] = res
         if res.returncode != 0:
             break
@@ -48,9 +50,14 @@ def uses(job: dict, action: str) -> dict:
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
     wf = workflow()
-    env = {**os.environ, **{k: str(v) for k, v in wf["env"].items()},
-           "CORPUS": str(MINI / "corpus"), "QUESTIONS": str(MINI / "questions.jsonl"),
-           "OOD": str(MINI / "ood.jsonl"), "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        **{k: str(v) for k, v in wf["env"].items()},
+        "CORPUS": str(MINI / "corpus"),
+        "QUESTIONS": str(MINI / "questions.jsonl"),
+        "OOD": str(MINI / "ood.jsonl"),
+        "PYTHONPATH": str(ROOT),
+    }
     folder = tmp_path_factory.mktemp("ci-main")
     done = run_job(wf["jobs"]["baseline"], folder, env)
     assert list(done) == ["Evaluate main", "Export the baseline"]

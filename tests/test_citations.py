@@ -1,4 +1,5 @@
 """Citations: locators slice the canonical text, quotes are content, the prompt is the seed's."""
+
 from __future__ import annotations
 
 import json
@@ -36,14 +37,16 @@ def chunk_of(phrase: str, section: str) -> Chunk:
     start = CANONICAL.index(phrase)
     end = start + len(phrase)
     header = f"[Classification 🧪 > {section}]\n"
-    overlap = CANONICAL[max(0, start - 64):start]
-    return Chunk("04-classification", section, header + overlap + phrase, phrase, start, end,
-                 max(0, start - 64), header)
+    overlap = CANONICAL[max(0, start - 64) : start]
+    return Chunk(
+        "04-classification", section, header + overlap + phrase, phrase, start, end, max(0, start - 64), header
+    )
 
 
 CHUNKS = [
-    chunk_of("With 64 queries a recall of 0.5 carries an interval of about ±0.12.",
-             "How many test examples do I need?"),
+    chunk_of(
+        "With 64 queries a recall of 0.5 carries an interval of about ±0.12.", "How many test examples do I need?"
+    ),
     chunk_of("Never tune on the test set 🙈; keep a validation split.", "Three splits, and the leak"),
     chunk_of("Intro with ümlauts and e\u0301 and 𝔘𝔫𝔦𝔠𝔬𝔡𝔢.", ""),
 ]
@@ -62,7 +65,10 @@ def test_fragment_slices_the_quoted_text_and_quote_is_content_not_text():
         assert CANONICAL[start:end] == cite.quote == chunk.content
         assert cite.quote != chunk.text and chunk.header not in context.prompt
     assert [c.label for c in context.citations] == [
-        "How many test examples do I need?", "Three splits, and the leak", "Classification 🧪"]
+        "How many test examples do I need?",
+        "Three splits, and the leak",
+        "Classification 🧪",
+    ]
     assert [c.distance for c in context.citations] == DISTANCES
 
 
@@ -111,33 +117,58 @@ def test_build_context_agrees_with_the_seed_code_run_by_node():
     if node is None:
         pytest.skip("node not installed: the seed's JavaScript cannot be run")
     question = 'what does "±0.12" mean for 64 queries?'
-    hits = [{"chunk": {"documentId": c.doc_id, "documentName": "Classification 🧪",
-                       "section": c.section, "content": c.content, "text": c.text,
-                       "locator": {"flow": {"from": c.start, "to": c.end}}},
-             "cosineDistance": d} for c, d in zip(CHUNKS, DISTANCES)]
-    done = subprocess.run([node, "-e", SEED_JS], input=json.dumps({"question": question, "hits": hits}),
-                          capture_output=True, text=True, encoding="utf-8", check=True, timeout=60)
+    hits = [
+        {
+            "chunk": {
+                "documentId": c.doc_id,
+                "documentName": "Classification 🧪",
+                "section": c.section,
+                "content": c.content,
+                "text": c.text,
+                "locator": {"flow": {"from": c.start, "to": c.end}},
+            },
+            "cosineDistance": d,
+        }
+        for c, d in zip(CHUNKS, DISTANCES)
+    ]
+    done = subprocess.run(
+        [node, "-e", SEED_JS],
+        input=json.dumps({"question": question, "hits": hits}),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=True,
+        timeout=60,
+    )
     seed = json.loads(done.stdout)
     ours = build_context(question, sources())
     assert ours.prompt == seed["prompt"]
-    assert [(c.index, c.doc_id, c.doc_name, c.label, c.fragment, c.quote, c.distance)
-            for c in ours.citations] == [
-        (c["index"], c["documentId"], c["documentName"], c["locatorLabel"], c["fragment"], c["quote"],
-         c["cosineDistance"]) for c in seed["citations"]]
+    assert [(c.index, c.doc_id, c.doc_name, c.label, c.fragment, c.quote, c.distance) for c in ours.citations] == [
+        (
+            c["index"],
+            c["documentId"],
+            c["documentName"],
+            c["locatorLabel"],
+            c["fragment"],
+            c["quote"],
+            c["cosineDistance"],
+        )
+        for c in seed["citations"]
+    ]
 
 
 def test_no_answer_message_and_gate():
     assert no_answer("what is the offside rule in football", 0.675) == (
-        'NO ANSWER: nothing under cosine distance 0.675 for "what is the offside rule in football"')
+        'NO ANSWER: nothing under cosine distance 0.675 for "what is the offside rule in football"'
+    )
     result = context_for_query("how do i renew my spanish passport", sources(), 0.5)
     assert isinstance(result, NoAnswer) and not result.answered
-    assert result.message == ('NO ANSWER: nothing under cosine distance 0.5 for '
-                              '"how do i renew my spanish passport"')
+    assert result.message == ('NO ANSWER: nothing under cosine distance 0.5 for "how do i renew my spanish passport"')
 
 
 def test_context_for_query_keeps_hits_under_threshold_from_top_four():
     many = sources() + [Source("d", "D", "S", 0, 1, "x", 0.1)]  # rank 4, very close
-    many.append(Source("e", "E", "S", 0, 1, "y", 0.05))          # rank 5: never kept
+    many.append(Source("e", "E", "S", 0, 1, "y", 0.05))  # rank 5: never kept
     result = context_for_query("q", many, 0.598, count_pieces=lambda p: len(p.split()))
     assert isinstance(result, Context) and result.answered
     assert [c.doc_id for c in result.citations] == ["04-classification", "d"]  # 0.598 not kept
@@ -151,8 +182,13 @@ def test_locator_helpers():
     assert page_fragment(12) == "#page=12"
     assert media_fragment(132.4, 158.9) == "#t=132.4,158.9"
     assert media_fragment(10) == "#t=10"
-    for bad in (lambda: char_fragment(5, 4), lambda: char_fragment(-1, 3), lambda: page_fragment(0),
-                lambda: media_fragment(3, 2), lambda: build_context("q", [])):
+    for bad in (
+        lambda: char_fragment(5, 4),
+        lambda: char_fragment(-1, 3),
+        lambda: page_fragment(0),
+        lambda: media_fragment(3, 2),
+        lambda: build_context("q", []),
+    ):
         with pytest.raises(ValueError):
             bad()
 

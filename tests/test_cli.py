@@ -1,4 +1,5 @@
 """The CLI: help text for every command, clear errors with exit 2, JSON summaries."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,24 @@ from conftest import MINI, ROOT, shared_data
 
 from evalcore.cli import build_parser, main
 
-COMMANDS = ["demo", "run", "validate", "chunks", "list", "show", "job", "import-squad", "gate", "export-run", "load-run",
-            "compare", "import-run", "run-endpoint", "export-formats", "dashboard"]
+COMMANDS = [
+    "demo",
+    "run",
+    "validate",
+    "chunks",
+    "list",
+    "show",
+    "job",
+    "import-squad",
+    "gate",
+    "export-run",
+    "load-run",
+    "compare",
+    "import-run",
+    "run-endpoint",
+    "export-formats",
+    "dashboard",
+]
 
 
 def test_every_command_has_help_text(capsys):
@@ -34,10 +51,13 @@ def run_cli(*args, store=None):
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.parametrize("content, expected", [
-    ('{"id": "q1", "question": "x", "needle": "y"}\n{"id": "q2", "question": \n', "questions.jsonl:2"),
-    ('{"id": "q1", "needle": "y"}\n', "questions.jsonl:1"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ('{"id": "q1", "question": "x", "needle": "y"}\n{"id": "q2", "question": \n', "questions.jsonl:2"),
+        ('{"id": "q1", "needle": "y"}\n', "questions.jsonl:1"),
+    ],
+)
 def test_bad_input_is_one_clear_line_and_exit_2_with_nothing_stored(tmp_path, content, expected):
     q = tmp_path / "questions.jsonl"
     q.write_text(content)
@@ -50,14 +70,31 @@ def test_bad_input_is_one_clear_line_and_exit_2_with_nothing_stored(tmp_path, co
 
 
 def test_unknown_strategy_lists_known_names(tmp_path):
-    res = run_cli("run", "--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
-                  "--strategies", "A,Z", "-q", store=tmp_path / "s.duckdb")
+    res = run_cli(
+        "run",
+        "--corpus",
+        str(MINI / "corpus"),
+        "--questions",
+        str(MINI / "questions.jsonl"),
+        "--strategies",
+        "A,Z",
+        "-q",
+        store=tmp_path / "s.duckdb",
+    )
     assert res.returncode == 2 and "A, B, C, D, E, F" in res.stderr
 
 
 def test_validate_reports_invalid_needles_with_reasons():
-    res = run_cli("validate", "--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
-                  "--ood", str(MINI / "ood.jsonl"), "--json")
+    res = run_cli(
+        "validate",
+        "--corpus",
+        str(MINI / "corpus"),
+        "--questions",
+        str(MINI / "questions.jsonl"),
+        "--ood",
+        str(MINI / "ood.jsonl"),
+        "--json",
+    )
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["documents"] == 4
@@ -67,8 +104,20 @@ def test_validate_reports_invalid_needles_with_reasons():
 
 def test_run_json_list_and_show(tmp_path):
     store = tmp_path / "s.duckdb"
-    res = run_cli("run", "--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
-                  "--ood", str(MINI / "ood.jsonl"), "--strategies", "A,E", "--json", "-q", store=store)
+    res = run_cli(
+        "run",
+        "--corpus",
+        str(MINI / "corpus"),
+        "--questions",
+        str(MINI / "questions.jsonl"),
+        "--ood",
+        str(MINI / "ood.jsonl"),
+        "--strategies",
+        "A,E",
+        "--json",
+        "-q",
+        store=store,
+    )
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout)
     configs = {(c["strategy"], c["retriever"]): c for c in out["configurations"]}
@@ -114,8 +163,10 @@ def test_chunks_output_for_strategy_e_agrees_with_the_seed(tmp_path):
     ours = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(ours) == 570
     assert compare(ours, seed_chunks(str(corpus))) == []
-    assert all(set(c) == {"document", "text", "content", "section", "from", "to", "evidence_from",
-                          "locator", "pages"} for c in ours)
+    assert all(
+        set(c) == {"document", "text", "content", "section", "from", "to", "evidence_from", "locator", "pages"}
+        for c in ours
+    )
     # Markdown has no pages: every locator is the RFC 5147 range of the chunk's content
     assert all(c["locator"] == f"#char={c['from']},{c['to']}" and c["pages"] is None for c in ours)
 

@@ -1,4 +1,5 @@
 """``python -m evalcore compare``: figures against oracles, and fitted to 80-120 columns."""
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -24,9 +25,14 @@ def matrix(out: str, labels: list[str]) -> dict[tuple[str, str], str]:
     lines = out.splitlines()
     for i, line in enumerate(lines):
         parts = line.split()
-        if parts and all(p.isdigit() for p in parts) and i + 1 < len(lines) and lines[i + 1].split()[:2] == ["1", labels[0]]:
+        if (
+            parts
+            and all(p.isdigit() for p in parts)
+            and i + 1 < len(lines)
+            and lines[i + 1].split()[:2] == ["1", labels[0]]
+        ):
             columns = [labels[int(p) - 1] for p in parts]
-            for row_line in lines[i + 1:i + 1 + len(labels)]:
+            for row_line in lines[i + 1 : i + 1 + len(labels)]:
                 idx, label, *values = row_line.split()
                 assert label == labels[int(idx) - 1]
                 cells.update({(label, c): v for c, v in zip(columns, values)})
@@ -77,8 +83,11 @@ def test_holm_lists_exactly_the_pairs_statsmodels_finds(gate_store, capsys):
     for (a, b), (w, l, _), rej in zip(pairs, tests, reject):
         if rej:
             expected.add((a, b) if w > l else (b, a))
-    listed = {(x.split()[0], x.split()[2]) for x in out.split("Holm-adjusted over 210 pairs):")[-1].splitlines()
-              if " beats " in x}
+    listed = {
+        (x.split()[0], x.split()[2])
+        for x in out.split("Holm-adjusted over 210 pairs):")[-1].splitlines()
+        if " beats " in x
+    }
     assert listed == expected
     assert "Holm-adjusted over 210 pairs" in out
 
@@ -94,11 +103,14 @@ def test_two_runs_on_the_same_queries(gate_store, capsys):
     assert "r1: run base " in out and "r2: run cand " in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["base", "fewer"], "did not answer the same queries"),
-    (["base", "--metric", "mrr"], "mrr has no such outcome"),
-    (["nope"], "no run with id or name 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["base", "fewer"], "did not answer the same queries"),
+        (["base", "--metric", "mrr"], "mrr has no such outcome"),
+        (["nope"], "no run with id or name 'nope'"),
+    ],
+)
 def test_bad_input_exit_2(gate_store, capsys, args, message):
     code, out, err = compare(gate_store, *args, capsys=capsys)
     assert code == 2 and message in err and err.count("\n") == 1

@@ -1,4 +1,5 @@
 """Extraction and corpus loading: canonical text rules, titles, failed documents."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -52,11 +53,14 @@ def test_title_falls_back_to_file_name():
     assert extract.extract_markdown("#NoSpace\ntext", "notes.txt")[0] == "notes"
 
 
-@pytest.mark.parametrize(("data", "reason"), [
-    (b"", "empty file"),
-    (b"abc\x00def", "binary file"),
-    (b"caf\xe9 au lait", "not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty file"),
+        (b"abc\x00def", "binary file"),
+        (b"caf\xe9 au lait", "not valid UTF-8"),
+    ],
+)
 def test_decode_errors_name_the_file_and_reason(data, reason):
     with pytest.raises(InputError, match=reason) as err:
         extract.decode(data, "bad.md")
@@ -94,8 +98,12 @@ def test_load_corpus_ids_types_order_and_failures(tmp_path):
     assert failed["empty"] == "empty file"
     assert "duplicate document id" in failed["b.txt"] and "b.md" in failed["b.txt"]
     stats = corpus_stats(corpus)
-    assert stats == {"documents": 3, "failed": 4, "sections": 2,
-                     "characters": sum(len(d.text) for d in corpus.documents)}
+    assert stats == {
+        "documents": 3,
+        "failed": 4,
+        "sections": 2,
+        "characters": sum(len(d.text) for d in corpus.documents),
+    }
 
 
 def test_missing_or_empty_roots_raise(tmp_path):
@@ -136,13 +144,13 @@ def test_symbolic_links_never_lead_out_of_the_corpus_and_nothing_vanishes(tmp_pa
     write(corpus / "a.md", "# A\n\n## S\n\nAlpha.\n")
     write(corpus / "docs" / "b.md", "# B\n\n## S\n\nBeta.\n")
     write(secret / "notes.md", "# Notes\n\n## Password\n\nhunter2\n")
-    (corpus / "notes.md").symlink_to(secret / "notes.md")          # a file outside
-    (corpus / "theirs").symlink_to(secret)                         # a folder outside
-    (corpus / "also-a.md").symlink_to(corpus / "a.md")             # a file inside: followed
-    (corpus / "loop.md").symlink_to(corpus / "loop.md")            # a loop
-    (corpus / "gone.md").symlink_to(corpus / "missing.md")         # broken
-    (corpus / "docs" / "up").symlink_to(corpus)                    # a folder that holds it
-    (corpus / "data.csv").symlink_to("/etc/passwd")                # not a document: skipped
+    (corpus / "notes.md").symlink_to(secret / "notes.md")  # a file outside
+    (corpus / "theirs").symlink_to(secret)  # a folder outside
+    (corpus / "also-a.md").symlink_to(corpus / "a.md")  # a file inside: followed
+    (corpus / "loop.md").symlink_to(corpus / "loop.md")  # a loop
+    (corpus / "gone.md").symlink_to(corpus / "missing.md")  # broken
+    (corpus / "docs" / "up").symlink_to(corpus)  # a folder that holds it
+    (corpus / "data.csv").symlink_to("/etc/passwd")  # not a document: skipped
     c = load_corpus(corpus)
     assert sorted(d.doc_id for d in c.documents) == ["a", "also-a", "docs/b"]
     failed = {f.path: f.reason for f in c.failed}

@@ -4,6 +4,7 @@ The ground-truth checks here are an independent needle checker (a plain regex ov
 canonical texts, overlapping matches counted), not a call into evalcore.groundtruth;
 the last test runs evalcore.groundtruth on the same files and must agree.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,19 +46,25 @@ def ood() -> list[dict]:
 
 
 def test_heading_levels_follow_first_appearance_of_each_underline():
-    raw = ("Title here\n**********\n\nIntro text.\n\n\nFirst section\n=============\n\n"
-           "Body.\n\nA sub part\n----------\n\nMore.\n\nDeeper\n~~~~~~\n\nx\n\n"
-           "Second section\n==============\n\nEnd.")
-    expected = ("# Title here\n\nIntro text.\n\n\n## First section\n\nBody.\n\n### A sub part\n\n"
-                "More.\n\n#### Deeper\n\nx\n\n## Second section\n\nEnd.")
+    raw = (
+        "Title here\n**********\n\nIntro text.\n\n\nFirst section\n=============\n\n"
+        "Body.\n\nA sub part\n----------\n\nMore.\n\nDeeper\n~~~~~~\n\nx\n\n"
+        "Second section\n==============\n\nEnd."
+    )
+    expected = (
+        "# Title here\n\nIntro text.\n\n\n## First section\n\nBody.\n\n### A sub part\n\n"
+        "More.\n\n#### Deeper\n\nx\n\n## Second section\n\nEnd."
+    )
     assert pydoc_topics.to_markdown(raw) == (expected, "Title here")
 
 
 def test_not_headings_transition_indented_short_underline_and_no_blank_before():
-    raw = ("Title\n*****\n\nSource line\n\n=======================\n\n"  # transition after a blank line
-           "   indented\n   ========\n\n"                                 # indented: a code block
-           "Too long a title\n=====\n\n"                                 # underline shorter than the text
-           "para line one\nnot a title\n===========\n")                  # no blank line before
+    raw = (
+        "Title\n*****\n\nSource line\n\n=======================\n\n"  # transition after a blank line
+        "   indented\n   ========\n\n"  # indented: a code block
+        "Too long a title\n=====\n\n"  # underline shorter than the text
+        "para line one\nnot a title\n===========\n"
+    )  # no blank line before
     text, title = pydoc_topics.to_markdown(raw)
     assert title == "Title"
     assert text == raw.replace("Title\n*****", "# Title", 1)
@@ -86,8 +93,11 @@ def test_one_document_per_topic_with_stamp_and_path(corpus, raw):
 def _raw_headings(raw: str) -> list[tuple[str, str]]:
     """(heading text, underline char) straight from the raw rst, by a separate regex."""
     pattern = re.compile(r"(?:^|(?<=\n\n))(\S[^\n]*)\n([*=\-~^])\2*(?=\n|$)")
-    return [(m.group(1), m.group(2)) for m in pattern.finditer(raw)
-            if len(m.group(0)) - len(m.group(1)) - 1 >= len(m.group(1))]
+    return [
+        (m.group(1), m.group(2))
+        for m in pattern.finditer(raw)
+        if len(m.group(0)) - len(m.group(1)) - 1 >= len(m.group(1))
+    ]
 
 
 def test_titles_and_section_counts_match_the_raw_underlines(corpus, raw):
@@ -106,8 +116,12 @@ def test_canonical_text_is_the_raw_text_without_underlines(corpus, raw):
         raw_lines = raw[d.doc_id].split("\n")
         underline_at = set()
         for i in range(1, len(raw_lines)):
-            if (re.fullmatch(r"([*=\-~])\1*", raw_lines[i]) and raw_lines[i - 1].strip()
-                    and not raw_lines[i - 1][0].isspace() and (i < 2 or not raw_lines[i - 2].strip())):
+            if (
+                re.fullmatch(r"([*=\-~])\1*", raw_lines[i])
+                and raw_lines[i - 1].strip()
+                and not raw_lines[i - 1][0].isspace()
+                and (i < 2 or not raw_lines[i - 2].strip())
+            ):
                 underline_at.add(i)
         expected = [line for i, line in enumerate(raw_lines) if i not in underline_at]
         got = [re.sub(r"^#+ ", "", line) for line in d.text.split("\n")]
@@ -188,8 +202,14 @@ def test_checker_itself_rejects_duplicates_and_headings(corpus):
     """The checker above must be able to fail: a duplicated clause and a heading clause."""
     docs = corpus.by_id()
     # 'if' and 'else' are the same help text, so any clause of it occurs twice
-    assert len(needle_hits('The "if" statement is used for conditional execution:',
-                           "\n".join(d.text for d in corpus.documents))) >= 2
+    assert (
+        len(
+            needle_hits(
+                'The "if" statement is used for conditional execution:', "\n".join(d.text for d in corpus.documents)
+            )
+        )
+        >= 2
+    )
     text = docs["try"].text
     heading = HEADING_LINE.search(text, 1 + text.index("\n"))  # the first heading after the title
     assert touches_heading(text, heading.start() + 3, heading.start() + 8)
@@ -223,7 +243,7 @@ def test_evalcore_groundtruth_resolves_every_demo_needle(corpus):
         span = gt.spans[q.group]
         hits = [(d.doc_id, s, e) for d in corpus.documents for s, e in needle_hits(q.needle, d.text)]
         assert hits == [(span.doc_id, span.start, span.end)], q.query_id
-        assert " ".join(by_id[span.doc_id].text[span.start:span.end].split()) == " ".join(q.needle.split())
+        assert " ".join(by_id[span.doc_id].text[span.start : span.end].split()) == " ".join(q.needle.split())
     assert len(gt.ood) == len(OOD_PATH.read_text("utf-8").splitlines())
 
 

@@ -1,5 +1,6 @@
 """Embedding through Ray Data on a local Ray runtime (2 CPUs, started once per session):
 the vectors equal the local path's and land in the store's cache as usual."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,10 @@ def test_a_run_through_ray_caches_vectors_under_the_model_name(local_ray, real_e
     assert first.new_embeddings > 0
     again = run_evaluation(request, store, embedder=real_embedder)  # the local path finds them cached
     assert again.new_embeddings == 0
-    a = store.query("SELECT query_id, first_correct_rank FROM results WHERE run_id = ? ORDER BY query_id",
-                    [first.run_id])
-    b = store.query("SELECT query_id, first_correct_rank FROM results WHERE run_id = ? ORDER BY query_id",
-                    [again.run_id])
+    a = store.query(
+        "SELECT query_id, first_correct_rank FROM results WHERE run_id = ? ORDER BY query_id", [first.run_id]
+    )
+    b = store.query(
+        "SELECT query_id, first_correct_rank FROM results WHERE run_id = ? ORDER BY query_id", [again.run_id]
+    )
     assert a.equals(b)

@@ -2,6 +2,7 @@
 extraction cache in the store, page locators in citations and the chunks command, uploads
 of PDF and HTML (and zips of them), and a run of the real model over a folder mixing PDF,
 HTML and Markdown (tests/real_documents.py makes the files)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,16 +29,27 @@ from evalcore.uploads import UploadedFile
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evalcore", *args], capture_output=True, text=True,
-                          cwd=cwd or ROOT, env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "evalcore", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or ROOT,
+        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
+    )
 
 
 # --- registry and stamps ----------------------------------------------------------------------
 
 
 def test_registry_maps_suffixes_to_extractors_and_stamps():
-    assert extract.SOURCE_TYPES == {".md": "markdown", ".markdown": "markdown", ".txt": "text",
-                                    ".pdf": "pdf", ".html": "html", ".htm": "html"}
+    assert extract.SOURCE_TYPES == {
+        ".md": "markdown",
+        ".markdown": "markdown",
+        ".txt": "text",
+        ".pdf": "pdf",
+        ".html": "html",
+        ".htm": "html",
+    }
     assert extract.extractor_for("A/B.PDF").name == "pdf" and extract.extractor_for("x.htm").name == "html"
     with pytest.raises(InputError, match=r"^x\.docx: not a corpus document"):
         extract.extractor_for("x.docx")
@@ -60,20 +72,29 @@ def test_a_changed_extractor_version_makes_stored_documents_stale(printed, tmp_p
     shutil.copy(MINI / "corpus" / "install.md", folder)
     store = Store(tmp_path / "s.duckdb")
     corpus = load_corpus(folder, cache=store)
-    needle = next(n for n in markdown_needles((printed["poetry"].markdown / "libraries.md").read_text())
-                  if len(NeedleIndex(corpus.documents).find(n)) == 1)
+    needle = next(
+        n
+        for n in markdown_needles((printed["poetry"].markdown / "libraries.md").read_text())
+        if len(NeedleIndex(corpus.documents).find(n)) == 1
+    )
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q1", "question": needle, "needle": needle}) + "\n")
     from evalcore.groundtruth import load_ground_truth
 
-    run = run_evaluation(RunRequest(corpus, load_ground_truth(corpus, tmp_path / "q.jsonl"),
-                                    parse_strategies("E"), ["dense"]), store, embedder=real_embedder)
+    run = run_evaluation(
+        RunRequest(corpus, load_ground_truth(corpus, tmp_path / "q.jsonl"), parse_strategies("E"), ["dense"]),
+        store,
+        embedder=real_embedder,
+    )
     rows = store.query("SELECT doc_id, extractor, extractor_version FROM documents WHERE run_id = ?", [run.run_id])
     assert all(extract.stale_reason(r.extractor, r.extractor_version) is None for r in rows.itertuples())
     new_pdf = dataclasses.replace(extract.EXTRACTORS[".pdf"], version="2+pypdfium2-next")
     monkeypatch.setitem(extract.EXTRACTORS, ".pdf", new_pdf)
     stale = {r.doc_id: extract.stale_reason(r.extractor, r.extractor_version) for r in rows.itertuples()}
-    assert stale == {"libraries": f"extractor pdf {extract._pdf.VERSION} (now 2+pypdfium2-next)",
-                     "getting-started": None, "install": None}
+    assert stale == {
+        "libraries": f"extractor pdf {extract._pdf.VERSION} (now 2+pypdfium2-next)",
+        "getting-started": None,
+        "install": None,
+    }
 
 
 # --- the extraction cache ---------------------------------------------------------------------
@@ -92,7 +113,9 @@ def test_extractions_are_cached_by_file_hash_and_extractor_version(printed, tmp_
     calls = []
     for suffix in (".pdf", ".html"):
         spec = extract.EXTRACTORS[suffix]
-        counted = dataclasses.replace(spec, extract=lambda data, name, f=spec.extract: calls.append(name) or f(data, name))
+        counted = dataclasses.replace(
+            spec, extract=lambda data, name, f=spec.extract: calls.append(name) or f(data, name)
+        )
         monkeypatch.setitem(extract.EXTRACTORS, suffix, counted)
     second = load_corpus(folder, cache=store)
     assert calls == [] and second.documents == first.documents  # page maps and notes included
@@ -147,7 +170,7 @@ def test_chunks_command_prints_each_chunks_locator(printed, tmp_path):
     assert {r["document"] for r in rows} == {"faq", "getting-started"}
     for r in rows:
         d = docs[r["document"]]
-        assert d.text[r["from"]:r["to"]] == r["content"]
+        assert d.text[r["from"] : r["to"]] == r["content"]
         if d.source_type == "pdf":
             assert r["locator"] == f"#page={d.page_of(r['from'])}"
             assert r["pages"] == [d.page_of(r["from"]), d.page_of(r["to"] - 1)]
@@ -169,13 +192,20 @@ def test_upload_of_pdf_html_and_a_zip_of_them(printed, tmp_path):
         zf.writestr("docs/faq.pdf", (printed["poetry"].pdf / "faq.pdf").read_bytes())
         zf.writestr("docs/install.htm", (printed["mkdocs"].html / "user-guide/installation.html").read_bytes())
         zf.writestr("docs/locked.pdf", b"%PDF-1.7\n" + b"\x00garbage" * 40)
-    files = [UploadedFile("libraries.pdf", pdf), UploadedFile("getting-started.html", page),
-             UploadedFile("corpus.zip", buf.getvalue())]
+    files = [
+        UploadedFile("libraries.pdf", pdf),
+        UploadedFile("getting-started.html", page),
+        UploadedFile("corpus.zip", buf.getvalue()),
+    ]
     needle = next(n for n in markdown_needles((printed["poetry"].markdown / "libraries.md").read_text()))
-    questions = UploadedFile("questions.jsonl", (json.dumps({"id": "q", "question": "x", "needle": needle}) + "\n").encode())
+    questions = UploadedFile(
+        "questions.jsonl", (json.dumps({"id": "q", "question": "x", "needle": needle}) + "\n").encode()
+    )
     prepared = jobs.prepare_upload(store, files, questions, None, "A", "dense")
-    assert prepared.skipped == ("corpus.zip: docs/locked.pdf: not a readable PDF (corrupt or truncated: "
-                                "PDFium finds a data format error); skipped",)
+    assert prepared.skipped == (
+        "corpus.zip: docs/locked.pdf: not a readable PDF (corrupt or truncated: "
+        "PDFium finds a data format error); skipped",
+    )
     assert prepared.report["documents"] == 4
     saved = sorted(p.relative_to(prepared.spec.corpus).as_posix() for p in Path(prepared.spec.corpus).rglob("*.*"))
     assert saved == ["docs/faq.pdf", "docs/install.htm", "getting-started.html", "libraries.pdf"]
@@ -203,20 +233,41 @@ def test_a_folder_mixing_pdf_html_and_markdown_evaluates_end_to_end(printed, tmp
     corpus = load_corpus(folder)
     index = NeedleIndex(corpus.documents)
     lines = [json.loads(line) for line in (MINI / "questions.jsonl").read_text().splitlines() if line.strip()]
-    sources = {"basic-usage": printed["poetry"], "faq": printed["poetry"], "libraries": printed["poetry"],
-               "getting-started": printed["mkdocs"], "choosing-your-theme": printed["mkdocs"],
-               "deploying-your-docs": printed["mkdocs"]}
+    sources = {
+        "basic-usage": printed["poetry"],
+        "faq": printed["poetry"],
+        "libraries": printed["poetry"],
+        "getting-started": printed["mkdocs"],
+        "choosing-your-theme": printed["mkdocs"],
+        "deploying-your-docs": printed["mkdocs"],
+    }
     for doc_id, printed_corpus in sources.items():
         md = next(printed_corpus.markdown.rglob(f"{doc_id}.md")).read_text(encoding="utf-8")
         picked = [n for n in markdown_needles(md) if len(index.find(n)) == 1][:3]
         assert len(picked) == 3, doc_id
-        lines += [{"id": f"{doc_id}-{i}", "question": " ".join(n.split()[:12]), "needle": n}
-                  for i, n in enumerate(picked)]
+        lines += [
+            {"id": f"{doc_id}-{i}", "question": " ".join(n.split()[:12]), "needle": n} for i, n in enumerate(picked)
+        ]
     (tmp_path / "questions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     store = tmp_path / "runs.duckdb"
-    res = run_cli("--store", str(store), "run", "--corpus", str(folder), "--questions", str(tmp_path / "questions.jsonl"),
-                  "--ood", str(MINI / "ood.jsonl"), "--strategies", "A,E", "--retrievers", "dense,bm25,hybrid",
-                  "--name", "mixed", "-q")
+    res = run_cli(
+        "--store",
+        str(store),
+        "run",
+        "--corpus",
+        str(folder),
+        "--questions",
+        str(tmp_path / "questions.jsonl"),
+        "--ood",
+        str(MINI / "ood.jsonl"),
+        "--strategies",
+        "A,E",
+        "--retrievers",
+        "dense,bm25,hybrid",
+        "--name",
+        "mixed",
+        "-q",
+    )
     assert res.returncode == 0, res.stderr
     assert "recall@" in res.stdout
     s = Store(store)
@@ -246,8 +297,12 @@ def check_the_query_screen_cites_pages(path, store) -> None:
     from evalcore.records import Configuration
 
     run_id = store.query("SELECT run_id FROM runs WHERE name = 'mixed'").iloc[0, 0]
-    maps = {d: list(p) for d, p in store.query("SELECT doc_id, page_starts FROM documents "
-                                               "WHERE source_type = 'pdf' AND state = 'indexed'").values}
+    maps = {
+        d: list(p)
+        for d, p in store.query(
+            "SELECT doc_id, page_starts FROM documents WHERE source_type = 'pdf' AND state = 'indexed'"
+        ).values
+    }
     question = queries.query_row(store, run_id, "basic-usage-0")
     page = bisect.bisect_right(maps["basic-usage"], int(question["start"]))
     assert question["needle_locator"] == f"#page={page}"
@@ -263,8 +318,10 @@ def check_the_query_screen_cites_pages(path, store) -> None:
     assert all(loc == f"#char={a},{b}" for loc, a, b in zip(text["locator"], text["start"], text["end"]))
     answer = queries.answer(store, run_id, "basic-usage-0", e_hybrid, threshold=2.0, count=False)
     cited = answer.citations[answer.citations["doc_id"].isin(list(maps))]
-    assert len(cited) and all(src == f"{doc}.pdf{frag}" and frag.startswith("#page=")
-                              for src, doc, frag in zip(cited["source"], cited["doc_id"], cited["fragment"]))
+    assert len(cited) and all(
+        src == f"{doc}.pdf{frag}" and frag.startswith("#page=")
+        for src, doc, frag in zip(cited["source"], cited["doc_id"], cited["fragment"])
+    )
     docs = documents(store, run_id)
     assert docs.set_index("doc_id").loc["basic-usage", "pages"] == len(maps["basic-usage"])
     assert not docs["stale"].any()

@@ -1,5 +1,6 @@
 """The ONNX Runtime embedder against sentence-transformers' own encode (the reference),
 the export cache, another model folder (--model PATH) and the fallback."""
+
 from __future__ import annotations
 
 import json
@@ -99,8 +100,11 @@ def tiny_sentence_model(tmp_path_factory):
     bert = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
     torch.manual_seed(1)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                         intermediate_size=64)).save_pretrained(bert)
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64
+        )
+    ).save_pretrained(bert)
     tok.save_pretrained(bert)
     path = tmp_path_factory.mktemp("tiny-st")
     first = Transformer(str(bert), max_seq_length=64)

@@ -1,6 +1,7 @@
 """Bounded memory on pathological texts: word pieces counted a segment at a time and the
 embedder fed only the head the model reads, with counts and vectors equal to the
 tokenizer's and the model's on the whole text (the real tokenizer and model)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,9 @@ def test_segment_counts_add_up_to_the_whole_texts_count(tokenizer, text, size):
 
 def test_count_pieces_of_a_long_text_equals_the_tokenizer_on_the_whole_text(embedder, tokenizer):
     rng = np.random.default_rng(3)
-    words = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyzé中"), size=rng.integers(1, 14)))
-             for _ in range(40_000)]
+    words = [
+        "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyzé中"), size=rng.integers(1, 14))) for _ in range(40_000)
+    ]
     text = " ".join(words) + "\n" + "\n".join(words[:5000])  # ~300,000 characters: three segments
     assert len(text) > 2 * 100_000
     whole = len(tokenizer(text, add_special_tokens=True, truncation=False, verbose=False)["input_ids"])

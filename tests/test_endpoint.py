@@ -1,6 +1,7 @@
 """run-endpoint against a real HTTP server on 127.0.0.1 (started and stopped here) that answers
 with the external BM25 retriever, with faults: a slow answer, a 500 then success, a malformed
 answer. The server counts what it receives; a second run must send nothing."""
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,14 @@ import external_bm25
 from evalcore.cli import main
 from evalcore.store import Store
 
-INPUTS = ["--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
-          "--ood", str(MINI / "ood.jsonl")]
+INPUTS = [
+    "--corpus",
+    str(MINI / "corpus"),
+    "--questions",
+    str(MINI / "questions.jsonl"),
+    "--ood",
+    str(MINI / "ood.jsonl"),
+]
 SLOW, FLAKY, BROKEN = "port-course", "config-course", "e417-ticket"  # query ids with faults
 TIMEOUT = 0.5
 
@@ -54,7 +61,7 @@ class Service:
                 if qid == BROKEN:
                     return self.reply(200, b'{"hits": [{"id": "x", "score": 1.0}')  # cut short
                 hits = []
-                for i, (chunk, score) in enumerate(service.rankings[qid][:body["k"]]):
+                for i, (chunk, score) in enumerate(service.rankings[qid][: body["k"]]):
                     w = service.by_id[chunk]
                     hit = {"id": chunk, "text": w.text, "document": w.doc_id, "score": score}
                     if i % 2:
@@ -90,9 +97,30 @@ def service(mini_inputs):
 
 
 def run(store, service, *extra, capsys):
-    code = main(["--store", str(store), "run-endpoint", *INPUTS, "--url", service.url, "--timeout", str(TIMEOUT),
-                 "--retries", "2", "--concurrency", "3", "--chunker", "sent3", "--retriever", "bm25api",
-                 "--name", "api", "--json", *extra])
+    code = main(
+        [
+            "--store",
+            str(store),
+            "run-endpoint",
+            *INPUTS,
+            "--url",
+            service.url,
+            "--timeout",
+            str(TIMEOUT),
+            "--retries",
+            "2",
+            "--concurrency",
+            "3",
+            "--chunker",
+            "sent3",
+            "--retriever",
+            "bm25api",
+            "--name",
+            "api",
+            "--json",
+            *extra,
+        ]
+    )
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else None), err
 
@@ -124,8 +152,11 @@ def test_endpoint_run_with_faults_then_from_the_cache(tmp_path, service, mini_in
         doc = next(d for d, t in docs.items() if q.needle in t)
         s = docs[doc].find(q.needle)
         e = s + len(q.needle)
-        ranks = [i for i, (c, _) in enumerate(service.rankings[q.query_id][:20], start=1)
-                 if service.by_id[c].doc_id == doc and service.by_id[c].start <= s and e <= service.by_id[c].end]
+        ranks = [
+            i
+            for i, (c, _) in enumerate(service.rankings[q.query_id][:20], start=1)
+            if service.by_id[c].doc_id == doc and service.by_id[c].start <= s and e <= service.by_id[c].end
+        ]
         hits += bool(ranks and ranks[0] <= 4)
         mrr += 1 / ranks[0] if ranks else 0.0
     assert config["recall@4"] == hits / len(scored)
@@ -137,7 +168,8 @@ def test_endpoint_run_with_faults_then_from_the_cache(tmp_path, service, mini_in
     assert second["sent"] == {"requests": 0, "cached": n_queries, "retries": 0}
     assert second["configurations"][0] == config
     assert [(f["query"], f["reason"], f["attempts"]) for f in second["failures"]] == [
-        (f["query"], f["reason"], 0) for f in first["failures"]]  # nothing sent for it either
+        (f["query"], f["reason"], 0) for f in first["failures"]
+    ]  # nothing sent for it either
     stored = Store(store).query("SELECT query_id, reason FROM failures WHERE run_id = ?", [second["run_id"]])
     assert stored["query_id"].tolist() == [BROKEN]
 
@@ -147,8 +179,12 @@ def test_endpoint_run_with_faults_then_from_the_cache(tmp_path, service, mini_in
     assert err.strip().splitlines()[-1].startswith("error: 1 of 25 queries failed (4%), more than the allowed 0%")
     failed = Store(store).query("SELECT status, reason FROM runs ORDER BY created_at DESC LIMIT 1").iloc[0]
     assert failed["status"] == "failed" and "1 of 25 queries failed" in failed["reason"]
-    assert Store(store).query("SELECT count(*) AS n FROM results r JOIN runs u USING (run_id) "
-                              "WHERE u.status = 'failed'")["n"].iloc[0] == 0
+    assert (
+        Store(store)
+        .query("SELECT count(*) AS n FROM results r JOIN runs u USING (run_id) WHERE u.status = 'failed'")["n"]
+        .iloc[0]
+        == 0
+    )
 
 
 def test_unreachable_service_and_bad_options(tmp_path, capsys):
@@ -159,8 +195,9 @@ def test_unreachable_service_and_bad_options(tmp_path, capsys):
     assert code == 2 and "--body '{oops': not JSON" in capsys.readouterr().err
     assert not store.exists() or Store(store).runs().empty
     # nothing listens on port 9 (discard): every query fails, so the run fails, quickly
-    code = main(["--store", str(store), "run-endpoint", *INPUTS, "--url", "http://127.0.0.1:9/", "--retries", "0",
-                 "--quiet"])
+    code = main(
+        ["--store", str(store), "run-endpoint", *INPUTS, "--url", "http://127.0.0.1:9/", "--retries", "0", "--quiet"]
+    )
     err = capsys.readouterr().err
     assert code == 2 and "25 of 25 queries failed" in err and "cannot reach 127.0.0.1:9" in err
 
@@ -186,13 +223,29 @@ def test_failed_queries_are_left_out_of_pairing(tmp_path, service, engine_store,
     assert test.n == n and BROKEN not in set(listed["query_id"])
     cell = matrix[matrix["row"].str.startswith("sent3/bm25api")].iloc[0]
     assert (cell["wins"], cell["losses"]) == (test.wins, test.losses)
-    code = main(["--store", str(store), "gate", "--baseline", "mini:E/hybrid", "--candidate", f"{api}:sent3/bm25api",
-                 "--format", "json"])
+    code = main(
+        [
+            "--store",
+            str(store),
+            "gate",
+            "--baseline",
+            "mini:E/hybrid",
+            "--candidate",
+            f"{api}:sent3/bm25api",
+            "--format",
+            "json",
+        ]
+    )
     gate = json.loads(capsys.readouterr().out)
     result = gate["configurations"][0]
     assert result["baseline"]["queries"] == n and (result["wins"], result["losses"]) == (test.wins, test.losses)
-    assert any(note.startswith(f"E/hybrid -> sent3/bm25api: 1 of {n + 1} queries left out, not counted as losses: "
-                               f"the candidate could not answer them (failed calls: {BROKEN})") for note in gate["notes"])
+    assert any(
+        note.startswith(
+            f"E/hybrid -> sent3/bm25api: 1 of {n + 1} queries left out, not counted as losses: "
+            f"the candidate could not answer them (failed calls: {BROKEN})"
+        )
+        for note in gate["notes"]
+    )
 
 
 def test_endpoint_run_as_a_dashboard_job(tmp_path, service, monkeypatch):
@@ -202,8 +255,9 @@ def test_endpoint_run_as_a_dashboard_job(tmp_path, service, monkeypatch):
     from evalcore.errors import ConfigError
 
     monkeypatch.setenv("EVALCORE_DATA_ROOTS", str(MINI))
-    prepared = jobs.prepare_paths(str(MINI / "corpus"), str(MINI / "questions.jsonl"), str(MINI / "ood.jsonl"),
-                                  "E", "dense")
+    prepared = jobs.prepare_paths(
+        str(MINI / "corpus"), str(MINI / "questions.jsonl"), str(MINI / "ood.jsonl"), "E", "dense"
+    )
     endpoint = {"url": service.url, "timeout": TIMEOUT, "retries": 2, "chunker": "sent3", "retriever": "bm25api"}
     monkeypatch.delenv("EVALCORE_ENDPOINTS", raising=False)
     with pytest.raises(ConfigError, match="endpoint runs from the dashboard are off"):

@@ -1,5 +1,6 @@
 """evalcore.export and evalcore.figures: every file carries its caption and provenance, read back
 with independent readers (Pillow for PNG text chunks, ElementTree for SVG, the csv module)."""
+
 from __future__ import annotations
 
 import csv
@@ -69,7 +70,7 @@ def test_csv_carries_provenance_and_reads_back(sweep_figure, engine_run_id):
     data = export.to_csv(sweep_figure)
     rows = list(csv.reader(io.StringIO(data.decode("utf-8"))))
     names = [name for name, _ in sweep_figure.provenance.fields()]
-    assert [r[0].split(":")[0] for r in rows[:len(names)]] == [f"# {n}" for n in names]
+    assert [r[0].split(":")[0] for r in rows[: len(names)]] == [f"# {n}" for n in names]
     provenance, frame = export.read_csv(data)
     assert engine_run_id in provenance["run"] and provenance["threshold"] == "t = 0.4321"
     assert provenance["configurations"] == "E/dense" and "Wilson" in provenance["interval"]
@@ -77,8 +78,12 @@ def test_csv_carries_provenance_and_reads_back(sweep_figure, engine_run_id):
 
 
 def test_csv_neutralises_formulas_and_keeps_numbers():
-    frame = pd.DataFrame({"text": ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\ry", "fine", "a=b"],
-                          "number": [-3, 2.5, 0, 1, 2, 3, 4, 5]})
+    frame = pd.DataFrame(
+        {
+            "text": ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "\tx", "\ry", "fine", "a=b"],
+            "number": [-3, 2.5, 0, 1, 2, 3, 4, 5],
+        }
+    )
     out = export.to_csv(frame).decode("utf-8")
     back = list(csv.reader(io.StringIO(out)))[1:]
     assert [r[0] for r in back] == ["'=1+1", "'+cmd", "'-2+3", "'@SUM(A1)", "'\tx", "'\ry", "fine", "a=b"]
@@ -109,8 +114,9 @@ def test_review_pack_holds_every_figure_and_the_summary(scratch_store, engine_ru
     sides = tuple(runs.run_configurations(scratch_store, engine_run_id)[:3])
     selection = figures.Selection(engine_run_id, config, 0.4321, "saved decision", sides, 4, True)
     shown = figures.selection_figures(scratch_store, selection)
-    pack = export.review_pack(shown, engine_run_id,
-                              lambda files: figures.review_summary(scratch_store, selection, shown, files))
+    pack = export.review_pack(
+        shown, engine_run_id, lambda files: figures.review_summary(scratch_store, selection, shown, files)
+    )
     with zipfile.ZipFile(io.BytesIO(pack)) as z:
         names = set(z.namelist())
         summary = z.read("summary.md").decode("utf-8")

@@ -4,6 +4,7 @@ The external retriever is real (examples/external_bm25.py: three-sentence window
 rank_bm25). Expected figures come from an independent count: needles found with str.find,
 windows holding them by their own offsets, ranks read off rank_bm25's lists, and ranx.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,9 +65,28 @@ def test_trec_and_jsonl_imports_give_the_independent_figures(tmp_path, bm25_file
     store = tmp_path / "s.duckdb"
     outputs = []
     for kind in ("trec", "jsonl"):
-        assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(bm25_files["chunks"]),
-                     "--rankings", str(bm25_files[kind]), "--chunker", "sent3", "--retriever", "rank_bm25",
-                     "--name", kind, "--json"]) == 0
+        assert (
+            main(
+                [
+                    "--store",
+                    str(store),
+                    "import-run",
+                    *INPUTS,
+                    "--chunks",
+                    str(bm25_files["chunks"]),
+                    "--rankings",
+                    str(bm25_files[kind]),
+                    "--chunker",
+                    "sent3",
+                    "--retriever",
+                    "rank_bm25",
+                    "--name",
+                    kind,
+                    "--json",
+                ]
+            )
+            == 0
+        )
         outputs.append(json.loads(capsys.readouterr().out))
     a, b = outputs
     assert [c["strategy"] + "/" + c["retriever"] for c in a["configurations"]] == ["sent3/rank_bm25"]
@@ -83,13 +103,18 @@ def test_trec_and_jsonl_imports_give_the_independent_figures(tmp_path, bm25_file
     # evalcore keeps the order the file gives)
     run = Run({q: {c: 1 / r for r, (c, _) in enumerate(hits, start=1)} for q, hits in rankings.items() if q in qrels})
     scores = evaluate(Qrels(qrels), run, ["hit_rate@1", "hit_rate@4", "mrr"])
-    assert config["recall@1"] == pytest.approx(scores["hit_rate@1"]) and config["recall@4"] == pytest.approx(
-        scores["hit_rate@4"]) and config["mrr"] == pytest.approx(scores["mrr"])
+    assert (
+        config["recall@1"] == pytest.approx(scores["hit_rate@1"])
+        and config["recall@4"] == pytest.approx(scores["hit_rate@4"])
+        and config["mrr"] == pytest.approx(scores["mrr"])
+    )
     # hits keep the library's own scores and no cosine distance
     s = Store(store)
-    hits = s.query("SELECT h.rank, h.score, h.distance, c.external_id FROM hits h JOIN chunks c USING "
-                   "(run_id, strategy, chunk_id) WHERE h.run_id = ? AND h.query_id = 'port-course' ORDER BY rank",
-                   [a["run_id"]])
+    hits = s.query(
+        "SELECT h.rank, h.score, h.distance, c.external_id FROM hits h JOIN chunks c USING "
+        "(run_id, strategy, chunk_id) WHERE h.run_id = ? AND h.query_id = 'port-course' ORDER BY rank",
+        [a["run_id"]],
+    )
     assert hits["external_id"].tolist() == [c for c, _ in rankings["port-course"]]
     assert hits["score"].tolist() == [sc for _, sc in rankings["port-course"]]
     assert hits["distance"].isna().all()
@@ -103,7 +128,7 @@ def test_unlocated_chunks_are_stored_reported_and_never_correct(tmp_path, bm25_f
     extra = [  # each would hold the port answer if it were located
         {"id": "nowhere", "document": "install", "text": "The server listens on port 9999 by default."},
         {"id": "elsewhere", "document": "no-such-doc", "text": "The server listens on port 8470 by default."},
-        {"id": "outside", "document": "install", "text": "x", "start": port, "end": 10 ** 6},
+        {"id": "outside", "document": "install", "text": "x", "start": port, "end": 10**6},
         {"id": "twice", "document": "install", "text": "the"},
         {"id": "spaced", "document": "install", "text": "The   server\nlistens on port 8470\tby default."},
     ]
@@ -111,8 +136,12 @@ def test_unlocated_chunks_are_stored_reported_and_never_correct(tmp_path, bm25_f
     ranks = tmp_path / "r.trec"
     ranks.write_text("".join(f"port-course Q0 {r['id']} {i} {10 - i} t\n" for i, r in enumerate(extra, start=1)))
     store = tmp_path / "s.duckdb"
-    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(chunks), "--rankings", str(ranks),
-                 "--json"]) == 0
+    assert (
+        main(
+            ["--store", str(store), "import-run", *INPUTS, "--chunks", str(chunks), "--rankings", str(ranks), "--json"]
+        )
+        == 0
+    )
     out, err = capsys.readouterr()
     summary = json.loads(out)
     reasons = {u["chunk"]: u["reason"] for u in summary["unlocated_chunks"]}
@@ -139,7 +168,7 @@ BAD_CHUNKS = [
     ('{"id": "a", "document": "install", "text": "x", "start": 5}', "give both 'start' and 'end'"),
     ('{"id": "a", "document": "install", "text": "x", "start": 5, "end": 5}', "0 <= start < end"),
     ('{"id": "install::0", "document": "install", "text": "x"}', "duplicate chunk id 'install::0'"),
-    ('not json', "invalid JSON"),
+    ("not json", "invalid JSON"),
 ]
 BAD_RANKINGS = [
     ("port-course Q0 install::0 1 9.5\n", "a TREC run line has 6 fields"),
@@ -153,8 +182,7 @@ BAD_RANKINGS = [
 
 
 @pytest.mark.parametrize("bad, message", BAD_CHUNKS + BAD_RANKINGS)
-def test_a_bad_file_is_one_line_naming_file_and_line_and_nothing_is_stored(tmp_path, bm25_files, bad, message,
-                                                                            capsys):
+def test_a_bad_file_is_one_line_naming_file_and_line_and_nothing_is_stored(tmp_path, bm25_files, bad, message, capsys):
     store = tmp_path / "s.duckdb"
     shutil.copy(bm25_files["chunks"], tmp_path / "chunks.jsonl")
     chunks, ranks = tmp_path / "chunks.jsonl", tmp_path / "r.trec"
@@ -180,15 +208,32 @@ def test_distance_scores_rank_lowest_first(tmp_path, bm25_files, oracle, capsys)
     flipped.write_text("".join(f"{q} Q0 {c} {r} {-float(s)!r} t\n" for q, _, c, r, s, _ in (x.split() for x in lines)))
     out = []
     for path, kind in ((bm25_files["trec"], "similarity"), (flipped, "distance")):
-        assert main(["--store", str(tmp_path / "s.duckdb"), "import-run", *INPUTS, "--chunks",
-                     str(bm25_files["chunks"]), "--rankings", str(path), "--score", kind, "--json"]) == 0
+        assert (
+            main(
+                [
+                    "--store",
+                    str(tmp_path / "s.duckdb"),
+                    "import-run",
+                    *INPUTS,
+                    "--chunks",
+                    str(bm25_files["chunks"]),
+                    "--rankings",
+                    str(path),
+                    "--score",
+                    kind,
+                    "--json",
+                ]
+            )
+            == 0
+        )
         out.append(json.loads(capsys.readouterr().out)["configurations"][0])
     assert out[1]["gate"] == "score < t"
     assert {k: v for k, v in out[0].items() if k != "gate"} == {k: v for k, v in out[1].items() if k != "gate"}
 
 
-def test_imported_run_compares_paired_with_builtin_configurations(tmp_path, engine_store, engine_run_id,
-                                                                  bm25_files, oracle, capsys):
+def test_imported_run_compares_paired_with_builtin_configurations(
+    tmp_path, engine_store, engine_run_id, bm25_files, oracle, capsys
+):
     """Same store, two runs, same queries: the win/loss matrix and the gate pair the imported
     configuration with built-in E/hybrid; wins, losses and p from an independent count + scipy."""
     from scipy.stats import binomtest
@@ -199,26 +244,61 @@ def test_imported_run_compares_paired_with_builtin_configurations(tmp_path, engi
     first, _, _ = oracle
     store = tmp_path / "both.duckdb"
     shutil.copy(engine_store, store)
-    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(bm25_files["chunks"]),
-                 "--rankings", str(bm25_files["trec"]), "--chunker", "sent3", "--retriever", "rank_bm25",
-                 "--name", "ext", "--json"]) == 0
+    assert (
+        main(
+            [
+                "--store",
+                str(store),
+                "import-run",
+                *INPUTS,
+                "--chunks",
+                str(bm25_files["chunks"]),
+                "--rankings",
+                str(bm25_files["trec"]),
+                "--chunker",
+                "sent3",
+                "--retriever",
+                "rank_bm25",
+                "--name",
+                "ext",
+                "--json",
+            ]
+        )
+        == 0
+    )
     ext = json.loads(capsys.readouterr().out)["run_id"]
-    builtin = Store(store).query("SELECT query_id, first_correct_rank FROM results WHERE run_id = ? AND "
-                                 "strategy = 'E' AND retriever = 'hybrid' AND domain = 'in'", [engine_run_id])
+    builtin = Store(store).query(
+        "SELECT query_id, first_correct_rank FROM results WHERE run_id = ? AND "
+        "strategy = 'E' AND retriever = 'hybrid' AND domain = 'in'",
+        [engine_run_id],
+    )
     theirs = {q: (None if r != r else int(r)) for q, r in zip(builtin["query_id"], builtin["first_correct_rank"])}
     assert set(theirs) == set(first)
     wins = sum(1 for q in first if (first[q] or 99) <= 4 < (theirs[q] or 99))
     losses = sum(1 for q in first if (theirs[q] or 99) <= 4 < (first[q] or 99))
     p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
 
-    sides = [RunConfiguration(ext, Configuration("sent3", "rank_bm25")),
-             RunConfiguration(engine_run_id, Configuration("E", "hybrid"))]
+    sides = [
+        RunConfiguration(ext, Configuration("sent3", "rank_bm25")),
+        RunConfiguration(engine_run_id, Configuration("E", "hybrid")),
+    ]
     matrix = compare(Store(store), sides, 4, adjust=False).matrix
     cell = matrix[matrix["row"].str.startswith("sent3/rank_bm25") & matrix["column"].str.startswith("E/hybrid")].iloc[0]
     assert (cell["wins"], cell["losses"]) == (wins, losses) and cell["p_value"] == pytest.approx(p)
 
-    code = main(["--store", str(store), "gate", "--baseline", "mini:E/hybrid", "--candidate", "ext:sent3/rank_bm25",
-                 "--format", "json"])
+    code = main(
+        [
+            "--store",
+            str(store),
+            "gate",
+            "--baseline",
+            "mini:E/hybrid",
+            "--candidate",
+            "ext:sent3/rank_bm25",
+            "--format",
+            "json",
+        ]
+    )
     gate = json.loads(capsys.readouterr().out)
     result = gate["configurations"][0]
     assert (result["wins"], result["losses"]) == (wins, losses)
@@ -256,8 +336,16 @@ def test_evaluate_a_python_retriever(tmp_path, mini_inputs, oracle):
             return [(Doc(by_id[c].text, {"source": str(CORPUS / f"{by_id[c].doc_id}.md")}), s) for c, s in hits]
         return [{"id": c, "text": by_id[c].text, "document": by_id[c].doc_id, "score": s} for c, s in hits]
 
-    result = evalcore.evaluate(corpus=CORPUS, questions=QUESTIONS, ood=OOD, retriever=search, k=20,
-                               store=tmp_path / "s.duckdb", chunker="sent3", retriever_name="bm25fn")
+    result = evalcore.evaluate(
+        corpus=CORPUS,
+        questions=QUESTIONS,
+        ood=OOD,
+        retriever=search,
+        k=20,
+        store=tmp_path / "s.duckdb",
+        chunker="sent3",
+        retriever_name="bm25fn",
+    )
     assert len(calls) == len(first) + len(gt.ood) and {k for _, k in calls} == {20}
     assert result.failures == {"link-ticket": "RuntimeError: index shard 3 is down"}
     row = result.summary.iloc[0]
@@ -276,13 +364,16 @@ def test_front_door_is_small_and_lazy():
     import evalcore
 
     assert set(evalcore.__all__) >= {"evaluate", "import_run", "run_endpoint", "export_formats", "Store"}
-    code = ("import sys, evalcore; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules; "
-            "evalcore.evaluate; assert 'evalcore.external.function' in sys.modules")
+    code = (
+        "import sys, evalcore; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules; "
+        "evalcore.evaluate; assert 'evalcore.external.function' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
-def test_every_page_and_the_gate_axis_on_an_imported_run(tmp_path, engine_store, bm25_files, oracle, capsys,
-                                                          monkeypatch):
+def test_every_page_and_the_gate_axis_on_an_imported_run(
+    tmp_path, engine_store, bm25_files, oracle, capsys, monkeypatch
+):
     """The dashboard's reads on an imported run: the sweep and the distances read BM25's own
     score (kept when >= t), recomputed here from the rankings and the independent correctness;
     every page renders."""
@@ -299,12 +390,35 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(tmp_path, engine_store,
     store = tmp_path / "both.duckdb"
     shutil.copy(engine_store, store)
     chunks = tmp_path / "chunks.jsonl"
-    chunks.write_text(bm25_files["chunks"].read_text()
-                      + json.dumps({"id": "lost", "document": "install", "text": "not in the corpus"}) + "\n")
+    chunks.write_text(
+        bm25_files["chunks"].read_text()
+        + json.dumps({"id": "lost", "document": "install", "text": "not in the corpus"})
+        + "\n"
+    )
     ranks = tmp_path / "r.trec"
     ranks.write_text("ood-paella Q0 lost 0 1000.0 t\n" + bm25_files["trec"].read_text())  # unlocated, first
-    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(chunks), "--rankings", str(ranks),
-                 "--chunker", "sent3", "--retriever", "rank_bm25", "--name", "ext", "--json"]) == 0
+    assert (
+        main(
+            [
+                "--store",
+                str(store),
+                "import-run",
+                *INPUTS,
+                "--chunks",
+                str(chunks),
+                "--rankings",
+                str(ranks),
+                "--chunker",
+                "sent3",
+                "--retriever",
+                "rank_bm25",
+                "--name",
+                "ext",
+                "--json",
+            ]
+        )
+        == 0
+    )
     run_id = json.loads(capsys.readouterr().out)["run_id"]
     s = Store(store)
     config = Configuration("sent3", "rank_bm25")

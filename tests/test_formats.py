@@ -1,6 +1,7 @@
 """Round trips: evalcore -> TREC / ranx / BEIR -> pytrec_eval and ranx give evalcore's own
 recall@k and MRR, for built-in runs (first correct ranks beyond the stored top 20 included)
 and for imported ones; an exported BEIR folder + ranx run imports back to the same figures."""
+
 from __future__ import annotations
 
 import csv
@@ -19,8 +20,14 @@ from evalcore.store import Store
 from evalcore.summary import summary_table
 
 KS = (1, 4, 8, 20)
-INPUTS = ["--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"),
-          "--ood", str(MINI / "ood.jsonl")]
+INPUTS = [
+    "--corpus",
+    str(MINI / "corpus"),
+    "--questions",
+    str(MINI / "questions.jsonl"),
+    "--ood",
+    str(MINI / "ood.jsonl"),
+]
 
 
 def beir_load(folder: Path):
@@ -57,8 +64,10 @@ def evaluators(folder: Path, retriever: str) -> dict[str, dict[str, float]]:
     run = trec_run(folder / "runs" / f"{retriever}.trec")
     per_query = pytrec_eval.RelevanceEvaluator(qrels, {"success.1,4,8,20", "recip_rank"}).evaluate(run)
     # trec_eval -c: a query of the qrels that the run does not answer counts 0
-    mean = {m: sum(per_query.get(q, {}).get(m, 0.0) for q in qrels) / len(qrels)
-            for m in ("success_1", "success_4", "success_8", "success_20", "recip_rank")}
+    mean = {
+        m: sum(per_query.get(q, {}).get(m, 0.0) for q in qrels) / len(qrels)
+        for m in ("success_1", "success_4", "success_8", "success_20", "recip_rank")
+    }
     trec = {**{f"recall@{k}": mean[f"success_{k}"] for k in KS}, "mrr": mean["recip_rank"]}
     ranx_run = Run.from_file(str(folder / "runs" / f"{retriever}.json"))
     ranx_qrels = Qrels.from_file(str(folder / "qrels.json"))
@@ -78,15 +87,21 @@ def test_builtin_run_exports_exactly(tmp_path, mini_inputs, real_embedder, capsy
 
     corpus, gt = mini_inputs
     store = tmp_path / "s.duckdb"
-    request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies("E,T:blind+overlap=50+size=60"),
-                         retrievers=["dense", "bm25", "hybrid"], name="fine")
+    request = RunRequest(
+        corpus=corpus,
+        ground_truth=gt,
+        strategies=parse_strategies("E,T:blind+overlap=50+size=60"),
+        retrievers=["dense", "bm25", "hybrid"],
+        name="fine",
+    )
     run_id = run_evaluation(request, Store(store), embedder=real_embedder).run_id
     out = tmp_path / "export"
     assert main(["--store", str(store), "export-formats", "fine", "-o", str(out)]) == 0
     assert "placeholder hits (evalcore:unstored:RANK)" in capsys.readouterr().out
     s = Store(store)
-    beyond = s.query("SELECT count(*) AS n FROM results WHERE run_id = ? AND strategy = 'T' AND "
-                     "first_correct_rank > 20", [run_id])["n"].iloc[0]
+    beyond = s.query(
+        "SELECT count(*) AS n FROM results WHERE run_id = ? AND strategy = 'T' AND first_correct_rank > 20", [run_id]
+    )["n"].iloc[0]
     assert beyond > 0  # the case the placeholders exist for is exercised
     table = summary_table(s, run_id).set_index("config")
     assert sorted(p.name for p in out.iterdir()) == ["E", "T"]
@@ -101,8 +116,26 @@ def test_imported_run_exports_and_imports_back(tmp_path, mini_inputs, capsys):
     corpus, gt = mini_inputs
     files = external_bm25.write_files(tmp_path / "bm25", corpus, gt)
     store = tmp_path / "s.duckdb"
-    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(files["chunks"]), "--rankings",
-                 str(files["trec"]), "--chunker", "sent3", "--retriever", "rank_bm25", "--json"]) == 0
+    assert (
+        main(
+            [
+                "--store",
+                str(store),
+                "import-run",
+                *INPUTS,
+                "--chunks",
+                str(files["chunks"]),
+                "--rankings",
+                str(files["trec"]),
+                "--chunker",
+                "sent3",
+                "--retriever",
+                "rank_bm25",
+                "--json",
+            ]
+        )
+        == 0
+    )
     first = json.loads(capsys.readouterr().out)
     out = tmp_path / "export"
     assert main(["--store", str(store), "export-formats", first["run_id"], "-o", str(out)]) == 0
@@ -112,8 +145,25 @@ def test_imported_run_exports_and_imports_back(tmp_path, mini_inputs, capsys):
         for metric, value in figures.items():
             assert value == pytest.approx(config[metric], abs=1e-12), (evaluator, metric)
     # the BEIR folder's corpus (chunk ids kept, offsets in metadata) and the ranx run import back
-    assert main(["--store", str(store), "import-run", *INPUTS, "--chunks", str(out / "sent3"), "--rankings",
-                 str(out / "sent3" / "runs" / "rank_bm25.json"), "--chunker", "sent3", "--retriever", "rank_bm25",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "--store",
+                str(store),
+                "import-run",
+                *INPUTS,
+                "--chunks",
+                str(out / "sent3"),
+                "--rankings",
+                str(out / "sent3" / "runs" / "rank_bm25.json"),
+                "--chunker",
+                "sent3",
+                "--retriever",
+                "rank_bm25",
+                "--json",
+            ]
+        )
+        == 0
+    )
     again = json.loads(capsys.readouterr().out)["configurations"][0]
     assert {k: v for k, v in again.items()} == config

@@ -4,6 +4,7 @@ Every figure is checked against an independent computation from the stored rows:
 losses by pandas, p by scipy's binomtest, Holm by statsmodels' multipletests, Wilson by
 statsmodels' proportion_confint.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,10 +40,13 @@ def hits(store_path, run_name: str, configuration: str, k: int = 4) -> dict[str,
         "SELECT r.query_id, r.first_correct_rank, q.valid FROM results r "
         "JOIN runs USING (run_id) JOIN queries q USING (run_id, query_id) "
         "WHERE runs.name = ? AND r.strategy = ? AND r.retriever = ? AND r.domain = 'in'",
-        [run_name, strategy, retriever])
+        [run_name, strategy, retriever],
+    )
     df = df[df["valid"]]
-    return {q: bool(r <= k) if r == r and r is not None else False
-            for q, r in zip(df["query_id"], df["first_correct_rank"].astype("float"))}
+    return {
+        q: bool(r <= k) if r == r and r is not None else False
+        for q, r in zip(df["query_id"], df["first_correct_rank"].astype("float"))
+    }
 
 
 def expected(store_path, base: tuple[str, str], cand: tuple[str, str], k: int = 4):
@@ -58,8 +62,11 @@ def test_damaged_candidate_fails_with_exit_1_and_lists_the_lost_queries(gate_sto
     code, out, err = gate_cli(gate_store, "--baseline", "base", "--candidate", "cand", capsys=capsys)
     assert code == 1, err
     assert out.startswith("evalcore gate: FAIL: 3 of 21 configurations worse")
-    texts = dict(Store(gate_store).query("SELECT query_id, text FROM queries JOIN runs USING (run_id) "
-                                         "WHERE name = 'base'").values.tolist())
+    texts = dict(
+        Store(gate_store)
+        .query("SELECT query_id, text FROM queries JOIN runs USING (run_id) WHERE name = 'base'")
+        .values.tolist()
+    )
     for configuration in ("P/dense", "P/bm25", "P/hybrid"):
         *_, losses, p = expected(gate_store, ("base", configuration), ("cand", configuration))
         assert len(losses) >= 10 and p < 0.05 / 21
@@ -72,9 +79,24 @@ def test_damaged_candidate_fails_with_exit_1_and_lists_the_lost_queries(gate_sto
 
 
 def test_the_exit_code_reaches_the_shell(gate_store):
-    res = subprocess.run([sys.executable, "-m", "evalcore", "--store", str(gate_store), "gate",
-                          "--baseline", "base:P/hybrid", "--candidate", "cand"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evalcore",
+            "--store",
+            str(gate_store),
+            "gate",
+            "--baseline",
+            "base:P/hybrid",
+            "--candidate",
+            "cand",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 1, res.stderr
     assert "P/hybrid" in res.stdout and "FAIL: regression" in res.stdout
 
@@ -103,9 +125,12 @@ def test_the_lost_queries_carry_both_ranks(gate_store):
     report = run_gate(Store(gate_store), "base:P/hybrid", "cand:P/hybrid")
     ranks = Store(gate_store).query(
         "SELECT name, query_id, first_correct_rank FROM results JOIN runs USING (run_id) "
-        "WHERE strategy = 'P' AND retriever = 'hybrid'")
-    rank = {(n, q): (None if r != r else int(r)) for n, q, r in
-            zip(ranks["name"], ranks["query_id"], ranks["first_correct_rank"].astype("float"))}
+        "WHERE strategy = 'P' AND retriever = 'hybrid'"
+    )
+    rank = {
+        (n, q): (None if r != r else int(r))
+        for n, q, r in zip(ranks["name"], ranks["query_id"], ranks["first_correct_rank"].astype("float"))
+    }
     (result,) = report.results
     assert result.lost
     for q in result.lost:
@@ -115,40 +140,41 @@ def test_the_lost_queries_carry_both_ranks(gate_store):
 
 
 def test_the_same_configuration_against_itself_passes(gate_store, capsys):
-    code, out, _ = gate_cli(gate_store, "--baseline", "base:P/hybrid", "--candidate", "base:P/hybrid",
-                            capsys=capsys)
+    code, out, _ = gate_cli(gate_store, "--baseline", "base:P/hybrid", "--candidate", "base:P/hybrid", capsys=capsys)
     assert code == 0 and "PASS" in out and "0/0/18" in out
-    code, out, _ = gate_cli(gate_store, "--baseline", "base", "--candidate", "base", "--format", "json",
-                            capsys=capsys)
+    code, out, _ = gate_cli(gate_store, "--baseline", "base", "--candidate", "base", "--format", "json", capsys=capsys)
     data = json.loads(out)
     assert code == 0 and data["verdict"] == "pass" and len(data["configurations"]) == 21
     assert all(c["p_value"] == 1.0 and c["wins"] == c["losses"] == 0 for c in data["configurations"])
     # run ids and unique prefixes name the same run as its name
     run_id = Store(gate_store).query("SELECT run_id FROM runs WHERE name = 'base'").iloc[0, 0]
-    code, _, _ = gate_cli(gate_store, "--baseline", run_id, "--candidate", run_id[:-2] + ":A/dense",
-                          capsys=capsys)
+    code, _, _ = gate_cli(gate_store, "--baseline", run_id, "--candidate", run_id[:-2] + ":A/dense", capsys=capsys)
     assert code == 0
 
 
 def test_runs_on_different_queries_exit_2(gate_store, capsys):
-    code, out, err = gate_cli(gate_store, "--baseline", "base:E/dense", "--candidate", "fewer",
-                              capsys=capsys)
+    code, out, err = gate_cli(gate_store, "--baseline", "base:E/dense", "--candidate", "fewer", capsys=capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ")
-    assert ("did not answer the same in-domain queries: 2 (pairing-course, pairing-ticket) only in the "
-            "baseline, none only in the candidate") in err
+    assert (
+        "did not answer the same in-domain queries: 2 (pairing-course, pairing-ticket) only in the "
+        "baseline, none only in the candidate"
+    ) in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--baseline", "nope", "--candidate", "cand"], "no run with id or name 'nope'"),
-    (["--baseline", "base:Z/dense", "--candidate", "cand"], "has no configuration 'Z/dense'"),
-    (["--baseline", "base:G", "--candidate", "cand"], None),  # a name with a colon: unknown run
-    (["--baseline", "base", "--candidate", "cand", "--metric", "mrr"], "mrr has no such outcome"),
-    (["--baseline", "base", "--candidate", "cand", "--metric", "ndcg@4"], "unknown metric 'ndcg@4'"),
-    (["--baseline", "base", "--candidate", "cand", "--alpha", "1.5"], "alpha must lie strictly between"),
-    (["--baseline", "base", "--candidate", "cand", "--min-effect", "2"], "--min-effect must lie in [0, 1]"),
-    (["--baseline", "base:E/dense", "--candidate", "cand:nope/dense"], "has no configuration 'nope/dense'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--baseline", "nope", "--candidate", "cand"], "no run with id or name 'nope'"),
+        (["--baseline", "base:Z/dense", "--candidate", "cand"], "has no configuration 'Z/dense'"),
+        (["--baseline", "base:G", "--candidate", "cand"], None),  # a name with a colon: unknown run
+        (["--baseline", "base", "--candidate", "cand", "--metric", "mrr"], "mrr has no such outcome"),
+        (["--baseline", "base", "--candidate", "cand", "--metric", "ndcg@4"], "unknown metric 'ndcg@4'"),
+        (["--baseline", "base", "--candidate", "cand", "--alpha", "1.5"], "alpha must lie strictly between"),
+        (["--baseline", "base", "--candidate", "cand", "--min-effect", "2"], "--min-effect must lie in [0, 1]"),
+        (["--baseline", "base:E/dense", "--candidate", "cand:nope/dense"], "has no configuration 'nope/dense'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(gate_store, capsys, args, message):
     code, out, err = gate_cli(gate_store, *args, capsys=capsys)
     assert code == 2 and out == "" and err.startswith("error: ") and err.count("\n") == 1
@@ -190,10 +216,14 @@ def ood_bluffs(store_path, run_name: str, configuration: str, t: float) -> dict[
     """Oracle: does an out-of-domain query keep a top-4 hit with distance < t? (pandas over hits)."""
     strategy, retriever = configuration.split("/")
     store = Store(store_path)
-    q = store.query("SELECT query_id FROM queries JOIN runs USING (run_id) WHERE name = ? AND domain = 'out'",
-                    [run_name])
-    h = store.query("SELECT h.query_id, h.rank, h.distance FROM hits h JOIN runs USING (run_id) "
-                    "WHERE name = ? AND strategy = ? AND retriever = ?", [run_name, strategy, retriever])
+    q = store.query(
+        "SELECT query_id FROM queries JOIN runs USING (run_id) WHERE name = ? AND domain = 'out'", [run_name]
+    )
+    h = store.query(
+        "SELECT h.query_id, h.rank, h.distance FROM hits h JOIN runs USING (run_id) "
+        "WHERE name = ? AND strategy = ? AND retriever = ?",
+        [run_name, strategy, retriever],
+    )
     kept = h[(h["rank"] <= 4) & (h["distance"] < t)]
     return {x: x in set(kept["query_id"]) for x in q["query_id"]}
 
@@ -220,19 +250,30 @@ def test_the_refusal_contract_fails_on_more_bluffs(gate_store, tmp_path, capsys)
     assert (x.new, x.fixed) == (len(new), len(fixed)) and [q for q, _ in x.new_queries] == new
     assert x.p_value == pytest.approx(p, rel=1e-12) and x.failed and "more bluffs" in r.verdicts
 
-    code, out, _ = gate_cli(path, "--baseline", "base:P/dense", "--candidate", "cand",
-                            "--threshold-from-decision", "--junit", str(tmp_path / "j.xml"), capsys=capsys)
+    code, out, _ = gate_cli(
+        path,
+        "--baseline",
+        "base:P/dense",
+        "--candidate",
+        "cand",
+        "--threshold-from-decision",
+        "--junit",
+        str(tmp_path / "j.xml"),
+        capsys=capsys,
+    )
     assert code == 1 and "refusal contract: P/dense: threshold 0.8" in out
     suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
     failed = {(tc.get("classname"), tc.get("name")) for tc in suite.iter("testcase") if tc.find("failure") is not None}
     assert failed == {("evalcore.gate.hit@4", "P/dense"), ("evalcore.gate.bluffs", "P/dense bluffs at 0.8")}
 
     # the same configuration against itself keeps its contract; without a saved threshold: exit 2
-    code, out, _ = gate_cli(path, "--baseline", "base:P/dense", "--candidate", "base",
-                            "--threshold-from-decision", capsys=capsys)
+    code, out, _ = gate_cli(
+        path, "--baseline", "base:P/dense", "--candidate", "base", "--threshold-from-decision", capsys=capsys
+    )
     assert code == 0 and "0 new, 0 fixed" in out
-    code, _, err = gate_cli(path, "--baseline", "base:E/dense", "--candidate", "cand",
-                            "--threshold-from-decision", capsys=capsys)
+    code, _, err = gate_cli(
+        path, "--baseline", "base:E/dense", "--candidate", "cand", "--threshold-from-decision", capsys=capsys
+    )
     assert code == 2 and "no saved threshold for E/dense" in err
 
 
@@ -255,8 +296,16 @@ def test_markdown_report_renders_as_tables(gate_store):
             tables.append(current)
             current = None
     main_table = tables[0]
-    assert main_table[0] == ["configuration", "baseline hit@4", "candidate hit@4", "difference",
-                             "wins / losses / ties", "p", "p (Holm)", "verdict"]
+    assert main_table[0] == [
+        "configuration",
+        "baseline hit@4",
+        "candidate hit@4",
+        "difference",
+        "wins / losses / ties",
+        "p",
+        "p (Holm)",
+        "verdict",
+    ]
     assert len(main_table) == 1 + 21 and all(len(row) == 8 for row in main_table)
     by_name = {row[0].strip("`"): row for row in main_table[1:]}
     for r in report.results:
@@ -274,10 +323,16 @@ def test_markdown_report_renders_as_tables(gate_store):
     assert text.startswith("### evalcore gate: FAIL")
 
 
-@pytest.mark.parametrize("text", [
-    "a | b <script>alert(1)</script>", "I made a grid with [[]] * 3 and * twice", "x_y and `code` \\ ~z~",
-    "r'C:\\Users\\me\\' gives SyntaxError", "what is **bold** and [a](link)?",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a | b <script>alert(1)</script>",
+        "I made a grid with [[]] * 3 and * twice",
+        "x_y and `code` \\ ~z~",
+        "r'C:\\Users\\me\\' gives SyntaxError",
+        "what is **bold** and [a](link)?",
+    ],
+)
 def test_a_query_text_renders_as_itself_in_a_markdown_cell(text):
     import html
     import re
@@ -293,8 +348,18 @@ def test_a_query_text_renders_as_itself_in_a_markdown_cell(text):
 
 def test_junit_lists_one_case_per_configuration_with_the_failures(gate_store, tmp_path, capsys):
     junit = tmp_path / "gate.xml"
-    code, _, _ = gate_cli(gate_store, "--baseline", "base", "--candidate", "cand", "--junit", str(junit),
-                          "--format", "markdown", capsys=capsys)
+    code, _, _ = gate_cli(
+        gate_store,
+        "--baseline",
+        "base",
+        "--candidate",
+        "cand",
+        "--junit",
+        str(junit),
+        "--format",
+        "markdown",
+        capsys=capsys,
+    )
     assert code == 1
     root = ET.parse(junit).getroot()
     assert root.tag == "testsuites" and root.get("tests") == "21" and root.get("failures") == "3"

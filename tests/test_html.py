@@ -1,6 +1,7 @@
 """The HTML extractor: real documentation pages (rendered from ../shared/data into a site
 template with navigation, sidebar, footer and script; tests/real_documents.py), and small
 pages for each rule."""
+
 from __future__ import annotations
 
 import re
@@ -58,7 +59,7 @@ def test_sections_are_the_markdown_sections(printed, html_corpora):
             ours = [ln[3:] for ln in d.text.split("\n") if ln.startswith("## ")]
             lines = markdown[d.doc_id].text.split("\n")
             level = next((p for p in ("## ", "### ") if any(ln.startswith(p) for ln in lines)), "## ")
-            source = [" ".join(ln[len(level):].replace("`", "").split()) for ln in lines if ln.startswith(level)]
+            source = [" ".join(ln[len(level) :].replace("`", "").split()) for ln in lines if ln.startswith(level)]
             if re.search(r"^\s*<h2", markdown[d.doc_id].text, re.MULTILINE):  # an h2 written as HTML
                 assert set(source) < set(ours), d.doc_id
             else:
@@ -79,20 +80,25 @@ def test_main_element_wins_and_nav_inside_it_goes():
 
 
 def test_without_main_the_body_loses_landmarks_and_link_lists():
-    x = extract("""<html><body><div id="top" role="banner">Site name</div>
+    x = extract(
+        """<html><body><div id="top" role="banner">Site name</div>
         <div class="sidebar"><ul><li><a href="/1">One</a></li><li><a href="/2">Two</a></li>
         <li><a href="/3">Three</a></li></ul></div>
         <div id="content"><h2>Module</h2><p>Text with <a href="/ref">a link</a> in it.</p>
         <h3>Part one</h3><p>More.</p><h3>Part two</h3><p>Last.</p></div>
-        <aside>Related</aside></body></html>""", "module.html")
+        <aside>Related</aside></body></html>""",
+        "module.html",
+    )
     # h2 is the only top-level heading and the first: the title; h3 make the sections
     assert x.text == "# Module\n\nText with a link in it.\n\n## Part one\n\nMore.\n\n## Part two\n\nLast."
     assert x.title == "Module"
 
 
 def test_several_top_headings_are_sections_and_the_title_comes_from_the_head():
-    x = extract("<title>My page</title><body><article><h1>One</h1><p>a</p><h1>Two</h1><p>b</p>"
-                "<h2>Two.1</h2><p>c</p></article></body>")
+    x = extract(
+        "<title>My page</title><body><article><h1>One</h1><p>a</p><h1>Two</h1><p>b</p>"
+        "<h2>Two.1</h2><p>c</p></article></body>"
+    )
     assert x.title == "My page"
     assert x.text == "## One\n\na\n\n## Two\n\nb\n\n### Two.1\n\nc"
 
@@ -107,8 +113,10 @@ def test_pre_tables_lists_breaks_permalinks_and_hidden_text():
         <p>line one<br>line two</p><p hidden>secret</p><p style="display: none">gone</p>
         <div aria-hidden="true">icons</div><p>caf\u00e9&nbsp;au lait</p></main>""")
     assert x.title == "T"
-    assert x.text == ("# T\n\ndef f():\n    return 1\n\nName\tValue\na\t1\n\nfirst\nsecond bold\n\n"
-                      "line one\nline two\n\ncaf\u00e9\u00a0au lait")
+    assert x.text == (
+        "# T\n\ndef f():\n    return 1\n\nName\tValue\na\t1\n\nfirst\nsecond bold\n\n"
+        "line one\nline two\n\ncaf\u00e9\u00a0au lait"
+    )
 
 
 def test_encoding_from_the_page_and_failures():

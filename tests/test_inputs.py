@@ -1,5 +1,6 @@
 """Inputs: one loading for the CLI and jobs, and server folders only inside the operator's
 data roots, checked on the real path, with one message whatever lies outside."""
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,17 @@ def test_a_folder_inside_a_root_is_validated_as_the_cli_would(root):
     assert inputs.data_roots() == (root,)  # roots that do not exist are left out
 
 
-@pytest.mark.parametrize("outside", ["/etc/shadow", "/nonexistent/questions.jsonl", "/etc", "../../../etc/passwd",
-                                     "{root}/../../etc/passwd", "{root}/mini/../../outside.jsonl"])
+@pytest.mark.parametrize(
+    "outside",
+    [
+        "/etc/shadow",
+        "/nonexistent/questions.jsonl",
+        "/etc",
+        "../../../etc/passwd",
+        "{root}/../../etc/passwd",
+        "{root}/mini/../../outside.jsonl",
+    ],
+)
 def test_a_path_outside_the_roots_gets_one_message_whether_it_exists_or_not(root, outside):
     outside = outside.format(root=root)
     with pytest.raises(InputError) as exc:
@@ -72,8 +82,7 @@ def test_the_job_process_checks_the_roots_again(root, monkeypatch):
 
 
 @pytest.mark.parametrize("configured", [False, True])
-def test_the_new_run_page_offers_server_folders_only_when_roots_are_configured(tmp_path, monkeypatch, root,
-                                                                              configured):
+def test_the_new_run_page_offers_server_folders_only_when_roots_are_configured(tmp_path, monkeypatch, root, configured):
     if not configured:
         monkeypatch.delenv(inputs.DATA_ROOTS_ENV)
     at = open_new_run(tmp_path / "s.duckdb", monkeypatch)

@@ -4,6 +4,7 @@ at once on one store, a killed job, the queue order and cancelling.
 Each job is a real ``python -m evalcore job`` process loading the real model (strategies
 A,E or A-F on the mini corpus), so this file takes about a minute.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,9 @@ def mini_is_a_data_root(monkeypatch):
 
 
 def mini_job(strategies: str = "A,E") -> jobs.Prepared:
-    return jobs.prepare_paths(str(MINI / "corpus"), str(MINI / "questions.jsonl"), str(MINI / "ood.jsonl"),
-                              strategies, RETRIEVERS)
+    return jobs.prepare_paths(
+        str(MINI / "corpus"), str(MINI / "questions.jsonl"), str(MINI / "ood.jsonl"), strategies, RETRIEVERS
+    )
 
 
 def wait_until(predicate, timeout: float = TIMEOUT, every: float = 0.05):
@@ -63,8 +65,11 @@ def expected_counts(store: Store, run_id: str, strategies: int, retrievers: int)
 
 
 def stored_counts(store: Store, run_id: str) -> tuple[int, int]:
-    r = store.query("SELECT (SELECT count(*) FROM results WHERE run_id = ?) AS r, "
-                    "(SELECT count(*) FROM hits WHERE run_id = ?) AS h", [run_id, run_id])
+    r = store.query(
+        "SELECT (SELECT count(*) FROM results WHERE run_id = ?) AS r, "
+        "(SELECT count(*) FROM hits WHERE run_id = ?) AS h",
+        [run_id, run_id],
+    )
     return int(r.iloc[0, 0]), int(r.iloc[0, 1])
 
 
@@ -101,10 +106,33 @@ def test_cli_run_and_dashboard_job_at_once_on_one_store(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
     cli = subprocess.Popen(
-        [sys.executable, "-m", "evalcore", "--store", str(store_path), "run", "--corpus", str(MINI / "corpus"),
-         "--questions", str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "--strategies", "A,E",
-         "--retrievers", RETRIEVERS, "--name", "cli", "-q"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "evalcore",
+            "--store",
+            str(store_path),
+            "run",
+            "--corpus",
+            str(MINI / "corpus"),
+            "--questions",
+            str(MINI / "questions.jsonl"),
+            "--ood",
+            str(MINI / "ood.jsonl"),
+            "--strategies",
+            "A,E",
+            "--retrievers",
+            RETRIEVERS,
+            "--name",
+            "cli",
+            "-q",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     job_id = jobs.submit(store, prepared, "dashboard")
     overlap, t_cli, t_job = False, None, None
     while t_cli is None or t_job is None:  # both processes work on the store at once
@@ -119,8 +147,10 @@ def test_cli_run_and_dashboard_job_at_once_on_one_store(tmp_path):
     out, err = cli.communicate()
     assert cli.returncode == 0, err
     row = jobs.job(store, job_id)
-    print(f"\nCLI run {t_cli:.1f} s, dashboard job {t_job:.1f} s (wall, started together); "
-          f"both running at once observed: {overlap}")
+    print(
+        f"\nCLI run {t_cli:.1f} s, dashboard job {t_job:.1f} s (wall, started together); "
+        f"both running at once observed: {overlap}"
+    )
     assert row["status"] == "complete", row["reason"]
     assert "lock" not in err.lower()
     runs = store.runs().set_index("name")
@@ -138,8 +168,9 @@ def test_killed_job_is_marked_failed_and_the_next_run_works(tmp_path):
     store = Store(store_path)
     job_id = jobs.submit(store, mini_job("A,B,C,D,E,F"), "doomed")
     # kill the process once its run is in the store and under way
-    wait_until(lambda: len(store.query("SELECT 1 FROM runs WHERE run_id = ? AND status = 'running'", [job_id])),
-               every=0.02)
+    wait_until(
+        lambda: len(store.query("SELECT 1 FROM runs WHERE run_id = ? AND status = 'running'", [job_id])), every=0.02
+    )
     pid = int(jobs.job(store, job_id)["pid"])
     os.kill(pid, signal.SIGKILL)
     wait_until(lambda: not pid_alive(pid))
@@ -167,8 +198,9 @@ def test_queue_runs_one_at_a_time_in_order_and_cancel_works(tmp_path, monkeypatc
     # a queued job is cancelled at once; its process sees that and exits
     assert jobs.cancel(store, third) == "cancelled"
     # the first runs alone; cancel it once its run is under way
-    wait_until(lambda: len(store.query("SELECT 1 FROM runs WHERE run_id = ? AND status = 'running'", [first])),
-               every=0.02)
+    wait_until(
+        lambda: len(store.query("SELECT 1 FROM runs WHERE run_id = ? AND status = 'running'", [first])), every=0.02
+    )
     assert jobs.job(store, second)["status"] == "queued"
     assert jobs.cancel(store, first) == "running"
     row1 = wait_until(lambda: job_done(store, first))

@@ -1,5 +1,6 @@
 """evalcore.markdown: user text put into Markdown shows as its characters, checked by rendering
 it with an independent CommonMark renderer (markdown-it-py)."""
+
 from __future__ import annotations
 
 import html
@@ -13,7 +14,11 @@ from evalcore.markdown import code, escape
 HOSTILE = [
     "![tracker](http://127.0.0.1:9/pixel.png)",
     "**bold** _i_ <b>html</b> <img src=x onerror=alert(1)> `code`",
-    "# heading", "- item", "12. item", "> quote", "[link](http://example.com)",
+    "# heading",
+    "- item",
+    "12. item",
+    "> quote",
+    "[link](http://example.com)",
     "<http://example.com> a | b | c ~~strike~~ $x^2$ \\*kept\\*",
 ]
 

@@ -1,4 +1,5 @@
 """Recall@k and MRR against ranx and pytrec_eval on generated runs; the metric registry."""
+
 from __future__ import annotations
 
 import math
@@ -85,11 +86,18 @@ def test_hand_examples_and_missing_values():
     assert mrr(np.array([1, 4])) == pytest.approx(0.625)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: recall_at_k([], 4), lambda: mrr([]), lambda: recall_at_k([1], 0),
-    lambda: recall_at_k([0], 1), lambda: mrr([1.5]), lambda: hit_at_k(True, 1),
-    lambda: recall_at_k([1], 2.0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: recall_at_k([], 4),
+        lambda: mrr([]),
+        lambda: recall_at_k([1], 0),
+        lambda: recall_at_k([0], 1),
+        lambda: mrr([1.5]),
+        lambda: hit_at_k(True, 1),
+        lambda: recall_at_k([1], 2.0),
+    ],
+)
 def test_bad_input_raises_value_error(call):
     with pytest.raises(ValueError):
         call()

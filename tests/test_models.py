@@ -1,4 +1,5 @@
 """Several embedding models in one built-in run: strategy x model x retriever, paired."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,8 +22,16 @@ def tiny_model(tmp_path_factory):
     raw = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
     torch.manual_seed(0)
-    BertModel(BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                         intermediate_size=64, max_position_embeddings=512)).save_pretrained(raw)
+    BertModel(
+        BertConfig(
+            vocab_size=tok.vocab_size,
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=512,
+        )
+    ).save_pretrained(raw)
     tok.save_pretrained(raw)
     body = Transformer(str(raw), max_seq_length=256)
     folder = tmp_path_factory.mktemp("models") / "tiny-random"
@@ -30,18 +39,38 @@ def tiny_model(tmp_path_factory):
     return folder
 
 
-def test_two_models_are_two_stored_strategies_compared_paired(tmp_path, mini_inputs, tiny_model, engine_store,
-                                                              engine_run_id, capsys):
+def test_two_models_are_two_stored_strategies_compared_paired(
+    tmp_path, mini_inputs, tiny_model, engine_store, engine_run_id, capsys
+):
     from conftest import MINI
 
     from evalcore.cli import main
     from evalcore.embedding import default_model_path
 
     store = tmp_path / "s.duckdb"
-    args = ["--store", str(store), "run", "--corpus", str(MINI / "corpus"), "--questions",
-            str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "--strategies", "E",
-            "--retrievers", "dense,bm25", "--model", str(default_model_path()), "--model", str(tiny_model),
-            "--name", "two", "--quiet", "--json"]
+    args = [
+        "--store",
+        str(store),
+        "run",
+        "--corpus",
+        str(MINI / "corpus"),
+        "--questions",
+        str(MINI / "questions.jsonl"),
+        "--ood",
+        str(MINI / "ood.jsonl"),
+        "--strategies",
+        "E",
+        "--retrievers",
+        "dense,bm25",
+        "--model",
+        str(default_model_path()),
+        "--model",
+        str(tiny_model),
+        "--name",
+        "two",
+        "--quiet",
+        "--json",
+    ]
     assert main(args) == 0
     import json
 

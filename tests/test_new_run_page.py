@@ -2,6 +2,7 @@
 start, watch the job's progress, find the run on the Runs page with the same figures as
 ``python -m evalcore run`` on the same files; a bad upload shows its message and changes
 nothing. The job is a real background process with the real model (about 25 s)."""
+
 from __future__ import annotations
 
 import os
@@ -79,10 +80,33 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monk
     # the same files through the CLI, into the same store
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     cli = subprocess.run(
-        [sys.executable, "-m", "evalcore", "--store", str(store_path), "run", "--corpus", str(MINI / "corpus"),
-         "--questions", str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "--strategies", "A,E",
-         "--retrievers", "dense,bm25,hybrid", "--name", "cli", "-q"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "evalcore",
+            "--store",
+            str(store_path),
+            "run",
+            "--corpus",
+            str(MINI / "corpus"),
+            "--questions",
+            str(MINI / "questions.jsonl"),
+            "--ood",
+            str(MINI / "ood.jsonl"),
+            "--strategies",
+            "A,E",
+            "--retrievers",
+            "dense,bm25,hybrid",
+            "--name",
+            "cli",
+            "-q",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert cli.returncode == 0, cli.stderr
     cli_run = store.latest_complete("cli")
     assert summary_table(store, job_id).equals(summary_table(store, cli_run))

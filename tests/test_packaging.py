@@ -8,6 +8,7 @@ locked dependencies already installed are reused: nothing is downloaded, ``--no-
 and runs everything from a temporary folder with no PYTHONPATH, so only the installed copy
 can answer.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -56,8 +57,10 @@ def declared() -> dict[str, list[Requirement]]:
     project = PYPROJECT["project"]
     groups = {"dependencies": project["dependencies"], "build-system": PYPROJECT["build-system"]["requires"]}
     groups.update(project["optional-dependencies"])
-    return {where: [r for r in map(Requirement, reqs) if canonicalize_name(r.name) != "evalcore"]
-            for where, reqs in groups.items()}
+    return {
+        where: [r for r in map(Requirement, reqs) if canonicalize_name(r.name) != "evalcore"]
+        for where, reqs in groups.items()
+    }
 
 
 def test_every_range_admits_its_locked_version_and_every_dependency_is_locked():
@@ -82,8 +85,21 @@ def test_every_locked_package_is_declared_and_runtime_dependencies_stay_lean():
     where = {canonicalize_name(r.name): group for group, reqs in declared().items() for r in reqs}
     assert not sorted(set(locked()) - set(where)), "locked in requirements.txt but declared nowhere in pyproject.toml"
     # a plain install carries no test runner, browser driver, linter or optional engine
-    optional = {"pypdfium2", "lxml", "ray", "openvino", "onnxruntime", "onnx", "onnxscript", "pytest",
-                "playwright", "ruff", "mypy", "hypothesis", "ranx"}
+    optional = {
+        "pypdfium2",
+        "lxml",
+        "ray",
+        "openvino",
+        "onnxruntime",
+        "onnx",
+        "onnxscript",
+        "pytest",
+        "playwright",
+        "ruff",
+        "mypy",
+        "hypothesis",
+        "ranx",
+    }
     assert not optional & {canonicalize_name(r.name) for r in declared()["dependencies"]}
 
 
@@ -104,8 +120,11 @@ def test_the_version_has_one_source_and_the_changelog_names_it(capsys):
 
 def test_the_dashboard_command_passes_the_clones_streamlit_settings():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
-    flat = {f"{section}.{key}": str(value).lower() if isinstance(value, bool) else str(value)
-            for section, values in config.items() for key, value in values.items()}
+    flat = {
+        f"{section}.{key}": str(value).lower() if isinstance(value, bool) else str(value)
+        for section, values in config.items()
+        for key, value in values.items()
+    }
     assert flat == SETTINGS
     argv = command(port=8600, address="127.0.0.1", browser=False)
     options = dict(zip(argv[5::2], argv[6::2]))
@@ -122,8 +141,7 @@ def test_a_bad_port_is_one_line_and_exit_2(capsys):
 
 
 @pytest.mark.parametrize("module, suffix, extra", [("pypdfium2", ".pdf", "pdf"), ("lxml", ".html", "html")])
-def test_a_document_whose_extra_is_not_installed_fails_saying_which_extra(module, suffix, extra, tmp_path,
-                                                                            monkeypatch):
+def test_a_document_whose_extra_is_not_installed_fails_saying_which_extra(module, suffix, extra, tmp_path, monkeypatch):
     """The library really cannot be imported (None in sys.modules makes ``import`` raise
     ModuleNotFoundError); the file becomes a failed document, the rest of the corpus loads."""
     (tmp_path / "guide.md").write_text("# Guide\n\n## Install\n\nRun the installer.\n", encoding="utf-8")
@@ -134,8 +152,9 @@ def test_a_document_whose_extra_is_not_installed_fails_saying_which_extra(module
     assert [d.doc_id for d in loaded.documents] == ["guide"]
     (failed,) = loaded.failed
     assert failed.path == f"manual{suffix}"
-    assert failed.reason == (f"reading {extra.upper()} needs {module}, which is not installed: "
-                             f'pip install "evalcore[{extra}]"')
+    assert failed.reason == (
+        f'reading {extra.upper()} needs {module}, which is not installed: pip install "evalcore[{extra}]"'
+    )
 
 
 # ----------------------------------------------------------------------- the installed wheel
@@ -154,7 +173,7 @@ def _listening(port: int) -> set[str]:
             if int(hex_port, 16) != port or state != "0A":  # 0A: LISTEN
                 continue
             raw = bytes.fromhex(address)
-            words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # host byte order per word
+            words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))  # host byte order per word
             found.add(str(ipaddress.ip_address(words)))
     return found
 
@@ -164,27 +183,45 @@ def installed(tmp_path_factory):
     """(venv python, venv bin folder, a working folder outside the repository, env)."""
     base = tmp_path_factory.mktemp("installed")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
-         "--disable-pip-version-check", "-q", "-w", str(base / "dist"), str(ROOT)],
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-index",
+            "--disable-pip-version-check",
+            "-q",
+            "-w",
+            str(base / "dist"),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert build.returncode == 0, build.stderr
     (wheel,) = (base / "dist").glob("evalcore-*.whl")
     assert wheel.name == f"evalcore-{evalcore.__version__}-py3-none-any.whl"
     venv = base / "venv"
     # the system's pip (seen through --system-site-packages) installs into the venv
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-                   check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True, timeout=120
+    )
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
     python = bin_dir / ("python.exe" if os.name == "nt" else "python")
     install = subprocess.run(
         [str(python), "-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q", str(wheel)],
-        capture_output=True, text=True, timeout=300)
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert install.returncode == 0, install.stderr  # --no-index: every range is met by what is installed
     work = base / "elsewhere"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EVALCORE_STORE", "VIRTUAL_ENV")}
-    env.update(PATH=os.pathsep.join([str(bin_dir), env.get("PATH", "")]), HF_HUB_OFFLINE="1",
-               TRANSFORMERS_OFFLINE="1")
+    env.update(PATH=os.pathsep.join([str(bin_dir), env.get("PATH", "")]), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return python, bin_dir, work, env
 
 
@@ -202,20 +239,33 @@ def test_the_installed_wheel_works_from_another_folder(installed):
     assert version.returncode == 0 and version.stdout.strip() == f"evalcore {evalcore.__version__}"
     assert "usage: evalcore " in _run([evalcore_cmd, "--help"], work, env).stdout
 
-    imported = _run([str(python), "-c", "import json, evalcore, evalcore_app; print(json.dumps("
-                     "[evalcore.__version__, evalcore.__file__, str(evalcore_app.APP)]))"], work, env)
+    imported = _run(
+        [
+            str(python),
+            "-c",
+            "import json, evalcore, evalcore_app; print(json.dumps("
+            "[evalcore.__version__, evalcore.__file__, str(evalcore_app.APP)]))",
+        ],
+        work,
+        env,
+    )
     assert imported.returncode == 0, imported.stderr
     version_seen, module_file, app = json.loads(imported.stdout)
     venv = bin_dir.parent
     assert version_seen == evalcore.__version__
     assert Path(module_file).is_relative_to(venv) and Path(app).is_relative_to(venv), "imported from the repository"
     assert (Path(module_file).parent / "py.typed").exists()
-    assert (Path(app).parent / "METHODS.md").read_text(encoding="utf-8") == \
-        (ROOT / "docs" / "METHODS.md").read_text(encoding="utf-8")
+    assert (Path(app).parent / "METHODS.md").read_text(encoding="utf-8") == (ROOT / "docs" / "METHODS.md").read_text(
+        encoding="utf-8"
+    )
 
     # a small demo: the demo data, migrations and model come from the installed packages
-    demo = _run([evalcore_cmd, "demo", "--strategies", "E", "--retrievers", "bm25,dense", "-q", "--json"],
-                work, env, timeout=600)
+    demo = _run(
+        [evalcore_cmd, "demo", "--strategies", "E", "--retrievers", "bm25,dense", "-q", "--json"],
+        work,
+        env,
+        timeout=600,
+    )
     assert demo.returncode == 0, demo.stderr
     summary = json.loads(demo.stdout)
     store = work / "runs" / "evalcore.duckdb"
@@ -228,15 +278,20 @@ def test_the_installed_wheel_works_from_another_folder(installed):
     port = free_port()
     log = work / "dashboard.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([evalcore_cmd, "dashboard", "--port", str(port), "--headless"],
-                                cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [evalcore_cmd, "dashboard", "--port", str(port), "--headless"],
+            cwd=work,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc)
         if Path("/proc/net/tcp").exists():
             assert _listening(port) == {"127.0.0.1"}, "the dashboard listens beyond 127.0.0.1"
         with urllib.request.urlopen(url + "/", timeout=10) as response:
-            assert response.status == 200 and b"<div id=\"root\">" in response.read()
+            assert response.status == 200 and b'<div id="root">' in response.read()
         _walk_installed_dashboard(url, summary["run_id"])
     finally:
         stop(proc)

@@ -1,6 +1,7 @@
 """The PDF extractor on real PDFs: chromium prints of the poetry and mkdocs documentation
 (tests/real_documents.py) and, where Debian ships them, TeX manuals. Page locators are
 checked against poppler's pdftotext, an independent extractor."""
+
 from __future__ import annotations
 
 import io
@@ -31,8 +32,12 @@ def squash(text: str) -> str:
 
 
 def pdftotext_pages(path: Path, pages: int) -> list[str]:
-    return [subprocess.run([PDFTOTEXT, "-f", str(n), "-l", str(n), str(path), "-"], capture_output=True,
-                           text=True, check=True).stdout for n in range(1, pages + 1)]
+    return [
+        subprocess.run(
+            [PDFTOTEXT, "-f", str(n), "-l", str(n), str(path), "-"], capture_output=True, text=True, check=True
+        ).stdout
+        for n in range(1, pages + 1)
+    ]
 
 
 def pdfinfo_pages(path: Path) -> int:
@@ -44,8 +49,11 @@ def confirmed_on_page(part: str, page_text: str) -> bool:
     """Every line of ``part`` is on the page (whitespace and hyphens aside); a line poppler reads
     in another order (table rows, text in columns) counts when each of its words is there."""
     page = squash(page_text)
-    return all(squash(line) in page or all(squash(w) in page for w in line.split())
-               for line in part.split("\n") if squash(line))
+    return all(
+        squash(line) in page or all(squash(w) in page for w in line.split())
+        for line in part.split("\n")
+        if squash(line)
+    )
 
 
 @pytest.fixture(scope="session")
@@ -71,11 +79,13 @@ def test_every_chunk_is_on_the_page_its_locator_names(printed, pdf_corpora, caps
                 first, last = page_range(d.page_starts, c.start, c.end)
                 assert locator(c.start, c.end, d.page_starts) == f"#page={first}"
                 spanning += first != last
-                on_first = d.text[c.start:min(c.end, d.page_starts[first] if first < d.pages else c.end)]
+                on_first = d.text[c.start : min(c.end, d.page_starts[first] if first < d.pages else c.end)]
                 if not confirmed_on_page(on_first, pages[c.doc_id][first - 1]):
                     misses.append((c.doc_id, first, on_first[:80]))
-            figures.append(f"{name}/{strategy.name}: {len(chunks) - len(misses)}/{len(chunks)} chunks confirmed "
-                           f"by pdftotext on their locator page ({spanning} run onto the next page)")
+            figures.append(
+                f"{name}/{strategy.name}: {len(chunks) - len(misses)}/{len(chunks)} chunks confirmed "
+                f"by pdftotext on their locator page ({spanning} run onto the next page)"
+            )
             assert misses == [], misses[:5]
     with capsys.disabled():
         print("\n" + "\n".join(figures))
@@ -90,8 +100,8 @@ def test_page_map_has_every_page_and_each_page_text_is_that_page(printed, pdf_co
             assert d.page_starts[0] == 0 and list(d.page_starts) == sorted(set(d.page_starts))
             for n, raw in enumerate(pdftotext_pages(path, d.pages), start=1):
                 end = d.page_starts[n] - 2 if n < d.pages else len(d.text)
-                assert d.text[end:end + 2] in ("\n\n", "")  # pages are joined with one blank line
-                assert confirmed_on_page(d.text[d.page_starts[n - 1]:end], raw), (d.doc_id, n)
+                assert d.text[end : end + 2] in ("\n\n", "")  # pages are joined with one blank line
+                assert confirmed_on_page(d.text[d.page_starts[n - 1] : end], raw), (d.doc_id, n)
                 assert d.page_of(d.page_starts[n - 1]) == n
 
 
@@ -108,8 +118,15 @@ def test_markdown_needles_resolve_in_the_pdf_of_the_same_document(printed, pdf_c
         found = total = 0
         not_printed = []
         for d in corpus.documents:
-            whole = squash(subprocess.run([PDFTOTEXT, str(printed[name].pdf / f"{d.doc_id}.pdf"), "-"],
-                                          capture_output=True, text=True).stdout) if PDFTOTEXT else None
+            whole = (
+                squash(
+                    subprocess.run(
+                        [PDFTOTEXT, str(printed[name].pdf / f"{d.doc_id}.pdf"), "-"], capture_output=True, text=True
+                    ).stdout
+                )
+                if PDFTOTEXT
+                else None
+            )
             for needle in markdown_needles((printed[name].markdown / f"{d.doc_id}.md").read_text(encoding="utf-8")):
                 total += 1
                 if any(o.doc_id == d.doc_id for o in index.find(needle)):
@@ -118,8 +135,10 @@ def test_markdown_needles_resolve_in_the_pdf_of_the_same_document(printed, pdf_c
                     assert whole is not None and squash(needle) not in whole, (d.doc_id, needle)
                     not_printed.append(needle)
         assert total > 100 and found / total >= 0.95
-        lines.append(f"{name}: {found}/{total} Markdown needles resolve in the PDF ({found / total:.1%}); "
-                     f"not printed: {not_printed}")
+        lines.append(
+            f"{name}: {found}/{total} Markdown needles resolve in the PDF ({found / total:.1%}); "
+            f"not printed: {not_printed}"
+        )
     with capsys.disabled():
         print("\n" + "\n".join(lines))
 
@@ -178,8 +197,10 @@ def test_sections_from_the_layout_without_an_outline(printed, pdf_corpora, capsy
             assert len(h2) < 2 or len(_sections(d.text)) >= len(h2) - 1, d.doc_id
     assert agree >= 12
     with capsys.disabled():
-        print(f"\nlayout sections equal the h2 headings in {agree} of {len(pdf_corpora['poetry'].documents)} "
-              f"documents; the others: {', '.join(limits)}")
+        print(
+            f"\nlayout sections equal the h2 headings in {agree} of {len(pdf_corpora['poetry'].documents)} "
+            f"documents; the others: {', '.join(limits)}"
+        )
 
 
 # --- a TeX manual Debian ships -------------------------------------------------------------
@@ -191,13 +212,17 @@ def test_tex_manual_hyphenation_ligatures_page_numbers_and_chapters():
     assert "\ufffe" not in x.text and not re.search("[\ufb00-\ufb06]", x.text)
     assert "manipulation" in x.text and "manip-" not in x.text  # "manip-" / "ulation" at a line end
     # page numbers stand alone at the top of chapter pages; none is left at a page start
-    starts = [x.text[s:s + 4] for s in x.page_starts[4:]]
+    starts = [x.text[s : s + 4] for s in x.page_starts[4:]]
     assert not any(re.match(r"\d+\n", s) for s in starts), starts
-    assert _sections(x.text)[:4] == ["1 Introduction", "2 ASN.1 structure handling", "3 Utilities",
-                                     "4 Function reference"]
+    assert _sections(x.text)[:4] == [
+        "1 Introduction",
+        "2 ASN.1 structure handling",
+        "3 Utilities",
+        "4 Function reference",
+    ]
     if PDFTOTEXT:
         raw = pdftotext_pages(TEX_MANUAL, 6)[5]
-        assert confirmed_on_page(x.text[x.page_starts[5]:x.page_starts[6] - 2], raw)
+        assert confirmed_on_page(x.text[x.page_starts[5] : x.page_starts[6] - 2], raw)
 
 
 # --- failures with reasons ---------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """One progress scale: the stages the runner announces tile 0..1 in run order, and the run's
 row in the store shows exactly what every other Progress receives."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,11 +50,23 @@ def test_the_store_row_and_the_cli_receive_the_same_stages(tmp_path, mini_inputs
     corpus, gt = mini_inputs
     store = Store(tmp_path / "s.duckdb")
     recorder = Recorder(store)
-    result = run_evaluation(RunRequest(corpus, gt, parse_strategies("A,E"), ["dense", "bm25"], name="p"),
-                            store, embedder=KeywordEmbedder(["install", "cache", "token"]), progress=recorder)
+    result = run_evaluation(
+        RunRequest(corpus, gt, parse_strategies("A,E"), ["dense", "bm25"], name="p"),
+        store,
+        embedder=KeywordEmbedder(["install", "cache", "token"]),
+        progress=recorder,
+    )
     names = [stage.name for stage, _, _ in recorder.seen]
-    assert names == ["query embedding", "A: chunking", "A: embedding", "A: retrieval and scoring",
-                     "E: chunking", "E: embedding", "E: retrieval and scoring", "writing results"]
+    assert names == [
+        "query embedding",
+        "A: chunking",
+        "A: embedding",
+        "A: retrieval and scoring",
+        "E: chunking",
+        "E: embedding",
+        "E: retrieval and scoring",
+        "writing results",
+    ]
     for stage, text, fraction in recorder.seen:
         assert text == stage.text(0) and fraction == pytest.approx(stage.fraction(0))
     fractions = [f for _, _, f in recorder.seen]

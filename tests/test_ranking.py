@@ -6,6 +6,7 @@ same float64 similarities, and reads the first correct rank and the top hits off
 orders. Data is made to be hard: duplicated vectors (exact ties), vectors one float32 step
 apart (near ties), few words (BM25 ties), and correct chunks deep in every order.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,12 @@ def reference(q, c, texts, qtexts, correct, top, rr_scores):
     hybrid = order_by(fused, descending=True)
     rr = np.stack([rerank_order(hybrid[i], rr_scores(i, hybrid[i, :RERANK_DEPTH])) for i in range(len(q))])
     out = {}
-    for name, order, score in (("dense", dense, 1.0 - dist), ("bm25", bm, s), ("hybrid", hybrid, fused),
-                               ("rerank", rr, None)):
+    for name, order, score in (
+        ("dense", dense, 1.0 - dist),
+        ("bm25", bm, s),
+        ("hybrid", hybrid, fused),
+        ("rerank", rr, None),
+    ):
         firsts = []
         for i in range(len(q)):
             hit = np.flatnonzero(np.isin(order[i], correct[i]))
@@ -64,15 +69,29 @@ def fake_cross_encoder(i, head):
     return [float((int(x) * 7 + i) % 5) for x in head]
 
 
-@pytest.mark.parametrize("seed,n,nq,dim,distinct", [
-    (0, 40, 30, 8, None), (1, 300, 40, 16, 12), (2, 3000, 25, 16, None), (3, 2500, 20, 32, 40),
-])
+@pytest.mark.parametrize(
+    "seed,n,nq,dim,distinct",
+    [
+        (0, 40, 30, 8, None),
+        (1, 300, 40, 16, 12),
+        (2, 3000, 25, 16, None),
+        (3, 2500, 20, 32, 40),
+    ],
+)
 def test_rank_block_equals_full_sorts(seed, n, nq, dim, distinct):
     q, c, texts, qtexts, correct = make_data(seed, n, nq, dim, distinct)
     top = 20
     ref = reference(q, c, texts, qtexts, correct, top, fake_cross_encoder)
-    got = rank_block(q, c, correct, ["dense", "bm25", "hybrid", "rerank"], top, bm25=BM25.build(texts),
-                     qtexts=qtexts, rerank=fake_cross_encoder)
+    got = rank_block(
+        q,
+        c,
+        correct,
+        ["dense", "bm25", "hybrid", "rerank"],
+        top,
+        bm25=BM25.build(texts),
+        qtexts=qtexts,
+        rerank=fake_cross_encoder,
+    )
     for name, (ids, dist, score, first) in ref.items():
         r = got[name]
         np.testing.assert_array_equal(r.top_ids, ids, err_msg=name)

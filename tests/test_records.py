@@ -1,4 +1,5 @@
 """Configuration: one label rule, written and read back."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """Retrievers against independent oracles: a line-by-line port of the seed's BM25 and rrf,
 scipy's cosine distance, and a real (tiny, random) cross-encoder on disk."""
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,11 @@ class SeedBM25:
                 f = tf.get(w)
                 if not f:
                     continue
-                s += self.idf.get(w, 0) * (f * (self.k1 + 1)) / (
-                    f + self.k1 * (1 - self.b + (self.b * length) / self.avg))
+                s += (
+                    self.idf.get(w, 0)
+                    * (f * (self.k1 + 1))
+                    / (f + self.k1 * (1 - self.b + (self.b * length) / self.avg))
+                )
             out.append(s)
         return out
 
@@ -74,8 +78,9 @@ WORDS = "cache prompt token model vector index chunk query answer the a of error
 
 
 def random_texts(rng: random.Random, n: int) -> list[str]:
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 40))) + rng.choice(["", ".", "!"])
-            for _ in range(n)]
+    return [
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 40))) + rng.choice(["", ".", "!"]) for _ in range(n)
+    ]
 
 
 def test_tokens_are_lowercase_alnum_runs():
@@ -162,8 +167,7 @@ def test_reranker_scores_pairs_with_the_real_cross_encoder(tiny_cross_encoder):
     rr = Reranker.load(tiny_cross_encoder)
     texts = ["a prompt cache", "the kv cache", "paella"]
     ours = rr.score("what is a cache", texts)
-    direct = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict(
-        [("what is a cache", t) for t in texts])
+    direct = CrossEncoder(str(tiny_cross_encoder), device="cpu").predict([("what is a cache", t) for t in texts])
     np.testing.assert_allclose(ours, np.asarray(direct, dtype=np.float64).reshape(-1), rtol=1e-6)
 
 
@@ -185,11 +189,16 @@ def test_hybrid_matches_ranx_rrf_with_bm25_ranking_only_matching_chunks():
     dense_order = order_by(dense_scores, descending=True)
     bm_order = order_by(bm, descending=True)
     ours = rrf_scores([dense_order, bm_order], ranked=[None, bm > 0])
-    run_dense = Run({f"q{i}": {f"c{j}": float(dense_scores[i, j]) for j in range(len(docs))}
-                     for i in range(len(queries))})
+    run_dense = Run(
+        {f"q{i}": {f"c{j}": float(dense_scores[i, j]) for j in range(len(docs))} for i in range(len(queries))}
+    )
     # equal BM25 scores are common; we break ties by chunk order, so hand ranx the same order
-    run_bm25 = Run({f"q{i}": {f"c{j}": float(bm[i, j]) - j * 1e-9 for j in range(len(docs)) if bm[i, j] > 0}
-                    for i in range(len(queries))})
+    run_bm25 = Run(
+        {
+            f"q{i}": {f"c{j}": float(bm[i, j]) - j * 1e-9 for j in range(len(docs)) if bm[i, j] > 0}
+            for i in range(len(queries))
+        }
+    )
     fused = fuse(runs=[run_dense, run_bm25], method="rrf", params={"k": 60}).to_dict()
     for i in range(len(queries)):
         assert 0 < int((bm[i] > 0).sum()) < len(docs)  # some chunks are not ranked by bm25

@@ -1,5 +1,6 @@
 """The runner end to end: exact figures with a keyword embedder (computed by hand here),
 and the real model on the mini corpus (figures recomputed from the stored hits)."""
+
 from __future__ import annotations
 
 import json
@@ -29,11 +30,23 @@ def tiny(tmp_path):
     (corpus / "one.md").write_text(DOC1)
     (corpus / "two.md").write_text(DOC2)
     q = tmp_path / "q.jsonl"
-    q.write_text("\n".join(json.dumps(x) for x in [
-        {"id": "q1", "question": "beta", "needle": "alpha alpha beta", "group": "g1", "variant": "course"},
-        {"id": "q2", "question": "gamma delta", "needle": "gamma words here", "group": "g2", "variant": "course"},
-        {"id": "q3", "question": "alpha", "needle": "alpha alpha beta", "group": "g1", "variant": "ticket"},
-    ]) + "\n")
+    q.write_text(
+        "\n".join(
+            json.dumps(x)
+            for x in [
+                {"id": "q1", "question": "beta", "needle": "alpha alpha beta", "group": "g1", "variant": "course"},
+                {
+                    "id": "q2",
+                    "question": "gamma delta",
+                    "needle": "gamma words here",
+                    "group": "g2",
+                    "variant": "course",
+                },
+                {"id": "q3", "question": "alpha", "needle": "alpha alpha beta", "group": "g1", "variant": "ticket"},
+            ]
+        )
+        + "\n"
+    )
     o = tmp_path / "ood.jsonl"
     o.write_text(json.dumps({"id": "o1", "query": "paella", "kind": "far"}) + "\n")
     c = load_corpus(corpus)
@@ -44,19 +57,21 @@ def run_tiny(tiny, strategies="C", retrievers=("dense", "bm25", "hybrid"), embed
     corpus, gt, tmp = tiny
     store = Store(tmp / "s.duckdb")
     embedder = embedder or KeywordEmbedder(["alpha", "beta", "gamma", "delta"])
-    res = run_evaluation(RunRequest(corpus, gt, parse_strategies(strategies), list(retrievers), name="t"),
-                         store, embedder=embedder)
+    res = run_evaluation(
+        RunRequest(corpus, gt, parse_strategies(strategies), list(retrievers), name="t"), store, embedder=embedder
+    )
     return store, res, embedder
 
 
 def test_exact_ranks_distances_and_metrics_by_hand(tiny):
     store, res, _ = run_tiny(tiny)
-    chunks = store.query("SELECT chunk_id, content FROM chunks WHERE run_id = ? ORDER BY chunk_id",
-                         [res.run_id])
-    assert chunks["content"].tolist() == ["alpha alpha beta.", "gamma words here.", "beta beta beta.",
-                                          "delta gamma."]
-    r = store.query("SELECT retriever, query_id, first_correct_rank, answer_distance, top_distance "
-                    "FROM results WHERE run_id = ? ORDER BY retriever, query_id", [res.run_id])
+    chunks = store.query("SELECT chunk_id, content FROM chunks WHERE run_id = ? ORDER BY chunk_id", [res.run_id])
+    assert chunks["content"].tolist() == ["alpha alpha beta.", "gamma words here.", "beta beta beta.", "delta gamma."]
+    r = store.query(
+        "SELECT retriever, query_id, first_correct_rank, answer_distance, top_distance "
+        "FROM results WHERE run_id = ? ORDER BY retriever, query_id",
+        [res.run_id],
+    )
     dense = r[r.retriever == "dense"].set_index("query_id")
     # q1 "beta" -> (0,1,0,0): c2 at 0, c0 at 1 - 1/sqrt(5): the answer c0 is rank 2.
     assert dense.loc["q1", "first_correct_rank"] == 2
@@ -82,9 +97,11 @@ def test_exact_ranks_distances_and_metrics_by_hand(tiny):
     assert table.loc["C/dense", "mrr"] == pytest.approx((1 / 2 + 1 / 2 + 1) / 3)
     assert table.loc["C/dense", "destroyed"] == 0
 
-    hits = store.query("SELECT query_id, rank, chunk_id, distance, correct FROM hits "
-                       "WHERE run_id = ? AND retriever = 'dense' AND query_id = 'q1' ORDER BY rank",
-                       [res.run_id])
+    hits = store.query(
+        "SELECT query_id, rank, chunk_id, distance, correct FROM hits "
+        "WHERE run_id = ? AND retriever = 'dense' AND query_id = 'q1' ORDER BY rank",
+        [res.run_id],
+    )
     # every chunk is ranked (4 < top 20); ties at distance 1 (c1, c3) broken by chunk order
     assert hits["chunk_id"].tolist() == [2, 0, 1, 3]
     assert hits["correct"].tolist() == [False, True, False, False]
@@ -93,13 +110,13 @@ def test_exact_ranks_distances_and_metrics_by_hand(tiny):
 def test_destroyed_answers_are_counted_listed_and_never_found(tiny):
     # blind cuts of 10 characters split "alpha alpha beta" in every chunk
     store, res, _ = run_tiny(tiny, strategies="tiny:blind+size=10")
-    d = store.query("SELECT group_id, doc_id, start, \"end\", cut FROM destroyed WHERE run_id = ?",
-                    [res.run_id])
+    d = store.query('SELECT group_id, doc_id, start, "end", cut FROM destroyed WHERE run_id = ?', [res.run_id])
     assert sorted(d["group_id"]) == ["g1", "g2"]
     for row in d.itertuples():
         assert row.start < row.cut < row.end and row.cut % 10 == 0
-    r = store.query("SELECT first_correct_rank, destroyed FROM results WHERE run_id = ? AND domain = 'in'",
-                    [res.run_id])
+    r = store.query(
+        "SELECT first_correct_rank, destroyed FROM results WHERE run_id = ? AND domain = 'in'", [res.run_id]
+    )
     assert r["destroyed"].all() and r["first_correct_rank"].isna().all()
     assert summary_table(store, res.run_id)["destroyed"].tolist() == [2, 2, 2]
 
@@ -163,8 +180,9 @@ def test_real_model_run_figures_match_a_recount_from_stored_hits(engine_store, e
             if not pd.isna(row.first_correct_rank) and row.first_correct_rank <= 20:
                 assert first_hit[row.query_id] == row.first_correct_rank
     assert ((hits["distance"] >= -1e-6) & (hits["distance"] <= 2 + 1e-6)).all()
-    st = store.query("SELECT strategy, destroyed, norm_max_diff, chunks FROM strategies WHERE run_id = ?",
-                     [engine_run_id]).set_index("strategy")
+    st = store.query(
+        "SELECT strategy, destroyed, norm_max_diff, chunks FROM strategies WHERE run_id = ?", [engine_run_id]
+    ).set_index("strategy")
     assert st.loc["A", "destroyed"] == 2 and st.loc[["B", "C", "D", "E", "F"], "destroyed"].eq(0).all()
     assert (st["norm_max_diff"] < 1e-5).all()
     queries = store.query("SELECT * FROM queries WHERE run_id = ?", [engine_run_id])
@@ -179,11 +197,11 @@ def test_stored_locators_slice_the_stored_canonical_text(engine_store, engine_ru
     text = dict(zip(docs["doc_id"], docs["text"]))
     ch = store.query("SELECT * FROM chunks WHERE run_id = ?", [engine_run_id])
     for c in ch.itertuples():
-        assert text[c.doc_id][c.start:c.end] == c.content
-        assert c.text == (c.header or "") + text[c.doc_id][c.evidence_start:c.end]
+        assert text[c.doc_id][c.start : c.end] == c.content
+        assert c.text == (c.header or "") + text[c.doc_id][c.evidence_start : c.end]
     q = store.query("SELECT * FROM queries WHERE run_id = ? AND valid AND domain = 'in'", [engine_run_id])
     for row in q.itertuples():
-        assert " ".join(text[row.doc_id][row.start:row.end].split()) == " ".join(row.needle.split())
+        assert " ".join(text[row.doc_id][row.start : row.end].split()) == " ".join(row.needle.split())
 
 
 def test_word_pieces_and_normalisation_are_real(real_embedder):
@@ -222,23 +240,32 @@ def test_normalisation_check_against_scipy_distances():
     assert normalisation_check(mixed, 200) < 1e-6 and normalisation_check(mixed, 250) > 1.0
 
 
-def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(tiny_cross_encoder, real_embedder, mini_inputs,
-                                                               tmp_path):
+def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(
+    tiny_cross_encoder, real_embedder, mini_inputs, tmp_path
+):
     """The real CrossEncoder code path (a tiny random model on disk): rerank's ranking is the
     hybrid top 25 sorted by the cross-encoder's own scores (ties: chunk order), then the rest."""
     from sentence_transformers import CrossEncoder
 
     corpus, gt = mini_inputs
     store = Store(tmp_path / "s.duckdb")
-    res = run_evaluation(RunRequest(corpus, gt, parse_strategies("C"), ["hybrid", "rerank"], name="rr",
-                                    reranker_path=str(tiny_cross_encoder)), store, embedder=real_embedder)
+    res = run_evaluation(
+        RunRequest(
+            corpus, gt, parse_strategies("C"), ["hybrid", "rerank"], name="rr", reranker_path=str(tiny_cross_encoder)
+        ),
+        store,
+        embedder=real_embedder,
+    )
     assert res.retrievers == ["hybrid", "rerank"] and "cross-encoder" in res.rerank_note
     timing = store.query("SELECT items FROM timings WHERE run_id = ? AND stage = 'rerank'", [res.run_id])
     assert timing["items"].tolist() == [25]  # 18 in-domain + 7 out-of-domain queries
     chunks = store.query("SELECT chunk_id, text FROM chunks WHERE run_id = ? ORDER BY chunk_id", [res.run_id])
     texts = chunks["text"].tolist()
-    hits = store.query("SELECT retriever, query_id, rank, chunk_id, score FROM hits WHERE run_id = ? "
-                       "ORDER BY retriever, query_id, rank", [res.run_id])
+    hits = store.query(
+        "SELECT retriever, query_id, rank, chunk_id, score FROM hits WHERE run_id = ? "
+        "ORDER BY retriever, query_id, rank",
+        [res.run_id],
+    )
     queries = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND valid", [res.run_id])
     model = CrossEncoder(str(tiny_cross_encoder), device="cpu")
     n = len(texts)  # 11 chunks: the whole hybrid ranking is the head
@@ -259,15 +286,18 @@ def test_stored_word_pieces_and_header_share_match_the_hf_tokenizer(engine_store
 
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
     store = Store(engine_store)
-    ch = store.query("SELECT strategy, text, header, pieces, header_pieces FROM chunks WHERE run_id = ?",
-                     [engine_run_id])
+    ch = store.query(
+        "SELECT strategy, text, header, pieces, header_pieces FROM chunks WHERE run_id = ?", [engine_run_id]
+    )
     for c in ch.itertuples():
         assert c.pieces == len(tok(c.text, truncation=False)["input_ids"])
         assert c.header_pieces == (len(tok.tokenize(c.header.rstrip("\n"))) if c.header else 0)
-    st = store.query("SELECT strategy, pieces, header_pieces, over_window FROM strategies WHERE run_id = ?",
-                     [engine_run_id]).set_index("strategy")
-    per = ch.groupby("strategy").agg(p=("pieces", "sum"), h=("header_pieces", "sum"),
-                                     over=("pieces", lambda x: int((x > 256).sum())))
+    st = store.query(
+        "SELECT strategy, pieces, header_pieces, over_window FROM strategies WHERE run_id = ?", [engine_run_id]
+    ).set_index("strategy")
+    per = ch.groupby("strategy").agg(
+        p=("pieces", "sum"), h=("header_pieces", "sum"), over=("pieces", lambda x: int((x > 256).sum()))
+    )
     assert (st["pieces"] == per["p"]).all() and (st["header_pieces"] == per["h"]).all()
     assert (st["over_window"] == per["over"]).all()
     assert per.loc[["A", "B", "C", "D"], "h"].eq(0).all() and per.loc[["E", "F"], "h"].gt(0).all()

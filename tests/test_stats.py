@@ -1,4 +1,5 @@
 """Intervals, sign tests, Holm and sample-size statements against independent implementations."""
+
 from __future__ import annotations
 
 import math
@@ -44,7 +45,7 @@ def exact_two_sided(wins: int, losses: int) -> float:
         return 1.0
     observed = math.comb(n, wins)
     total = sum(math.comb(n, i) for i in range(n + 1) if math.comb(n, i) <= observed)
-    return float(min(Fraction(1), Fraction(total, 2 ** n)))
+    return float(min(Fraction(1), Fraction(total, 2**n)))
 
 
 # --- SPEC and seed figures --------------------------------------------------------------------
@@ -55,8 +56,8 @@ def test_spec_sign_test_figures():
     assert round(sign_test(12, 2), 4) == 0.0129
     assert round(sign_test(8, 6), 2) == 0.79
     assert round(sign_test(9, 7), 2) == 0.80
-    assert round(sign_test(10, 3), 2) == 0.09   # hybrid vs bm25 at R@4 in the seed
-    assert round(sign_test(10, 6), 2) == 0.45   # hybrid vs dense
+    assert round(sign_test(10, 3), 2) == 0.09  # hybrid vs bm25 at R@4 in the seed
+    assert round(sign_test(10, 6), 2) == 0.45  # hybrid vs dense
     assert sign_test(0, 0) == 1.0
 
 
@@ -87,7 +88,8 @@ def test_sign_test_against_binomtest_and_exact_rational():
 def test_wilson_against_closed_form():
     rng = random.Random(5)
     cases = [(0, 1), (1, 1), (0, 64), (64, 64), (1, 3)] + [
-        (k, n) for n in (rng.randint(1, 2000) for _ in range(300)) for k in [rng.randint(0, n)]]
+        (k, n) for n in (rng.randint(1, 2000) for _ in range(300)) for k in [rng.randint(0, n)]
+    ]
     for k, n in cases:
         low, high = wilson_interval(k, n)
         exp_low, exp_high = wilson_closed_form(k, n)
@@ -167,7 +169,7 @@ def test_win_loss_matrix_against_hand_counts_and_multipletests():
     frame = win_loss_matrix(outcomes)
     assert list(frame.columns) == list(MATRIX_COLUMNS)
     assert len(frame) == 12 and not (frame["row"] == frame["column"]).any()
-    pairs = [(a, b) for i, a in enumerate(configs) for b in configs[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(configs) for b in configs[i + 1 :]]
     raw = []
     for a, b in pairs:
         wins = sum(outcomes[a][q] and not outcomes[b][q] for q in queries)
@@ -195,8 +197,11 @@ def test_win_loss_matrix_needs_the_same_queries():
 
 def exact_power(discordant: int, q: float, alpha: float = 0.05) -> float:
     """Power by enumeration with the rational p-value above (independent of scipy)."""
-    return sum(math.comb(discordant, w) * q ** w * (1 - q) ** (discordant - w)
-               for w in range(discordant + 1) if exact_two_sided(w, discordant - w) <= alpha)
+    return sum(
+        math.comb(discordant, w) * q**w * (1 - q) ** (discordant - w)
+        for w in range(discordant + 1)
+        if exact_two_sided(w, discordant - w) <= alpha
+    )
 
 
 @pytest.mark.parametrize("n,discordance", [(64, 0.25), (64, 0.33), (200, 0.2), (1000, 0.1)])

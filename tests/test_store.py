@@ -1,4 +1,5 @@
 """The run store: migrations, crash handling, immutability, a killed process."""
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,9 @@ def test_complete_runs_are_immutable(tmp_path):
     s.finish_run("r1", "failed", "late failure")  # ignored: only running runs change
     assert s.run("r1")["status"] == "complete" and s.run("r1")["reason"] is None
     with pytest.raises(StoreError, match="not running"):
-        s.complete_run("r1", {"timings": pd.DataFrame([{"run_id": "r1", "stage": "x", "seconds": 1.0,
-                                                         "items": 1}])}, {})
+        s.complete_run(
+            "r1", {"timings": pd.DataFrame([{"run_id": "r1", "stage": "x", "seconds": 1.0, "items": 1}])}, {}
+        )
     assert s.query("SELECT count(*) AS n FROM timings")["n"][0] == 0
 
 
@@ -97,9 +99,23 @@ def _wait_for_running(store: Store, proc, timeout: float = 120.0) -> str:
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, sig):
     path = tmp_path / "s.duckdb"
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(path), "run", "--corpus", str(MINI / "corpus"),
-           "--questions", str(MINI / "questions.jsonl"), "--ood", str(MINI / "ood.jsonl"), "-q",
-           "--strategies", "A,B,C,D,E,F,X:blind+size=300,H:boundaries+size=300"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evalcore",
+        "--store",
+        str(path),
+        "run",
+        "--corpus",
+        str(MINI / "corpus"),
+        "--questions",
+        str(MINI / "questions.jsonl"),
+        "--ood",
+        str(MINI / "ood.jsonl"),
+        "-q",
+        "--strategies",
+        "A,B,C,D,E,F,X:blind+size=300,H:boundaries+size=300",
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     store = Store(path)
@@ -109,7 +125,11 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
     after = Store(path)  # a new store object reaps dead runs when it opens
     run = after.run(run_id)
     assert run["status"] == "failed"
-    assert run["reason"].startswith("interrupted by SIGTERM during ") if sig == signal.SIGTERM else ("ended before the run completed" in run["reason"])
+    assert (
+        run["reason"].startswith("interrupted by SIGTERM during ")
+        if sig == signal.SIGTERM
+        else ("ended before the run completed" in run["reason"])
+    )
     assert after.query("SELECT count(*) AS n FROM results WHERE run_id = ?", [run_id])["n"][0] == 0
     done = subprocess.run(cmd[:-1] + ["A"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

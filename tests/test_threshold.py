@@ -1,4 +1,5 @@
 """Threshold gate and sweep: the exact step function must agree with brute force at any t."""
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,7 @@ def test_sweep_agrees_with_brute_force_at_any_threshold(ind, ood, top, similarit
     # Every row's own threshold reproduces the row; the step set is minimal (rows differ).
     for row in frame.itertuples(index=False):
         expected = counts_at(ind, ood, row.threshold, top=top, higher_is_closer=similarity)
-        assert tuple(getattr(row, c) for c in COUNT_COLUMNS) == tuple(
-            getattr(expected, c) for c in COUNT_COLUMNS)
+        assert tuple(getattr(row, c) for c in COUNT_COLUMNS) == tuple(getattr(expected, c) for c in COUNT_COLUMNS)
     counts = frame[list(COUNT_COLUMNS)]
     assert not counts.duplicated().any()
     assert frame["threshold"].is_monotonic_increasing and math.isinf(frame["threshold"].iloc[-1])
@@ -58,9 +58,9 @@ def test_sweep_agrees_with_brute_force_at_any_threshold(ind, ood, top, similarit
 
 def test_gate_keeps_strictly_below_threshold_from_top_four():
     distances = [0.5, 0.2, 0.675, 0.1, 0.05]
-    assert gate(distances, 0.675) == [0, 1, 3]      # 0.675 itself is not kept; rank 5 never
+    assert gate(distances, 0.675) == [0, 1, 3]  # 0.675 itself is not kept; rank 5 never
     assert gate(distances, 0.6751) == [0, 1, 2, 3]
-    assert gate(distances, 0.1) == []               # NO ANSWER
+    assert gate(distances, 0.1) == []  # NO ANSWER
     assert gate(distances, 1.0, top=2) == [0, 1]
     with pytest.raises(ValueError):
         gate(distances, math.nan)
@@ -70,9 +70,9 @@ def test_gate_keeps_strictly_below_threshold_from_top_four():
 
 def test_gate_on_a_similarity_keeps_at_or_above_threshold():
     scores = [0.9, 0.7, 0.75, 0.2, 0.95]
-    assert gate(scores, 0.75, higher_is_closer=True) == [0, 2]   # 0.75 itself is kept; rank 5 never
+    assert gate(scores, 0.75, higher_is_closer=True) == [0, 2]  # 0.75 itself is kept; rank 5 never
     assert gate(scores, 0.7500001, higher_is_closer=True) == [0]
-    assert gate(scores, 0.96, higher_is_closer=True) == []      # NO ANSWER
+    assert gate(scores, 0.96, higher_is_closer=True) == []  # NO ANSWER
     assert gate([-3.5, -9.0], -4.0, higher_is_closer=True) == [0]  # any real scale, e.g. logits
 
 
@@ -94,8 +94,8 @@ def test_sweep_on_similarities_by_hand():
 
 def test_sweep_hand_example_counts_and_rates():
     ind = {
-        "q1": [(0.3, False), (0.4, True)],   # answerable; wrong chunk comes first
-        "q2": [(0.5, True)],                 # answerable
+        "q1": [(0.3, False), (0.4, True)],  # answerable; wrong chunk comes first
+        "q2": [(0.5, True)],  # answerable
         "q3": [(0.2, False), (0.6, False)],  # not answerable: only wrong answers or refusal
         "q4": [(0.1, False)] * 4 + [(0.05, True)],  # correct only at rank 5: not answerable
     }
@@ -103,8 +103,14 @@ def test_sweep_hand_example_counts_and_rates():
     frame = sweep(ind, ood)
     assert frame["threshold"].tolist()[:-1] == [0.1, 0.2, 0.3, 0.4, 0.45, 0.5]
     at = state_at(frame, 0.42)  # keeps < 0.42
-    assert (at.bluffs, at.refused, at.answered_correct, at.answered_wrong, at.lost,
-            at.answerable) == (1, 1, 1, 2, 1, 2)  # q2 refused and lost; q3, q4 wrong
+    assert (at.bluffs, at.refused, at.answered_correct, at.answered_wrong, at.lost, at.answerable) == (
+        1,
+        1,
+        1,
+        2,
+        1,
+        2,
+    )  # q2 refused and lost; q3, q4 wrong
     row = frame[frame["threshold"] == 0.45].iloc[0]
     assert row["bluff_rate"] == 0.5 and row["lost_rate"] == 0.5
     low, high = wilson_interval(1, 2)
@@ -131,14 +137,13 @@ def test_cost_suggestion_is_optimal_and_reproducible(ind, ood, ratio, similarity
     frame = sweep(ind, ood, higher_is_closer=similarity)
     s = suggest_threshold(frame, cost_ratio=ratio, higher_is_closer=similarity)
     at = counts_at(ind, ood, s.threshold, higher_is_closer=similarity)
-    assert (at.bluffs, at.lost, at.refused, at.answered_correct) == (
-        s.bluffs, s.lost, s.refused, s.answered_correct)
+    assert (at.bluffs, at.lost, at.refused, at.answered_correct) == (s.bluffs, s.lost, s.refused, s.answered_correct)
     assert s.t_from < s.threshold <= s.t_to
     # Independent optimum: brute force over thresholds at and around every observed value.
-    candidates = [-1.0, math.inf] + [x for d in observed(ind, ood)
-                                     for x in (d, math.nextafter(d, math.inf))]
-    costs = [ratio * c.bluffs + c.lost for c in
-             (counts_at(ind, ood, t, higher_is_closer=similarity) for t in candidates)]
+    candidates = [-1.0, math.inf] + [x for d in observed(ind, ood) for x in (d, math.nextafter(d, math.inf))]
+    costs = [
+        ratio * c.bluffs + c.lost for c in (counts_at(ind, ood, t, higher_is_closer=similarity) for t in candidates)
+    ]
     assert s.cost == pytest.approx(min(costs))
     # Tie rule: no stricter threshold (lower for distances, higher for similarities) reaches it.
     stricter = (lambda t: t > s.t_to) if similarity else (lambda t: t <= s.t_from)
@@ -153,10 +158,12 @@ def test_bluff_ceiling_suggestion(ind, ood, ceiling, similarity):
     at = counts_at(ind, ood, s.threshold, higher_is_closer=similarity)
     assert (at.bluffs, at.lost, at.answered_correct) == (s.bluffs, s.lost, s.answered_correct)
     assert at.bluffs / len(ood) <= ceiling
-    candidates = [-1.0, math.inf] + [x for d in observed(ind, ood)
-                                     for x in (d, math.nextafter(d, math.inf))]
-    feasible = [c for c in (counts_at(ind, ood, t, higher_is_closer=similarity) for t in candidates)
-                if c.bluffs / len(ood) <= ceiling]
+    candidates = [-1.0, math.inf] + [x for d in observed(ind, ood) for x in (d, math.nextafter(d, math.inf))]
+    feasible = [
+        c
+        for c in (counts_at(ind, ood, t, higher_is_closer=similarity) for t in candidates)
+        if c.bluffs / len(ood) <= ceiling
+    ]
     best = max(c.answered_correct for c in feasible)
     assert s.answered_correct == best
     assert s.bluffs == min(c.bluffs for c in feasible if c.answered_correct == best)
@@ -174,7 +181,7 @@ def test_suggestion_needs_exactly_one_rule():
 
 def test_suggested_value_is_a_short_decimal_inside_the_step():
     ind = {f"q{i}": [(round(0.6 + 0.01 * i, 2), True)] for i in range(10)}  # 0.60 .. 0.69
-    ood = {f"o{i}": [round(0.3 + 0.1 * i, 1)] for i in range(5)}             # 0.3 .. 0.7
+    ood = {f"o{i}": [round(0.3 + 0.1 * i, 1)] for i in range(5)}  # 0.3 .. 0.7
     s = suggest_threshold(sweep(ind, ood), cost_ratio=0.5)
     # By hand: t <= 0.3 costs 10 (all lost); t in (0.69, 0.7] keeps every answer and the
     # four ood hits below 0.7: cost 0.5 * 4 = 2; t > 0.7 costs 2.5. The step (0.69, 0.7]
@@ -186,13 +193,15 @@ def test_suggested_value_is_a_short_decimal_inside_the_step():
 
 
 def test_split_hits():
-    hits = pd.DataFrame({
-        "query_id": ["q1", "q1", "o1", "q2"],
-        "domain": ["in", "in", "out", "in"],
-        "rank": [2, 1, 1, 1],
-        "distance": [0.4, 0.3, 0.5, 0.2],
-        "correct": [True, False, False, False],
-    })
+    hits = pd.DataFrame(
+        {
+            "query_id": ["q1", "q1", "o1", "q2"],
+            "domain": ["in", "in", "out", "in"],
+            "rank": [2, 1, 1, 1],
+            "distance": [0.4, 0.3, 0.5, 0.2],
+            "correct": [True, False, False, False],
+        }
+    )
     ind, ood = split_hits(hits, domains={"q3": "in"})
     assert ind == {"q1": [(0.3, False), (0.4, True)], "q2": [(0.2, False)], "q3": []}
     assert ood == {"o1": [0.5]}

@@ -1,4 +1,5 @@
 """export-run / load-run: one verified file per run, stored again in one transaction."""
+
 from __future__ import annotations
 
 import json
@@ -59,7 +60,8 @@ def test_every_table_travels_whole(exported):
             assert len(a) > 0 or table in ("destroyed", "decisions", "failures")
             assert a.equals(b), table
     assert manifest["tables"]["decisions"]["rows"] == 1 and manifest["tables"]["hits"]["rows"] == len(
-        rows(source, "hits", run_id(source, "base")))
+        rows(source, "hits", run_id(source, "base"))
+    )
     assert Store(loaded).query("SELECT count(*) FROM embeddings").iloc[0, 0] == 0  # the cache stays home
 
 
@@ -114,6 +116,7 @@ def manifest_edit(edit):
         manifest = json.loads(members["manifest.json"])
         edit(manifest, members)
         members["manifest.json"] = json.dumps(manifest).encode()
+
     return change
 
 
@@ -133,26 +136,47 @@ def with_extra_column(manifest, members):
     manifest["tables"]["runs"]["sha256"] = hashlib.sha256(members["tables/runs.parquet"]).hexdigest()
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda tmp, f: tmp / "missing.zip", "no such file"),
-    (lambda tmp, f: (tmp / "t.zip").write_bytes(f.read_bytes()[: f.stat().st_size // 2]) and tmp / "t.zip",
-     "not an evalcore run file, or truncated"),
-    (lambda tmp, f: (tmp / "x.zip").write_bytes(b"PK\x03\x04 definitely not a zip") and tmp / "x.zip",
-     "not an evalcore run file, or truncated"),
-    (lambda tmp, f: damaged(tmp, f, lambda m: m.pop("manifest.json")), "not an evalcore run file (no manifest.json)"),
-    (lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m.update(format="other-tool"))),
-     "not an evalcore run file (format 'other-tool'"),
-    (lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m.update(format_version=FORMAT_VERSION + 1))),
-     f"run file format version {FORMAT_VERSION + 1} is newer than this evalcore reads (format version {FORMAT_VERSION};"),
-    (lambda tmp, f: damaged(tmp, f, lambda m: m.update({"tables/hits.parquet": m["tables/hits.parquet"][:-100]})),
-     "tables/hits.parquet does not match its sha256"),
-    (lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m["tables"]["queries"].update(rows=3))),
-     "tables/queries.parquet holds 49 rows, the manifest says 3"),
-    (lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m["tables"].pop("timings"))),
-     "missing ['timings']"),
-    (lambda tmp, f: damaged(tmp, f, manifest_edit(with_extra_column)),
-     "table runs has column(s) colour this store does not know (file schema version"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda tmp, f: tmp / "missing.zip", "no such file"),
+        (
+            lambda tmp, f: (tmp / "t.zip").write_bytes(f.read_bytes()[: f.stat().st_size // 2]) and tmp / "t.zip",
+            "not an evalcore run file, or truncated",
+        ),
+        (
+            lambda tmp, f: (tmp / "x.zip").write_bytes(b"PK\x03\x04 definitely not a zip") and tmp / "x.zip",
+            "not an evalcore run file, or truncated",
+        ),
+        (
+            lambda tmp, f: damaged(tmp, f, lambda m: m.pop("manifest.json")),
+            "not an evalcore run file (no manifest.json)",
+        ),
+        (
+            lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m.update(format="other-tool"))),
+            "not an evalcore run file (format 'other-tool'",
+        ),
+        (
+            lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m.update(format_version=FORMAT_VERSION + 1))),
+            f"run file format version {FORMAT_VERSION + 1} is newer than this evalcore reads (format version {FORMAT_VERSION};",
+        ),
+        (
+            lambda tmp, f: damaged(
+                tmp, f, lambda m: m.update({"tables/hits.parquet": m["tables/hits.parquet"][:-100]})
+            ),
+            "tables/hits.parquet does not match its sha256",
+        ),
+        (
+            lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m["tables"]["queries"].update(rows=3))),
+            "tables/queries.parquet holds 49 rows, the manifest says 3",
+        ),
+        (lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m["tables"].pop("timings"))), "missing ['timings']"),
+        (
+            lambda tmp, f: damaged(tmp, f, manifest_edit(with_extra_column)),
+            "table runs has column(s) colour this store does not know (file schema version",
+        ),
+    ],
+)
 def test_a_bad_file_is_one_line_exit_2_and_nothing_stored(exported, tmp_path, capsys, make, message):
     _, files, _ = exported
     bad = make(tmp_path, files["base"])
@@ -175,13 +199,15 @@ def test_a_failure_while_inserting_leaves_nothing_behind(exported, tmp_path):
     store.migrate()
     decision = Store(source).query("SELECT * FROM decisions").iloc[0]
     with store.transaction() as con:  # another run's decision with the same id: the last table clashes
-        con.execute("INSERT INTO decisions VALUES (?, 'other-run', 'E', 'dense', 0.1, '', now())",
-                    [decision["decision_id"]])
+        con.execute(
+            "INSERT INTO decisions VALUES (?, 'other-run', 'E', 'dense', 0.1, '', now())", [decision["decision_id"]]
+        )
     with pytest.raises(EvalcoreError, match="table decisions cannot be stored"):
         load_run(store, files["base"])
     for table in TABLES:
-        assert Store(path).query(f'SELECT count(*) FROM "{table}" WHERE run_id = ?',
-                                 [decision["run_id"]]).iloc[0, 0] == 0, table
+        assert (
+            Store(path).query(f'SELECT count(*) FROM "{table}" WHERE run_id = ?', [decision["run_id"]]).iloc[0, 0] == 0
+        ), table
 
 
 def test_export_refuses_an_incomplete_run_and_leaves_no_file(gate_store, tmp_path, capsys):

@@ -1,6 +1,7 @@
 """Bad uploads: each is skipped or refused with a message naming the file (and line), and
 neither the run store nor the uploads folder changes. Good uploads are saved and validate
 exactly as the same files on disk."""
+
 from __future__ import annotations
 
 import json
@@ -57,9 +58,14 @@ def refused(store: Store, corpus, q=None, o=None, limits: Limits | None = None) 
 def test_bad_documents_are_skipped_with_their_reason_and_the_rest_goes_on(store):
     latin1 = "Café au lait\n".encode("latin-1")
     bad_offset = latin1.decode("utf-8", errors="replace").index("\ufffd")  # independent: first bad byte
-    files = [*mini_files(), UploadedFile("latin.md", latin1), UploadedFile("blob.txt", b"ab\0cd"),
-             UploadedFile("empty.md", b""), UploadedFile("report.pdf", b"%PDF-1.4"),
-             UploadedFile("notes.docx", b"PK\x03\x04")]
+    files = [
+        *mini_files(),
+        UploadedFile("latin.md", latin1),
+        UploadedFile("blob.txt", b"ab\0cd"),
+        UploadedFile("empty.md", b""),
+        UploadedFile("report.pdf", b"%PDF-1.4"),
+        UploadedFile("notes.docx", b"PK\x03\x04"),
+    ]
     before = snapshot(store)
     prepared = jobs.prepare_upload(store, files, questions(), ood(), "A", "dense")
     assert snapshot(store)[0] == before[0]  # the store is not written before a job is submitted
@@ -95,12 +101,17 @@ def test_ood_line_with_bad_kind_is_refused_with_file_and_line(store):
     assert msg.startswith("ood.jsonl:2: field 'kind' must be one of near, far")
 
 
-@pytest.mark.parametrize(("data", "expected"), [
-    ("{}".encode("utf-16"), "questions.jsonl: binary file"),  # UTF-16 has NUL bytes
-    (json.dumps({"id": "q", "question": "Où?", "needle": "x"}).encode("latin-1").replace(b"\\u00f9", b"\xf9"),
-     "questions.jsonl: not valid UTF-8"),
-    (b"", "questions.jsonl: empty file"),
-])
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ("{}".encode("utf-16"), "questions.jsonl: binary file"),  # UTF-16 has NUL bytes
+        (
+            json.dumps({"id": "q", "question": "Où?", "needle": "x"}).encode("latin-1").replace(b"\\u00f9", b"\xf9"),
+            "questions.jsonl: not valid UTF-8",
+        ),
+        (b"", "questions.jsonl: empty file"),
+    ],
+)
 def test_wrongly_encoded_or_empty_questions_are_refused(store, data, expected):
     assert refused(store, mini_files(), UploadedFile("questions.jsonl", data)).startswith(expected)
 
@@ -119,17 +130,21 @@ def test_good_zip_keeps_its_folders(store):
     data = make_zip({f"docs/{f.name}": f.data for f in mini_files()} | {"__MACOSX/._x.md": b"junk"})
     prepared = jobs.prepare_upload(store, [UploadedFile("corpus.zip", data)], questions(), None, "A", "dense")
     assert prepared.report["documents"] == 4 and prepared.skipped == ()
-    assert sorted(p.name for p in (Path(prepared.spec.corpus) / "docs").iterdir()) == \
-        sorted(p.name for p in (MINI / "corpus").iterdir())
+    assert sorted(p.name for p in (Path(prepared.spec.corpus) / "docs").iterdir()) == sorted(
+        p.name for p in (MINI / "corpus").iterdir()
+    )
 
 
-@pytest.mark.parametrize(("entry", "words"), [
-    ("../evil.md", "escapes the archive folder"),
-    ("docs/../../evil.md", "escapes the archive folder"),
-    ("/etc/evil.md", "absolute path"),
-    ("C:/evil.md", "absolute path"),
-    ("..\\evil.md", "escapes the archive folder"),
-])
+@pytest.mark.parametrize(
+    ("entry", "words"),
+    [
+        ("../evil.md", "escapes the archive folder"),
+        ("docs/../../evil.md", "escapes the archive folder"),
+        ("/etc/evil.md", "absolute path"),
+        ("C:/evil.md", "absolute path"),
+        ("..\\evil.md", "escapes the archive folder"),
+    ],
+)
 def test_zip_entries_outside_the_folder_are_refused(store, entry, words):
     data = make_zip({"ok.md": b"# Ok\n\n## A\n\nText.\n", entry: b"# Evil\n"})
     msg = refused(store, [UploadedFile("corpus.zip", data)])
@@ -147,23 +162,29 @@ def test_zip_bomb_is_refused_before_unpacking(store):
     data = make_zip({"big.txt": big})
     ratio_msg = refused(store, [UploadedFile("bomb.zip", data)], limits=Limits(max_ratio=100.0))
     assert ratio_msg.startswith("bomb.zip: expands to 3.0 MB") and f"{len(big) / len(data):.0f} times" in ratio_msg
-    size_msg = refused(store, [UploadedFile("bomb.zip", data)],
-                       limits=Limits(max_unpacked_bytes=2 * 1024 * 1024, max_ratio=1e9))
+    size_msg = refused(
+        store, [UploadedFile("bomb.zip", data)], limits=Limits(max_unpacked_bytes=2 * 1024 * 1024, max_ratio=1e9)
+    )
     assert size_msg == "bomb.zip: expands to 3.0 MB, over the limit of 2 MB unpacked"
 
 
 def test_too_many_files_and_too_big_uploads_are_refused(store):
     data = make_zip({f"d{i}.md": b"# T\n" for i in range(6)})
-    assert refused(store, [UploadedFile("many.zip", data)], limits=Limits(max_files=5)) == \
-        "many.zip: 6 entries, over the limit of 5 files"
+    assert (
+        refused(store, [UploadedFile("many.zip", data)], limits=Limits(max_files=5))
+        == "many.zip: 6 entries, over the limit of 5 files"
+    )
     blob = UploadedFile("huge.md", b"a" * 2048)
-    assert refused(store, [blob], limits=Limits(max_upload_bytes=1024)) == \
-        "huge.md: 2,048 bytes is over the upload limit of 0.000976562 MB per file"
+    assert (
+        refused(store, [blob], limits=Limits(max_upload_bytes=1024))
+        == "huge.md: 2,048 bytes is over the upload limit of 0.000976562 MB per file"
+    )
 
 
 def test_not_a_zip_is_refused(store):
     assert refused(store, [UploadedFile("corpus.zip", b"PK\x03\x04 not really")]).startswith(
-        "corpus.zip: not a readable zip file")
+        "corpus.zip: not a readable zip file"
+    )
 
 
 def test_default_limits_are_stated():
@@ -186,8 +207,10 @@ def test_old_upload_folders_that_no_job_uses_are_cleaned(tmp_path):
     for name in ("old-orphan", "old-submitted"):
         os.utime(root / name, (day_ago, day_ago))
     with store.connect() as con:
-        con.execute("INSERT INTO jobs (job_id, run_id, name, status, created_at, spec) VALUES "
-                    "('old-submitted', 'old-submitted', 'x', 'complete', now(), '{}')")
+        con.execute(
+            "INSERT INTO jobs (job_id, run_id, name, status, created_at, spec) VALUES "
+            "('old-submitted', 'old-submitted', 'x', 'complete', now(), '{}')"
+        )
     assert jobs.clean_uploads(store) == ["old-orphan"]
     assert sorted(p.name for p in root.iterdir()) == ["fresh-orphan", "old-submitted"]
 
@@ -197,8 +220,10 @@ def test_an_entry_that_lies_about_its_size_is_refused_at_once(store):
     of 964372c inflated all of it in memory; benchmarks/bench_hardening.py measures 1 GiB)."""
     data = lying_zip(["a.md", "b.md"], deflated_zeros(64 * 1024 * 1024))
     msg = refused(store, [UploadedFile("bomb.zip", data)], limits=Limits(max_ratio=1e9))
-    assert msg == "bomb.zip: entry 'a.md' expands beyond the 100 bytes its header declares; refusing the zip " \
-                  "(a possible zip bomb)"
+    assert (
+        msg == "bomb.zip: entry 'a.md' expands beyond the 100 bytes its header declares; refusing the zip "
+        "(a possible zip bomb)"
+    )
 
 
 def test_an_entry_compressed_other_than_deflate_is_refused(store):
@@ -208,5 +233,6 @@ def test_an_entry_compressed_other_than_deflate_is_refused(store):
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_BZIP2) as zf:
         zf.writestr("a.md", b"# A\n\n## B\n\nText.\n")
-    assert "uses compression method 12; only stored and deflated entries are read" in \
-        refused(store, [UploadedFile("c.zip", buf.getvalue())])
+    assert "uses compression method 12; only stored and deflated entries are read" in refused(
+        store, [UploadedFile("c.zip", buf.getvalue())]
+    )

@@ -1,5 +1,6 @@
 """Zip archives for the upload tests and the zip-bomb benchmark, built byte by byte where
 the archive must lie about itself."""
+
 from __future__ import annotations
 
 import io
@@ -40,10 +41,34 @@ def lying_zip(names: list[str], stream: bytes, declared: int = 100) -> bytes:
     for name in names:
         raw = name.encode()
         offset = len(out)
-        out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(stream), declared,
-                           len(raw), 0) + raw + stream
-        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0x21, crc, len(stream),
-                               declared, len(raw), 0, 0, 0, 0, 0, offset) + raw
+        out += (
+            struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0x21, crc, len(stream), declared, len(raw), 0)
+            + raw
+            + stream
+        )
+        central += (
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                8,
+                0,
+                0x21,
+                crc,
+                len(stream),
+                declared,
+                len(raw),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + raw
+        )
     cd_offset = len(out)
     out += central
     out += struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(names), len(names), len(central), cd_offset, 0)

@@ -8,6 +8,7 @@ It runs the seed's TypeScript chunker (tests/oracle/chunk.mjs, the seed's code w
 type annotations removed) with Node.js on every document's canonical text and compares
 chunk for chunk: document, text, content, section, from, to. Exit 0 when all agree.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,13 +26,26 @@ from evalcore.corpus import load_corpus  # noqa: E402
 def seed_chunks(corpus_dir: str, node: str = "node", target: int = 512) -> list[dict]:
     corpus = load_corpus(corpus_dir)
     jobs = [{"doc": d.text, "title": d.title, "target": target} for d in corpus.documents]
-    out = subprocess.run([node, str(ROOT / "tests" / "oracle" / "run_chunk.mjs")],
-                         input=json.dumps(jobs), capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [node, str(ROOT / "tests" / "oracle" / "run_chunk.mjs")],
+        input=json.dumps(jobs),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     rows = []
     for d, chunks in zip(corpus.documents, json.loads(out.stdout)):
         for c in chunks:
-            rows.append({"document": d.doc_id, "text": c["text"], "content": c["content"],
-                         "section": c["section"], "from": c["from"], "to": c["to"]})
+            rows.append(
+                {
+                    "document": d.doc_id,
+                    "text": c["text"],
+                    "content": c["content"],
+                    "section": c["section"],
+                    "from": c["from"],
+                    "to": c["to"],
+                }
+            )
     return rows
 
 
@@ -58,8 +72,10 @@ def main() -> int:
     problems = compare(ours, seed_chunks(args.corpus, args.node))
     for line in problems[:20]:
         print(line)
-    print(f"{len(ours)} chunks compared with the seed's chunkDocument: "
-          f"{'all agree' if not problems else f'{len(problems)} differences'}")
+    print(
+        f"{len(ours)} chunks compared with the seed's chunkDocument: "
+        f"{'all agree' if not problems else f'{len(problems)} differences'}"
+    )
     return 0 if not problems else 1
 
 

@@ -6,6 +6,7 @@ and scores within a tolerance.
 
 Prints one line per table and exits 1 when anything differs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-KEYS = {"results": ["strategy", "retriever", "query_id"],
-        "hits": ["strategy", "retriever", "query_id", "rank"]}
+KEYS = {"results": ["strategy", "retriever", "query_id"], "hits": ["strategy", "retriever", "query_id", "rank"]}
 EXACT = {"results": ["domain", "first_correct_rank", "destroyed"], "hits": ["chunk_id", "correct"]}
 CLOSE = {"results": ["answer_distance", "top_distance"], "hits": ["distance", "score"]}
 
@@ -54,8 +54,10 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             ok = ~np.isnan(x)
             worst = max(worst, float(np.max(np.abs(x[ok] - y[ok]), initial=0.0)))
-        print(f"{table}: {len(a)} rows; exact columns {'differ: ' + ', '.join(diffs) if diffs else 'identical'} "
-              f"({', '.join(EXACT[table])}); largest |difference| of {', '.join(CLOSE[table])}: {worst:.3g}")
+        print(
+            f"{table}: {len(a)} rows; exact columns {'differ: ' + ', '.join(diffs) if diffs else 'identical'} "
+            f"({', '.join(EXACT[table])}); largest |difference| of {', '.join(CLOSE[table])}: {worst:.3g}"
+        )
         bad += bool(diffs) or worst > args.tol
     return 1 if bad else 0
 

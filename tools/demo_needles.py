@@ -7,6 +7,7 @@ Status is ``ok`` (exactly one occurrence, off heading lines) or ``INVALID`` with
 evalcore.groundtruth gives (not found, found N times, inside a heading line). Needles must be written against the canonical text (dump it to read it),
 not against ``pydoc_data.topics`` raw text. Exit code 1 when any needle is not ``ok``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{group}  {status:8} {where:32} {needles[group][:70]}")
     kinds = [q.kind for q in gt.ood]
     topics = {span.doc_id for span in gt.spans.values()}
-    print(f"{len(corpus.documents)} documents, {corpus.characters} characters; "
-          f"{len(needles)} ground truths over {len(topics)} topics, {len(gt.invalid)} not ok; "
-          f"ood {kinds.count('near')} near / {kinds.count('far')} far")
+    print(
+        f"{len(corpus.documents)} documents, {corpus.characters} characters; "
+        f"{len(needles)} ground truths over {len(topics)} topics, {len(gt.invalid)} not ok; "
+        f"ood {kinds.count('near')} near / {kinds.count('far')} far"
+    )
     return 1 if gt.invalid else 0
 
 

@@ -8,6 +8,7 @@ retriever, Holm-adjusted over those pairs) and threshold.png (the threshold swee
 with Wilson bands, at the latest saved decision for --config, else the suggestion at cost
 ratio 3), each with its caption in a .txt beside it.
 """
+
 from __future__ import annotations
 
 import argparse

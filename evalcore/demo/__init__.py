@@ -6,6 +6,7 @@ in the reference's own words, ``ticket`` as a confused user writes a support tic
 reference does not answer; ``far``: unrelated). Needles are verbatim clauses of the
 canonical text made by :mod:`evalcore.demo.pydoc_topics` (extractor version ``1``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

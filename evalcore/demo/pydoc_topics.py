@@ -23,6 +23,7 @@ whitespace are kept as they are, so a locator points at the reference's own word
 A line of ``=`` after a blank line (a transition, as in the ``debugger`` topic) is not a
 heading and is kept. The title is the first heading, else the topic key.
 """
+
 from __future__ import annotations
 
 import logging
@@ -120,6 +121,5 @@ def load_pydoc_corpus() -> Corpus:
     """All help topics as a Corpus (root ``pydoc_data.topics``), in key order. Deterministic."""
     topics = load_topics()
     documents = tuple(extract_topic(key, topics[key]) for key in sorted(topics))
-    log.debug("pydoc topics: %d documents, %d characters",
-              len(documents), sum(len(d.text) for d in documents))
+    log.debug("pydoc topics: %d documents, %d characters", len(documents), sum(len(d.text) for d in documents))
     return Corpus(root=ROOT, documents=documents)

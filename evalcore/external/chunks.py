@@ -14,6 +14,7 @@ no whitespace: TREC run files split on it), ``document`` (the corpus document id
 and ``document``/``start``/``end`` either at the top level or under ``metadata``.
 A malformed line is an InputError naming the file and line; nothing is stored then.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -118,8 +119,9 @@ class ChunkSet:
         i = bisect.bisect_right(offsets, offset) - 1
         return titles[i] if i >= 0 else None
 
-    def locate(self, doc_id: str | None, text: str, start: int | None, end: int | None
-               ) -> tuple[str, int | None, int | None, str | None, str | None]:
+    def locate(
+        self, doc_id: str | None, text: str, start: int | None, end: int | None
+    ) -> tuple[str, int | None, int | None, str | None, str | None]:
         """``(doc_id, start, end, problem, note)`` of a chunk (see the module docstring).
         Without a document the text is looked for in the whole corpus."""
         if doc_id is not None and doc_id not in self._docs:
@@ -129,13 +131,20 @@ class ChunkSet:
                 return "", None, None, "offsets without a document", None
             size = len(self._docs[doc_id].text)
             if not 0 <= start < end <= size:
-                return doc_id, None, None, (f"offsets [{start}, {end}) lie outside document {doc_id!r} "
-                                            f"({size} characters)"), None
+                return (
+                    doc_id,
+                    None,
+                    None,
+                    (f"offsets [{start}, {end}) lie outside document {doc_id!r} ({size} characters)"),
+                    None,
+                )
             note = None
             held = _collapse(self._docs[doc_id].text[start:end])
             if text and held not in _collapse(text):
-                note = (f"the document's text at [{start}, {end}) is not the chunk's text "
-                        "(offsets in bytes or in another extraction?)")
+                note = (
+                    f"the document's text at [{start}, {end}) is not the chunk's text "
+                    "(offsets in bytes or in another extraction?)"
+                )
             return doc_id, start, end, None, note
         found = self._index(doc_id).find(text)
         where = f"document {doc_id!r}" if doc_id is not None else "the corpus"
@@ -148,8 +157,15 @@ class ChunkSet:
         return found[0].doc_id, found[0].start, found[0].end, None, None
 
     # -- building ----------------------------------------------------------------------
-    def add(self, external_id: str, doc_id: str | None, text: str, start: int | None = None,
-            end: int | None = None, where: str = "") -> ExternalChunk:
+    def add(
+        self,
+        external_id: str,
+        doc_id: str | None,
+        text: str,
+        start: int | None = None,
+        end: int | None = None,
+        where: str = "",
+    ) -> ExternalChunk:
         """Locate and add one chunk; ValueError when ``external_id`` is already in the set."""
         if external_id in self._by_id:
             raise ValueError(f"duplicate chunk id {external_id!r} (first at {self._by_id[external_id].where})")
@@ -160,8 +176,15 @@ class ChunkSet:
         self._by_id[external_id] = chunk
         return chunk
 
-    def seen(self, external_id: str | None, doc_id: str | None, text: str | None,
-             start: int | None = None, end: int | None = None, where: str = "") -> ExternalChunk:
+    def seen(
+        self,
+        external_id: str | None,
+        doc_id: str | None,
+        text: str | None,
+        start: int | None = None,
+        end: int | None = None,
+        where: str = "",
+    ) -> ExternalChunk:
         """The chunk a returned hit names: by its id when it has one (added on first sight),
         else by its place (document and offsets) or its document and text. ValueError when
         the hit says too little (no id, no text, no offsets) or an id comes back with other
@@ -268,8 +291,9 @@ def read_chunks(path: str | Path, corpus: Corpus) -> ChunkSet:
             raise InputError(f"{where}: field 'text' must be a non-empty string, got {text!r}")
         doc = obj.get("document", meta.get("document"))
         if doc is None:
-            raise InputError(f"{where}: missing field 'document' (the corpus document id, as "
-                             "`python -m evalcore chunks` prints it)")
+            raise InputError(
+                f"{where}: missing field 'document' (the corpus document id, as `python -m evalcore chunks` prints it)"
+            )
         if not isinstance(doc, str) or not doc:
             raise InputError(f"{where}: field 'document' must be a non-empty string, got {doc!r}")
         start, end = _offset(obj, meta, "start", where), _offset(obj, meta, "end", where)

@@ -24,6 +24,7 @@ on the same queries sends nothing unless ``refresh`` is set. Standard library on
 (``urllib.request`` + a thread pool): one request per query needs no connection pooling,
 and evalcore gains no dependency for it.
 """
+
 from __future__ import annotations
 
 import json
@@ -119,8 +120,9 @@ class Endpoint:
         try:
             return json.loads(self.body or "")
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"--body {self.body!r}: not JSON ({exc.msg} at column {exc.colno}); "
-                              f"e.g. {DEFAULT_BODY}") from None
+            raise ConfigError(
+                f"--body {self.body!r}: not JSON ({exc.msg} at column {exc.colno}); e.g. {DEFAULT_BODY}"
+            ) from None
 
     def request(self, query_id: str, query: str) -> tuple[str, str, str | None]:
         """``(method, url, body)`` of one query."""
@@ -147,11 +149,18 @@ class Endpoint:
 
     def described(self) -> dict[str, Any]:
         """What a run stores about the endpoint: never header values (they may be credentials)."""
-        return {"url": self.url, "method": self.method, "body": self.body if self.method == "POST" else None,
-                "header_names": [n for n, _ in self.headers], "fields": {
-                    f: getattr(self.fields, f) for f in Fields.__dataclass_fields__},
-                "k": self.k, "concurrency": self.concurrency, "timeout": self.timeout,
-                "retries": self.retries, "refresh": self.refresh}
+        return {
+            "url": self.url,
+            "method": self.method,
+            "body": self.body if self.method == "POST" else None,
+            "header_names": [n for n, _ in self.headers],
+            "fields": {f: getattr(self.fields, f) for f in Fields.__dataclass_fields__},
+            "k": self.k,
+            "concurrency": self.concurrency,
+            "timeout": self.timeout,
+            "retries": self.retries,
+            "refresh": self.refresh,
+        }
 
 
 def allowed_prefixes() -> list[str]:
@@ -168,8 +177,10 @@ def allowed(url: str) -> None:
     needs no such list."""
     prefixes = allowed_prefixes()
     if not prefixes:
-        raise ConfigError(f"endpoint runs from the dashboard are off: the operator allows services by URL prefix "
-                          f"in ${ALLOWED_ENV} (e.g. {ALLOWED_ENV}=http://localhost:9200/)")
+        raise ConfigError(
+            f"endpoint runs from the dashboard are off: the operator allows services by URL prefix "
+            f"in ${ALLOWED_ENV} (e.g. {ALLOWED_ENV}=http://localhost:9200/)"
+        )
     if not any(url.startswith(p) for p in prefixes):
         raise ConfigError(f"--url {url!r} is not under a prefix the operator allows (${ALLOWED_ENV})")
 
@@ -214,8 +225,9 @@ def parse(text: str, fields: Fields) -> list[RawHit]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         shown = text[:80].replace("\n", " ")
-        raise BadHits(f"malformed JSON in the answer ({exc.msg} at line {exc.lineno} column {exc.colno}): "
-                      f"{shown!r}") from None
+        raise BadHits(
+            f"malformed JSON in the answer ({exc.msg} at line {exc.lineno} column {exc.colno}): {shown!r}"
+        ) from None
     hits = at(doc, fields.hits)
     if hits is _MISSING:
         raise BadHits(f"no hit list at {fields.hits!r} in the answer")
@@ -233,11 +245,16 @@ def parse(text: str, fields: Fields) -> list[RawHit]:
         score = at(hit, fields.score)
         if score is _MISSING:
             raise BadHits(f"hit {i} has no score at {fields.score!r}")
-        out.append(RawHit(text_or_none(get(fields.chunk_id), f"hit {i}: chunk id"),
-                          text_or_none(get(fields.text), f"hit {i}: text"),
-                          text_or_none(get(fields.document), f"hit {i}: document"),
-                          offset(get(fields.start), f"hit {i}: start"), offset(get(fields.end), f"hit {i}: end"),
-                          number(score, f"hit {i}: score")))
+        out.append(
+            RawHit(
+                text_or_none(get(fields.chunk_id), f"hit {i}: chunk id"),
+                text_or_none(get(fields.text), f"hit {i}: text"),
+                text_or_none(get(fields.document), f"hit {i}: document"),
+                offset(get(fields.start), f"hit {i}: start"),
+                offset(get(fields.end), f"hit {i}: end"),
+                number(score, f"hit {i}: score"),
+            )
+        )
     return out
 
 
@@ -292,8 +309,14 @@ def _retry_after(exc: urllib.error.HTTPError) -> float | None:
         return None
 
 
-def fetch(endpoint: Endpoint, opener: urllib.request.OpenerDirector, method: str, url: str,
-          body: str | None, counters: Counters) -> Response:
+def fetch(
+    endpoint: Endpoint,
+    opener: urllib.request.OpenerDirector,
+    method: str,
+    url: str,
+    body: str | None,
+    counters: Counters,
+) -> Response:
     """One query's answer (2xx), with retries; FetchFailed with the reason otherwise."""
     headers = {"Accept": "application/json", "User-Agent": f"evalcore/{__version__}", **dict(endpoint.headers)}
     if body is not None:
@@ -310,14 +333,16 @@ def fetch(endpoint: Endpoint, opener: urllib.request.OpenerDirector, method: str
             with opener.open(req, timeout=endpoint.timeout) as resp:
                 raw = resp.read(MAX_RESPONSE + 1)
                 if len(raw) > MAX_RESPONSE:
-                    raise FetchFailed(f"answer larger than {MAX_RESPONSE // 2 ** 20} MiB", attempts)
+                    raise FetchFailed(f"answer larger than {MAX_RESPONSE // 2**20} MiB", attempts)
                 charset = resp.headers.get_content_charset() or "utf-8"
-                return Response(resp.status, raw.decode(charset, errors="replace"),
-                                time.perf_counter() - t0, attempts)
+                return Response(resp.status, raw.decode(charset, errors="replace"), time.perf_counter() - t0, attempts)
         except urllib.error.HTTPError as exc:
             if 300 <= exc.code < 400:
-                raise FetchFailed(f"HTTP {exc.code}: redirected to {exc.headers.get('Location')}; redirects are "
-                                  "not followed (give the final URL)", attempts) from None
+                raise FetchFailed(
+                    f"HTTP {exc.code}: redirected to {exc.headers.get('Location')}; redirects are "
+                    "not followed (give the final URL)",
+                    attempts,
+                ) from None
             reason = f"HTTP {exc.code} {exc.reason}{_detail(exc)}"
             if exc.code not in RETRY_STATUS:
                 raise FetchFailed(reason, attempts) from None
@@ -340,8 +365,7 @@ def fetch(endpoint: Endpoint, opener: urllib.request.OpenerDirector, method: str
         time.sleep(delay)
 
 
-def answers(endpoint: Endpoint, store: Store, queries: list[tuple[str, str]],
-            counters: Counters) -> Iterator[Outcome]:
+def answers(endpoint: Endpoint, store: Store, queries: list[tuple[str, str]], counters: Counters) -> Iterator[Outcome]:
     """Each query's hits (or Failure), cached answers first, then as requests complete."""
     from evalcore.external import responses
 
@@ -385,9 +409,21 @@ def answers(endpoint: Endpoint, store: Store, queries: list[tuple[str, str]],
         responses.keep(store, fresh)
 
 
-def run_endpoint(store: Store, corpus, gt, endpoint: Endpoint, name: str, chunker: str = "external",
-                 retriever: str = "external", score: str = "similarity", chunks_path=None,
-                 max_failures: float | None = None, progress=None, cancelled=None, run_id: str | None = None):
+def run_endpoint(
+    store: Store,
+    corpus,
+    gt,
+    endpoint: Endpoint,
+    name: str,
+    chunker: str = "external",
+    retriever: str = "external",
+    score: str = "similarity",
+    chunks_path=None,
+    max_failures: float | None = None,
+    progress=None,
+    cancelled=None,
+    run_id: str | None = None,
+):
     """Ask the service every query and store the run (:func:`evalcore.external.live.run_live`).
 
     ``chunks_path`` (optional) is the service's whole chunk set as a chunk file: hits may then
@@ -411,9 +447,19 @@ def run_endpoint(store: Store, corpus, gt, endpoint: Endpoint, name: str, chunke
     detail = endpoint.described()
     config = external(chunker, retriever, "endpoint", score, {**detail, "chunks": str(chunks_path or "")})
     counters = Counters()
-    settings = {"endpoint": detail, "chunks_path": str(chunks_path) if chunks_path else None,
-                "max_failures": share}
-    return run_live(store, corpus, gt, config, chunks,
-                    lambda queries: answers(endpoint, store, queries, counters), name, settings,
-                    run_id=run_id, max_failures=share, progress=progress, cancelled=cancelled,
-                    stats=counters.as_dict)
+    settings = {"endpoint": detail, "chunks_path": str(chunks_path) if chunks_path else None, "max_failures": share}
+    return run_live(
+        store,
+        corpus,
+        gt,
+        config,
+        chunks,
+        lambda queries: answers(endpoint, store, queries, counters),
+        name,
+        settings,
+        run_id=run_id,
+        max_failures=share,
+        progress=progress,
+        cancelled=cancelled,
+        stats=counters.as_dict,
+    )

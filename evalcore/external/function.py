@@ -16,6 +16,7 @@ document, which need not be our canonical text, so they are not read: such chunk
 located by their text. The result is a stored run like any other; a call that raises fails
 that query with the exception as the reason.
 """
+
 from __future__ import annotations
 
 import logging
@@ -109,20 +110,27 @@ def to_hit(item: Any, corpus: Corpus, i: int) -> RawHit:
     if score is None:
         score = _get(meta, ("score",))
     if score is None:
-        raise BadHits(f"hit {i} has no score (return dicts with 'score', (hit, score) pairs or "
-                      "LlamaIndex NodeWithScore)")
+        raise BadHits(
+            f"hit {i} has no score (return dicts with 'score', (hit, score) pairs or LlamaIndex NodeWithScore)"
+        )
     document = _get(source, DOCUMENT_KEYS) or _get(meta, (*DOCUMENT_KEYS, "source"))
     start = _get(source, ("start",)) if isinstance(source, dict) else getattr(source, "start", None)
     end = _get(source, ("end",)) if isinstance(source, dict) else getattr(source, "end", None)
     if chunk_id is None:
         chunk_id = _get(meta, ID_KEYS)
-    return RawHit(text_or_none(chunk_id, f"hit {i}: chunk id"), text_or_none(text, f"hit {i}: text"),
-                  _document(document, corpus), offset(start, f"hit {i}: start"), offset(end, f"hit {i}: end"),
-                  number(score, f"hit {i}: score"))
+    return RawHit(
+        text_or_none(chunk_id, f"hit {i}: chunk id"),
+        text_or_none(text, f"hit {i}: text"),
+        _document(document, corpus),
+        offset(start, f"hit {i}: start"),
+        offset(end, f"hit {i}: end"),
+        number(score, f"hit {i}: score"),
+    )
 
 
-def answers(fn: Callable[[str, int], Any], k: int, corpus: Corpus, queries: list[tuple[str, str]],
-            concurrency: int = 1) -> Iterator[Outcome]:
+def answers(
+    fn: Callable[[str, int], Any], k: int, corpus: Corpus, queries: list[tuple[str, str]], concurrency: int = 1
+) -> Iterator[Outcome]:
     """Each query's hits from ``fn`` (or its failure), in query order."""
 
     def ask(item: tuple[str, str]) -> Outcome:
@@ -155,11 +163,23 @@ def _inputs(corpus: Any, questions: Any, ood: Any) -> tuple[Corpus, GroundTruth]
     return inputs.load(corpus, questions, ood)
 
 
-def evaluate(corpus: str | Path | Corpus, questions: str | Path, ood: str | Path | None = None, *,
-             retriever: Callable[[str, int], Any], k: int = 20, name: str = "python",
-             chunker: str = EXTERNAL, retriever_name: str = EXTERNAL, score: str = "similarity",
-             chunks: str | Path | None = None, store: Any = None, max_failures: float = DEFAULT_MAX_FAILURES,
-             concurrency: int = 1, progress: bool = False) -> Evaluation:
+def evaluate(
+    corpus: str | Path | Corpus,
+    questions: str | Path,
+    ood: str | Path | None = None,
+    *,
+    retriever: Callable[[str, int], Any],
+    k: int = 20,
+    name: str = "python",
+    chunker: str = EXTERNAL,
+    retriever_name: str = EXTERNAL,
+    score: str = "similarity",
+    chunks: str | Path | None = None,
+    store: Any = None,
+    max_failures: float = DEFAULT_MAX_FAILURES,
+    concurrency: int = 1,
+    progress: bool = False,
+) -> Evaluation:
     """Evaluate ``retriever`` on a corpus folder and its questions; store it as a run.
 
     ``retriever(query, k)`` returns hits best first (see the module docstring). ``score``
@@ -195,9 +215,22 @@ def evaluate(corpus: str | Path | Corpus, questions: str | Path, ood: str | Path
         from evalcore.progress import BarProgress
 
         bar = BarProgress()
-    done = run_live(the_store, loaded, gt, config, chunk_set,
-                    lambda queries: answers(retriever, k, loaded, queries, concurrency), name,
-                    {"function": function, "k": k, "chunks_path": str(chunks) if chunks else None},
-                    max_failures=max_failures, progress=bar)
-    return Evaluation(done.run_id, name, str(the_store.path), summary_table(the_store, done.run_id),
-                      {q: f.reason for q, f in done.failures.items()})
+    done = run_live(
+        the_store,
+        loaded,
+        gt,
+        config,
+        chunk_set,
+        lambda queries: answers(retriever, k, loaded, queries, concurrency),
+        name,
+        {"function": function, "k": k, "chunks_path": str(chunks) if chunks else None},
+        max_failures=max_failures,
+        progress=bar,
+    )
+    return Evaluation(
+        done.run_id,
+        name,
+        str(the_store.path),
+        summary_table(the_store, done.run_id),
+        {q: f.reason for q, f in done.failures.items()},
+    )

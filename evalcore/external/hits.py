@@ -6,6 +6,7 @@ the refusal gate of a run made elsewhere reads the retriever's own score. A hit 
 cannot take (nothing to identify it, no score, another text under a known id) makes the
 whole query fail with the reason; it is never scored as a miss.
 """
+
 from __future__ import annotations
 
 import math

@@ -6,6 +6,7 @@ question file, ends with one InputError naming the file and line, and nothing is
 Chunks that cannot be located are not errors: they are stored with their reason, reported,
 and never correct. Queries the rankings leave out are scored as answered with nothing.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,16 +32,26 @@ class Imported:
     run_id: str
     name: str
     chunks: int
-    unlocated: tuple[tuple[str, str, str], ...]   # (chunk id, where, reason)
-    notes: tuple[tuple[str, str, str], ...]       # (chunk id, where, warning) of located chunks
-    unranked: tuple[str, ...]                     # query ids the rankings leave out
+    unlocated: tuple[tuple[str, str, str], ...]  # (chunk id, where, reason)
+    notes: tuple[tuple[str, str, str], ...]  # (chunk id, where, warning) of located chunks
+    unranked: tuple[str, ...]  # query ids the rankings leave out
     format: str
     warnings: tuple[str, ...] = field(default=())
 
 
-def import_run(store: Store, corpus: Corpus, gt: GroundTruth, chunks_path: str | Path,
-               rankings_path: str | Path, name: str, chunker: str = EXTERNAL, retriever: str = EXTERNAL,
-               score: str = "similarity", fmt: str | None = None, run_id: str | None = None) -> Imported:
+def import_run(
+    store: Store,
+    corpus: Corpus,
+    gt: GroundTruth,
+    chunks_path: str | Path,
+    rankings_path: str | Path,
+    name: str,
+    chunker: str = EXTERNAL,
+    retriever: str = EXTERNAL,
+    score: str = "similarity",
+    fmt: str | None = None,
+    run_id: str | None = None,
+) -> Imported:
     """Read, check, score and store one external configuration (see the module docstring)."""
     from evalcore.external.chunks import read_chunks
     from evalcore.external.rankings import read_rankings
@@ -57,25 +68,54 @@ def import_run(store: Store, corpus: Corpus, gt: GroundTruth, chunks_path: str |
     rankings = read_rankings(rankings_path, score, fmt)
     hits, unranked = resolve_rankings(rankings, chunks, gt, str(chunks_path))
     t_all = time.perf_counter() - t0
-    config = external(chunker, retriever, "import", score, {
-        "chunks": str(chunks_path), "rankings": str(rankings_path), "format": rankings.format,
-        "tags": list(rankings.tags)})
+    config = external(
+        chunker,
+        retriever,
+        "import",
+        score,
+        {
+            "chunks": str(chunks_path),
+            "rankings": str(rankings_path),
+            "format": rankings.format,
+            "tags": list(rankings.tags),
+        },
+    )
     run_id = run_id or new_run_id()
-    settings = {"chunks_path": str(chunks_path), "rankings_path": str(rankings_path),
-                "rankings_format": rankings.format, "unranked_queries": len(unranked),
-                "unlocated_chunks": len(chunks.unlocated)}
-    record(store, run_id, name, config, chunks, corpus, gt, hits, settings,
-           timings=[("locate_chunks", t_chunks, len(chunks)), ("read_rankings", t_all - t_chunks, len(hits))])
+    settings = {
+        "chunks_path": str(chunks_path),
+        "rankings_path": str(rankings_path),
+        "rankings_format": rankings.format,
+        "unranked_queries": len(unranked),
+        "unlocated_chunks": len(chunks.unlocated),
+    }
+    record(
+        store,
+        run_id,
+        name,
+        config,
+        chunks,
+        corpus,
+        gt,
+        hits,
+        settings,
+        timings=[("locate_chunks", t_chunks, len(chunks)), ("read_rankings", t_all - t_chunks, len(hits))],
+    )
     return Imported(
-        run_id, name, len(chunks),
+        run_id,
+        name,
+        len(chunks),
         tuple((c.external_id, c.where, str(c.problem)) for c in chunks.unlocated),
         tuple((c.external_id, c.where, str(c.note)) for c in chunks.notes),
-        tuple(unranked), rankings.format)
+        tuple(unranked),
+        rankings.format,
+    )
 
 
 def _check_name(value: str, option: str) -> None:
     from evalcore.errors import ConfigError
 
     if not value or "/" in value or ":" in value or any(ch.isspace() for ch in value):
-        raise ConfigError(f"{option} {value!r}: a name without '/', ':' or whitespace (it labels the "
-                          "configuration STRATEGY/RETRIEVER)")
+        raise ConfigError(
+            f"{option} {value!r}: a name without '/', ':' or whitespace (it labels the "
+            "configuration STRATEGY/RETRIEVER)"
+        )

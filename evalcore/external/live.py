@@ -7,6 +7,7 @@ chunks (:mod:`evalcore.external.hits`), and the run is stored like an imported o
 with progress), so a long run shows on the Runs page; past ``max_failures`` it ends
 ``failed`` with the reason, and an interrupt or cancellation ends it too, nothing half-written.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,11 +48,22 @@ class LiveResult:
     stats: dict[str, Any]
 
 
-def run_live(store: Store, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, chunks: ChunkSet,
-             answer: Answer, name: str, settings: dict[str, Any], *, run_id: str | None = None,
-             max_failures: float = DEFAULT_MAX_FAILURES, progress: Progress | None = None,
-             cancelled: Callable[[], bool] | None = None,
-             stats: Callable[[], dict[str, Any]] | None = None) -> LiveResult:
+def run_live(
+    store: Store,
+    corpus: Corpus,
+    gt: GroundTruth,
+    config: ConfigInfo,
+    chunks: ChunkSet,
+    answer: Answer,
+    name: str,
+    settings: dict[str, Any],
+    *,
+    run_id: str | None = None,
+    max_failures: float = DEFAULT_MAX_FAILURES,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    stats: Callable[[], dict[str, Any]] | None = None,
+) -> LiveResult:
     """Ask ``answer`` for every query, score and store the run (see the module docstring).
     TooManyFailures (the run marked failed) past ``max_failures``."""
     from evalcore import signals
@@ -87,12 +99,15 @@ def run_live(store: Store, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, 
             check_failures(ordered, len(queries), max_failures)
             extra = stats() if stats else {}
             full = {**json.loads(row["settings"]), "sent": extra, "failed_queries": len(ordered)}
-            written = tables(run_id, config, chunks, corpus, gt, hits, ordered, [("live_queries", seconds, len(queries))])
+            written = tables(
+                run_id, config, chunks, corpus, gt, hits, ordered, [("live_queries", seconds, len(queries))]
+            )
             stage = "writing results"
             progress.stage(Stage(stage, "tables", len(written), 0.95, 1.0))
             with signals.hold():
-                store.complete_run(run_id, written, {"settings": json.dumps(full, default=str)},
-                                   before_commit=signals.check)
+                store.complete_run(
+                    run_id, written, {"settings": json.dumps(full, default=str)}, before_commit=signals.check
+                )
         except BaseException as exc:
             fail_run(store, run_id, stage, exc)
         finally:

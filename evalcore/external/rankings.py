@@ -18,6 +18,7 @@ one, and it is an error naming the line rather than a silent reversal.
 Every problem (unparsable line, a score that is not a finite number, a chunk given twice for
 one query) is an InputError naming the file and line (for JSON, the query and chunk).
 """
+
 from __future__ import annotations
 
 import json
@@ -98,7 +99,8 @@ def _order(hits: _Raw, higher_first: bool, kind: str, given_order: bool) -> list
                 raise InputError(
                     f"{b.where}: ranked after {a.chunk!r} but its score {b.score:g} is {better} than "
                     f"{a.score:g}; with --score {kind} a {better} score ranks first (is the score "
-                    f"a {'distance' if higher_first else 'similarity'}?)")
+                    f"a {'distance' if higher_first else 'similarity'}?)"
+                )
     return [h for h, _, _ in ranked]
 
 
@@ -114,8 +116,9 @@ def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
             where = f"{path}:{number}"
             parts = line.split()
             if len(parts) != 6:
-                raise InputError(f"{where}: a TREC run line has 6 fields (query_id Q0 chunk_id rank score tag), "
-                                 f"got {len(parts)}")
+                raise InputError(
+                    f"{where}: a TREC run line has 6 fields (query_id Q0 chunk_id rank score tag), got {len(parts)}"
+                )
             qid, _q0, chunk, rank_text, score_text, tag = parts
             try:
                 rank = int(rank_text)
@@ -123,7 +126,9 @@ def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
                 raise InputError(f"{where}: rank must be an integer, got {rank_text!r}") from None
             score = _score(score_text, where)
             if (qid, chunk) in seen:
-                raise InputError(f"{where}: chunk {chunk!r} ranked twice for query {qid!r} (first at {seen[qid, chunk]})")
+                raise InputError(
+                    f"{where}: chunk {chunk!r} ranked twice for query {qid!r} (first at {seen[qid, chunk]})"
+                )
             seen[qid, chunk] = where
             starts.setdefault(qid, where)
             per_query.setdefault(qid, []).append((RankedHit(chunk, score, where), float(rank), number))
@@ -146,7 +151,7 @@ def _read_jsonl_hits(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
             raise InputError(f"{where}: query {qid!r} given twice (first at {starts[qid]})")
         hits = obj.get("hits")
         if not isinstance(hits, list):
-            raise InputError(f"{where}: field 'hits' must be a list of {{\"chunk\": ID, \"score\": S}}, got {hits!r}")
+            raise InputError(f'{where}: field \'hits\' must be a list of {{"chunk": ID, "score": S}}, got {hits!r}')
         seen: set[str] = set()
         out = []
         for i, hit in enumerate(hits, start=1):
@@ -176,8 +181,10 @@ def _read_json(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
         at = f"{path}: query {qid!r}"
         if not isinstance(ranking, dict):
             raise InputError(f"{at}: expected an object {{chunk_id: score}}, got {ranking!r}")
-        per_query[qid] = [(RankedHit(chunk, _score(score, f"{at}, chunk {chunk!r}"), f"{at}, chunk {chunk!r}"),
-                           0.0, i) for i, (chunk, score) in enumerate(ranking.items())]
+        per_query[qid] = [
+            (RankedHit(chunk, _score(score, f"{at}, chunk {chunk!r}"), f"{at}, chunk {chunk!r}"), 0.0, i)
+            for i, (chunk, score) in enumerate(ranking.items())
+        ]
         starts[qid] = at
     return per_query, starts
 

@@ -12,6 +12,7 @@ A query the retriever could not answer (a failed endpoint call, an exception of 
 retriever) is written to ``failures`` with its reason and has no results row, so it is never
 scored as a miss. Past ``max_failures`` (a share of all queries) the run fails with the reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,12 +58,12 @@ class Failure:
 def query_order(gt: GroundTruth) -> list[tuple[str, str, str]]:
     """(query id, domain, text) of every query a run answers: the scored in-domain questions
     (valid needles), then the out-of-domain queries."""
-    return ([(q.query_id, "in", q.question) for q in gt.valid_questions]
-            + [(q.query_id, "out", q.query) for q in gt.ood])
+    return [(q.query_id, "in", q.question) for q in gt.valid_questions] + [(q.query_id, "out", q.query) for q in gt.ood]
 
 
-def resolve_rankings(rankings: RankingFile, chunks: ChunkSet, gt: GroundTruth,
-                     chunks_name: str = "the chunk file") -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
+def resolve_rankings(
+    rankings: RankingFile, chunks: ChunkSet, gt: GroundTruth, chunks_name: str = "the chunk file"
+) -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
     """The file's hits as chunk-set ids, and the ids of queries the file does not rank.
 
     InputError naming the line for a chunk that is not in the chunk set and for a query that
@@ -73,8 +74,9 @@ def resolve_rankings(rankings: RankingFile, chunks: ChunkSet, gt: GroundTruth,
     out: dict[str, list[tuple[int, float]]] = {}
     for qid, hits in rankings.hits.items():
         if qid not in known:
-            raise InputError(f"{rankings.where[qid]}: query {qid!r} is neither in the questions nor in "
-                             "the out-of-domain queries")
+            raise InputError(
+                f"{rankings.where[qid]}: query {qid!r} is neither in the questions nor in the out-of-domain queries"
+            )
         resolved = []
         for hit in hits:
             chunk = chunks.get(hit.chunk)
@@ -94,32 +96,58 @@ def check_failures(failures: Mapping[str, Failure], total: int, max_failures: fl
     first = "; ".join(f"{q}: {f.reason}" for q, f in list(failures.items())[:3])
     raise TooManyFailures(
         f"{len(failures)} of {total} queries failed ({len(failures) / total:.0%}), more than the "
-        f"allowed {max_failures:.0%} (--max-failures); e.g. {first}")
+        f"allowed {max_failures:.0%} (--max-failures); e.g. {first}"
+    )
 
 
-def run_row(run_id: str, name: str, corpus: Corpus, gt: GroundTruth, config: ConfigInfo,
-            settings: dict[str, Any]) -> dict[str, Any]:
+def run_row(
+    run_id: str, name: str, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, settings: dict[str, Any]
+) -> dict[str, Any]:
     """The ``runs`` row of an external run (inserted as running)."""
     from evalcore.rows import ground_truth_settings
 
-    full = {"evalcore": __version__, "pipeline_version": PIPELINE_VERSION,
-            "python": platform.python_version(), "source": config.source,
-            "chunker": config.strategy, "retriever": config.retriever, "score_kind": config.score_kind,
-            "gate": config.axis.keep_rule, "gate_top": GATE_TOP,
-            **ground_truth_settings(corpus, gt), **settings}
+    full = {
+        "evalcore": __version__,
+        "pipeline_version": PIPELINE_VERSION,
+        "python": platform.python_version(),
+        "source": config.source,
+        "chunker": config.strategy,
+        "retriever": config.retriever,
+        "score_kind": config.score_kind,
+        "gate": config.axis.keep_rule,
+        "gate_top": GATE_TOP,
+        **ground_truth_settings(corpus, gt),
+        **settings,
+    }
     return {
-        "run_id": run_id, "name": name, "stage": "starting", "progress": 0.0,
-        "corpus_root": corpus.root, "corpus_fingerprint": corpus.fingerprint,
-        "questions_path": gt.source.get("questions"), "ood_path": gt.source.get("ood"),
-        "model": None, "model_dim": None, "pipeline_version": PIPELINE_VERSION,
-        "strategies": config.strategy, "retrievers": config.retriever, "rerank_note": None,
+        "run_id": run_id,
+        "name": name,
+        "stage": "starting",
+        "progress": 0.0,
+        "corpus_root": corpus.root,
+        "corpus_fingerprint": corpus.fingerprint,
+        "questions_path": gt.source.get("questions"),
+        "ood_path": gt.source.get("ood"),
+        "model": None,
+        "model_dim": None,
+        "pipeline_version": PIPELINE_VERSION,
+        "strategies": config.strategy,
+        "retrievers": config.retriever,
+        "rerank_note": None,
         "settings": json.dumps(full, default=str),
     }
 
 
-def tables(run_id: str, config: ConfigInfo, chunks: ChunkSet, corpus: Corpus, gt: GroundTruth,
-           hits: Hits, failures: Mapping[str, Failure] | None = None,
-           timings: Sequence[tuple[str, float, int]] = ()) -> dict[str, pd.DataFrame]:
+def tables(
+    run_id: str,
+    config: ConfigInfo,
+    chunks: ChunkSet,
+    corpus: Corpus,
+    gt: GroundTruth,
+    hits: Hits,
+    failures: Mapping[str, Failure] | None = None,
+    timings: Sequence[tuple[str, float, int]] = (),
+) -> dict[str, pd.DataFrame]:
     """Every table of the run (documents, queries, strategies, chunks, results, hits,
     destroyed, failures, configurations, timings) as DataFrames. ``timings``:
     (stage, seconds, items)."""
@@ -147,42 +175,103 @@ def tables(run_id: str, config: ConfigInfo, chunks: ChunkSet, corpus: Corpus, gt
         good = correct[group_of[qid]] if domain == "in" else set()
         flags = [c in good for c, _ in ranked]
         first = flags.index(True) + 1 if any(flags) else None
-        results.append({**key, "domain": domain, "first_correct_rank": first,
-                        "answer_distance": None, "top_distance": None,
-                        "destroyed": domain == "in" and group_of[qid] in gone,
-                        "answer_score": ranked[first - 1][1] if first else None,
-                        "top_score": ranked[0][1] if ranked else None})
+        results.append(
+            {
+                **key,
+                "domain": domain,
+                "first_correct_rank": first,
+                "answer_distance": None,
+                "top_distance": None,
+                "destroyed": domain == "in" and group_of[qid] in gone,
+                "answer_score": ranked[first - 1][1] if first else None,
+                "top_score": ranked[0][1] if ranked else None,
+            }
+        )
         for rank, ((chunk_id, score), flag) in enumerate(zip(ranked, flags), start=1):
-            hit_rows.append({**key, "rank": rank, "chunk_id": chunk_id, "distance": None,
-                             "score": float(score), "correct": flag})
+            hit_rows.append(
+                {**key, "rank": rank, "chunk_id": chunk_id, "distance": None, "score": float(score), "correct": flag}
+            )
 
     chunk_rows = []
     for c in chunks.chunks:
-        content = texts[c.doc_id].text[c.start:c.end] if c.located else c.text
-        chunk_rows.append({
-            "run_id": run_id, "strategy": strategy, "chunk_id": c.chunk_id, "doc_id": c.doc_id,
-            "section": c.section, "start": c.start, "end": c.end, "evidence_start": c.start,
-            "header": None, "content": content, "text": c.text, "pieces": None, "header_pieces": None,
-            "external_id": c.external_id, "problem": c.problem,
-        })
+        content = texts[c.doc_id].text[c.start : c.end] if c.located else c.text
+        chunk_rows.append(
+            {
+                "run_id": run_id,
+                "strategy": strategy,
+                "chunk_id": c.chunk_id,
+                "doc_id": c.doc_id,
+                "section": c.section,
+                "start": c.start,
+                "end": c.end,
+                "evidence_start": c.start,
+                "header": None,
+                "content": content,
+                "text": c.text,
+                "pieces": None,
+                "header_pieces": None,
+                "external_id": c.external_id,
+                "problem": c.problem,
+            }
+        )
     strategy_row = {
-        "run_id": run_id, "strategy": strategy, "size": None, "overlap": None, "boundaries": None,
-        "header": None, "chunks": len(chunks), "pieces": None, "header_pieces": None, "over_window": None,
-        "destroyed": None if destroyed is None else len(destroyed), "norm_max_diff": None,
-        "chunker": config.chunker or strategy, "model": None, "unlocated": len(chunks.unlocated),
+        "run_id": run_id,
+        "strategy": strategy,
+        "size": None,
+        "overlap": None,
+        "boundaries": None,
+        "header": None,
+        "chunks": len(chunks),
+        "pieces": None,
+        "header_pieces": None,
+        "over_window": None,
+        "destroyed": None if destroyed is None else len(destroyed),
+        "norm_max_diff": None,
+        "chunker": config.chunker or strategy,
+        "model": None,
+        "unlocated": len(chunks.unlocated),
     }
-    destroyed_rows = [{"run_id": run_id, "strategy": strategy, "group_id": g, "doc_id": spans[g].doc_id,
-                       "start": spans[g].start, "end": spans[g].end, "cut": cut} for g, cut in destroyed or ()]
+    destroyed_rows = [
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "group_id": g,
+            "doc_id": spans[g].doc_id,
+            "start": spans[g].start,
+            "end": spans[g].end,
+            "cut": cut,
+        }
+        for g, cut in destroyed or ()
+    ]
     typed = {
-        "results": pd.DataFrame(results).astype({"first_correct_rank": "Int64", "answer_distance": "float64",
-                                                 "top_distance": "float64", "answer_score": "float64",
-                                                 "top_score": "float64"}) if results else pd.DataFrame(),
+        "results": pd.DataFrame(results).astype(
+            {
+                "first_correct_rank": "Int64",
+                "answer_distance": "float64",
+                "top_distance": "float64",
+                "answer_score": "float64",
+                "top_score": "float64",
+            }
+        )
+        if results
+        else pd.DataFrame(),
         "hits": pd.DataFrame(hit_rows).astype({"distance": "float64"}) if hit_rows else pd.DataFrame(),
-        "chunks": pd.DataFrame(chunk_rows).astype({"start": "Int64", "end": "Int64", "evidence_start": "Int64",
-                                                   "pieces": "Int64", "header_pieces": "Int64"}),
-        "strategies": pd.DataFrame([strategy_row]).astype({
-            "size": "Int64", "overlap": "Int64", "boundaries": "boolean", "header": "boolean", "pieces": "Int64",
-            "header_pieces": "Int64", "over_window": "Int64", "destroyed": "Int64", "norm_max_diff": "float64"}),
+        "chunks": pd.DataFrame(chunk_rows).astype(
+            {"start": "Int64", "end": "Int64", "evidence_start": "Int64", "pieces": "Int64", "header_pieces": "Int64"}
+        ),
+        "strategies": pd.DataFrame([strategy_row]).astype(
+            {
+                "size": "Int64",
+                "overlap": "Int64",
+                "boundaries": "boolean",
+                "header": "boolean",
+                "pieces": "Int64",
+                "header_pieces": "Int64",
+                "over_window": "Int64",
+                "destroyed": "Int64",
+                "norm_max_diff": "float64",
+            }
+        ),
     }
     return {
         "documents": pd.DataFrame(document_rows(run_id, corpus, None, None)),
@@ -191,16 +280,35 @@ def tables(run_id: str, config: ConfigInfo, chunks: ChunkSet, corpus: Corpus, gt
         "destroyed": pd.DataFrame(destroyed_rows),
         "failures": pd.DataFrame(failure_rows),
         "configurations": pd.DataFrame([config.row(run_id)]),
-        "timings": pd.DataFrame([{"run_id": run_id, "stage": stage, "strategy": strategy, "seconds": seconds,
-                                  "items": items, "per_item_ms": seconds * 1000.0 / items if items else None}
-                                 for stage, seconds, items in timings]),
+        "timings": pd.DataFrame(
+            [
+                {
+                    "run_id": run_id,
+                    "stage": stage,
+                    "strategy": strategy,
+                    "seconds": seconds,
+                    "items": items,
+                    "per_item_ms": seconds * 1000.0 / items if items else None,
+                }
+                for stage, seconds, items in timings
+            ]
+        ),
     }
 
 
-def record(store: Store, run_id: str, name: str, config: ConfigInfo, chunks: ChunkSet, corpus: Corpus,
-           gt: GroundTruth, hits: Hits, settings: dict[str, Any],
-           failures: Mapping[str, Failure] | None = None,
-           timings: Sequence[tuple[str, float, int]] = ()) -> str:
+def record(
+    store: Store,
+    run_id: str,
+    name: str,
+    config: ConfigInfo,
+    chunks: ChunkSet,
+    corpus: Corpus,
+    gt: GroundTruth,
+    hits: Hits,
+    settings: dict[str, Any],
+    failures: Mapping[str, Failure] | None = None,
+    timings: Sequence[tuple[str, float, int]] = (),
+) -> str:
     """Store a run whose every input is already checked: its row, then all its tables in one
     transaction (a failure in between marks it failed). Returns the run id."""
     store.start_run(run_row(run_id, name, corpus, gt, config, settings))

@@ -7,6 +7,7 @@ the same query for the same reason, without asking the service again. Request he
 part of the key and are never stored (they may hold credentials). This module is the only
 writer of the table.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -41,8 +42,9 @@ def cached(store: Store, keys: list[str]) -> dict[str, Response]:
 
     with store.connect() as con:
         con.register("_want", pd.DataFrame({"key": keys}))
-        rows = con.execute("SELECT r.key, r.status, r.response, r.seconds FROM responses r "
-                           "JOIN _want w USING (key)").fetchall()
+        rows = con.execute(
+            "SELECT r.key, r.status, r.response, r.seconds FROM responses r JOIN _want w USING (key)"
+        ).fetchall()
     return {k: Response(int(status), text, float(seconds or 0.0), 0) for k, status, text, seconds in rows}
 
 
@@ -57,8 +59,10 @@ def keep(store: Store, items: list[tuple[str, str, str, str | None, Response]]) 
     stamp = now()
     with store.transaction() as con:
         for k, method, url, body, response in items:
-            con.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        [k, method, url, body, response.status, response.text, response.seconds, stamp])
+            con.execute(
+                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [k, method, url, body, response.status, response.text, response.seconds, stamp],
+            )
 
 
 def count(store: Store) -> int:

@@ -7,6 +7,7 @@ file suffixes to them is :mod:`evalcore.extract`. An extractor raises
 :class:`~evalcore.errors.InputError` with a one-line reason when a file cannot be used; the
 corpus records the file as failed and goes on.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -76,5 +77,7 @@ def require(module: str, extra: str, filename: str) -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name is None or exc.name.split(".")[0] != module.split(".")[0]:
             raise  # the library is there; something it needs is not
-        raise InputError(f"{filename}: reading {extra.upper()} needs {module.split('.')[0]}, which is not "
-                         f'installed: pip install "evalcore[{extra}]"') from None
+        raise InputError(
+            f"{filename}: reading {extra.upper()} needs {module.split('.')[0]}, which is not "
+            f'installed: pip install "evalcore[{extra}]"'
+        ) from None

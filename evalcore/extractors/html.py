@@ -38,6 +38,7 @@ Title: the title line, else ``<title>``, else the file name.
 
 Failures: an empty file, a page without text in its main content.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -56,16 +57,69 @@ RULES = "1"
 # The library's version is part of the stamp: another lxml can read a file differently.
 VERSION = f"{RULES}+lxml-{library_version('lxml')}"
 
-NEVER = ("script", "style", "noscript", "template", "svg", "math", "iframe", "object", "embed",
-         "canvas", "button", "select", "textarea", "form", "input", "head")
+NEVER = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "math",
+    "iframe",
+    "object",
+    "embed",
+    "canvas",
+    "button",
+    "select",
+    "textarea",
+    "form",
+    "input",
+    "head",
+)
 BOILERPLATE = ("nav", "header", "footer", "aside")
 LANDMARKS = ("navigation", "banner", "contentinfo", "complementary", "search")
 LINK_BLOCKS = ("div", "ul", "ol", "section", "table", "p", "dl")
 PERMALINKS = {"#", "¶", "§", "🔗"}
-PARAGRAPHS = {"p", "pre", "blockquote", "ul", "ol", "dl", "table", "hr", "figure", "h1", "h2", "h3",
-              "h4", "h5", "h6", "details", "address"}
-LINES = {"div", "li", "tr", "dt", "dd", "section", "article", "main", "header", "footer", "nav",
-         "aside", "caption", "figcaption", "summary", "fieldset", "legend", "thead", "tbody", "tfoot"}
+PARAGRAPHS = {
+    "p",
+    "pre",
+    "blockquote",
+    "ul",
+    "ol",
+    "dl",
+    "table",
+    "hr",
+    "figure",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "details",
+    "address",
+}
+LINES = {
+    "div",
+    "li",
+    "tr",
+    "dt",
+    "dd",
+    "section",
+    "article",
+    "main",
+    "header",
+    "footer",
+    "nav",
+    "aside",
+    "caption",
+    "figcaption",
+    "summary",
+    "fieldset",
+    "legend",
+    "thead",
+    "tbody",
+    "tfoot",
+}
 HEADINGS = {f"h{i}": i for i in range(1, 7)}
 
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>", re.IGNORECASE)
@@ -84,10 +138,13 @@ def decode(data: bytes, filename: str) -> Any:
 
     if not data.strip():
         raise InputError(f"{filename}: empty file")
-    for bom, codec in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
-                       (codecs.BOM_UTF16_BE, "utf-16-be")):
+    for bom, codec in (
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
         if data.startswith(bom):
-            return _parse(data[len(bom):].decode(codec, errors="replace"), filename)
+            return _parse(data[len(bom) :].decode(codec, errors="replace"), filename)
     try:
         return _parse(data.decode("utf-8"), filename)
     except UnicodeDecodeError:
@@ -132,8 +189,11 @@ def _text_len(el: Any) -> int:
 
 
 def _hidden(el: Any) -> bool:
-    return (el.get("hidden") is not None or (el.get("aria-hidden") or "").lower() == "true"
-            or bool(_HIDDEN_STYLE.search(el.get("style") or "")))
+    return (
+        el.get("hidden") is not None
+        or (el.get("aria-hidden") or "").lower() == "true"
+        or bool(_HIDDEN_STYLE.search(el.get("style") or ""))
+    )
 
 
 def _clean(root: Any) -> None:
@@ -173,8 +233,11 @@ def main_content(root: Any) -> Any:
         article = max(articles, key=_text_len)
         if _text_len(article) >= 0.5 * _text_len(body):
             return article
-    doomed = [el for el in body.iter() if el is not body and (
-        _tag(el) in BOILERPLATE or (el.get("role") or "").lower() in LANDMARKS)]
+    doomed = [
+        el
+        for el in body.iter()
+        if el is not body and (_tag(el) in BOILERPLATE or (el.get("role") or "").lower() in LANDMARKS)
+    ]
     for el in doomed:
         if el.getparent() is not None:
             _drop(el)

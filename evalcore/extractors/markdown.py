@@ -20,6 +20,7 @@ text in this order:
 
 Nothing else is touched: no trimming of the end, no Unicode normalisation, tabs kept.
 """
+
 from __future__ import annotations
 
 import logging

@@ -43,6 +43,7 @@ Failures (:class:`~evalcore.errors.InputError`, the document is recorded as fail
 an empty file, no ``%PDF-`` header, a file PDFium cannot parse, an encrypted PDF that
 needs a password, and a PDF without text on any page (a scan: OCR is not done).
 """
+
 from __future__ import annotations
 
 import logging
@@ -71,8 +72,18 @@ HEADING_MAX_CHARS = 200
 MAX_SECTION_SHARE = 0.2
 
 _HYPHEN_MARK = "\ufffe"
-_LIGATURES = str.maketrans({"\ufb00": "ff", "\ufb01": "fi", "\ufb02": "fl", "\ufb03": "ffi",
-                            "\ufb04": "ffl", "\ufb05": "st", "\ufb06": "st", _HYPHEN_MARK: None})
+_LIGATURES = str.maketrans(
+    {
+        "\ufb00": "ff",
+        "\ufb01": "fi",
+        "\ufb02": "fl",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+        "\ufb05": "st",
+        "\ufb06": "st",
+        _HYPHEN_MARK: None,
+    }
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _LINE = re.compile(r"[^\r\n]+")
 _DIGITS = re.compile(r"\d+")
@@ -126,11 +137,13 @@ def open_document(data: bytes, filename: str) -> Any:
         if code == pdfium_c.FPDF_ERR_PASSWORD:
             raise InputError(f"{filename}: encrypted PDF: it needs a password to open; not extracted") from None
         if code == pdfium_c.FPDF_ERR_SECURITY:
-            raise InputError(f"{filename}: encrypted PDF with a security handler PDFium does not support; "
-                             "not extracted") from None
+            raise InputError(
+                f"{filename}: encrypted PDF with a security handler PDFium does not support; not extracted"
+            ) from None
         if code == pdfium_c.FPDF_ERR_FORMAT:
-            raise InputError(f"{filename}: not a readable PDF (corrupt or truncated: PDFium finds a data "
-                             "format error)") from None
+            raise InputError(
+                f"{filename}: not a readable PDF (corrupt or truncated: PDFium finds a data format error)"
+            ) from None
         raise InputError(f"{filename}: not a readable PDF (PDFium: {exc})") from None
 
 
@@ -190,8 +203,11 @@ def remove_running_lines(pages: list[list[_Line]]) -> int:
     removed = 0
     for top in (True, False):
         for _ in range(RUNNING_DEPTH):
-            edge = {p: (max(lines, key=lambda ln: ln.top) if top else min(lines, key=lambda ln: ln.bottom))
-                    for p, lines in enumerate(pages) if lines}
+            edge = {
+                p: (max(lines, key=lambda ln: ln.top) if top else min(lines, key=lambda ln: ln.bottom))
+                for p, lines in enumerate(pages)
+                if lines
+            }
             counts = Counter(_signature(ln.text) for ln in edge.values())
             running = {s for s, c in counts.items() if c >= need}
             if not running:
@@ -232,10 +248,10 @@ def _find_heading(lines: list[_Line], title: str, y: float | None) -> tuple[int,
 def _merge(lines: list[_Line], i: int, j: int, mark: str) -> None:
     """Lines i..j become one line with ``mark`` (a heading printed over several lines)."""
     first = lines[i]
-    first.text = " ".join(clean(ln.text) for ln in lines[i:j + 1])
-    first.bottom = min(ln.bottom for ln in lines[i:j + 1])
+    first.text = " ".join(clean(ln.text) for ln in lines[i : j + 1])
+    first.bottom = min(ln.bottom for ln in lines[i : j + 1])
     first.mark = mark
-    del lines[i + 1:j + 1]
+    del lines[i + 1 : j + 1]
 
 
 def _outline(doc: Any) -> list[tuple[int, str, int | None, float | None]]:
@@ -308,8 +324,7 @@ def sections_from_layout(pages: list[list[_Line]], notes: list[str]) -> None:
 
     def candidate(ln: _Line) -> bool:
         text = clean(ln.text)
-        return (ln.size >= HEADING_FACTOR * body and len(text) <= HEADING_MAX_CHARS
-                and any(ch.isalpha() for ch in text))
+        return ln.size >= HEADING_FACTOR * body and len(text) <= HEADING_MAX_CHARS and any(ch.isalpha() for ch in text)
 
     # a heading printed over several lines: consecutive candidates of one size, close together
     runs: list[tuple[int, int, int]] = []  # (page, i, j)
@@ -320,9 +335,12 @@ def sections_from_layout(pages: list[list[_Line]], notes: list[str]) -> None:
                 i += 1
                 continue
             j = i
-            while (j + 1 < len(lines) and candidate(lines[j + 1])
-                   and _size_class(lines[j + 1]) == _size_class(lines[i])
-                   and not _paragraph_break(lines[j], lines[j + 1])):
+            while (
+                j + 1 < len(lines)
+                and candidate(lines[j + 1])
+                and _size_class(lines[j + 1]) == _size_class(lines[i])
+                and not _paragraph_break(lines[j], lines[j + 1])
+            ):
                 j += 1
             runs.append((p, i, j))
             i = j + 1
@@ -406,8 +424,7 @@ def extract(data: bytes, filename: str) -> Extraction:
             pages.append(lines)
         if not any(pages):
             if image_pages:
-                raise InputError(f"{filename}: no text layer: the {n} page(s) are images (a scan?); "
-                                 "OCR is not done")
+                raise InputError(f"{filename}: no text layer: the {n} page(s) are images (a scan?); OCR is not done")
             raise InputError(f"{filename}: no text on any of its {n} page(s)")
         notes: list[str] = []
         remove_running_lines(pages)

@@ -19,6 +19,7 @@ A job whose process is gone is marked ``failed`` (with its run) by the store's r
 (:meth:`evalcore.store.Store.reap`). All store access is through
 :class:`evalcore.store.Store`: short connections with lock retry.
 """
+
 from __future__ import annotations
 
 from evalcore.jobs.launch import spawn
@@ -52,8 +53,30 @@ from evalcore.jobs.queue import (
 from evalcore.jobs.worker import CancelWatch, run_job
 
 __all__ = [
-    "ACTIVE", "CANCEL_REASON", "POLL_SECONDS", "SOURCES", "STATUSES", "CancelWatch", "JobSpec", "Prepared",
-    "active_jobs", "cancel", "clean_uploads", "discard", "job", "jobs_overview", "load_inputs", "max_jobs",
-    "prepare_demo", "prepare_paths", "prepare_upload", "reap_now", "run_job", "spawn", "submit",
-    "uploads_dir", "validate", "with_options",
+    "ACTIVE",
+    "CANCEL_REASON",
+    "POLL_SECONDS",
+    "SOURCES",
+    "STATUSES",
+    "CancelWatch",
+    "JobSpec",
+    "Prepared",
+    "active_jobs",
+    "cancel",
+    "clean_uploads",
+    "discard",
+    "job",
+    "jobs_overview",
+    "load_inputs",
+    "max_jobs",
+    "prepare_demo",
+    "prepare_paths",
+    "prepare_upload",
+    "reap_now",
+    "run_job",
+    "spawn",
+    "submit",
+    "uploads_dir",
+    "validate",
+    "with_options",
 ]

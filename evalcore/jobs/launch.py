@@ -1,4 +1,5 @@
 """Starting a job's process: ``python -m evalcore --store STORE job JOB_ID``, detached."""
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,12 @@ def spawn(store: Store, job_id: str) -> subprocess.Popen:
     with open(logs / f"{job_id}.log", "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "evalcore", "--store", str(store.path.resolve()), "job", job_id],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
         )
     _wait_for(proc)
     return proc

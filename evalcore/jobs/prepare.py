@@ -5,6 +5,7 @@ pass (evalcore.uploads); server folders are read only inside the operator's data
 (evalcore.inputs), checked here and again in the job's process; the demo needs nothing.
 Nothing here writes the store.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ class JobSpec:
     strategies: str
     retrievers: str
     model: str | None = None
-    models: tuple[str, ...] = ()       # several model folders (server paths inside the data roots)
+    models: tuple[str, ...] = ()  # several model folders (server paths inside the data roots)
     endpoint: dict[str, Any] | None = None  # a live search service instead of the built-in pipeline
 
     def to_json(self) -> str:
@@ -85,8 +86,11 @@ def load_inputs(spec: JobSpec, cache: ExtractionCache | None = None) -> tuple[Co
 def _server_paths(corpus: str | None, questions: str | None, ood: str | None) -> tuple[str, str, str | None]:
     from evalcore.inputs import server_path
 
-    return (str(server_path(corpus, "corpus folder")), str(server_path(questions, "questions file")),
-            str(server_path(ood, "ood file")) if ood else None)
+    return (
+        str(server_path(corpus, "corpus folder")),
+        str(server_path(questions, "questions file")),
+        str(server_path(ood, "ood file")) if ood else None,
+    )
 
 
 def model_folders(spec: JobSpec) -> list[str]:
@@ -130,17 +134,29 @@ def uploads_dir(store: Store) -> Path:
     return store.path.parent / "uploads"
 
 
-def prepare_upload(store: Store, corpus: Sequence[UploadedFile], questions: UploadedFile | None,
-                   ood: UploadedFile | None, strategies: str, retrievers: str,
-                   limits: Limits | None = None) -> Prepared:
+def prepare_upload(
+    store: Store,
+    corpus: Sequence[UploadedFile],
+    questions: UploadedFile | None,
+    ood: UploadedFile | None,
+    strategies: str,
+    retrievers: str,
+    limits: Limits | None = None,
+) -> Prepared:
     """Check uploads, save them under ``runs/uploads/JOB_ID/`` and validate them; on any
     error the folder is removed and InputError/ConfigError raised. The store is not written."""
     from evalcore.uploads import DEFAULT_LIMITS, save_upload
 
     job_id = new_run_id()
     saved = save_upload(uploads_dir(store) / job_id, corpus, questions, ood, limits or DEFAULT_LIMITS)
-    spec = JobSpec("upload", str(saved.corpus.resolve()), str(saved.questions.resolve()),
-                   str(saved.ood.resolve()) if saved.ood else None, strategies, retrievers)
+    spec = JobSpec(
+        "upload",
+        str(saved.corpus.resolve()),
+        str(saved.questions.resolve()),
+        str(saved.ood.resolve()) if saved.ood else None,
+        strategies,
+        retrievers,
+    )
     try:
         report = validate(spec)
     except BaseException:

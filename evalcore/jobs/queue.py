@@ -6,6 +6,7 @@ queued job (``created_at``, then ``job_id``), otherwise it polls every
 :data:`POLL_SECONDS`. This module is the one writer of ``jobs``, besides the store's
 reaper, which marks jobs whose process is gone.
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,13 +50,14 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     ``start=False`` only queues it (a test, or a caller that spawns it itself)."""
     spec = prepared.spec
     name = (name or "").strip() or (
-        "demo" if spec.source == "demo" else Path(spec.corpus or "run").name
-        if spec.source == "folder" else "upload")
+        "demo" if spec.source == "demo" else Path(spec.corpus or "run").name if spec.source == "folder" else "upload"
+    )
     with store.transaction() as con:
         con.execute(
             "INSERT INTO jobs (job_id, run_id, name, status, stage, created_at, spec, host) "
             "VALUES (?, ?, ?, 'queued', 'queued', ?, ?, ?)",
-            [prepared.job_id, prepared.job_id, name, now(), spec.to_json(), socket.gethostname()])
+            [prepared.job_id, prepared.job_id, name, now(), spec.to_json(), socket.gethostname()],
+        )
     if start:
         from evalcore.jobs.launch import spawn
 
@@ -76,9 +78,11 @@ def cancel(store: Store, job_id: str) -> str:
             raise StoreError(f"no job {job_id!r} in {store.path}")
         status = found[0][0]
         if status == "queued":
-            con.execute("UPDATE jobs SET status = 'cancelled', cancel_requested = true, finished_at = ?, "
-                        "reason = ?, stage = NULL WHERE job_id = ?",
-                        [now(), CANCEL_REASON + " before it started", job_id])
+            con.execute(
+                "UPDATE jobs SET status = 'cancelled', cancel_requested = true, finished_at = ?, "
+                "reason = ?, stage = NULL WHERE job_id = ?",
+                [now(), CANCEL_REASON + " before it started", job_id],
+            )
             return "cancelled"
         if status == "running":
             con.execute("UPDATE jobs SET cancel_requested = true WHERE job_id = ?", [job_id])
@@ -110,7 +114,9 @@ def jobs_overview(store: Store, limit: int = 50) -> pd.DataFrame:
         FROM jobs j LEFT JOIN runs r ON r.run_id = j.run_id
         ORDER BY j.created_at DESC, j.job_id DESC
         LIMIT ?
-        """, [limit])
+        """,
+        [limit],
+    )
     return df
 
 
@@ -131,15 +137,24 @@ def claim(store: Store, job_id: str, slots: int) -> tuple[str, int]:
         if found[0][0] != "queued":
             return found[0][0], 0
         running = con.execute("SELECT count(*) FROM jobs WHERE status = 'running'").fetchone()[0]
-        queue = [r[0] for r in con.execute(
-            "SELECT job_id FROM jobs WHERE status = 'queued' ORDER BY created_at, job_id").fetchall()]
+        queue = [
+            r[0]
+            for r in con.execute(
+                "SELECT job_id FROM jobs WHERE status = 'queued' ORDER BY created_at, job_id"
+            ).fetchall()
+        ]
         place = queue.index(job_id) + 1
         if running < slots and place == 1:
-            con.execute("UPDATE jobs SET status = 'running', started_at = ?, pid = ?, host = ?, stage = ? "
-                        "WHERE job_id = ?", [now(), os.getpid(), socket.gethostname(), "starting", job_id])
+            con.execute(
+                "UPDATE jobs SET status = 'running', started_at = ?, pid = ?, host = ?, stage = ? WHERE job_id = ?",
+                [now(), os.getpid(), socket.gethostname(), "starting", job_id],
+            )
             return "running", 0
-        stage = (f"waiting: {running} of {slots} slots busy" if place == 1
-                 else f"waiting: {place - 1} job{'s' if place > 2 else ''} ahead")
+        stage = (
+            f"waiting: {running} of {slots} slots busy"
+            if place == 1
+            else f"waiting: {place - 1} job{'s' if place > 2 else ''} ahead"
+        )
         con.execute("UPDATE jobs SET stage = ?, pid = ? WHERE job_id = ?", [stage, os.getpid(), job_id])
         return "queued", place
 
@@ -147,8 +162,11 @@ def claim(store: Store, job_id: str, slots: int) -> tuple[str, int]:
 def finish(store: Store, job_id: str, status: str, reason: str | None) -> None:
     """Record how a queued or running job ended (a finished job is never changed)."""
     with store.connect() as con:
-        con.execute("UPDATE jobs SET status = ?, reason = ?, finished_at = ?, stage = NULL "
-                    "WHERE job_id = ? AND status IN ('queued', 'running')", [status, reason, now(), job_id])
+        con.execute(
+            "UPDATE jobs SET status = ?, reason = ?, finished_at = ?, stage = NULL "
+            "WHERE job_id = ? AND status IN ('queued', 'running')",
+            [status, reason, now(), job_id],
+        )
 
 
 def set_stage(store: Store, job_id: str, stage: str) -> None:

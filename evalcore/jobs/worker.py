@@ -5,6 +5,7 @@ Whatever ends the job is its recorded reason: a cancel (``cancelled``), its own 
 at any moment (``failed``, the signal named; evalcore.signals). Only a process killed outright (SIGKILL) leaves the
 reason to the store's reaper ("killed or crashed").
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,9 +61,16 @@ def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
         _record(store, job_id, "cancelled", str(exc))
         return "cancelled"
     except BaseException as exc:
-        _record(store, job_id, "failed", str(exc) if isinstance(exc, EvalcoreError)
-                else "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt)
-                else f"{type(exc).__name__}: {exc}")
+        _record(
+            store,
+            job_id,
+            "failed",
+            str(exc)
+            if isinstance(exc, EvalcoreError)
+            else "interrupted (Ctrl-C)"
+            if isinstance(exc, KeyboardInterrupt)
+            else f"{type(exc).__name__}: {exc}",
+        )
         raise
 
 
@@ -105,10 +113,19 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         endpoint = from_spec(spec.endpoint)
         allowed(endpoint.url)  # checked again in the job's process
         set_stage(poll, job_id, "running")
-        run_endpoint(store, corpus, gt, endpoint, str(name), chunker=spec.endpoint.get("chunker", "external"),
-                     retriever=spec.endpoint.get("retriever", "external"),
-                     score=spec.endpoint.get("score_kind", "similarity"),
-                     max_failures=spec.endpoint.get("max_failures"), cancelled=watch, run_id=str(run_id))
+        run_endpoint(
+            store,
+            corpus,
+            gt,
+            endpoint,
+            str(name),
+            chunker=spec.endpoint.get("chunker", "external"),
+            retriever=spec.endpoint.get("retriever", "external"),
+            score=spec.endpoint.get("score_kind", "similarity"),
+            max_failures=spec.endpoint.get("max_failures"),
+            cancelled=watch,
+            run_id=str(run_id),
+        )
         finish(store, job_id, "complete", None)
         return "complete"
     set_stage(poll, job_id, "loading the model")
@@ -119,8 +136,13 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     embedders = [load_embedder(p) for p in folders] or [testhooks.embedder() or load_embedder(spec.model)]
     if watch():
         raise RunInterrupted(CANCEL_REASON)
-    request = RunRequest(corpus=corpus, ground_truth=gt, strategies=parse_strategies(spec.strategies),
-                         retrievers=parse_retrievers(spec.retrievers), name=str(name))
+    request = RunRequest(
+        corpus=corpus,
+        ground_truth=gt,
+        strategies=parse_strategies(spec.strategies),
+        retrievers=parse_retrievers(spec.retrievers),
+        name=str(name),
+    )
     set_stage(poll, job_id, "running")
     run_evaluation(request, store, embedders=embedders, cancelled=watch, run_id=str(run_id))
     finish(store, job_id, "complete", None)

@@ -9,6 +9,7 @@ A compared configuration is a :class:`~evalcore.records.RunConfiguration`. Withi
 its label is the configuration's (``"E/dense"``); across two runs it leads with the
 configuration and names the run (``"E/dense · run demo 20261129-225237-0ff462"``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -27,8 +28,21 @@ if TYPE_CHECKING:
     from evalcore.store import Store
 
 #: Columns of :func:`recall_table`.
-RECALL_COLUMNS = ("run_id", "label", "strategy", "retriever", "config", "metric", "k", "value", "low",
-                  "high", "successes", "queries", "description")
+RECALL_COLUMNS = (
+    "run_id",
+    "label",
+    "strategy",
+    "retriever",
+    "config",
+    "metric",
+    "k",
+    "value",
+    "low",
+    "high",
+    "successes",
+    "queries",
+    "description",
+)
 
 
 def labels_for(sides: Sequence[RunConfiguration]) -> list[str]:
@@ -55,8 +69,11 @@ def recall_table(store: Store, sides: Sequence[RunConfiguration], ks: Sequence[i
     for run_id in dict.fromkeys(s.run_id for s in sides):
         wanted = [s for s in sides if s.run_id == run_id]
         ranks = first_ranks(store, run_id)
-        by_config = {(s.configuration.strategy, s.configuration.retriever): ranks[key]
-                     for s in wanted if (key := (s.configuration.strategy, s.configuration.retriever)) in ranks}
+        by_config = {
+            (s.configuration.strategy, s.configuration.retriever): ranks[key]
+            for s in wanted
+            if (key := (s.configuration.strategy, s.configuration.retriever)) in ranks
+        }
         if not by_config:
             continue
         part = summarize(by_config, ks)
@@ -112,18 +129,21 @@ def hit_outcomes(store: Store, run_id: str, configuration: Configuration, k: int
     return run_hit_outcomes(store, run_id, k, (configuration,)).get(configuration, {})
 
 
-def run_hit_outcomes(store: Store, run_id: str, k: int,
-                     only: Sequence[Configuration] | None = None) -> dict[Configuration, dict[str, bool]]:
+def run_hit_outcomes(
+    store: Store, run_id: str, k: int, only: Sequence[Configuration] | None = None
+) -> dict[Configuration, dict[str, bool]]:
     """{configuration: {query id: hit@k}} of the run's configurations (or ``only`` these), in one read."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    wanted = "" if only is None else " AND (r.strategy || '/' || r.retriever) IN ({})".format(
-        ", ".join("?" * len(only)))
+    wanted = (
+        "" if only is None else " AND (r.strategy || '/' || r.retriever) IN ({})".format(", ".join("?" * len(only)))
+    )
     df = store.query(
         """
         SELECT r.strategy, r.retriever, r.query_id, coalesce(r.first_correct_rank <= ?, false) AS hit
         FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
-        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid""" + wanted,
+        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid"""
+        + wanted,
         [k, run_id, *(c.label for c in only or ())],
     )
     out: dict[Configuration, dict[str, bool]] = {}
@@ -146,8 +166,11 @@ def ranked(store: Store, run_id: str, k: int) -> list[tuple[Configuration, int, 
         [k, run_id],
     )
     counts = {(row.strategy, row.retriever): (int(row.hits), int(row.n)) for row in df.itertuples()}
-    order = [(c, *counts[(c.strategy, c.retriever)]) for c in configurations(store, run_id)
-             if (c.strategy, c.retriever) in counts]
+    order = [
+        (c, *counts[(c.strategy, c.retriever)])
+        for c in configurations(store, run_id)
+        if (c.strategy, c.retriever) in counts
+    ]
     return sorted(order, key=lambda item: -item[1])  # stable: ties keep the run's order
 
 
@@ -162,8 +185,10 @@ def comparable(store: Store, run_a: str, run_b: str) -> str | None:
     a, b = ids.get(run_a, set()), ids.get(run_b, set())
     if a == b and a:
         return None
-    return (f"the runs did not answer the same queries ({len(a - b)} only in the first, "
-            f"{len(b - a)} only in the second); compare configurations within one run instead")
+    return (
+        f"the runs did not answer the same queries ({len(a - b)} only in the first, "
+        f"{len(b - a)} only in the second); compare configurations within one run instead"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,28 +253,44 @@ def compare(store: Store, sides: Sequence[RunConfiguration], k: int, adjust: boo
         if reason:
             raise StoreError(reason)
     labels = labels_for(sides)
-    by_run = {run_id: run_hit_outcomes(store, run_id, k, [s.configuration for s in sides if s.run_id == run_id])
-              for run_id in runs}
+    by_run = {
+        run_id: run_hit_outcomes(store, run_id, k, [s.configuration for s in sides if s.run_id == run_id])
+        for run_id in runs
+    }
     outcomes = {label: by_run[s.run_id].get(s.configuration, {}) for s, label in zip(sides, labels)}
     matrix = win_loss_matrix(outcomes, adjust=adjust, common=True)  # failed queries: left out pairwise
     matrix["p_shown"] = matrix["p_holm"] if adjust else matrix["p_value"]
     matrix["p_text"] = [format_p(p) for p in matrix["p_shown"]]
     matrix["p_value_text"] = [format_p(p) for p in matrix["p_value"]]
     matrix["significant"] = matrix["p_shown"] < ALPHA
-    matrix["verdict"] = [("better" if w > l else "worse") if s else "no clear difference"
-                         for w, l, s in zip(matrix["wins"], matrix["losses"], matrix["significant"])]
+    matrix["verdict"] = [
+        ("better" if w > l else "worse") if s else "no clear difference"
+        for w, l, s in zip(matrix["wins"], matrix["losses"], matrix["significant"])
+    ]
     rows = []
     for side, label in zip(sides, labels):
         got = outcomes[label]
         n, successes = len(got), sum(got.values())
         low, high = wilson_interval(successes, n) if n else (float("nan"), float("nan"))
-        rows.append((label, side.run_id, side.configuration.label, successes, n,
-                     successes / n if n else float("nan"), low, high))
+        rows.append(
+            (
+                label,
+                side.run_id,
+                side.configuration.label,
+                successes,
+                n,
+                successes / n if n else float("nan"),
+                low,
+                high,
+            )
+        )
     hits = pd.DataFrame(rows, columns=["label", "run_id", "config", "successes", "n", "recall", "low", "high"])
     return Comparison(int(k), bool(adjust), sides, tuple(labels), matrix, hits)
 
 
-def pair_queries(store: Store, first: RunConfiguration, second: RunConfiguration, k: int) -> tuple[SignTest, pd.DataFrame]:
+def pair_queries(
+    store: Store, first: RunConfiguration, second: RunConfiguration, k: int
+) -> tuple[SignTest, pd.DataFrame]:
     """The sign test of ``first`` against ``second`` at hit@k (unadjusted), and the queries
     won and lost: outcome ("won"/"lost"), query_id, text, rank_first, rank_second."""
     import pandas as pd
@@ -287,10 +328,15 @@ def pair_sentence(comparison: Comparison, row: str, column: str) -> str:
     p = f"{comparison.p_name} {p_relation(cell['p_text'])}"
     if comparison.adjusted:
         p += f" (unadjusted p {p_relation(cell['p_value_text'])})"
-    verdict = {"better": f"{row} is significantly better", "worse": f"{row} is significantly worse",
-               "no clear difference": "no significant difference"}[cell["verdict"]]
-    return (f"{row} against {column} at hit@{comparison.k}: +{cell['wins']} won / -{cell['losses']} lost, "
-            f"{cell['ties']} ties; {p}: {verdict} (alpha {ALPHA:g}; {PAIRED_TEST}).")
+    verdict = {
+        "better": f"{row} is significantly better",
+        "worse": f"{row} is significantly worse",
+        "no clear difference": "no significant difference",
+    }[cell["verdict"]]
+    return (
+        f"{row} against {column} at hit@{comparison.k}: +{cell['wins']} won / -{cell['losses']} lost, "
+        f"{cell['ties']} ties; {p}: {verdict} (alpha {ALPHA:g}; {PAIRED_TEST})."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,21 +357,27 @@ class Best:
     tied: tuple[str, ...]
 
     def sentence(self, k: int, p_name: str) -> str:
-        head = (f"Best at hit@{k}: {self.label}, recall@{k} = {self.recall:.3f} "
-                f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
-                f"{self.successes} of {self.n} queries).")
+        head = (
+            f"Best at hit@{k}: {self.label}, recall@{k} = {self.recall:.3f} "
+            f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
+            f"{self.successes} of {self.n} queries)."
+        )
         if self.runner_up is None:
             return head
         if self.tied:
             others = ", ".join(self.tied)
-            head = (f"Best at hit@{k}: {self.label}, tied with {others} at recall@{k} = {self.recall:.3f} "
-                    f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
-                    f"{self.successes} of {self.n} queries).")
-        against = (f"Against the runner-up {self.runner_up} (recall@{k} = {self.runner_up_recall:.3f}): "
-                   f"+{self.wins}/-{self.losses}, {p_name} {p_relation(self.p_text)}")
+            head = (
+                f"Best at hit@{k}: {self.label}, tied with {others} at recall@{k} = {self.recall:.3f} "
+                f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
+                f"{self.successes} of {self.n} queries)."
+            )
+        against = (
+            f"Against the runner-up {self.runner_up} (recall@{k} = {self.runner_up_recall:.3f}): "
+            f"+{self.wins}/-{self.losses}, {p_name} {p_relation(self.p_text)}"
+        )
         if self.significant:
             return f"{head} {against}: significantly better."
-        return (f"{head} {against}: not significantly better; these queries cannot tell the two apart.")
+        return f"{head} {against}: not significantly better; these queries cannot tell the two apart."
 
 
 def best(comparison: Comparison) -> Best | None:
@@ -338,14 +390,37 @@ def best(comparison: Comparison) -> Best | None:
     top = order.iloc[0]
     interval = Interval(float(top["low"]), float(top["high"]))
     if len(order) < 2:
-        return Best(top["label"], float(top["recall"]), interval, int(top["successes"]), int(top["n"]),
-                    None, None, 0, 0, "", False, ())
+        return Best(
+            top["label"],
+            float(top["recall"]),
+            interval,
+            int(top["successes"]),
+            int(top["n"]),
+            None,
+            None,
+            0,
+            0,
+            "",
+            False,
+            (),
+        )
     second = order.iloc[1]
     cell = comparison.cell(top["label"], second["label"])
     tied = tuple(order.loc[order["successes"] == top["successes"], "label"].iloc[1:])
-    return Best(top["label"], float(top["recall"]), interval, int(top["successes"]), int(top["n"]),
-                second["label"], float(second["recall"]), int(cell["wins"]), int(cell["losses"]),
-                cell["p_text"], bool(cell["significant"]) and cell["wins"] > cell["losses"], tied)
+    return Best(
+        top["label"],
+        float(top["recall"]),
+        interval,
+        int(top["successes"]),
+        int(top["n"]),
+        second["label"],
+        float(second["recall"]),
+        int(cell["wins"]),
+        int(cell["losses"]),
+        cell["p_text"],
+        bool(cell["significant"]) and cell["wins"] > cell["losses"],
+        tied,
+    )
 
 
 def significance_text(comparison: Comparison) -> str:
@@ -358,11 +433,15 @@ def significance_text(comparison: Comparison) -> str:
         return "Only one configuration: nothing to compare."
     sig = matrix[matrix["significant"] & (matrix["wins"] > matrix["losses"])]
     if sig.empty:
-        head = (f"At hit@{k}, no pair of these {len(comparison.sides)} configurations differs significantly "
-                f"({comparison.p_name} < {ALPHA:g}, {PAIRED_TEST}).")
+        head = (
+            f"At hit@{k}, no pair of these {len(comparison.sides)} configurations differs significantly "
+            f"({comparison.p_name} < {ALPHA:g}, {PAIRED_TEST})."
+        )
     else:
-        parts = [f"{r} beats {c} (+{w}/-{l}, p {p_relation(p)})" for r, c, w, l, p in
-                 zip(sig["row"], sig["column"], sig["wins"], sig["losses"], sig["p_text"])]
+        parts = [
+            f"{r} beats {c} (+{w}/-{l}, p {p_relation(p)})"
+            for r, c, w, l, p in zip(sig["row"], sig["column"], sig["wins"], sig["losses"], sig["p_text"])
+        ]
         head = f"At hit@{k}, significant with {comparison.p_name} < {ALPHA:g}: " + "; ".join(parts) + "."
     n = comparison.n
     return f"{head} {sample_statement(n)}" if n >= 1 else head

@@ -3,6 +3,7 @@
 A decision is a product choice (SPEC 7): one configuration of a complete run, the
 threshold chosen for it, and the note saying why. The dashboard opens on the latest one.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,16 +32,20 @@ class Decision:
 
     def describe(self) -> str:
         """``"t = 0.5060 for G/dense, saved 2026-11-30 10:12 (decision 1a2b3c4d5e6f)"``."""
-        when = self.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(self.created_at, "strftime") else str(self.created_at)
+        when = (
+            self.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(self.created_at, "strftime") else str(self.created_at)
+        )
         return f"t = {self.threshold:.4f} for {self.configuration.label}, saved {when} (decision {self.decision_id})"
 
 
 def decisions(store: Store, run_id: str | None = None) -> pd.DataFrame:
     """Saved threshold decisions, newest first (of one run, or all): created_at, run_id,
     run_name, configuration, threshold, note, decision_id."""
-    sql = ("SELECT d.created_at, d.run_id, r.name AS run_name, d.strategy || '/' || d.retriever AS configuration, "
-           "d.threshold, coalesce(d.note, '') AS note, d.decision_id "
-           "FROM decisions d LEFT JOIN runs r USING (run_id)")
+    sql = (
+        "SELECT d.created_at, d.run_id, r.name AS run_name, d.strategy || '/' || d.retriever AS configuration, "
+        "d.threshold, coalesce(d.note, '') AS note, d.decision_id "
+        "FROM decisions d LEFT JOIN runs r USING (run_id)"
+    )
     params: list[Any] = []
     if run_id is not None:
         sql += " WHERE d.run_id = ?"
@@ -59,8 +64,14 @@ def latest_decision(store: Store, run_id: str, configuration: Configuration | No
     if df.empty:
         return None
     row = df.iloc[0]
-    return Decision(str(row["decision_id"]), str(row["run_id"]), Configuration(row["strategy"], row["retriever"]),
-                    float(row["threshold"]), str(row["note"] or ""), row["created_at"])
+    return Decision(
+        str(row["decision_id"]),
+        str(row["run_id"]),
+        Configuration(row["strategy"], row["retriever"]),
+        float(row["threshold"]),
+        str(row["note"] or ""),
+        row["created_at"],
+    )
 
 
 def save_decision(store: Store, run_id: str, configuration: Configuration, threshold: float, note: str) -> str:

@@ -1,4 +1,5 @@
 """Distances side by side (SPEC 7): in-domain answers and top hits against out-of-domain top hits."""
+
 from __future__ import annotations
 
 import math
@@ -53,8 +54,12 @@ class DistanceSummary:
 
     def n_text(self) -> str:
         """``"72 in-domain queries (54 with a distance to their answer, 18 destroyed) and 36 out-of-domain"``."""
-        answers = (f"{self.n_answer} with a distance to their answer, {self.without_answer} destroyed: "
-                   "no chunk holds their answer" if self.without_answer else "each with a distance to its answer")
+        answers = (
+            f"{self.n_answer} with a distance to their answer, {self.without_answer} destroyed: "
+            "no chunk holds their answer"
+            if self.without_answer
+            else "each with a distance to its answer"
+        )
         return f"{self.n_in} in-domain queries ({answers}) and {self.n_out} out-of-domain queries"
 
 

@@ -1,5 +1,6 @@
 """One query read back: its hits in a configuration, the needle inside them, what the gate
 does with them at a threshold, and the answer it leads to (citations and prompt, SPEC 8)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,22 +68,26 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     StoreError naming an unknown id."""
     from evalcore.citations import locator
 
-    df = store.query("SELECT q.*, d.page_starts AS needle_pages FROM queries q LEFT JOIN documents d "
-                     "ON d.run_id = q.run_id AND d.doc_id = q.doc_id WHERE q.run_id = ? AND q.query_id = ?",
-                     [run_id, query_id])
+    df = store.query(
+        "SELECT q.*, d.page_starts AS needle_pages FROM queries q LEFT JOIN documents d "
+        "ON d.run_id = q.run_id AND d.doc_id = q.doc_id WHERE q.run_id = ? AND q.query_id = ?",
+        [run_id, query_id],
+    )
     if df.empty:
         raise StoreError(f"run {run_id} has no query {query_id!r}")
     raw = df.iloc[0].to_dict()
     pages = raw.pop("needle_pages")
     pages = None if _missing_map(pages) else [int(x) for x in pages]
     row = {k: (None if _missing(v) else v) for k, v in raw.items()}
-    row["needle_locator"] = (locator(int(row["start"]), int(row["end"]), pages)
-                             if row["valid"] and row["start"] is not None else None)
+    row["needle_locator"] = (
+        locator(int(row["start"]), int(row["end"]), pages) if row["valid"] and row["start"] is not None else None
+    )
     return row
 
 
-def query_hits(store: Store, run_id: str, query_id: str, configuration: Configuration,
-               top: int = STORED_HITS) -> pd.DataFrame:
+def query_hits(
+    store: Store, run_id: str, query_id: str, configuration: Configuration, top: int = STORED_HITS
+) -> pd.DataFrame:
     """Top hits of one query in one configuration with their chunk.
 
     Columns: rank, distance, score, correct, chunk_id, doc_id, title, section, start, end,
@@ -113,13 +118,18 @@ def query_hits(store: Store, run_id: str, query_id: str, configuration: Configur
     maps = [() if _missing_map(m) else tuple(int(x) for x in m) for m in df["page_starts"]]
     df["page_starts"] = maps  # tuples: the frame stays hashable for the dashboard's cache
     df["locator"] = [locator(s, e, m) for s, e, m in zip(df["start"], df["end"], maps)]
-    ranges = [None if _missing(s) or _missing(e) else page_range(m, int(s), int(e))
-              for s, e, m in zip(df["start"], df["end"], maps)]
+    ranges = [
+        None if _missing(s) or _missing(e) else page_range(m, int(s), int(e))
+        for s, e, m in zip(df["start"], df["end"], maps)
+    ]
     df["pages"] = [pages_label(*r) if r else "" for r in ranges]
     needle_from = df["needle_from"].astype("float64")
     needle_to = df["needle_to"].astype("float64")
-    inside = ((df["needle_doc"] == df["doc_id"]).fillna(False).astype(bool)
-              & (needle_from >= df["start"]).fillna(False) & (needle_to <= df["end"]).fillna(False))
+    inside = (
+        (df["needle_doc"] == df["doc_id"]).fillna(False).astype(bool)
+        & (needle_from >= df["start"]).fillna(False)
+        & (needle_to <= df["end"]).fillna(False)
+    )
     df["needle_start"] = (needle_from - df["start"]).where(inside)
     df["needle_end"] = (needle_to - df["start"]).where(inside)
     return df.drop(columns=["needle_doc", "needle_from", "needle_to"])
@@ -161,8 +171,12 @@ class QueryView:
     @property
     def lost(self) -> bool:
         """In-domain, a correct chunk in the top 4, and the gate dropped every correct one."""
-        return (self.domain == "in" and self.first_correct_rank is not None
-                and self.first_correct_rank <= DEFAULT_TOP and self.kept_correct == 0)
+        return (
+            self.domain == "in"
+            and self.first_correct_rank is not None
+            and self.first_correct_rank <= DEFAULT_TOP
+            and self.kept_correct == 0
+        )
 
     @property
     def bluff(self) -> bool:
@@ -174,8 +188,10 @@ class QueryView:
             if self.hits.empty:
                 return f"out-of-domain ({self.kind or 'no kind'}) · no hit"
             mark = "d" if self.axis.column == "distance" else "score"
-            return (f"out-of-domain ({self.kind or 'no kind'}) · top hit {mark} = "
-                    f"{float(self.hits['gate_value'].iloc[0]):.3f}")
+            return (
+                f"out-of-domain ({self.kind or 'no kind'}) · top hit {mark} = "
+                f"{float(self.hits['gate_value'].iloc[0]):.3f}"
+            )
         if self.destroyed:
             return "destroyed: no chunk holds the answer"
         if self.first_correct_rank is None:
@@ -186,19 +202,26 @@ class QueryView:
     def gate_text(self) -> str:
         """What the gate does at the threshold, in the words of the outcome."""
         if self.domain == "out":
-            return (f"bluffs: answers from {plural(len(self.kept), 'source')}" if self.answered
-                    else "NO ANSWER, as it should")
+            return (
+                f"bluffs: answers from {plural(len(self.kept), 'source')}"
+                if self.answered
+                else "NO ANSWER, as it should"
+            )
         if not self.answered:
             if self.lost:
-                return (f"NO ANSWER · lost answer: the correct chunk at rank {self.first_correct_rank} "
-                        "was dropped by the gate")
+                return (
+                    f"NO ANSWER · lost answer: the correct chunk at rank {self.first_correct_rank} "
+                    "was dropped by the gate"
+                )
             return "NO ANSWER"
         sources = f"answers from {plural(len(self.kept), 'source')}"
         if self.kept_correct:
             return f"{sources}, {self.kept_correct} right"
         if self.lost:
-            return (f"{sources}, none right · lost answer: the correct chunk at rank "
-                    f"{self.first_correct_rank} was dropped by the gate")
+            return (
+                f"{sources}, none right · lost answer: the correct chunk at rank "
+                f"{self.first_correct_rank} was dropped by the gate"
+            )
         return f"{sources}, none right"
 
     def headline(self) -> str:
@@ -206,8 +229,7 @@ class QueryView:
         return f"{self.configuration.label} · {self.rank_text()} · {self.gate_text()}"
 
 
-def query_view(store: Store, run_id: str, query_id: str, configuration: Configuration,
-               threshold: float) -> QueryView:
+def query_view(store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float) -> QueryView:
     """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps
     (on the configuration's axis: the cosine distance, or a run made elsewhere's own score)."""
     from evalcore.configurations import info
@@ -229,8 +251,17 @@ def query_view(store: Store, run_id: str, query_id: str, configuration: Configur
     kept = kept.reset_index(drop=True)
     rank = None if row["first_correct_rank"] is None else int(row["first_correct_rank"])
     kind = str(row["kind"] or "") if row["domain"] == "out" else ""
-    return QueryView(configuration, str(row["domain"]), kind, rank, bool(row["destroyed"] or False), hits, kept,
-                     float(threshold), axis)
+    return QueryView(
+        configuration,
+        str(row["domain"]),
+        kind,
+        rank,
+        bool(row["destroyed"] or False),
+        hits,
+        kept,
+        float(threshold),
+        axis,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,8 +278,9 @@ class Answer:
     pieces: int | None
 
 
-def answer(store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float,
-           count: bool = True) -> Answer:
+def answer(
+    store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float, count: bool = True
+) -> Answer:
     """Gate the query's top hits at ``threshold`` and build the citations and prompt
     (:func:`answer_for` of :func:`query_view`); quotes are chunk ``content``."""
     view = query_view(store, run_id, query_id, configuration, threshold)
@@ -265,17 +297,37 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     from evalcore.embedding import piece_counter
 
     top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
-    sources = [Source(str(h.doc_id), str(h.title or h.doc_id), h.section or None,
-                      None if _missing(h.start) else int(h.start), None if _missing(h.end) else int(h.end),
-                      h.content, float(h.gate_value), h.page_starts) for h in top.itertuples()]
+    sources = [
+        Source(
+            str(h.doc_id),
+            str(h.title or h.doc_id),
+            h.section or None,
+            None if _missing(h.start) else int(h.start),
+            None if _missing(h.end) else int(h.end),
+            h.content,
+            float(h.gate_value),
+            h.page_starts,
+        )
+        for h in top.itertuples()
+    ]
     counter = piece_counter() if count else None
-    result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter,
-                               axis=view.axis)
+    result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter, axis=view.axis)
     if not result.answered:
         return Answer(False, result.message, pd.DataFrame(), None)
     paths = dict(zip(top["doc_id"].astype(str), top["path"]))
-    table = pd.DataFrame([{"index": c.index, "doc_id": c.doc_id, "doc_name": c.doc_name, "label": c.label,
-                           "fragment": c.fragment, "source": f"{paths.get(c.doc_id) or c.doc_id}{c.fragment}",
-                           "quote": c.quote, "distance": c.distance}
-                          for c in result.citations])
+    table = pd.DataFrame(
+        [
+            {
+                "index": c.index,
+                "doc_id": c.doc_id,
+                "doc_name": c.doc_name,
+                "label": c.label,
+                "fragment": c.fragment,
+                "source": f"{paths.get(c.doc_id) or c.doc_id}{c.fragment}",
+                "quote": c.quote,
+                "distance": c.distance,
+            }
+            for c in result.citations
+        ]
+    )
     return Answer(True, result.prompt, table, result.pieces)

@@ -1,4 +1,5 @@
 """A stored run read back: the run list, one run's row, its configurations and timings."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,9 +63,7 @@ def state_text(row: dict[str, Any]) -> str:
 
 def complete_runs(store: Store) -> pd.DataFrame:
     """run_id, name, created_at of the complete runs, newest first."""
-    return store.query(
-        "SELECT run_id, name, created_at FROM runs WHERE status = 'complete' ORDER BY created_at DESC"
-    )
+    return store.query("SELECT run_id, name, created_at FROM runs WHERE status = 'complete' ORDER BY created_at DESC")
 
 
 def default_run(store: Store) -> str | None:
@@ -112,8 +111,11 @@ def plan(store: Store, run_id: str) -> RunPlan:
     if key in _PLANS:
         return _PLANS[key]
     info = store.run(run_id)
-    found = RunPlan(str(info["name"]), tuple(s for s in (info["strategies"] or "").split(",") if s),
-                    tuple(r for r in (info["retrievers"] or "").split(",") if r))
+    found = RunPlan(
+        str(info["name"]),
+        tuple(s for s in (info["strategies"] or "").split(",") if s),
+        tuple(r for r in (info["retrievers"] or "").split(",") if r),
+    )
     if info["status"] == "complete" and info["run_id"] == run_id:
         _PLANS[key] = found
     return found
@@ -127,8 +129,9 @@ def strategies_of(store: Store, run_id: str) -> list[str]:
 def by_strategy_order(frame: pd.DataFrame, store: Store, run_id: str) -> pd.DataFrame:
     """``frame`` (with a ``strategy`` column) sorted in the run's strategy order."""
     rank = {s: i for i, s in enumerate(strategies_of(store, run_id))}
-    return frame.sort_values("strategy", key=lambda c: c.map(lambda s: rank.get(s, len(rank))),
-                             kind="stable").reset_index(drop=True)
+    return frame.sort_values(
+        "strategy", key=lambda c: c.map(lambda s: rank.get(s, len(rank))), kind="stable"
+    ).reset_index(drop=True)
 
 
 def configuration_order(store: Store, run_id: str) -> list[Configuration]:

@@ -4,6 +4,7 @@ counts at a threshold in a table and in one plain sentence, and the queries that
 The gate and the sweep are :mod:`evalcore.threshold`'s; this module only reads a stored
 configuration's top hits into them and words the result.
 """
+
 from __future__ import annotations
 
 import math
@@ -61,8 +62,9 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
     def column(name: str, rows) -> np.ndarray:
         return df.loc[rows, name].astype("float64").fillna(missing).to_numpy()
 
-    frame = sweep_from_minima(column("first", inside), column("first_correct", inside), column("first", ~inside),
-                              gate.higher_is_closer)
+    frame = sweep_from_minima(
+        column("first", inside), column("first_correct", inside), column("first", ~inside), gate.higher_is_closer
+    )
     frame["higher_is_closer"] = gate.higher_is_closer  # the direction suggestions need (suggest)
     frame["axis"] = gate.label  # what the threshold is a value of (charts and captions)
     return frame
@@ -122,13 +124,23 @@ def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
     x = np.append(sweep_df["t_from"].clip(lower=low - pad).to_numpy(dtype=float), high + pad)
     frames = []
     for series, (count, rate, stem) in SERIES.items():
+
         def last(values):
             values = np.asarray(values)
             return np.append(values, values[-1])
-        frames.append(pd.DataFrame({
-            "threshold": x, "series": series, "count": last(sweep_df[count]), "rate": last(sweep_df[rate]),
-            "low": last(sweep_df[f"{stem}_low"]), "high": last(sweep_df[f"{stem}_high"]),
-        }))
+
+        frames.append(
+            pd.DataFrame(
+                {
+                    "threshold": x,
+                    "series": series,
+                    "count": last(sweep_df[count]),
+                    "rate": last(sweep_df[rate]),
+                    "low": last(sweep_df[f"{stem}_low"]),
+                    "high": last(sweep_df[f"{stem}_high"]),
+                }
+            )
+        )
     return pd.concat(frames, ignore_index=True)[columns]
 
 
@@ -148,8 +160,10 @@ def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
     ]
     df = pd.DataFrame(rows, columns=["outcome", "queries", "of"])
     df["share"] = (df["queries"] / df["of"]).where(df["of"] > 0)
-    bounds = [tuple(wilson_interval(int(k), int(n))) if n > 0 else (math.nan, math.nan)
-              for k, n in zip(df["queries"], df["of"])]
+    bounds = [
+        tuple(wilson_interval(int(k), int(n))) if n > 0 else (math.nan, math.nan)
+        for k, n in zip(df["queries"], df["of"])
+    ]
     df["wilson low"] = [b[0] for b in bounds]
     df["wilson high"] = [b[1] for b in bounds]
     return df
@@ -167,16 +181,21 @@ def sentence_at(sweep_df: pd.DataFrame, threshold: float) -> str:
     questions (0 of 36) bluff."
     """
     c = state_at(sweep_df, threshold)
-    parts = [f"{_share(c.answered_correct, c.in_domain)} of real questions ({c.answered_correct} of "
-             f"{c.in_domain}) are answered from a right source",
-             f"{_share(c.refused, c.in_domain)} ({c.refused}) are refused"]
+    parts = [
+        f"{_share(c.answered_correct, c.in_domain)} of real questions ({c.answered_correct} of "
+        f"{c.in_domain}) are answered from a right source",
+        f"{_share(c.refused, c.in_domain)} ({c.refused}) are refused",
+    ]
     if c.answered_wrong:
-        parts.append(f"{_share(c.answered_wrong, c.in_domain)} ({c.answered_wrong}) are answered "
-                     "from wrong sources only")
+        parts.append(
+            f"{_share(c.answered_wrong, c.in_domain)} ({c.answered_wrong}) are answered from wrong sources only"
+        )
     text = f"At t = {threshold:.3f}: " + ", ".join(parts)
     if c.out_domain:
-        text += (f"; {_share(c.bluffs, c.out_domain)} of off-topic questions ({c.bluffs} of {c.out_domain}) "
-                 "bluff (get an answer where they should get none).")
+        text += (
+            f"; {_share(c.bluffs, c.out_domain)} of off-topic questions ({c.bluffs} of {c.out_domain}) "
+            "bluff (get an answer where they should get none)."
+        )
     else:
         text += "; no off-topic questions, so bluffs are not measured."
     return text
@@ -190,15 +209,19 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
     """
     c = state_at(sweep_df, threshold)
     if c.out_domain == 0:
-        return ("This run has no out-of-domain queries: bluffs cannot be measured, so no threshold "
-                "can be justified by them. Add off-topic questions (ood.jsonl).")
+        return (
+            "This run has no out-of-domain queries: bluffs cannot be measured, so no threshold "
+            "can be justified by them. Add off-topic questions (ood.jsonl)."
+        )
     interval = wilson_interval(c.bluffs, c.out_domain)
     if interval.high - interval.low <= MAX_BLUFF_INTERVAL_WIDTH:
         return None
-    return (f"Only {c.out_domain} out-of-domain queries: at t = {threshold:.3f}, {c.bluffs} bluff "
-            f"({_share(c.bluffs, c.out_domain)}), but the 95% Wilson interval of that rate runs from "
-            f"{100 * interval.low:.0f}% to {100 * interval.high:.0f}%. Too few off-topic questions to "
-            "support this threshold; add more before deciding.")
+    return (
+        f"Only {c.out_domain} out-of-domain queries: at t = {threshold:.3f}, {c.bluffs} bluff "
+        f"({_share(c.bluffs, c.out_domain)}), but the 95% Wilson interval of that rate runs from "
+        f"{100 * interval.low:.0f}% to {100 * interval.high:.0f}%. Too few off-topic questions to "
+        "support this threshold; add more before deciding."
+    )
 
 
 def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold: float) -> pd.DataFrame:

@@ -31,6 +31,7 @@ widget that a run does not draw, so every widget is drawn through :func:`bound` 
 ``w_<key>``; its value is copied from the canonical key before drawing and back on change.
 The sidebar is drawn by each page (``ctx = _ui.sidebar()``), not by app.py.
 """
+
 from __future__ import annotations
 
 import html
@@ -59,8 +60,15 @@ def _sync(key: str) -> None:
     st.session_state[key] = st.session_state["w_" + key]
 
 
-def bound(widget: Callable[..., Any], label: str, *args: Any, key: str, default: Any = None,
-          on_change: Callable[[], None] | None = None, **kwargs: Any) -> Any:
+def bound(
+    widget: Callable[..., Any],
+    label: str,
+    *args: Any,
+    key: str,
+    default: Any = None,
+    on_change: Callable[[], None] | None = None,
+    **kwargs: Any,
+) -> Any:
     """Draw ``widget`` bound to the canonical session key ``key`` (see the module docstring);
     ``default`` seeds the key on first use (widgets get no default of their own)."""
     if key not in st.session_state and default is not None:
@@ -206,8 +214,7 @@ def default_configuration(run_id: str, configs: tuple[Configuration, ...]) -> tu
     order = cached(compare.ranked, run_id, PICK_K)
     if len(order) >= 2:
         best, hits, n = order[0]
-        return best, (f"the best configuration by recall@{PICK_K} ({hits / n:.3f}); "
-                      "no decision is saved for this run")
+        return best, (f"the best configuration by recall@{PICK_K} ({hits / n:.3f}); no decision is saved for this run")
     return configs[0], "the run's only configuration" if len(configs) == 1 else "the run's first configuration"
 
 
@@ -218,8 +225,14 @@ def sidebar() -> Context:
         choices = store_choices()
         store_path()
         if len(choices) > 1:
-            bound(st.selectbox, "Run store", choices, key="store_path", format_func=lambda p: Path(p).name,
-                  help="The operator's store and the other stores in its folder.")
+            bound(
+                st.selectbox,
+                "Run store",
+                choices,
+                key="store_path",
+                format_func=lambda p: Path(p).name,
+                help="The operator's store and the other stores in its folder.",
+            )
         path = st.session_state["store_path"]
         if not Path(path).exists():
             st.caption(f"Store: {esc(path)} (not created yet)")
@@ -235,8 +248,14 @@ def sidebar() -> Context:
         labels = {row["run_id"]: runs.run_label(row) for row in overview.to_dict("records")}
         if st.session_state.get("run_id") not in labels:
             st.session_state["run_id"] = live(runs.default_run) or next(iter(labels))
-        run_id = bound(st.selectbox, "Run", list(labels), key="run_id", format_func=labels.get,
-                       help="Newest first; failed runs show their reason.")
+        run_id = bound(
+            st.selectbox,
+            "Run",
+            list(labels),
+            key="run_id",
+            format_func=labels.get,
+            help="Newest first; failed runs show their reason.",
+        )
         row = overview[overview["run_id"] == run_id].iloc[0].to_dict()
         configs: tuple[Configuration, ...] = ()
         config = None
@@ -248,9 +267,14 @@ def sidebar() -> Context:
                 st.session_state["config"] = chosen.label
                 st.session_state["config_why"] = why
             if configs:
-                label = bound(st.selectbox, "Configuration (strategy/retriever)", names, key="config",
-                              help="Used by Distances, Threshold, Query and Export.",
-                              on_change=lambda: st.session_state.pop("config_why", None))
+                label = bound(
+                    st.selectbox,
+                    "Configuration (strategy/retriever)",
+                    names,
+                    key="config",
+                    help="Used by Distances, Threshold, Query and Export.",
+                    on_change=lambda: st.session_state.pop("config_why", None),
+                )
                 config = configs[names.index(label)]
         st.caption(f"Store: {esc(path)}")
     return Context(path, run_id, row, config, configs)
@@ -292,8 +316,10 @@ def require_run(ctx: Context, need_config: bool = False) -> dict:
         st.stop()
     if ctx.run["status"] != "complete":
         reason = f" Reason: {esc(ctx.run['reason'])}" if ctx.run.get("reason") else ""
-        st.error(f"Run {markdown.code(ctx.run_id)} ({esc(ctx.run['name'])}) is **{ctx.run['status']}**, "
-                 f"so it has no results to show.{reason} Pick a complete run in the sidebar.")
+        st.error(
+            f"Run {markdown.code(ctx.run_id)} ({esc(ctx.run['name'])}) is **{ctx.run['status']}**, "
+            f"so it has no results to show.{reason} Pick a complete run in the sidebar."
+        )
         st.stop()
     if need_config and ctx.config is None:
         st.info("This run has no configurations with results.")
@@ -321,8 +347,9 @@ def threshold_state(ctx: Context) -> tuple[float, str]:
         try:
             suggestion = pure(suggest_threshold, sweep, DEFAULT_COST_RATIO, None)
             t = float(suggestion.threshold)
-            source = (f"suggested for {ctx.config.label} at cost ratio {DEFAULT_COST_RATIO:g} "
-                      "(no decision saved for it yet)")
+            source = (
+                f"suggested for {ctx.config.label} at cost ratio {DEFAULT_COST_RATIO:g} (no decision saved for it yet)"
+            )
         except ValueError:
             t, source = FALLBACK_THRESHOLD, "the fallback 0.5 (nothing to suggest from)"
         if not math.isfinite(t):
@@ -372,8 +399,15 @@ def chosen_sides(ctx: Context) -> tuple[RunConfiguration, ...]:
 def selection(ctx: Context) -> Selection:
     """What the screens show now, for the Export screen and the review pack."""
     t, source = threshold_state(ctx)
-    return Selection(ctx.run_id, ctx.config, t, source, chosen_sides(ctx),
-                     int(st.session_state.get("hit_k", 4)), bool(st.session_state.get("holm", True)))
+    return Selection(
+        ctx.run_id,
+        ctx.config,
+        t,
+        source,
+        chosen_sides(ctx),
+        int(st.session_state.get("hit_k", 4)),
+        bool(st.session_state.get("holm", True)),
+    )
 
 
 # --- figures ---------------------------------------------------------------------------------
@@ -381,8 +415,9 @@ def selection(ctx: Context) -> Selection:
 
 def show_figure(figure: Figure, key: str, on_select: bool = False) -> Any:
     """The chart as exported (same colours: Streamlit's theme off), its caption, its downloads."""
-    event = st.altair_chart(figure.chart, theme=None, key=f"chart-{key}", width="content",
-                            on_select="rerun" if on_select else "ignore")
+    event = st.altair_chart(
+        figure.chart, theme=None, key=f"chart-{key}", width="content", on_select="rerun" if on_select else "ignore"
+    )
     st.caption(esc(figure.caption))
     downloads(figure, key)
     return event
@@ -394,15 +429,33 @@ def downloads(figure: Figure, key: str) -> None:
 
     run_id = st.session_state.get("run_id", "run")
     cols = st.columns([1, 1, 1, 5])
-    cols[0].download_button("PNG", data=lambda: export.to_png(figure),
-                            file_name=export.file_name(figure, run_id, "png"), mime="image/png",
-                            key=f"png-{key}", on_click="ignore", icon=":material/image:")
-    cols[1].download_button("SVG", data=lambda: export.to_svg(figure),
-                            file_name=export.file_name(figure, run_id, "svg"), mime="image/svg+xml",
-                            key=f"svg-{key}", on_click="ignore", icon=":material/draw:")
-    cols[2].download_button("CSV", data=lambda: export.to_csv(figure),
-                            file_name=export.file_name(figure, run_id, "csv"), mime="text/csv",
-                            key=f"csv-{key}", on_click="ignore", icon=":material/table:")
+    cols[0].download_button(
+        "PNG",
+        data=lambda: export.to_png(figure),
+        file_name=export.file_name(figure, run_id, "png"),
+        mime="image/png",
+        key=f"png-{key}",
+        on_click="ignore",
+        icon=":material/image:",
+    )
+    cols[1].download_button(
+        "SVG",
+        data=lambda: export.to_svg(figure),
+        file_name=export.file_name(figure, run_id, "svg"),
+        mime="image/svg+xml",
+        key=f"svg-{key}",
+        on_click="ignore",
+        icon=":material/draw:",
+    )
+    cols[2].download_button(
+        "CSV",
+        data=lambda: export.to_csv(figure),
+        file_name=export.file_name(figure, run_id, "csv"),
+        mime="text/csv",
+        key=f"csv-{key}",
+        on_click="ignore",
+        icon=":material/table:",
+    )
 
 
 def show_error(exc: Exception) -> None:

@@ -1,5 +1,6 @@
 """Compare: configurations of one run, or of two runs on the same queries: which is best and
 how sure we are, recall@k and MRR with intervals, destroyed answers, the paired win/loss matrix."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -25,13 +26,29 @@ def _forget_choice() -> None:
 
 
 cols = st.columns([1, 1, 2])
-k = _ui.bound(cols[0].selectbox, "hit@k", list(DEFAULT_KS), key="hit_k", default=4,
-              help="A query is a hit when a correct chunk is in the top k.")
-adjust = _ui.bound(cols[1].toggle, "Holm correction", key="holm", default=True,
-                   help="Adjust the p-values for the number of pairs compared (Holm step-down).")
-other = _ui.bound(cols[2].selectbox, "Second run (same queries)", others, key="run_id_b",
-                  format_func=lambda r: "none: configurations of this run" if not r else f"{names.get(r)} · {r}",
-                  on_change=_forget_choice)
+k = _ui.bound(
+    cols[0].selectbox,
+    "hit@k",
+    list(DEFAULT_KS),
+    key="hit_k",
+    default=4,
+    help="A query is a hit when a correct chunk is in the top k.",
+)
+adjust = _ui.bound(
+    cols[1].toggle,
+    "Holm correction",
+    key="holm",
+    default=True,
+    help="Adjust the p-values for the number of pairs compared (Holm step-down).",
+)
+other = _ui.bound(
+    cols[2].selectbox,
+    "Second run (same queries)",
+    others,
+    key="run_id_b",
+    format_func=lambda r: "none: configurations of this run" if not r else f"{names.get(r)} · {r}",
+    on_change=_forget_choice,
+)
 if other:
     reason = _ui.live(compare.comparable, ctx.run_id, other)
     if reason:
@@ -44,10 +61,17 @@ two_runs = len({s.run_id for s in available}) > 1
 label_of = {key: side.label(two_runs) for key, side in by_key.items()}
 if any(key not in by_key for key in st.session_state.get("matrix_configs", [])):
     st.session_state.pop("matrix_configs")
-chosen = _ui.bound(st.multiselect, "Configurations compared", list(by_key), key="matrix_configs", default=default,
-                   format_func=label_of.get,
-                   help="Configurations of this run" + (" and of the second run" if two_runs else "")
-                   + ". Fewer configurations mean fewer pairs for the Holm correction to pay for.")
+chosen = _ui.bound(
+    st.multiselect,
+    "Configurations compared",
+    list(by_key),
+    key="matrix_configs",
+    default=default,
+    format_func=label_of.get,
+    help="Configurations of this run"
+    + (" and of the second run" if two_runs else "")
+    + ". Fewer configurations mean fewer pairs for the Holm correction to pay for.",
+)
 sides = tuple(by_key[key] for key in chosen)
 if not sides:
     st.info("Pick at least one configuration.")
@@ -75,9 +99,11 @@ with tab_mrr:
     _ui.show_figure(mrr, "mrr")
 with tab_table:
     wide = _ui.pure(compare.recall_wide, recall.data)
-    config = {"label": st.column_config.TextColumn("configuration", width="large"),
-              "queries": st.column_config.NumberColumn("n"),
-              "mrr": st.column_config.NumberColumn("MRR", format="%.3f")}
+    config = {
+        "label": st.column_config.TextColumn("configuration", width="large"),
+        "queries": st.column_config.NumberColumn("n"),
+        "mrr": st.column_config.NumberColumn("MRR", format="%.3f"),
+    }
     for kk in DEFAULT_KS:
         for suffix, title in (("", f"recall@{kk}"), (" low", "low"), (" high", "high")):
             config[f"recall@{kk}{suffix}"] = st.column_config.NumberColumn(title, format="%.3f")
@@ -107,11 +133,15 @@ if selected:
         st.session_state["_last_cell"] = cell
 if st.session_state.get("pair_first") not in labels:
     st.session_state["pair_first"] = labels[0]
-if st.session_state.get("pair_second") not in labels or st.session_state["pair_second"] == st.session_state["pair_first"]:
+if (
+    st.session_state.get("pair_second") not in labels
+    or st.session_state["pair_second"] == st.session_state["pair_first"]
+):
     st.session_state["pair_second"] = next(x for x in labels if x != st.session_state["pair_first"])
 cols = st.columns(2)
-first = _ui.bound(cols[0].selectbox, "First configuration", labels, key="pair_first",
-                  help="Click a cell of the matrix or pick here.")
+first = _ui.bound(
+    cols[0].selectbox, "First configuration", labels, key="pair_first", help="Click a cell of the matrix or pick here."
+)
 second = _ui.bound(cols[1].selectbox, "Second configuration", [x for x in labels if x != first], key="pair_second")
 _ui.plain(compare.pair_sentence(comparison, first, second), testid="pair-detail")
 a, b = comparison.side(first), comparison.side(second)
@@ -120,9 +150,13 @@ if queries.empty:
     st.info("No query differs between these two configurations at this k.")
 else:
     queries = queries.assign(link=[f"/query?run_id={a.run_id}&query_id={q}" for q in queries["query_id"]])
-    st.dataframe(queries, hide_index=True, column_config={
-        "link": st.column_config.LinkColumn("open", display_text="Query screen"),
-        "rank_first": st.column_config.NumberColumn("rank in first"),
-        "rank_second": st.column_config.NumberColumn("rank in second"),
-    })
+    st.dataframe(
+        queries,
+        hide_index=True,
+        column_config={
+            "link": st.column_config.LinkColumn("open", display_text="Query screen"),
+            "rank_first": st.column_config.NumberColumn("rank in first"),
+            "rank_second": st.column_config.NumberColumn("rank in second"),
+        },
+    )
 _ui.methods_link()

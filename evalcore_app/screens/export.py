@@ -1,5 +1,6 @@
 """Export: every chart of the current selection as PNG, SVG and CSV, each with its caption
 and provenance, and the review pack (all of them in one zip with a summary)."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -14,28 +15,42 @@ selection = _ui.guarded(lambda: _ui.selection(ctx))
 if selection is None:
     st.stop()
 compared = ", ".join(s.label(len({x.run_id for x in selection.sides}) > 1) for s in selection.sides)
-_ui.plain(f"Compared at hit@{selection.k} ({'Holm-adjusted' if selection.adjust else 'unadjusted'} p): "
-          f"{compared or 'nothing'}.", testid="export-compared")
-_ui.plain(f"Threshold t = {selection.threshold:.4f} for {selection.configuration.label} · "
-          f"{selection.threshold_source}", testid="threshold-state")
-st.caption("These are the charts the other screens show now (Compare: configurations, hit@k, Holm; "
-           "sidebar and Threshold: configuration and threshold). Every PNG and SVG has its caption drawn "
-           "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines.")
+_ui.plain(
+    f"Compared at hit@{selection.k} ({'Holm-adjusted' if selection.adjust else 'unadjusted'} p): "
+    f"{compared or 'nothing'}.",
+    testid="export-compared",
+)
+_ui.plain(
+    f"Threshold t = {selection.threshold:.4f} for {selection.configuration.label} · {selection.threshold_source}",
+    testid="threshold-state",
+)
+st.caption(
+    "These are the charts the other screens show now (Compare: configurations, hit@k, Holm; "
+    "sidebar and Threshold: configuration and threshold). Every PNG and SVG has its caption drawn "
+    "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines."
+)
 shown = _ui.guarded(lambda: figures.selection_figures(_ui.store(), selection, call=_ui.figure))
 if not shown:
     st.stop()
 
 
 def _pack() -> bytes:
-    return export.review_pack(shown, ctx.run_id,
-                              lambda files: figures.review_summary(_ui.store(), selection, shown, files))
+    return export.review_pack(
+        shown, ctx.run_id, lambda files: figures.review_summary(_ui.store(), selection, shown, files)
+    )
 
 
-st.download_button("Download the review pack (zip)", data=_pack, file_name=f"evalcore-{ctx.run_id}-review-pack.zip",
-                   mime="application/zip", key="review-pack", on_click="ignore", type="primary",
-                   icon=":material/folder_zip:",
-                   help="Every chart below as PNG, SVG and CSV, and summary.md: the decision and the "
-                        "comparison they support.")
+st.download_button(
+    "Download the review pack (zip)",
+    data=_pack,
+    file_name=f"evalcore-{ctx.run_id}-review-pack.zip",
+    mime="application/zip",
+    key="review-pack",
+    on_click="ignore",
+    type="primary",
+    icon=":material/folder_zip:",
+    help="Every chart below as PNG, SVG and CSV, and summary.md: the decision and the comparison they support.",
+)
 for figure in shown:
     with st.container(border=True):
         st.markdown(f"**{_ui.esc(figure.title)}**")

@@ -1,4 +1,5 @@
 """Index: health per strategy and the documents with their state and stamp."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -15,13 +16,19 @@ health = figure.detail
 if health.empty:
     st.info("This run has no strategies recorded.")
 else:
-    st.dataframe(health, hide_index=True, column_config={
-        "header_share": st.column_config.NumberColumn("header share", format="percent"),
-        "norm_max_diff": st.column_config.NumberColumn(
-            "normalisation check", format="%.2e",
-            help="max |L2²/2 − (1 − cos)| over 200 × 200 chunk pairs; ~1e-6 when vectors are unit length"),
-        "over_window": st.column_config.NumberColumn("over 256 window"),
-    })
+    st.dataframe(
+        health,
+        hide_index=True,
+        column_config={
+            "header_share": st.column_config.NumberColumn("header share", format="percent"),
+            "norm_max_diff": st.column_config.NumberColumn(
+                "normalisation check",
+                format="%.2e",
+                help="max |L2²/2 − (1 − cos)| over 200 × 200 chunk pairs; ~1e-6 when vectors are unit length",
+            ),
+            "over_window": st.column_config.NumberColumn("over 256 window"),
+        },
+    )
     _ui.show_figure(figure, "index")
 
 over = _ui.cached(index.over_window_chunks, ctx.run_id)
@@ -37,11 +44,26 @@ st.subheader(f"Destroyed ground truths ({len(destroyed)})")
 if destroyed.empty:
     st.success("Every ground truth lies whole in some chunk.")
 else:
-    st.caption("No chunk holds these needles whole, so no retriever can find them. "
-               "`before | after` shows the cut that split a needle.")
-    st.dataframe(destroyed.assign(split=destroyed["before_cut"] + " | " + destroyed["after_cut"]),
-                 hide_index=True, column_order=["strategy", "group_id", "doc_id", "why", "start", "end",
-                                                "cut", "context_before", "split", "context_after"])
+    st.caption(
+        "No chunk holds these needles whole, so no retriever can find them. "
+        "`before | after` shows the cut that split a needle."
+    )
+    st.dataframe(
+        destroyed.assign(split=destroyed["before_cut"] + " | " + destroyed["after_cut"]),
+        hide_index=True,
+        column_order=[
+            "strategy",
+            "group_id",
+            "doc_id",
+            "why",
+            "start",
+            "end",
+            "cut",
+            "context_before",
+            "split",
+            "context_after",
+        ],
+    )
 
 docs = _ui.cached(index.documents, ctx.run_id)
 st.subheader(f"Documents ({len(docs)})")

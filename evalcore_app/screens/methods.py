@@ -2,6 +2,7 @@
 
 An installed evalcore carries the file inside ``evalcore_app`` (the wheel copies it there);
 a clone reads it from ``docs/``."""
+
 from __future__ import annotations
 
 import re

@@ -11,6 +11,7 @@ when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``n
 (evalcore.jobs.Prepared) until they are started or an input changes; ``nr_last_job``
 the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -52,15 +53,20 @@ def _one(item) -> uploads.UploadedFile | None:
     return uploads.UploadedFile(item.name, item.getvalue()) if item is not None else None
 
 
-source = st.radio("Inputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source",
-                  on_change=_forget)
+source = st.radio("Inputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source", on_change=_forget)
 if source == "upload":
-    st.caption("Limits: " + uploads.DEFAULT_LIMITS.describe() + ". Text files that are not UTF-8, "
-               "PDFs that are corrupt or password-protected, and empty or unknown files are skipped "
-               "with a message; a zip with paths outside its folder or symbolic links is refused.")
-    corpus_up = st.file_uploader("Corpus: .md / .txt / .pdf / .html files, or a .zip of them", key="nr_corpus",
-                                 type=["md", "markdown", "txt", "pdf", "html", "htm", "zip"], accept_multiple_files=True,
-                                 on_change=_forget)
+    st.caption(
+        "Limits: " + uploads.DEFAULT_LIMITS.describe() + ". Text files that are not UTF-8, "
+        "PDFs that are corrupt or password-protected, and empty or unknown files are skipped "
+        "with a message; a zip with paths outside its folder or symbolic links is refused."
+    )
+    corpus_up = st.file_uploader(
+        "Corpus: .md / .txt / .pdf / .html files, or a .zip of them",
+        key="nr_corpus",
+        type=["md", "markdown", "txt", "pdf", "html", "htm", "zip"],
+        accept_multiple_files=True,
+        on_change=_forget,
+    )
     cols = st.columns(2)
     questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)
     ood_up = cols[1].file_uploader("ood.jsonl (optional)", type=["jsonl"], key="nr_ood", on_change=_forget)
@@ -75,51 +81,92 @@ else:
 
 MODES = {"builtin": "Built-in pipeline (strategies x models x retrievers)", "endpoint": "Live search endpoint"}
 endpoint_prefixes = allowed_prefixes()  # the operator's $EVALCORE_ENDPOINTS
-mode = st.radio("What to measure", list(MODES), format_func=MODES.get, horizontal=True, key="nr_mode",
-                on_change=_forget)
+mode = st.radio(
+    "What to measure", list(MODES), format_func=MODES.get, horizontal=True, key="nr_mode", on_change=_forget
+)
 endpoint_spec = None
 if mode == "endpoint":
     if not endpoint_prefixes:
-        st.info("Endpoint runs from the dashboard are off: the operator allows search services by URL prefix in "
-                "`EVALCORE_ENDPOINTS` (see docs/DEPLOY.md). `python -m evalcore run-endpoint` works from a terminal.")
+        st.info(
+            "Endpoint runs from the dashboard are off: the operator allows search services by URL prefix in "
+            "`EVALCORE_ENDPOINTS` (see docs/DEPLOY.md). `python -m evalcore run-endpoint` works from a terminal."
+        )
         st.stop()
-    st.caption("Every query is sent to the service (answers are cached in the store: a second run sends nothing). "
-               "Allowed: " + ", ".join(f"`{p}`" for p in endpoint_prefixes))
+    st.caption(
+        "Every query is sent to the service (answers are cached in the store: a second run sends nothing). "
+        "Allowed: " + ", ".join(f"`{p}`" for p in endpoint_prefixes)
+    )
     url = st.text_input("URL", key="nr_url", on_change=_forget, placeholder=endpoint_prefixes[0] + "search")
-    body = st.text_input("JSON body template", value='{"query": "{query}", "k": "{k}"}', key="nr_body",
-                         on_change=_forget, help="Strings may hold {query}, {query_id}, {k}; \"{k}\" alone is a number.")
+    body = st.text_input(
+        "JSON body template",
+        value='{"query": "{query}", "k": "{k}"}',
+        key="nr_body",
+        on_change=_forget,
+        help='Strings may hold {query}, {query_id}, {k}; "{k}" alone is a number.',
+    )
     cols = st.columns(6)
-    paths = {key: cols[i].text_input(label, value=default, key=f"nr_{key}", on_change=_forget)
-             for i, (key, label, default) in enumerate((
-                 ("hits", "hit list at", "hits"), ("chunk_id", "chunk id at", "id"), ("text", "text at", "text"),
-                 ("document", "document at", "document"), ("score", "score at", "score"),
-                 ("score_kind", "score kind", "similarity")))}
+    paths = {
+        key: cols[i].text_input(label, value=default, key=f"nr_{key}", on_change=_forget)
+        for i, (key, label, default) in enumerate(
+            (
+                ("hits", "hit list at", "hits"),
+                ("chunk_id", "chunk id at", "id"),
+                ("text", "text at", "text"),
+                ("document", "document at", "document"),
+                ("score", "score at", "score"),
+                ("score_kind", "score kind", "similarity"),
+            )
+        )
+    }
     cols = st.columns(2)
     chunker = cols[0].text_input("Chunker name", value="external", key="nr_chunker", on_change=_forget)
     retriever_name = cols[1].text_input("Retriever name", value="external", key="nr_retriever", on_change=_forget)
-    endpoint_spec = {"url": url.strip(), "body": body, "score_kind": paths.pop("score_kind").strip(),
-                     "fields": {**{k: v.strip() for k, v in paths.items()}, "start": "start", "end": "end"},
-                     "chunker": chunker.strip(), "retriever": retriever_name.strip()}
+    endpoint_spec = {
+        "url": url.strip(),
+        "body": body,
+        "score_kind": paths.pop("score_kind").strip(),
+        "fields": {**{k: v.strip() for k, v in paths.items()}, "start": "start", "end": "end"},
+        "chunker": chunker.strip(),
+        "retriever": retriever_name.strip(),
+    }
 
 if mode == "endpoint":  # the service chunks and ranks: no strategy or retriever of ours (kept unused in the spec)
     chosen, custom, retrievers = ["E"], "", ["dense"]
 else:
     cols = st.columns([2, 2, 2])
     chosen = cols[0].multiselect(
-        "Strategies", list(NAMED_STRATEGIES), default=DEFAULT_STRATEGIES.split(","), key="nr_strategies",
-        on_change=_forget, help="; ".join(f"{k}: {s.describe()}" for k, s in NAMED_STRATEGIES.items()))
-    custom = cols[1].text_input("Custom strategies (optional, comma list)", key="nr_custom", on_change=_forget,
-                                placeholder="wide:boundaries+header+size=800", help=SPEC_SYNTAX)
-    retrievers = cols[2].multiselect(
-        "Retrievers", list(RETRIEVERS), default=["dense", "bm25", "hybrid"], key="nr_retrievers",
+        "Strategies",
+        list(NAMED_STRATEGIES),
+        default=DEFAULT_STRATEGIES.split(","),
+        key="nr_strategies",
         on_change=_forget,
-        help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.")
+        help="; ".join(f"{k}: {s.describe()}" for k, s in NAMED_STRATEGIES.items()),
+    )
+    custom = cols[1].text_input(
+        "Custom strategies (optional, comma list)",
+        key="nr_custom",
+        on_change=_forget,
+        placeholder="wide:boundaries+header+size=800",
+        help=SPEC_SYNTAX,
+    )
+    retrievers = cols[2].multiselect(
+        "Retrievers",
+        list(RETRIEVERS),
+        default=["dense", "bm25", "hybrid"],
+        key="nr_retrievers",
+        on_change=_forget,
+        help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.",
+    )
 model_folders: list[str] = []
 if mode == "builtin" and roots:
     models_text = st.text_area(
-        "Embedding model folders on the server (optional, one a line)", key="nr_models", on_change=_forget, height=68,
+        "Embedding model folders on the server (optional, one a line)",
+        key="nr_models",
+        on_change=_forget,
+        height=68,
         help="Local sentence-transformers folders inside the allowed folders; with several, each strategy runs "
-             "under each model and is stored as STRATEGY@FOLDER. Empty: the packaged all-MiniLM-L6-v2.")
+        "under each model and is stored as STRATEGY@FOLDER. Empty: the packaged all-MiniLM-L6-v2.",
+    )
     model_folders = [line.strip() for line in models_text.splitlines() if line.strip()]
 name = st.text_input("Run name (optional)", key="nr_name")
 strategies = ",".join([*chosen, *(s.strip() for s in custom.split(",") if s.strip())])
@@ -128,12 +175,17 @@ retriever_list = ",".join(retrievers)
 
 def _inputs() -> jobs.Prepared:
     if source == "upload":
-        return jobs.prepare_upload(store, _files(corpus_up), _one(questions_up), _one(ood_up),
-                                   strategies, retriever_list)
+        return jobs.prepare_upload(
+            store, _files(corpus_up), _one(questions_up), _one(ood_up), strategies, retriever_list
+        )
     if source == "folder":
-        return jobs.prepare_paths(st.session_state.get("nr_corpus_dir", ""),
-                                  st.session_state.get("nr_questions_path", ""),
-                                  st.session_state.get("nr_ood_path") or None, strategies, retriever_list)
+        return jobs.prepare_paths(
+            st.session_state.get("nr_corpus_dir", ""),
+            st.session_state.get("nr_questions_path", ""),
+            st.session_state.get("nr_ood_path") or None,
+            strategies,
+            retriever_list,
+        )
     return jobs.prepare_demo(strategies, retriever_list)
 
 
@@ -154,16 +206,24 @@ if st.button("Validate", key="nr_validate", icon=":material/fact_check:"):
         st.session_state["nr_prepared"] = _ui.guarded(_prepare)
 
 
-
 def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
     """Every problem of a validation, one row each: what, where, message."""
     rep = prepared.report
-    rows = [{"what": "file skipped", "where": message.split(":", 1)[0], "message": message}
-            for message in prepared.skipped]
-    rows += [{"what": "document failed", "where": item["path"], "message": f"{item['reason']} (recorded as failed)"}
-             for item in rep["failed"]]
-    rows += [{"what": "ground truth excluded", "where": f"questions line {item['line']}, group {item['group']}",
-              "message": f"needle {item['reason']}"} for item in rep["invalid_ground_truths"]]
+    rows = [
+        {"what": "file skipped", "where": message.split(":", 1)[0], "message": message} for message in prepared.skipped
+    ]
+    rows += [
+        {"what": "document failed", "where": item["path"], "message": f"{item['reason']} (recorded as failed)"}
+        for item in rep["failed"]
+    ]
+    rows += [
+        {
+            "what": "ground truth excluded",
+            "where": f"questions line {item['line']}, group {item['group']}",
+            "message": f"needle {item['reason']}",
+        }
+        for item in rep["invalid_ground_truths"]
+    ]
     return rows
 
 
@@ -172,23 +232,30 @@ if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
-    summary = (f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
-               f"{rep['sections']} sections, "
-               f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
-               f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
-               f"({ood['near']} near, {ood['far']} far). "
-               + (f"Endpoint {prepared.spec.endpoint['url']} as {prepared.spec.endpoint.get('chunker', 'external')}/"
-                  f"{prepared.spec.endpoint.get('retriever', 'external')}." if prepared.spec.endpoint else
-                  f"Strategies {prepared.spec.strategies} · retrievers {prepared.spec.retrievers}"
-                  + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")))
+    summary = (
+        f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
+        f"{rep['sections']} sections, "
+        f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
+        f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
+        f"({ood['near']} near, {ood['far']} far). "
+        + (
+            f"Endpoint {prepared.spec.endpoint['url']} as {prepared.spec.endpoint.get('chunker', 'external')}/"
+            f"{prepared.spec.endpoint.get('retriever', 'external')}."
+            if prepared.spec.endpoint
+            else f"Strategies {prepared.spec.strategies} · retrievers {prepared.spec.retrievers}"
+            + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")
+        )
+    )
     if not found:
         st.success(f"Valid: {_ui.esc(summary)}")
     else:
         kinds = Counter(row["what"] for row in found)
         counted = "; ".join(f"{n:,} × {what}" for what, n in kinds.items())
         first = found[0]
-        st.warning(f"Valid with problems ({counted}): only what is valid is run. {_ui.esc(summary)} "
-                   f"First problem: {_ui.esc(first['where'])}: {_ui.esc(first['message'])}.")
+        st.warning(
+            f"Valid with problems ({counted}): only what is valid is run. {_ui.esc(summary)} "
+            f"First problem: {_ui.esc(first['where'])}: {_ui.esc(first['message'])}."
+        )
     if st.button("Start run", key="nr_start", type="primary", icon=":material/play_arrow:"):
         job_id = _ui.guarded(lambda: jobs.submit(store, prepared, name))
         if job_id:
@@ -205,8 +272,10 @@ if prepared is not None:
         st.json(rep, expanded=False)
 
 if st.session_state.get("nr_last_job"):
-    st.info(f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
-            f"At most {_ui.guarded(jobs.max_jobs) or 1} job(s) run at once; the others wait in order.")
+    st.info(
+        f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
+        f"At most {_ui.guarded(jobs.max_jobs) or 1} job(s) run at once; the others wait in order."
+    )
 
 st.subheader("Jobs")
 if not store_exists:
@@ -227,18 +296,26 @@ def job_panel() -> None:
     for row in active.to_dict("records"):
         cols = st.columns([5, 1])
         where = f"queued, #{int(row['position'])} in line" if row["status"] == "queued" else "running"
-        cols[0].progress(float(row["progress"]), text=f"**{_ui.esc(row['name'])}** {row['job_id']} · {where} · "
-                                                     f"{_ui.esc(row['stage'] or '')}")
+        cols[0].progress(
+            float(row["progress"]),
+            text=f"**{_ui.esc(row['name'])}** {row['job_id']} · {where} · {_ui.esc(row['stage'] or '')}",
+        )
         if row["cancel_requested"]:
             cols[1].caption("cancelling…")
         else:
-            cols[1].button("Cancel", key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel,
-                           args=(store, row["job_id"]))
+            cols[1].button(
+                "Cancel", key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel, args=(store, row["job_id"])
+            )
     done = df[~df["status"].isin(jobs.ACTIVE)]
     if not done.empty:
-        st.dataframe(done[["job_id", "name", "status", "created_at", "finished_at", "reason"]], hide_index=True,
-                     column_config={"created_at": st.column_config.DatetimeColumn("queued", format="YYYY-MM-DD HH:mm:ss"),
-                                    "finished_at": st.column_config.DatetimeColumn("finished", format="YYYY-MM-DD HH:mm:ss")})
+        st.dataframe(
+            done[["job_id", "name", "status", "created_at", "finished_at", "reason"]],
+            hide_index=True,
+            column_config={
+                "created_at": st.column_config.DatetimeColumn("queued", format="YYYY-MM-DD HH:mm:ss"),
+                "finished_at": st.column_config.DatetimeColumn("finished", format="YYYY-MM-DD HH:mm:ss"),
+            },
+        )
         st.caption("A complete job's run is on the Runs page (same id).")
     if active_now and active.empty:
         st.rerun()  # the last job ended: redraw the page (sidebar run list) and stop polling

@@ -4,6 +4,7 @@ shared threshold, and the answer it leads to (citations and prompt, or NO ANSWER
 Shareable: ``/query?run_id=RUN&query_id=ID`` (and ``&config=E/dense`` to open that
 configuration first) opens this screen on that query.
 """
+
 from __future__ import annotations
 
 import html
@@ -18,8 +19,10 @@ st.title("Query")
 run = _ui.require_run(ctx, need_config=True)
 search = _ui.bound(st.text_input, "Search queries (text or id)", key="query_search")
 found = _ui.cached(queries.search_queries, ctx.run_id, search)
-labels = {row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}"
-          + ("" if row.valid else " (invalid)") for row in found.itertuples()}
+labels = {
+    row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}" + ("" if row.valid else " (invalid)")
+    for row in found.itertuples()
+}
 wanted = st.session_state.get("query_id")
 if wanted and wanted not in labels and not search:
     extra = _ui.guarded(lambda: _ui.cached(queries.query_row, ctx.run_id, wanted))
@@ -36,24 +39,35 @@ if st.session_state.get("query_id") not in labels:
 
 def _shareable() -> None:  # the URL follows the query shown, so it can be copied and shared
     st.query_params.from_dict({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]})
-    st.session_state["_params"] = tuple(sorted({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]}.items()))
+    st.session_state["_params"] = tuple(
+        sorted({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]}.items())
+    )
 
 
-query_id = _ui.bound(st.selectbox, "Query", list(labels), key="query_id", format_func=labels.get,
-                     on_change=_shareable)
+query_id = _ui.bound(st.selectbox, "Query", list(labels), key="query_id", format_func=labels.get, on_change=_shareable)
 query = _ui.cached(queries.query_row, ctx.run_id, query_id)
 threshold, source = _ui.threshold_state(ctx)
 _ui.plain(str(query["text"]), strong=True, testid="query-text")
 if query["domain"] == "in":
     where = f"{query['doc_id']}{query['needle_locator']}" if query["valid"] else str(query["doc_id"] or "")
-    _ui.plain(f"In-domain · group {query['group_id']} · variant {query['variant'] or '(none)'} · needle in {where}"
-              + ("" if query["valid"] else f" · invalid: {query['invalid_reason']}"), small=True, testid="query-meta")
+    _ui.plain(
+        f"In-domain · group {query['group_id']} · variant {query['variant'] or '(none)'} · needle in {where}"
+        + ("" if query["valid"] else f" · invalid: {query['invalid_reason']}"),
+        small=True,
+        testid="query-meta",
+    )
 else:
-    _ui.plain(f"Out-of-domain ({query['kind'] or 'no kind'}): the corpus does not answer it, so it should get "
-              "NO ANSWER.", small=True, testid="query-meta")
+    _ui.plain(
+        f"Out-of-domain ({query['kind'] or 'no kind'}): the corpus does not answer it, so it should get NO ANSWER.",
+        small=True,
+        testid="query-meta",
+    )
 axis = _ui.cached(sweeps.gate_axis, ctx.run_id, ctx.config)
-_ui.plain(f"Threshold t = {threshold:.4f} · {source} · the gate keeps top-4 hits with {axis.keep_rule}.", small=True,
-          testid="threshold-state")
+_ui.plain(
+    f"Threshold t = {threshold:.4f} · {source} · the gate keeps top-4 hits with {axis.keep_rule}.",
+    small=True,
+    testid="threshold-state",
+)
 if not query["valid"]:
     st.warning("This query's ground truth is invalid, so it was not scored.")
     st.stop()
@@ -71,10 +85,11 @@ for config in ctx.configs:
             parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
             body = "".join(f"<mark>{html.escape(p)}</mark>" if mark else html.escape(p) for p, mark in parts)
             value = f"d = {hit.distance:.4f}" if view.axis.column == "distance" else f"score = {hit.score:.4f}"
-            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.pages), str(hit.section), value)
-                               if x)
-            st.html(f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
-                    f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>")
+            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.pages), str(hit.section), value) if x)
+            st.html(
+                f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
+                f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>"
+            )
         answer = _ui.guarded(lambda: _ui.pure(queries.answer_for, view, str(query["text"])))
         if answer is None:
             continue

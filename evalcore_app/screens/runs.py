@@ -1,4 +1,5 @@
 """Runs: every run in the store; pick the one the other screens show."""
+
 from __future__ import annotations
 
 import streamlit as st
@@ -24,8 +25,24 @@ COLUMNS = {
     "failed_documents": st.column_config.NumberColumn("failed docs"),
     "rerank_note": st.column_config.TextColumn("rerank"),
 }
-ORDER = ["name", "state", "created_at", "duration_s", "strategies", "retrievers", "documents", "characters",
-         "sections", "in_domain", "out_of_domain", "invalid", "failed_documents", "model", "rerank_note", "run_id"]
+ORDER = [
+    "name",
+    "state",
+    "created_at",
+    "duration_s",
+    "strategies",
+    "retrievers",
+    "documents",
+    "characters",
+    "sections",
+    "in_domain",
+    "out_of_domain",
+    "invalid",
+    "failed_documents",
+    "model",
+    "rerank_note",
+    "run_id",
+]
 
 
 def selected(row: dict) -> None:
@@ -43,8 +60,10 @@ def selected(row: dict) -> None:
     cols[2].metric("Sections", int(row["sections"]))
     cols[3].metric("In-domain queries", int(row["in_domain"]), help=f"{int(row['invalid'])} invalid needles excluded")
     cols[4].metric("Out-of-domain queries", int(row["out_of_domain"]))
-    _ui.plain(f"Strategies {row['strategies']} · retrievers {row['retrievers']} · model {row['model']}"
-              + (f" · {row['rerank_note']}" if row["rerank_note"] else ""))
+    _ui.plain(
+        f"Strategies {row['strategies']} · retrievers {row['retrievers']} · model {row['model']}"
+        + (f" · {row['rerank_note']}" if row["rerank_note"] else "")
+    )
     timings = _ui.cached(runs.timings, row["run_id"])
     if not timings.empty:
         with st.expander("Timings per stage"):
@@ -55,8 +74,10 @@ def board() -> None:
     """The table and the selected run, drawn from ONE read of the store, so they never disagree."""
     overview = _ui.live(runs.runs_overview)
     st.dataframe(overview, hide_index=True, column_order=ORDER, column_config=COLUMNS)
-    st.caption("Pick the run the other screens show in the sidebar. The Compare screen can pair it with a "
-               "second run on the same queries.")
+    st.caption(
+        "Pick the run the other screens show in the sidebar. The Compare screen can pair it with a "
+        "second run on the same queries."
+    )
     statuses = dict(zip(overview["run_id"], overview["status"]))
     if st.session_state.get("_statuses", statuses) != statuses:
         st.session_state["_statuses"] = statuses

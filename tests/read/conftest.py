@@ -1,5 +1,6 @@
 """Fixtures of the read side's tests: the engine-made store (tests/conftest.py), read-only
 or as a private copy for tests that write."""
+
 from __future__ import annotations
 
 import shutil
@@ -20,4 +21,3 @@ def scratch(engine_store, tmp_path) -> Store:
     path = tmp_path / "copy.duckdb"
     shutil.copy(engine_store, path)
     return Store(path)
-

@@ -3,6 +3,7 @@
 Expectations are computed independently: straight from the stored hits with pandas,
 statsmodels' Wilson interval, scipy's binomtest and statsmodels' Holm.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -34,7 +35,8 @@ def test_recall_table_matches_hits_and_wilson(store, engine_run_id):
         assert rows.loc["mrr", "value"] == pytest.approx((1 / ranks).fillna(0).mean())
     wide = compare.recall_wide(table)
     assert len(wide) == len(sides) and wide["recall@4"].tolist() == pytest.approx(
-        table[table["metric"] == "recall@4"]["value"].tolist())
+        table[table["metric"] == "recall@4"]["value"].tolist()
+    )
 
 
 def test_matrix_matches_binomtest_and_holm_over_the_chosen_pairs(store, engine_run_id):
@@ -43,8 +45,9 @@ def test_matrix_matches_binomtest_and_holm_over_the_chosen_pairs(store, engine_r
     matrix = comparison.matrix
     assert list(comparison.labels) == [s.configuration.label for s in sides]  # one run: labels without the run
     assert len(matrix) == len(sides) * (len(sides) - 1)
-    outcomes = {s.configuration.label: first_ranks(store, engine_run_id, s.configuration.strategy, "dense") <= 4
-                for s in sides}
+    outcomes = {
+        s.configuration.label: first_ranks(store, engine_run_id, s.configuration.strategy, "dense") <= 4 for s in sides
+    }
     for a, b in [(sides[0], sides[1]), (sides[-1], sides[2])]:
         la, lb = a.configuration.label, b.configuration.label
         wins = int((outcomes[la] & ~outcomes[lb]).sum())
@@ -80,8 +83,12 @@ def test_best_statement_reads_the_same_cell(store, engine_run_id):
     sides = tuple(runs.run_configurations(store, engine_run_id))
     comparison = compare.compare(store, sides, 4, adjust=True)
     top = compare.best(comparison)
-    recall = {s.configuration.label: float((first_ranks(store, engine_run_id, s.configuration.strategy,
-                                                         s.configuration.retriever) <= 4).mean()) for s in sides}
+    recall = {
+        s.configuration.label: float(
+            (first_ranks(store, engine_run_id, s.configuration.strategy, s.configuration.retriever) <= 4).mean()
+        )
+        for s in sides
+    }
     best_value = max(recall.values())
     assert top.recall == pytest.approx(best_value)
     assert top.label == next(label for label, v in recall.items() if v == best_value)  # ties: the first
@@ -128,6 +135,10 @@ def test_comparison_across_runs_needs_the_same_queries(scratch, engine_run_id):
 def test_destroyed_counts_in_the_runs_order(store, engine_run_id):
     counts = compare.destroyed_counts(store, engine_run_id)
     assert list(counts["strategy"]) == runs.strategies_of(store, engine_run_id)
-    stored = store.query("SELECT strategy, count(*) AS n FROM destroyed WHERE run_id = ? GROUP BY strategy",
-                         [engine_run_id]).set_index("strategy")["n"]
-    assert counts.set_index("strategy")["destroyed"].to_dict() == stored.reindex(counts["strategy"], fill_value=0).to_dict()
+    stored = store.query(
+        "SELECT strategy, count(*) AS n FROM destroyed WHERE run_id = ? GROUP BY strategy", [engine_run_id]
+    ).set_index("strategy")["n"]
+    assert (
+        counts.set_index("strategy")["destroyed"].to_dict()
+        == stored.reindex(counts["strategy"], fill_value=0).to_dict()
+    )

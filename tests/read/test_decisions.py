@@ -1,4 +1,5 @@
 """evalcore.read.decisions: saved, listed, the latest read back."""
+
 from __future__ import annotations
 
 import math

@@ -1,4 +1,5 @@
 """evalcore.read.distances against the stored per-query results."""
+
 from __future__ import annotations
 
 import pytest
@@ -8,8 +9,10 @@ from evalcore.read import distances, runs
 
 def test_distance_summary_and_its_n(store, engine_run_id):
     for config in runs.configurations(store, engine_run_id)[::4]:
-        results = store.query("SELECT * FROM results WHERE run_id = ? AND strategy = ? AND retriever = ?",
-                              [engine_run_id, config.strategy, config.retriever])
+        results = store.query(
+            "SELECT * FROM results WHERE run_id = ? AND strategy = ? AND retriever = ?",
+            [engine_run_id, config.strategy, config.retriever],
+        )
         frame = distances.distances(store, engine_run_id, config)
         summary = distances.distance_summary(frame)
         inside = results[results["domain"] == "in"]

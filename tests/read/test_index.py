@@ -1,4 +1,5 @@
 """evalcore.read.index against the stored chunks and the chunker itself."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -10,8 +11,11 @@ from evalcore.read import compare, index, runs
 def test_index_and_stale_documents(scratch, engine_run_id):
     health = index.index_health(scratch, engine_run_id)
     assert list(health["strategy"]) == runs.strategies_of(scratch, engine_run_id)
-    chunks = scratch.query("SELECT strategy, count(*) AS n, sum(pieces) AS p, count(*) FILTER (pieces > 256) AS over "
-                           "FROM chunks WHERE run_id = ? GROUP BY strategy", [engine_run_id]).set_index("strategy")
+    chunks = scratch.query(
+        "SELECT strategy, count(*) AS n, sum(pieces) AS p, count(*) FILTER (pieces > 256) AS over "
+        "FROM chunks WHERE run_id = ? GROUP BY strategy",
+        [engine_run_id],
+    ).set_index("strategy")
     for row in health.itertuples():
         assert row.chunks == chunks.loc[row.strategy, "n"]
         assert row.pieces == chunks.loc[row.strategy, "p"]
@@ -31,8 +35,9 @@ def test_index_and_stale_documents(scratch, engine_run_id):
             assert row[f"chunks {name}"] == len(chunk_document(doc, STANDARD_STRATEGIES[name]))
     victim = docs[docs["state"] == "indexed"]["doc_id"].iloc[0]
     with scratch.connect() as con:
-        con.execute("UPDATE documents SET pipeline_version = 'old/0' WHERE run_id = ? AND doc_id = ?",
-                    [engine_run_id, victim])
+        con.execute(
+            "UPDATE documents SET pipeline_version = 'old/0' WHERE run_id = ? AND doc_id = ?", [engine_run_id, victim]
+        )
     docs = index.documents(scratch, engine_run_id).set_index("doc_id")
     assert docs.loc[victim, "stale"] and PIPELINE_VERSION in docs.loc[victim, "stale_reason"]
     assert docs["stale"].sum() == 1
@@ -40,9 +45,11 @@ def test_index_and_stale_documents(scratch, engine_run_id):
 
 def test_destroyed_list_shows_the_cut(store, engine_run_id):
     destroyed = index.destroyed_list(store, engine_run_id)
-    docs = store.query("SELECT doc_id, text FROM documents WHERE run_id = ?", [engine_run_id]).set_index("doc_id")["text"]
+    docs = store.query("SELECT doc_id, text FROM documents WHERE run_id = ?", [engine_run_id]).set_index("doc_id")[
+        "text"
+    ]
     for row in destroyed.itertuples():
-        needle = docs[row.doc_id][row.start:row.end]
+        needle = docs[row.doc_id][row.start : row.end]
         assert row.before_cut + row.after_cut == needle
         assert ("split by the cut at offset" in row.why) == (not pd.isna(row.cut))
     counts = compare.destroyed_counts(store, engine_run_id).set_index("strategy")["destroyed"]

@@ -1,4 +1,5 @@
 """evalcore.read.runs: the run list as shown, one run, its configurations."""
+
 from __future__ import annotations
 
 from evalcore.read import runs
@@ -23,8 +24,10 @@ def test_runs_overview_counts_and_no_missing_text(store, engine_run_id):
 
 def test_state_text_says_where_a_run_is():
     assert runs.state_text({"status": "complete", "stage": "E: embedding", "progress": 0.65}) == "complete"
-    assert runs.state_text({"status": "running", "stage": "E: embedding 340/1120 chunks", "progress": 0.654}) == \
-        "running · E: embedding 340/1120 chunks · 65%"
+    assert (
+        runs.state_text({"status": "running", "stage": "E: embedding 340/1120 chunks", "progress": 0.654})
+        == "running · E: embedding 340/1120 chunks · 65%"
+    )
     assert runs.state_text({"status": "failed", "reason": "killed"}) == "failed: killed"
 
 

@@ -1,4 +1,5 @@
 """evalcore.read.sweeps against a brute-force gate over the stored hits, and statsmodels' Wilson."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,7 +16,8 @@ def _brute_gate(store: Store, run_id: str, config, t: float) -> dict[str, int]:
     hits = store.query(
         "SELECT h.*, q.domain AS qdomain FROM hits h JOIN queries q USING (run_id, query_id) "
         "WHERE h.run_id = ? AND strategy = ? AND retriever = ? AND rank <= 4 AND q.valid",
-        [run_id, config.strategy, config.retriever])
+        [run_id, config.strategy, config.retriever],
+    )
     out = {"bluffs": 0, "refused": 0, "lost": 0, "answered_wrong": 0, "answered_correct": 0, "in": 0, "out": 0}
     for _, g in hits.groupby("query_id"):
         kept = g[g["distance"] < t]
@@ -48,11 +50,15 @@ def test_sweep_table_sentence_and_bluffs_match_brute_force(store, engine_run_id)
             assert (low, high) == pytest.approx(proportion_confint(k, n, method="wilson"))
         sentence = sweeps.sentence_at(sweep, t)
         share = lambda k, n: f"{100 * k / n:.0f}%"  # noqa: E731
-        assert f"{share(expected['answered_correct'], expected['in'])} of real questions " \
-               f"({expected['answered_correct']} of {expected['in']}) are answered from a right source" in sentence
+        assert (
+            f"{share(expected['answered_correct'], expected['in'])} of real questions "
+            f"({expected['answered_correct']} of {expected['in']}) are answered from a right source" in sentence
+        )
         assert f"{share(expected['refused'], expected['in'])} ({expected['refused']}) are refused" in sentence
-        assert f"{share(expected['bluffs'], expected['out'])} of off-topic questions ({expected['bluffs']} of " \
-               f"{expected['out']}) bluff" in sentence
+        assert (
+            f"{share(expected['bluffs'], expected['out'])} of off-topic questions ({expected['bluffs']} of "
+            f"{expected['out']}) bluff" in sentence
+        )
 
 
 def test_sweep_long_carries_the_wilson_band_of_each_rate(store, engine_run_id):

@@ -1,6 +1,7 @@
 """The embedder of the reliability suite's processes where the model is not what is tested
 (``EVALCORE_TEST_EMBEDDER=fake:embedder``): the keyword embedder of tests/conftest.py,
 which imports no torch, so a process starts in a second."""
+
 from __future__ import annotations
 
 import sys

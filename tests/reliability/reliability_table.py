@@ -1,5 +1,6 @@
 """The reliability suite's table: one row per case (case, expected, observed, outcome),
 printed at the end of the pytest run by tests/conftest.py."""
+
 from __future__ import annotations
 
 ROWS: list[tuple[str, str, str, str]] = []

@@ -9,6 +9,7 @@ where the model is not what is tested they use the keyword embedder
 they pause at a named stage (``EVALCORE_TEST_PAUSE``) to be signalled at that moment.
 Disk-full cases use a small tmpfs, so they need root (skipped with the reason otherwise).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,8 +35,12 @@ from evalcore.store import Store, migrations
 from evalcore.uploads import UploadedFile
 
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "reliability"), str(ROOT / "tests")])
-FAKE = {"EVALCORE_TEST_EMBEDDER": "fake:embedder", "PYTHONPATH": PYTHONPATH,
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+FAKE = {
+    "EVALCORE_TEST_EMBEDDER": "fake:embedder",
+    "PYTHONPATH": PYTHONPATH,
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
 CORPUS, QUESTIONS, OOD = MINI / "corpus", MINI / "questions.jsonl", MINI / "ood.jsonl"
 RUN = ["run", "--corpus", str(CORPUS), "--questions", str(QUESTIONS), "--ood", str(OOD), "-q"]
 OUTSIDE = "a symbolic link to a place outside the corpus folder; not followed"
@@ -69,8 +74,9 @@ def check(case: str, expected: str, observed: str, detail: object = None) -> Non
 
 def evalcore(*args: str, store: Path | None = None, env: dict | None = None, timeout: float = 120) -> Ran:
     cmd = [sys.executable, "-m", "evalcore"] + (["--store", str(store)] if store else []) + list(args)
-    res = subprocess.run(cmd, cwd=ROOT, env={**os.environ, **FAKE, **(env or {})}, capture_output=True,
-                         text=True, timeout=timeout)
+    res = subprocess.run(
+        cmd, cwd=ROOT, env={**os.environ, **FAKE, **(env or {})}, capture_output=True, text=True, timeout=timeout
+    )
     return Ran(res.returncode, res.stdout, res.stderr)
 
 
@@ -88,8 +94,10 @@ def complete_runs(path: Path) -> dict:
     try:
         out = {}
         for (run_id,) in con.execute("SELECT run_id FROM runs WHERE status = 'complete' ORDER BY run_id").fetchall():
-            out[run_id] = {t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0]
-                           for t in ("documents", "strategies", "chunks", "queries", "results", "hits", "timings")}
+            out[run_id] = {
+                t: con.execute(f"SELECT count(*) FROM {t} WHERE run_id = ?", [run_id]).fetchone()[0]
+                for t in ("documents", "strategies", "chunks", "queries", "results", "hits", "timings")
+            }
         return out
     finally:
         con.close()
@@ -167,8 +175,10 @@ def test_corpus_entries_that_must_not_be_followed_are_failed_documents(tmp_path,
     got = {f["path"]: f["reason"] for f in report.get("failed", [])}
     leaked = SECRET in ran.out or str(tmp_path / "home") in ran.out + ran.err
     expected = f"exit 0 · 4 documents · failed {failed} · nothing from outside shown"
-    observed = (f"exit {ran.code} · {report.get('documents')} documents · failed {got} · "
-                f"{'OUTSIDE SHOWN' if leaked else 'nothing from outside shown'}")
+    observed = (
+        f"exit {ran.code} · {report.get('documents')} documents · failed {got} · "
+        f"{'OUTSIDE SHOWN' if leaked else 'nothing from outside shown'}"
+    )
     check(f"corpus: {kind}", expected, observed, ran.err)
 
 
@@ -186,8 +196,21 @@ def test_corpus_unreadable_folder_is_a_failed_document(tmp_path):
             p.chmod(0o755 if p.is_dir() else 0o644)
         (corpus / "private").chmod(0o000)
         shutil.copy(QUESTIONS, work / "q.jsonl")
-        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "evalcore",
-               "validate", "--corpus", str(corpus), "--questions", str(work / "q.jsonl"), "--json"]
+        cmd = [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "evalcore",
+            "validate",
+            "--corpus",
+            str(corpus),
+            "--questions",
+            str(work / "q.jsonl"),
+            "--json",
+        ]
         res = subprocess.run(cmd, cwd=ROOT, env=dict(os.environ, **FAKE), capture_output=True, text=True, timeout=60)
         got = {f["path"]: f["reason"] for f in json.loads(res.stdout)["failed"]} if res.returncode == 0 else res.stderr
     finally:
@@ -209,10 +232,17 @@ def tempfile_dir() -> str:
 BAD_CORPORA = [
     ("corpus folder missing", lambda t: t / "missing", "error: corpus folder not found: TMP/missing"),
     ("corpus path is a file", lambda t: QUESTIONS, f"error: corpus path is not a folder: {QUESTIONS}"),
-    ("corpus folder empty", lambda t: t, "error: no documents (*.md, *.markdown, *.txt, *.pdf, *.html, *.htm) under TMP"),
-    ("only unreadable documents", lambda t: _write(t / "c", {"a.md": b"\xff\xfe", "b.md": b"", "c.txt": b"x\0y"}),
-     "error: no readable documents under TMP/c (a.md: not valid UTF-8 (byte offset 0: invalid start byte); "
-     "b.md: empty file; c.txt: binary file (NUL byte at offset 1))"),
+    (
+        "corpus folder empty",
+        lambda t: t,
+        "error: no documents (*.md, *.markdown, *.txt, *.pdf, *.html, *.htm) under TMP",
+    ),
+    (
+        "only unreadable documents",
+        lambda t: _write(t / "c", {"a.md": b"\xff\xfe", "b.md": b"", "c.txt": b"x\0y"}),
+        "error: no readable documents under TMP/c (a.md: not valid UTF-8 (byte offset 0: invalid start byte); "
+        "b.md: empty file; c.txt: binary file (NUL byte at offset 1))",
+    ),
 ]
 
 
@@ -233,16 +263,25 @@ def test_bad_corpus_is_one_line_exit_2_and_no_store(tmp_path, name, make, messag
 
 
 def test_two_documents_with_one_id_no_longer_break_the_final_write(tmp_path):
-    corpus = _write(tmp_path / "c", {"a.md": (CORPUS / "install.md").read_bytes(),
-                                     "a.txt": b"the same id as a.md\n",
-                                     **{p.name: p.read_bytes() for p in CORPUS.iterdir() if p.name != "install.md"}})
+    corpus = _write(
+        tmp_path / "c",
+        {
+            "a.md": (CORPUS / "install.md").read_bytes(),
+            "a.txt": b"the same id as a.md\n",
+            **{p.name: p.read_bytes() for p in CORPUS.iterdir() if p.name != "install.md"},
+        },
+    )
     store = tmp_path / "s.duckdb"
-    ran = evalcore("run", "--corpus", str(corpus), "--questions", str(QUESTIONS), "--strategies", "C", "-q", store=store)
+    ran = evalcore(
+        "run", "--corpus", str(corpus), "--questions", str(QUESTIONS), "--strategies", "C", "-q", store=store
+    )
     docs = Store(store).query("SELECT doc_id, state FROM documents ORDER BY doc_id") if ran.code == 0 else None
     expected = "exit 0 · run complete · a.txt recorded failed beside document a"
-    observed = (f"exit {ran.code} · {ran.line() if ran.code else 'run complete'} · "
-                + ("a.txt recorded failed beside document a" if docs is not None and
-                    {("a", "indexed"), ("a.txt", "failed")} <= set(map(tuple, docs.values.tolist())) else "not recorded"))
+    observed = f"exit {ran.code} · {ran.line() if ran.code else 'run complete'} · " + (
+        "a.txt recorded failed beside document a"
+        if docs is not None and {("a", "indexed"), ("a.txt", "failed")} <= set(map(tuple, docs.values.tolist()))
+        else "not recorded"
+    )
     check("corpus: a.md and a.txt (one id)", expected, observed)
 
 
@@ -267,47 +306,101 @@ def _json_error(line: str) -> str:
 
 
 BAD_INPUTS = [
-    ("questions: invalid JSON", ["--questions", "{q}"], GOOD[0] + "\n" + GOOD[1][:-1] + "\n",
-     f"error: TMP/q.jsonl:2: invalid JSON ({_json_error(GOOD[1][:-1])})"),
-    ("questions: missing field", ["--questions", "{q}"], '{"id": "a", "needle": "x"}\n',
-     "error: TMP/q.jsonl:1: missing field 'question'"),
-    ("questions: not an object", ["--questions", "{q}"], '["a", "b"]\n',
-     "error: TMP/q.jsonl:1: expected a JSON object, got list"),
-    ("questions: duplicate id", ["--questions", "{q}"], GOOD[0] + "\n" + GOOD[0] + "\n",
-     "error: TMP/q.jsonl:2: duplicate id 'port-course' (first at TMP/q.jsonl:1)"),
-    ("questions: needle and span", ["--questions", "{q}"],
-     '{"id": "a", "question": "x", "needle": "y", "document": "install", "start": 0, "end": 4}\n',
-     "error: TMP/q.jsonl:1: give either 'needle' or 'document'/'start'/'end', not both"),
-    ("questions: span backwards", ["--questions", "{q}"],
-     '{"id": "a", "question": "x", "document": "install", "start": 5, "end": 4}\n',
-     "error: TMP/q.jsonl:1: span must satisfy 0 <= start < end, got start=5, end=4"),
+    (
+        "questions: invalid JSON",
+        ["--questions", "{q}"],
+        GOOD[0] + "\n" + GOOD[1][:-1] + "\n",
+        f"error: TMP/q.jsonl:2: invalid JSON ({_json_error(GOOD[1][:-1])})",
+    ),
+    (
+        "questions: missing field",
+        ["--questions", "{q}"],
+        '{"id": "a", "needle": "x"}\n',
+        "error: TMP/q.jsonl:1: missing field 'question'",
+    ),
+    (
+        "questions: not an object",
+        ["--questions", "{q}"],
+        '["a", "b"]\n',
+        "error: TMP/q.jsonl:1: expected a JSON object, got list",
+    ),
+    (
+        "questions: duplicate id",
+        ["--questions", "{q}"],
+        GOOD[0] + "\n" + GOOD[0] + "\n",
+        "error: TMP/q.jsonl:2: duplicate id 'port-course' (first at TMP/q.jsonl:1)",
+    ),
+    (
+        "questions: needle and span",
+        ["--questions", "{q}"],
+        '{"id": "a", "question": "x", "needle": "y", "document": "install", "start": 0, "end": 4}\n',
+        "error: TMP/q.jsonl:1: give either 'needle' or 'document'/'start'/'end', not both",
+    ),
+    (
+        "questions: span backwards",
+        ["--questions", "{q}"],
+        '{"id": "a", "question": "x", "document": "install", "start": 5, "end": 4}\n',
+        "error: TMP/q.jsonl:1: span must satisfy 0 <= start < end, got start=5, end=4",
+    ),
     ("questions: empty file", ["--questions", "{q}"], "\n\n", "error: TMP/q.jsonl: no questions"),
-    ("questions: file missing", ["--questions", "{tmp}/absent.jsonl"], None,
-     "error: TMP/absent.jsonl: file not found"),
-    ("questions: every needle invalid", ["--questions", "{q}"],
-     '{"id": "a", "question": "x", "needle": "words that are nowhere in the corpus"}\n',
-     "error: no valid in-domain question to score (every needle is invalid); see validate"),
-    ("ood: bad kind", ["--questions", str(QUESTIONS), "--ood", "{q}"],
-     '{"id": "o1", "query": "x", "kind": "middle"}\n',
-     "error: TMP/q.jsonl:1: field 'kind' must be one of near, far, got 'middle'"),
-    ("ood: id also a question's", ["--questions", str(QUESTIONS), "--ood", "{q}"],
-     '{"id": "port-course", "query": "x", "kind": "far"}\n',
-     f"error: TMP/q.jsonl:1: duplicate id 'port-course' (first at {QUESTIONS}:1)"),
-    ("option: unknown strategy", ["--questions", str(QUESTIONS), "--strategies", "A,Z"], None,
-     "error: unknown strategy 'Z': known names are A, B, C, D, E, F, G; or a name (A-F, or G = "
-     "boundaries+header+intro) or a recipe "
-     "BASE[+INGREDIENT...], optionally named NAME:RECIPE; BASE is blind or boundaries, INGREDIENT is header, "
-     "intro, overlap, overlap=N or size=N; e.g. 'A,C,E' or 'wide:boundaries+header+intro+overlap=64+size=800'"),
-    ("option: unknown retriever", ["--questions", str(QUESTIONS), "--retrievers", "dense,magic"], None,
-     "error: unknown retriever magic; known: dense, bm25, hybrid, rerank"),
-    ("option: size=0", ["--questions", str(QUESTIONS), "--strategies", "x:blind+size=0"], None,
-     "error: strategy 'blind+size=0': size must be a positive integer, got '0'"),
-    ("option: intro on blind", ["--questions", str(QUESTIONS), "--strategies", "x:blind+intro"], None,
-     "error: strategy 'blind+intro': intro goes with boundaries (blind chunks everything)"),
-    ("option: rerank alone", ["--questions", str(QUESTIONS), "--retrievers", "rerank"], None,
-     "error: no retriever left to run (rerank alone needs --reranker PATH)"),
-    ("option: model folder missing", ["--questions", str(QUESTIONS), "--model", "{tmp}/no-model"], None,
-     "error: TMP/no-model: not a sentence-transformers model folder (no config.json)"),
+    ("questions: file missing", ["--questions", "{tmp}/absent.jsonl"], None, "error: TMP/absent.jsonl: file not found"),
+    (
+        "questions: every needle invalid",
+        ["--questions", "{q}"],
+        '{"id": "a", "question": "x", "needle": "words that are nowhere in the corpus"}\n',
+        "error: no valid in-domain question to score (every needle is invalid); see validate",
+    ),
+    (
+        "ood: bad kind",
+        ["--questions", str(QUESTIONS), "--ood", "{q}"],
+        '{"id": "o1", "query": "x", "kind": "middle"}\n',
+        "error: TMP/q.jsonl:1: field 'kind' must be one of near, far, got 'middle'",
+    ),
+    (
+        "ood: id also a question's",
+        ["--questions", str(QUESTIONS), "--ood", "{q}"],
+        '{"id": "port-course", "query": "x", "kind": "far"}\n',
+        f"error: TMP/q.jsonl:1: duplicate id 'port-course' (first at {QUESTIONS}:1)",
+    ),
+    (
+        "option: unknown strategy",
+        ["--questions", str(QUESTIONS), "--strategies", "A,Z"],
+        None,
+        "error: unknown strategy 'Z': known names are A, B, C, D, E, F, G; or a name (A-F, or G = "
+        "boundaries+header+intro) or a recipe "
+        "BASE[+INGREDIENT...], optionally named NAME:RECIPE; BASE is blind or boundaries, INGREDIENT is header, "
+        "intro, overlap, overlap=N or size=N; e.g. 'A,C,E' or 'wide:boundaries+header+intro+overlap=64+size=800'",
+    ),
+    (
+        "option: unknown retriever",
+        ["--questions", str(QUESTIONS), "--retrievers", "dense,magic"],
+        None,
+        "error: unknown retriever magic; known: dense, bm25, hybrid, rerank",
+    ),
+    (
+        "option: size=0",
+        ["--questions", str(QUESTIONS), "--strategies", "x:blind+size=0"],
+        None,
+        "error: strategy 'blind+size=0': size must be a positive integer, got '0'",
+    ),
+    (
+        "option: intro on blind",
+        ["--questions", str(QUESTIONS), "--strategies", "x:blind+intro"],
+        None,
+        "error: strategy 'blind+intro': intro goes with boundaries (blind chunks everything)",
+    ),
+    (
+        "option: rerank alone",
+        ["--questions", str(QUESTIONS), "--retrievers", "rerank"],
+        None,
+        "error: no retriever left to run (rerank alone needs --reranker PATH)",
+    ),
+    (
+        "option: model folder missing",
+        ["--questions", str(QUESTIONS), "--model", "{tmp}/no-model"],
+        None,
+        "error: TMP/no-model: not a sentence-transformers model folder (no config.json)",
+    ),
 ]
 
 
@@ -356,29 +449,52 @@ def _newer(path: Path, base: Path) -> Path:
 
 NOT_OURS = "a DuckDB database that is not an evalcore run store; refusing to use it (left unchanged)"
 STORES = [
-    ("foreign DuckDB with a runs table", lambda p, b: _duckdb(p, "CREATE TABLE runs (id INTEGER)",
-                                                             "INSERT INTO runs VALUES (7)"), f"error: TMP/x.duckdb: {NOT_OURS}"),
+    (
+        "foreign DuckDB with a runs table",
+        lambda p, b: _duckdb(p, "CREATE TABLE runs (id INTEGER)", "INSERT INTO runs VALUES (7)"),
+        f"error: TMP/x.duckdb: {NOT_OURS}",
+    ),
     ("foreign DuckDB, empty", lambda p, b: _duckdb(p), f"error: TMP/x.duckdb: {NOT_OURS}"),
-    ("foreign DuckDB with its own schema_migrations", lambda p, b: _duckdb(
-        p, "CREATE TABLE schema_migrations (version INTEGER, name VARCHAR, applied_at TIMESTAMP)",
-        "INSERT INTO schema_migrations VALUES (1, 'create_users', now())"), f"error: TMP/x.duckdb: {NOT_OURS}"),
-    ("SQLite file", lambda p, b: _sqlite(p),
-     "error: TMP/x.duckdb: not a DuckDB database, so not an evalcore run store; left unchanged"),
-    ("text file", lambda p, b: (p.write_text("notes\n" * 50), p)[1],
-     "error: TMP/x.duckdb: not a DuckDB database, so not an evalcore run store; left unchanged"),
-    ("zero-byte file", lambda p, b: (p.write_bytes(b""), p)[1],
-     "error: TMP/x.duckdb: empty file, not a run store; left unchanged (move it away or choose another store)"),
+    (
+        "foreign DuckDB with its own schema_migrations",
+        lambda p, b: _duckdb(
+            p,
+            "CREATE TABLE schema_migrations (version INTEGER, name VARCHAR, applied_at TIMESTAMP)",
+            "INSERT INTO schema_migrations VALUES (1, 'create_users', now())",
+        ),
+        f"error: TMP/x.duckdb: {NOT_OURS}",
+    ),
+    (
+        "SQLite file",
+        lambda p, b: _sqlite(p),
+        "error: TMP/x.duckdb: not a DuckDB database, so not an evalcore run store; left unchanged",
+    ),
+    (
+        "text file",
+        lambda p, b: (p.write_text("notes\n" * 50), p)[1],
+        "error: TMP/x.duckdb: not a DuckDB database, so not an evalcore run store; left unchanged",
+    ),
+    (
+        "zero-byte file",
+        lambda p, b: (p.write_bytes(b""), p)[1],
+        "error: TMP/x.duckdb: empty file, not a run store; left unchanged (move it away or choose another store)",
+    ),
     ("truncated store", _truncated, "error: TMP/x.duckdb: the run store is damaged or truncated ("),
-    ("store newer than the code", _newer, "error: TMP/x.duckdb: this store has schema version 9, newer than "
-                                         f"this evalcore knows (schema version {migrations()[-1][0]}); upgrade "
-                                         "evalcore to use it (left unchanged)"),
+    (
+        "store newer than the code",
+        _newer,
+        "error: TMP/x.duckdb: this store has schema version 9, newer than "
+        f"this evalcore knows (schema version {migrations()[-1][0]}); upgrade "
+        "evalcore to use it (left unchanged)",
+    ),
 ]
 
 
 @pytest.mark.parametrize("command", ["list", "run"])
 @pytest.mark.parametrize("name, make, message", STORES, ids=[c[0] for c in STORES])
-def test_a_store_evalcore_must_not_use_is_refused_byte_for_byte_untouched(tmp_path, base_store, name, make,
-                                                                         message, command):
+def test_a_store_evalcore_must_not_use_is_refused_byte_for_byte_untouched(
+    tmp_path, base_store, name, make, message, command
+):
     path = make(tmp_path / "x.duckdb", base_store)
     before, files = digest(path), listing(tmp_path)
     args = RUN + ["--strategies", "A"] if command == "run" else ["list"]
@@ -393,10 +509,13 @@ def test_a_store_evalcore_must_not_use_is_refused_byte_for_byte_untouched(tmp_pa
 
 
 @pytest.mark.parametrize("command", ["list", "run"])
-@pytest.mark.parametrize("name, path, message", [
-    ("parent is a file", "afile/s.duckdb", "error: TMP/afile/s.duckdb: TMP/afile is a file, not a folder"),
-    ("store is a folder", "adir", "error: TMP/adir: is a folder, not a run store file"),
-])
+@pytest.mark.parametrize(
+    "name, path, message",
+    [
+        ("parent is a file", "afile/s.duckdb", "error: TMP/afile/s.duckdb: TMP/afile is a file, not a folder"),
+        ("store is a folder", "adir", "error: TMP/adir: is a folder, not a run store file"),
+    ],
+)
 def test_a_store_path_that_cannot_be_a_store_is_one_line(tmp_path, name, path, message, command):
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
@@ -404,15 +523,19 @@ def test_a_store_path_that_cannot_be_a_store_is_one_line(tmp_path, name, path, m
     args = RUN + ["--strategies", "A"] if command == "run" else ["list"]
     ran = evalcore(*args, store=tmp_path / path)
     expected = f"exit 2 · {message} · nothing written"
-    observed = f"exit {ran.code} · {ran.line(tmp_path)} · {'nothing written' if listing(tmp_path) == files else 'WRITTEN'}"
+    observed = (
+        f"exit {ran.code} · {ran.line(tmp_path)} · {'nothing written' if listing(tmp_path) == files else 'WRITTEN'}"
+    )
     check(f"store ({command}): {name}", expected, observed)
 
 
 def test_a_store_from_before_the_marker_is_upgraded_with_its_runs(tmp_path, base_store):
     path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(path))
-    con.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-                "applied_at TIMESTAMP NOT NULL)")
+    con.execute(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMP NOT NULL)"
+    )
     for number, name, sql in migrations()[:2]:  # what 964372c made
         con.execute(sql)
         con.execute("INSERT INTO schema_migrations VALUES (?, ?, now())", [number, name])
@@ -421,7 +544,9 @@ def test_a_store_from_before_the_marker_is_upgraded_with_its_runs(tmp_path, base
     ran = evalcore("list", store=path)
     versions = Store(path).query("SELECT max(version) AS v FROM schema_migrations")["v"][0]
     expected = f"exit 0 · old-run listed · schema version {migrations()[-1][0]}"
-    observed = f"exit {ran.code} · {'old-run listed' if 'old-run' in ran.out else 'missing'} · schema version {versions}"
+    observed = (
+        f"exit {ran.code} · {'old-run listed' if 'old-run' in ran.out else 'missing'} · schema version {versions}"
+    )
     check("store: from before the marker (0001, 0002)", expected, observed)
 
 
@@ -448,26 +573,53 @@ def _encrypted_zip() -> bytes:
 
 
 UPLOADS = [
-    ("zip slip ../", lambda: make_zip({"ok.md": b"# Ok\n", "../evil.md": b"x"}),
-     "corpus.zip: entry '../evil.md' escapes the archive folder ('..'); refusing the zip"),
-    ("zip slip nested ..", lambda: make_zip({"ok.md": b"# Ok\n", "d/../../evil.md": b"x"}),
-     "corpus.zip: entry 'd/../../evil.md' escapes the archive folder ('..'); refusing the zip"),
-    ("zip slip backslash", lambda: make_zip({"ok.md": b"# Ok\n", "..\\evil.md": b"x"}),
-     "corpus.zip: entry '..\\\\evil.md' escapes the archive folder ('..'); refusing the zip"),
-    ("zip absolute path", lambda: make_zip({"ok.md": b"# Ok\n", "/etc/evil.md": b"x"}),
-     "corpus.zip: entry '/etc/evil.md' has an absolute path; refusing the zip"),
-    ("zip drive letter", lambda: make_zip({"ok.md": b"# Ok\n", "C:/evil.md": b"x"}),
-     "corpus.zip: entry 'C:/evil.md' has an absolute path; refusing the zip"),
-    ("zip symlink entry", lambda: make_zip({"ok.md": b"# Ok\n"}, symlinks=("link.md",)),
-     "corpus.zip: entry 'link.md' is a symbolic link; refusing the zip"),
-    ("zip with lying headers (100 B declared, 64 MiB inside)",
-     lambda: lying_zip(["a.md", "b.md"], deflated_zeros(64 << 20)),
-     "corpus.zip: entry 'a.md' expands beyond the 100 bytes its header declares; refusing the zip (a possible zip bomb)"),
-    ("zip bomb by ratio (honest headers)", lambda: make_zip({"big.md": bytes(30 << 20)}),
-     "corpus.zip: expands to 30.0 MB from {size:,} bytes ({ratio:.0f} times), over the limit of 100 times; "
-     "refusing a possible zip bomb"),
+    (
+        "zip slip ../",
+        lambda: make_zip({"ok.md": b"# Ok\n", "../evil.md": b"x"}),
+        "corpus.zip: entry '../evil.md' escapes the archive folder ('..'); refusing the zip",
+    ),
+    (
+        "zip slip nested ..",
+        lambda: make_zip({"ok.md": b"# Ok\n", "d/../../evil.md": b"x"}),
+        "corpus.zip: entry 'd/../../evil.md' escapes the archive folder ('..'); refusing the zip",
+    ),
+    (
+        "zip slip backslash",
+        lambda: make_zip({"ok.md": b"# Ok\n", "..\\evil.md": b"x"}),
+        "corpus.zip: entry '..\\\\evil.md' escapes the archive folder ('..'); refusing the zip",
+    ),
+    (
+        "zip absolute path",
+        lambda: make_zip({"ok.md": b"# Ok\n", "/etc/evil.md": b"x"}),
+        "corpus.zip: entry '/etc/evil.md' has an absolute path; refusing the zip",
+    ),
+    (
+        "zip drive letter",
+        lambda: make_zip({"ok.md": b"# Ok\n", "C:/evil.md": b"x"}),
+        "corpus.zip: entry 'C:/evil.md' has an absolute path; refusing the zip",
+    ),
+    (
+        "zip symlink entry",
+        lambda: make_zip({"ok.md": b"# Ok\n"}, symlinks=("link.md",)),
+        "corpus.zip: entry 'link.md' is a symbolic link; refusing the zip",
+    ),
+    (
+        "zip with lying headers (100 B declared, 64 MiB inside)",
+        lambda: lying_zip(["a.md", "b.md"], deflated_zeros(64 << 20)),
+        "corpus.zip: entry 'a.md' expands beyond the 100 bytes its header declares; refusing the zip (a possible zip bomb)",
+    ),
+    (
+        "zip bomb by ratio (honest headers)",
+        lambda: make_zip({"big.md": bytes(30 << 20)}),
+        "corpus.zip: expands to 30.0 MB from {size:,} bytes ({ratio:.0f} times), over the limit of 100 times; "
+        "refusing a possible zip bomb",
+    ),
     ("zip encrypted entry", _encrypted_zip, "corpus.zip: entry 'a.md' is encrypted; refusing the zip"),
-    ("not a zip", lambda: b"PK\x03\x04 not really a zip", "corpus.zip: not a readable zip file (File is not a zip file)"),
+    (
+        "not a zip",
+        lambda: b"PK\x03\x04 not really a zip",
+        "corpus.zip: not a readable zip file (File is not a zip file)",
+    ),
 ]
 
 
@@ -479,15 +631,23 @@ def test_a_bad_upload_is_refused_and_changes_nothing(tmp_path, name, make, messa
     data = make()
     message = message.format(size=len(data), ratio=(30 << 20) / len(data))
     try:
-        jobs.prepare_upload(store, [UploadedFile("corpus.zip", data)], UploadedFile("questions.jsonl", QUESTIONS.read_bytes()),
-                            None, "A", "dense")
+        jobs.prepare_upload(
+            store,
+            [UploadedFile("corpus.zip", data)],
+            UploadedFile("questions.jsonl", QUESTIONS.read_bytes()),
+            None,
+            "A",
+            "dense",
+        )
         got = "accepted"
     except InputError as exc:
         got = str(exc)[: len(message)]
     unchanged = (digest(store.path), listing(store.path.parent)) == before and not (tmp_path / "evil.md").exists()
     expected = f"refused · {message} · store and uploads folder unchanged"
-    observed = f"{'refused' if got != 'accepted' else 'ACCEPTED'} · {got} · store and uploads folder " \
-               f"{'unchanged' if unchanged else 'CHANGED'}"
+    observed = (
+        f"{'refused' if got != 'accepted' else 'ACCEPTED'} · {got} · store and uploads folder "
+        f"{'unchanged' if unchanged else 'CHANGED'}"
+    )
     check(f"upload: {name}", expected, observed)
 
 
@@ -538,8 +698,10 @@ def test_no_data_roots_means_no_server_folders(monkeypatch):
         got = "accepted"
     except InputError as exc:
         got = str(exc)
-    expected = ("refused · corpus folder: folders on the server are off (the operator has not set "
-                "EVALCORE_DATA_ROOTS; see docs/DEPLOY.md); upload the files instead")
+    expected = (
+        "refused · corpus folder: folders on the server are off (the operator has not set "
+        "EVALCORE_DATA_ROOTS; see docs/DEPLOY.md); upload the files instead"
+    )
     observed = f"{'refused' if got != 'accepted' else 'ACCEPTED'} · {got}"
     check("server folder: no data roots configured", expected, observed)
 
@@ -563,8 +725,14 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 90.0) -> None:
 
 def signalled(cmd: list[str], stage: str, sig: int, tmp: Path, env: dict | None = None) -> Ran:
     marker = tmp / "paused"
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"{stage}={marker}", **(env or {})})
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"{stage}={marker}", **(env or {})},
+    )
     wait_for(marker, proc)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
@@ -576,25 +744,38 @@ def expected_end(sig: int, stage: str) -> tuple[int, str, str]:
     name = signal.Signals(sig).name
     if sig == signal.SIGKILL:
         return -9, "-", "process {pid} ended before the run completed (killed or crashed)"
-    return 128 + sig, f"error: interrupted by {name} during {stage}; run {{run}} marked failed", \
-        f"interrupted by {name} during {stage}"
+    return (
+        128 + sig,
+        f"error: interrupted by {name} during {stage}; run {{run}} marked failed",
+        f"interrupted by {name} during {stage}",
+    )
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_signal_at_any_stage_ends_the_run_failed_with_its_reason(store_copy, tmp_path, stage, sig):
     before = complete_runs(store_copy)
-    ran = signalled([sys.executable, "-m", "evalcore", "--store", str(store_copy), *RUN, "--strategies", "A,E"],
-                    stage, sig, tmp_path)
+    ran = signalled(
+        [sys.executable, "-m", "evalcore", "--store", str(store_copy), *RUN, "--strategies", "A,E"],
+        stage,
+        sig,
+        tmp_path,
+    )
     new = [r for r in runs(store_copy) if r["run_id"] not in before]  # Store.runs() reaps a killed one
     run = new[0] if len(new) == 1 else {"run_id": "?", "status": f"{len(new)} new runs", "reason": "", "pid": 0}
     code, line, reason = expected_end(sig, stage)
-    partial = sum(Store(store_copy).query(f"SELECT count(*) AS n FROM {t} WHERE run_id = ?", [run["run_id"]])["n"][0]
-                  for t in ("results", "hits", "chunks", "documents"))
-    expected = (f"exit {code} · {line.format(run=run['run_id'])} · run failed: "
-                f"{reason.format(pid=run['pid'])} · 0 partial rows · complete runs unchanged")
-    observed = (f"exit {ran.code} · {ran.line()} · run {run['status']}: {run['reason']} · {partial} partial rows · "
-                f"{kept(store_copy, before)}")
+    partial = sum(
+        Store(store_copy).query(f"SELECT count(*) AS n FROM {t} WHERE run_id = ?", [run["run_id"]])["n"][0]
+        for t in ("results", "hits", "chunks", "documents")
+    )
+    expected = (
+        f"exit {code} · {line.format(run=run['run_id'])} · run failed: "
+        f"{reason.format(pid=run['pid'])} · 0 partial rows · complete runs unchanged"
+    )
+    observed = (
+        f"exit {ran.code} · {ran.line()} · run {run['status']}: {run['reason']} · {partial} partial rows · "
+        f"{kept(store_copy, before)}"
+    )
     check(f"signal: {sig.name} at {stage} (CLI)", expected, observed)
 
 
@@ -603,25 +784,44 @@ def _queued_job(store_path: Path, strategies: str = "A,E") -> str:
     return jobs.submit(Store(store_path), prepared, "job", start=False)
 
 
-@pytest.mark.parametrize("sig, stage", [(signal.SIGTERM, "A: embedding"), (signal.SIGINT, "E: retrieval and scoring"),
-                                        (signal.SIGTERM, "writing results"), (signal.SIGKILL, "writing results")],
-                         ids=["SIGTERM-embedding", "SIGINT-retrieval", "SIGTERM-final-write", "SIGKILL-final-write"])
+@pytest.mark.parametrize(
+    "sig, stage",
+    [
+        (signal.SIGTERM, "A: embedding"),
+        (signal.SIGINT, "E: retrieval and scoring"),
+        (signal.SIGTERM, "writing results"),
+        (signal.SIGKILL, "writing results"),
+    ],
+    ids=["SIGTERM-embedding", "SIGINT-retrieval", "SIGTERM-final-write", "SIGKILL-final-write"],
+)
 def test_a_signal_to_a_job_process_ends_job_and_run_with_the_reason(store_copy, tmp_path, monkeypatch, sig, stage):
     monkeypatch.setenv(inputs.DATA_ROOTS_ENV, str(MINI))
     before = complete_runs(store_copy)
     job_id = _queued_job(store_copy)
-    ran = signalled([sys.executable, "-m", "evalcore", "--store", str(store_copy), "job", job_id], stage, sig,
-                    tmp_path, env={inputs.DATA_ROOTS_ENV: str(MINI)})
+    ran = signalled(
+        [sys.executable, "-m", "evalcore", "--store", str(store_copy), "job", job_id],
+        stage,
+        sig,
+        tmp_path,
+        env={inputs.DATA_ROOTS_ENV: str(MINI)},
+    )
     store = Store(store_copy)
     row, run = jobs.job(store, job_id), store.run(job_id)
     code, line, reason = expected_end(sig, stage)
-    job_reason = "process {pid} ended before the job finished (killed or crashed)" if sig == signal.SIGKILL \
+    job_reason = (
+        "process {pid} ended before the job finished (killed or crashed)"
+        if sig == signal.SIGKILL
         else f"interrupted by {sig.name} during {stage}"
+    )
     run_reason = job_reason if sig == signal.SIGKILL else reason
-    expected = (f"exit {code} · {line.format(run=job_id)} · job failed: {job_reason.format(pid=row['pid'])} · "
-                f"run failed: {run_reason.format(pid=row['pid'])} · complete runs unchanged")
-    observed = (f"exit {ran.code} · {ran.line()} · job {row['status']}: {row['reason']} · run {run['status']}: "
-                f"{run['reason']} · {kept(store_copy, before)}")
+    expected = (
+        f"exit {code} · {line.format(run=job_id)} · job failed: {job_reason.format(pid=row['pid'])} · "
+        f"run failed: {run_reason.format(pid=row['pid'])} · complete runs unchanged"
+    )
+    observed = (
+        f"exit {ran.code} · {ran.line()} · job {row['status']}: {row['reason']} · run {run['status']}: "
+        f"{run['reason']} · {kept(store_copy, before)}"
+    )
     check(f"signal: {sig.name} at {stage} (job process)", expected, observed)
 
 
@@ -630,12 +830,20 @@ def test_a_signal_to_a_queued_job_ends_it_with_the_reason(store_copy, tmp_path, 
     store = Store(store_copy)
     busy = _queued_job(store_copy)
     with store.connect() as con:  # a running job holds the one slot: this test's own process
-        con.execute("UPDATE jobs SET status = 'running', pid = ?, host = (SELECT host FROM runs LIMIT 1) "
-                    "WHERE job_id = ?", [os.getpid(), busy])
+        con.execute(
+            "UPDATE jobs SET status = 'running', pid = ?, host = (SELECT host FROM runs LIMIT 1) WHERE job_id = ?",
+            [os.getpid(), busy],
+        )
     time.sleep(1.1)  # queue order is by creation time
     waiting = _queued_job(store_copy)
-    proc = subprocess.Popen([sys.executable, "-m", "evalcore", "--store", str(store_copy), "job", waiting], cwd=ROOT,
-                            env=dict(os.environ, **FAKE), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalcore", "--store", str(store_copy), "job", waiting],
+        cwd=ROOT,
+        env=dict(os.environ, **FAKE),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not str(jobs.job(store, waiting)["stage"] or "").startswith("waiting"):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else "no wait"
@@ -644,8 +852,10 @@ def test_a_signal_to_a_queued_job_ends_it_with_the_reason(store_copy, tmp_path, 
     out, err = proc.communicate(timeout=60)
     row = jobs.job(store, waiting)
     expected = "exit 143 · error: interrupted by SIGTERM · job failed: interrupted by SIGTERM · no run"
-    observed = (f"exit {proc.returncode} · {Ran(proc.returncode, out, err).line()} · job {row['status']}: "
-                f"{row['reason']} · {'no run' if pd_isna(row['run_status']) else 'a run: ' + row['run_status']}")
+    observed = (
+        f"exit {proc.returncode} · {Ran(proc.returncode, out, err).line()} · job {row['status']}: "
+        f"{row['reason']} · {'no run' if pd_isna(row['run_status']) else 'a run: ' + row['run_status']}"
+    )
     check("signal: SIGTERM to a job waiting for a slot", expected, observed)
 
 
@@ -676,10 +886,17 @@ def test_a_cli_run_a_dashboard_job_and_a_second_cli_run_on_one_store(tmp_path, m
     path = tmp_path / "evalcore.duckdb"
     strategies = "A,B,C,D,E,F,G:boundaries+header+intro"
     cmd = [sys.executable, "-m", "evalcore", "--store", str(path), *RUN, "--strategies", strategies]
-    first = subprocess.Popen(cmd + ["--name", "cli-1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    job_id = jobs.submit(Store(path), jobs.prepare_paths(str(CORPUS), str(QUESTIONS), str(OOD), strategies,
-                                                         "dense,bm25,hybrid"), "dashboard")
-    second = subprocess.Popen(cmd + ["--name", "cli-2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        cmd + ["--name", "cli-1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    job_id = jobs.submit(
+        Store(path),
+        jobs.prepare_paths(str(CORPUS), str(QUESTIONS), str(OOD), strategies, "dense,bm25,hybrid"),
+        "dashboard",
+    )
+    second = subprocess.Popen(
+        cmd + ["--name", "cli-2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     codes = [p.wait(timeout=180) for p in (first, second)]
     deadline = time.monotonic() + 180
     while jobs.job(Store(path), job_id)["status"] in jobs.ACTIVE:
@@ -689,10 +906,17 @@ def test_a_cli_run_a_dashboard_job_and_a_second_cli_run_on_one_store(tmp_path, m
     counts = {tuple(sorted(c.items())) for c in done.values()}
     statuses = sorted(r["status"] for r in runs(path))
     expected = "exits [0, 0] · job complete · 3 runs complete · identical row counts"
-    observed = (f"exits {codes} · job {jobs.job(Store(path), job_id)['status']} · "
-                f"{statuses.count('complete')} runs complete · "
-                f"{'identical row counts' if len(counts) == 1 else f'{len(counts)} different row counts'}")
-    check("concurrency: CLI run + dashboard job + second CLI run", expected, observed, [p.stderr.read() for p in (first, second)])
+    observed = (
+        f"exits {codes} · job {jobs.job(Store(path), job_id)['status']} · "
+        f"{statuses.count('complete')} runs complete · "
+        f"{'identical row counts' if len(counts) == 1 else f'{len(counts)} different row counts'}"
+    )
+    check(
+        "concurrency: CLI run + dashboard job + second CLI run",
+        expected,
+        observed,
+        [p.stderr.read() for p in (first, second)],
+    )
 
 
 # --- disk full (a small tmpfs) ------------------------------------------------------------------
@@ -737,10 +961,14 @@ def test_disk_full_at_store_creation_leaves_nothing_and_the_next_run_works(small
     left = [p.name for p in small_disk.rglob("*") if p != filler and p.is_file()]
     filler.unlink()
     again = evalcore(*RUN, "--strategies", "A", store=store)
-    expected = ("exit 2 · error: TMP/disk/runs/evalcore.duckdb: cannot create the run store: the disk is full "
-                "(No space left on device) · nothing left behind · after freeing space: exit 0")
-    observed = (f"exit {ran.code} · {ran.line(small_disk.parent)} · "
-                f"{'nothing left behind' if not left else f'left {left}'} · after freeing space: exit {again.code}")
+    expected = (
+        "exit 2 · error: TMP/disk/runs/evalcore.duckdb: cannot create the run store: the disk is full "
+        "(No space left on device) · nothing left behind · after freeing space: exit 0"
+    )
+    observed = (
+        f"exit {ran.code} · {ran.line(small_disk.parent)} · "
+        f"{'nothing left behind' if not left else f'left {left}'} · after freeing space: exit {again.code}"
+    )
     check("disk full: creating a store", expected, observed)
 
 
@@ -762,11 +990,17 @@ def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base
     filler.unlink()
     failed = [r for r in runs(store) if r["run_id"] not in before]
     run = failed[0] if failed else {"run_id": "?", "status": "none", "reason": ""}
-    message = (f"error: run {run['run_id']} was not stored: TMP/disk/evalcore.duckdb: cannot write the run store: "
-               "the disk is full (No space left on device)")
-    expected = (f"exit 2 · {message} · run failed: {message.removeprefix('error: ')} · complete runs unchanged · "
-                "on the full disk: list exit 0, show exit 0, dashboard reads (2, 6)")
-    observed = (f"exit {ran.code} · {ran.line(small_disk.parent)} · run {run['status']}: "
-                f"{str(run['reason']).replace(str(small_disk.parent), 'TMP')} · {kept(store, before)} · on the full disk: "
-                f"list exit {listed.code}, show exit {shown.code}, dashboard reads {dashboard}")
+    message = (
+        f"error: run {run['run_id']} was not stored: TMP/disk/evalcore.duckdb: cannot write the run store: "
+        "the disk is full (No space left on device)"
+    )
+    expected = (
+        f"exit 2 · {message} · run failed: {message.removeprefix('error: ')} · complete runs unchanged · "
+        "on the full disk: list exit 0, show exit 0, dashboard reads (2, 6)"
+    )
+    observed = (
+        f"exit {ran.code} · {ran.line(small_disk.parent)} · run {run['status']}: "
+        f"{str(run['reason']).replace(str(small_disk.parent), 'TMP')} · {kept(store, before)} · on the full disk: "
+        f"list exit {listed.code}, show exit {shown.code}, dashboard reads {dashboard}"
+    )
     check("disk full: during the final write, then list/show/dashboard", expected, observed, ran.err)
