@@ -89,7 +89,7 @@ def site_pages(tmp: Path):
     for project, folder in (("poetry", DATA / "poetry-docs" / "docs"), ("mkdocs", DATA / "mkdocs-docs" / "docs")):
         files = sorted(folder.rglob("*.md"))
         rels = [p.relative_to(folder).with_suffix("").as_posix() for p in files]
-        for path, rel in zip(files, rels):
+        for path, rel in zip(files, rels, strict=True):
             raw = path.read_text(encoding="utf-8")
             yield "site", render_page(raw, rel, project, rels).encode("utf-8"), raw, BOILERPLATE
 
@@ -160,7 +160,7 @@ def main() -> int:
         cells = []
         for s in sets:
             found = total = leaked = leaks_total = 0
-            for (kind, _, source, leaks), text in zip(pages, texts):
+            for (kind, _, source, leaks), text in zip(pages, texts, strict=True):
                 if kind != s:
                     continue
                 flat = " ".join(text.split())
@@ -179,7 +179,7 @@ def main() -> int:
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
     print()
     for r in [head, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
     return 0
 
 

@@ -82,7 +82,7 @@ def synthetic_tables(
         if chunks is not None:
             doc_of, start = doc_of[:chunks], start[:chunks]
         end = np.minimum(start + 512, lengths[doc_of])
-        content = [doc_text[d][a:b] for d, a, b in zip(doc_of, start, end)]
+        content = [doc_text[d][a:b] for d, a, b in zip(doc_of, start, end, strict=True)]
         head = [f"[Document {d}]\n" if header else "" for d in doc_of]
         frame = pd.DataFrame(
             {
@@ -96,7 +96,7 @@ def synthetic_tables(
                 "evidence_start": start,
                 "header": head,
                 "content": content,
-                "text": [h + c for h, c in zip(head, content)],
+                "text": [h + c for h, c in zip(head, content, strict=True)],
                 "pieces": rng.integers(90, 280, len(start)),
                 "header_pieces": 5 if header else 0,
             }
@@ -104,27 +104,27 @@ def synthetic_tables(
         n_chunks[name] = len(frame)
         chunk_frames.append(frame)
         strat_rows.append(
-            dict(
-                run_id=None,
-                strategy=name,
-                size=512,
-                overlap=0,
-                boundaries=header,
-                header=header,
-                chunks=len(frame),
-                pieces=int(frame["pieces"].sum()),
-                header_pieces=int(frame["header_pieces"].sum()),
-                over_window=int((frame["pieces"] > 256).sum()),
-                destroyed=3,
-                norm_max_diff=4.2e-7,
-            )
+            {
+                "run_id": None,
+                "strategy": name,
+                "size": 512,
+                "overlap": 0,
+                "boundaries": header,
+                "header": header,
+                "chunks": len(frame),
+                "pieces": int(frame["pieces"].sum()),
+                "header_pieces": int(frame["header_pieces"].sum()),
+                "over_window": int((frame["pieces"] > 256).sum()),
+                "destroyed": 3,
+                "norm_max_diff": 4.2e-7,
+            }
         )
     n_in = int(n_queries * 0.8)
     i = np.arange(n_queries)
     inside = i < n_in
     qdoc = i % docs
     qstart = 40 + (i * 37) % 2000
-    needles = [doc_text[d][a : a + 40] if q else None for d, a, q in zip(qdoc, qstart, inside)]
+    needles = [doc_text[d][a : a + 40] if q else None for d, a, q in zip(qdoc, qstart, inside, strict=True)]
     queries = pd.DataFrame(
         {
             "run_id": None,
@@ -132,13 +132,13 @@ def synthetic_tables(
             "domain": np.where(inside, "in", "out"),
             "text": [
                 f"question {x} about Document {d}" if q else f"unrelated question {x}"
-                for x, d, q in zip(i, qdoc, inside)
+                for x, d, q in zip(i, qdoc, inside, strict=True)
             ],
-            "group_id": [f"g{x // 2:05d}" if q else None for x, q in zip(i, inside)],
-            "variant": [("course" if x % 2 else "ticket") if q else None for x, q in zip(i, inside)],
-            "kind": [None if q else ("near" if x % 2 else "far") for x, q in zip(i, inside)],
+            "group_id": [f"g{x // 2:05d}" if q else None for x, q in zip(i, inside, strict=True)],
+            "variant": [("course" if x % 2 else "ticket") if q else None for x, q in zip(i, inside, strict=True)],
+            "kind": [None if q else ("near" if x % 2 else "far") for x, q in zip(i, inside, strict=True)],
             "needle": needles,
-            "doc_id": [doc_ids[d] if q else None for d, q in zip(qdoc, inside)],
+            "doc_id": [doc_ids[d] if q else None for d, q in zip(qdoc, inside, strict=True)],
             "start": pd.Series(qstart, dtype="Int64").where(inside),
             "end": pd.Series(qstart + 40, dtype="Int64").where(inside),
             "valid": True,
@@ -186,16 +186,29 @@ def synthetic_tables(
             )
     destroyed = pd.DataFrame(
         [
-            dict(run_id=None, strategy=s, group_id=f"g{j:05d}", doc_id=doc_ids[0], start=500 + j, end=540 + j, cut=512)
+            {
+                "run_id": None,
+                "strategy": s,
+                "group_id": f"g{j:05d}",
+                "doc_id": doc_ids[0],
+                "start": 500 + j,
+                "end": 540 + j,
+                "cut": 512,
+            }
             for s in strategies
             for j in range(3)
         ]
     )
     timings = pd.DataFrame(
         [
-            dict(
-                run_id=None, stage="index", strategy=s, seconds=1.0, items=n_chunks[s], per_item_ms=1000.0 / n_chunks[s]
-            )
+            {
+                "run_id": None,
+                "stage": "index",
+                "strategy": s,
+                "seconds": 1.0,
+                "items": n_chunks[s],
+                "per_item_ms": 1000.0 / n_chunks[s],
+            }
             for s in strategies
         ]
     )
@@ -229,21 +242,21 @@ def build_store(
     store = Store(path)
     run_id = "bench-" + uuid.uuid4().hex[:8]
     store.start_run(
-        dict(
-            run_id=run_id,
-            name=name or f"synthetic-{n_queries}",
-            corpus_root="(synthetic)",
-            corpus_fingerprint="0" * 64,
-            questions_path="(synthetic)",
-            ood_path="(synthetic)",
-            model="all-MiniLM-L6-v2",
-            model_dim=384,
-            pipeline_version=PIPELINE_VERSION,
-            strategies=",".join(strategies),
-            retrievers="dense,bm25",
-            rerank_note="rerank not run: synthetic benchmark",
-            settings=json.dumps({"size": 512, "overlap": 64, "k": [1, 4, 8, 20], "seed": 7}),
-        )
+        {
+            "run_id": run_id,
+            "name": name or f"synthetic-{n_queries}",
+            "corpus_root": "(synthetic)",
+            "corpus_fingerprint": "0" * 64,
+            "questions_path": "(synthetic)",
+            "ood_path": "(synthetic)",
+            "model": "all-MiniLM-L6-v2",
+            "model_dim": 384,
+            "pipeline_version": PIPELINE_VERSION,
+            "strategies": ",".join(strategies),
+            "retrievers": "dense,bm25",
+            "rerank_note": "rerank not run: synthetic benchmark",
+            "settings": json.dumps({"size": 512, "overlap": 64, "k": [1, 4, 8, 20], "seed": 7}),
+        }
     )
     tables, updates = synthetic_tables(n_queries, chunks=chunks, strategies=strategies)
     for frame in tables.values():

@@ -66,7 +66,7 @@ def evalcore_pdf(path: Path) -> list[str]:
 
     x = pdf.extract(path.read_bytes(), path.name)
     ends = [s - 2 for s in x.page_starts[1:]] + [len(x.text)]
-    return [x.text[s:e] for s, e in zip(x.page_starts, ends)]
+    return [x.text[s:e] for s, e in zip(x.page_starts, ends, strict=True)]
 
 
 def pypdf_pages(path: Path) -> list[str]:
@@ -232,7 +232,7 @@ def main() -> int:
         f"+ {len(tex)} TeX manuals; {pages_total} pages per candidate\n"
     )
     for r in [head, tuple("-" * w for w in widths), *rows]:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
     if args.keep is None:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

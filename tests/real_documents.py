@@ -91,7 +91,7 @@ def print_corpus(
     rels = [p.relative_to(source).with_suffix("").as_posix() for p in files]
     md_dir, html_dir, pdf_dir = out / name / "markdown", out / name / "html", out / name / "pdf"
     page = browser.new_page()
-    for path, rel in zip(files, rels):
+    for path, rel in zip(files, rels, strict=True):
         for folder in (md_dir, html_dir, pdf_dir):
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         raw = path.read_text(encoding="utf-8")
@@ -99,13 +99,13 @@ def print_corpus(
         target = (html_dir / rel).with_suffix(".html")
         target.write_text(render_page(raw, rel, name, rels), encoding="utf-8")
         page.goto(target.as_uri())
-        options = dict(
-            path=str((pdf_dir / rel).with_suffix(".pdf")),
-            format="A4",
-            outline=outline,
-            tagged=outline,
-            print_background=False,
-        )
+        options = {
+            "path": str((pdf_dir / rel).with_suffix(".pdf")),
+            "format": "A4",
+            "outline": outline,
+            "tagged": outline,
+            "print_background": False,
+        }
         if header_footer:
             # chromium's own print header and footer: date and title, URL and page/pages
             options.update(

@@ -328,7 +328,7 @@ def test_export_equals_the_compare_screen(engine_store, engine_run_id, monkeypat
 
     at = open_page(engine_store, "compare", monkeypatch)
     keys = at.multiselect(key="w_matrix_configs").options
-    chosen = [k for k in at.session_state["matrix_configs"]][:3]
+    chosen = list(at.session_state["matrix_configs"])[:3]
     at.multiselect(key="w_matrix_configs").set_value(chosen).run()
     no_exception(at)
     on_compare = [c for c in _charts(at) if _matrix_cells(c)]

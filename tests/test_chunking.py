@@ -105,7 +105,7 @@ def test_boundaries_agree_with_seed_on_real_corpus(corpus_name, record_property)
     for d, ref in zip(corpus.documents, refs, strict=True):
         ours = chunk_document(d, STANDARD_STRATEGIES["E"])
         assert len(ours) == len(ref), d.doc_id
-        for i, (a, b) in enumerate(zip(as_seed(ours), seed_tuples(ref))):
+        for i, (a, b) in enumerate(zip(as_seed(ours), seed_tuples(ref), strict=True)):
             assert a == b, f"{d.doc_id} chunk {i}"
         # C has the same cuts without the header.
         plain = chunk_document(d, STANDARD_STRATEGIES["C"])

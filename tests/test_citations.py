@@ -54,13 +54,13 @@ DISTANCES = [0.594, 0.598, 0.7]
 
 
 def sources() -> list[Source]:
-    return [Source.from_chunk(c, "Classification 🧪", d) for c, d in zip(CHUNKS, DISTANCES)]
+    return [Source.from_chunk(c, "Classification 🧪", d) for c, d in zip(CHUNKS, DISTANCES, strict=True)]
 
 
 def test_fragment_slices_the_quoted_text_and_quote_is_content_not_text():
     context = build_context("How many test examples do I need?", sources())
     assert [c.index for c in context.citations] == [1, 2, 3]
-    for cite, chunk in zip(context.citations, CHUNKS):
+    for cite, chunk in zip(context.citations, CHUNKS, strict=True):
         start, end = map(int, re.fullmatch(r"#char=(\d+),(\d+)", cite.fragment).groups())
         assert CANONICAL[start:end] == cite.quote == chunk.content
         assert cite.quote != chunk.text and chunk.header not in context.prompt
@@ -129,7 +129,7 @@ def test_build_context_agrees_with_the_seed_code_run_by_node():
             },
             "cosineDistance": d,
         }
-        for c, d in zip(CHUNKS, DISTANCES)
+        for c, d in zip(CHUNKS, DISTANCES, strict=True)
     ]
     done = subprocess.run(
         [node, "-e", SEED_JS],

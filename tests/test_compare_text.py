@@ -35,14 +35,14 @@ def matrix(out: str, labels: list[str]) -> dict[tuple[str, str], str]:
             for row_line in lines[i + 1 : i + 1 + len(labels)]:
                 idx, label, *values = row_line.split()
                 assert label == labels[int(idx) - 1]
-                cells.update({(label, c): v for c, v in zip(columns, values)})
+                cells.update({(label, c): v for c, v in zip(columns, values, strict=True)})
     return cells
 
 
 def sign(a: dict[str, bool], b: dict[str, bool]) -> tuple[int, int, float]:
     w = sum(a[q] and not b[q] for q in a)
-    l = sum(b[q] and not a[q] for q in a)
-    return w, l, (binomtest(w, w + l, 0.5).pvalue if w + l else 1.0)
+    n_lost = sum(b[q] and not a[q] for q in a)
+    return w, n_lost, (binomtest(w, w + n_lost, 0.5).pvalue if w + n_lost else 1.0)
 
 
 @pytest.mark.parametrize("width", [80, 100, 120])
@@ -68,8 +68,8 @@ def test_table_and_matrix_against_oracles(gate_store, capsys):
         assert f"{s / n:.3f} [{lo:.3f},{hi:.3f}]" in line
     cells = matrix(out, CONFIGS)
     for r, c in [("P/hybrid", "A/hybrid"), ("A/dense", "P/dense"), ("E/bm25", "E/dense")]:
-        w, l, p = sign(outcome[r], outcome[c])
-        expected = (f"{w - l:+d}" if w != l else "0") + ("*" if p < 0.05 else "")
+        w, n_lost, p = sign(outcome[r], outcome[c])
+        expected = (f"{w - n_lost:+d}" if w != n_lost else "0") + ("*" if p < 0.05 else "")
         assert cells[(r, c)] == expected
 
 
@@ -80,9 +80,9 @@ def test_holm_lists_exactly_the_pairs_statsmodels_finds(gate_store, capsys):
     tests = [sign(outcome[a], outcome[b]) for a, b in pairs]
     reject, adjusted, *_ = multipletests([t[2] for t in tests], alpha=0.05, method="holm")
     expected = set()
-    for (a, b), (w, l, _), rej in zip(pairs, tests, reject):
+    for (a, b), (w, n_lost, _), rej in zip(pairs, tests, reject, strict=True):
         if rej:
-            expected.add((a, b) if w > l else (b, a))
+            expected.add((a, b) if w > n_lost else (b, a))
     listed = {
         (x.split()[0], x.split()[2])
         for x in out.split("Holm-adjusted over 210 pairs):")[-1].splitlines()
@@ -97,8 +97,8 @@ def test_two_runs_on_the_same_queries(gate_store, capsys):
     assert code == 0 and max(len(line) for line in out.splitlines()) <= 120
     labels = [f"r1:{c}" for c in CONFIGS] + [f"r2:{c}" for c in CONFIGS]
     cells = matrix(out, labels)
-    w, l, p = sign(hits(gate_store, "base", "P/hybrid"), hits(gate_store, "cand", "P/hybrid"))
-    assert cells[("r1:P/hybrid", "r2:P/hybrid")] == f"{w - l:+d}" + ("*" if p < 0.05 else "")
+    w, n_lost, p = sign(hits(gate_store, "base", "P/hybrid"), hits(gate_store, "cand", "P/hybrid"))
+    assert cells[("r1:P/hybrid", "r2:P/hybrid")] == f"{w - n_lost:+d}" + ("*" if p < 0.05 else "")
     assert cells[("r1:A/dense", "r2:A/dense")] == "0"
     assert "r1: run base " in out and "r2: run cand " in out
 

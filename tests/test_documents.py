@@ -315,12 +315,12 @@ def check_the_query_screen_cites_pages(path, store) -> None:
         assert h.locator == f"#page={first}"
         assert h.pages == (f"p. {first}" if first == last else f"pp. {first}-{last}")
     text = hits[~hits["doc_id"].isin(list(maps))]
-    assert all(loc == f"#char={a},{b}" for loc, a, b in zip(text["locator"], text["start"], text["end"]))
+    assert all(loc == f"#char={a},{b}" for loc, a, b in zip(text["locator"], text["start"], text["end"], strict=True))
     answer = queries.answer(store, run_id, "basic-usage-0", e_hybrid, threshold=2.0, count=False)
     cited = answer.citations[answer.citations["doc_id"].isin(list(maps))]
     assert len(cited) and all(
         src == f"{doc}.pdf{frag}" and frag.startswith("#page=")
-        for src, doc, frag in zip(cited["source"], cited["doc_id"], cited["fragment"])
+        for src, doc, frag in zip(cited["source"], cited["doc_id"], cited["fragment"], strict=True)
     )
     docs = documents(store, run_id)
     assert docs.set_index("doc_id").loc["basic-usage", "pages"] == len(maps["basic-usage"])

@@ -38,7 +38,6 @@ def oracle(mini_inputs):
     windows = external_bm25.sentence_windows(corpus)
     rankings = external_bm25.bm25_rankings(windows, external_bm25.all_queries(gt))
     docs = {d.doc_id: d.text for d in corpus.documents}
-    by_id = {w.chunk_id: w for w in windows}
     first, qrels = {}, {}
     for line in QUESTIONS.read_text().splitlines():
         q = json.loads(line)
@@ -91,7 +90,7 @@ def test_trec_and_jsonl_imports_give_the_independent_figures(tmp_path, bm25_file
     a, b = outputs
     assert [c["strategy"] + "/" + c["retriever"] for c in a["configurations"]] == ["sent3/rank_bm25"]
     config = a["configurations"][0]
-    assert {k: v for k, v in config.items()} == {k: v for k, v in b["configurations"][0].items()}
+    assert dict(config.items()) == dict(b["configurations"][0].items())
     n = len(first)
     assert config["queries"] == n == a["queries_in"] and a["queries_out"] == 7
     for k in (1, 4, 8, 20):
@@ -272,7 +271,9 @@ def test_imported_run_compares_paired_with_builtin_configurations(
         "strategy = 'E' AND retriever = 'hybrid' AND domain = 'in'",
         [engine_run_id],
     )
-    theirs = {q: (None if r != r else int(r)) for q, r in zip(builtin["query_id"], builtin["first_correct_rank"])}
+    theirs = {
+        q: (None if r != r else int(r)) for q, r in zip(builtin["query_id"], builtin["first_correct_rank"], strict=True)
+    }
     assert set(theirs) == set(first)
     wins = sum(1 for q in first if (first[q] or 99) <= 4 < (theirs[q] or 99))
     losses = sum(1 for q in first if (theirs[q] or 99) <= 4 < (first[q] or 99))

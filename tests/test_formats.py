@@ -166,4 +166,4 @@ def test_imported_run_exports_and_imports_back(tmp_path, mini_inputs, capsys):
         == 0
     )
     again = json.loads(capsys.readouterr().out)["configurations"][0]
-    assert {k: v for k, v in again.items()} == config
+    assert dict(again.items()) == config

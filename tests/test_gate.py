@@ -45,7 +45,7 @@ def hits(store_path, run_name: str, configuration: str, k: int = 4) -> dict[str,
     df = df[df["valid"]]
     return {
         q: bool(r <= k) if r == r and r is not None else False
-        for q, r in zip(df["query_id"], df["first_correct_rank"].astype("float"))
+        for q, r in zip(df["query_id"], df["first_correct_rank"].astype("float"), strict=True)
     }
 
 
@@ -107,7 +107,7 @@ def test_every_figure_against_independent_oracles(gate_store):
     rows = [expected(gate_store, ("base", c), ("cand", c)) for c in CONFIGS]
     p_raw = [row[-1] for row in rows]
     p_holm = multipletests(p_raw, method="holm")[1]
-    for r, (b, c, wins, losses, p), adj in zip(report.results, rows, p_holm):
+    for r, (b, c, wins, losses, p), adj in zip(report.results, rows, p_holm, strict=True):
         n = len(b)
         assert (r.wins, r.losses, r.ties) == (len(wins), len(losses), n - len(wins) - len(losses))
         assert r.p_value == pytest.approx(p, rel=1e-12)
@@ -129,7 +129,7 @@ def test_the_lost_queries_carry_both_ranks(gate_store):
     )
     rank = {
         (n, q): (None if r != r else int(r))
-        for n, q, r in zip(ranks["name"], ranks["query_id"], ranks["first_correct_rank"].astype("float"))
+        for n, q, r in zip(ranks["name"], ranks["query_id"], ranks["first_correct_rank"].astype("float"), strict=True)
     }
     (result,) = report.results
     assert result.lost
@@ -315,7 +315,7 @@ def test_markdown_report_renders_as_tables(gate_store):
     lost_tables = tables[1:]
     failing = [r for r in report.results if r.lost]
     assert len(lost_tables) == len(failing) == 3
-    for r, table in zip(failing, lost_tables):
+    for r, table in zip(failing, lost_tables, strict=True):
         assert [row[0].strip("`") for row in table[1:]] == [q.query_id for q in r.lost]
         assert all(len(row) == 3 for row in table)
     html = md.render(text)

@@ -127,7 +127,7 @@ def test_the_dashboard_command_passes_the_clones_streamlit_settings():
     }
     assert flat == SETTINGS
     argv = command(port=8600, address="127.0.0.1", browser=False)
-    options = dict(zip(argv[5::2], argv[6::2]))
+    options = dict(zip(argv[5::2], argv[6::2], strict=True))
     assert argv[1:4] == ["-m", "streamlit", "run"] and Path(argv[4]) == ROOT / "evalcore_app" / "app.py"
     for name, value in SETTINGS.items():
         assert options[f"--{name}"] == value

@@ -3,6 +3,8 @@ row in the store shows exactly what every other Progress receives."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from conftest import KeywordEmbedder
 
@@ -19,7 +21,7 @@ def test_the_stages_of_a_run_tile_the_scale_in_order():
         stages += [scale.strategy(s, part, 10) for part in ("chunking", "embedding", "retrieval and scoring")]
     stages.append(scale.write(8))
     assert stages[0].start == pytest.approx(0.02) and stages[-1].end == pytest.approx(1.0)
-    for before, after in zip(stages, stages[1:]):
+    for before, after in pairwise(stages):
         assert before.start < before.end == pytest.approx(after.start)
     # strategy 2 of 3 (E): 0.05 + 0.3 ... 0.05 + 0.6; embedding is its 10 %-50 %
     e = scale.strategy("E", "embedding", 1120)

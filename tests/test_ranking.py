@@ -33,7 +33,7 @@ def make_data(seed: int, n: int, nq: int, dim: int, distinct: int | None = None)
     texts = [" ".join(rng.choice(WORDS[: rng.integers(3, len(WORDS))], rng.integers(0, 12))) for _ in range(n)]
     qtexts = [" ".join(rng.choice(WORDS, rng.integers(0, 4))) for _ in range(nq)]
     correct = [np.unique(rng.integers(0, n, rng.integers(0, 4))).astype(np.int64) for _ in range(nq)]
-    correct[1] = np.array([t for t in [int(targets[1])]], dtype=np.int64)
+    correct[1] = np.array([int(targets[1])], dtype=np.int64)
     return q, c, texts, qtexts, correct
 
 

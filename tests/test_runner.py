@@ -194,7 +194,7 @@ def test_real_model_run_figures_match_a_recount_from_stored_hits(engine_store, e
 def test_stored_locators_slice_the_stored_canonical_text(engine_store, engine_run_id):
     store = Store(engine_store)
     docs = store.query("SELECT doc_id, text FROM documents WHERE run_id = ?", [engine_run_id])
-    text = dict(zip(docs["doc_id"], docs["text"]))
+    text = dict(zip(docs["doc_id"], docs["text"], strict=True))
     ch = store.query("SELECT * FROM chunks WHERE run_id = ?", [engine_run_id])
     for c in ch.itertuples():
         assert text[c.doc_id][c.start : c.end] == c.content
@@ -269,11 +269,11 @@ def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(
     queries = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND valid", [res.run_id])
     model = CrossEncoder(str(tiny_cross_encoder), device="cpu")
     n = len(texts)  # 11 chunks: the whole hybrid ranking is the head
-    for qid, qtext in zip(queries["query_id"], queries["text"]):
+    for qid, qtext in zip(queries["query_id"], queries["text"], strict=True):
         hybrid = hits[(hits.retriever == "hybrid") & (hits.query_id == qid)]["chunk_id"].tolist()
         rerank = hits[(hits.retriever == "rerank") & (hits.query_id == qid)]
         scores = np.asarray(model.predict([(qtext, texts[c]) for c in hybrid]), dtype=np.float64).reshape(-1)
-        expected = [c for _, c in sorted(zip(-scores, hybrid))]
+        expected = [c for _, c in sorted(zip(-scores, hybrid, strict=True))]
         assert len(hybrid) == n and rerank["chunk_id"].tolist() == expected, qid
         np.testing.assert_allclose(rerank["score"].to_numpy(), sorted(scores, reverse=True), rtol=1e-5)
 

@@ -175,12 +175,12 @@ def test_win_loss_matrix_against_hand_counts_and_multipletests():
         wins = sum(outcomes[a][q] and not outcomes[b][q] for q in queries)
         losses = sum(outcomes[b][q] and not outcomes[a][q] for q in queries)
         raw.append(binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0)
-        for row, column, w, l in ((a, b, wins, losses), (b, a, losses, wins)):
+        for row, column, w, n_lost in ((a, b, wins, losses), (b, a, losses, wins)):
             rec = frame[(frame["row"] == row) & (frame["column"] == column)].iloc[0]
-            assert (rec["wins"], rec["losses"], rec["ties"], rec["n"]) == (w, l, 64 - w - l, 64)
+            assert (rec["wins"], rec["losses"], rec["ties"], rec["n"]) == (w, n_lost, 64 - w - n_lost, 64)
             assert rec["p_value"] == pytest.approx(raw[-1], abs=1e-12)
     adjusted = multipletests(raw, method="holm")[1]
-    for (a, b), p in zip(pairs, adjusted):
+    for (a, b), p in zip(pairs, adjusted, strict=True):
         both = frame[frame["row"].isin([a, b]) & frame["column"].isin([a, b])]
         assert both["p_holm"].tolist() == pytest.approx([p, p], abs=1e-12)
     assert win_loss_matrix(outcomes, adjust=False)["p_holm"].isna().all()

@@ -147,7 +147,7 @@ def test_cost_suggestion_is_optimal_and_reproducible(ind, ood, ratio, similarity
     assert s.cost == pytest.approx(min(costs))
     # Tie rule: no stricter threshold (lower for distances, higher for similarities) reaches it.
     stricter = (lambda t: t > s.t_to) if similarity else (lambda t: t <= s.t_from)
-    assert all(cost > s.cost for t, cost in zip(candidates, costs) if stricter(t))
+    assert all(cost > s.cost for t, cost in zip(candidates, costs, strict=True) if stricter(t))
 
 
 @settings(max_examples=80, deadline=None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import zipfile
+from pathlib import Path
 
 import pytest
 from conftest import copy_with_failed_run
@@ -158,7 +159,8 @@ def with_extra_column(manifest, members):
         ),
         (
             lambda tmp, f: damaged(tmp, f, manifest_edit(lambda m, _: m.update(format_version=FORMAT_VERSION + 1))),
-            f"run file format version {FORMAT_VERSION + 1} is newer than this evalcore reads (format version {FORMAT_VERSION};",
+            f"run file format version {FORMAT_VERSION + 1} is newer than this evalcore reads "
+            f"(format version {FORMAT_VERSION};",
         ),
         (
             lambda tmp, f: damaged(

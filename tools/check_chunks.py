@@ -34,7 +34,7 @@ def seed_chunks(corpus_dir: str, node: str = "node", target: int = 512) -> list[
         check=True,
     )
     rows = []
-    for d, chunks in zip(corpus.documents, json.loads(out.stdout)):
+    for d, chunks in zip(corpus.documents, json.loads(out.stdout), strict=True):
         for c in chunks:
             rows.append(
                 {
@@ -54,7 +54,7 @@ def compare(ours: list[dict], reference: list[dict]) -> list[str]:
     problems = []
     if len(ours) != len(reference):
         problems.append(f"chunk count: ours {len(ours)}, seed {len(reference)}")
-    for i, (a, b) in enumerate(zip(ours, reference)):
+    for i, (a, b) in enumerate(zip(ours, reference, strict=False)):  # counts may differ: reported above
         for key in ("document", "text", "content", "section", "from", "to"):
             if a.get(key) != b[key]:
                 problems.append(f"chunk {i} ({b['document']}): {key} differs: {a.get(key)!r:.80} != {b[key]!r:.80}")

@@ -4,8 +4,9 @@
     python tools/demo_needles.py --dump DIR # also write each topic's canonical text to DIR/<key>.md
 
 Status is ``ok`` (exactly one occurrence, off heading lines) or ``INVALID`` with the reason
-evalcore.groundtruth gives (not found, found N times, inside a heading line). Needles must be written against the canonical text (dump it to read it),
-not against ``pydoc_data.topics`` raw text. Exit code 1 when any needle is not ``ok``.
+evalcore.groundtruth gives (not found, found N times, inside a heading line). Needles must be
+written against the canonical text (dump it to read it), not against ``pydoc_data.topics`` raw
+text. Exit code 1 when any needle is not ``ok``.
 """
 
 from __future__ import annotations

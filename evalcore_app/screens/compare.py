@@ -16,7 +16,7 @@ run = _ui.require_run(ctx)
 
 complete = _ui.live(runs.complete_runs)
 others = [""] + [r for r in complete["run_id"] if r != ctx.run_id]
-names = dict(zip(complete["run_id"], complete["name"]))
+names = dict(zip(complete["run_id"], complete["name"], strict=True))
 if st.session_state.get("run_id_b") not in others:
     st.session_state["run_id_b"] = ""
 

@@ -73,7 +73,7 @@ if not query["valid"]:
     st.stop()
 
 for config in ctx.configs:
-    view = _ui.guarded(lambda: _ui.cached(queries.query_view, ctx.run_id, query_id, config, threshold))
+    view = _ui.guarded(lambda config=config: _ui.cached(queries.query_view, ctx.run_id, query_id, config, threshold))
     if view is None:
         continue
     with st.expander(_ui.esc(view.headline()), expanded=config == ctx.config):
@@ -90,7 +90,7 @@ for config in ctx.configs:
                 f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                 f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>"
             )
-        answer = _ui.guarded(lambda: _ui.pure(queries.answer_for, view, str(query["text"])))
+        answer = _ui.guarded(lambda view=view: _ui.pure(queries.answer_for, view, str(query["text"])))
         if answer is None:
             continue
         if not answer.answered:

@@ -78,7 +78,7 @@ def board() -> None:
         "Pick the run the other screens show in the sidebar. The Compare screen can pair it with a "
         "second run on the same queries."
     )
-    statuses = dict(zip(overview["run_id"], overview["status"]))
+    statuses = dict(zip(overview["run_id"], overview["status"], strict=True))
     if st.session_state.get("_statuses", statuses) != statuses:
         st.session_state["_statuses"] = statuses
         st.rerun()  # a run changed state: redraw the whole page (sidebar run list included)

@@ -112,7 +112,9 @@ def test_comparison_across_two_runs_with_other_names(two_run_store, two_run_ids)
     comparison = compare.compare(store, sides, 4, adjust=False)
     # labels lead with the configuration and name the run
     assert [label.split(" · ")[0] for label in comparison.labels] == [s.configuration.label for s in sides]
-    assert all(" · run " in label and label.endswith(s.run_id) for label, s in zip(comparison.labels, sides))
+    assert all(
+        " · run " in label and label.endswith(s.run_id) for label, s in zip(comparison.labels, sides, strict=True)
+    )
     a = first_ranks(store, first, sides[0].configuration.strategy, sides[0].configuration.retriever) <= 4
     b = first_ranks(store, second, sides[1].configuration.strategy, sides[1].configuration.retriever) <= 4
     wins, losses = int((a & ~b).sum()), int((~a & b).sum())

@@ -41,7 +41,7 @@ def test_failed_run_shows_its_reason(scratch):
 def test_configurations_in_the_runs_order(store, engine_run_id):
     configs = runs.configurations(store, engine_run_id)
     results = store.query("SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?", [engine_run_id])
-    assert set(configs) == {Configuration(s, r) for s, r in zip(results["strategy"], results["retriever"])}
+    assert set(configs) == {Configuration(s, r) for s, r in zip(results["strategy"], results["retriever"], strict=True)}
     run = store.run(engine_run_id)
     strategies, retrievers = run["strategies"].split(","), run["retrievers"].split(",")
     assert configs == sorted(configs, key=lambda c: (strategies.index(c.strategy), retrievers.index(c.retriever)))

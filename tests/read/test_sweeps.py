@@ -46,7 +46,7 @@ def test_sweep_table_sentence_and_bluffs_match_brute_force(store, engine_run_id)
         assert table.iloc[5] == expected["lost"]
         assert len(sweeps.bluffs_at(store, engine_run_id, config, t)) == expected["bluffs"]
         full = sweeps.gate_table(sweep, t)
-        for k, n, low, high in zip(full["queries"], full["of"], full["wilson low"], full["wilson high"]):
+        for k, n, low, high in zip(full["queries"], full["of"], full["wilson low"], full["wilson high"], strict=True):
             assert (low, high) == pytest.approx(proportion_confint(k, n, method="wilson"))
         sentence = sweeps.sentence_at(sweep, t)
         share = lambda k, n: f"{100 * k / n:.0f}%"  # noqa: E731
@@ -69,7 +69,7 @@ def test_sweep_long_carries_the_wilson_band_of_each_rate(store, engine_run_id):
     assert np.isfinite(long["threshold"]).all()
     bluffs = long[long["series"] == "bluffs (out-of-domain)"].iloc[:-1]
     n = int(sweep["out_domain"].iloc[0])
-    for count, low, high in zip(bluffs["count"], bluffs["low"], bluffs["high"]):
+    for count, low, high in zip(bluffs["count"], bluffs["low"], bluffs["high"], strict=True):
         assert (low, high) == pytest.approx(proportion_confint(count, n, method="wilson"))
 
 

@@ -606,7 +606,8 @@ UPLOADS = [
     (
         "zip with lying headers (100 B declared, 64 MiB inside)",
         lambda: lying_zip(["a.md", "b.md"], deflated_zeros(64 << 20)),
-        "corpus.zip: entry 'a.md' expands beyond the 100 bytes its header declares; refusing the zip (a possible zip bomb)",
+        "corpus.zip: entry 'a.md' expands beyond the 100 bytes its header declares; "
+        "refusing the zip (a possible zip bomb)",
     ),
     (
         "zip bomb by ratio (honest headers)",
