@@ -238,9 +238,9 @@ def sweep(
 
 
 def sweep_from_minima(
-    first: Sequence[float] | NDArray[np.float64],
-    first_correct: Sequence[float] | NDArray[np.float64],
-    ood_first: Sequence[float] | NDArray[np.float64],
+    first: Sequence[float] | NDArray[np.floating[Any]],
+    first_correct: Sequence[float] | NDArray[np.floating[Any]],
+    ood_first: Sequence[float] | NDArray[np.floating[Any]],
     higher_is_closer: bool = False,
 ) -> pd.DataFrame:
     """:func:`sweep` from each query's closest values in the gate's top ``top``: ``first``
