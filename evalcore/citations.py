@@ -7,10 +7,11 @@ fragment, the quote and the distance.
 Locators (SPEC 8, 12): a chunk of a paged document (PDF: its page map ``page_starts``) is
 cited as ``#page=N``, N the page of its first content character; its label ends with the
 pages it covers (``p. 3``, or ``pp. 3-4`` for a chunk that runs onto the next page). Any
-other chunk is cited as ``#char=from,to`` over the canonical text (RFC 5147). The quote is the chunk's ``content`` — its own words at
-``[start, end)`` of the canonical text — never the embedded ``text`` (which holds a header
-and overlap that are not at that place). The model only ever sees numbers: it never writes a
-link or a document name. No model is called here.
+other chunk is cited as ``#char=from,to`` over the canonical text (RFC 5147). The quote is
+the chunk's ``content`` — its own words at ``[start, end)`` of the canonical text — never
+the embedded ``text`` (which holds a header and overlap that are not at that place). The
+model only ever sees numbers: it never writes a link or a document name. No model is
+called here.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from evalcore.extractors import page_of
 from evalcore.threshold import COSINE, DEFAULT_TOP, Axis, gate
@@ -40,9 +42,9 @@ def _number(value: float) -> str:
 
 
 def _offset(value: object, name: str) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 0:  # type: ignore[call-overload]
+    if isinstance(value, bool) or not hasattr(value, "__index__") or int(value) < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 def char_fragment(start: int, end: int) -> str:
@@ -79,7 +81,8 @@ def page_range(page_starts: Sequence[int] | None, start: int, end: int) -> tuple
     start, end = _offset(start, "start"), _offset(end, "end")
     first = page_of(page_starts, start)
     last = page_of(page_starts, max(start, end - 1))
-    return first, last  # type: ignore[return-value]
+    assert first is not None and last is not None  # the page map is not empty
+    return first, last
 
 
 def pages_label(first: int, last: int) -> str:
@@ -92,6 +95,21 @@ def locator(start: int, end: int, page_starts: Sequence[int] | None = None) -> s
     character) when the document has a page map, else ``#char=start,end``."""
     pages = page_range(page_starts, start, end)
     return page_fragment(pages[0]) if pages else char_fragment(start, end)
+
+
+class ChunkLike(Protocol):
+    """What :meth:`Source.from_chunk` reads: the fields of :class:`evalcore.records.Chunk`."""
+
+    @property
+    def doc_id(self) -> str: ...
+    @property
+    def section(self) -> str | None: ...
+    @property
+    def start(self) -> int | None: ...
+    @property
+    def end(self) -> int | None: ...
+    @property
+    def content(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +140,7 @@ class Source:
             )
 
     @classmethod
-    def from_chunk(cls, chunk: object, doc_name: str, distance: float, page_starts: Sequence[int] = ()) -> Source:
+    def from_chunk(cls, chunk: ChunkLike, doc_name: str, distance: float, page_starts: Sequence[int] = ()) -> Source:
         """From an :class:`evalcore.records.Chunk` (or anything with its fields); ``page_starts``
         is its document's page map (``Document.page_starts``)."""
         return cls(
@@ -130,11 +148,11 @@ class Source:
             doc_name,
             chunk.section,
             chunk.start,
-            chunk.end,  # type: ignore[attr-defined]
+            chunk.end,
             chunk.content,
             float(distance),
             tuple(page_starts),
-        )  # type: ignore[attr-defined]
+        )
 
     @property
     def pages(self) -> tuple[int, int] | None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,7 +135,12 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
     for strategy in strategies:
         frames = _frames(store, run_id, strategy)
         chunks = frames["chunks"]
-        keys = {int(r.chunk_id): chunk_key(r.doc_id, r.chunk_id, r.external_id) for r in chunks.itertuples()}
+        keys = {
+            int(chunk_id): chunk_key(doc_id, chunk_id, external_id)
+            for chunk_id, doc_id, external_id in zip(
+                chunks["chunk_id"], chunks["doc_id"], chunks["external_id"], strict=True
+            )
+        }
         _check_ids(list(keys.values()), "chunk id")
         out = folder / folder_name(strategy)
         (out / "qrels").mkdir(parents=True, exist_ok=True)
@@ -142,10 +148,11 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
         left_out = set(failed.loc[failed["strategy"] == strategy, "query_id"].astype(str))
         scored = queries[(queries["domain"] == "in") & queries["valid"] & ~queries["query_id"].isin(left_out)]
         qrels: dict[str, dict[str, int]] = {str(q): {} for q in scored["query_id"]}
-        for r in frames["relevant"].itertuples():
-            if str(r.query_id) in qrels:
-                qrels[str(r.query_id)][keys[int(r.chunk_id)]] = 1
-        groups = dict(zip(scored["query_id"].astype(str), scored["group_id"].astype(str)))
+        relevant = frames["relevant"]
+        for query_id, chunk_id in zip(relevant["query_id"], relevant["chunk_id"], strict=True):
+            if str(query_id) in qrels:
+                qrels[str(query_id)][keys[int(chunk_id)]] = 1
+        groups = dict(zip(scored["query_id"].astype(str), scored["group_id"].astype(str), strict=True))
         for q, rel in qrels.items():
             if not rel:
                 rel[f"{DESTROYED}{groups[q]}"] = 1
@@ -161,7 +168,8 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
 def _write_dataset(
     out: Path, chunks: pd.DataFrame, keys: dict[int, str], queries: pd.DataFrame, qrels: dict[str, dict[str, int]]
 ) -> list[str]:
-    def rows(frame: pd.DataFrame):
+    def rows(frame: pd.DataFrame) -> Iterator[Any]:
+        # named tuples of the frame's columns (fields known at run time), missing cells as None
         return frame.astype(object).where(frame.notna(), None).itertuples()
 
     with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
@@ -217,12 +225,14 @@ def _ranking(
         by_query[str(q)] = [keys[int(c)] for c in group.sort_values("rank")["chunk_id"]]
     out: dict[str, list[str]] = {}
     filled = 0
-    for r in results.itertuples():
-        q = str(r.query_id)
-        if r.domain == "in" and q not in qrels:
+    for query_id, domain, first_correct_rank in zip(
+        results["query_id"], results["domain"], results["first_correct_rank"], strict=True
+    ):
+        q = str(query_id)
+        if domain == "in" and q not in qrels:
             continue  # left out (a failed call elsewhere in the strategy)
         ranked = list(by_query.get(q, []))
-        first = None if pd.isna(r.first_correct_rank) else int(r.first_correct_rank)
+        first = None if pd.isna(first_correct_rank) else int(first_correct_rank)
         if first is not None and first > len(ranked):
             shown = set(ranked)
             answer = next(c for c in qrels[q] if c not in shown)

@@ -114,7 +114,7 @@ def read_questions(path: str | Path, seen: dict[str, str] | None = None) -> list
         if needle is None:
             if all(v is None for v in exact):
                 raise InputError(f"{where}: missing field 'needle' (or 'document', 'start', 'end')")
-            for key, value in zip(("document", "start", "end"), exact):
+            for key, value in zip(("document", "start", "end"), exact, strict=True):
                 if value is None:
                     raise InputError(f"{where}: missing field {key!r} (an exact span needs document, start, end)")
             if not 0 <= start < end:
@@ -158,13 +158,13 @@ def read_ood(path: str | Path, seen: dict[str, str] | None = None) -> list[OODQu
 # --------------------------------------------------------------------- resolution
 
 
-def _truth_key(q: Question) -> tuple:
+def _truth_key(q: Question) -> tuple[str | int | None, ...]:
     if q.needle is not None:
         return ("needle", " ".join(q.needle.split()))
     return ("span", q.document, q.start, q.end)
 
 
-def _describe_key(key: tuple) -> str:
+def _describe_key(key: tuple[str | int | None, ...]) -> str:
     return repr(key[1]) if key[0] == "needle" else f"{key[1]}#char={key[2]},{key[3]}"
 
 
@@ -288,8 +288,10 @@ def resolve(
         first = members[0]
         ids = tuple(q.query_id for q in members)
 
-        def bad(reason: str, needle: str) -> None:
-            invalid.append(InvalidNeedle(group=group, query_ids=ids, needle=needle, reason=reason, line=first.line))
+        def bad(
+            reason: str, needle: str, *, group: str = group, ids: tuple[str, ...] = ids, line: int = first.line
+        ) -> None:
+            invalid.append(InvalidNeedle(group=group, query_ids=ids, needle=needle, reason=reason, line=line))
 
         if first.needle is not None:
             needle = first.needle
@@ -306,6 +308,8 @@ def resolve(
                 continue
             span = Span(found[0].doc_id, found[0].start, found[0].end)
         else:
+            # read_questions gives a question without a needle all of document, start and end
+            assert first.document is not None and first.start is not None and first.end is not None
             needle = f"{first.document}#char={first.start},{first.end}"
             doc = docs.get(first.document)
             if doc is None:

@@ -34,6 +34,7 @@ from evalcore.retrieval import RERANK_DEPTH, RRF_K
 
 if TYPE_CHECKING:
     import numpy as np
+    from numpy.typing import NDArray
 
     from evalcore.retrieval import BM25
 
@@ -42,7 +43,7 @@ _DELTA = 1e-12  # separates two float64 similarities enough that 1 - s orders th
 _SAMPLE = 8192  # sample size used to guess a top-n threshold on long rows
 
 
-def exact_similarities(q64: np.ndarray, vectors: np.ndarray, ids: np.ndarray) -> np.ndarray:
+def exact_similarities(q64: np.ndarray, vectors: np.ndarray, ids: np.ndarray) -> NDArray[np.float64]:
     """float64 dot products of ``q64`` with ``vectors[ids]``, the same bits for a pair
     whatever else is asked with it (products are exact; numpy's pairwise sum along a
     contiguous row does not depend on the row's neighbours or alignment)."""
@@ -51,7 +52,8 @@ def exact_similarities(q64: np.ndarray, vectors: np.ndarray, ids: np.ndarray) ->
     rows = np.asarray(vectors[ids], dtype=np.float64)
     if rows.ndim == 1:
         rows = rows.reshape(1, -1)
-    return np.multiply(rows, q64, out=rows).sum(axis=1)
+    sims: NDArray[np.float64] = np.multiply(rows, q64, out=rows).sum(axis=1)
+    return sims
 
 
 def block_queries(n_chunks: int, budget: int = BLOCK_BYTES, cap: int = 256) -> int:
@@ -59,7 +61,7 @@ def block_queries(n_chunks: int, budget: int = BLOCK_BYTES, cap: int = 256) -> i
     return max(1, min(cap, budget // max(1, 4 * n_chunks)))
 
 
-def _threshold_candidates(values: np.ndarray, n: int, margin: float) -> np.ndarray:
+def _threshold_candidates(values: np.ndarray, n: int, margin: float) -> NDArray[np.intp]:
     """Indices of every element >= (the n-th largest value) - margin; a superset of the
     top n, found without sorting ``values`` (a sampled guess, checked, else a partition)."""
     import numpy as np
@@ -124,7 +126,7 @@ class DenseRow:
         d = self.dist(ids)
         s = 1.0 - d
         out = np.empty(len(ids), dtype=np.int64)
-        for i, (x, dx, sx) in enumerate(zip(ids, d, s)):
+        for i, (x, dx, sx) in enumerate(zip(ids, d, s, strict=True)):
             lo, hi = self._band(sx, self.eps + _DELTA)
             sure = int(np.count_nonzero(self.row > hi))  # exactly above: float32 error < eps
             band = np.flatnonzero((self.row >= lo) & (self.row <= hi))
@@ -166,7 +168,7 @@ class BM25Row:
     """The exact BM25 order of one query: chunks sharing a term with it by score
     (descending, ties by chunk order), then every other chunk in chunk order."""
 
-    def __init__(self, row: np.ndarray) -> None:
+    def __init__(self, row: NDArray[np.float64]) -> None:
         import numpy as np
 
         self.row = row  # score of every chunk (0: shares no term)
@@ -176,14 +178,14 @@ class BM25Row:
         self.m = len(self.ids)
         self._ranks: np.ndarray | None = None
 
-    def score(self, ids: np.ndarray) -> np.ndarray:
+    def score(self, ids: NDArray[np.intp]) -> NDArray[np.float64]:
         """BM25 score of each chunk (0.0 for a chunk sharing no term)."""
         return self.row[ids]
 
-    def matched(self, ids: np.ndarray) -> np.ndarray:
+    def matched(self, ids: NDArray[np.intp]) -> NDArray[np.bool_]:
         return self.row[ids] > 0
 
-    def top_matched(self, n: int) -> np.ndarray:
+    def top_matched(self, n: int) -> NDArray[np.intp]:
         """The first ``min(n, m)`` matched chunks, in order."""
         import numpy as np
 
@@ -211,7 +213,7 @@ class BM25Row:
         s = self.score(ids)
         is_m = self.matched(ids)
         out = np.empty(len(ids), dtype=np.int64)
-        for i, (x, sx, mx) in enumerate(zip(ids, s, is_m)):
+        for i, (x, sx, mx) in enumerate(zip(ids, s, is_m, strict=True)):
             before = int(np.searchsorted(self.ids, x))  # matched chunks with a smaller id
             if mx:
                 out[i] = int(np.count_nonzero(self.scores > sx) + np.count_nonzero(self.scores[:before] == sx)) + 1
@@ -243,7 +245,7 @@ def _positions(order: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return np.where(found, by_id[pos] + 1, 0).astype(np.int64)
 
 
-def _rrf(rank: np.ndarray | int, k: int = RRF_K):
+def _rrf(rank: np.ndarray | int, k: int = RRF_K) -> NDArray[np.float64]:
     """1 / (k + rank) in float64, as ``retrieval.rrf_scores`` computes it."""
     import numpy as np
 
@@ -277,7 +279,7 @@ class _Hybrid:
         outside_b = _rrf(self.depth + 1) if bm.m > self.depth else 0.0
         self.outside = float(_rrf(self.depth + 1) + outside_b) if self.depth < n else -1.0
 
-    def _fused(self, rd: np.ndarray, rb: np.ndarray, matched: np.ndarray) -> np.ndarray:
+    def _fused(self, rd: np.ndarray, rb: np.ndarray, matched: np.ndarray) -> NDArray[np.float64]:
         import numpy as np
 
         return _rrf(rd) + np.where(matched, _rrf(np.maximum(rb, 1)), 0.0)
@@ -375,8 +377,9 @@ class _Hybrid:
             lo, hi = dense.rank_bounds(ids)
             b = _rrf(rb)
 
-            def beats(f: np.ndarray, x: np.ndarray) -> np.ndarray:
-                return (f > f_star) | ((f == f_star) & (x < c_star))
+            def beats(f: NDArray[np.float64], x: NDArray[np.intp]) -> NDArray[np.bool_]:
+                out: NDArray[np.bool_] = (f > f_star) | ((f == f_star) & (x < c_star))  # ndarray == is untyped
+                return out
 
             yes = beats(_rrf(hi) + b, ids)  # beats even at its lowest possible rank
             maybe = beats(_rrf(lo) + b, ids) & ~yes  # beats only at some possible ranks
@@ -430,12 +433,12 @@ class _Collect:
         return Ranked(self.ids, self.dist, self.score, self.first, self.answer, self.answer_dist)
 
 
-def screening_error(q: np.ndarray, max_norm: float) -> np.ndarray:
+def screening_error(q: np.ndarray, max_norm: float) -> NDArray[np.float64]:
     """Bound on |float32 dot - exact dot| for each query row (see the module docstring)."""
     import numpy as np
 
-    dim = q.shape[1]
-    norms = np.sqrt(np.einsum("ij,ij->i", q.astype(np.float64), q.astype(np.float64)))
+    dim: int = q.shape[1]
+    norms: NDArray[np.float64] = np.sqrt(np.einsum("ij,ij->i", q.astype(np.float64), q.astype(np.float64)))
     return 1.01 * (dim + 4) * 2.0**-24 * norms * max_norm + 1e-15
 
 
@@ -526,6 +529,7 @@ def rank_block(
         t = charge("bm25", t)
         if not want_hy:
             continue
+        assert hy is not None  # want_hy: out has "hybrid", or want_rr made a private one
         k = min(n, max(top, RERANK_DEPTH) if want_rr else top)
         h = _Hybrid(row, bm, k)
         head, fused = h.top(k)
@@ -536,13 +540,21 @@ def rank_block(
             hy.answer_dist[i] = row.dist(np.array([c]))[0]
         t = charge("fusion", t)
         if want_rr:
+            assert rerank is not None  # want_rr requires it
             _rerank_one(out["rerank"], i, head, hy, row, ci, top, rerank)
             t = charge("rerank", t)
     return {name: out[name].done() for name in retrievers if name in out}
 
 
 def _rerank_one(
-    col: _Collect, i: int, head: np.ndarray, hy: _Collect, row: DenseRow, correct: np.ndarray, top: int, rerank
+    col: _Collect,
+    i: int,
+    head: np.ndarray,
+    hy: _Collect,
+    row: DenseRow,
+    correct: np.ndarray,
+    top: int,
+    rerank: Callable[[int, np.ndarray], Sequence[float]],
 ) -> None:
     """The hybrid head re-sorted by cross-encoder score (ties: chunk id), then the rest."""
     import numpy as np

@@ -18,6 +18,9 @@ from evalcore.errors import ConfigError, ModelError
 
 if TYPE_CHECKING:
     import numpy as np
+    from numpy.typing import NDArray
+    from scipy import sparse
+    from sentence_transformers import CrossEncoder
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ class BM25:
     """
 
     vocab: dict[str, int]
-    weights: object  # scipy.sparse.csr_matrix, terms x chunks
+    weights: sparse.csr_matrix[np.float64]  # terms x chunks
     n_chunks: int
 
     @classmethod
@@ -100,10 +103,10 @@ class BM25:
         for text in texts:
             toks = tokens(text)
             counts = Counter(toks)
-            for w in counts:
-                if w not in vocab:
-                    vocab[w] = len(vocab)
-            terms.extend(vocab[w] for w in counts)
+            for term in counts:
+                if term not in vocab:
+                    vocab[term] = len(vocab)
+            terms.extend(vocab[term] for term in counts)
             freqs.extend(counts.values())
             indptr.append(len(terms))
             lengths.append(len(toks))
@@ -135,12 +138,14 @@ class BM25:
         del by_chunk
         return cls(vocab=vocab, weights=weights, n_chunks=n)
 
-    def _query_matrix(self, queries: Sequence[str]):
+    def _query_matrix(self, queries: Sequence[str]) -> sparse.csr_matrix[np.float64]:
         """Term counts of each query (queries x terms), terms in index order."""
         import numpy as np
         from scipy import sparse
 
-        rows, cols, vals = [], [], []
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[int] = []
         for qi, q in enumerate(queries):
             counts: dict[int, int] = {}
             for w in tokens(q):
@@ -154,7 +159,7 @@ class BM25:
             (np.asarray(vals, dtype=np.float64), (rows, cols)), shape=(len(queries), len(self.vocab))
         )
 
-    def match(self, queries: Sequence[str]):
+    def match(self, queries: Sequence[str]) -> sparse.csr_matrix[np.float64]:
         """BM25 scores of the chunks sharing a term with each query, as a sparse
         (queries x chunks) CSR matrix; every other chunk scores 0."""
         return self._query_matrix(queries) @ self.weights
@@ -167,7 +172,7 @@ class BM25:
         acc = np.zeros(self.n_chunks, dtype=np.float64)
         qm = self._query_matrix([query])
         w = self.weights
-        for j, v in zip(qm.indices, qm.data):
+        for j, v in zip(qm.indices, qm.data, strict=True):
             a, b = w.indptr[j], w.indptr[j + 1]
             idx = w.indices[a:b]
             acc[idx] += v * w.data[a:b]
@@ -195,7 +200,7 @@ def rrf_scores(
     """
     import numpy as np
 
-    out = np.zeros(rankings[0].shape, dtype=np.float64)
+    out: NDArray[np.float64] = np.zeros(rankings[0].shape, dtype=np.float64)
     rank_values = 1.0 / (k + np.arange(1, rankings[0].shape[-1] + 1, dtype=np.float64))
     rows = np.arange(out.shape[0])[:, None]
     for i, order in enumerate(rankings):
@@ -212,7 +217,7 @@ class Reranker:
     """A local sentence-transformers CrossEncoder; higher score = more relevant."""
 
     path: str
-    model: object
+    model: CrossEncoder
 
     @classmethod
     def load(cls, path: str | Path) -> Reranker:

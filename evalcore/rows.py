@@ -93,23 +93,23 @@ def query_rows(run_id: str, gt: GroundTruth) -> list[dict[str, Any]]:
                 "line": q.line,
             }
         )
-    for q in gt.ood:
+    for ood in gt.ood:
         rows.append(
             {
                 "run_id": run_id,
-                "query_id": q.query_id,
+                "query_id": ood.query_id,
                 "domain": "out",
-                "text": q.query,
+                "text": ood.query,
                 "group_id": None,
                 "variant": None,
-                "kind": q.kind,
+                "kind": ood.kind,
                 "needle": None,
                 "doc_id": None,
                 "start": None,
                 "end": None,
                 "valid": True,
                 "invalid_reason": None,
-                "line": q.line,
+                "line": ood.line,
             }
         )
     return rows

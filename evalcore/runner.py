@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.embedding import Embedder
+    from evalcore.models import Planned
     from evalcore.retrieval import Reranker
     from evalcore.store import Store
 
@@ -92,7 +93,16 @@ def run_evaluation(
         return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id, embedders)
 
 
-def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, embedders) -> RunResult:
+def _evaluate(
+    request: RunRequest,
+    store: Store,
+    embedder: Embedder | None,
+    reranker: Reranker | None,
+    progress: Progress,
+    cancelled: Callable[[], bool] | None,
+    run_id: str | None,
+    embedders: Sequence[Embedder] | None,
+) -> RunResult:
     from evalcore.embedding import load_embedder
 
     retrievers = parse_retrievers(request.retrievers)
@@ -170,8 +180,9 @@ def _evaluate(request, store, embedder, reranker, progress, cancelled, run_id, e
         fail_run(store, run_id, job.stage_name, exc)
     finally:
         progress.close()
-    if signals.received() is not None:  # it came as the commit returned: the run is complete
-        raise Interrupted(signals.received(), f"after run {run_id} was stored complete")
+    signum = signals.received()
+    if signum is not None:  # it came as the commit returned: the run is complete
+        raise Interrupted(signum, f"after run {run_id} was stored complete")
     return RunResult(run_id, request.name, seconds, job.new_embeddings, job.cached_embeddings, retrievers, rerank_note)
 
 
@@ -275,7 +286,18 @@ class _Checked:
 class _Job:
     """The work of one run; collects result tables in memory."""
 
-    def __init__(self, request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan):
+    def __init__(
+        self,
+        request: RunRequest,
+        store: Store,
+        embedder: Embedder,
+        reranker: Reranker | None,
+        retrievers: list[str],
+        run_id: str,
+        progress: Progress,
+        cancelled: Callable[[], bool] | None,
+        plan: list[Planned],
+    ) -> None:
         self.r: RunRequest = request
         self.store = store
         self.embedder = embedder  # the first model (documents are stamped with all of them)
@@ -385,7 +407,17 @@ class _Job:
 
         self.rows["queries"] += query_rows(self.run_id, self.r.ground_truth)
 
-    def _run_strategy(self, strategy, qvec, qids, qtexts, n_in, groups, embedder, chunker) -> None:
+    def _run_strategy(
+        self,
+        strategy: Strategy,
+        qvec: np.ndarray,
+        qids: list[str],
+        qtexts: list[str],
+        n_in: int,
+        groups: list[str],
+        embedder: Embedder,
+        chunker: str,
+    ) -> None:
         from evalcore.chunking import chunk_corpus
         from evalcore.embedding import WINDOW, normalisation_check
         from evalcore.scoring import correct_sets, destroyed_cut
@@ -463,18 +495,30 @@ class _Job:
         self._stage(self.scale.strategy(name, "retrieval and scoring", len(qids)))
         self._retrieve(name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct)
 
-    def _retrieve(self, name, chunks, cvec, qvec, qids, qtexts, n_in, groups, correct) -> None:
+    def _retrieve(
+        self,
+        name: str,
+        chunks: list[Chunk],
+        cvec: np.ndarray,
+        qvec: np.ndarray,
+        qids: list[str],
+        qtexts: list[str],
+        n_in: int,
+        groups: list[str],
+        correct: dict[str, np.ndarray],
+    ) -> None:
         import numpy as np
 
         from evalcore.scoring import score_queries
 
         empty = np.zeros(0, dtype=np.int64)
         per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]
-        rerank = None
-        if "rerank" in self.retrievers and self.reranker is not None:
+        rerank: Callable[[str, np.ndarray], list[float]] | None = None
+        reranker = self.reranker
+        if "rerank" in self.retrievers and reranker is not None:
 
-            def rerank(query: str, ids) -> list[float]:
-                return self.reranker.score(query, [chunks[j].text for j in ids])
+            def rerank(query: str, ids: np.ndarray) -> list[float]:
+                return reranker.score(query, [chunks[j].text for j in ids])
 
         def on_block(done: int) -> None:
             self._check()

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from evalcore.ranking import Ranked
+
 
 def is_correct(chunk: Chunk, span: Span) -> bool:
     """True when ``chunk`` belongs to the span's document and its evidence range holds the span."""
@@ -69,7 +71,12 @@ def correct_sets(chunks: Sequence[Chunk], spans: dict[str, Span]) -> dict[str, n
 
 
 def block_frames(
-    run_id: str, strategy: str, ranked: dict, qids: Sequence[str], in_domain: np.ndarray, correct: Sequence[np.ndarray]
+    run_id: str,
+    strategy: str,
+    ranked: dict[str, Ranked],
+    qids: Sequence[str],
+    in_domain: np.ndarray,
+    correct: Sequence[np.ndarray],
 ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     """Result and hit rows of one block of queries for every retriever (SPEC section 5).
 
@@ -79,8 +86,8 @@ def block_frames(
     import numpy as np
     import pandas as pd
 
-    qids = np.asarray(qids, dtype=object)
-    nb = len(qids)
+    qid_array = np.asarray(qids, dtype=object)
+    nb = len(qid_array)
     has_answer = np.array([len(c) > 0 for c in correct], dtype=bool)
     results, hits = [], []
     for retr, r in ranked.items():
@@ -92,7 +99,7 @@ def block_frames(
                     "run_id": run_id,
                     "strategy": strategy,
                     "retriever": retr,
-                    "query_id": qids,
+                    "query_id": qid_array,
                     "domain": np.where(in_domain, "in", "out"),
                     "first_correct_rank": pd.Series(r.first, dtype="Int64").mask(~has_answer),
                     "answer_distance": np.where(has_answer, r.answer_dist, np.nan),
@@ -107,7 +114,7 @@ def block_frames(
                     "run_id": run_id,
                     "strategy": strategy,
                     "retriever": retr,
-                    "query_id": np.repeat(qids, top),
+                    "query_id": np.repeat(qid_array, top),
                     "rank": np.tile(np.arange(1, top + 1), nb),
                     "chunk_id": r.top_ids.ravel(),
                     "distance": r.top_dist.ravel(),

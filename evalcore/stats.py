@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, SupportsInt, cast
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -71,7 +71,8 @@ class SignTest:
 def _count(value: object, name: str) -> int:
     """A non-negative integer count (bools and integral numpy values accepted)."""
     try:
-        as_int = int(value)  # type: ignore[call-overload]
+        # int() decides what it can convert; anything else raises TypeError or ValueError
+        as_int = int(cast(SupportsInt, value))
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}") from None
     if as_int != value or as_int < 0:
@@ -226,7 +227,7 @@ def win_loss_matrix(
     pairs = list(combinations(range(len(labels)), 2))
     tests = {(i, j): paired_test(outcomes[labels[i]], outcomes[labels[j]], common) for i, j in pairs}
     adjusted = holm([tests[p].p_value for p in pairs]) if adjust else [math.nan] * len(pairs)
-    p_holm = dict(zip(pairs, adjusted))
+    p_holm = dict(zip(pairs, adjusted, strict=True))
     rows = []
     for i, row in enumerate(labels):
         for j, column in enumerate(labels):
@@ -288,13 +289,14 @@ def sign_test_power(discordant: int, win_share: float, alpha: float = 0.05) -> f
     ``sum_{w in R} Binom(w; D, win_share)`` where R is the set of win counts the test rejects
     (p <= alpha). Zero discordant pairs give power 0.
     """
+    import numpy as np
     from scipy.stats import binom
 
     discordant = _count(discordant, "discordant")
     if not 0.0 <= win_share <= 1.0:
         raise ValueError(f"win_share must lie in [0, 1], got {win_share!r}")
     region = list(_rejection_counts(discordant, float(alpha)))
-    return float(binom.pmf(region, discordant, win_share).sum()) if region else 0.0
+    return float(np.sum(binom.pmf(region, discordant, win_share))) if region else 0.0
 
 
 def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8) -> float:

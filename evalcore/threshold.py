@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import pandas as pd
+    from numpy.typing import NDArray
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +238,10 @@ def sweep(
 
 
 def sweep_from_minima(
-    first: Sequence[float], first_correct: Sequence[float], ood_first: Sequence[float], higher_is_closer: bool = False
+    first: Sequence[float] | NDArray[np.floating[Any]],
+    first_correct: Sequence[float] | NDArray[np.floating[Any]],
+    ood_first: Sequence[float] | NDArray[np.floating[Any]],
+    higher_is_closer: bool = False,
 ) -> pd.DataFrame:
     """:func:`sweep` from each query's closest values in the gate's top ``top``: ``first``
     (per in-domain query, any hit), ``first_correct`` (per in-domain query, correct hits) and
@@ -249,24 +254,24 @@ def sweep_from_minima(
 
     inf = math.inf
     wrong = inf if higher_is_closer else -inf
-    first, first_correct, ood_first = (np.sort(np.asarray(a, dtype=float)) for a in (first, first_correct, ood_first))
-    for values in (first, first_correct, ood_first):
+    any_s, correct_s, ood_s = (np.sort(np.asarray(a, dtype=float)) for a in (first, first_correct, ood_first))
+    for values in (any_s, correct_s, ood_s):
         if np.isnan(values).any() or (values == wrong).any():
             raise ValueError(f"a distance must be a finite number (or {-wrong}: no hit)")
-    observed = np.concatenate([first, first_correct, ood_first])
+    observed = np.concatenate([any_s, correct_s, ood_s])
     breaks = np.unique(observed[np.isfinite(observed)])
     thresholds = np.append(breaks, inf)
-    n_in, n_out = len(first), len(ood_first)
-    answerable = int(np.isfinite(first_correct).sum())
+    n_in, n_out = len(any_s), len(ood_s)
+    answerable = int(np.isfinite(correct_s).sum())
 
-    def kept(values: np.ndarray) -> np.ndarray:
+    def kept(values: NDArray[np.float64]) -> NDArray[np.intp]:
         """#{v < t} per threshold (distances), #{v >= t} (similarities)."""
         below = np.searchsorted(values, thresholds, side="left")
         return len(values) - below if higher_is_closer else below
 
-    answered = kept(first)
-    correct = kept(first_correct)
-    bluffs = kept(ood_first)
+    answered = kept(any_s)
+    correct = kept(correct_s)
+    bluffs = kept(ood_s)
     frame = pd.DataFrame(
         {
             "t_from": np.insert(breaks, 0, -inf),
@@ -303,7 +308,7 @@ def state_at(sweep_df: pd.DataFrame, t: float) -> GateCounts:
 
 def split_hits(
     hits: pd.DataFrame | Iterable[Mapping[str, Any]], domains: Mapping[str, str] | None = None, column: str = "distance"
-) -> tuple[dict, dict]:
+) -> tuple[dict[str, list[tuple[float, bool]]], dict[str, list[float]]]:
     """``(in_domain, out_domain)`` inputs for :func:`sweep` from stored hits of ONE configuration.
 
     ``hits``: a DataFrame (or records) with columns ``query_id``, ``domain`` (``in`` or

@@ -80,7 +80,7 @@ class ChunkSet:
         self.complete = complete
         self.chunks: list[ExternalChunk] = []
         self._by_id: dict[str, ExternalChunk] = {}
-        self._by_place: dict[tuple, ExternalChunk] = {}
+        self._by_place: dict[tuple[str | int | None, ...], ExternalChunk] = {}
         self._docs = corpus.by_id()
         self._indexes: dict[str | None, NeedleIndex] = {}
         self._headings: dict[str, tuple[list[int], list[str]]] = {}
@@ -199,7 +199,7 @@ class ChunkSet:
                 raise ValueError(f"chunk {external_id!r} is not in the chunk file")
         if external_id is None:
             if start is not None and end is not None and doc_id is not None:
-                key: tuple = ("place", doc_id, start, end)
+                key: tuple[str | int | None, ...] = ("place", doc_id, start, end)
             elif text:
                 key = ("text", doc_id, _collapse(text))
             else:
@@ -281,7 +281,8 @@ def read_chunks(path: str | Path, corpus: Corpus) -> ChunkSet:
     chunks = ChunkSet(corpus, complete=True)
     for number, obj in read_jsonl(path):
         where = f"{path}:{number}"
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        metadata = obj.get("metadata")
+        meta: dict[str, Any] = metadata if isinstance(metadata, dict) else {}
         key = "id" if "id" in obj else "_id" if "_id" in obj else None
         if key is None:
             raise InputError(f"{where}: missing field 'id'")
@@ -299,7 +300,7 @@ def read_chunks(path: str | Path, corpus: Corpus) -> ChunkSet:
         start, end = _offset(obj, meta, "start", where), _offset(obj, meta, "end", where)
         if (start is None) != (end is None):
             raise InputError(f"{where}: give both 'start' and 'end', or neither")
-        if start is not None and not 0 <= start < end:  # type: ignore[operator]
+        if start is not None and end is not None and not 0 <= start < end:  # both or neither (above)
             raise InputError(f"{where}: offsets must satisfy 0 <= start < end, got start={start}, end={end}")
         try:
             chunks.add(external_id, doc, text, start, end, where)

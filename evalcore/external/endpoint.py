@@ -35,7 +35,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -47,7 +47,13 @@ from evalcore.external.record import Failure
 from evalcore.external.responses import Response
 
 if TYPE_CHECKING:
-    from evalcore.external.live import Outcome
+    from email.message import Message
+    from pathlib import Path
+    from typing import IO
+
+    from evalcore.external.live import LiveResult, Outcome
+    from evalcore.progress import Progress
+    from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -112,9 +118,9 @@ class Endpoint:
             raise ConfigError(f"--timeout must be > 0 and the backoff >= 0, got {self.timeout!r}, {self.backoff!r}")
         if not self.fields.score:
             raise ConfigError("--score: a field path is required (the gate reads the service's score)")
-        for name, value in self.headers:
-            if not name or any(ch in name for ch in ":\r\n") or any(ch in value for ch in "\r\n"):
-                raise ConfigError(f"--header {name!r}: expected 'Name: value'")
+        for header, text in self.headers:
+            if not header or any(ch in header for ch in ":\r\n") or any(ch in text for ch in "\r\n"):
+                raise ConfigError(f"--header {header!r}: expected 'Name: value'")
 
     def _template(self) -> Any:
         try:
@@ -236,7 +242,7 @@ def parse(text: str, fields: Fields) -> list[RawHit]:
     out = []
     for i, hit in enumerate(hits, start=1):
 
-        def get(path: str) -> Any:
+        def get(path: str, hit: Any = hit) -> Any:
             if not path:
                 return None
             value = at(hit, path)
@@ -271,7 +277,9 @@ class FetchFailed(Exception):
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self, req: urllib.request.Request, fp: IO[bytes], code: int, msg: str, headers: Message, newurl: str
+    ) -> urllib.request.Request | None:
         return None  # urllib then raises HTTPError with the 3xx status
 
 
@@ -411,19 +419,19 @@ def answers(endpoint: Endpoint, store: Store, queries: list[tuple[str, str]], co
 
 def run_endpoint(
     store: Store,
-    corpus,
-    gt,
+    corpus: Corpus,
+    gt: GroundTruth,
     endpoint: Endpoint,
     name: str,
     chunker: str = "external",
     retriever: str = "external",
     score: str = "similarity",
-    chunks_path=None,
+    chunks_path: str | Path | None = None,
     max_failures: float | None = None,
-    progress=None,
-    cancelled=None,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
     run_id: str | None = None,
-):
+) -> LiveResult:
     """Ask the service every query and store the run (:func:`evalcore.external.live.run_live`).
 
     ``chunks_path`` (optional) is the service's whole chunk set as a chunk file: hits may then

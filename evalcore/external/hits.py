@@ -71,7 +71,9 @@ def resolve(chunks: ChunkSet, hits: Sequence[RawHit], where: str) -> list[tuple[
     for i, hit in enumerate(hits, start=1):
         if hit.chunk_id is not None and any(ch.isspace() for ch in hit.chunk_id):
             raise BadHits(f"hit {i}: chunk id {hit.chunk_id!r} contains whitespace")
-        if (hit.start is None) != (hit.end is None) or (hit.start is not None and hit.start >= hit.end):
+        if (hit.start is None) != (hit.end is None) or (
+            hit.start is not None and hit.end is not None and hit.start >= hit.end
+        ):
             raise BadHits(f"hit {i}: offsets must be both given with start < end, got {hit.start!r}, {hit.end!r}")
         try:
             chunk = chunks.seen(hit.chunk_id, hit.document, hit.text, hit.start, hit.end, f"{where}, hit {i}")

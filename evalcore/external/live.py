@@ -108,7 +108,7 @@ def run_live(
                 store.complete_run(
                     run_id, written, {"settings": json.dumps(full, default=str)}, before_commit=signals.check
                 )
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - any end (signals too) marks the run; fail_run re-raises
             fail_run(store, run_id, stage, exc)
         finally:
             progress.close()

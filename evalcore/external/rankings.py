@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ def _order(hits: _Raw, higher_first: bool, kind: str, given_order: bool) -> list
     ranked = sorted(hits, key=lambda h: (sign * h[0].score, h[1], h[2]))
     if given_order:
         by_given = sorted(hits, key=lambda h: (h[1], h[2]))
-        for (a, ra, _), (b, rb, _) in zip(by_given, by_given[1:]):
+        for (a, ra, _), (b, rb, _) in pairwise(by_given):
             if ra != rb and sign * a.score > sign * b.score:
                 better = "higher" if higher_first else "lower"
                 raise InputError(

@@ -187,7 +187,7 @@ def tables(
                 "top_score": ranked[0][1] if ranked else None,
             }
         )
-        for rank, ((chunk_id, score), flag) in enumerate(zip(ranked, flags), start=1):
+        for rank, ((chunk_id, score), flag) in enumerate(zip(ranked, flags, strict=True), start=1):
             hit_rows.append(
                 {**key, "rank": rank, "chunk_id": chunk_id, "distance": None, "score": float(score), "correct": flag}
             )
@@ -314,7 +314,7 @@ def record(
     store.start_run(run_row(run_id, name, corpus, gt, config, settings))
     try:
         store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, failures, timings), {})
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - any end (signals too) marks the run; fail_run re-raises
         from evalcore.runner import fail_run
 
         fail_run(store, run_id, "writing results", exc)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import bisect
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from itertools import pairwise
 from types import ModuleType
 
 from evalcore.errors import InputError
@@ -43,14 +45,14 @@ def check_page_starts(page_starts: tuple[int, ...], length: int) -> None:
         return
     if page_starts[0] != 0:
         raise ValueError(f"page map must start at offset 0, got {page_starts[0]}")
-    for a, b in zip(page_starts, page_starts[1:]):
+    for a, b in pairwise(page_starts):
         if b <= a:
             raise ValueError(f"page map must rise strictly, got {a} then {b}")
     if page_starts[-1] > length:
         raise ValueError(f"page map offset {page_starts[-1]} is beyond the text ({length} characters)")
 
 
-def page_of(page_starts: tuple[int, ...] | list[int], offset: int) -> int | None:
+def page_of(page_starts: Sequence[int] | None, offset: int) -> int | None:
     """1-based page of the character at ``offset``; None for a document without pages.
 
     The blank line that joins two pages belongs to the page before it.

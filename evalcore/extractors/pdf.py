@@ -28,10 +28,10 @@ The canonical text of a PDF, in this order:
    entry's position); a heading printed over several lines becomes one line. An entry
    whose text is not found is listed in the notes. Without an outline: from the layout,
    when it is reliable: lines whose font size is at least 1.15 times the body text's
-   (the size most characters have) are heading candidates; the largest size is the title if it occurs once and first, and the next
-   size makes the sections; at least two sections and at most one line in five, or no
-   sections at all. The ``# ``/``## `` prefixes are part of the canonical text, so every
-   offset and the page map include them.
+   (the size most characters have) are heading candidates; the largest size is the title
+   if it occurs once and first, and the next size makes the sections; at least two
+   sections and at most one line in five, or no sections at all. The ``# ``/``## ``
+   prefixes are part of the canonical text, so every offset and the page map include them.
 5. **Paragraphs**: a blank line between two lines of a page where the gap between them is
    more than 0.6 of the smaller line's height, where the text moves up the page (a new
    column or box), where the font size changes by more than 15 %, and around headings.
@@ -277,7 +277,11 @@ def _outline(doc: Any) -> list[tuple[int, str, int | None, float | None]]:
 
 def sections_from_outline(doc: Any, pages: list[list[_Line]], notes: list[str]) -> bool:
     """Rule 4 with an outline; False when the PDF has no usable outline."""
-    entries = [e for e in _outline(doc) if e[2] is not None and 0 <= e[2] < len(pages) and e[1].strip()]
+    entries = [
+        (level, title, index, top)
+        for level, title, index, top in _outline(doc)
+        if index is not None and 0 <= index < len(pages) and title.strip()
+    ]
     if not entries:
         return False
     levels = Counter(e[0] for e in entries)
@@ -351,7 +355,7 @@ def sections_from_layout(pages: list[list[_Line]], notes: list[str]) -> None:
         by_size.setdefault(_size_class(pages[run[0]][run[1]]), []).append(run)
     sizes = sorted(by_size, reverse=True)
     title_run = None
-    section_size = sizes[0]
+    section_size: float | None = sizes[0]
     if len(by_size[sizes[0]]) == 1 and by_size[sizes[0]][0] == runs[0]:
         title_run = runs[0]
         section_size = sizes[1] if len(sizes) > 1 else None

@@ -64,7 +64,7 @@ def recall_table(store: Store, sides: Sequence[RunConfiguration], ks: Sequence[i
     from evalcore.metrics import parse_metric, summarize
     from evalcore.summary import first_ranks
 
-    labels = dict(zip(sides, labels_for(sides)))
+    labels = dict(zip(sides, labels_for(sides), strict=True))
     frames = []
     for run_id in dict.fromkeys(s.run_id for s in sides):
         wanted = [s for s in sides if s.run_id == run_id]
@@ -102,7 +102,7 @@ def recall_wide(table: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for run_id, part in table.groupby("run_id", sort=False):
         w = wide(part)
-        w.insert(0, "label", w["config"].map(dict(zip(part["config"], part["label"]))))
+        w.insert(0, "label", w["config"].map(dict(zip(part["config"], part["label"], strict=True))))
         w.insert(1, "run_id", run_id)
         parts.append(w.drop(columns=["config"]))
     return pd.concat(parts, ignore_index=True)
@@ -148,7 +148,9 @@ def run_hit_outcomes(
     )
     out: dict[Configuration, dict[str, bool]] = {}
     for (strategy, retriever), part in df.groupby(["strategy", "retriever"], sort=False):
-        out[Configuration(strategy, retriever)] = dict(zip(part["query_id"].astype(str), part["hit"].astype(bool)))
+        out[Configuration(str(strategy), str(retriever))] = dict(
+            zip(part["query_id"].astype(str), part["hit"].astype(bool), strict=True)
+        )
     return out
 
 
@@ -165,7 +167,10 @@ def ranked(store: Store, run_id: str, k: int) -> list[tuple[Configuration, int, 
         """,
         [k, run_id],
     )
-    counts = {(row.strategy, row.retriever): (int(row.hits), int(row.n)) for row in df.itertuples()}
+    counts = {
+        (strategy, retriever): (int(hits), int(n))
+        for strategy, retriever, hits, n in zip(df["strategy"], df["retriever"], df["hits"], df["n"], strict=True)
+    }
     order = [
         (c, *counts[(c.strategy, c.retriever)])
         for c in configurations(store, run_id)
@@ -181,7 +186,7 @@ def comparable(store: Store, run_a: str, run_b: str) -> str | None:
         "WHERE run_id IN (?, ?) AND domain = 'in' AND valid GROUP BY run_id",
         [run_a, run_b],
     )
-    ids = {row.run_id: set(row.ids) for row in df.itertuples()}
+    ids = {run_id: set(run_ids) for run_id, run_ids in zip(df["run_id"], df["ids"], strict=True)}
     a, b = ids.get(run_a, set()), ids.get(run_b, set())
     if a == b and a:
         return None
@@ -222,7 +227,8 @@ class Comparison:
         found = self.matrix[(self.matrix["row"] == row) & (self.matrix["column"] == column)]
         if found.empty:
             raise ValueError(f"no cell {row!r} against {column!r}")
-        return found.iloc[0].to_dict()
+        cell: dict[str, Any] = found.iloc[0].to_dict()
+        return cell
 
     @property
     def n(self) -> int:
@@ -257,18 +263,18 @@ def compare(store: Store, sides: Sequence[RunConfiguration], k: int, adjust: boo
         run_id: run_hit_outcomes(store, run_id, k, [s.configuration for s in sides if s.run_id == run_id])
         for run_id in runs
     }
-    outcomes = {label: by_run[s.run_id].get(s.configuration, {}) for s, label in zip(sides, labels)}
+    outcomes = {label: by_run[s.run_id].get(s.configuration, {}) for s, label in zip(sides, labels, strict=True)}
     matrix = win_loss_matrix(outcomes, adjust=adjust, common=True)  # failed queries: left out pairwise
     matrix["p_shown"] = matrix["p_holm"] if adjust else matrix["p_value"]
     matrix["p_text"] = [format_p(p) for p in matrix["p_shown"]]
     matrix["p_value_text"] = [format_p(p) for p in matrix["p_value"]]
     matrix["significant"] = matrix["p_shown"] < ALPHA
     matrix["verdict"] = [
-        ("better" if w > l else "worse") if s else "no clear difference"
-        for w, l, s in zip(matrix["wins"], matrix["losses"], matrix["significant"])
+        ("better" if w > losses else "worse") if s else "no clear difference"
+        for w, losses, s in zip(matrix["wins"], matrix["losses"], matrix["significant"], strict=True)
     ]
     rows = []
-    for side, label in zip(sides, labels):
+    for side, label in zip(sides, labels, strict=True):
         got = outcomes[label]
         n, successes = len(got), sum(got.values())
         low, high = wilson_interval(successes, n) if n else (float("nan"), float("nan"))
@@ -439,8 +445,10 @@ def significance_text(comparison: Comparison) -> str:
         )
     else:
         parts = [
-            f"{r} beats {c} (+{w}/-{l}, p {p_relation(p)})"
-            for r, c, w, l, p in zip(sig["row"], sig["column"], sig["wins"], sig["losses"], sig["p_text"])
+            f"{r} beats {c} (+{w}/-{losses}, p {p_relation(p)})"
+            for r, c, w, losses, p in zip(
+                sig["row"], sig["column"], sig["wins"], sig["losses"], sig["p_text"], strict=True
+            )
         ]
         head = f"At hit@{k}, significant with {comparison.p_name} < {ALPHA:g}: " + "; ".join(parts) + "."
     n = comparison.n

@@ -52,7 +52,8 @@ def destroyed_list(store: Store, run_id: str, context: int = 40) -> pd.DataFrame
                CASE WHEN x.cut IS NULL THEN '' ELSE substr(d.text, x.cut + 1, x."end" - x.cut) END AS after_cut,
                substr(d.text, x."end" + 1, ?) AS context_after,
                CASE WHEN x.cut IS NULL
-                    THEN 'no chunk holds this text (boundaries without intro leave out the text before the first ## heading)'
+                    THEN 'no chunk holds this text (boundaries without intro leave out '
+                         || 'the text before the first ## heading)'
                     ELSE 'split by the cut at offset ' || x.cut::VARCHAR END AS why
         FROM destroyed x LEFT JOIN documents d ON d.run_id = x.run_id AND d.doc_id = x.doc_id
         WHERE x.run_id = ? ORDER BY x.strategy, x.group_id
@@ -75,7 +76,8 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
 
     df = store.query(
         "SELECT doc_id, coalesce(title, '') AS title, state, coalesce(reason, '') AS reason, extractor, "
-        "extractor_version, coalesce(model, '') AS model, model_dim, coalesce(pipeline_version, '') AS pipeline_version, "
+        "extractor_version, coalesce(model, '') AS model, model_dim, "
+        "coalesce(pipeline_version, '') AS pipeline_version, "
         "characters, sections, pages, coalesce(array_to_string(notes, '; '), '') AS notes, "
         "coalesce(path, '') AS path FROM documents WHERE run_id = ? "
         "ORDER BY state DESC, doc_id",
@@ -84,12 +86,14 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
     from evalcore.extract import stale_reason
 
     reasons = []
-    for row in df.itertuples():
+    for state, pipeline_version, extractor_name, extractor_version in zip(
+        df["state"], df["pipeline_version"], df["extractor"], df["extractor_version"], strict=True
+    ):
         why = []
-        if row.state == "indexed":
-            if row.pipeline_version != PIPELINE_VERSION:
-                why.append(f"pipeline {row.pipeline_version} (now {PIPELINE_VERSION})")
-            extractor = stale_reason(row.extractor, row.extractor_version)
+        if state == "indexed":
+            if pipeline_version != PIPELINE_VERSION:
+                why.append(f"pipeline {pipeline_version} (now {PIPELINE_VERSION})")
+            extractor = stale_reason(extractor_name, extractor_version)
             if extractor:
                 why.append(extractor)
         reasons.append("; ".join(why))

@@ -3,8 +3,9 @@ does with them at a threshold, and the answer it leads to (citations and prompt,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsInt, cast
 
 from evalcore.errors import StoreError
 from evalcore.threshold import COSINE, DEFAULT_TOP, Axis
@@ -32,18 +33,19 @@ def _missing(value: object) -> bool:
 def _missing_map(value: object) -> bool:
     """A document without a page map: NULL in the store (None, NaN or pandas' NA), or empty."""
     if hasattr(value, "__len__") and not isinstance(value, str):
-        return len(value) == 0  # type: ignore[arg-type]
+        return len(value) == 0
     return True
 
 
-def locator(start: object, end: object, page_starts=()) -> str:
+def locator(start: object, end: object, page_starts: Sequence[int] | None = ()) -> str:
     """The locator of a chunk's content (``#page=N`` or ``#char=from,to``); "" for a chunk made
     elsewhere that could not be located in its document (no offsets)."""
     from evalcore.citations import locator as cite
 
     if _missing(start) or _missing(end):
         return ""
-    return cite(int(start), int(end), page_starts)  # type: ignore[call-overload]
+    # a present offset is a number read from the store (int, numpy integer or float)
+    return cite(int(cast(SupportsInt, start)), int(cast(SupportsInt, end)), page_starts)
 
 
 def plural(n: int, word: str) -> str:
@@ -78,7 +80,7 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     raw = df.iloc[0].to_dict()
     pages = raw.pop("needle_pages")
     pages = None if _missing_map(pages) else [int(x) for x in pages]
-    row = {k: (None if _missing(v) else v) for k, v in raw.items()}
+    row: dict[str, Any] = {str(k): (None if _missing(v) else v) for k, v in raw.items()}
     row["needle_locator"] = (
         locator(int(row["start"]), int(row["end"]), pages) if row["valid"] and row["start"] is not None else None
     )
@@ -117,10 +119,10 @@ def query_hits(
     )
     maps = [() if _missing_map(m) else tuple(int(x) for x in m) for m in df["page_starts"]]
     df["page_starts"] = maps  # tuples: the frame stays hashable for the dashboard's cache
-    df["locator"] = [locator(s, e, m) for s, e, m in zip(df["start"], df["end"], maps)]
+    df["locator"] = [locator(s, e, m) for s, e, m in zip(df["start"], df["end"], maps, strict=True)]
     ranges = [
         None if _missing(s) or _missing(e) else page_range(m, int(s), int(e))
-        for s, e, m in zip(df["start"], df["end"], maps)
+        for s, e, m in zip(df["start"], df["end"], maps, strict=True)
     ]
     df["pages"] = [pages_label(*r) if r else "" for r in ranges]
     needle_from = df["needle_from"].astype("float64")
@@ -293,7 +295,7 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     and its word pieces, or the NO ANSWER line)."""
     import pandas as pd
 
-    from evalcore.citations import Source, context_for_query
+    from evalcore.citations import NoAnswer, Source, context_for_query
     from evalcore.embedding import piece_counter
 
     top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
@@ -312,9 +314,9 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     ]
     counter = piece_counter() if count else None
     result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter, axis=view.axis)
-    if not result.answered:
+    if isinstance(result, NoAnswer):  # result.answered is False exactly for NoAnswer
         return Answer(False, result.message, pd.DataFrame(), None)
-    paths = dict(zip(top["doc_id"].astype(str), top["path"]))
+    paths = dict(zip(top["doc_id"].astype(str), top["path"], strict=True))
     table = pd.DataFrame(
         [
             {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +51,7 @@ def runs_overview(store: Store) -> pd.DataFrame:
     return df
 
 
-def state_text(row: dict[str, Any]) -> str:
+def state_text(row: Mapping[Hashable, Any]) -> str:
     """One cell saying where a run is: complete; running, its stage and share; failed and why."""
     status = row.get("status") or "unknown"
     if status == "running":
@@ -71,9 +72,9 @@ def default_run(store: Store) -> str | None:
     return store.latest_complete()
 
 
-def run_label(row: dict[str, Any]) -> str:
+def run_label(row: Mapping[Hashable, Any]) -> str:
     """``"demo · 2024-05-01 12:00 · 20240501-120000-1a2b3c (complete)"`` for pickers and captions."""
-    created = row.get("created_at")
+    created: object = row.get("created_at")
     when = created.strftime("%Y-%m-%d %H:%M") if hasattr(created, "strftime") else str(created)
     return f"{row.get('name')} · {when} · {row.get('run_id')} ({row.get('status', 'complete')})"
 
@@ -144,7 +145,7 @@ def configuration_order(store: Store, run_id: str) -> list[Configuration]:
 def configurations(store: Store, run_id: str) -> list[Configuration]:
     """The configurations that have results in ``run_id``, in the run's own order."""
     df = store.query("SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?", [run_id])
-    have = set(zip(df["strategy"], df["retriever"]))
+    have = set(zip(df["strategy"], df["retriever"], strict=True))
     return [c for c in configuration_order(store, run_id) if (c.strategy, c.retriever) in have]
 
 

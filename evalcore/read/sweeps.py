@@ -8,16 +8,19 @@ configuration's top hits into them and words the result.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalcore.stats import wilson_interval
 from evalcore.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
+    from numpy.typing import NDArray
 
     from evalcore.records import Configuration
     from evalcore.store import Store
+    from evalcore.threshold import Axis, Suggestion
 
 #: The series of :func:`sweep_long`: name -> (count column, rate column, Wilson stem).
 SERIES = {
@@ -59,7 +62,7 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
     inside = df["domain"] == "in"
     missing = -np.inf if gate.higher_is_closer else np.inf
 
-    def column(name: str, rows) -> np.ndarray:
+    def column(name: str, rows: pd.Series[bool]) -> NDArray[np.floating[Any]]:
         return df.loc[rows, name].astype("float64").fillna(missing).to_numpy()
 
     frame = sweep_from_minima(
@@ -70,7 +73,7 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
     return frame
 
 
-def gate_axis(store: Store, run_id: str, configuration: Configuration):
+def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
     """What the configuration's gate reads (:class:`evalcore.threshold.Axis`): the cosine
     distance of a built-in configuration, or a run made elsewhere's own score."""
     from evalcore.configurations import info
@@ -78,7 +81,7 @@ def gate_axis(store: Store, run_id: str, configuration: Configuration):
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
 
-def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None):
+def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None) -> Suggestion:
     """:func:`evalcore.threshold.suggest_threshold` in the direction the sweep was made in."""
     from evalcore.threshold import suggest_threshold
 
@@ -122,13 +125,13 @@ def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
     low, high = float(finite.min()), float(finite.max())
     pad = max((high - low) * 0.05, 0.01)
     x = np.append(sweep_df["t_from"].clip(lower=low - pad).to_numpy(dtype=float), high + pad)
+
+    def last(values: pd.Series[Any]) -> NDArray[Any]:
+        array = np.asarray(values)
+        return np.append(array, array[-1])
+
     frames = []
     for series, (count, rate, stem) in SERIES.items():
-
-        def last(values):
-            values = np.asarray(values)
-            return np.append(values, values[-1])
-
         frames.append(
             pd.DataFrame(
                 {
@@ -162,7 +165,7 @@ def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
     df["share"] = (df["queries"] / df["of"]).where(df["of"] > 0)
     bounds = [
         tuple(wilson_interval(int(k), int(n))) if n > 0 else (math.nan, math.nan)
-        for k, n in zip(df["queries"], df["of"])
+        for k, n in zip(df["queries"], df["of"], strict=True)
     ]
     df["wilson low"] = [b[0] for b in bounds]
     df["wilson high"] = [b[1] for b in bounds]
@@ -247,5 +250,5 @@ def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold
         """,
         [run_id, configuration.strategy, configuration.retriever, DEFAULT_TOP, float(threshold)],
     )
-    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"])]
+    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"], strict=True)]
     return df.drop(columns=["start", "end"])
