@@ -428,34 +428,21 @@ def downloads(figure: Figure, key: str) -> None:
     from evalcore import export
 
     run_id = st.session_state.get("run_id", "run")
-    cols = st.columns([1, 1, 1, 5])
-    cols[0].download_button(
-        "PNG",
-        data=lambda: export.to_png(figure),
-        file_name=export.file_name(figure, run_id, "png"),
-        mime="image/png",
-        key=f"png-{key}",
-        on_click="ignore",
-        icon=":material/image:",
+    kinds = (
+        ("png", export.to_png, "image/png", ":material/image:"),
+        ("svg", export.to_svg, "image/svg+xml", ":material/draw:"),
+        ("csv", export.to_csv, "text/csv", ":material/table:"),
     )
-    cols[1].download_button(
-        "SVG",
-        data=lambda: export.to_svg(figure),
-        file_name=export.file_name(figure, run_id, "svg"),
-        mime="image/svg+xml",
-        key=f"svg-{key}",
-        on_click="ignore",
-        icon=":material/draw:",
-    )
-    cols[2].download_button(
-        "CSV",
-        data=lambda: export.to_csv(figure),
-        file_name=export.file_name(figure, run_id, "csv"),
-        mime="text/csv",
-        key=f"csv-{key}",
-        on_click="ignore",
-        icon=":material/table:",
-    )
+    for col, (ext, write, mime, icon) in zip(st.columns([1, 1, 1, 5]), kinds, strict=False):  # 4th column: space
+        col.download_button(
+            ext.upper(),
+            data=lambda write=write: write(figure),
+            file_name=export.file_name(figure, run_id, ext),
+            mime=mime,
+            key=f"{ext}-{key}",
+            on_click="ignore",
+            icon=icon,
+        )
 
 
 def show_error(exc: Exception) -> None:
