@@ -15,6 +15,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 MINI = FIXTURES / "mini"
+# The mini corpus and its question files, as command-line arguments.
+MINI_ARGS = (
+    "--corpus",
+    str(MINI / "corpus"),
+    "--questions",
+    str(MINI / "questions.jsonl"),
+    "--ood",
+    str(MINI / "ood.jsonl"),
+)
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
 
 

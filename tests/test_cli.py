@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MINI, ROOT, shared_data
+from conftest import MINI, MINI_ARGS, ROOT, shared_data
 
 from evalcore.cli import build_parser, main
 
@@ -87,12 +87,7 @@ def test_unknown_strategy_lists_known_names(tmp_path):
 def test_validate_reports_invalid_needles_with_reasons():
     res = run_cli(
         "validate",
-        "--corpus",
-        str(MINI / "corpus"),
-        "--questions",
-        str(MINI / "questions.jsonl"),
-        "--ood",
-        str(MINI / "ood.jsonl"),
+        *MINI_ARGS,
         "--json",
     )
     assert res.returncode == 0, res.stderr
@@ -106,12 +101,7 @@ def test_run_json_list_and_show(tmp_path):
     store = tmp_path / "s.duckdb"
     res = run_cli(
         "run",
-        "--corpus",
-        str(MINI / "corpus"),
-        "--questions",
-        str(MINI / "questions.jsonl"),
-        "--ood",
-        str(MINI / "ood.jsonl"),
+        *MINI_ARGS,
         "--strategies",
         "A,E",
         "--json",

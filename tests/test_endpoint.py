@@ -13,7 +13,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI, MINI_ARGS, ROOT
 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
@@ -21,14 +21,7 @@ import external_bm25
 from evalcore.cli import main
 from evalcore.store import Store
 
-INPUTS = [
-    "--corpus",
-    str(MINI / "corpus"),
-    "--questions",
-    str(MINI / "questions.jsonl"),
-    "--ood",
-    str(MINI / "ood.jsonl"),
-]
+INPUTS = list(MINI_ARGS)
 SLOW, FLAKY, BROKEN = "port-course", "config-course", "e417-ticket"  # query ids with faults
 TIMEOUT = 0.5
 

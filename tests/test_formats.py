@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI_ARGS, ROOT
 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
@@ -20,14 +20,7 @@ from evalcore.store import Store
 from evalcore.summary import summary_table
 
 KS = (1, 4, 8, 20)
-INPUTS = [
-    "--corpus",
-    str(MINI / "corpus"),
-    "--questions",
-    str(MINI / "questions.jsonl"),
-    "--ood",
-    str(MINI / "ood.jsonl"),
-]
+INPUTS = list(MINI_ARGS)
 
 
 def beir_load(folder: Path):

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI, MINI_ARGS, ROOT
 
 from evalcore import jobs
 from evalcore.cli import main
@@ -113,12 +113,7 @@ def test_cli_run_and_dashboard_job_at_once_on_one_store(tmp_path):
             "--store",
             str(store_path),
             "run",
-            "--corpus",
-            str(MINI / "corpus"),
-            "--questions",
-            str(MINI / "questions.jsonl"),
-            "--ood",
-            str(MINI / "ood.jsonl"),
+            *MINI_ARGS,
             "--strategies",
             "A,E",
             "--retrievers",

@@ -42,7 +42,7 @@ def tiny_model(tmp_path_factory):
 def test_two_models_are_two_stored_strategies_compared_paired(
     tmp_path, mini_inputs, tiny_model, engine_store, engine_run_id, capsys
 ):
-    from conftest import MINI
+    from conftest import MINI_ARGS
 
     from evalcore.cli import main
     from evalcore.embedding import default_model_path
@@ -52,12 +52,7 @@ def test_two_models_are_two_stored_strategies_compared_paired(
         "--store",
         str(store),
         "run",
-        "--corpus",
-        str(MINI / "corpus"),
-        "--questions",
-        str(MINI / "questions.jsonl"),
-        "--ood",
-        str(MINI / "ood.jsonl"),
+        *MINI_ARGS,
         "--strategies",
         "E",
         "--retrievers",

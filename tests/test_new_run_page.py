@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import MINI, ROOT
+from conftest import MINI, MINI_ARGS, ROOT
 from streamlit.testing.v1 import AppTest
 
 from evalcore import jobs
@@ -87,12 +87,7 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monk
             "--store",
             str(store_path),
             "run",
-            "--corpus",
-            str(MINI / "corpus"),
-            "--questions",
-            str(MINI / "questions.jsonl"),
-            "--ood",
-            str(MINI / "ood.jsonl"),
+            *MINI_ARGS,
             "--strategies",
             "A,E",
             "--retrievers",

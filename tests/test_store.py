@@ -10,7 +10,7 @@ import time
 
 import duckdb
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI_ARGS, ROOT
 
 from evalcore.errors import StoreError
 from evalcore.store import Store, migrations
@@ -106,12 +106,7 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
         "--store",
         str(path),
         "run",
-        "--corpus",
-        str(MINI / "corpus"),
-        "--questions",
-        str(MINI / "questions.jsonl"),
-        "--ood",
-        str(MINI / "ood.jsonl"),
+        *MINI_ARGS,
         "-q",
         "--strategies",
         "A,B,C,D,E,F,X:blind+size=300,H:boundaries+size=300",
