@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 if TYPE_CHECKING:
     import altair as alt
@@ -49,35 +49,43 @@ MEASURE_TITLES = {
 }
 
 
-def _alt():
+def _inline_all_rows() -> None:
+    """The charts inline their (already aggregated) data; large runs may pass 5000 rows."""
     import altair as alt
 
-    # The charts inline their (already aggregated) data; large runs may pass 5000 rows.
     alt.data_transformers.disable_max_rows()
-    return alt
 
 
-def _configure(chart, title: str, subtitle: str | None = None):
-    alt = _alt()
-    params = {"text": title, "anchor": "start", "fontSize": 14}
-    if subtitle:
-        params["subtitle"] = subtitle
+_Top = TypeVar("_Top", "alt.Chart", "alt.LayerChart", "alt.FacetChart", "alt.VConcatChart")
+
+
+def _configure(chart: _Top, title: str, subtitle: str | None = None) -> _Top:
+    import altair as alt
+
+    _inline_all_rows()
     # "pad": the plot is exactly width x height and the figure grows by its axes and titles, on
-    # screen (Streamlit would otherwise "fit" axes and titles into that size) as in the files
-    return (
-        chart.properties(title=alt.TitleParams(**params), autosize=alt.AutoSizeParams(type="pad", contains="padding"))
+    # screen (Streamlit would otherwise "fit" axes and titles into that size) as in the files.
+    # altair's configure methods return Self, but its signature decorator hides that from mypy
+    configured: _Top = (
+        chart.properties(
+            title=alt.TitleParams(text=title, anchor="start", fontSize=14, subtitle=subtitle or alt.Undefined),
+            autosize=alt.AutoSizeParams(type="pad", contains="padding"),
+        )
         .configure(font=FONT)
         .configure_view(stroke=None)
         .configure_axis(labelLimit=LABEL_LIMIT, labelFontSize=11, titleFontSize=11)
         .configure_legend(labelLimit=LABEL_LIMIT, orient="right")
     )
+    return configured
 
 
-def retriever_scale(retrievers: Sequence[str]):
+def retriever_scale(retrievers: Iterable[str]) -> alt.Scale:
     """The colour scale of the retrievers present, in a fixed order and fixed colours."""
-    alt = _alt()
-    known = [r for r in RETRIEVER_COLOURS if r in set(retrievers)]
-    extra = sorted(set(retrievers) - set(RETRIEVER_COLOURS))
+    import altair as alt
+
+    present = set(retrievers)
+    known = [r for r in RETRIEVER_COLOURS if r in present]
+    extra = sorted(present - set(RETRIEVER_COLOURS))
     domain = known + extra
     colours = [RETRIEVER_COLOURS[r] for r in known] + [
         _SPARE_COLOURS[i % len(_SPARE_COLOURS)] for i in range(len(extra))
@@ -92,7 +100,9 @@ def _rows_height(n: int, per_row: int = 20, minimum: int = 90) -> int:
 def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
     """Recall@k of each configuration as a point with its 95% Wilson interval, one panel per k,
     configurations down the side (their labels read horizontally, never cut)."""
-    alt = _alt()
+    import altair as alt
+
+    _inline_all_rows()
     data = table[table["metric"].str.startswith("recall@")].copy()
     data["k"] = data["k"].astype(int)
     order = list(dict.fromkeys(data["label"]))
@@ -117,7 +127,7 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
         ],
     )
     chart = (
-        alt.layer(bars, points, data=data)
+        alt.LayerChart(layer=[bars, points], data=data)
         .properties(width=170, height=_rows_height(len(order)))
         .facet(
             column=alt.Column(
@@ -128,9 +138,11 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
     return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval")
 
 
-def mrr_chart(table: pd.DataFrame) -> alt.Chart:
+def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
     """MRR of each configuration as a bar (a mean of reciprocal ranks: no Wilson interval)."""
-    alt = _alt()
+    import altair as alt
+
+    _inline_all_rows()
     data = table[table["metric"] == "mrr"]
     order = list(dict.fromkeys(data["label"]))
     bars = (
@@ -153,23 +165,27 @@ def mrr_chart(table: pd.DataFrame) -> alt.Chart:
         .mark_text(align="left", dx=3, fontSize=10)
         .encode(y=alt.Y("label:N", sort=order), x="value:Q", text=alt.Text("value:Q", format=".3f"))
     )
-    chart = alt.layer(bars, text).properties(width=420, height=_rows_height(len(order)))
+    chart = alt.LayerChart(layer=[bars, text]).properties(width=420, height=_rows_height(len(order)))
     return _configure(chart, "MRR per configuration", "mean of 1/rank of the first correct chunk (0 when none)")
 
 
 def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
     """Destroyed ground truths per strategy (bars, labelled with the count)."""
-    alt = _alt()
+    import altair as alt
+
+    _inline_all_rows()
     order = list(counts["strategy"])
     base = alt.Chart(counts).encode(
         y=alt.Y("strategy:N", sort=order, title="strategy"),
         x=alt.X("destroyed:Q", title="destroyed ground truths", axis=alt.Axis(tickMinStep=1, format="d")),
     )
-    chart = alt.layer(
-        base.mark_bar(color="#c0392b").encode(
-            tooltip=["strategy:N", "destroyed:Q", alt.Tooltip("queries:Q", title="queries affected")]
-        ),
-        base.mark_text(align="left", dx=3, fontSize=11).encode(text="destroyed:Q"),
+    chart = alt.LayerChart(
+        layer=[
+            base.mark_bar(color="#c0392b").encode(
+                tooltip=["strategy:N", "destroyed:Q", alt.Tooltip("queries:Q", title="queries affected")]
+            ),
+            base.mark_text(align="left", dx=3, fontSize=11).encode(text="destroyed:Q"),
+        ]
     ).properties(width=360, height=_rows_height(len(order), 24))
     return _configure(chart, "Destroyed answers per strategy", "ground truths no chunk holds whole")
 
@@ -191,14 +207,19 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     for differences the test cannot tell from noise; significant cells also get bold white
     text. The diagonal is drawn empty. A click selects a cell (selection ``cell``).
     """
-    alt = _alt()
+    import altair as alt
+
+    _inline_all_rows()
     import pandas as pd
 
     data = matrix[
         ["row", "column", "wins", "losses", "ties", "n", "p_value_text", "p_shown", "p_text", "significant"]
     ].copy()
-    data["verdict"] = [verdict_of(w, l, s) for w, l, s in zip(data["wins"], data["losses"], data["significant"])]
-    data["counts"] = [f"+{w}/-{l}" for w, l in zip(data["wins"], data["losses"])]
+    data["verdict"] = [
+        verdict_of(wins, losses, s)
+        for wins, losses, s in zip(data["wins"], data["losses"], data["significant"], strict=True)
+    ]
+    data["counts"] = [f"+{wins}/-{losses}" for wins, losses in zip(data["wins"], data["losses"], strict=True)]
     data["ptext"] = [f"p{t}" if t.startswith("<") else f"p={t}" for t in data["p_text"]]
     diagonal = pd.DataFrame(
         {"row": list(labels), "column": list(labels), "verdict": "same configuration", "counts": "", "ptext": ""}
@@ -261,7 +282,11 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     )
     empty = alt.Chart(diagonal).mark_rect(color="#f7f7f7").encode(x=x, y=y)
     texts = []
-    for significant, colour, weight in ((False, "#222222", "normal"), (True, "#ffffff", "bold")):
+    styles: tuple[tuple[bool, str, Literal["normal", "bold"]], ...] = (
+        (False, "#222222", "normal"),
+        (True, "#ffffff", "bold"),
+    )
+    for significant, colour, weight in styles:
         part = data[data["significant"] == significant]
         if part.empty:
             continue
@@ -283,7 +308,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
             )
             .encode(x=x, y=y, text="ptext:N")
         )
-    chart = alt.layer(empty, rect, *texts).properties(width=cell * n, height=cell * n)
+    chart = alt.LayerChart(layer=[empty, rect, *texts]).properties(width=cell * n, height=cell * n)
     chart = _configure(
         chart,
         f"Wins and losses at hit@{k}",
@@ -299,7 +324,9 @@ def distance_chart(
     """One histogram per measure, stacked on a shared distance axis, with rules at the worst
     in-domain answer and the best out-of-domain top hit; the band between them is shaded
     when the groups overlap (no threshold separates them there)."""
-    alt = _alt()
+    import altair as alt
+
+    _inline_all_rows()
     import pandas as pd
 
     measures = [m for m in MEASURE_COLOURS if m in set(histogram["measure"])]
@@ -366,7 +393,7 @@ def distance_chart(
                     )
                 )
         rows.append(
-            alt.layer(*layers).properties(
+            alt.LayerChart(layer=layers).properties(
                 width=640,
                 height=90,
                 title=alt.TitleParams(
@@ -374,7 +401,8 @@ def distance_chart(
                 ),
             )
         )
-    chart = alt.vconcat(*rows, spacing=8).resolve_scale(x="shared")
+    # resolve_scale returns Self, but altair's signature decorator hides that from mypy
+    chart: alt.VConcatChart = alt.vconcat(*rows, spacing=8).resolve_scale(x="shared")
     subtitle = "dashed: worst in-domain answer and best out-of-domain top hit"
     if overlap:
         subtitle += "; shaded: where the groups overlap"
@@ -389,7 +417,9 @@ def sweep_chart(
 
     ``sweep_long``: threshold, series, count, rate, low, high (:func:`evalcore.read.sweeps.sweep_long`).
     """
-    alt = _alt()
+    import altair as alt
+
+    _inline_all_rows()
     import pandas as pd
 
     field = "rate" if rates else "count"
@@ -447,7 +477,7 @@ def sweep_chart(
         .mark_text(align="left", dx=4, baseline="top", fontSize=11)
         .encode(x="t:Q", y=alt.value(2), text="label:N")
     )
-    chart = alt.layer(*layers).properties(width=640, height=300)
+    chart = alt.LayerChart(layer=layers).properties(width=640, height=300)
     what = "Bluffs, lost answers and refusals against the threshold"
     return _configure(
         chart,
@@ -458,24 +488,28 @@ def sweep_chart(
 
 def index_chart(health: pd.DataFrame) -> alt.LayerChart:
     """Chunks per strategy (bars), labelled with the chunks over the model's 256-piece window."""
-    alt = _alt()
+    import altair as alt
+
+    _inline_all_rows()
     data = health.assign(
-        label=[f"{c} chunks, {o} over the window" for c, o in zip(health["chunks"], health["over_window"])]
+        label=[f"{c} chunks, {o} over the window" for c, o in zip(health["chunks"], health["over_window"], strict=True)]
     )
     order = list(data["strategy"])
     base = alt.Chart(data).encode(y=alt.Y("strategy:N", sort=order, title="strategy"))
-    chart = alt.layer(
-        base.mark_bar(color="#4c78a8").encode(
-            x=alt.X("chunks:Q", title="chunks"),
-            tooltip=[
-                "strategy:N",
-                "chunks:Q",
-                "pieces:Q",
-                alt.Tooltip("header_share:Q", format=".1%"),
-                "over_window:Q",
-                "destroyed:Q",
-            ],
-        ),
-        base.mark_text(align="left", dx=3, fontSize=10).encode(x="chunks:Q", text="label:N"),
+    chart = alt.LayerChart(
+        layer=[
+            base.mark_bar(color="#4c78a8").encode(
+                x=alt.X("chunks:Q", title="chunks"),
+                tooltip=[
+                    "strategy:N",
+                    "chunks:Q",
+                    "pieces:Q",
+                    alt.Tooltip("header_share:Q", format=".1%"),
+                    "over_window:Q",
+                    "destroyed:Q",
+                ],
+            ),
+            base.mark_text(align="left", dx=3, fontSize=10).encode(x="chunks:Q", text="label:N"),
+        ]
     ).properties(width=360, height=_rows_height(len(order), 24))
     return _configure(chart, "Chunks per strategy", "label: chunks over the model's 256-piece window")

@@ -11,19 +11,23 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalcore import signals
 from evalcore.chunking import DEFAULT_STRATEGIES
 from evalcore.demo import RETRIEVERS as DEMO_RETRIEVERS
 from evalcore.errors import EvalcoreError, Interrupted
 
+if TYPE_CHECKING:
+    from evalcore.records import Corpus, GroundTruth
+    from evalcore.store import Store
+
 log = logging.getLogger("evalcore")
 
 
-def _store(args: argparse.Namespace):
+def _store(args: argparse.Namespace) -> Store:
     from evalcore.store import Store
 
     return Store(args.store)
@@ -33,12 +37,20 @@ def _print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 
 
-def _report_invalid(gt) -> None:
+def _report_invalid(gt: GroundTruth) -> None:
     for inv in gt.invalid:
         print(f"warning: needle of group {inv.group} (line {inv.line}) excluded: {inv.reason}", file=sys.stderr)
 
 
-def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, reranker: str | None) -> int:
+def _execute(
+    args: argparse.Namespace,
+    corpus: Corpus,
+    gt: GroundTruth,
+    strategies: str,
+    retrievers: str,
+    name: str,
+    reranker: str | None,
+) -> int:
     from evalcore.chunking import parse_strategies
     from evalcore.progress import BarProgress
     from evalcore.retrieval import parse_retrievers
@@ -65,7 +77,8 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
         from evalcore.distributed import RayEmbedder
 
         embedders = [
-            RayEmbedder.start(args.ray, e, device=args.device, model_path=path) for e, path in zip(embedders, paths)
+            RayEmbedder.start(args.ray, e, device=args.device, model_path=path)
+            for e, path in zip(embedders, paths, strict=True)
         ]
     t0 = time.perf_counter()
     result = run_evaluation(request, store, embedders=embedders, progress=BarProgress(enabled=not args.quiet))
@@ -90,14 +103,14 @@ def _execute(args, corpus, gt, strategies: str, retrievers: str, name: str, rera
 
 
 # -- commands ------------------------------------------------------------------------
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     from evalcore import inputs
 
     corpus, gt = inputs.load_demo()
     return _execute(args, corpus, gt, args.strategies, args.retrievers, args.name, args.reranker)
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     from evalcore import inputs
 
     corpus, gt = inputs.load(args.corpus, args.questions, args.ood, cache=_store(args))
@@ -105,7 +118,7 @@ def cmd_run(args) -> int:
     return _execute(args, corpus, gt, args.strategies, args.retrievers, name, args.reranker)
 
 
-def cmd_validate(args) -> int:
+def cmd_validate(args: argparse.Namespace) -> int:
     from evalcore import inputs
     from evalcore.groundtruth import validation_report
 
@@ -131,7 +144,7 @@ def cmd_validate(args) -> int:
     return 0
 
 
-def cmd_chunks(args) -> int:
+def cmd_chunks(args: argparse.Namespace) -> int:
     from evalcore import inputs
     from evalcore.chunking import chunk_corpus, parse_strategies
     from evalcore.citations import locator, page_range
@@ -169,7 +182,7 @@ def cmd_chunks(args) -> int:
     return 0
 
 
-def _inputs_of(args):
+def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:
     """Corpus and ground truth of an external run: --demo, or --corpus/--questions/--ood."""
     from evalcore import inputs
 
@@ -180,7 +193,12 @@ def _inputs_of(args):
     return inputs.load(args.corpus, args.questions, args.ood, cache=_store(args))
 
 
-def _report_chunks(unlocated, notes, unranked, limit: int = 10) -> None:
+def _report_chunks(
+    unlocated: Sequence[tuple[str, str, str]],
+    notes: Sequence[tuple[str, str, str]],
+    unranked: Sequence[str],
+    limit: int = 10,
+) -> None:
     """Warnings about an external run's chunks and rankings, on stderr."""
     if unlocated:
         print(
@@ -201,7 +219,7 @@ def _report_chunks(unlocated, notes, unranked, limit: int = 10) -> None:
         )
 
 
-def _external_summary(args, store, run_id: str, wall: float, extra: dict[str, Any]) -> None:
+def _external_summary(args: argparse.Namespace, store: Store, run_id: str, wall: float, extra: dict[str, Any]) -> None:
     from evalcore.summary import format_table, summary_json, summary_table
 
     if args.json:
@@ -218,7 +236,7 @@ def _external_summary(args, store, run_id: str, wall: float, extra: dict[str, An
     print("Open the dashboard:  streamlit run app.py")
 
 
-def cmd_import_run(args) -> int:
+def cmd_import_run(args: argparse.Namespace) -> int:
     from evalcore.external.importer import import_run
 
     corpus, gt = _inputs_of(args)
@@ -251,7 +269,7 @@ def cmd_import_run(args) -> int:
     return 0
 
 
-def cmd_run_endpoint(args) -> int:
+def cmd_run_endpoint(args: argparse.Namespace) -> int:
     from evalcore.external.endpoint import Endpoint, Fields, parse_header, run_endpoint
     from evalcore.progress import BarProgress
 
@@ -322,7 +340,7 @@ def cmd_run_endpoint(args) -> int:
     return 0
 
 
-def cmd_export_formats(args) -> int:
+def cmd_export_formats(args: argparse.Namespace) -> int:
     from evalcore.formats import export_formats
 
     done = export_formats(_store(args), args.run, args.output, args.config or None)
@@ -339,7 +357,7 @@ def cmd_export_formats(args) -> int:
     return 0
 
 
-def cmd_job(args) -> int:
+def cmd_job(args: argparse.Namespace) -> int:
     from evalcore.jobs import run_job
 
     status = run_job(_store(args), args.job_id)
@@ -347,7 +365,7 @@ def cmd_job(args) -> int:
     return {"complete": 0, "cancelled": 1}.get(status, 2)
 
 
-def cmd_import_squad(args) -> int:
+def cmd_import_squad(args: argparse.Namespace) -> int:
     from evalcore.importers import import_squad, questions_from_csv
 
     ood = questions_from_csv(args.ood_csv, args.ood_column, args.ood_kind, args.ood_limit) if args.ood_csv else []
@@ -366,7 +384,7 @@ def cmd_import_squad(args) -> int:
     return 0
 
 
-def cmd_list(args) -> int:
+def cmd_list(args: argparse.Namespace) -> int:
     runs = _store(args).runs()
     if args.json:
         _print_json(runs.drop(columns=["settings"]).to_dict("records"))
@@ -388,7 +406,7 @@ def cmd_list(args) -> int:
     return 0
 
 
-def cmd_show(args) -> int:
+def cmd_show(args: argparse.Namespace) -> int:
     from evalcore.summary import format_table, summary_json, summary_table
 
     store = _store(args)
@@ -420,7 +438,7 @@ def cmd_show(args) -> int:
     return 0
 
 
-def cmd_gate(args) -> int:
+def cmd_gate(args: argparse.Namespace) -> int:
     from evalcore.gate import run_gate
     from evalcore.gate_report import render, to_junit
 
@@ -440,7 +458,7 @@ def cmd_gate(args) -> int:
     return report.exit_code
 
 
-def cmd_export_run(args) -> int:
+def cmd_export_run(args: argparse.Namespace) -> int:
     from evalcore.transfer import export_run
 
     done = export_run(_store(args), args.run, args.output)
@@ -451,7 +469,7 @@ def cmd_export_run(args) -> int:
     return 0
 
 
-def cmd_load_run(args) -> int:
+def cmd_load_run(args: argparse.Namespace) -> int:
     from evalcore.transfer import load_run
 
     store = _store(args)
@@ -466,14 +484,14 @@ def cmd_load_run(args) -> int:
     return 0
 
 
-def cmd_dashboard(args) -> int:
+def cmd_dashboard(args: argparse.Namespace) -> int:
     from evalcore.dashboard import serve
 
     serve(args.port, args.address, args.store, browser=not args.headless)
     return 0  # not reached: serve replaces this process with Streamlit
 
 
-def cmd_compare(args) -> int:
+def cmd_compare(args: argparse.Namespace) -> int:
     from evalcore.compare_text import compare_text
 
     print(compare_text(_store(args), args.run, args.run2, metric=args.metric, holm=args.holm, width=args.width))
@@ -932,7 +950,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("chunks needs --corpus DIR or --demo")
     try:
         with signals.handled():  # SIGTERM and SIGINT end any command with one line
-            return args.func(args)
+            command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser
+            return command(args)
     except Interrupted as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 128 + exc.signum

@@ -60,11 +60,12 @@ def config_table(table: pd.DataFrame, k: int, width: int, prefix: str = "") -> l
         columns.append(("destroyed", [str(int(r["destroyed"])) for r in records]))
         name_w = max([len("config")] + [len(n) for n in names])
         widths = [max([len(head)] + [len(v) for v in values]) for head, values in columns]
-        head = f"{'config':<{name_w}}" + "".join(f"  {h:>{w}}" for (h, _), w in zip(columns, widths))
+        head = f"{'config':<{name_w}}" + "".join(f"  {h:>{w}}" for (h, _), w in zip(columns, widths, strict=True))
         lines = [head, "-" * len(head)]
         for i, name in enumerate(names):
             lines.append(
-                f"{name:<{name_w}}" + "".join(f"  {values[i]:>{w}}" for (_, values), w in zip(columns, widths))
+                f"{name:<{name_w}}"
+                + "".join(f"  {values[i]:>{w}}" for (_, values), w in zip(columns, widths, strict=True))
             )
         return lines
 
@@ -79,9 +80,9 @@ def config_table(table: pd.DataFrame, k: int, width: int, prefix: str = "") -> l
 def matrix_lines(matrix: pd.DataFrame, labels: list[str], width: int) -> list[str]:
     """The win/loss matrix as numbered rows and columns, split into column blocks that fit ``width``."""
     cell = {
-        (r, c): (w - l, s)
-        for r, c, w, l, s in zip(
-            matrix["row"], matrix["column"], matrix["wins"], matrix["losses"], matrix["significant"]
+        (r, c): (wins - losses, s)
+        for r, c, wins, losses, s in zip(
+            matrix["row"], matrix["column"], matrix["wins"], matrix["losses"], matrix["significant"], strict=True
         )
     }
     index = {label: i + 1 for i, label in enumerate(labels)}
@@ -112,10 +113,11 @@ def significant_pairs(matrix: pd.DataFrame) -> list[str]:
     left_w = max(len(x) for x in sig["row"])
     right_w = max(len(x) for x in sig["column"])
     out = []
-    for r in sig.sort_values(["p_shown", "row", "column"]).itertuples():
-        adjusted = f" (unadjusted {r.p_value:.3g})" if r.p_shown != r.p_value else ""
+    for r in sig.sort_values(["p_shown", "row", "column"]).to_dict("records"):
+        adjusted = f" (unadjusted {r['p_value']:.3g})" if r["p_shown"] != r["p_value"] else ""
         out.append(
-            f"  {r.row:<{left_w}}  beats  {r.column:<{right_w}}  +{r.wins}/-{r.losses}  p {r.p_shown:.3g}{adjusted}"
+            f"  {r['row']:<{left_w}}  beats  {r['column']:<{right_w}}  +{r['wins']}/-{r['losses']}  "
+            f"p {r['p_shown']:.3g}{adjusted}"
         )
     return out
 
@@ -164,7 +166,8 @@ def compare_text(
         return "\n".join(lines)
     comparison = compare(store, sides, k, adjust=holm)
     short = {
-        label: tags[side.run_id] + side.configuration.label for side, label in zip(comparison.sides, comparison.labels)
+        label: tags[side.run_id] + side.configuration.label
+        for side, label in zip(comparison.sides, comparison.labels, strict=True)
     }
     matrix = comparison.matrix
     matrix = matrix.assign(row=matrix["row"].map(short), column=matrix["column"].map(short))

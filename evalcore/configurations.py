@@ -16,7 +16,7 @@ every metric leaves it out, and paired comparisons leave it out on both sides.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -152,22 +152,22 @@ def read(store: Store, run_id: str) -> dict[tuple[str, str], ConfigInfo]:
         """,
         [run_id, run_id, run_id, run_id],
     )
+
+    def value(r: Mapping[Hashable, Any], key: str, default: Any = None) -> Any:
+        v = r[key]
+        return default if v is None or v != v else v
+
     out = {}
     for r in df.to_dict("records"):
-
-        def value(key: str, default: Any = None) -> Any:
-            v = r[key]
-            return default if v is None or v != v else v
-
         out[(r["strategy"], r["retriever"])] = ConfigInfo(
             r["strategy"],
             r["retriever"],
-            value("source", "builtin"),
-            value("score_kind", "similarity"),
-            value("gate_on", "distance"),
-            value("model"),
-            value("chunker"),
-            value("detail"),
+            value(r, "source", "builtin"),
+            value(r, "score_kind", "similarity"),
+            value(r, "gate_on", "distance"),
+            value(r, "model"),
+            value(r, "chunker"),
+            value(r, "detail"),
         )
     return out
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalcore.errors import ModelError
 
@@ -106,9 +106,9 @@ class RayEmbedder:
         if self.workers:
             return self.workers
         if self.device != "cpu":
-            return max(1, int(ray.cluster_resources().get("GPU", 1)))
+            return max(1, int(ray.cluster_resources().get("GPU", 1)))  # type: ignore[no-untyped-call]  # ray leaves it unannotated
         # one model per node-sized share of the cluster's CPUs (a model uses every core it gets)
-        return max(1, len([n for n in ray.nodes() if n.get("Alive")]))
+        return max(1, len([n for n in ray.nodes() if n.get("Alive")]))  # type: ignore[no-untyped-call]  # ray leaves it unannotated
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
@@ -117,7 +117,11 @@ class RayEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         pool = self._pool_size()
-        cpus = max(1.0, float(ray.cluster_resources().get("CPU", 1)) / pool) if self.device == "cpu" else 1.0
+        if self.device == "cpu":
+            resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]  # ray leaves it unannotated
+            cpus = max(1.0, float(resources.get("CPU", 1)) / pool)
+        else:
+            cpus = 1.0
         ds = ray.data.from_items([{"i": i, "text": t} for i, t in enumerate(texts)])
         out = ds.map_batches(
             _Encoder,
@@ -129,6 +133,8 @@ class RayEmbedder:
             num_gpus=1 if self.device != "cpu" else 0,
         )
         vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for batch in out.iter_batches(batch_format="numpy", batch_size=None):
-            vectors[np.asarray(batch["i"], dtype=np.int64)] = np.stack(batch["vector"])
+        for rows in out.iter_batches(batch_format="numpy", batch_size=None):
+            # iter_batches is typed for every batch format; batch_format="numpy" yields dicts of arrays
+            batch = cast("dict[str, np.ndarray]", rows)
+            vectors[np.asarray(batch["i"], dtype=np.int64)] = np.stack(list(batch["vector"]))
         return vectors

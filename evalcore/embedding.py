@@ -14,13 +14,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from evalcore.errors import ModelError
 
 if TYPE_CHECKING:
     import numpy as np
+    from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
 
+    from evalcore.onnx_runtime import OnnxModel
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -32,8 +35,11 @@ WINDOW = 256  # word pieces the model reads, special tokens included
 class Embedder(Protocol):
     """What the runner needs from an embedding model."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -87,7 +93,7 @@ def check_device(device: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _load(path: str, device: str = "cpu"):
+def _load(path: str, device: str = "cpu") -> SentenceTransformer:
     _offline()
     from sentence_transformers import SentenceTransformer
 
@@ -116,16 +122,22 @@ class SentenceEmbedder:
         return emb
 
     @property
-    def model(self):
+    def model(self) -> SentenceTransformer:
         return _load(self.path, self.device)
 
     @property
     def dim(self) -> int:
-        return int(self.model.get_embedding_dimension())
+        dim = self.model.get_embedding_dimension()
+        if dim is None:
+            raise ModelError(f"{self.path}: the model states no embedding size")
+        return dim
 
     @property
     def window(self) -> int:
-        return int(self.model.max_seq_length)
+        window = self.model.max_seq_length
+        if window is None:
+            raise ModelError(f"{self.path}: the model states no maximum sequence length")
+        return window
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors of ``texts``. A long text is handed to the model as its head that
@@ -155,7 +167,7 @@ class SentenceEmbedder:
         memory stays bounded whatever its length; the count is the same."""
         tok = self.model.tokenizer
         special = tok.num_special_tokens_to_add(pair=False)
-        out = []
+        out: list[int] = []
         for i in range(0, len(texts), 512):
             batch = list(texts[i : i + 512])
             short = [t for t in batch if len(t) <= SEGMENT]
@@ -175,7 +187,7 @@ class SentenceEmbedder:
 
 
 @lru_cache(maxsize=4)
-def _plain_tokenizer(path: str):
+def _plain_tokenizer(path: str) -> Tokenizer:
     """The model's own ``tokenizers`` tokenizer, copied, without truncation and padding (the
     model's copy is set up per call by transformers)."""
     from tokenizers import Tokenizer
@@ -186,7 +198,7 @@ def _plain_tokenizer(path: str):
     return tok
 
 
-def _count_long(tok, text: str, batch: int = 16) -> int:
+def _count_long(tok: Tokenizer, text: str, batch: int = 16) -> int:
     """Word pieces of a long text without special tokens, ``batch`` segments at a time
     (``tok``: a ``tokenizers`` tokenizer without truncation)."""
     total, parts = 0, []
@@ -246,7 +258,7 @@ class OnnxEmbedder:
 
     path: str
     name: str
-    onnx: Any
+    onnx: OnnxModel
 
     @classmethod
     def load(cls, model_path: str | Path | None = None, threads: int = 0, backend: str = "") -> OnnxEmbedder:
@@ -347,7 +359,7 @@ def embed_with_cache(
 
     hashes = [text_hash(t) for t in texts]
     unique: dict[str, str] = {}
-    for h, t in zip(hashes, texts):
+    for h, t in zip(hashes, texts, strict=True):
         unique.setdefault(h, t)
     slot = {h: i for i, h in enumerate(unique)}
     vectors = np.zeros((len(unique), embedder.dim), dtype=np.float32)  # one copy, filled in place
@@ -417,11 +429,13 @@ def piece_counter() -> Callable[[str], int] | None:
         tokenizer.no_padding()
         tokenizer.no_truncation()
         return lambda text: len(tokenizer.encode(text).ids)
-    except Exception as exc:  # no tokenizer.json or no tokenizers library: use the model
+    # no tokenizer.json or no tokenizers library: use the model (a missing or unreadable file
+    # raises a bare Exception from the tokenizers library, so nothing narrower catches it)
+    except Exception as exc:  # noqa: BLE001
         log.info("fast word-piece counter unavailable (%s); using the model's tokenizer", exc)
     try:
         count_pieces(["probe"])
-    except Exception as exc:  # model package missing or unloadable: shown as n/a, logged
+    except Exception as exc:  # noqa: BLE001 - any failure to load the model is shown as n/a, logged
         log.warning("no word-piece counter: %s", exc)
         return None
     return lambda text: int(count_pieces([text])[0])

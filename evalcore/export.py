@@ -36,7 +36,7 @@ CAPTION_WIDTH = 110  # characters per caption line drawn into an image
 
 
 def _spec(chart: Any) -> dict[str, Any]:
-    spec = chart.to_dict()
+    spec: dict[str, Any] = chart.to_dict()
     if re.search(r'"url"\s*:', json.dumps(spec.get("data", {})) + json.dumps(spec.get("datasets", {}))):
         raise ValueError("chart refers to data by URL; export needs inline data")
     return spec

@@ -14,7 +14,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from evalcore.records import Configuration, RunConfiguration
@@ -116,7 +116,8 @@ def runs_text(store: Store, run_ids: tuple[str, ...] | list[str]) -> tuple[str, 
         if row is None:
             out.append(str(run_id))
             continue
-        when = row.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(row.created_at, "strftime") else str(row.created_at)
+        created = row.created_at
+        when = created.strftime("%Y-%m-%d %H:%M") if isinstance(created, date) else str(created)
         out.append(f"{row.name} {run_id} (created {when})")
     return tuple(out)
 
@@ -359,10 +360,10 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
             lines += [f"**Warning:** {warning}", ""]
         table = gate_table(frame, selection.threshold)
         lines += ["| outcome | queries | of | share | 95% Wilson interval |", "|---|---:|---:|---:|---|"]
-        for row in table.itertuples(index=False):
-            share = "n/a" if row.of == 0 else f"{100 * row.share:.1f}%"
-            interval = "n/a" if row.of == 0 else f"{100 * row[4]:.1f}–{100 * row[5]:.1f}%"
-            lines.append(f"| {row.outcome} | {row.queries} | {row.of} | {share} | {interval} |")
+        for outcome, queries, of, share, low, high in table.itertuples(index=False, name=None):
+            shown = "n/a" if of == 0 else f"{100 * share:.1f}%"
+            interval = "n/a" if of == 0 else f"{100 * low:.1f}–{100 * high:.1f}%"
+            lines.append(f"| {outcome} | {queries} | {of} | {shown} | {interval} |")
         lines.append("")
     lines += ["## Comparison", ""]
     if len(selection.sides) > 1:

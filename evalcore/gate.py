@@ -29,13 +29,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, NotComparable, StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Set
+
     from evalcore.metrics import Metric
     from evalcore.store import Store
+    from evalcore.threshold import Axis
 
 log = logging.getLogger(__name__)
 
@@ -282,7 +286,7 @@ def _alpha(value: float) -> float:
 def _queries(store: Store, run_id: str, domain: str) -> dict[str, str]:
     """{query id: text} of a run's scored queries of one domain ('in' or 'out')."""
     df = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND domain = ? AND valid", [run_id, domain])
-    return dict(zip(df["query_id"].astype(str), df["text"].astype(str)))
+    return dict(zip(df["query_id"].astype(str), df["text"].astype(str), strict=True))
 
 
 def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, Any], domain: str) -> dict[str, str]:
@@ -379,7 +383,7 @@ def _changes(
     return tuple(QueryChange(q, texts.get(q, ""), base.get(q), cand.get(q)) for q in ids)
 
 
-def _axis(store: Store, run_id: str, configuration: str):
+def _axis(store: Store, run_id: str, configuration: str) -> Axis:
     """What the configuration's gate reads (:class:`evalcore.threshold.Axis`)."""
     from evalcore.configurations import info
     from evalcore.records import Configuration
@@ -389,7 +393,7 @@ def _axis(store: Store, run_id: str, configuration: str):
 
 
 def _bluff_outcomes(
-    store: Store, run_id: str, configuration: str, ood: dict[str, str], threshold: float, skip: set[str] = frozenset()
+    store: Store, run_id: str, configuration: str, ood: dict[str, str], threshold: float, skip: Set[str] = frozenset()
 ) -> dict[str, bool]:
     """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
     external configuration's own score, SPEC 10). A query the configuration could not answer
@@ -515,7 +519,7 @@ def run_gate(
                 f"threshold for {', '.join(b for b, *_ in raw)}; save one on the Threshold page first"
             )
         adj = holm_adjust([t.p_value for *_, t in found]) if holm else [t.p_value for *_, t in found]
-        for (i, decision, b_bluff, c_bluff, test), p_adj in zip(found, adj):
+        for (i, decision, b_bluff, c_bluff, test), p_adj in zip(found, adj, strict=True):
             bluff_checks[i] = BluffCheck(
                 threshold=float(decision["threshold"]),
                 decision_id=str(decision["decision_id"]),
@@ -540,7 +544,7 @@ def run_gate(
     notes += _recipe_changes(base_run, cand_run, pairs)
     results = []
     detectable = detectable_difference(n, alpha=level)
-    for i, ((b_cfg, c_cfg, b_hits, c_hits, test), p_adj) in enumerate(zip(raw, p_adjusted)):
+    for i, ((b_cfg, c_cfg, b_hits, c_hits, test), p_adj) in enumerate(zip(raw, p_adjusted, strict=True)):
         sides = []
         paired = len(b_hits)  # n, less the queries a side could not answer
         for run, cfg, hits in ((base_run, b_cfg, b_hits), (cand_run, c_cfg, c_hits)):
@@ -630,5 +634,5 @@ def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
         "run_id": run["run_id"],
         "name": run["name"],
         "model": run.get("model"),
-        "created_at": created.isoformat(sep=" ", timespec="seconds") if hasattr(created, "isoformat") else str(created),
+        "created_at": created.isoformat(sep=" ", timespec="seconds") if isinstance(created, datetime) else str(created),
     }

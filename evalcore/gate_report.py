@@ -17,7 +17,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalcore.gate import BluffCheck, ConfigResult, GateReport
+    from evalcore.gate import BluffCheck, ConfigResult, GateReport, QueryChange, Side
 
 FORMATS = ("text", "markdown", "json")
 SHOW_LOST = 25  # lost queries listed per configuration in text and Markdown (JSON and JUnit list all)
@@ -30,7 +30,7 @@ def p_text(p: float) -> str:
     return f"{p:.3g}"
 
 
-def _interval(side) -> str:
+def _interval(side: Side) -> str:
     return f"{side.value:.3f} [{side.low:.3f}, {side.high:.3f}]"
 
 
@@ -247,7 +247,7 @@ def _number(x: float) -> float | None:
 def to_dict(report: GateReport) -> dict[str, Any]:
     """Every figure of the report as plain JSON types."""
 
-    def side(s) -> dict[str, Any]:
+    def side(s: Side) -> dict[str, Any]:
         return {
             "run_id": s.run_id,
             "run_name": s.run_name,
@@ -258,7 +258,7 @@ def to_dict(report: GateReport) -> dict[str, Any]:
             "wilson95": [s.low, s.high],
         }
 
-    def change(q) -> dict[str, Any]:
+    def change(q: QueryChange) -> dict[str, Any]:
         return {
             "query_id": q.query_id,
             "text": q.text,

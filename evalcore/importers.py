@@ -72,7 +72,9 @@ def import_squad(source: str | Path, out_dir: str | Path, ood: Iterable[tuple[st
     if corpus.exists() and any(corpus.iterdir()):
         raise InputError(f"{corpus}: already holds files; import into an empty folder")
     corpus.mkdir(parents=True, exist_ok=True)
-    report, taken, rows = ImportReport(), set(), []
+    report = ImportReport()
+    taken: set[str] = set()
+    rows: list[dict[str, Any]] = []
     for a, article in enumerate(data):
         paragraphs = article.get("paragraphs") or []
         title = str(
@@ -148,7 +150,8 @@ def questions_from_csv(
         reader = csv.DictReader(fh)
         if column not in (reader.fieldnames or []):
             raise InputError(f"{path}: no column {column!r} (columns: {', '.join(reader.fieldnames or [])})")
-        seen, out = set(), []
+        seen: set[str] = set()
+        out: list[tuple[str, str, str]] = []
         for row in reader:
             q = (row[column] or "").strip()
             if q and q not in seen:

@@ -59,6 +59,6 @@ def plan(strategies: Sequence[Strategy], embedders: Sequence[Embedder]) -> list[
         )
     return [
         Planned(dataclasses.replace(s, name=f"{s.name}@{label}"), s.name, e)
-        for e, label in zip(embedders, labels)
+        for e, label in zip(embedders, labels, strict=True)
         for s in strategies
     ]

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +41,7 @@ from evalcore.errors import ModelError
 
 if TYPE_CHECKING:
     import numpy as np
+    from tokenizers import Encoding
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,9 @@ def export(model_folder: str | Path, dest: Path) -> Path:
         raise ModelError(f"{folder}: the tokenizer has no fast (Rust) form; ONNX export skipped")
     prompt_name = getattr(st, "default_prompt_name", None)
     prompt = (getattr(st, "prompts", None) or {}).get(prompt_name, "") if prompt_name else ""
-    max_len = int(st.max_seq_length)
+    max_len, dim = st.max_seq_length, st.get_embedding_dimension()
+    if max_len is None or dim is None:
+        raise ModelError(f"{folder}: the model states no maximum sequence length or no embedding size")
     sample = tok(
         ["a probe", "a longer probe text"], padding=True, truncation=True, max_length=max_len, return_tensors="pt"
     )
@@ -140,8 +143,9 @@ def export(model_folder: str | Path, dest: Path) -> Path:
             super().__init__()
             self.st = st
 
-        def forward(self, *inputs):
-            return self.st(dict(zip(names, inputs)))["sentence_embedding"]
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            embedding: torch.Tensor = self.st(dict(zip(names, inputs, strict=True)))["sentence_embedding"]
+            return embedding
 
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=dest.parent))
     try:
@@ -164,7 +168,7 @@ def export(model_folder: str | Path, dest: Path) -> Path:
             "inputs": names,
             "max_seq_length": max_len,
             "prompt": prompt,
-            "dim": int(st.get_embedding_dimension()),
+            "dim": dim,
             "source": folder,
             "torch": torch.__version__,
         }
@@ -238,6 +242,8 @@ class OnnxModel:
         self.meta = json.loads((self.folder / "meta.json").read_text())
         self.backend = available_backend(self.backend or None)
         threads = self.threads or _cores()
+        # the runtimes are untyped: a feed of named int64 matrices in, the embedding matrix out
+        self._run: Callable[[dict[str, np.ndarray]], np.ndarray]
         if self.backend == "openvino":
             import openvino as ov
 
@@ -281,7 +287,7 @@ class OnnxModel:
         prompt = self.meta.get("prompt") or ""
         return [prompt + t for t in texts] if prompt else list(texts)
 
-    def _windows(self, texts: Sequence[str]) -> Iterator[tuple[int, list]]:
+    def _windows(self, texts: Sequence[str]) -> Iterator[tuple[int, list[Encoding]]]:
         """(offset, encodings) per window; the next window is tokenised in a thread."""
         from concurrent.futures import ThreadPoolExecutor
 

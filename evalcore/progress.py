@@ -16,11 +16,13 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Never, Protocol
 
 from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
+    from tqdm import tqdm
+
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -110,7 +112,7 @@ class BarProgress:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self.bar = None
+        self.bar: tqdm[Never] | None = None  # a manual bar (no iterable), updated by count
 
     def stage(self, stage: Stage) -> None:
         self.close()

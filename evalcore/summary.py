@@ -57,7 +57,7 @@ def summary_table(store: Store, run_id: str, ks: tuple[int, ...] = DEFAULT_KS) -
         [run_id],
     )
     counts = {(a, b): int(n) for a, b, n in failed.itertuples(index=False)}
-    table["failed"] = [counts.get((a, b), 0) for a, b in zip(table["strategy"], table["retriever"])]
+    table["failed"] = [counts.get((a, b), 0) for a, b in zip(table["strategy"], table["retriever"], strict=True)]
     return table
 
 

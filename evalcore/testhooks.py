@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from evalcore.embedding import Embedder
 
 PAUSE_ENV = "EVALCORE_TEST_PAUSE"
@@ -45,4 +47,5 @@ def embedder() -> Embedder | None:
     import importlib
 
     module, _, name = spec.partition(":")
-    return getattr(importlib.import_module(module), name)()
+    factory: Callable[[], Embedder] = getattr(importlib.import_module(module), name)
+    return factory()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalcoreError
+from evalcore.store import one_row
 
 if TYPE_CHECKING:
     import duckdb
@@ -86,7 +87,7 @@ class Transfer:
         return sum(self.rows.values())
 
 
-def _literal(text: str) -> str:
+def _literal(text: str | Path) -> str:
     """A SQL string literal (for the file name COPY needs as a literal)."""
     return "'" + str(text).replace("'", "''") + "'"
 
@@ -101,7 +102,7 @@ def _sha256(path: Path) -> str:
 
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """The newest migration applied to a store (0 for none)."""
-    return int(con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()[0])
+    return int(one_row(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0])
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
@@ -141,7 +142,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
                     f"TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd)",
                     [run_id],
                 )
-                rows = con.execute(f'SELECT count(*) FROM "{table}" WHERE run_id = ?', [run_id]).fetchone()[0]
+                rows = one_row(con, f'SELECT count(*) FROM "{table}" WHERE run_id = ?', [run_id])[0]
                 tables[table] = {
                     "file": member,
                     "rows": int(rows),
@@ -264,10 +265,11 @@ def _check_tables(path: Path, manifest: dict[str, Any], files: dict[str, Path]) 
                 cols = [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
                 if "run_id" not in cols:
                     raise RunFileError(f"{path}: {member} has no run_id column")
-                rows, foreign = con.execute(
+                rows, foreign = one_row(
+                    con,
                     "SELECT count(*), count(*) FILTER (run_id IS DISTINCT FROM ?) FROM read_parquet(?)",
                     [run_id, str(file)],
-                ).fetchone()
+                )
             except duckdb.Error as exc:
                 raise RunFileError(f"{path}: {member} is not readable Parquet ({str(exc).splitlines()[0]})") from None
             if rows != manifest["tables"][table]["rows"]:
@@ -276,7 +278,7 @@ def _check_tables(path: Path, manifest: dict[str, Any], files: dict[str, Path]) 
                 )
             if foreign:
                 raise RunFileError(f"{path}: {member} holds {foreign} rows of another run than {run_id}")
-        status = con.execute("SELECT list(status) FROM read_parquet(?)", [str(files["runs"])]).fetchone()[0]
+        status = one_row(con, "SELECT list(status) FROM read_parquet(?)", [str(files["runs"])])[0]
         if status != ["complete"]:
             raise RunFileError(f"{path}: the runs table must hold one complete run, found {status}")
     finally:
@@ -292,11 +294,12 @@ def _differences(con: duckdb.DuckDBPyConnection, files: dict[str, Path], run_id:
         )
         mine = f'SELECT {cols} FROM "{table}" WHERE run_id = ?'
         theirs = f"SELECT {cols} FROM read_parquet(?)"
-        diff = con.execute(
+        diff = one_row(
+            con,
             f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})) + "
             f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))",
             [str(file), run_id, run_id, str(file)],
-        ).fetchone()[0]
+        )[0]
         if diff:
             out.append(table)
     return out
@@ -331,7 +334,7 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                         f"(file schema version {manifest.get('schema_version')}, store schema version {mine}); "
                         "upgrade evalcore to load it"
                     )
-            if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]:
+            if one_row(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0]:
                 differ = _differences(con, files, run_id)
                 if differ:
                     raise RunFileError(

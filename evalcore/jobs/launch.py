@@ -13,11 +13,11 @@ if TYPE_CHECKING:
     from evalcore.store import Store
 
 
-def _wait_for(proc: subprocess.Popen) -> None:
+def _wait_for(proc: subprocess.Popen[bytes]) -> None:
     threading.Thread(target=proc.wait, name=f"evalcore-job-{proc.pid}", daemon=True).start()
 
 
-def spawn(store: Store, job_id: str) -> subprocess.Popen:
+def spawn(store: Store, job_id: str) -> subprocess.Popen[bytes]:
     """Start the job's process detached (new session), output to ``runs/jobs/JOB_ID.log``.
 
     A daemon thread waits for it, so a job killed while this process lives does not stay

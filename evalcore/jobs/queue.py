@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, EvalcoreError, StoreError
-from evalcore.store import now
+from evalcore.store import now, one_row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +76,7 @@ def cancel(store: Store, job_id: str) -> str:
         found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
         if not found:
             raise StoreError(f"no job {job_id!r} in {store.path}")
-        status = found[0][0]
+        status: str = found[0][0]
         if status == "queued":
             con.execute(
                 "UPDATE jobs SET status = 'cancelled', cancel_requested = true, finished_at = ?, "
@@ -95,7 +95,7 @@ def job(store: Store, job_id: str) -> dict[str, Any]:
     df = df[df["job_id"] == job_id]
     if df.empty:
         raise StoreError(f"no job {job_id!r} in {store.path}")
-    return df.iloc[0].to_dict()
+    return {str(key): value for key, value in df.iloc[0].to_dict().items()}
 
 
 def jobs_overview(store: Store, limit: int = 50) -> pd.DataFrame:
@@ -136,7 +136,7 @@ def claim(store: Store, job_id: str, slots: int) -> tuple[str, int]:
             raise StoreError(f"no job {job_id!r} in {store.path}")
         if found[0][0] != "queued":
             return found[0][0], 0
-        running = con.execute("SELECT count(*) FROM jobs WHERE status = 'running'").fetchone()[0]
+        running = one_row(con, "SELECT count(*) FROM jobs WHERE status = 'running'")[0]
         queue = [
             r[0]
             for r in con.execute(
