@@ -212,8 +212,8 @@ class Comparison:
     adjusted: bool
     sides: tuple[RunConfiguration, ...]
     labels: tuple[str, ...]
-    matrix: Any  # pd.DataFrame
-    hits: Any  # pd.DataFrame
+    matrix: pd.DataFrame
+    hits: pd.DataFrame
 
     def side(self, label: str) -> RunConfiguration:
         """The side a label names; ValueError for a label not in this comparison."""
@@ -227,8 +227,7 @@ class Comparison:
         found = self.matrix[(self.matrix["row"] == row) & (self.matrix["column"] == column)]
         if found.empty:
             raise ValueError(f"no cell {row!r} against {column!r}")
-        cell: dict[str, Any] = found.iloc[0].to_dict()
-        return cell
+        return {str(k): v for k, v in found.iloc[0].to_dict().items()}
 
     @property
     def n(self) -> int:
