@@ -287,3 +287,165 @@ def test_engineer_picks_the_imported_run_and_pairs_it_with_the_builtin_run(serve
         assert row[header.index("n")] == str(len(ranks)), (header, row)
         recall4 = sum(r is not None and r <= 4 for r in ranks.values()) / len(ranks)
         assert float(row[header.index("recall@4")]) == pytest.approx(recall4, abs=1e-12), (header, row)
+
+
+def test_product_manager_sets_a_threshold_on_the_score_axis(served, tab):
+    url, ext, _, oracle = served
+    rankings, first = oracle["rankings"], oracle["first"]
+    ood_top = {q: hits[0][1] for q, hits in rankings.items() if q.startswith("ood-")}
+    answers = [rankings[q][r - 1][1] for q, r in first.items() if r is not None]
+
+    nav(tab, "Distances")
+    healthy(tab, "distances")
+    text = main_text(tab)
+    assert f"Configuration {CONFIG} · {AXIS} of each in-domain query" in text
+    assert "cosine distance" not in text
+    drawn = tab.locator('[data-testid="stVegaLiteChart"] svg text').evaluate_all("els => els.map(e => e.textContent)")
+    assert AXIS in drawn and "cosine distance" not in drawn
+    metrics = dict(
+        zip(
+            tab.locator('[data-testid="stMetricLabel"]').all_inner_texts(),
+            tab.locator('[data-testid="stMetricValue"]').all_inner_texts(),
+            strict=True,
+        )
+    )
+    assert metrics["Worst in-domain answer"] == f"{min(answers):.3f}"  # the lowest score of an answer
+    assert metrics["Best out-of-domain top hit"] == f"{max(ood_top.values()):.3f}"  # the highest off-topic score
+
+    nav(tab, "Threshold")
+    healthy(tab, "threshold")
+    assert "The gate keeps, from the top 4 hits, those with score ≥ t" in main_text(tab)
+    assert "cosine distance" not in main_text(tab)
+    tab.locator('[data-testid="stSlider"] input[type="range"]').first.focus()
+    for _ in range(4):  # a page of the slider each: about a tenth of its range
+        tab.keyboard.press("PageDown")
+    settled(tab)
+    healthy(tab, "threshold moved")
+    t = threshold_shown(tab)
+    assert "set on the Threshold screen" in text_of(tab, "threshold-state")
+    bluffing = {q: s for q, s in ood_top.items() if s >= t}  # the gate keeps score >= t
+    assert 0 < len(bluffing) < len(ood_top), (t, ood_top)  # a threshold that refuses some, not all
+    links = tab.locator('[data-testid="stPageLink"] a').filter(has_text="nearest")
+    listed = {}
+    for line in links.all_inner_texts():
+        found = re.search(r"([\w-]+) · (near|far) · nearest (\w+) = (-?\d+\.\d{3})", line)
+        assert found and found.group(3) == "score", line
+        listed[found.group(1)] = found.group(4)
+    assert listed == {q: f"{s:.3f}" for q, s in bluffing.items()}
+    assert f"Out-of-domain queries that still bluff ({len(bluffing)})" in main_text(tab)
+
+    # one click: the bluffing query on the Query screen, with this threshold
+    bluff_id = next(iter(listed))
+    links.filter(has_text=f"{bluff_id} · ").first.click()
+    settled(tab)
+    healthy(tab, "bluffing query opened")
+    assert f"/query?run_id={ext}&query_id={bluff_id}" in tab.url
+    assert threshold_shown(tab) == pytest.approx(t)
+    assert "Out-of-domain" in text_of(tab, "query-meta")
+    assert "the gate keeps top-4 hits with score >= t" in text_of(tab, "threshold-state")
+    summary = expander_of(tab, CONFIG).locator("summary").inner_text()
+    assert f"top hit score = {bluffing[bluff_id]:.3f}" in summary and "bluffs: answers from" in summary, summary
+    hits = shown_hits(tab, CONFIG)
+    assert [(r, v) for r, _, v in hits] == [(r, round(s, 4)) for r, (_, s) in enumerate(rankings[bluff_id][:4], 1)]
+    assert "d = " not in expander_of(tab, CONFIG).inner_text()
+
+    # back on Threshold: the same t; saved with a note; a reload (a new session) restores it
+    nav(tab, "Threshold")
+    assert threshold_shown(tab) == pytest.approx(t)
+    tab.locator('[data-testid="stTextArea"] textarea').fill("refuse below the BM25 score of a real answer")
+    tab.locator('[data-testid="stFormSubmitButton"] button').click()
+    settled(tab)
+    healthy(tab, "decision saved")
+    assert tab.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision").count() == 1
+    tab.reload(wait_until="domcontentloaded")
+    settled(tab)
+    healthy(tab, "reloaded")
+    assert threshold_shown(tab) == pytest.approx(t) and "saved decision" in text_of(tab, "threshold-state")
+    nav(tab, "Query")
+    assert threshold_shown(tab) == pytest.approx(t)
+
+
+def test_query_screen_for_each_kind_of_query(served, tab):
+    url, ext, _, oracle = served
+    rankings, first, needles = oracle["rankings"], oracle["first"], oracle["needles"]
+    t = threshold_shown(tab)  # the decision saved above
+    found = [q for q, r in first.items() if r is not None and r <= 4]
+    refused = next(q for q, hits in rankings.items() if q.startswith("ood-") and hits[0][1] < t)
+    picks = {
+        "in-domain": found[0],
+        "destroyed": next(q for q, (group, *_) in needles.items() if group == DESTROYED_GROUP),
+        "out-of-domain": refused,
+    }
+    for what, query_id in picks.items():
+        goto(tab, f"{url}/query?run_id={ext}&query_id={query_id}")
+        healthy(tab, f"query {what}")
+        assert selected(tab, "Query").startswith(query_id)
+        assert threshold_shown(tab) == pytest.approx(t)
+        box = expander_of(tab, CONFIG)
+        summary = box.locator("summary").inner_text()
+        hits = shown_hits(tab, CONFIG)  # "score = ...", read off the rankings written
+        assert [(r, v) for r, _, v in hits] == [(r, round(s, 4)) for r, (_, s) in enumerate(rankings[query_id][:4], 1)]
+        assert "d = " not in box.inner_text()
+        if what == "in-domain":
+            assert f"first correct rank {first[query_id]}" in summary, summary
+            marked = box.locator("mark")
+            assert marked.all_inner_texts() == [needles[query_id][1]]  # the needle, in the correct hit only
+            holder = box.locator("div").filter(has=tab.locator("mark")).last.inner_text()
+            assert holder.startswith(f"#{first[query_id]} "), holder
+        elif what == "destroyed":
+            assert "destroyed: no chunk holds the answer" in summary and box.locator("mark").count() == 0
+        else:
+            assert "NO ANSWER, as it should" in summary, summary
+            words = box.inner_text()
+            assert "is under t" not in words, words  # the gate keeps scores at or above t
+            assert re.search(rf"No hit in the top 4 passes the gate \(score (>=|≥) t, t = {t:.3f}\)", words), words
+
+
+def test_index_names_the_unlocated_chunk_and_its_reason(served, tab):
+    nav(tab, "Index")
+    healthy(tab, "index")
+    text = main_text(tab)
+    assert "Chunks that could not be located (1)" in text, text
+    cells = grid_cells(tab)
+    at = cells.index(LOST["id"])
+    assert LOST_REASON in cells[at : at + 6], cells[at : at + 6]
+    assert "Destroyed ground truths (1)" in text and DESTROYED_GROUP in cells
+
+
+def _download(page, key: str) -> tuple[str, bytes]:
+    with page.expect_download() as info:
+        page.locator(f".st-key-{key} button").first.click()
+    download = info.value
+    return download.suggested_filename, Path(download.path()).read_bytes()
+
+
+def test_export_names_the_imported_run_its_configuration_and_the_score_axis(served, tab):
+    from PIL import Image
+
+    url, ext, _, _ = served
+    nav(tab, "Export")
+    healthy(tab, "export")
+    assert selected(tab, "Configuration (strategy/retriever)") == CONFIG
+    t = threshold_shown(tab)
+
+    png_name, png = _download(tab, "png-export-distances")
+    assert png_name == f"evalcore-{ext}-distances-{CONFIG.replace('/', '-')}.png"
+    image = Image.open(io.BytesIO(png))
+    image.load()
+    caption = image.text["Description"]
+    for value in (f"ext {ext}", f"configurations {CONFIG}", AXIS):
+        assert value in caption, (value, caption)
+
+    svg_name, svg = _download(tab, "svg-export-sweep-rates")
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    drawn = " ".join(" ".join(e.itertext()) for e in root.iter(ns + "tspan"))
+    assert f"run: ext {ext}" in drawn and f"configurations: {CONFIG}" in drawn and f"t = {t:.4f}" in drawn
+    assert "score >= t" in " ".join(root.itertext())  # the chart's own axis title
+
+    csv_name, data = _download(tab, "csv-export-sweep-rates")
+    assert csv_name == svg_name[:-4] + ".csv" and f"t{t:.4f}" in csv_name
+    rows = list(csv.reader(io.StringIO(data.decode("utf-8"))))
+    provenance = dict(r[0][2:].split(": ", 1) for r in rows if r and r[0].startswith("# "))
+    assert provenance["run"].startswith(f"ext {ext}") and provenance["configurations"] == CONFIG
+    assert provenance["threshold"] == f"t = {t:.4f}" and AXIS in provenance["figure"], provenance
