@@ -37,8 +37,8 @@ from pathlib import Path
 
 import pytest
 from conftest import MINI, ROOT
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
-from test_browser import goto, select, selected, text_of, threshold_shown
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from test_browser import _download, goto, nav, save_decision, select, selected, text_of, threshold_shown
 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
@@ -153,24 +153,8 @@ def served(journey):
         "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
     )
     store, ext, builtin, oracle = journey
-    port = free_port()
-    env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    with open(store.parent / "streamlit.log", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true"]
-            + ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
-            + ["--server.fileWatcherType", "none"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
+    with streamlit_app(store, store.parent / "streamlit.log") as url:
         yield url, ext, builtin, oracle
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -196,15 +180,8 @@ def grid_cells(page) -> list[str]:
     return page.locator('[data-testid="stDataFrame"] [role="gridcell"]').all_inner_texts()
 
 
-def nav(page, title: str) -> None:
-    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
-    settled(page)
-
-
 def expander_of(page, config: str):
-    return page.locator('[data-testid="stExpander"]').filter(
-        has=page.locator("summary").filter(has_text=config)
-    ).first
+    return page.locator('[data-testid="stExpander"]').filter(has=page.locator("summary").filter(has_text=config)).first
 
 
 def shown_hits(page, config: str) -> list[tuple[int, str, float]]:
@@ -241,7 +218,9 @@ def test_engineer_picks_the_imported_run_and_pairs_it_with_the_builtin_run(serve
     chosen = tab.locator('[data-testid="stMultiSelect"]').first
     for _ in range(30):  # keep the imported configuration only
         remove = chosen.locator('button[aria-label^="Remove "]').filter(has_not_text="zzz")
-        labels = [a for a in remove.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))") if "run mini" in a]
+        labels = [
+            a for a in remove.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))") if "run mini" in a
+        ]
         if not labels:
             break
         chosen.locator(f'button[aria-label="{labels[0]}"]').click()
@@ -352,11 +331,7 @@ def test_product_manager_sets_a_threshold_on_the_score_axis(served, tab):
     # back on Threshold: the same t; saved with a note; a reload (a new session) restores it
     nav(tab, "Threshold")
     assert threshold_shown(tab) == pytest.approx(t)
-    tab.locator('[data-testid="stTextArea"] textarea').fill("refuse below the BM25 score of a real answer")
-    tab.locator('[data-testid="stFormSubmitButton"] button').click()
-    settled(tab)
-    healthy(tab, "decision saved")
-    assert tab.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision").count() == 1
+    save_decision(tab, "refuse below the BM25 score of a real answer", "decision saved")
     tab.reload(wait_until="domcontentloaded")
     settled(tab)
     healthy(tab, "reloaded")
@@ -410,13 +385,6 @@ def test_index_names_the_unlocated_chunk_and_its_reason(served, tab):
     at = cells.index(LOST["id"])
     assert LOST_REASON in cells[at : at + 6], cells[at : at + 6]
     assert "Destroyed ground truths (1)" in text and DESTROYED_GROUP in cells
-
-
-def _download(page, key: str) -> tuple[str, bytes]:
-    with page.expect_download() as info:
-        page.locator(f".st-key-{key} button").first.click()
-    download = info.value
-    return download.suggested_filename, Path(download.path()).read_bytes()
 
 
 def test_export_names_the_imported_run_its_configuration_and_the_score_axis(served, tab):
