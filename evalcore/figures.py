@@ -209,7 +209,10 @@ def distance_figure(store: Store, run_id: str, configuration: Configuration) -> 
     summary = distance_summary(frame)
     hist = distance_histogram(frame)
     prov = Provenance(
-        "Distances in and out of domain", (run_text(store, run_id),), (configuration.label,), summary.n_text()
+        on_axis("Distances in and out of domain", summary.axis),
+        (run_text(store, run_id),),
+        (configuration.label,),
+        summary.n_text(),
     )
     chart = charts.distance_chart(hist, summary.worst_in, summary.best_out, summary.axis) if len(hist) else None
     return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
@@ -245,7 +248,7 @@ def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshol
     n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
     mode = "rates" if rates else "counts"
     prov = Provenance(
-        f"Threshold sweep ({mode})",
+        on_axis(f"Threshold sweep ({mode})", axis_of(frame)),
         (run,),
         (configuration.label,),
         f"{n_in} in-domain and {n_out} out-of-domain queries",
@@ -268,11 +271,23 @@ def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshol
     )
 
 
+def axis_of(sweep_frame: Any) -> str:
+    """The axis a sweep frame's thresholds are on: ``cosine distance`` or a run made elsewhere's
+    ``score (higher = closer)`` / ``score (lower = closer)``."""
+    return str(sweep_frame["axis"].iloc[0]) if "axis" in sweep_frame and len(sweep_frame) else "cosine distance"
+
+
 def keep_rule(sweep_frame: Any) -> str:
     """What the gate keeps, read off a sweep frame: ``distance < t`` (cosine distance),
     ``score >= t`` or ``score < t`` (a run made elsewhere's own score)."""
-    axis = str(sweep_frame["axis"].iloc[0]) if "axis" in sweep_frame and len(sweep_frame) else "cosine distance"
+    axis = axis_of(sweep_frame)
     return {"score (higher = closer)": "score >= t", "score (lower = closer)": "score < t"}.get(axis, "distance < t")
+
+
+def on_axis(what: str, axis: str) -> str:
+    """A figure's name, with its axis when that is not the cosine distance (a retriever's own
+    score), so a caption, an SVG's <desc> and a CSV's first lines say what the numbers are."""
+    return what if axis == "cosine distance" else f"{what}; axis: {axis}"
 
 
 def index_figure(store: Store, run_id: str) -> Figure:

@@ -9,9 +9,14 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_ARGS = [
@@ -55,6 +60,30 @@ def stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+@contextmanager
+def streamlit_app(store: Path, log: Path) -> Iterator[str]:
+    """``streamlit run app.py`` on the store ``store`` at a free port of 127.0.0.1, its output
+    in ``log``: yields the URL once the app answers, stops the server afterwards."""
+    port = free_port()
+    env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true"]
+            + ["--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"]
+            + ["--server.fileWatcherType", "none"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+        yield url
+    finally:
+        stop(proc)
 
 
 def settled(page, timeout_s: float = 120) -> None:

@@ -24,22 +24,18 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import re
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
 import pytest
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
 from evalcore.stats import p_relation
 from evalcore.store import Store
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")
 TRACKER = "127.0.0.1:9/pixel.png"  # the image in the e417-ticket variant (tests/fixtures/mini)
 
@@ -55,39 +51,8 @@ def served(two_run_store, two_run_ids, tmp_path_factory):
     folder = tmp_path_factory.mktemp("served")
     store = folder / "evalcore.duckdb"
     shutil.copy(two_run_store, store)
-    port = free_port()
-    log = folder / "streamlit.log"
-    env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(ROOT / "app.py"),
-                "--server.headless",
-                "true",
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--browser.gatherUsageStats",
-                "false",
-                "--server.fileWatcherType",
-                "none",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, proc)
+    with streamlit_app(store, folder / "streamlit.log") as url:
         yield url, store, two_run_ids
-    finally:
-        stop(proc)
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +107,15 @@ def select(page, label: str, option: str) -> None:
 def nav(page, title: str) -> None:
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
     settled(page)
+
+
+def save_decision(page, note: str, where: str) -> None:
+    """Save the Threshold screen's threshold with ``note``; the success message must show."""
+    page.locator('[data-testid="stTextArea"] textarea').fill(note)
+    page.locator('[data-testid="stFormSubmitButton"] button').click()
+    settled(page)
+    healthy(page, where)
+    assert page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision").count() == 1
 
 
 def test_a_shared_link_as_the_first_visit_opens_the_app(served, page):
@@ -243,11 +217,7 @@ def test_product_manager_journey(served, page):
     # back on Threshold: the same t; save it with a note
     nav(page, "Threshold")
     assert threshold_shown(page) == pytest.approx(t)
-    page.locator('[data-testid="stTextArea"] textarea').fill("PM review: refuse more")
-    page.locator('[data-testid="stFormSubmitButton"] button').click()
-    settled(page)
-    healthy(page, "pm 5 saved")
-    assert page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision").count() == 1
+    save_decision(page, "PM review: refuse more", "pm 5 saved")
 
     # a reload is a new session: the decision comes back on Threshold, Query and Export
     page.reload(wait_until="domcontentloaded")

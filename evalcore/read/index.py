@@ -36,6 +36,17 @@ def over_window_chunks(store: Store, run_id: str) -> pd.DataFrame:
     )
 
 
+def unlocated_chunks(store: Store, run_id: str) -> pd.DataFrame:
+    """Chunks of a run made elsewhere that could not be located in the corpus: strategy, chunk
+    (the id the other system gave), doc_id (the document it named), reason, content. Such a
+    chunk is kept and never correct (docs/EXTERNAL.md); a built-in run has none."""
+    return store.query(
+        "SELECT strategy, external_id AS chunk, doc_id, problem AS reason, content FROM chunks "
+        "WHERE run_id = ? AND problem IS NOT NULL ORDER BY strategy, chunk_id",
+        [run_id],
+    )
+
+
 def destroyed_list(store: Store, run_id: str, context: int = 40) -> pd.DataFrame:
     """Destroyed ground truths with the cut that split them.
 

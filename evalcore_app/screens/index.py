@@ -39,6 +39,15 @@ if over.empty:
 else:
     st.dataframe(over, hide_index=True)
 
+unlocated = _ui.cached(index.unlocated_chunks, ctx.run_id)
+if not unlocated.empty:  # only a run made elsewhere has them
+    st.subheader(f"Chunks that could not be located ({len(unlocated)})")
+    st.caption(
+        "The other system's chunk file names these, but their text or offsets were not found in the "
+        "corpus: they are kept in the rankings and never count as correct."
+    )
+    st.dataframe(unlocated, hide_index=True, column_config={"reason": st.column_config.TextColumn(width="large")})
+
 destroyed = _ui.cached(index.destroyed_list, ctx.run_id)
 st.subheader(f"Destroyed ground truths ({len(destroyed)})")
 if destroyed.empty:

@@ -94,7 +94,10 @@ for config in ctx.configs:
         if answer is None:
             continue
         if not answer.answered:
-            st.markdown(f"Nothing in the top 4 is under t = {threshold:.3f}, so no model is called; the user gets:")
+            st.markdown(
+                f"No hit in the top 4 passes the gate ({view.axis.keep_rule}, t = {threshold:.3f}), "
+                "so no model is called; the user gets:"
+            )
             st.code(answer.prompt, language=None, wrap_lines=True)
         else:
             st.markdown("Citations")
