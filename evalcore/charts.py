@@ -41,11 +41,17 @@ SERIES_COLOURS = {
     "refused (in-domain)": "#7f7f7f",
 }
 #: Distance measures: the two in-domain blues apart in lightness, out-of-domain red.
-MEASURE_COLOURS = {"in: distance to answer": "#1f4e9c", "in: top hit": "#6baed6", "out: top hit": "#d62728"}
+MEASURE_COLOURS = {"in: answer": "#1f4e9c", "in: top hit": "#6baed6", "out: top hit": "#d62728"}
 MEASURE_TITLES = {
-    "in: distance to answer": "in-domain: distance to the answer",
+    "in: answer": "in-domain: distance to the answer",
     "in: top hit": "in-domain: distance of the top hit",
     "out: top hit": "out-of-domain: distance of the top hit",
+}
+#: The same on a score axis (a run made elsewhere, ranked by its retriever's own score).
+SCORE_TITLES = {
+    "in: answer": "in-domain: score of the answer",
+    "in: top hit": "in-domain: score of the top hit",
+    "out: top hit": "out-of-domain: score of the top hit",
 }
 
 
@@ -397,7 +403,10 @@ def distance_chart(
                 width=640,
                 height=90,
                 title=alt.TitleParams(
-                    f"{MEASURE_TITLES[measure]} (n = {n})", anchor="start", fontSize=12, color=MEASURE_COLOURS[measure]
+                    f"{(MEASURE_TITLES if closer_low else SCORE_TITLES)[measure]} (n = {n})",
+                    anchor="start",
+                    fontSize=12,
+                    color=MEASURE_COLOURS[measure],
                 ),
             )
         )
@@ -489,10 +498,14 @@ def sweep_chart(
 def index_chart(health: pd.DataFrame) -> alt.LayerChart:
     """Chunks per strategy (bars), labelled with the chunks over the model's 256-piece window."""
     import altair as alt
+    import pandas as pd
 
     _inline_all_rows()
     data = health.assign(
-        label=[f"{c} chunks, {o} over the window" for c, o in zip(health["chunks"], health["over_window"], strict=True)]
+        label=[
+            f"{c} chunks, {o} over the window" if pd.notna(o) else f"{c} chunks (window not measured: ranked elsewhere)"
+            for c, o in zip(health["chunks"], health["over_window"], strict=True)
+        ]
     )
     order = list(data["strategy"])
     base = alt.Chart(data).encode(y=alt.Y("strategy:N", sort=order, title="strategy"))

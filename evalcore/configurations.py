@@ -114,7 +114,7 @@ def external(strategy: str, retriever: str, source: str, kind: str, detail: dict
     )
 
 
-def model_label(run: dict[str, Any]) -> str:
+def model_label(run: Mapping[Any, Any]) -> str:
     """A run's model for a caption: ``model all-MiniLM-L6-v2``, or ``ranked elsewhere (import)``
     for a run made elsewhere (it has no model of ours)."""
     if run.get("model"):

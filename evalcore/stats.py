@@ -345,8 +345,8 @@ def sample_statement(
     first = f"With {n} queries, a recall near {p:g} carries a {confidence:.0%} Wilson interval of about ±{half:.2f}"
     if math.isinf(diff):
         second = (
-            f"with only {discordant} discordant queries ({discordance:.0%}), a paired sign "
-            f"test at alpha {alpha:g} cannot reach {power:.0%} power for any difference"
+            f"assuming {discordance:.0%} of the queries ({discordant}) are discordant, a paired "
+            f"sign test at alpha {alpha:g} cannot reach {power:.0%} power for any difference"
         )
     else:
         second = (

@@ -433,7 +433,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     suggestion = suggest(swept, cost_ratio=3.0)
     assert counts_at(ind, ood, suggestion.threshold, higher_is_closer=True).bluffs == suggestion.bluffs
     frame = distances(s, run_id, config)
-    answers = frame[frame["measure"] == "in: distance to answer"].set_index("query_id")["distance"]
+    answers = frame[frame["measure"] == "in: answer"].set_index("query_id")["distance"]
     assert answers.to_dict() == {q: rankings[q][first[q] - 1][1] for q in first if first[q]}
     summary = distance_summary(frame)
     assert summary.worst_in == min(answers) and summary.axis == "score (higher = closer)"

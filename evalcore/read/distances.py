@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from evalcore.store import Store
 
 #: The three measures, in the order they are drawn (top to bottom).
-MEASURES = ("in: distance to answer", "in: top hit", "out: top hit")
+MEASURES = ("in: answer", "in: top hit", "out: top hit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,20 +53,31 @@ class DistanceSummary:
         return self.n_in - self.n_answer
 
     def n_text(self) -> str:
-        """``"72 in-domain queries (54 with a distance to their answer, 18 destroyed) and 36 out-of-domain"``."""
-        answers = (
-            f"{self.n_answer} with a distance to their answer, {self.without_answer} destroyed: "
-            "no chunk holds their answer"
-            if self.without_answer
-            else "each with a distance to its answer"
-        )
+        """``"72 in-domain queries (54 with a distance to their answer, 18 destroyed) and 36 out-of-domain"``.
+
+        On a score axis (a run made elsewhere ranks only the hits it returned) an answer without
+        a score is destroyed or was not among those hits."""
+        if self.lower_is_closer:
+            answers = (
+                f"{self.n_answer} with a distance to their answer, {self.without_answer} destroyed: "
+                "no chunk holds their answer"
+                if self.without_answer
+                else "each with a distance to its answer"
+            )
+        else:
+            answers = (
+                f"{self.n_answer} with their answer among the hits returned, {self.without_answer} without: "
+                "not returned, or no chunk holds it"
+                if self.without_answer
+                else "each with its answer among the hits returned"
+            )
         return f"{self.n_in} in-domain queries ({answers}) and {self.n_out} out-of-domain queries"
 
 
 def distances(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
     """Long frame: query_id, domain, kind, measure, distance.
 
-    measure is ``"in: distance to answer"`` (cosine distance of the best-ranked correct
+    measure is ``"in: answer"`` (cosine distance of the best-ranked correct
     chunk, at any rank; in-domain queries whose answer is not destroyed), ``"in: top hit"``
     (every scored in-domain query) or ``"out: top hit"``. For a configuration whose gate
     reads the retriever's own score (a run made elsewhere, SPEC 10), ``distance`` holds that
@@ -82,7 +93,7 @@ def distances(store: Store, run_id: str, configuration: Configuration) -> pd.Dat
             SELECT r.query_id, r.domain, q.kind, r.{answer} AS answer_distance, r.{top} AS top_distance
             FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
             WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid)
-        SELECT query_id, domain, kind, 'in: distance to answer' AS measure, answer_distance AS distance
+        SELECT query_id, domain, kind, 'in: answer' AS measure, answer_distance AS distance
         FROM base WHERE domain = 'in' AND answer_distance IS NOT NULL
         UNION ALL
         SELECT query_id, domain, kind, 'in: top hit', top_distance FROM base

@@ -97,8 +97,9 @@ def query_hits(
     ``"pp. 3-4"``, or ``""`` without a page map), page_starts (the document's page map),
     path (the document's file), content, needle_start, needle_end (the needle's offsets
     inside ``content``, NaN when the needle is not wholly inside it, always NaN for an
-    out-of-domain query). A hit of a run made elsewhere has no cosine distance (NaN); a chunk
-    that could not be located has no offsets, an empty locator and no pages.
+    out-of-domain query), problem (why a chunk made elsewhere could not be located, else
+    ``""``). A hit of a run made elsewhere has no cosine distance (NaN); a chunk that could
+    not be located has no offsets, an empty locator and no pages.
     """
     from evalcore.citations import page_range, pages_label
 
@@ -106,7 +107,7 @@ def query_hits(
         """
         SELECT h.rank, h.distance, h.score, h.correct, h.chunk_id, c.doc_id, coalesce(d.title, c.doc_id) AS title,
                coalesce(c.section, '') AS section, c.start, c."end", c.content, d.page_starts,
-               coalesce(d.path, '') AS path,
+               coalesce(d.path, '') AS path, coalesce(c.problem, '') AS problem,
                q.doc_id AS needle_doc, q.start AS needle_from, q."end" AS needle_to
         FROM hits h
         JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy AND c.chunk_id = h.chunk_id
@@ -302,8 +303,9 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     sources = [
         Source(
             str(h.doc_id),
-            str(h.title or h.doc_id),
-            h.section or None,
+            # a chunk that could not be located is not credited to its document's text
+            str(h.title or h.doc_id) + (" (chunk not found in it)" if h.problem else ""),
+            None if h.problem else (h.section or None),
             None if _missing(h.start) else int(h.start),
             None if _missing(h.end) else int(h.end),
             h.content,

@@ -6,6 +6,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import model_label
 from evalcore.errors import StoreError
 from evalcore.records import Configuration, RunConfiguration
 
@@ -20,7 +21,9 @@ def runs_overview(store: Store) -> pd.DataFrame:
 
     Columns: run_id, name, created_at, status, reason, stage, progress, documents,
     failed_documents, characters, sections, in_domain, out_of_domain, invalid, strategies,
-    retrievers, model, rerank_note, duration_s (NaN while running), state (what to show in
+    retrievers, model (the model's name, or ``ranked elsewhere (import)`` and the like for a run
+    made elsewhere), ranked_by (the same as a phrase: ``model <name>``), rerank_note,
+    duration_s (NaN while running), state (what to show in
     one cell: ``"complete"``, ``"running · E: embedding 340/1120 chunks · 45%"``,
     ``"failed: <reason>"``). Text columns hold ``""`` where nothing is recorded, never None.
     """
@@ -33,7 +36,7 @@ def runs_overview(store: Store) -> pd.DataFrame:
                coalesce(q.in_domain, 0) AS in_domain, coalesce(q.out_of_domain, 0) AS out_of_domain,
                coalesce(q.invalid, 0) AS invalid,
                coalesce(r.strategies, '') AS strategies, coalesce(r.retrievers, '') AS retrievers,
-               coalesce(r.model, '') AS model, coalesce(r.rerank_note, '') AS rerank_note,
+               coalesce(r.model, '') AS model, r.settings, coalesce(r.rerank_note, '') AS rerank_note,
                date_diff('millisecond', r.created_at, r.finished_at) / 1000.0 AS duration_s
         FROM runs r
         LEFT JOIN (SELECT run_id, count(*) FILTER (state = 'indexed') AS documents,
@@ -47,6 +50,10 @@ def runs_overview(store: Store) -> pd.DataFrame:
         ORDER BY r.created_at DESC
         """
     )
+    # what ranked the run: "model <name>", or "ranked elsewhere (import)" for a run made elsewhere
+    df["ranked_by"] = [model_label(row) for row in df.to_dict("records")]
+    df["model"] = df["ranked_by"].str.removeprefix("model ")
+    df = df.drop(columns=["settings"])
     df["state"] = [state_text(row) for row in df.to_dict("records")]
     return df
 

@@ -46,6 +46,7 @@ else:
     st.warning("The groups overlap (shaded band): no threshold keeps every answer without a bluff.")
 if figure.chart is not None:
     _ui.show_figure(figure, "distances")
-with st.expander("Per-query distances"):
-    st.dataframe(frame, hide_index=True)
+scored = not summary.lower_is_closer  # the retriever's own score, not a distance
+with st.expander("Per-query scores" if scored else "Per-query distances"):
+    st.dataframe(frame.rename(columns={"distance": "score"}) if scored else frame, hide_index=True)
 _ui.methods_link()

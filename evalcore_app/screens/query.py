@@ -80,12 +80,17 @@ for config in ctx.configs:
         shown = ["rank", "distance", "score", "correct", "doc_id", "section", "locator"]
         if view.hits["pages"].astype(bool).any():  # a PDF among the hits: its page numbers
             shown.insert(shown.index("locator"), "pages")
+        if view.hits["problem"].astype(bool).any():  # a chunk made elsewhere that could not be located
+            shown.append("problem")
         st.dataframe(view.hits[shown], hide_index=True, height=240)
         for hit in view.hits.head(4).itertuples():
             parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
             body = "".join(f"<mark>{html.escape(p)}</mark>" if mark else html.escape(p) for p, mark in parts)
             value = f"d = {hit.distance:.4f}" if view.axis.column == "distance" else f"score = {hit.score:.4f}"
-            where = " · ".join(x for x in (f"{hit.doc_id}{hit.locator}", str(hit.pages), str(hit.section), value) if x)
+            located = f"not located: {hit.problem}" if hit.problem else ""
+            where = " · ".join(
+                x for x in (f"{hit.doc_id}{hit.locator}", str(hit.pages), str(hit.section), value, located) if x
+            )
             st.html(
                 f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                 f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>"

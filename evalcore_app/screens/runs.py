@@ -61,7 +61,7 @@ def selected(row: dict) -> None:
     cols[3].metric("In-domain queries", int(row["in_domain"]), help=f"{int(row['invalid'])} invalid needles excluded")
     cols[4].metric("Out-of-domain queries", int(row["out_of_domain"]))
     _ui.plain(
-        f"Strategies {row['strategies']} · retrievers {row['retrievers']} · model {row['model']}"
+        f"Strategies {row['strategies']} · retrievers {row['retrievers']} · {row['ranked_by']}"
         + (f" · {row['rerank_note']}" if row["rerank_note"] else "")
     )
     timings = _ui.cached(runs.timings, row["run_id"])
