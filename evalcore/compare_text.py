@@ -150,7 +150,8 @@ def compare_text(
     lines: list[str] = []
     for r in runs:
         line = f"{tags[r['run_id']]}{' ' if two else ''}run {r['name']} {r['run_id']}"
-        model = f", {model_label(r)}"
+        label = model_label(r)
+        model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
     lines.append("")
     for r in runs:

@@ -116,13 +116,17 @@ def external(strategy: str, retriever: str, source: str, kind: str, detail: dict
 
 def model_label(run: Mapping[Any, Any]) -> str:
     """A run's model for a caption: ``model all-MiniLM-L6-v2``, or ``ranked elsewhere (import)``
-    for a run made elsewhere (it has no model of ours)."""
+    for a run made elsewhere (it has no model of ours), or ``""`` when neither is recorded."""
     if run.get("model"):
         return f"model {run['model']}"
-    settings = run.get("settings") or {}
+    settings = run.get("settings")
     if isinstance(settings, str):
         settings = json.loads(settings) if settings else {}
-    return f"ranked elsewhere ({settings.get('source', 'external')})"
+    if not isinstance(settings, dict):  # NULL (NaN or None in a frame): a run without settings
+        settings = {}
+    source = settings.get("source")
+    # "" for a run that stopped before recording its model (a failed built-in run)
+    return f"ranked elsewhere ({source})" if source and source != "builtin" else ""
 
 
 def builtin_rows(

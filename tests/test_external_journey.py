@@ -189,7 +189,9 @@ def shown_hits(page, config: str) -> list[tuple[int, str, float]]:
     text = expander_of(page, config).inner_text()
     return [
         (int(r), place, float(v))
-        for r, place, v in re.findall(r"^#(\d+) (.*?) · score = (-?\d+\.\d{4})$", text, flags=re.M)
+        for r, place, v in re.findall(
+            r"^#(\d+) (.*?) · score = (-?\d+\.\d{4})(?: · not located: .*)?$", text, flags=re.M
+        )
     ]
 
 
@@ -374,6 +376,18 @@ def test_query_screen_for_each_kind_of_query(served, tab):
             words = box.inner_text()
             assert "is under t" not in words, words  # the gate keeps scores at or above t
             assert re.search(rf"No hit in the top 4 passes the gate \(score (>=|≥) t, t = {t:.3f}\)", words), words
+
+
+def test_query_screen_marks_the_chunk_that_could_not_be_located(served, tab):
+    url, ext, _, oracle = served
+    goto(tab, f"{url}/query?run_id={ext}&query_id={LOST_FOR}")
+    healthy(tab, "query with the unlocated chunk first")
+    box = expander_of(tab, CONFIG)
+    hits = shown_hits(tab, CONFIG)
+    assert hits[0][0] == 1 and hits[0][1].startswith(LOST["document"]), hits
+    header = box.locator("div").filter(has_text=re.compile(r"^#1 ")).last.inner_text()
+    assert f"not located: {LOST_REASON}" in header, header
+    assert LOST_REASON in grid_cells(tab)  # the hits table's problem column
 
 
 def test_index_names_the_unlocated_chunk_and_its_reason(served, tab):

@@ -52,7 +52,7 @@ def runs_overview(store: Store) -> pd.DataFrame:
     )
     # what ranked the run: "model <name>", or "ranked elsewhere (import)" for a run made elsewhere
     df["ranked_by"] = [model_label(row) for row in df.to_dict("records")]
-    df["model"] = df["ranked_by"].str.removeprefix("model ")
+    df["model"] = [m or str(r).removeprefix("model ") for m, r in zip(df["model"], df["ranked_by"], strict=True)]
     df = df.drop(columns=["settings"])
     df["state"] = [state_text(row) for row in df.to_dict("records")]
     return df
