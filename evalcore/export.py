@@ -211,6 +211,12 @@ def file_name(figure: Figure, run_id: str, ext: str) -> str:
     return "-".join(parts) + f".{ext}"
 
 
+def pack_name(run_id: str, configuration: str, threshold: float) -> str:
+    """``evalcore-<run>-review-pack-<configuration>-t<threshold>.zip``: the pack holds the
+    decision for one configuration and threshold, so two decisions never share a name."""
+    return f"evalcore-{_slug(run_id)}-review-pack-{_slug(configuration)}-t{threshold:.4f}.zip"
+
+
 def review_pack(figures: list[Figure], run_id: str, summary: str | Any) -> bytes:
     """A zip: every figure as PNG, SVG and CSV, and ``summary.md``.
 

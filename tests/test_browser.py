@@ -307,8 +307,10 @@ def test_reviewer_journey(served, page):
     assert second_run in provenance["run"] and provenance["configurations"] == config
     assert provenance["threshold"] == f"t = {t:.4f}" and "evalcore" in provenance["software"]
 
-    # another configuration: another file name
+    # another configuration: another file name (the review pack's too: it holds the decision)
     distances_before, _ = _download(page, "png-export-distances")
+    pack_before, _ = _download(page, "review-pack")
+    assert config.replace("/", "-") in pack_before and f"t{t:.4f}" in pack_before, pack_before
     other = "wide/bm25" if config != "wide/bm25" else "tight/bm25"
     select(page, "Configuration (strategy/retriever)", other)
     healthy(page, "reviewer 2 other configuration")
@@ -316,7 +318,7 @@ def test_reviewer_journey(served, page):
     assert distances_before != distances_after and other.replace("/", "-") in distances_after
 
     pack_name, pack = _download(page, "review-pack")
-    assert pack_name.endswith(".zip")
+    assert pack_name.endswith(".zip") and pack_name != pack_before and other.replace("/", "-") in pack_name
     with zipfile.ZipFile(io.BytesIO(pack)) as z:
         names = z.namelist()
         summary = z.read("summary.md").decode("utf-8")

@@ -159,3 +159,12 @@ def scratch_store(engine_store, tmp_path) -> Store:
     path = tmp_path / "copy.duckdb"
     shutil.copy(engine_store, path)
     return Store(path)
+
+
+def test_review_pack_names_its_configuration_and_threshold():
+    names = {
+        export.pack_name("20260101-000000-abcdef", c, t)
+        for c, t in (("E/dense", 0.5), ("G/hybrid", 0.5), ("E/dense", 0.56))
+    }
+    assert len(names) == 3
+    assert "evalcore-20260101-000000-abcdef-review-pack-E-dense-t0.5000.zip" in names

@@ -43,7 +43,7 @@ def _pack() -> bytes:
 st.download_button(
     "Download the review pack (zip)",
     data=_pack,
-    file_name=f"evalcore-{ctx.run_id}-review-pack.zip",
+    file_name=export.pack_name(ctx.run_id, selection.configuration.label, selection.threshold),
     mime="application/zip",
     key="review-pack",
     on_click="ignore",
