@@ -451,6 +451,9 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
         at = open_page(store, page, monkeypatch, run_id=run_id)
         assert not at.exception, (page, [e.value for e in at.exception])
         assert not at.error, (page, [e.value for e in at.error])
+        if page == "index":  # no model embedded its chunks here: the window was not measured, not passed
+            assert "No chunk is over the window." not in [m.value for m in at.success]
+            assert any("not measured" in m.value.lower() for m in at.info), [m.value for m in at.info]
         if page == "methods":  # the Methods screen defines what the other screens show for this run
             methods = " ".join(m.value for m in at.markdown)
             assert "score >= t" in methods and "score (higher = closer)" in methods
