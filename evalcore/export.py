@@ -151,10 +151,9 @@ def to_csv(figure_or_frame: Figure | pd.DataFrame, provenance: Provenance | None
             safe[column] = safe[column].map(safe_cell)
     safe.columns = [safe_cell(str(c)) for c in safe.columns]
     buffer = io.StringIO()
-    if provenance is not None:
-        writer = csv.writer(buffer, lineterminator="\r\n")
+    if provenance is not None:  # raw lines, never CSV-quoted: every one starts with "#"
         for name, value in provenance.fields():
-            writer.writerow([f"# {name}: {value}"])
+            buffer.write(f"# {name}: {_one_line(value)}\r\n")
     safe.to_csv(buffer, index=False, lineterminator="\r\n")  # RFC 4180; a CR inside a cell is quoted
     return buffer.getvalue().encode("utf-8")
 
@@ -164,18 +163,26 @@ def read_csv(data: bytes | str) -> tuple[dict[str, str], pd.DataFrame]:
     import pandas as pd
 
     text = data.decode("utf-8") if isinstance(data, bytes) else data
-    rows = list(csv.reader(io.StringIO(text)))
+    lines = io.StringIO(text, newline="")
     provenance: dict[str, str] = {}
-    skip = 0
-    for row in rows:
-        if len(row) == 1 and row[0].startswith("# ") and ": " in row[0]:
-            name, value = row[0][2:].split(": ", 1)
+    rest = ""
+    for line in lines:
+        row = line.rstrip("\r\n")
+        if row.startswith('"# '):  # an earlier export: the line CSV-quoted
+            row = next(csv.reader([row]), [""])[0]
+        if row.startswith("# ") and ": " in row:
+            name, value = row[2:].split(": ", 1)
             provenance[name] = value
-            skip += 1
         else:
+            rest = line + lines.read()
             break
-    frame = pd.read_csv(io.StringIO(text), skiprows=skip)
+    frame = pd.read_csv(io.StringIO(rest))
     return provenance, frame
+
+
+def _one_line(value: str) -> str:
+    """A provenance value on one line (a line break would end its ``#`` line)."""
+    return " ".join(value.splitlines())
 
 
 def _slug(text: str, limit: int = 40) -> str:
@@ -202,6 +209,12 @@ def file_name(figure: Figure, run_id: str, ext: str) -> str:
     if figure.threshold is not None:
         parts.append(f"t{figure.threshold:.4f}")
     return "-".join(parts) + f".{ext}"
+
+
+def pack_name(run_id: str, configuration: str, threshold: float) -> str:
+    """``evalcore-<run>-review-pack-<configuration>-t<threshold>.zip``: the pack holds the
+    decision for one configuration and threshold, so two decisions never share a name."""
+    return f"evalcore-{_slug(run_id)}-review-pack-{_slug(configuration)}-t{threshold:.4f}.zip"
 
 
 def review_pack(figures: list[Figure], run_id: str, summary: str | Any) -> bytes:

@@ -349,7 +349,7 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
     from evalcore import markdown as md
     from evalcore.read.compare import best, compare, significance_text
     from evalcore.read.decisions import latest_decision
-    from evalcore.read.sweeps import gate_table, ood_support, sentence_at, sweep
+    from evalcore.read.sweeps import gate_axis, gate_table, ood_support, sentence_at, sweep
 
     made = _now()
     run = store.run(selection.run_id)
@@ -398,6 +398,8 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
     for figure in figures:
         names = ", ".join(f"`{name}`" for name in files.get(figure.slug, []))
         lines += [f"- **{md.escape(figure.title)}**: {names}", f"  - {md.escape(figure.provenance.text())}"]
+    axis = gate_axis(store, selection.run_id, selection.configuration)  # a run made elsewhere: its own score
+    keeps = axis.keeps if axis.column == "distance" else f"{axis.keeps} ({axis.label})"
     lines += [
         "",
         "## Methods",
@@ -407,7 +409,7 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
         f"- Intervals: {INTERVAL_METHOD}.",
         f"- Paired comparison: {PAIRED_TEST}; ties are not counted; with the Holm switch on, "
         "p-values are Holm-adjusted over the pairs of the configurations compared.",
-        "- The gate at t keeps, from a retriever's top 4 hits, those with cosine distance < t; nothing "
+        f"- The gate at t keeps, from a retriever's top 4 hits, those with {keeps}; nothing "
         "kept means NO ANSWER. Bluff: an out-of-domain query with a hit kept; lost answer: an in-domain "
         "query with a correct hit in the top 4 that the gate drops.",
         "- Every definition in full: docs/METHODS.md in the evalcore repository.",

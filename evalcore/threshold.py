@@ -101,6 +101,11 @@ class Axis:
         name = "distance" if self.column == "distance" else "score"
         return f"{name} {'>=' if self.higher_is_closer else '<'} t"
 
+    @property
+    def keeps(self) -> str:
+        """The gate's rule in a sentence: ``cosine distance < t``, ``score >= t``, ``score < t``."""
+        return "cosine distance < t" if self.column == "distance" else self.keep_rule
+
 
 COSINE = Axis()  #: the built-in pipeline's gate: cosine distance, kept when d < t
 

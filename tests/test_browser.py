@@ -307,8 +307,10 @@ def test_reviewer_journey(served, page):
     assert second_run in provenance["run"] and provenance["configurations"] == config
     assert provenance["threshold"] == f"t = {t:.4f}" and "evalcore" in provenance["software"]
 
-    # another configuration: another file name
+    # another configuration: another file name (the review pack's too: it holds the decision)
     distances_before, _ = _download(page, "png-export-distances")
+    pack_before, _ = _download(page, "review-pack")
+    assert config.replace("/", "-") in pack_before and f"t{t:.4f}" in pack_before, pack_before
     other = "wide/bm25" if config != "wide/bm25" else "tight/bm25"
     select(page, "Configuration (strategy/retriever)", other)
     healthy(page, "reviewer 2 other configuration")
@@ -316,7 +318,7 @@ def test_reviewer_journey(served, page):
     assert distances_before != distances_after and other.replace("/", "-") in distances_after
 
     pack_name, pack = _download(page, "review-pack")
-    assert pack_name.endswith(".zip")
+    assert pack_name.endswith(".zip") and pack_name != pack_before and other.replace("/", "-") in pack_name
     with zipfile.ZipFile(io.BytesIO(pack)) as z:
         names = z.namelist()
         summary = z.read("summary.md").decode("utf-8")
@@ -326,3 +328,31 @@ def test_reviewer_journey(served, page):
     assert "summary.md" in names and {n.rsplit(".", 1)[1] for n in names} == {"png", "svg", "csv", "md"}
     assert len([n for n in names if n.endswith(".png")]) == len([n for n in names if n.endswith(".csv")]) >= 6
     assert "## Decision" in summary and "## Comparison" in summary and other in summary
+
+
+def test_review_pack_reads_the_store_picked_in_the_sidebar(served, page, two_run_store):
+    """The pack is built when its button is clicked, outside the page's run: it must still read
+    the store the sidebar shows, not the operator's default (another store's decision, note
+    included, goes into its summary)."""
+    from evalcore.read.decisions import save_decision
+    from evalcore.records import Configuration
+
+    url, store_path, (_, second_run) = served
+    other = Path(store_path).parent / "other.duckdb"
+    shutil.copy(two_run_store, other)
+    try:
+        save_decision(Store(other), second_run, Configuration("tight", "dense"), 0.4321, "decision in the other store")
+        goto(page, url)  # the Runs screen sets no threshold: Export takes the other store's decision
+        select(page, "Run store", "other.duckdb")
+        select(page, "Run", second_run)
+        select(page, "Configuration (strategy/retriever)", "tight/dense")
+        nav(page, "Export")
+        healthy(page, "pack 1 other store")
+        assert threshold_shown(page) == pytest.approx(0.4321)
+        name, pack = _download(page, "review-pack")
+        assert "tight-dense-t0.4321" in name, name
+        with zipfile.ZipFile(io.BytesIO(pack)) as z:
+            summary = z.read("summary.md").decode("utf-8")
+        assert "decision in the other store" in summary and "t = 0.4321" in summary
+    finally:
+        other.unlink(missing_ok=True)

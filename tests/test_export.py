@@ -77,6 +77,29 @@ def test_csv_carries_provenance_and_reads_back(sweep_figure, engine_run_id):
     pd.testing.assert_frame_equal(frame, sweep_figure.data.reset_index(drop=True), check_dtype=False)
 
 
+def test_csv_provenance_lines_start_with_a_hash_so_any_reader_can_skip_them():
+    """The documented way to read an export without evalcore: skip the lines that start with
+    ``#``. A field holding a comma, a quote or a line break must not be CSV-quoted (a quoted
+    line starts with ``"#``, so a reader would take it for the header)."""
+    frame = pd.DataFrame({"configuration": ["A/dense", "B/dense"], "recall": [0.5, 0.25]})
+    provenance = figures.Provenance(
+        "Recall@k per configuration",
+        ('run "nightly"\nsecond line 20260101-000000-abcdef',),
+        ("A/dense", "B/dense"),
+        "n = 4",
+    )
+    text = export.to_csv(frame, provenance).decode("utf-8")
+    lines = text.split("\r\n")
+    names = [name for name, _ in provenance.fields()]
+    assert [line.split(":")[0] for line in lines[: len(names)]] == [f"# {n}" for n in names]
+    data = "\r\n".join(line for line in lines if not line.startswith("#"))
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(data)), frame)
+    assert pd.read_csv(io.StringIO(text), comment="#").shape == frame.shape
+    fields, back = export.read_csv(text)
+    assert fields["configurations"] == "A/dense, B/dense" and fields["run"].startswith('run "nightly" second line')
+    pd.testing.assert_frame_equal(back, frame)
+
+
 def test_csv_neutralises_formulas_and_keeps_numbers():
     frame = pd.DataFrame(
         {
@@ -136,3 +159,12 @@ def scratch_store(engine_store, tmp_path) -> Store:
     path = tmp_path / "copy.duckdb"
     shutil.copy(engine_store, path)
     return Store(path)
+
+
+def test_review_pack_names_its_configuration_and_threshold():
+    names = {
+        export.pack_name("20260101-000000-abcdef", c, t)
+        for c, t in (("E/dense", 0.5), ("G/hybrid", 0.5), ("E/dense", 0.56))
+    }
+    assert len(names) == 3
+    assert "evalcore-20260101-000000-abcdef-review-pack-E-dense-t0.5000.zip" in names

@@ -442,7 +442,18 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     quoted = answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
     assert quoted.answered and quoted.citations["quote"].tolist() == ["not in the corpus"]
     assert quoted.citations["fragment"].tolist() == [""]
+    from evalcore.figures import Selection, review_summary
+
+    pack = review_summary(s, Selection(run_id, config, 5.0, "set", (), 4, True), [], {})
+    gate_line = next(line for line in pack.splitlines() if line.startswith("- The gate at t keeps"))
+    assert "score >= t" in gate_line and "cosine" not in gate_line, gate_line  # the pack's rule is the run's
     for page in PAGES:
         at = open_page(store, page, monkeypatch, run_id=run_id)
         assert not at.exception, (page, [e.value for e in at.exception])
         assert not at.error, (page, [e.value for e in at.error])
+        if page == "index":  # no model embedded its chunks here: the window was not measured, not passed
+            assert "No chunk is over the window." not in [m.value for m in at.success]
+            assert any("not measured" in m.value.lower() for m in at.info), [m.value for m in at.info]
+        if page == "methods":  # the Methods screen defines what the other screens show for this run
+            methods = " ".join(m.value for m in at.markdown)
+            assert "score >= t" in methods and "score (higher = closer)" in methods

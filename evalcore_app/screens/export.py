@@ -29,21 +29,20 @@ st.caption(
     "sidebar and Threshold: configuration and threshold). Every PNG and SVG has its caption drawn "
     "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines."
 )
-shown = _ui.guarded(lambda: figures.selection_figures(_ui.store(), selection, call=_ui.figure))
+store = _ui.store()  # bound now: the pack is built on click, outside this run and its session state
+shown = _ui.guarded(lambda: figures.selection_figures(store, selection, call=_ui.figure))
 if not shown:
     st.stop()
 
 
 def _pack() -> bytes:
-    return export.review_pack(
-        shown, ctx.run_id, lambda files: figures.review_summary(_ui.store(), selection, shown, files)
-    )
+    return export.review_pack(shown, ctx.run_id, lambda files: figures.review_summary(store, selection, shown, files))
 
 
 st.download_button(
     "Download the review pack (zip)",
     data=_pack,
-    file_name=f"evalcore-{ctx.run_id}-review-pack.zip",
+    file_name=export.pack_name(ctx.run_id, selection.configuration.label, selection.threshold),
     mime="application/zip",
     key="review-pack",
     on_click="ignore",

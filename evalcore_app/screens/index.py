@@ -32,9 +32,12 @@ else:
     _ui.show_figure(figure, "index")
 
 over = _ui.cached(index.over_window_chunks, ctx.run_id)
-st.subheader(f"Chunks over the 256-piece window ({len(over)})")
+measured = health.empty or bool(health["over_window"].notna().any())  # a run ranked elsewhere: not measured
+st.subheader(f"Chunks over the 256-piece window ({len(over) if measured else 'not measured'})")
 st.caption("The model cuts these silently: the words past the window are never embedded.")
-if over.empty:
+if not measured:
+    st.info("Not measured: this run was ranked elsewhere, so no chunk was embedded by the model here.")
+elif over.empty:
     st.success("No chunk is over the window.")
 else:
     st.dataframe(over, hide_index=True)

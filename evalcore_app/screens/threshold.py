@@ -29,9 +29,8 @@ if n_in + n_out == 0:
     st.info("No scored queries in this configuration: nothing to sweep.")
     st.stop()
 axis = _ui.cached(sweeps.gate_axis, ctx.run_id, config)
-keeps = {"distance": "cosine distance < t", "score": axis.keep_rule}[axis.column]
 st.caption(
-    f"The gate keeps, from the top 4 hits, those with {keeps}; nothing kept means NO ANSWER "
+    f"The gate keeps, from the top 4 hits, those with {axis.keeps}; nothing kept means NO ANSWER "
     f"before any model is called. {n_in} in-domain and {n_out} out-of-domain queries."
 )
 
