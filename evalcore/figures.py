@@ -397,7 +397,7 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
     lines += ["## Files", ""]
     for figure in figures:
         names = ", ".join(f"`{name}`" for name in files.get(figure.slug, []))
-        lines += [f"- **{md.escape(figure.title)}**: {names}", f"  - {md.escape(figure.provenance.text())}"]
+        lines += [f"- **{md.escape(figure.title)}**: {names}", f"  - {md.escape(figure.provenance.stamped().text())}"]
     axis = gate_axis(store, selection.run_id, selection.configuration)  # a run made elsewhere: its own score
     keeps = axis.keeps if axis.column == "distance" else f"{axis.keeps} ({axis.label})"
     lines += [

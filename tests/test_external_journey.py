@@ -325,7 +325,9 @@ def test_product_manager_sets_a_threshold_on_the_score_axis(served, tab):
     assert "Out-of-domain" in text_of(tab, "query-meta")
     assert "the gate keeps top-4 hits with score >= t" in text_of(tab, "threshold-state")
     summary = expander_of(tab, CONFIG).locator("summary").inner_text()
-    assert f"top hit score = {bluffing[bluff_id]:.3f}" in summary and "bluffs: answers from" in summary, summary
+    assert f"nearest in the top 4 score = {bluffing[bluff_id]:.3f}" in summary and "bluffs: answers from" in summary, (
+        summary
+    )
     hits = shown_hits(tab, CONFIG)
     assert [(r, v) for r, _, v in hits] == [(r, round(s, 4)) for r, (_, s) in enumerate(rankings[bluff_id][:4], 1)]
     assert "d = " not in expander_of(tab, CONFIG).inner_text()

@@ -376,6 +376,11 @@ class Best:
                 f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
                 f"{self.successes} of {self.n} queries)."
             )
+        if self.wins == 0 and self.losses == 0:
+            return (
+                f"{head} Against the runner-up {self.runner_up}: no query differs at hit@{k} "
+                "(each finds exactly the queries the other finds); these queries cannot tell the two apart."
+            )
         against = (
             f"Against the runner-up {self.runner_up} (recall@{k} = {self.runner_up_recall:.3f}): "
             f"+{self.wins}/-{self.losses}, {p_name} {p_relation(self.p_text)}"

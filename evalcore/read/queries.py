@@ -190,11 +190,12 @@ class QueryView:
         if self.domain == "out":
             if self.hits.empty:
                 return f"out-of-domain ({self.kind or 'no kind'}) · no hit"
+            # the value the gate decides on: the nearest of the top 4 (for a BM25 or hybrid
+            # ranking, rank 1 need not be the nearest by cosine distance)
             mark = "d" if self.axis.column == "distance" else "score"
-            return (
-                f"out-of-domain ({self.kind or 'no kind'}) · top hit {mark} = "
-                f"{float(self.hits['gate_value'].iloc[0]):.3f}"
-            )
+            values = self.hits["gate_value"].head(DEFAULT_TOP).astype(float)
+            nearest = float(values.max() if self.axis.higher_is_closer else values.min())
+            return f"out-of-domain ({self.kind or 'no kind'}) · nearest in the top {DEFAULT_TOP} {mark} = {nearest:.3f}"
         if self.destroyed:
             return "destroyed: no chunk holds the answer"
         if self.first_correct_rank is None:

@@ -168,6 +168,14 @@ def esc(text: object) -> str:
     return markdown.escape(text)
 
 
+def rank_text(rank: object) -> str:
+    """A first correct rank for a table cell: ``"3"``, or ``"none"`` when there is none (None,
+    NaN or pandas' NA: no correct chunk among the hits)."""
+    if rank is None or str(rank) in ("<NA>", "nan"):
+        return "none"
+    return str(int(rank))  # type: ignore[call-overload]
+
+
 def plain(text: str, *, small: bool = False, strong: bool = False, testid: str = "") -> None:
     """A line of text that may hold user text, shown as text (HTML-escaped, no Markdown);
     ``testid`` names it for the browser tests."""

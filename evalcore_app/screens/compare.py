@@ -149,14 +149,18 @@ _, queries = _ui.cached(compare.pair_queries, a, b, k)
 if queries.empty:
     st.info("No query differs between these two configurations at this k.")
 else:
-    queries = queries.assign(link=[f"/query?run_id={a.run_id}&query_id={q}" for q in queries["query_id"]])
+    queries = queries.assign(
+        link=[f"/query?run_id={a.run_id}&query_id={q}" for q in queries["query_id"]],
+        # no rank: no correct chunk among the hits (destroyed, or not returned by a run made elsewhere)
+        **{col: [_ui.rank_text(r) for r in queries[col]] for col in ("rank_first", "rank_second")},
+    )
     st.dataframe(
         queries,
         hide_index=True,
         column_config={
             "link": st.column_config.LinkColumn("open", display_text="Query screen"),
-            "rank_first": st.column_config.NumberColumn("rank in first"),
-            "rank_second": st.column_config.NumberColumn("rank in second"),
+            "rank_first": st.column_config.TextColumn("rank in first"),
+            "rank_second": st.column_config.TextColumn("rank in second"),
         },
     )
 _ui.methods_link()

@@ -144,3 +144,27 @@ def test_destroyed_counts_in_the_runs_order(store, engine_run_id):
         counts.set_index("strategy")["destroyed"].to_dict()
         == stored.reindex(counts["strategy"], fill_value=0).to_dict()
     )
+
+
+def test_best_statement_when_no_query_differs_names_no_winner():
+    """Two configurations that find exactly the same queries (e.g. the same retriever imported
+    and served): the sentence says no query differs instead of naming a winner by order."""
+    from evalcore.stats import Interval
+
+    top = compare.Best(
+        "ext:sent3/rank_bm25",
+        0.5,
+        Interval(0.4, 0.6),
+        36,
+        72,
+        "api:sent3/bm25api",
+        0.5,
+        0,
+        0,
+        "1",
+        False,
+        ("api:sent3/bm25api",),
+    )
+    sentence = top.sentence(4, "p")
+    assert "no query differs at hit@4" in sentence and "significantly better" not in sentence
+    assert "+0/-0" not in sentence

@@ -50,6 +50,14 @@ def test_out_of_domain_query_in_every_configuration(store, engine_run_id):
                     queries.highlight(hit.content, hit.needle_start, hit.needle_end)
                 text = view.headline()
                 assert "top 20" not in text and "rank" not in text
+                # the value the gate decides on: the nearest of the top 4 stored hits, read here
+                # from the hits table (for BM25 and hybrid rank 1 need not be the nearest)
+                nearest = store.query(
+                    "SELECT min(distance) AS d FROM hits WHERE run_id = ? AND strategy = ? AND retriever = ? "
+                    "AND query_id = ? AND rank <= 4",
+                    [engine_run_id, config.strategy, config.retriever, qid],
+                )["d"].iloc[0]
+                assert f"nearest in the top 4 d = {nearest:.3f}" in text, text
                 if t == 0.0:
                     assert text.endswith("NO ANSWER, as it should")
                 else:
