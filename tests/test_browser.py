@@ -209,10 +209,9 @@ def test_product_manager_journey(served, page):
     assert f"/query?run_id={second_run}&query_id={bluff_id}" in page.url
     assert threshold_shown(page) == pytest.approx(t)
     assert "Out-of-domain" in text_of(page, "query-meta")
-    assert (
-        "bluffs: answers from"
-        in page.locator('[data-testid="stExpander"] summary').filter(has_text="tight/dense").first.inner_text()
-    )
+    assert "chosen for tight/dense" in text_of(page, "threshold-state")  # the configuration t belongs to
+    first_box = page.locator('[data-testid="stExpander"] summary').first.inner_text()
+    assert first_box.split("\n")[-1].startswith("tight/dense") and "bluffs: answers from" in first_box, first_box
 
     # back on Threshold: the same t; save it with a note
     nav(page, "Threshold")

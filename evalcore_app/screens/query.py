@@ -64,7 +64,8 @@ else:
     )
 axis = _ui.cached(sweeps.gate_axis, ctx.run_id, ctx.config)
 _ui.plain(
-    f"Threshold t = {threshold:.4f} · {source} · the gate keeps top-4 hits with {axis.keep_rule}.",
+    f"Threshold t = {threshold:.4f}, chosen for {ctx.config.label} · {source} · the gate keeps top-4 hits "
+    f"with {axis.keep_rule}; every configuration below is judged at this t.",
     small=True,
     testid="threshold-state",
 )
@@ -72,7 +73,7 @@ if not query["valid"]:
     st.warning("This query's ground truth is invalid, so it was not scored.")
     st.stop()
 
-for config in ctx.configs:
+for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t was chosen for first
     view = _ui.guarded(lambda config=config: _ui.cached(queries.query_view, ctx.run_id, query_id, config, threshold))
     if view is None:
         continue
