@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -25,6 +26,16 @@ MINI_ARGS = (
     str(MINI / "ood.jsonl"),
 )
 SHARED_DATA = (ROOT / ".." / "shared" / "data").resolve()
+
+
+def import_run(store: Path, chunks: Path, rankings: Path, capsys, *extra: str) -> dict:
+    """``import-run`` of the mini corpus's questions with ``chunks`` and ``rankings`` into
+    ``store`` (``--json``); asserts exit 0 and returns the JSON summary."""
+    from evalcore.cli import main
+
+    argv = ["--store", str(store), "import-run", *MINI_ARGS, "--chunks", str(chunks), "--rankings", str(rankings)]
+    assert main([*argv, *extra, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
 
 
 def shared_data(*parts: str) -> Path:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI, ROOT, import_run
 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
@@ -243,29 +243,18 @@ def test_imported_run_compares_paired_with_builtin_configurations(
     first, _, _ = oracle
     store = tmp_path / "both.duckdb"
     shutil.copy(engine_store, store)
-    assert (
-        main(
-            [
-                "--store",
-                str(store),
-                "import-run",
-                *INPUTS,
-                "--chunks",
-                str(bm25_files["chunks"]),
-                "--rankings",
-                str(bm25_files["trec"]),
-                "--chunker",
-                "sent3",
-                "--retriever",
-                "rank_bm25",
-                "--name",
-                "ext",
-                "--json",
-            ]
-        )
-        == 0
-    )
-    ext = json.loads(capsys.readouterr().out)["run_id"]
+    ext = import_run(
+        str(store),
+        str(bm25_files["chunks"]),
+        str(bm25_files["trec"]),
+        capsys,
+        "--chunker",
+        "sent3",
+        "--retriever",
+        "rank_bm25",
+        "--name",
+        "ext",
+    )["run_id"]
     builtin = Store(store).query(
         "SELECT query_id, first_correct_rank FROM results WHERE run_id = ? AND "
         "strategy = 'E' AND retriever = 'hybrid' AND domain = 'in'",
@@ -398,29 +387,9 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     )
     ranks = tmp_path / "r.trec"
     ranks.write_text("ood-paella Q0 lost 0 1000.0 t\n" + bm25_files["trec"].read_text())  # unlocated, first
-    assert (
-        main(
-            [
-                "--store",
-                str(store),
-                "import-run",
-                *INPUTS,
-                "--chunks",
-                str(chunks),
-                "--rankings",
-                str(ranks),
-                "--chunker",
-                "sent3",
-                "--retriever",
-                "rank_bm25",
-                "--name",
-                "ext",
-                "--json",
-            ]
-        )
-        == 0
-    )
-    run_id = json.loads(capsys.readouterr().out)["run_id"]
+    run_id = import_run(
+        str(store), str(chunks), str(ranks), capsys, "--chunker", "sent3", "--retriever", "rank_bm25", "--name", "ext"
+    )["run_id"]
     s = Store(store)
     config = Configuration("sent3", "rank_bm25")
     assert info(s, run_id, "sent3", "rank_bm25").axis.label == "score (higher = closer)"

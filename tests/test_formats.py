@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MINI_ARGS, ROOT
+from conftest import MINI_ARGS, ROOT, import_run
 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
@@ -109,27 +109,9 @@ def test_imported_run_exports_and_imports_back(tmp_path, mini_inputs, capsys):
     corpus, gt = mini_inputs
     files = external_bm25.write_files(tmp_path / "bm25", corpus, gt)
     store = tmp_path / "s.duckdb"
-    assert (
-        main(
-            [
-                "--store",
-                str(store),
-                "import-run",
-                *INPUTS,
-                "--chunks",
-                str(files["chunks"]),
-                "--rankings",
-                str(files["trec"]),
-                "--chunker",
-                "sent3",
-                "--retriever",
-                "rank_bm25",
-                "--json",
-            ]
-        )
-        == 0
+    first = import_run(
+        str(store), str(files["chunks"]), str(files["trec"]), capsys, "--chunker", "sent3", "--retriever", "rank_bm25"
     )
-    first = json.loads(capsys.readouterr().out)
     out = tmp_path / "export"
     assert main(["--store", str(store), "export-formats", first["run_id"], "-o", str(out)]) == 0
     capsys.readouterr()
@@ -138,25 +120,14 @@ def test_imported_run_exports_and_imports_back(tmp_path, mini_inputs, capsys):
         for metric, value in figures.items():
             assert value == pytest.approx(config[metric], abs=1e-12), (evaluator, metric)
     # the BEIR folder's corpus (chunk ids kept, offsets in metadata) and the ranx run import back
-    assert (
-        main(
-            [
-                "--store",
-                str(store),
-                "import-run",
-                *INPUTS,
-                "--chunks",
-                str(out / "sent3"),
-                "--rankings",
-                str(out / "sent3" / "runs" / "rank_bm25.json"),
-                "--chunker",
-                "sent3",
-                "--retriever",
-                "rank_bm25",
-                "--json",
-            ]
-        )
-        == 0
-    )
-    again = json.loads(capsys.readouterr().out)["configurations"][0]
+    again = import_run(
+        str(store),
+        str(out / "sent3"),
+        str(out / "sent3" / "runs" / "rank_bm25.json"),
+        capsys,
+        "--chunker",
+        "sent3",
+        "--retriever",
+        "rank_bm25",
+    )["configurations"][0]
     assert dict(again.items()) == config
