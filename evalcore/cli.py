@@ -453,9 +453,21 @@ def cmd_gate(args: argparse.Namespace) -> int:
         threshold_from_decision=args.threshold_from_decision,
     )
     if args.junit:
-        Path(args.junit).write_text(to_junit(report), encoding="utf-8")
+        _write_text(Path(args.junit), to_junit(report), "--junit")
     print(render(report, args.format))
     return report.exit_code
+
+
+def _write_text(path: Path, text: str, option: str) -> None:
+    """Write a report file the user named; one line naming it when that cannot be done."""
+    if path.is_dir():
+        raise EvalcoreError(f"{option} {path}: is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise EvalcoreError(f"{option} {path}: folder {path.parent} does not exist")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EvalcoreError(f"{option} {path}: cannot write ({exc.strerror or exc})") from None
 
 
 def cmd_export_run(args: argparse.Namespace) -> int:
@@ -940,6 +952,19 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def unexpected(exc: BaseException) -> str:
+    """The one line of an exception evalcore did not foresee: where it arose and what it says
+    (the full traceback goes to the log with ``-v``)."""
+    import traceback
+
+    log.info("unexpected error", exc_info=exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "evalcore" in f.filename] or frames
+    where = f" in {Path(ours[-1].filename).name}:{ours[-1].lineno}" if ours else ""
+    text = " ".join(str(exc).split())[:300]
+    return f"unexpected {type(exc).__name__}{where}: {text or '(no message)'}; please report this"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -961,3 +986,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside the main thread
         print("error: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # noqa: BLE001 - one line and exit 2, never a traceback (exit 1 is a regression)
+        print(f"error: {unexpected(exc)}", file=sys.stderr)
+        return 2

@@ -481,6 +481,13 @@ def run_gate(
                 f"{'the baseline' if b_out and not c_out else 'the candidate' if c_out and not b_out else 'a side'}"
                 f" could not answer them (failed calls: {shown}); paired on {len(b_hits)}"
             )
+        if not b_hits:
+            name = b_cfg if b_cfg == c_cfg else f"{b_cfg} -> {c_cfg}"
+            raise NotComparable(
+                f"{name}: no scored in-domain query was answered by both runs (all {n} failed on "
+                f"{'the baseline' if b_out >= set(texts) else 'the candidate' if c_out >= set(texts) else 'a side'}"
+                "); nothing to gate"
+            )
         raw.append((b_cfg, c_cfg, b_hits, c_hits, paired_test(c_hits, b_hits)))
     p_adjusted = holm_adjust([t.p_value for *_, t in raw]) if holm else [t.p_value for *_, t in raw]
 

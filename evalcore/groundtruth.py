@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalcore import jsontext
 from evalcore.errors import InputError
 from evalcore.records import Corpus, Document, GroundTruth, InvalidNeedle, OODQuery, Question, Span
 
@@ -58,7 +59,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{number}: invalid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(obj, dict):

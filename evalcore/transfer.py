@@ -30,6 +30,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore import jsontext
 from evalcore.errors import EvalcoreError
 from evalcore.store import one_row
 
@@ -186,7 +187,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
             names = set(zf.namelist())
             if MANIFEST not in names:
                 raise RunFileError(f"{path}: not an evalcore run file (no {MANIFEST})")
-            manifest = json.loads(zf.read(MANIFEST).decode("utf-8"))
+            manifest = jsontext.loads(zf.read(MANIFEST).decode("utf-8"))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
         raise RunFileError(f"{path}: not an evalcore run file, or truncated ({exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -11,13 +11,16 @@ The response must be JSON. Field paths (dotted, list indexes allowed: ``hits.hit
 text, document, start and end offsets (each optional; a hit needs an id, a text, or a
 document with offsets) and the score (required). The list's order is the service's ranking.
 
-Requests run ``concurrency`` at a time with a ``timeout`` (seconds to connect and between
-bytes). A timeout, a refused connection and HTTP 408, 425, 429, 500, 502, 503, 504 are tried
+Requests run ``concurrency`` at a time with a ``timeout``: seconds for the whole request
+(connecting, the headers and the whole body), so a server that sends a byte now and then cannot
+hold a slot. An answer is read up to a size cap (32 MiB, or ``$EVALCORE_MAX_RESPONSE_BYTES``);
+a larger one fails its query with the reason. Of a longer hit list only the first ``k`` hits
+are kept. A timeout, a refused connection and HTTP 408, 425, 429, 500, 502, 503, 504 are tried
 again up to ``retries`` times after an exponential backoff with jitter (``backoff * 2**n``
-seconds plus up to as much again at random; a ``Retry-After`` of up to 60 s is honoured);
-other statuses fail at once. Redirects are not followed: requests go only where the operator
-pointed them. A query whose request finally fails, or whose answer is malformed (not JSON, no
-hit list, a hit without score), fails with the reason; it is never scored as a miss.
+seconds plus up to as much again at random; a ``Retry-After`` of up to 60 s is honoured); other
+statuses fail at once. Redirects are not followed: requests go only where the operator pointed
+them. A query whose request finally fails, or whose answer is malformed (not JSON, no hit list,
+a hit without score), fails with the reason; it is never scored as a miss.
 
 Every 2xx answer is cached in the store (:mod:`evalcore.external.responses`), so a second run
 on the same queries sends nothing unless ``refresh`` is set. Standard library only
@@ -27,20 +30,23 @@ and evalcore gains no dependency for it.
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import os
 import random
+import socket
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalcore import __version__
+from evalcore import __version__, jsontext
 from evalcore.errors import ConfigError
 from evalcore.external.hits import BadHits, RawHit, number, offset, text_or_none
 from evalcore.external.record import Failure
@@ -60,7 +66,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BODY = '{"query": "{query}", "k": "{k}"}'
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-MAX_RESPONSE = 32 * 1024 * 1024  # bytes read of one answer
+MAX_RESPONSE = 32 * 1024 * 1024  # bytes read of one answer (default)
+MAX_RESPONSE_ENV = "EVALCORE_MAX_RESPONSE_BYTES"  # the operator's cap on one answer's size
+READ_PIECE = 64 * 1024
 MAX_RETRY_AFTER = 60.0
 FLUSH_EVERY = 1.0  # seconds between two writes of new answers to the cache
 PLACEHOLDERS = ("{query}", "{query_id}", "{k}")
@@ -124,7 +132,7 @@ class Endpoint:
 
     def _template(self) -> Any:
         try:
-            return json.loads(self.body or "")
+            return jsontext.loads(self.body or "")
         except json.JSONDecodeError as exc:
             raise ConfigError(
                 f"--body {self.body!r}: not JSON ({exc.msg} at column {exc.colno}); e.g. {DEFAULT_BODY}"
@@ -225,10 +233,11 @@ def at(obj: Any, path: str) -> Any:
     return obj
 
 
-def parse(text: str, fields: Fields) -> list[RawHit]:
-    """The hits of one answer; BadHits with the reason when it is not what ``fields`` says."""
+def parse(text: str, fields: Fields, k: int | None = None) -> list[RawHit]:
+    """The hits of one answer (the first ``k`` when given); BadHits with the reason when it is
+    not what ``fields`` says."""
     try:
-        doc = json.loads(text)
+        doc = jsontext.loads(text)
     except json.JSONDecodeError as exc:
         shown = text[:80].replace("\n", " ")
         raise BadHits(
@@ -240,7 +249,7 @@ def parse(text: str, fields: Fields) -> list[RawHit]:
     if not isinstance(hits, list):
         raise BadHits(f"the value at {fields.hits!r} is not a list but {type(hits).__name__}")
     out = []
-    for i, hit in enumerate(hits, start=1):
+    for i, hit in enumerate(hits[:k] if k is not None else hits, start=1):
 
         def get(path: str, hit: Any = hit) -> Any:
             if not path:
@@ -317,33 +326,157 @@ def _retry_after(exc: urllib.error.HTTPError) -> float | None:
         return None
 
 
+def max_response() -> int:
+    """The most bytes of one answer that are read: ``$EVALCORE_MAX_RESPONSE_BYTES`` or 32 MiB."""
+    raw = os.environ.get(MAX_RESPONSE_ENV, "").strip()
+    if not raw:
+        return MAX_RESPONSE
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"{MAX_RESPONSE_ENV} must be a positive number of bytes, got {raw!r}")
+    return int(raw)
+
+
+class Deadline:
+    """The end of one request, whatever the server does: at ``seconds`` (or on :meth:`expire`)
+    every socket of the request is shut down, so a read blocked on a server that sends a byte
+    now and then returns at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.lock = threading.Lock()
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+        self.timer = threading.Timer(seconds, self.expire)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def attach(self, sock: socket.socket) -> None:
+        with self.lock:
+            self.sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def expire(self) -> None:
+        with self.lock:
+            self.expired = True
+            for sock in self.sockets:
+                _shut(sock)
+
+    def done(self) -> None:
+        self.timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _opener(deadline: Deadline) -> urllib.request.OpenerDirector:
+    """An opener that follows no redirect and hands each connection's socket to ``deadline``."""
+
+    class Plain(http.client.HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.attach(self.sock)
+
+    class Secure(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.attach(self.sock)
+
+    class PlainHandler(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(Plain, req)
+
+    class SecureHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(Secure, req, context=getattr(self, "_context", None))
+
+    return urllib.request.build_opener(_NoRedirect(), PlainHandler(), SecureHandler())
+
+
+def _read_capped(resp: http.client.HTTPResponse, cap: int, attempts: int) -> bytes:
+    declared = resp.headers.get("Content-Length")
+    if declared and declared.strip().isdigit() and int(declared) > cap:
+        raise FetchFailed(f"answer of {int(declared):,} bytes is over the {cap:,}-byte limit", attempts)
+    pieces: list[bytes] = []
+    size = 0
+    while True:
+        piece = resp.read1(READ_PIECE)
+        if not piece:
+            return b"".join(pieces)
+        size += len(piece)
+        if size > cap:
+            raise FetchFailed(f"answer larger than the {cap:,}-byte limit; not read further", attempts)
+        pieces.append(piece)
+
+
+class Requests:
+    """The deadlines of the requests in flight, so that stopping a run ends them all at once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.live: set[Deadline] = set()
+        self.stopped = False
+
+    def open(self, seconds: float) -> Deadline:
+        deadline = Deadline(seconds)
+        with self.lock:
+            self.live.add(deadline)
+            if self.stopped:
+                deadline.expire()
+        return deadline
+
+    def close(self, deadline: Deadline) -> None:
+        deadline.done()
+        with self.lock:
+            self.live.discard(deadline)
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for deadline in self.live:
+                deadline.expire()
+
+
 def fetch(
     endpoint: Endpoint,
-    opener: urllib.request.OpenerDirector,
     method: str,
     url: str,
     body: str | None,
     counters: Counters,
+    flights: Requests | None = None,
 ) -> Response:
-    """One query's answer (2xx), with retries; FetchFailed with the reason otherwise."""
+    """One query's answer (2xx), with retries; FetchFailed with the reason otherwise. Each
+    attempt ends within ``endpoint.timeout`` seconds, its answer read up to :func:`max_response`."""
     headers = {"Accept": "application/json", "User-Agent": f"evalcore/{__version__}", **dict(endpoint.headers)}
     if body is not None:
         headers.setdefault("Content-Type", "application/json")
     data = body.encode("utf-8") if body is not None else None
+    cap = max_response()
+    flights = flights or Requests()
     attempts = 0
     while True:
         attempts += 1
         counters.add(requests=1)
         wait: float | None = None
         t0 = time.perf_counter()
+        deadline = flights.open(endpoint.timeout)
         try:
+            if flights.stopped:
+                raise FetchFailed("stopped", attempts)
             req = urllib.request.Request(url, data=data, method=method, headers=headers)
-            with opener.open(req, timeout=endpoint.timeout) as resp:
-                raw = resp.read(MAX_RESPONSE + 1)
-                if len(raw) > MAX_RESPONSE:
-                    raise FetchFailed(f"answer larger than {MAX_RESPONSE // 2**20} MiB", attempts)
+            with _opener(deadline).open(req, timeout=endpoint.timeout) as resp:
+                raw = _read_capped(resp, cap, attempts)
+                if deadline.expired:
+                    raise TimeoutError("timed out")
                 charset = resp.headers.get_content_charset() or "utf-8"
-                return Response(resp.status, raw.decode(charset, errors="replace"), time.perf_counter() - t0, attempts)
+                try:
+                    text = raw.decode(charset, errors="replace")
+                except LookupError:
+                    text = raw.decode("utf-8", errors="replace")
+                return Response(resp.status, text, time.perf_counter() - t0, attempts)
         except urllib.error.HTTPError as exc:
             if 300 <= exc.code < 400:
                 raise FetchFailed(
@@ -355,12 +488,18 @@ def fetch(
             if exc.code not in RETRY_STATUS:
                 raise FetchFailed(reason, attempts) from None
             wait = _retry_after(exc)
-        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as exc:
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError, http.client.HTTPException) as exc:
             inner = getattr(exc, "reason", exc)
-            if isinstance(inner, TimeoutError) or "timed out" in str(inner):
-                reason = f"no answer within {endpoint.timeout:g} s"
+            if deadline.expired or isinstance(inner, TimeoutError) or "timed out" in str(inner):
+                reason = f"no complete answer within {endpoint.timeout:g} s"
+            elif isinstance(exc, http.client.HTTPException):
+                reason = f"a broken HTTP answer from {urllib.parse.urlsplit(url).netloc} ({type(exc).__name__})"
             else:
                 reason = f"cannot reach {urllib.parse.urlsplit(url).netloc}: {inner}"
+        finally:
+            flights.close(deadline)
+        if flights.stopped:
+            raise FetchFailed("stopped", attempts)
         if attempts > endpoint.retries:
             tries = f" (after {attempts} attempts)" if attempts > 1 else ""
             raise FetchFailed(reason + tries, attempts)
@@ -373,17 +512,29 @@ def fetch(
         time.sleep(delay)
 
 
-def answers(endpoint: Endpoint, store: Store, queries: list[tuple[str, str]], counters: Counters) -> Iterator[Outcome]:
-    """Each query's hits (or Failure), cached answers first, then as requests complete."""
+def answers(
+    endpoint: Endpoint,
+    store: Store,
+    queries: list[tuple[str, str]],
+    counters: Counters,
+    cancelled: Callable[[], bool] | None = None,
+) -> Iterator[Outcome]:
+    """Each query's hits (or Failure), cached answers first, then as requests complete.
+    ``cancelled`` is asked twice a second while requests are in flight; when it says so (or
+    the run is stopped otherwise) every request in flight ends at once."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from evalcore.errors import RunInterrupted
     from evalcore.external import responses
 
+    max_response()  # a bad cap is the operator's error before anything is sent
     requests = {qid: endpoint.request(qid, text) for qid, text in queries}
-    keys = {qid: responses.key(*req) for qid, req in requests.items()}
+    keys = {qid: responses.key(*req, headers=endpoint.headers) for qid, req in requests.items()}
     found = {} if endpoint.refresh else responses.cached(store, list(keys.values()))
 
     def outcome(qid: str, response: Response) -> Outcome:
         try:
-            return qid, parse(response.text, endpoint.fields)
+            return qid, parse(response.text, endpoint.fields, endpoint.k)
         except BadHits as exc:
             return qid, Failure(str(exc), response.attempts)
 
@@ -394,25 +545,31 @@ def answers(endpoint: Endpoint, store: Store, queries: list[tuple[str, str]], co
     todo = [qid for qid, _ in queries if keys[qid] not in found]
     if not todo:
         return
-    opener = urllib.request.build_opener(_NoRedirect())
+    flights = Requests()
     pool = ThreadPoolExecutor(max_workers=endpoint.concurrency, thread_name_prefix="evalcore-endpoint")
     fresh: list[tuple[str, str, str, str | None, Response]] = []
     flushed = time.monotonic()
     try:
-        futures = {pool.submit(fetch, endpoint, opener, *requests[qid], counters): qid for qid in todo}
-        for future in as_completed(futures):
-            qid = futures[future]
-            try:
-                response = future.result()
-            except FetchFailed as exc:
-                yield qid, Failure(exc.reason, exc.attempts)
-                continue
-            fresh.append((keys[qid], *requests[qid], response))
-            if time.monotonic() - flushed > FLUSH_EVERY:
-                responses.keep(store, fresh)
-                fresh, flushed = [], time.monotonic()
-            yield outcome(qid, response)
+        futures = {pool.submit(fetch, endpoint, *requests[qid], counters, flights): qid for qid in todo}
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            if cancelled is not None and cancelled():
+                raise RunInterrupted("cancelled by the user")
+            for future in done:
+                qid = futures[future]
+                try:
+                    response = future.result()
+                except FetchFailed as exc:
+                    yield qid, Failure(exc.reason, exc.attempts)
+                    continue
+                fresh.append((keys[qid], *requests[qid], response))
+                if time.monotonic() - flushed > FLUSH_EVERY:
+                    responses.keep(store, fresh)
+                    fresh, flushed = [], time.monotonic()
+                yield outcome(qid, response)
     finally:
+        flights.stop()  # requests still in flight end now: no thread outlives the run
         pool.shutdown(wait=False, cancel_futures=True)
         responses.keep(store, fresh)
 
@@ -462,7 +619,7 @@ def run_endpoint(
         gt,
         config,
         chunks,
-        lambda queries: answers(endpoint, store, queries, counters),
+        lambda queries: answers(endpoint, store, queries, counters, cancelled),
         name,
         settings,
         run_id=run_id,

@@ -68,6 +68,7 @@ def text_or_none(value: Any, what: str) -> str | None:
 def resolve(chunks: ChunkSet, hits: Sequence[RawHit], where: str) -> list[tuple[int, float]]:
     """``[(chunk id in the set, score), ...]`` in the order given; BadHits naming the hit."""
     out = []
+    ranked: dict[int, int] = {}  # chunk id in the set -> the hit that ranked it
     for i, hit in enumerate(hits, start=1):
         if hit.chunk_id is not None and any(ch.isspace() for ch in hit.chunk_id):
             raise BadHits(f"hit {i}: chunk id {hit.chunk_id!r} contains whitespace")
@@ -79,5 +80,8 @@ def resolve(chunks: ChunkSet, hits: Sequence[RawHit], where: str) -> list[tuple[
             chunk = chunks.seen(hit.chunk_id, hit.document, hit.text, hit.start, hit.end, f"{where}, hit {i}")
         except ValueError as exc:
             raise BadHits(f"hit {i}: {exc}") from None
+        if chunk.chunk_id in ranked:
+            raise BadHits(f"hit {i}: the same chunk as hit {ranked[chunk.chunk_id]}; a chunk is ranked once per query")
+        ranked[chunk.chunk_id] = i
         out.append((chunk.chunk_id, hit.score))
     return out

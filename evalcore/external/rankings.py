@@ -27,9 +27,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from evalcore import jsontext
 from evalcore.errors import InputError
 
 FORMATS = ("trec", "jsonl", "json")
+MAX_RANK = 10**9  # a TREC rank beyond this is a damaged file
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +71,14 @@ def _key(value: Any, where: str, what: str) -> str:
 
 def detect(path: Path) -> str:
     """``trec``, ``jsonl`` or ``json`` from the first non-blank characters of ``path``."""
-    with open(path, encoding="utf-8-sig") as fh:
+    with open(path, encoding="utf-8-sig", errors="replace") as fh:  # the reader names a bad byte's line
         head = fh.read(4096).lstrip()
     if not head:
         raise InputError(f"{path}: the rankings file is empty")
     if head.startswith("{"):
         first_line = head.split("\n", 1)[0].strip()
         try:
-            obj = json.loads(first_line)
+            obj = jsontext.loads(first_line)
         except json.JSONDecodeError:
             return "json"  # an object over several lines
         return "jsonl" if isinstance(obj, dict) and "hits" in obj else "json"
@@ -110,11 +112,15 @@ def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
     starts: dict[str, str] = {}
     seen: dict[tuple[str, str], str] = {}
     tags: list[str] = []
-    with open(path, encoding="utf-8-sig") as fh:
-        for number, line in enumerate(fh, start=1):
+    with open(path, "rb") as fh:
+        for number, data in enumerate(fh, start=1):
+            where = f"{path}:{number}"
+            try:
+                line = data.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{where}: not UTF-8 text (byte offset {exc.start}: {exc.reason})") from None
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
             parts = line.split()
             if len(parts) != 6:
                 raise InputError(
@@ -124,7 +130,9 @@ def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
             try:
                 rank = int(rank_text)
             except ValueError:
-                raise InputError(f"{where}: rank must be an integer, got {rank_text!r}") from None
+                raise InputError(f"{where}: rank must be an integer, got {rank_text[:40]!r}") from None
+            if abs(rank) > MAX_RANK:
+                raise InputError(f"{where}: rank {rank_text[:20]}... is out of range (at most {MAX_RANK:,})")
             score = _score(score_text, where)
             if (qid, chunk) in seen:
                 raise InputError(
@@ -171,7 +179,7 @@ def _read_jsonl_hits(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
 
 def _read_json(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
     try:
-        obj = json.loads(path.read_text(encoding="utf-8-sig"))
+        obj = jsontext.loads(path.read_text(encoding="utf-8-sig"))
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):

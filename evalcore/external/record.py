@@ -258,7 +258,9 @@ def tables(
         "hits": pd.DataFrame(hit_rows).astype({"distance": "float64"}) if hit_rows else pd.DataFrame(),
         "chunks": pd.DataFrame(chunk_rows).astype(
             {"start": "Int64", "end": "Int64", "evidence_start": "Int64", "pieces": "Int64", "header_pieces": "Int64"}
-        ),
+        )
+        if chunk_rows
+        else pd.DataFrame(),  # nothing found: a valid run with recall 0
         "strategies": pd.DataFrame([strategy_row]).astype(
             {
                 "size": "Int64",

@@ -3,9 +3,9 @@
 Keyed by the sha256 of method, URL and request body, shared by every run, so running the same
 endpoint on the same queries again sends nothing (unless asked to refresh). Only answers with
 an HTTP 2xx status are kept, malformed ones included: a re-run reads the same answer and fails
-the same query for the same reason, without asking the service again. Request headers are not
-part of the key and are never stored (they may hold credentials). This module is the only
-writer of the table.
+the same query for the same reason, without asking the service again. Request headers are
+part of the key only as hashes and are never stored (they may hold credentials). This module
+is the only writer of the table.
 """
 
 from __future__ import annotations
@@ -29,9 +29,16 @@ class Response:
     attempts: int = 1
 
 
-def key(method: str, url: str, body: str | None) -> str:
-    """The cache key of a request: sha256 of ``METHOD\\nURL\\nBODY``."""
-    return hashlib.sha256(f"{method.upper()}\n{url}\n{body or ''}".encode()).hexdigest()
+def key(method: str, url: str, body: str | None, headers: tuple[tuple[str, str], ...] = ()) -> str:
+    """The cache key of a request: sha256 of ``METHOD\\nURL\\nBODY``, and, when the request
+    sends headers of its own (credentials, a tenant), of each header's name and the sha256 of
+    its value: an answer fetched with one credential is never served to a request without it
+    or with another. Header values are never stored, only inside this hash."""
+    text = f"{method.upper()}\n{url}\n{body or ''}"
+    if headers:
+        named = sorted((n.strip().lower(), hashlib.sha256(v.encode()).hexdigest()) for n, v in headers)
+        text += "\n" + "\n".join(f"{n}: {v}" for n, v in named)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def cached(store: Store, keys: list[str]) -> dict[str, Response]:
