@@ -13,7 +13,7 @@ document with offsets) and the score (required). The list's order is the service
 
 Requests run ``concurrency`` at a time with a ``timeout``: seconds for the whole request
 (connecting, the headers and the whole body), so a server that sends a byte now and then cannot
-hold a slot. An answer is read up to a size cap (32 MiB, or ``$EVALCORE_MAX_RESPONSE_BYTES``);
+hold a slot. An answer is read up to a size cap (4 MiB, or ``$EVALCORE_MAX_RESPONSE_BYTES``);
 a larger one fails its query with the reason. Of a longer hit list only the first ``k`` hits
 are kept. A timeout, a refused connection and HTTP 408, 425, 429, 500, 502, 503, 504 are tried
 again up to ``retries`` times after an exponential backoff with jitter (``backoff * 2**n``
@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BODY = '{"query": "{query}", "k": "{k}"}'
 RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-MAX_RESPONSE = 32 * 1024 * 1024  # bytes read of one answer (default)
+MAX_RESPONSE = 4 * 1024 * 1024  # bytes read of one answer (default)
 MAX_RESPONSE_ENV = "EVALCORE_MAX_RESPONSE_BYTES"  # the operator's cap on one answer's size
 READ_PIECE = 64 * 1024
 MAX_RETRY_AFTER = 60.0
@@ -185,18 +185,64 @@ def allowed_prefixes() -> list[str]:
 
 
 def allowed(url: str) -> None:
-    """ConfigError unless ``url`` starts with one of the operator's prefixes in
+    """ConfigError unless ``url`` lies under one of the operator's prefixes in
     ``$EVALCORE_ENDPOINTS`` (comma-separated). The dashboard checks this before it queues an
-    endpoint run, so its users reach only services the operator allowed; the CLI's operator
-    needs no such list."""
+    endpoint run (and the job again before it sends anything), so its users reach only
+    services the operator allowed; the CLI's operator needs no such list.
+
+    URLs are compared parsed, never as strings: the same scheme, host and port (the scheme's
+    default port when none is written), and the prefix's path segments first in the URL's
+    path after ``.`` and ``..`` segments are resolved (percent-encoded ones too). So
+    ``http://127.0.0.1:1876`` does not admit ``http://127.0.0.1:18766/``, and
+    ``http://h/search/`` does not admit ``http://h/search/../admin``. A user name or password
+    in the URL, a path segment that decodes to a slash or backslash, and ``{query}`` or
+    ``{query_id}`` in the path (a query could then climb out) are refused."""
     prefixes = allowed_prefixes()
     if not prefixes:
         raise ConfigError(
             f"endpoint runs from the dashboard are off: the operator allows services by URL prefix "
             f"in ${ALLOWED_ENV} (e.g. {ALLOWED_ENV}=http://localhost:9200/)"
         )
-    if not any(url.startswith(p) for p in prefixes):
-        raise ConfigError(f"--url {url!r} is not under a prefix the operator allows (${ALLOWED_ENV})")
+    target = _origin_and_path(url, "--url")
+    if "{query}" in urllib.parse.urlsplit(url).path or "{query_id}" in urllib.parse.urlsplit(url).path:
+        raise ConfigError(f"--url {url!r}: {{query}} may stand only in the query string (after '?') of a dashboard run")
+    for prefix in prefixes:
+        origin, segments = _origin_and_path(prefix, f"${ALLOWED_ENV} entry")
+        if origin == target[0] and target[1][: len(segments)] == segments:
+            return
+    raise ConfigError(f"--url {url!r} is not under a prefix the operator allows (${ALLOWED_ENV})")
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin_and_path(url: str, what: str) -> tuple[tuple[str, str, int], list[str]]:
+    """``((scheme, host, port), path segments)`` of ``url``, dot segments resolved; the empty
+    segment a trailing ``/`` leaves is dropped (a prefix ``/search`` and ``/search/`` both mean
+    the folder ``search``)."""
+    parts = urllib.parse.urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ConfigError(f"{what} {url!r}: an http:// or https:// URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(f"{what} {url!r}: a user name or password in the URL is not allowed")
+    try:
+        port = parts.port or _DEFAULT_PORTS[scheme]
+    except ValueError:
+        raise ConfigError(f"{what} {url!r}: the port is not a number from 0 to 65535") from None
+    segments: list[str] = []
+    for raw in parts.path.split("/"):
+        segment = urllib.parse.unquote(raw)
+        if "/" in segment or "\\" in segment:
+            raise ConfigError(f"{what} {url!r}: a path segment holds an encoded slash or a backslash")
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if segments:
+                segments.pop()
+            continue
+        segments.append(segment)
+    return (scheme, parts.hostname.lower(), port), segments
 
 
 def from_spec(spec: dict[str, Any]) -> Endpoint:
@@ -327,7 +373,7 @@ def _retry_after(exc: urllib.error.HTTPError) -> float | None:
 
 
 def max_response() -> int:
-    """The most bytes of one answer that are read: ``$EVALCORE_MAX_RESPONSE_BYTES`` or 32 MiB."""
+    """The most bytes of one answer that are read: ``$EVALCORE_MAX_RESPONSE_BYTES`` or 4 MiB."""
     raw = os.environ.get(MAX_RESPONSE_ENV, "").strip()
     if not raw:
         return MAX_RESPONSE
@@ -399,7 +445,9 @@ def _opener(deadline: Deadline) -> urllib.request.OpenerDirector:
 def _read_capped(resp: http.client.HTTPResponse, cap: int, attempts: int) -> bytes:
     declared = resp.headers.get("Content-Length")
     if declared and declared.strip().isdigit() and int(declared) > cap:
-        raise FetchFailed(f"answer of {int(declared):,} bytes is over the {cap:,}-byte limit", attempts)
+        raise FetchFailed(
+            f"answer of {int(declared):,} bytes is over the {cap:,}-byte limit (${MAX_RESPONSE_ENV})", attempts
+        )
     pieces: list[bytes] = []
     size = 0
     while True:
@@ -408,7 +456,9 @@ def _read_capped(resp: http.client.HTTPResponse, cap: int, attempts: int) -> byt
             return b"".join(pieces)
         size += len(piece)
         if size > cap:
-            raise FetchFailed(f"answer larger than the {cap:,}-byte limit; not read further", attempts)
+            raise FetchFailed(
+                f"answer larger than the {cap:,}-byte limit (${MAX_RESPONSE_ENV}); not read further", attempts
+            )
         pieces.append(piece)
 
 
@@ -557,7 +607,7 @@ def answers(
             if cancelled is not None and cancelled():
                 raise RunInterrupted("cancelled by the user")
             for future in done:
-                qid = futures[future]
+                qid = futures.pop(future)  # its answer is not held longer than needed
                 try:
                     response = future.result()
                 except FetchFailed as exc:
