@@ -2,7 +2,7 @@
 misbehaves (``/ok`` answers honestly with the example BM25 retriever of examples/).
 
 - ``/empty``: finds nothing (``{"hits": []}``) for every query;
-- ``/fail``: HTTP 500 for every query;
+- ``/fail``: HTTP 500 for every query (``/fail-in-domain``: for every in-domain question);
 - ``/deep``: the first question's answer is JSON nested 50,000 levels deep;
 - ``/dup``: the first question's answer ranks one chunk at ranks 1, 2 and 3;
 - ``/many``: the first question's answer holds 150,003 hits (the honest ones first);
@@ -37,6 +37,7 @@ class Hostile:
         windows = external_bm25.sentence_windows(corpus)
         queries = external_bm25.all_queries(gt)
         self.by_text = {text: qid for qid, text in queries.items()}
+        self.in_domain = {q.query_id for q in gt.questions}
         self.rankings = external_bm25.bm25_rankings(windows, queries)
         self.by_id = {w.chunk_id: w for w in windows}
         self.requests: Counter[str] = Counter()
@@ -76,7 +77,7 @@ class Hostile:
     def answer(self, h: BaseHTTPRequestHandler, mode: str, qid: str, k: int) -> None:
         if mode == "empty":
             return reply(h, 200, b'{"hits": []}')
-        if mode == "fail":
+        if mode == "fail" or (mode == "fail-in-domain" and qid in self.in_domain):
             return reply(h, 500, b'{"error": "down"}')
         if mode == "auth" and h.headers.get("Authorization") != TOKEN:
             return reply(h, 401, b'{"error": "who are you?"}')

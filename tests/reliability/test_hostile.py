@@ -249,3 +249,182 @@ def test_endpoint_cache_never_serves_an_answer_to_other_credentials(hostile, tmp
         f"{sent} requests reached the service"
     )
     check("endpoint: cached answer and another credential", expected, observed, second.err)
+
+
+# --- the endpoint allow-list (item 6) ----------------------------------------------------------
+
+ALLOW = "http://127.0.0.1:1876,http://search.local/api/search/"
+NOT_UNDER = "--url {url!r} is not under a prefix the operator allows ($EVALCORE_ENDPOINTS)"
+ALLOW_CASES = [
+    ("another port that starts with the allowed one", "http://127.0.0.1:18766/search", NOT_UNDER),
+    ("a path climbing out with ..", "http://search.local/api/search/../admin", NOT_UNDER),
+    ("a path climbing out with %2e%2e", "http://search.local/api/search/%2e%2e/admin", NOT_UNDER),
+    ("a sibling folder sharing the prefix's text", "http://search.local/api/searchx", NOT_UNDER),
+    (
+        "the allowed host as a user name",
+        "http://127.0.0.1:1876@evil.example/",
+        "--url {url!r}: a user name or password in the URL is not allowed",
+    ),
+    ("another scheme", "https://search.local/api/search/q", NOT_UNDER),
+    (
+        "{query} in the path",
+        "http://search.local/api/search/{query}",
+        "--url {url!r}: {{query}} may stand only in the query string (after '?') of a dashboard run",
+    ),
+    ("an allowed path below the prefix", "http://search.local/api/search/v2?q={query}", "admitted"),
+    ("the default port written out, host in capitals", "http://SEARCH.local:80/api/search/x", "admitted"),
+]
+
+
+@pytest.mark.parametrize("name, url, message", ALLOW_CASES, ids=[c[0] for c in ALLOW_CASES])
+def test_endpoint_allow_list_compares_parsed_urls(monkeypatch, name, url, message):
+    from evalcore.errors import ConfigError
+    from evalcore.external.endpoint import allowed
+
+    monkeypatch.setenv("EVALCORE_ENDPOINTS", ALLOW)
+    try:
+        allowed(url)
+        got = "admitted"
+    except ConfigError as exc:
+        got = str(exc)
+    check(f"allow-list: {name}", message.format(url=url), got)
+
+
+# --- files that crashed with a traceback (items 12, 14) -----------------------------------------
+
+
+def _deep(depth: int = 50_000) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+DEEP = "nested too deeply (over about 1,000 levels)"
+FILE_CASES = [
+    (
+        "TREC rank of 400 digits",
+        "rankings.trec",
+        lambda f: f["trec"].read_text().replace(" 1 ", " " + "9" * 400 + " ", 1),
+        "error: TMP/rankings.trec:1: rank 99999999999999999999... is out of range (at most 1,000,000,000)",
+    ),
+    (
+        "TREC file with a Latin-1 byte",
+        "rankings.trec",
+        lambda f: (
+            f["trec"].read_bytes().replace(b"rank_bm25\n", b"rank_bm25\n", 2)[:0]
+            + b"".join(
+                line.replace(b"rank_bm25", b"r\xe9sultat") if i == 2 else line
+                for i, line in enumerate(f["trec"].read_bytes().splitlines(keepends=True))
+            )
+        ),
+        "error: TMP/rankings.trec:3: not UTF-8 text (byte offset 55: invalid continuation byte)",
+    ),
+    (
+        "rankings JSON nested 50,000 deep",
+        "rankings.json",
+        lambda f: '{"port-course": ' + _deep() + "}",
+        f"error: TMP/rankings.json:1: invalid JSON ({DEEP} at column 1)",
+    ),
+    (
+        "rankings JSONL line nested 50,000 deep",
+        "rankings.jsonl",
+        lambda f: '{"query": "port-course", "hits": ' + _deep() + "}\n",
+        f"error: TMP/rankings.jsonl:1: invalid JSON ({DEEP} at column 1)",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, file, make, message", FILE_CASES, ids=[c[0] for c in FILE_CASES])
+def test_a_rankings_file_that_crashed_is_one_line_exit_2_and_no_store(files, tmp_path, name, file, make, message):
+    data = make(files)
+    path = tmp_path / file
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    store = tmp_path / "store" / "s.duckdb"
+    ran = evalcore("import-run", *M, "--chunks", str(files["chunks"]), "--rankings", str(path), store=store)
+    expected = f"exit 2 · {message} · store not created"
+    observed = f"exit {ran.code} · {ran.line(tmp_path)} · store {'created' if store.parent.exists() else 'not created'}"
+    check(f"import-run: {name}", expected, observed)
+
+
+def test_a_question_line_nested_50000_deep_is_one_line(tmp_path):
+    q = tmp_path / "q.jsonl"
+    q.write_text('{"id": "a", "question": ' + _deep() + "}\n")
+    ran = evalcore("validate", "--corpus", str(CORPUS), "--questions", str(q))
+    expected = f"exit 2 · error: TMP/q.jsonl:1: invalid JSON ({DEEP} at column 1)"
+    check("questions: a line nested 50,000 deep", expected, f"exit {ran.code} · {ran.line(tmp_path)}")
+
+
+def test_a_run_file_manifest_nested_50000_deep_is_one_line(tmp_path):
+    path = _zip(tmp_path / "run.zip", {"manifest.json": _deep().encode()})
+    store = tmp_path / "store" / "s.duckdb"
+    ran = evalcore("load-run", str(path), store=store)
+    expected = (
+        f"exit 2 · error: TMP/run.zip: manifest.json is not valid JSON ({DEEP}: line 1 column 1 (char 0)) · "
+        "store not created"
+    )
+    observed = f"exit {ran.code} · {ran.line(tmp_path)} · store {'created' if store.parent.exists() else 'not created'}"
+    check("load-run: a manifest nested 50,000 deep", expected, observed)
+
+
+@pytest.fixture(scope="module")
+def gate_store(hostile, tmp_path_factory) -> Path:
+    """Two endpoint runs of the same queries: 'good' (honest) and 'down' (every query failed,
+    allowed by --max-failures 1)."""
+    store = tmp_path_factory.mktemp("gate") / "s.duckdb"
+    for name, mode, extra in (("good", "ok", []), ("down", "fail-in-domain", ["--max-failures", "1"])):
+        ran = evalcore(*endpoint_args(hostile.url(mode), *extra, "--name", name), store=store)
+        assert ran.code == 0, ran.err
+    return store
+
+
+GATE_CASES = [
+    (
+        "candidate's in-domain queries all failed",
+        ["--baseline", "good", "--candidate", "down"],
+        "error: external/external: no scored in-domain query was answered by both runs (all 18 failed on the "
+        "candidate); nothing to gate",
+    ),
+    (
+        "--junit into a missing folder",
+        ["--baseline", "good", "--candidate", "good", "--junit", "{tmp}/missing/gate.xml"],
+        "error: --junit TMP/missing/gate.xml: folder TMP/missing does not exist",
+    ),
+    (
+        "--junit onto a folder",
+        ["--baseline", "good", "--candidate", "good", "--junit", "{tmp}"],
+        "error: --junit TMP: is a folder; give a file name",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, args, message", GATE_CASES, ids=[c[0] for c in GATE_CASES])
+def test_gate_cases_that_crashed_are_one_line_exit_2(gate_store, tmp_path, name, args, message):
+    ran = evalcore("gate", *[a.format(tmp=tmp_path) for a in args], store=gate_store)
+    check(f"gate: {name}", f"exit 2 · {message}", f"exit {ran.code} · {ran.line(tmp_path)}")
+
+
+def test_an_unforeseen_exception_is_one_line_exit_2_not_a_traceback(tmp_path, monkeypatch, capsys):
+    """The CLI's last line of defence: any exception no check foresaw (here a RecursionError
+    raised where the store lists its runs) is one line naming where it arose, exit 2."""
+    from evalcore import cli
+
+    def boom(self):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    Store(tmp_path / "s.duckdb").migrate()
+    monkeypatch.setattr(Store, "runs", boom)
+    code = cli.main(["--store", str(tmp_path / "s.duckdb"), "list"])
+    err = capsys.readouterr().err
+    ran = Ran(code, "", err)
+    import re
+
+    line = re.sub(r" in \S+\.py:\d+:", " in FILE.py:LINE:", ran.line())
+    expected = "exit 2 · error: unexpected RecursionError in FILE.py:LINE: maximum recursion depth exceeded; please report this"
+    check("cli: an exception nothing foresaw", expected, f"exit {ran.code} · {line}")
