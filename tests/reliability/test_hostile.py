@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from hostile import FIRST, TOKEN, Hostile
-from test_reliability import CORPUS, FAKE, OOD, QUESTIONS, Ran, check, complete_runs, evalcore, kept
+from test_reliability import CORPUS, FAKE, OOD, QUESTIONS, Ran, check, complete_runs, evalcore, kept  # noqa: F401
 
 from evalcore.store import Store
 
@@ -426,5 +426,8 @@ def test_an_unforeseen_exception_is_one_line_exit_2_not_a_traceback(tmp_path, mo
     import re
 
     line = re.sub(r" in \S+\.py:\d+:", " in FILE.py:LINE:", ran.line())
-    expected = "exit 2 · error: unexpected RecursionError in FILE.py:LINE: maximum recursion depth exceeded; please report this"
+    expected = (
+        "exit 2 · error: unexpected RecursionError in FILE.py:LINE: maximum recursion depth exceeded; "
+        "please report this"
+    )
     check("cli: an exception nothing foresaw", expected, f"exit {ran.code} · {line}")
