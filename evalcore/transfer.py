@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 FORMAT = "evalcore-run"
 FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
+MAX_MANIFEST = 16 * 1024 * 1024  # bytes of manifest.json
+MAX_UNPACKED = 4 * 1024**3  # bytes all tables of one run file may unpack to (default)
+MAX_UNPACKED_ENV = "EVALCORE_MAX_RUN_FILE_BYTES"
+MAX_RATIO = 100  # times a member may expand (when over 1 MiB)
 #: Every table that holds a run's rows, in insertion order, with the key that orders its rows.
 TABLES: dict[str, str] = {
     "runs": "run_id",
@@ -187,7 +191,14 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
             names = set(zf.namelist())
             if MANIFEST not in names:
                 raise RunFileError(f"{path}: not an evalcore run file (no {MANIFEST})")
-            manifest = jsontext.loads(zf.read(MANIFEST).decode("utf-8"))
+            size = zf.getinfo(MANIFEST).file_size
+            if size > MAX_MANIFEST:
+                raise RunFileError(f"{path}: {MANIFEST} declares {size:,} bytes, over the {MAX_MANIFEST:,}-byte limit")
+            with zf.open(MANIFEST) as fh:
+                data = fh.read(MAX_MANIFEST + 1)
+            if len(data) > MAX_MANIFEST:
+                raise RunFileError(f"{path}: {MANIFEST} is larger than the {MAX_MANIFEST:,}-byte limit")
+            manifest = jsontext.loads(data.decode("utf-8"))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
         raise RunFileError(f"{path}: not an evalcore run file, or truncated ({exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -229,16 +240,56 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def max_unpacked() -> int:
+    """The most bytes a run file may unpack to: ``$EVALCORE_MAX_RUN_FILE_BYTES`` or 4 GiB."""
+    raw = os.environ.get(MAX_UNPACKED_ENV, "").strip()
+    if not raw:
+        return MAX_UNPACKED
+    if not raw.isdigit() or int(raw) < 1:
+        raise RunFileError(f"{MAX_UNPACKED_ENV} must be a positive number of bytes, got {raw!r}")
+    return int(raw)
+
+
+def _sizes(path: Path, zf: zipfile.ZipFile, manifest: dict[str, Any]) -> None:
+    """The members' declared sizes, before anything is written: within the cap in all, and
+    none expanding more than :data:`MAX_RATIO` times (Parquet is compressed already; a member
+    that deflates far more is a zip bomb)."""
+    cap, total = max_unpacked(), 0
+    for meta in manifest["tables"].values():
+        info = zf.getinfo(meta["file"])
+        total += info.file_size
+        if info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise RunFileError(
+                f"{path}: {meta['file']} expands to {info.file_size:,} bytes from {info.compress_size:,} "
+                f"(over {MAX_RATIO} times); refusing a possible zip bomb"
+            )
+    if total > cap:
+        raise RunFileError(
+            f"{path}: its tables unpack to {total:,} bytes, over the {cap:,}-byte limit (${MAX_UNPACKED_ENV})"
+        )
+
+
 def _unpack(path: Path, manifest: dict[str, Any], folder: Path) -> dict[str, Path]:
-    """Extract each table's member into ``folder`` and check its sha256; {table: file}."""
+    """Extract each table's member into ``folder`` and check its sha256; {table: file}. The
+    declared sizes are checked first, the actual bytes while streaming (a member that holds
+    more than its header says is refused at that byte)."""
     out = {}
     try:
         with zipfile.ZipFile(path) as zf:
+            _sizes(path, zf, manifest)
             for table, meta in manifest["tables"].items():
                 target = folder / f"{table}.parquet"
+                declared = zf.getinfo(meta["file"]).file_size
                 h = hashlib.sha256()
+                written = 0
                 with zf.open(meta["file"]) as src, open(target, "wb") as dst:
                     for block in iter(lambda: src.read(1 << 20), b""):
+                        written += len(block)
+                        if written > declared:
+                            raise RunFileError(
+                                f"{path}: {meta['file']} expands beyond the {declared:,} bytes its header "
+                                "declares; refusing a possible zip bomb"
+                            )
                         h.update(block)
                         dst.write(block)
                 if h.hexdigest() != meta["sha256"]:
@@ -282,8 +333,83 @@ def _check_tables(path: Path, manifest: dict[str, Any], files: dict[str, Path]) 
         status = one_row(con, "SELECT list(status) FROM read_parquet(?)", [str(files["runs"])])[0]
         if status != ["complete"]:
             raise RunFileError(f"{path}: the runs table must hold one complete run, found {status}")
+        _check_values(con, path, manifest, files)
     finally:
         con.close()
+
+
+_CONTROL = r"[\x00-\x1f\x7f]"
+_NAME_BAD = r"[\x00-\x20\x7f/]"  # a strategy or retriever labels STRATEGY/RETRIEVER
+#: (table, columns the check needs, SQL true for a row that cannot be, what is wrong)
+VALUE_CHECKS: list[tuple[str, tuple[str, ...], str, str]] = [
+    (
+        "runs",
+        ("run_id",),
+        f"run_id = '' OR regexp_matches(run_id, '{_CONTROL}')",
+        "an empty run id or control characters in it",
+    ),
+    ("runs", ("name",), f"regexp_matches(name, '{_CONTROL}')", "control characters in the run name"),
+    ("hits", ("rank",), "rank < 1", "a rank below 1"),
+    ("hits", ("distance",), "isnan(distance) OR isinf(distance)", "a distance that is not a finite number"),
+    ("hits", ("score",), "isnan(score) OR isinf(score)", "a score that is not a finite number"),
+    ("results", ("first_correct_rank",), "first_correct_rank < 1", "a first_correct_rank below 1"),
+    (
+        "results",
+        ("answer_distance", "top_distance"),
+        "isnan(answer_distance) OR isinf(answer_distance) OR isnan(top_distance) OR isinf(top_distance)",
+        "a distance that is not a finite number",
+    ),
+    ("results", ("domain",), "domain NOT IN ('in', 'out')", "a domain other than in or out"),
+    ("queries", ("domain",), "domain NOT IN ('in', 'out')", "a domain other than in or out"),
+    (
+        "queries",
+        ("query_id",),
+        f"query_id = '' OR regexp_matches(query_id, '{_CONTROL}')",
+        "an empty query id or control characters in it",
+    ),
+    ("chunks", ("start", "end"), 'start < 0 OR "end" < start', "offsets outside 0 <= start <= end"),
+    (
+        "documents",
+        ("doc_id",),
+        f"doc_id = '' OR regexp_matches(doc_id, '{_CONTROL}')",
+        "an empty document id or control characters in it",
+    ),
+    ("decisions", ("threshold",), "isnan(threshold) OR isinf(threshold)", "a threshold that is not a finite number"),
+]
+for _table in ("strategies", "chunks", "results", "hits", "destroyed", "decisions", "configurations", "failures"):
+    VALUE_CHECKS.append(
+        (
+            _table,
+            ("strategy",),
+            f"strategy = '' OR regexp_matches(strategy, '{_NAME_BAD}')",
+            "a strategy name with '/', whitespace or control characters",
+        )
+    )
+for _table in ("results", "hits", "decisions", "configurations", "failures"):
+    VALUE_CHECKS.append(
+        (
+            _table,
+            ("retriever",),
+            f"retriever = '' OR regexp_matches(retriever, '{_NAME_BAD}')",
+            "a retriever name with '/', whitespace or control characters",
+        )
+    )
+
+
+def _check_values(con: duckdb.DuckDBPyConnection, path: Path, manifest: dict[str, Any], files: dict[str, Path]) -> None:
+    """Every value a reader relies on is possible: ranks from 1, finite distances and scores,
+    names that can label a configuration, ids without control characters. RunFileError
+    naming the member, the column's problem and the count of rows otherwise."""
+    for table, needs, bad, what in VALUE_CHECKS:
+        if table not in files:
+            continue
+        cols = {c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(files[table])]).fetchall()}
+        if not set(needs) <= cols:
+            continue
+        n = one_row(con, f"SELECT count(*) FROM read_parquet(?) WHERE {bad}", [str(files[table])])[0]
+        if n:
+            member = manifest["tables"][table]["file"]
+            raise RunFileError(f"{path}: {member}: {n} row(s) with {what}; not loaded")
 
 
 def _differences(con: duckdb.DuckDBPyConnection, files: dict[str, Path], run_id: str) -> list[str]:
@@ -335,6 +461,17 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                         f"(file schema version {manifest.get('schema_version')}, store schema version {mine}); "
                         "upgrade evalcore to load it"
                     )
+            name = str(one_row(con, "SELECT any_value(name) FROM read_parquet(?)", [str(files["runs"])])[0] or "")
+            shadow = one_row(con, "SELECT min(run_id) FROM runs WHERE name = ? AND run_id <> ?", [run_id, run_id])[0]
+            if shadow:
+                raise RunFileError(
+                    f"{path}: its run id {run_id!r} is the name of run {shadow} in {store.path}; loading it "
+                    "would make that name mean another run; not loaded"
+                )
+            if name and one_row(con, "SELECT count(*) FROM runs WHERE run_id = ? AND run_id <> ?", [name, run_id])[0]:
+                raise RunFileError(
+                    f"{path}: its run name {name!r} is the id of another run in {store.path}; not loaded"
+                )
             if one_row(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0]:
                 differ = _differences(con, files, run_id)
                 if differ:
