@@ -431,3 +431,166 @@ def test_an_unforeseen_exception_is_one_line_exit_2_not_a_traceback(tmp_path, mo
         "please report this"
     )
     check("cli: an exception nothing foresaw", expected, f"exit {ran.code} · {line}")
+
+
+# --- run files (items 4, 11) ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_file(files, tmp_path_factory) -> tuple[Path, Path]:
+    """(a store holding one imported run named 'imp', that run exported as a run file)."""
+    folder = tmp_path_factory.mktemp("runfile")
+    store = folder / "s.duckdb"
+    ran = evalcore(
+        "import-run",
+        *M,
+        "--chunks",
+        str(files["chunks"]),
+        "--rankings",
+        str(files["trec"]),
+        "--name",
+        "imp",
+        store=store,
+    )
+    assert ran.code == 0, ran.err
+    out = folder / "imp.zip"
+    assert evalcore("export-run", "imp", "-o", str(out), store=store).code == 0
+    return store, out
+
+
+def tamper(src: Path, dst: Path, sql: dict[str, str], run_id: str | None = None, members: dict | None = None) -> Path:
+    """A copy of the run file ``src`` whose tables were changed by ``sql`` ({table: statements on
+    a table named t}), written again with honest sha256 and row counts (so only the values are
+    wrong); ``run_id`` renames the run everywhere; ``members`` replaces raw members."""
+    import hashlib
+    import zipfile
+
+    import duckdb
+
+    with zipfile.ZipFile(src) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+        data = {n: zf.read(n) for n in zf.namelist() if n != "manifest.json"}
+    if run_id:
+        manifest["run_id"] = run_id
+        sql = {t: f"UPDATE t SET run_id = '{run_id}'; " + sql.get(t, "") for t in manifest["tables"]}
+    work = dst.parent / (dst.stem + "-work")
+    work.mkdir()
+    con = duckdb.connect()
+    for table, statements in sql.items():
+        meta = manifest["tables"][table]
+        original = work / "in.parquet"
+        original.write_bytes(data[meta["file"]])
+        con.execute(f"CREATE OR REPLACE TABLE t AS SELECT * FROM read_parquet('{original}')")
+        for statement in filter(str.strip, statements.split(";")):
+            con.execute(statement)
+        con.execute(f"COPY t TO '{work / 'out.parquet'}' (FORMAT parquet)")
+        data[meta["file"]] = (work / "out.parquet").read_bytes()
+        meta["rows"] = con.execute("SELECT count(*) FROM t").fetchone()[0]
+    con.close()
+    for name, raw in (members or {}).items():
+        data[name] = raw
+    for meta in manifest["tables"].values():
+        meta["sha256"] = hashlib.sha256(data[meta["file"]]).hexdigest()
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("manifest.json", json.dumps(manifest))
+        for name, raw in data.items():
+            zf.writestr(name, raw)
+    return dst
+
+
+DECISION = (
+    "INSERT INTO t (decision_id, run_id, strategy, retriever, threshold, note, created_at) "
+    "VALUES ('d1', '20990101-000000-abcdef', 'external', 'x/y', 0.5, 'n', now())"
+)
+VALUE_CASES = [
+    (
+        "a negative rank",
+        {"hits": "UPDATE t SET rank = -1 WHERE rank = 1"},
+        "tables/hits.parquet: 25 row(s) with a rank below 1",
+    ),
+    (
+        "first_correct_rank -3",
+        {"results": "UPDATE t SET first_correct_rank = -3 WHERE first_correct_rank = 1"},
+        "tables/results.parquet: 11 row(s) with a first_correct_rank below 1",
+    ),
+    (
+        "NaN distances",
+        {"hits": "UPDATE t SET distance = 'nan'::DOUBLE"},
+        "tables/hits.parquet: 500 row(s) with a distance that is not a finite number",
+    ),
+    (
+        "a decision whose retriever holds /",
+        {"decisions": DECISION},
+        "tables/decisions.parquet: 1 row(s) with a retriever name with '/', whitespace or control characters",
+    ),
+    (
+        "control characters in the run name",
+        {"runs": "UPDATE t SET name = 'ext' || chr(27) || '[2Jx'"},
+        "tables/runs.parquet: 1 row(s) with control characters in the run name",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, sql, message", VALUE_CASES, ids=[c[0] for c in VALUE_CASES])
+def test_a_run_file_with_impossible_values_is_refused(run_file, tmp_path, name, sql, message):
+    store, src = run_file
+    path = tamper(src, tmp_path / "bad.zip", sql, run_id="20990101-000000-abcdef")
+    before = complete_runs(store)
+    ran = evalcore("load-run", str(path), store=store)
+    expected = f"exit 2 · error: TMP/bad.zip: {message}; not loaded · complete runs unchanged"
+    observed = f"exit {ran.code} · {ran.line(tmp_path)} · {kept(store, before)}"
+    check(f"load-run: {name}", expected, observed)
+
+
+def test_a_run_file_whose_id_is_another_runs_name_is_refused(run_file, tmp_path):
+    store, src = run_file
+    path = tamper(src, tmp_path / "imposter.zip", {}, run_id="imp")
+    before = complete_runs(store)
+    ran = evalcore("load-run", str(path), store=store)
+    shown = evalcore("gate", "--baseline", "imp", "--candidate", "imp", store=store)
+    (stored,) = before
+    expected = (
+        f"exit 2 · error: TMP/imposter.zip: its run id 'imp' is the name of run {stored} in {store}; loading it "
+        f"would make that name mean another run; not loaded · complete runs unchanged · gate --baseline imp reads "
+        f"{stored}"
+    )
+    observed = (
+        f"exit {ran.code} · {ran.line(tmp_path)} · {kept(store, before)} · gate --baseline imp reads "
+        f"{stored if stored in shown.out else 'ANOTHER RUN'}"
+    )
+    check("load-run: a run id that is another run's name", expected, observed, shown.out)
+
+
+def test_run_file_bombs_are_refused_before_anything_is_written(run_file, tmp_path):
+    store, src = run_file
+    spool = tmp_path / "tmpdir"
+    spool.mkdir()
+    bomb = tamper(src, tmp_path / "bomb.zip", {}, members={"tables/hits.parquet": bytes(64 << 20)})
+    big = tmp_path / "manifest.zip"
+    copy = tmp_path / "imp.zip"
+    copy.write_bytes(src.read_bytes())
+    _zip(big, {"manifest.json": b'{"format": "evalcore-run"' + b" " * (17 << 20) + b"}"})
+    rows = []
+    for name, path, env in (
+        ("a member that deflates to 64 MiB", bomb, {}),
+        ("a 17 MiB manifest", big, {}),
+        ("tables over EVALCORE_MAX_RUN_FILE_BYTES=10000", copy, {"EVALCORE_MAX_RUN_FILE_BYTES": "10000"}),
+    ):
+        ran, peak, wall = measured(["load-run", str(path)], store, {"TMPDIR": str(spool), **env})
+        rows.append((name, ran, peak))
+    expected = [
+        "exit 2 · error: TMP/bomb.zip: tables/hits.parquet expands to 67,108,864 bytes from ",
+        "exit 2 · error: TMP/manifest.zip: manifest.json declares 17,825,818 bytes, over the 16,777,216-byte limit",
+        "exit 2 · error: TMP/imp.zip: its tables unpack to ",
+    ]
+    for (name, ran, peak), start in zip(rows, expected, strict=True):
+        line = f"exit {ran.code} · {ran.line(tmp_path)}"
+        observed = f"{'starts as expected' if line.startswith(start) else line} · nothing in TMPDIR: " + (
+            f"{not any(spool.iterdir())} · peak under 400 MB: {peak < 400}"
+        )
+        check(
+            f"load-run: {name} (peak {peak:.0f} MB)",
+            "starts as expected · nothing in TMPDIR: True · peak under 400 MB: True",
+            observed,
+            line,
+        )
