@@ -23,6 +23,7 @@ from pathlib import PurePath
 
 from evalcore.errors import InputError
 from evalcore.extractors import Extraction, page_of
+from evalcore.extractors import bounded as _bounded
 from evalcore.extractors import html as _html
 from evalcore.extractors import markdown as _markdown
 from evalcore.extractors import pdf as _pdf
@@ -73,7 +74,7 @@ class Extractor:
 
 _MARKDOWN = Extractor(_markdown.NAME, _markdown.VERSION, "markdown", _markdown.extract, _markdown.check)
 _TEXT = Extractor(_markdown.NAME, _markdown.VERSION, "text", _markdown.extract, _markdown.check)
-_PDF = Extractor(_pdf.NAME, _pdf.VERSION, "pdf", _pdf.extract, _pdf.check, cached=True)
+_PDF = Extractor(_pdf.NAME, _pdf.VERSION, "pdf", _bounded.extract, _pdf.check, cached=True)
 _HTML = Extractor(_html.NAME, _html.VERSION, "html", _html.extract, _html.check, cached=True)
 
 EXTRACTORS: dict[str, Extractor] = {

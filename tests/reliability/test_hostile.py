@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import pdfs
 import pytest
 from conftest import ROOT
 from hostile import FIRST, TOKEN, Hostile
@@ -590,3 +591,68 @@ def test_run_file_bombs_are_refused_before_anything_is_written(run_file, tmp_pat
         )
         expected_row = f"{start}... · nothing in TMPDIR: True · peak under 400 MB: True"
         check(f"load-run: {name} (peak {peak:.0f} MB)", expected_row, observed, line)
+
+
+# --- documents (items 1, 14) ----------------------------------------------------------------------
+
+# what the New run page's Validate does with uploaded files (jobs.prepare_upload), in a process
+# of its own that prints the failed documents and its own peak RSS (VmHWM, kB)
+VALIDATE = """
+import json, sys
+from pathlib import Path
+from evalcore import jobs
+from evalcore.store import Store
+from evalcore.uploads import UploadedFile
+mini, pdf, store = Path(sys.argv[1]), Path(sys.argv[2]), Store(Path(sys.argv[3]))
+files = [UploadedFile(p.name, p.read_bytes()) for p in sorted((mini / "corpus").iterdir())]
+files.append(UploadedFile(pdf.name, pdf.read_bytes()))
+q = UploadedFile("questions.jsonl", (mini / "questions.jsonl").read_bytes())
+prepared = jobs.prepare_upload(store, files, q, None, "A", "dense")
+hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")][0].split()[1]
+print(json.dumps({"failed": {f["path"]: f["reason"] for f in prepared.report["failed"]}, "peak_kb": int(hwm)}))
+"""
+
+
+@pytest.mark.parametrize(
+    "name, make, env, reason",
+    [
+        (
+            "a 1 MB PDF whose content stream inflates to 1 GiB",
+            lambda: pdfs.inflating(1 << 30),
+            {},
+            "extraction stopped (exit -6); the PDF likely needs more than 1024 MB ($EVALCORE_PDF_MEMORY_MB); "
+            "not extracted",
+        ),
+        (
+            "a 250 KB page of 1.4M text objects (EVALCORE_PDF_MEMORY_MB=150)",
+            lambda: pdfs.many_objects(1_400_000),
+            {"EVALCORE_PDF_MEMORY_MB": "150"},
+            "extraction stopped (exit -6); the PDF likely needs more than 150 MB ($EVALCORE_PDF_MEMORY_MB); "
+            "not extracted",
+        ),
+    ],
+    ids=["inflates to 1 GiB", "1.4M text objects"],
+)
+def test_a_pdf_that_would_exhaust_the_dashboard_fails_in_a_capped_child(tmp_path, name, make, env, reason):
+    from conftest import MINI
+
+    pdf = tmp_path / "big.pdf"
+    pdf.write_bytes(make())
+    t0 = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, "-c", VALIDATE, str(MINI), str(pdf), str(tmp_path / "s.duckdb")],
+        cwd=ROOT,
+        env={**os.environ, **FAKE, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    wall = time.monotonic() - t0
+    got = json.loads(res.stdout) if res.returncode == 0 else {"failed": res.stderr[-300:], "peak_kb": 0}
+    peak = got["peak_kb"] / 1024
+    expected = f"validated · failed {{'big.pdf': {reason!r}}} · dashboard process peak under 500 MB"
+    observed = (
+        f"{'validated' if res.returncode == 0 else 'exit ' + str(res.returncode)} · failed {got['failed']} · "
+        f"dashboard process peak {'under 500 MB' if 0 < peak < 500 else f'{peak:.0f} MB'}"
+    )
+    check(f"document: {name} (dashboard peak {peak:.0f} MB, {wall:.1f} s)", expected, observed)
