@@ -35,12 +35,24 @@ MAX_RANK = 10**9  # a TREC rank beyond this is a damaged file
 
 
 @dataclass(frozen=True, slots=True)
+class Line:
+    """``FILE:LINE`` of a hit, formatted only when a message names it (a TREC file of a
+    million lines would otherwise hold a million such strings)."""
+
+    path: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
 class RankedHit:
     """One hit of a ranking file: the chunk's own id, its score, and where it was read."""
 
     chunk: str
     score: float
-    where: str
+    where: str | Line
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +98,7 @@ def detect(path: Path) -> str:
 
 
 # (hit, the rank the file gives, its position in the file)
-_Raw = list[tuple[RankedHit, float, int]]
+_Raw = list[tuple[RankedHit, float, int]]  # the given rank (an int in TREC files)
 
 
 def _order(hits: _Raw, higher_first: bool, kind: str, given_order: bool) -> list[RankedHit]:
@@ -108,41 +120,51 @@ def _order(hits: _Raw, higher_first: bool, kind: str, given_order: bool) -> list
 
 
 def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
+    """Streamed line by line; query ids, chunk ids and tags are interned (each is held once
+    however often the file repeats it), so memory grows with the hits, not the text."""
+    from sys import intern
+
     per_query: dict[str, _Raw] = {}
     starts: dict[str, str] = {}
-    seen: dict[tuple[str, str], str] = {}
     tags: list[str] = []
+    name = str(path)
     with open(path, "rb") as fh:
         for number, data in enumerate(fh, start=1):
-            where = f"{path}:{number}"
             try:
                 line = data.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
-                raise InputError(f"{where}: not UTF-8 text (byte offset {exc.start}: {exc.reason})") from None
+                raise InputError(f"{path}:{number}: not UTF-8 text (byte offset {exc.start}: {exc.reason})") from None
             if not line.strip():
                 continue
             parts = line.split()
             if len(parts) != 6:
                 raise InputError(
-                    f"{where}: a TREC run line has 6 fields (query_id Q0 chunk_id rank score tag), got {len(parts)}"
+                    f"{path}:{number}: a TREC run line has 6 fields (query_id Q0 chunk_id rank score tag), "
+                    f"got {len(parts)}"
                 )
             qid, _q0, chunk, rank_text, score_text, tag = parts
             try:
                 rank = int(rank_text)
             except ValueError:
-                raise InputError(f"{where}: rank must be an integer, got {rank_text[:40]!r}") from None
+                raise InputError(f"{path}:{number}: rank must be an integer, got {rank_text[:40]!r}") from None
             if abs(rank) > MAX_RANK:
-                raise InputError(f"{where}: rank {rank_text[:20]}... is out of range (at most {MAX_RANK:,})")
-            score = _score(score_text, where)
-            if (qid, chunk) in seen:
-                raise InputError(
-                    f"{where}: chunk {chunk!r} ranked twice for query {qid!r} (first at {seen[qid, chunk]})"
-                )
-            seen[qid, chunk] = where
-            starts.setdefault(qid, where)
-            per_query.setdefault(qid, []).append((RankedHit(chunk, score, where), float(rank), number))
+                raise InputError(f"{path}:{number}: rank {rank_text[:20]}... is out of range (at most {MAX_RANK:,})")
+            score = _score(score_text, f"{path}:{number}")
+            qid, chunk = intern(qid), intern(chunk)
+            if qid not in starts:
+                starts[qid] = f"{path}:{number}"
+            per_query.setdefault(qid, []).append((RankedHit(chunk, score, Line(name, number)), rank, number))
             if tag not in tags:
-                tags.append(tag)
+                tags.append(intern(tag))
+    for qid, hits in per_query.items():  # a chunk twice for one query: named at its second line
+        first: dict[str, int] = {}
+        for hit, _, number in hits:
+            if hit.chunk in first:
+                raise InputError(
+                    f"{path}:{number}: chunk {hit.chunk!r} ranked twice for query {qid!r} "
+                    f"(first at {path}:{first[hit.chunk]})"
+                )
+            first[hit.chunk] = number
     return per_query, starts, tags
 
 

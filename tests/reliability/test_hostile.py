@@ -656,3 +656,34 @@ def test_a_pdf_that_would_exhaust_the_dashboard_fails_in_a_capped_child(tmp_path
         f"dashboard process peak {'under 500 MB' if 0 < peak < 500 else f'{peak:.0f} MB'}"
     )
     check(f"document: {name} (dashboard peak {peak:.0f} MB, {wall:.1f} s)", expected, observed)
+
+
+TREC_READ = """
+import sys
+from evalcore.external.rankings import read_rankings
+def rss(key):
+    return int([x for x in open("/proc/self/status") if x.startswith(key)][0].split()[1])
+before = rss("VmRSS")
+hits = read_rankings(sys.argv[1]).hits
+print(len(hits), sum(map(len, hits.values())), (rss("VmHWM") - before) // 1024)
+"""
+
+
+def test_a_large_trec_file_is_streamed(tmp_path):
+    """import-run's reader on a 100,000-line TREC file (1,000 queries x 100 hits): the memory
+    it adds, measured in a process of its own, against the file's size."""
+    path = tmp_path / "big.trec"
+    with open(path, "w") as fh:
+        for q in range(1000):
+            for r in range(1, 101):
+                fh.write(f"query-{q:05d} Q0 doc{(q * 7919 + r) % 4000:05d}::chunk{r} {r} {1000.0 - r:.6f} bm25\n")
+    size = path.stat().st_size / 2**20
+    res = subprocess.run(
+        [sys.executable, "-c", TREC_READ, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    queries, hits, grew = map(int, res.stdout.split()) if res.returncode == 0 else (0, 0, -1)
+    expected = "exit 0 · 1000 queries, 100000 hits · grows by under 10 times the file"
+    observed = f"exit {res.returncode} · {queries} queries, {hits} hits · " + (
+        "grows by under 10 times the file" if 0 <= grew < 10 * size else f"grows by {grew} MB"
+    )
+    check(f"TREC: 100,000 lines, {size:.1f} MB (reading adds {grew} MB)", expected, observed, res.stderr[-500:])
