@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 
+def control_characters(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0, DEL, C1, or Unicode format/bidi
+    controls): such a name or id would move the cursor or hide text in a terminal, break
+    XML, or read differently than it is."""
+    import unicodedata
+
+    return any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
+
+
 class EvalcoreError(Exception):
     """Base class: a problem the user can fix; message names the file, line or field."""
 

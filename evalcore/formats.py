@@ -71,8 +71,10 @@ class Exported:
 
 
 def folder_name(name: str) -> str:
-    """A strategy or retriever name as a file name (``E@all-MiniLM`` stays, ``a/b c`` -> ``a_b_c``)."""
-    return _UNSAFE.sub("_", name) or "_"
+    """A strategy or retriever name as a file name (``E@all-MiniLM`` stays, ``a/b c`` -> ``a_b_c``);
+    never ``.`` or ``..`` (a stored name cannot lead a file outside the export folder)."""
+    safe = _UNSAFE.sub("_", name) or "_"
+    return "_" * len(safe) if set(safe) == {"."} else safe
 
 
 def chunk_key(doc_id: str, chunk_id: int, external_id: str | None) -> str:

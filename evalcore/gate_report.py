@@ -154,10 +154,19 @@ def to_text(report: GateReport) -> str:
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
+_MENTION = re.compile(r"@(?=\w)")
+_AUTOLINK = re.compile(r"(?i)\b(https?|ftp)(?=://)|\b(www)(?=\.)")
+ZWSP = "\u200b"
+
+
 def _cell(text: object) -> str:
     """Text safe inside a Markdown table cell: one line, Markdown's inline punctuation
-    backslash-escaped (``* _ [ ] ` ~ |``), ``<`` and ``>`` as entities (no raw HTML)."""
+    backslash-escaped (``* _ [ ] ` ~ |``), ``<`` and ``>`` as entities (no raw HTML), and
+    neither an @mention nor a bare URL left to link: a zero-width space follows ``@`` and
+    the scheme (``https``, ``www``), so a run name cannot ping people or link out."""
     s = _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    s = _MENTION.sub("@" + ZWSP, s)
+    s = _AUTOLINK.sub(lambda m: (m.group(1) or m.group(2)) + ZWSP, s)
     return s.replace("<", "&lt;").replace(">", "&gt;")
 
 

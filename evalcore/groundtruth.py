@@ -89,6 +89,10 @@ def _field(obj: dict[str, Any], key: str, kind: type, where: str, *, required: b
 
 
 def _check_id(query_id: str, where: str, seen: dict[str, str]) -> None:
+    from evalcore.errors import control_characters
+
+    if control_characters(query_id):
+        raise InputError(f"{where}: id {query_id!r} holds control characters")
     if query_id in seen:
         raise InputError(f"{where}: duplicate id {query_id!r} (first at {seen[query_id]})")
     seen[query_id] = where

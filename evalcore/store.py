@@ -543,7 +543,12 @@ class Store:
 
     # -- writes ------------------------------------------------------------------
     def start_run(self, row: dict[str, Any]) -> None:
-        """Insert a run in state ``running`` (pid and host recorded for crash detection)."""
+        """Insert a run in state ``running`` (pid and host recorded for crash detection).
+        ConfigError for a run name with control characters (nothing is written)."""
+        from evalcore.errors import ConfigError, control_characters
+
+        if control_characters(str(row.get("name") or "")):
+            raise ConfigError(f"--name {row.get('name')!r}: a run name without control characters")
         row = dict(
             row, status="running", created_at=row.get("created_at") or now(), pid=os.getpid(), host=socket.gethostname()
         )

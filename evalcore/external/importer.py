@@ -112,10 +112,17 @@ def import_run(
 
 
 def _check_name(value: str, option: str) -> None:
-    from evalcore.errors import ConfigError
+    from evalcore.errors import ConfigError, control_characters
 
-    if not value or "/" in value or ":" in value or any(ch.isspace() for ch in value):
+    if (
+        not value
+        or value in (".", "..")
+        or "/" in value
+        or ":" in value
+        or any(ch.isspace() for ch in value)
+        or control_characters(value)
+    ):
         raise ConfigError(
-            f"{option} {value!r}: a name without '/', ':' or whitespace (it labels the "
-            "configuration STRATEGY/RETRIEVER)"
+            f"{option} {value!r}: a name without '/', ':', whitespace or control characters, and not '.' "
+            "or '..' (it labels the configuration STRATEGY/RETRIEVER and names its export folder)"
         )

@@ -131,7 +131,7 @@ if n_out:
 st.subheader("Save the decision")
 with st.form("decision"):
     note = st.text_area("Note (why this threshold)", key="decision_note")
-    if st.form_submit_button(f"Save t = {t:.4f} for {config.label}"):
+    if st.form_submit_button(f"Save t = {t:.4f} for {_ui.esc(config.label)}"):
         saved_id = _ui.guarded(lambda: _ui.live(decisions.save_decision, ctx.run_id, config, t, note))
         if saved_id:
             latest = _ui.live(decisions.latest_decision, ctx.run_id, config)

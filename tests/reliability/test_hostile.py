@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -687,3 +688,118 @@ def test_a_large_trec_file_is_streamed(tmp_path):
         "grows by under 10 times the file" if 0 <= grew < 10 * size else f"grows by {grew} MB"
     )
     check(f"TREC: 100,000 lines, {size:.1f} MB (reading adds {grew} MB)", expected, observed, res.stderr[-500:])
+
+
+# --- labels and names (items 8, 9, 10) -----------------------------------------------------------
+
+
+def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
+    """The product manager's step on a run imported with a chunker named like a Markdown image
+    and a retriever named like HTML: the Threshold page's Save button shows the label as typed,
+    the browser never fetches x.png, and saving works (a real Streamlit and chromium)."""
+    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    store = tmp_path / "s.duckdb"
+    ran = evalcore(
+        "import-run",
+        *M,
+        "--chunks",
+        str(files["chunks"]),
+        "--rankings",
+        str(files["trec"]),
+        "--chunker",
+        "![c](x.png)",
+        "--retriever",
+        "<i>r",
+        store=store,
+    )
+    assert ran.code == 0, ran.err
+    label = "![c](x.png)/<i>r"
+    with streamlit_app(store, tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        requested: list[str] = []
+        page.on("request", lambda r: requested.append(r.url))
+        page.goto(f"{url}/threshold", wait_until="domcontentloaded")
+        settled(page)
+        healthy(page, "threshold with a hostile label")
+        button = page.locator('[data-testid="stFormSubmitButton"] button')
+        shown = button.inner_text()
+        images = button.locator("img").count()
+        page.locator('[data-testid="stTextArea"] textarea').fill("hostile label")
+        button.click()
+        settled(page)
+        saved = page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision").count()
+        browser.close()
+    fetched = [u for u in requested if "x.png" in u]
+    expected = f"button reads 'Save t = ... for {label}' · no image · x.png never fetched · saved"
+    observed = (
+        f"button reads '{re.sub(r'= [0-9.]+ ', '= ... ', shown)}' · {'no image' if not images else 'AN IMAGE'} · "
+        f"{'x.png never fetched' if not fetched else 'FETCHED ' + fetched[0]} · {'saved' if saved else 'NOT SAVED'}"
+    )
+    check("dashboard: a Markdown image and HTML as a configuration label", expected, observed)
+
+
+NAME_CASES = [
+    (
+        "an escape sequence in --chunker",
+        ["--chunker", "ext\x1b[2Jx"],
+        "error: --chunker 'ext\\x1b[2Jx': a name without '/', ':', whitespace or control characters, and not '.' "
+        "or '..' (it labels the configuration STRATEGY/RETRIEVER and names its export folder)",
+    ),
+    (
+        "--retriever ..",
+        ["--retriever", ".."],
+        "error: --retriever '..': a name without '/', ':', whitespace or control characters, and not '.' "
+        "or '..' (it labels the configuration STRATEGY/RETRIEVER and names its export folder)",
+    ),
+    (
+        "an escape sequence in --name",
+        ["--name", "run\x1b[31m"],
+        "error: --name 'run\\x1b[31m': a run name without control characters",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, args, message", NAME_CASES, ids=[c[0] for c in NAME_CASES])
+def test_names_that_would_escape_terminals_or_folders_are_refused(files, tmp_path, name, args, message):
+    store = tmp_path / "s.duckdb"
+    ran = evalcore(
+        "import-run", *M, "--chunks", str(files["chunks"]), "--rankings", str(files["trec"]), *args, store=store
+    )
+    stored = len(Store(store).runs()) if store.exists() else 0
+    expected = f"exit 2 · {message} · 0 runs stored"
+    check(f"import-run: {name}", expected, f"exit {ran.code} · {ran.line(tmp_path)} · {stored} runs stored")
+
+
+def test_gate_markdown_neither_pings_nor_links_out(files, tmp_path):
+    store = tmp_path / "s.duckdb"
+    ids = []
+    for name in ("@octocat-please-review", "see-https://evil.example/x"):
+        ran = evalcore(
+            "import-run",
+            *M,
+            "--chunks",
+            str(files["chunks"]),
+            "--rankings",
+            str(files["trec"]),
+            "--name",
+            name,
+            "--json",
+            store=store,
+        )
+        assert ran.code == 0, ran.err
+        ids.append(json.loads(ran.out)["run_id"])
+    gate = evalcore("gate", "--baseline", ids[0], "--candidate", ids[1], "--format", "markdown", store=store)
+    mentions = re.findall(r"(?<![\w`])@\w", gate.out)
+    links = re.findall(r"https?://|www\.", gate.out)
+    expected = "exit 0 · no @mention · no bare URL · both names shown"
+    observed = (
+        f"exit {gate.code} · {'no @mention' if not mentions else f'{len(mentions)} @mentions'} · "
+        f"{'no bare URL' if not links else f'{len(links)} bare URLs'} · "
+        f"{'both names shown' if 'octocat' in gate.out and 'evil.example' in gate.out else 'NAMES MISSING'}"
+    )
+    check("gate: run names with an @mention and a URL (Markdown)", expected, observed, gate.out[:1500])
