@@ -201,9 +201,14 @@ def _read_jsonl_hits(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
 
 def _read_json(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
     try:
-        obj = jsontext.loads(path.read_text(encoding="utf-8-sig"))
+        obj = jsontext.loads(path.read_text(encoding="utf-8-sig"), unique_keys=True)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except jsontext.DuplicateKey as exc:
+        raise InputError(
+            f"{path}: {exc.key!r} is given twice in one object (a query, or a chunk of one query, given twice: "
+            "the last value would silently win)"
+        ) from None
     if not isinstance(obj, dict):
         raise InputError(f"{path}: expected a JSON object {{query_id: {{chunk_id: score}}}}, got {type(obj).__name__}")
     per_query: dict[str, _Raw] = {}

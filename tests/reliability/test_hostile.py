@@ -803,3 +803,29 @@ def test_gate_markdown_neither_pings_nor_links_out(files, tmp_path):
         f"{'both names shown' if 'octocat' in gate.out and 'evil.example' in gate.out else 'NAMES MISSING'}"
     )
     check("gate: run names with an @mention and a URL (Markdown)", expected, observed, gate.out[:1500])
+
+
+@pytest.mark.parametrize(
+    "name, text, key",
+    [
+        (
+            "a query given twice",
+            '{"port-course": {"install::0": 1.0}, "port-course": {"install::1": 2.0}}',
+            "port-course",
+        ),
+        ("a chunk given twice", '{"port-course": {"install::0": 1.0, "install::0": 2.0}}', "install::0"),
+    ],
+    ids=["query twice", "chunk twice"],
+)
+def test_a_ranx_json_key_given_twice_is_refused(files, tmp_path, name, text, key):
+    path = tmp_path / "run.json"
+    path.write_text(text)
+    store = tmp_path / "store" / "s.duckdb"
+    ran = evalcore("import-run", *M, "--chunks", str(files["chunks"]), "--rankings", str(path), store=store)
+    message = (
+        f"error: TMP/run.json: {key!r} is given twice in one object (a query, or a chunk of one query, given "
+        "twice: the last value would silently win)"
+    )
+    expected = f"exit 2 · {message} · store not created"
+    observed = f"exit {ran.code} · {ran.line(tmp_path)} · store {'created' if store.parent.exists() else 'not created'}"
+    check(f"import-run: ranx JSON, {name}", expected, observed)
