@@ -27,6 +27,7 @@ import hashlib
 import logging
 import os
 import stat
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -185,11 +186,23 @@ def load_corpus(root: str | Path, cache: ExtractionCache | None = None) -> Corpu
     documents: list[Document] = []
     seen: dict[str, str] = {}
     todo: list[tuple[Found, bytes, extract.Extractor, CacheKey]] = []
+    composed: dict[str, str] = {}  # the NFC form of each file's path -> that path
     for file in files:
         doc_id = doc_id_for(file.rel)
         if doc_id in seen:
             failed.append(FailedDocument(doc_id, file.rel, f"duplicate document id {doc_id!r} (also {seen[doc_id]})"))
             continue
+        twin = composed.get(unicodedata.normalize("NFC", file.rel))
+        if twin is not None:  # one name in two Unicode forms (NFC and NFD): two copies of one document
+            failed.append(
+                FailedDocument(
+                    doc_id,
+                    file.rel,
+                    f"the same name as {twin!r} in another Unicode form (NFC/NFD); one document is kept",
+                )
+            )
+            continue
+        composed[unicodedata.normalize("NFC", file.rel)] = file.rel
         seen[doc_id] = file.rel
         try:
             data = _read(file)

@@ -109,9 +109,13 @@ def check_size(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> None:
 
 def safe_name(name: str) -> str:
     """The base name of an uploaded file (browsers may send a path); InputError when empty."""
+    from evalcore.errors import control_characters
+
     base = PurePosixPath(name.replace("\\", "/")).name
     if not base or base in (".", ".."):
         raise InputError(f"{name!r}: not a usable file name")
+    if control_characters(base):
+        raise InputError(f"{name!r}: a file name with a control character (such as a NUL byte) is not usable")
     return base
 
 
@@ -125,6 +129,10 @@ def entry_path(upload_name: str, entry: str) -> PurePosixPath:
     if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":"):
         raise InputError(f"{upload_name}: entry {entry!r} has an absolute path; refusing the zip")
     parts = [p for p in norm.split("/") if p not in ("", ".")]
+    from evalcore.errors import control_characters
+
+    if control_characters(norm):
+        raise InputError(f"{upload_name}: entry {entry!r} has a control character in its name; refusing the zip")
     if ".." in parts:
         raise InputError(f"{upload_name}: entry {entry!r} escapes the archive folder ('..'); refusing the zip")
     return PurePosixPath(*parts) if parts else PurePosixPath(".")

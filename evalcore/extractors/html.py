@@ -150,7 +150,7 @@ def decode(data: bytes, filename: str) -> Any:
     except UnicodeDecodeError:
         pass
     try:
-        return lxml.html.document_fromstring(data)
+        return lxml.html.document_fromstring(data, parser=_parser())
     except Exception as exc:  # noqa: BLE001 - libxml2 reports many kinds
         raise InputError(f"{filename}: not readable as HTML ({exc})") from None
 
@@ -170,9 +170,18 @@ def _parse(text: str, filename: str) -> Any:
     if not text.strip():
         raise InputError(f"{filename}: empty file")
     try:
-        return lxml.html.document_fromstring(text)
+        return lxml.html.document_fromstring(text, parser=_parser())
     except Exception as exc:  # noqa: BLE001
         raise InputError(f"{filename}: not readable as HTML ({exc})") from None
+
+
+def _parser() -> Any:
+    """libxml2's HTML parser with ``huge_tree``: without it a text node over 10 MB is dropped
+    without a word (a page with one long paragraph became its title alone). The upload and
+    file size limits bound the input instead."""
+    import lxml.html
+
+    return lxml.html.HTMLParser(huge_tree=True)
 
 
 def _tag(el: Any) -> str:

@@ -829,3 +829,64 @@ def test_a_ranx_json_key_given_twice_is_refused(files, tmp_path, name, text, key
     expected = f"exit 2 · {message} · store not created"
     observed = f"exit {ran.code} · {ran.line(tmp_path)} · store {'created' if store.parent.exists() else 'not created'}"
     check(f"import-run: ranx JSON, {name}", expected, observed)
+
+
+def test_an_upload_whose_name_holds_a_nul_byte_is_named(tmp_path):
+    from evalcore import jobs
+    from evalcore.errors import InputError
+    from evalcore.uploads import UploadedFile
+
+    store = Store(tmp_path / "runs" / "evalcore.duckdb")
+    store.migrate()
+    files = [UploadedFile(p.name, p.read_bytes()) for p in sorted(CORPUS.iterdir())]
+    files.append(UploadedFile("notes\x00.md", b"# Notes\n\nText.\n"))
+    try:
+        jobs.prepare_upload(store, files, UploadedFile("questions.jsonl", QUESTIONS.read_bytes()), None, "A", "dense")
+        got = "accepted"
+    except InputError as exc:
+        got = str(exc)
+    expected = "'notes\\x00.md': a file name with a control character (such as a NUL byte) is not usable"
+    check("upload: a NUL byte in a file name", expected, got)
+
+
+def test_document_cases_that_were_silent(tmp_path):
+    """A page with a 10 MiB paragraph keeps its text; NFC and NFD twins of one file name are
+    one document and a note (validate --json, a real process)."""
+    import shutil
+    import unicodedata
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(CORPUS, corpus)
+    (corpus / "long.html").write_bytes(
+        b"<html><head><title>Long</title></head><body><p>" + b"kettle " * (1536 * 1024) + b"</p></body></html>"
+    )
+    nfc, nfd = unicodedata.normalize("NFC", "café.md"), unicodedata.normalize("NFD", "café.md")
+    (corpus / nfc).write_text("# Café\n\nOne text.\n")
+    (corpus / nfd).write_text("# Café\n\nOne text.\n")
+    ran = evalcore("validate", "--corpus", str(corpus), "--questions", str(QUESTIONS), "--json")
+    report = json.loads(ran.out) if ran.code == 0 else {}
+    failed = {f["path"]: f["reason"] for f in report.get("failed", [])}
+    docs = {d["doc_id"]: d for d in report.get("documents_detail", [])} if "documents_detail" in report else {}
+    long_chars = docs.get("long", {}).get("characters")
+    twin = sorted(failed)[0] if failed else None
+    dropped = twin if twin in (nfc, nfd) else nfd  # whichever came second in the folder's order
+    kept_name = nfc if dropped == nfd else nfd
+    reason = f"the same name as {kept_name!r} in another Unicode form (NFC/NFD); one document is kept"
+    expected = f"exit 0 · 6 documents · failed { ({dropped: reason}) }"
+    observed = f"exit {ran.code} · {report.get('documents')} documents · failed {failed}"
+    check("corpus: NFC and NFD twins of one file name", expected, observed, (twin, long_chars, ran.err))
+    store = tmp_path / "s.duckdb"
+    chars = None
+    if ran.code == 0:
+        done = evalcore(
+            "run", "--corpus", str(corpus), "--questions", str(QUESTIONS), "--strategies", "A", "-q", store=store
+        )
+        if done.code == 0:
+            chars = int(Store(store).query("SELECT characters FROM documents WHERE doc_id = 'long'")["characters"][0])
+    paragraph = len("kettle " * (1536 * 1024)) - 1
+    keeps = f"document 'long' keeps its {paragraph:,}-character paragraph"
+    check(
+        f"corpus: an HTML page with a 10 MiB paragraph ({chars} characters stored)",
+        keeps,
+        keeps if chars is not None and chars >= paragraph else f"document 'long' has {chars} characters",
+    )
