@@ -890,3 +890,46 @@ def test_document_cases_that_were_silent(tmp_path):
         keeps,
         keeps if chars is not None and chars >= paragraph else f"document 'long' has {chars} characters",
     )
+
+
+def test_cancel_ends_a_dashboard_endpoint_job_stalled_by_slowloris(hostile, tmp_path, monkeypatch):
+    """EVALCORE_MAX_JOBS=1: a dashboard endpoint job on the slowloris service holds the only
+    slot; Cancel (what the Runs page's button does) must end it within seconds."""
+    from conftest import MINI
+
+    from evalcore import inputs, jobs
+
+    monkeypatch.setenv(inputs.DATA_ROOTS_ENV, str(MINI))
+    monkeypatch.setenv("EVALCORE_ENDPOINTS", hostile.base + "/")
+    store_path = tmp_path / "s.duckdb"
+    store = Store(store_path)
+    prepared = jobs.prepare_paths(str(CORPUS), str(QUESTIONS), str(OOD), "A", "dense")
+    spec = {"url": hostile.url("slow"), "timeout": 60.0, "retries": 0, "concurrency": 4, "k": 20}
+    job_id = jobs.submit(store, jobs.with_options(prepared, endpoint=spec), "stalled", start=False)
+    before = hostile.requests["slow"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalcore", "--store", str(store_path), "job", job_id],
+        cwd=ROOT,
+        env={**os.environ, **FAKE, "EVALCORE_MAX_JOBS": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while hostile.requests["slow"] < before + 4 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    t0 = time.monotonic()
+    jobs.cancel(store, job_id)
+    try:
+        proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+    took = time.monotonic() - t0
+    row = jobs.job(store, job_id)
+    expected = "job cancelled: cancelled by the user · run cancelled · process ended within 5 s"
+    observed = (
+        f"job {row['status']}: {row['reason']} · run {row['run_status']} · "
+        f"{'process ended within 5 s' if took < 5 else f'process ended after {took:.0f} s'}"
+    )
+    check(f"endpoint: slowloris as a dashboard job, Cancel ({took:.1f} s to end)", expected, observed)
