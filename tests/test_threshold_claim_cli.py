@@ -135,3 +135,41 @@ def test_a_run_without_off_topic_questions_exits_2_naming_it(tmp_path, mini_inpu
     assert len(err) == 1 and run_id in err[0] and "off-topic" in err[0]
     assert main(["--store", str(tmp_path / "s.duckdb"), "threshold", "no-ood:Z/dense"]) == 2
     assert "no configuration Z/dense" in capsys.readouterr().err
+
+
+def test_gate_fails_when_the_decided_threshold_no_longer_meets_the_bluff_claim(gate_store, tmp_path, capsys):
+    """A decision saved (by the CLI's OS user) with its claim at alpha 0.2 on base:P/dense; the
+    gate recomputes the claim on the candidate and fails exactly when t lies beyond its bluff
+    boundary there (computed here from the raw hits with binom)."""
+    import shutil
+
+    from evalcore.authors import os_author
+    from evalcore.read.claims import claim_of
+    from evalcore.read.decisions import latest_decision, save_decision
+    from evalcore.records import Configuration
+
+    path = tmp_path / "copy.duckdb"
+    shutil.copy(gate_store, path)
+    store = Store(path)
+    ids = dict(store.query("SELECT name, run_id FROM runs").itertuples(index=False, name=None))
+    p_dense = Configuration("P", "dense")
+    claim = claim_of(store, ids["base"], p_dense, alpha=0.2)
+    assert claim.bluff_status == "bounded" and claim.n_ood == 30
+    t = claim.bluff_ok_up_to
+    save_decision(store, ids["base"], p_dense, t, "claim at 20%", author=os_author(), claim=claim)
+    saved = latest_decision(store, ids["base"], p_dense)
+    assert saved.author == os_author() and saved.claim["max_bluff_rate"] == 0.2
+    assert saved.claim["bluff_status"] == "bounded" and "20%" in saved.claim_text()
+    for candidate in ("base", "cand"):
+        want = _expected(path, ids[candidate], "P/dense", alpha=0.2)
+        broken = want["bluff_ok_up_to"] is None or t > want["bluff_ok_up_to"]
+        assert main(
+            ["--store", str(path), "gate", "--baseline", "base:P/dense", "--candidate", candidate]
+            + ["--threshold-from-decision", "--format", "json"]
+        ) in (0, 1)
+        report = json.loads(capsys.readouterr().out)
+        contract = report["configurations"][0]["refusal_contract"]
+        assert contract["claim_failed"] == broken, candidate
+        assert ("bluff claim not met" in report["configurations"][0]["verdicts"]) == broken
+        assert "bluffs <= 20% with 95% confidence" in contract["claim_note"]
+    assert broken  # on the damaged candidate the claim's boundary moved below t

@@ -221,6 +221,42 @@ def caption(claim: Claim | None) -> str:
     )
 
 
+def band(claim: Claim | None) -> tuple[float, float, str] | None:
+    """(from, to, words) of the thresholds where both claims hold (a feasible claim with both
+    sides bounded), for the sweep chart; None otherwise. Distance axis: ``from < t <= to``
+    (from = lost_ok_above, to = bluff_ok_up_to); score axis, the same form (the bluff claim holds
+    strictly above bluff_ok_up_to, the lost claim at or below lost_ok_above): from =
+    bluff_ok_up_to, to = lost_ok_above."""
+    if claim is None or not claim.feasible or claim.bluff_ok_up_to is None or claim.lost_ok_above is None:
+        return None
+    low, high = (
+        (claim.bluff_ok_up_to, claim.lost_ok_above)
+        if claim.higher_is_closer
+        else (claim.lost_ok_above, claim.bluff_ok_up_to)
+    )
+    words = (
+        f"the claim (bluffs <= {_pct(claim.max_bluff_rate)} with {_pct(claim.confidence)} confidence, lost <= "
+        f"{_pct(claim.max_lost_rate)}; {claim.n_ood} off-topic, {claim.n_answerable} answerable) holds for "
+        f"{low:.3f} < t <= {high:.3f}"
+    )
+    return low, high, words
+
+
+def band_of(
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[float, float, str] | None:
+    """:func:`band` of the stored configuration's claim (None when no claim can be made)."""
+    try:
+        return band(claim_of(store, run_id, configuration, alpha, beta, confidence))
+    except ClaimError:
+        return None
+
+
 def segments(gv: GateValues, threshold: float) -> pd.DataFrame:
     """The gate at ``threshold`` per segment, with 95% Wilson intervals: off-topic queries by
     ``kind`` (near / far: the bluff rate) and in-domain queries by ``variant`` (the share
@@ -270,7 +306,7 @@ def segments(gv: GateValues, threshold: float) -> pd.DataFrame:
     return frame[["segment", "rate", "queries", "of", "share", "wilson low", "wilson high"]]
 
 
-def coverage(gv: GateValues, sweep_df: pd.DataFrame) -> pd.DataFrame:
+def coverage(sweep_df: pd.DataFrame) -> pd.DataFrame:
     """The sweep read on a coverage axis: per step, the share of real (in-domain) questions
     answered (``coverage``), the share answered from a right source and the bluff rate.
     Columns: threshold, coverage, answered_correct_share, bluff_rate."""
@@ -289,6 +325,14 @@ def coverage(gv: GateValues, sweep_df: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return frame
+
+
+def coverage_at(sweep_df: pd.DataFrame, threshold: float) -> float | None:
+    """The share of real (in-domain) questions the gate answers at ``threshold``."""
+    from evalcore.threshold import state_at
+
+    c = state_at(sweep_df, threshold)
+    return (c.in_domain - c.refused) / c.in_domain if c.in_domain else None
 
 
 def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None) -> str | None:
