@@ -196,7 +196,7 @@ def separability(claim: Claim) -> str:
         return "Separability cannot be measured (no in-domain or no off-topic query)."
     figure = f"AUC {claim.auc:.2f}"
     if not math.isnan(claim.auc_low):
-        figure += f" [{claim.auc_low:.2f}, {claim.auc_high:.2f}] (95%, {claim.auc_method})"
+        figure += f", 95% DeLong interval [{claim.auc_low:.2f}, {claim.auc_high:.2f}]"
     if claim.auc < POOR_SEPARATION:
         return (
             f"Real and off-topic questions barely separate on this corpus ({figure}): no threshold "

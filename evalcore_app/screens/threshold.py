@@ -80,8 +80,9 @@ claim = _ui.claim_or_none(ctx, DEFAULT_SPLITS)
 if claim is None:
     _ui.guarded(lambda: _ui.cached(claims.claim_of, ctx.run_id, config, *_ui.claim_params()))
 else:
-    _ui.plain(claims.claim_sentence(claim), strong=True, testid="claim-sentence")
-    if not claim.feasible:
+    sentence = claims.claim_sentence(claim)
+    _ui.plain(sentence, strong=True, testid="claim-sentence")
+    if not claim.feasible and claim.problem() != sentence:
         st.warning(_ui.esc(claim.problem() or ""))
     _ui.plain(claims.separability(claim), testid="separability")
     if not math.isnan(claim.auc) and claim.auc < POOR_SEPARATION:
