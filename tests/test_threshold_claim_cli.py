@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import binom, mannwhitneyu
+from test_external import bm25_files  # noqa: F401  (a fixture)
 
 from evalcore.cli import main
 from evalcore.store import Store
@@ -173,3 +174,89 @@ def test_gate_fails_when_the_decided_threshold_no_longer_meets_the_bluff_claim(g
         assert ("bluff claim not met" in report["configurations"][0]["verdicts"]) == broken
         assert "bluffs <= 20% with 95% confidence" in contract["claim_note"]
     assert broken  # on the damaged candidate the claim's boundary moved below t
+
+
+def test_segments_and_coverage_equal_a_brute_force_count(engine_store, engine_run_id):
+    """Per-segment figures at t (off-topic by kind, in-domain by variant) against a count over the
+    raw hits with statsmodels' Wilson interval; the coverage view against the sweep's counts."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from evalcore.read.claims import coverage, coverage_at, gate_values, refuses_most, segments
+    from evalcore.read.sweeps import sweep
+    from evalcore.records import Configuration
+
+    store = Store(engine_store)
+    config = Configuration("C", "dense")
+    t = 0.55
+    got = segments(gate_values(store, engine_run_id, config), t)
+    q = store.query("SELECT query_id, domain, kind, variant FROM queries WHERE run_id = ? AND valid", [engine_run_id])
+    h = store.query(
+        "SELECT query_id, distance, correct FROM hits WHERE run_id = ? AND strategy = 'C' AND retriever = 'dense' "
+        "AND rank <= 4",
+        [engine_run_id],
+    )
+    kept = h[h["distance"] < t]
+    answered = set(kept["query_id"])
+    right = set(kept[kept["correct"]]["query_id"])
+    answerable = set(h[h["correct"]]["query_id"])
+    expected = []
+    for kind, part in sorted(q[q["domain"] == "out"].groupby("kind")):
+        expected.append((f"off-topic: {kind}", "bluff rate", sum(x in answered for x in part["query_id"]), len(part)))
+    for variant, part in sorted(q[q["domain"] == "in"].groupby("variant")):
+        ids = list(part["query_id"])
+        expected.append(
+            (f"in-domain: {variant}", "answered from a right source", sum(x in right for x in ids), len(ids))
+        )
+        able = [x for x in ids if x in answerable]
+        if able:
+            expected.append(
+                (f"in-domain: {variant}", "lost rate (answerable)", sum(x not in right for x in able), len(able))
+            )
+    assert [tuple(r) for r in got[["segment", "rate", "queries", "of"]].itertuples(index=False)] == expected
+    low, high = proportion_confint(got["queries"], got["of"], alpha=0.05, method="wilson")
+    assert np.allclose(got["wilson low"], low) and np.allclose(got["wilson high"], high)
+
+    frame = sweep(store, engine_run_id, config)
+    cov = coverage(frame)
+    assert np.allclose(cov["coverage"], 1 - frame["refused"] / frame["in_domain"])
+    n_in = int((q["domain"] == "in").sum())
+    assert coverage_at(frame, t) == pytest.approx(len(answered & set(q[q["domain"] == "in"]["query_id"])) / n_in)
+    assert refuses_most(frame, 0.0, None) is not None and "refuses 100%" in refuses_most(frame, 0.0, None)
+    assert refuses_most(frame, 2.0, None) is None
+
+
+def test_a_score_axis_mirrors_every_inequality(tmp_path, bm25_files, capsys):  # noqa: F811
+    """An imported run (rank_bm25 scores, higher = closer): the claim read on the score axis
+    equals binom and mannwhitneyu on the largest top-4 scores, with the mirrored boundaries."""
+    from conftest import import_run
+
+    store = tmp_path / "ext.duckdb"
+    args = ("--chunker", "sent3", "--retriever", "rank_bm25", "--name", "ext")
+    run_id = import_run(str(store), str(bm25_files["chunks"]), str(bm25_files["trec"]), capsys, *args)["run_id"]
+    (claim,) = _run_json(capsys, store, run_id, "--max-bluff-rate", "0.4", "--max-lost-rate", "0.4")
+    assert claim["axis"] == "score"
+    s = Store(store)
+    hits = s.query(
+        "SELECT h.query_id, q.domain, h.score, h.correct FROM hits h JOIN queries q USING (run_id, query_id) "
+        "WHERE h.run_id = ? AND h.rank <= 4 AND q.valid",
+        [run_id],
+    )
+    domain = dict(
+        s.query("SELECT query_id, domain FROM queries WHERE run_id = ? AND valid", [run_id]).itertuples(index=False)
+    )
+    best = hits.groupby("query_id")["score"].max()
+    best_correct = hits[hits["correct"]].groupby("query_id")["score"].max()
+    ood = np.array([best.get(q, -np.inf) for q, d in domain.items() if d == "out"])
+    inside = np.array([best.get(q, -np.inf) for q, d in domain.items() if d == "in"])
+    ans = np.array([v for q, v in best_correct.items() if domain.get(q) == "in"])
+    k = max(k for k in range(len(ood) + 1) if binom.cdf(k, len(ood), 0.4) <= 0.05)
+    j = max(j for j in range(len(ans) + 1) if binom.cdf(j, len(ans), 0.4) <= 0.05)
+    assert claim["bluff_status"] == claim["lost_status"] == "bounded"
+    assert claim["bluff_ok_up_to"] == pytest.approx(np.sort(ood)[::-1][k])  # (k*+1)-th largest
+    assert claim["lost_ok_above"] == pytest.approx(np.sort(ans)[j])  # (j*+1)-th smallest
+    assert claim["feasible"] == (claim["bluff_ok_up_to"] < claim["lost_ok_above"])
+    if claim["feasible"]:
+        t = claim["recommended"]
+        assert t > claim["bluff_ok_up_to"] and int((ood >= t).sum()) == claim["bluffs"] <= k
+        assert int((ans < t).sum()) == claim["lost"] <= j
+    assert claim["auc"] == pytest.approx(mannwhitneyu(inside, ood).statistic / (len(ood) * len(inside)))
