@@ -126,8 +126,8 @@ def test_claim_journey(served_claims):
             assert page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="separates").count() == 1
             # the cost suggestion opens the page here, refusing most real questions: said, with why (item 9)
             assert "cost ratio 3" in text_of(page, "threshold-state")
-            most = page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="of real questions")
-            assert most.count() == 1 and "overlap" in most.first.inner_text(), most.all_inner_texts()
+            most = page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="the gate refuses")
+            assert most.count() >= 1 and "overlap" in most.first.inner_text(), most.all_inner_texts()
 
             # 8. a new visit from / opens on the newest run; picking the decided run again restores it
             context.close()
