@@ -187,7 +187,8 @@ def claim_sentence(claim: Claim) -> str:
             f"({claim.lost} of {claim.n_answerable}; the claim 'lost <= {_pct(claim.max_lost_rate)}' "
             f"holds for {claim.lost_region()})."
         )
-    return f"{head}; but {claim.problem()}"
+    problem = claim.problem() or ""
+    return f"{head}; but {problem[:1].lower()}{problem[1:]}"
 
 
 def separability(claim: Claim) -> str:
