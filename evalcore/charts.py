@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     import altair as alt
@@ -419,10 +419,15 @@ def distance_chart(
 
 
 def sweep_chart(
-    sweep_long: pd.DataFrame, threshold: float, rates: bool, keep_rule: str = "distance < t"
+    sweep_long: pd.DataFrame,
+    threshold: float,
+    rates: bool,
+    keep_rule: str = "distance < t",
+    band: tuple[float, float, str] | None = None,
 ) -> alt.LayerChart:
     """Bluffs, lost answers and refusals against the threshold (step lines), a rule at the
-    chosen ``threshold``; as rates, each with its 95% Wilson band.
+    chosen ``threshold``; as rates, each with its 95% Wilson band. ``band``: (from, to, label)
+    of the thresholds where the threshold claim holds, shaded green behind the lines.
 
     ``sweep_long``: threshold, series, count, rate, low, high (:func:`evalcore.read.sweeps.sweep_long`).
     """
@@ -468,6 +473,18 @@ def sweep_chart(
         )
     )
     layers = []
+    if band is not None:
+        zone = pd.DataFrame({"from": [band[0]], "to": [band[1]], "label": [band[2]]})
+        layers.append(
+            alt.Chart(zone)
+            .mark_rect(color="#2ca02c", opacity=0.12)
+            .encode(x="from:Q", x2="to:Q", tooltip=[alt.Tooltip("label:N", title="threshold claim")])
+        )
+        layers.append(
+            alt.Chart(zone)
+            .mark_text(align="left", dx=3, baseline="bottom", fontSize=10, color="#1a6e1a")
+            .encode(x="from:Q", y=alt.value(298), text=alt.value("claim holds"))
+        )
     if rates:
         layers.append(
             alt.Chart(sweep_long)
@@ -526,3 +543,71 @@ def index_chart(health: pd.DataFrame) -> alt.LayerChart:
         ]
     ).properties(width=360, height=_rows_height(len(order), 24))
     return _configure(chart, "Chunks per strategy", "label: chunks over the model's 256-piece window")
+
+
+def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
+    """The threshold read as coverage, for readers to whom t means nothing: per step of the
+    sweep, the share of off-topic questions answered (bluffs) and of real questions answered
+    from a right source, against the share of real questions answered; a rule at the coverage
+    of the chosen threshold (``at``).
+
+    ``coverage``: threshold, coverage, answered_correct_share, bluff_rate
+    (:func:`evalcore.read.claims.coverage`)."""
+    import altair as alt
+    import pandas as pd
+
+    _inline_all_rows()
+    long = pd.concat(
+        [
+            coverage.assign(series="off-topic questions answered (bluffs)", share=coverage["bluff_rate"]),
+            coverage.assign(
+                series="real questions answered from a right source", share=coverage["answered_correct_share"]
+            ),
+        ],
+        ignore_index=True,
+    )[["threshold", "coverage", "series", "share"]].dropna()
+    x = alt.X(
+        "coverage:Q",
+        title="share of real questions answered",
+        axis=alt.Axis(format=".0%"),
+        scale=alt.Scale(domain=[0, 1]),
+    )
+    lines = (
+        alt.Chart(long)
+        .mark_line(interpolate="step-after", strokeWidth=2, point=False)
+        .encode(
+            x=x,
+            y=alt.Y("share:Q", title="share of the group", axis=alt.Axis(format=".0%"), scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color(
+                "series:N",
+                title=None,
+                scale=alt.Scale(
+                    domain=["off-topic questions answered (bluffs)", "real questions answered from a right source"],
+                    range=["#d62728", "#2ca02c"],
+                ),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            order="coverage:Q",
+            tooltip=[
+                alt.Tooltip("coverage:Q", format=".1%", title="real questions answered"),
+                "series:N",
+                alt.Tooltip("share:Q", format=".1%"),
+                alt.Tooltip("threshold:Q", format=".4f"),
+            ],
+        )
+    )
+    layers: list[Any] = [lines]
+    if at is not None:
+        mark = pd.DataFrame({"c": [at], "label": [f"at t: {at:.0%} answered"]})
+        layers.append(alt.Chart(mark).mark_rule(color="black", strokeDash=[4, 3]).encode(x="c:Q"))
+        layers.append(
+            alt.Chart(mark)
+            .mark_text(align="left", dx=4, baseline="top", fontSize=11)
+            .encode(x="c:Q", y=alt.value(2), text="label:N")
+        )
+    chart = alt.LayerChart(layer=layers).properties(width=640, height=300)
+    return _configure(
+        chart,
+        "What the gate does, read as coverage",
+        "each point is a threshold; left: refuse more, right: answer more",
+    )

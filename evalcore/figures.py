@@ -228,27 +228,49 @@ def sweep_figure(store: Store, run_id: str, configuration: Configuration, thresh
     )
 
 
-def sweep_figures(store: Store, run_id: str, configuration: Configuration, threshold: float) -> tuple[Figure, Figure]:
-    """The sweep as counts and as rates, from one read."""
+def sweep_figures(
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    threshold: float,
+    claim_params: tuple[float, float, float] | None = None,
+) -> tuple[Figure, Figure]:
+    """The sweep as counts and as rates, from one read; with ``claim_params`` (alpha, beta,
+    confidence) the threshold claim's band is shaded and the claim stated in the captions."""
+    from evalcore.read.claims import band_of
     from evalcore.read.sweeps import sweep
 
     frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
+    band = band_of(store, run_id, configuration, *claim_params) if claim_params else None
     return (
-        sweep_figure_of(frame, run, configuration, threshold, False),
-        sweep_figure_of(frame, run, configuration, threshold, True),
+        sweep_figure_of(frame, run, configuration, threshold, False, band),
+        sweep_figure_of(frame, run, configuration, threshold, True, band),
     )
 
 
-def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
-    """:func:`sweep_figure` from a sweep frame already read (a slider move redraws, never rereads)."""
+def sweep_figure_of(
+    frame: Any,
+    run: str,
+    configuration: Configuration,
+    threshold: float,
+    rates: bool,
+    band: tuple[float, float, str] | None = None,
+) -> Figure:
+    """:func:`sweep_figure` from a sweep frame already read (a slider move redraws, never rereads).
+
+    ``band``: (from, to, the claim in words) of the thresholds where the threshold claim holds
+    (:func:`evalcore.read.claims.band`), shaded on the chart and stated in the caption."""
     from evalcore import charts
     from evalcore.read.sweeps import sweep_long
 
     n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
     n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
     mode = "rates" if rates else "counts"
+    what = on_axis(f"Threshold sweep ({mode})", axis_of(frame))
+    if band is not None:
+        what += f"; shaded: {band[2]}"
     prov = Provenance(
-        on_axis(f"Threshold sweep ({mode})", axis_of(frame)),
+        what,
         (run,),
         (configuration.label,),
         f"{n_in} in-domain and {n_out} out-of-domain queries",
@@ -258,7 +280,7 @@ def sweep_figure_of(frame: Any, run: str, configuration: Configuration, threshol
     )
     long = sweep_long(frame)
     keep = keep_rule(frame)
-    chart = charts.sweep_chart(long, float(threshold), rates, keep) if len(long) else None
+    chart = charts.sweep_chart(long, float(threshold), rates, keep, band) if len(long) else None
     return Figure(
         f"sweep-{mode}",
         f"Threshold sweep ({mode})",
@@ -313,7 +335,8 @@ class Selection:
 
     ``sides``, ``k``, ``adjust``: the Compare screen's configurations, hit@k and Holm switch;
     ``configuration``, ``threshold``: the configuration and threshold of the Threshold
-    screen (shared by Query and Export); ``threshold_source`` says where t came from.
+    screen (shared by Query and Export); ``threshold_source`` says where t came from;
+    ``claim_params``: the threshold claim's (alpha, beta, confidence) set there.
     """
 
     run_id: str
@@ -323,6 +346,7 @@ class Selection:
     sides: tuple[RunConfiguration, ...]
     k: int
     adjust: bool
+    claim_params: tuple[float, float, float] = (0.05, 0.20, 0.95)
 
 
 def selection_figures(store: Store, selection: Selection, call: Callable[..., Any] | None = None) -> list[Figure]:
@@ -337,7 +361,7 @@ def selection_figures(store: Store, selection: Selection, call: Callable[..., An
         figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust))
     figures += [
         call(distance_figure, selection.run_id, selection.configuration),
-        *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold),
+        *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold, selection.claim_params),
         call(index_figure, selection.run_id),
     ]
     return [f for f in figures if f.chart is not None]
@@ -347,7 +371,11 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
     """The review pack's Markdown summary: the decision and the comparison the charts support,
     what each file shows, and the methods in a few lines. User text (run names, notes) is escaped."""
     from evalcore import markdown as md
-    from evalcore.read.compare import best, compare, significance_text
+    from evalcore.authors import shown as shown_author
+    from evalcore.claim import Claim, ClaimError
+    from evalcore.read.claims import caption as claim_caption
+    from evalcore.read.claims import claim_of, refuses_most, separability
+    from evalcore.read.compare import best, compare, decided_sentence, significance_text
     from evalcore.read.decisions import latest_decision
     from evalcore.read.sweeps import gate_axis, gate_table, ood_support, sentence_at, sweep
 
@@ -365,14 +393,38 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
         "",
     ]
     decision = latest_decision(store, selection.run_id, selection.configuration)
-    if decision is not None and abs(decision.threshold - selection.threshold) < 1e-12 and decision.note:
-        lines += [f"Note saved with the decision: {md.escape(decision.note)}", ""]
+    if decision is not None and abs(decision.threshold - selection.threshold) < 1e-12:
+        lines += [f"Saved by {md.escape(shown_author(decision.author))} on {decision.created_at:%Y-%m-%d %H:%M}.", ""]
+        if decision.note:
+            lines += [f"Note saved with the decision: {md.escape(decision.note)}", ""]
+        if decision.claim:
+            lines += [md.escape(decision.claim_text()), ""]
+    lines += ["### The threshold claim", ""]
+    try:
+        claim: Claim | None = claim_of(store, selection.run_id, selection.configuration, *selection.claim_params)
+    except ClaimError as exc:
+        claim = None
+        lines += [f"No threshold claim can be made: {md.escape(exc)}", ""]
+    if claim is not None:
+        lines += [md.escape(claim_caption(claim)), "", md.escape(separability(claim)), ""]
+        region = claim.bluff_region()
+        if claim.bluff_status == "bounded":
+            inside = (
+                selection.threshold > (claim.bluff_ok_up_to or 0.0)
+                if claim.higher_is_closer
+                else selection.threshold <= (claim.bluff_ok_up_to or 0.0)
+            )
+            verdict = "meets" if inside else "does NOT meet"
+            lines += [f"The chosen t = {selection.threshold:.4f} {verdict} the bluff claim ({region}).", ""]
     frame = sweep(store, selection.run_id, selection.configuration)
     if len(frame):
         lines += [sentence_at(frame, selection.threshold), ""]
         warning = ood_support(frame, selection.threshold)
         if warning:
             lines += [f"**Warning:** {warning}", ""]
+        most = refuses_most(frame, selection.threshold, claim)
+        if most:
+            lines += [f"**Warning:** {md.escape(most)}", ""]
         table = gate_table(frame, selection.threshold)
         lines += ["| outcome | queries | of | share | 95% Wilson interval |", "|---|---:|---:|---:|---|"]
         for outcome, queries, of, share, low, high in table.itertuples(index=False, name=None):
@@ -381,11 +433,14 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
             lines.append(f"| {outcome} | {queries} | {of} | {shown} | {interval} |")
         lines.append("")
     lines += ["## Comparison", ""]
-    if len(selection.sides) > 1:
-        comparison = compare(store, selection.sides, selection.k, selection.adjust)
+    decided = RunConfiguration(selection.run_id, selection.configuration, str(run["name"]))
+    sides = selection.sides if decided in selection.sides else (decided, *selection.sides)
+    if len(sides) > 1:
+        comparison = compare(store, sides, selection.k, selection.adjust)
         top = best(comparison)
         if top is not None:
             lines += [md.escape(top.sentence(selection.k, comparison.p_name)), ""]
+        lines += [md.escape(decided_sentence(comparison, decided, top)), ""]
         lines += [
             md.escape(significance_text(comparison)),
             "",

@@ -47,6 +47,7 @@ DEFAULT_METRIC = "hit@4"
 DEFAULT_ALPHA = 0.05
 
 PASS, REGRESSION, BELOW_FLOOR, MORE_BLUFFS = "pass", "regression", "below floor", "more bluffs"
+CLAIM_BROKEN = "bluff claim not met"
 
 
 # --- references ---------------------------------------------------------------------------
@@ -164,6 +165,9 @@ class BluffCheck:
     p_adjusted: float
     failed: bool
     new_queries: tuple[tuple[str, str], ...] = ()  # (query id, text) of the new bluffs
+    more_bluffs: bool = False  # significantly more bluffs (paired)
+    claim_failed: bool = False  # the decided threshold no longer meets the decision's bluff claim
+    claim_note: str | None = None  # the claim check in words (None: no claim stored)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +212,8 @@ class ConfigResult:
             for v, hit in (
                 (REGRESSION, self.regressed),
                 (BELOW_FLOOR, self.below_floor),
-                (MORE_BLUFFS, bool(self.bluffs and self.bluffs.failed)),
+                (MORE_BLUFFS, bool(self.bluffs and self.bluffs.more_bluffs)),
+                (CLAIM_BROKEN, bool(self.bluffs and self.bluffs.claim_failed)),
             )
             if hit
         )
@@ -417,8 +422,41 @@ def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str,
     from evalcore.records import Configuration
 
     found = latest_decision(store, run_id, Configuration.parse(configuration))
-    return (
-        None if found is None else {"threshold": found.threshold, "decision_id": found.decision_id, "note": found.note}
+    if found is None:
+        return None
+    return {"threshold": found.threshold, "decision_id": found.decision_id, "note": found.note, "claim": found.claim}
+
+
+def claim_check(store: Store, run_id: str, configuration: str, threshold: float, claim: Any) -> tuple[bool, str]:
+    """(failed, words): does ``threshold`` still meet the decision's stored bluff claim
+    (``claim``: its JSON object) on the configuration of ``run_id``? The claim is recomputed
+    there with the stored alpha, beta and confidence (SPEC 13); a decision stored without a
+    bounded bluff claim is not checked (never failed)."""
+    from evalcore.claim import ClaimError
+    from evalcore.read.claims import claim_of
+    from evalcore.records import Configuration
+
+    if not claim or claim.get("bluff_status") not in ("bounded", "unbounded"):
+        return False, "the decision stored no bluff claim (too few off-topic questions, or saved before claims)"
+    alpha, confidence = float(claim["max_bluff_rate"]), float(claim["confidence"])
+    stated = f"'bluffs <= {alpha:.0%} with {confidence:.0%} confidence'"
+    try:
+        cand = claim_of(
+            store, run_id, Configuration.parse(configuration), alpha, float(claim["max_lost_rate"]), confidence
+        )
+    except ClaimError as exc:
+        return True, f"the decision's claim {stated} cannot be checked on the candidate: {exc}"
+    if cand.bluff_status == "unbounded":
+        met = True
+    elif cand.bluff_status == "bounded" and cand.bluff_ok_up_to is not None:
+        met = threshold > cand.bluff_ok_up_to if cand.higher_is_closer else threshold <= cand.bluff_ok_up_to
+    else:
+        met = False
+    where = cand.problem() if cand.bluff_status == "too_few" else f"it holds for {cand.bluff_region()}"
+    verdict = "meets it" if met else "no longer meets it"
+    return (not met), (
+        f"the decision's claim {stated}: on the candidate ({cand.n_ood} off-topic questions) {where}; "
+        f"t = {threshold:.4g} {verdict}"
     )
 
 
@@ -527,6 +565,10 @@ def run_gate(
             )
         adj = holm_adjust([t.p_value for *_, t in found]) if holm else [t.p_value for *_, t in found]
         for (i, decision, b_bluff, c_bluff, test), p_adj in zip(found, adj, strict=True):
+            more = test.wins > test.losses and p_adj < alpha
+            broken, claim_note = claim_check(
+                store, cand_run["run_id"], raw[i][1], float(decision["threshold"]), decision.get("claim")
+            )
             bluff_checks[i] = BluffCheck(
                 threshold=float(decision["threshold"]),
                 decision_id=str(decision["decision_id"]),
@@ -538,8 +580,11 @@ def run_gate(
                 fixed=test.losses,
                 p_value=test.p_value,
                 p_adjusted=p_adj,
-                failed=test.wins > test.losses and p_adj < alpha,
+                failed=more or broken,
                 new_queries=tuple((q, ood[q]) for q in test.won),
+                more_bluffs=more,
+                claim_failed=broken,
+                claim_note=claim_note,
             )
         if base_run.get("model") != cand_run.get("model"):
             notes.append(

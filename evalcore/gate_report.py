@@ -85,13 +85,19 @@ def _run_line(run: dict[str, Any]) -> str:
     return f"{run['name']} {run['run_id']} ({run['created_at']})"
 
 
+def _bluff_verdict(b: BluffCheck) -> str:
+    why = [w for w, hit in (("more bluffs", b.more_bluffs), ("bluff claim not met", b.claim_failed)) if hit]
+    return f"FAIL: {', '.join(why)}" if why else "pass"
+
+
 def _bluff_line(b: BluffCheck, configuration: str) -> str:
-    verdict = "FAIL: more bluffs" if b.failed else "pass"
     return (
         f"{configuration}: threshold {b.threshold:.4g} (baseline decision {b.decision_id}"
         f"{': ' + b.note if b.note else ''}): bluffs {b.baseline_bluffs} -> {b.candidate_bluffs} of "
         f"{b.out_domain} out-of-domain queries; {b.new} new, {b.fixed} fixed; "
-        f"p {p_text(b.p_value)}, adjusted {p_text(b.p_adjusted)}: {verdict}"
+        f"p {p_text(b.p_value)}, adjusted {p_text(b.p_adjusted)}"
+        + (f"; {b.claim_note}" if b.claim_note else "")
+        + f": {_bluff_verdict(b)}"
     )
 
 
@@ -217,7 +223,9 @@ def to_markdown(report: GateReport) -> str:
             if x is None:
                 out.append(f"| {_code(r.name)} | – | – | – | – | – | {_cell(r.bluff_note)} |")
                 continue
-            verdict = "**FAIL: more bluffs**" if x.failed else "pass"
+            verdict = f"**{_bluff_verdict(x)}**" if x.failed else "pass"
+            if x.claim_note:
+                verdict += f" ({_cell(x.claim_note)})"
             p = p_text(x.p_adjusted) + (f" (unadjusted {p_text(x.p_value)})" if x.p_adjusted != x.p_value else "")
             out.append(
                 f"| {_code(r.name)} | {x.threshold:.4g} | {x.baseline_bluffs} of {x.out_domain} | "
@@ -312,6 +320,9 @@ def to_dict(report: GateReport) -> dict[str, Any]:
                 "p_value": x.p_value,
                 "p_adjusted": x.p_adjusted,
                 "failed": x.failed,
+                "more_bluffs": x.more_bluffs,
+                "claim_failed": x.claim_failed,
+                "claim_note": x.claim_note,
                 "new_bluffs": [{"query_id": q, "text": t} for q, t in x.new_queries],
             }
         configs.append(item)
@@ -383,8 +394,8 @@ def to_junit(report: GateReport) -> str:
                 ET.SubElement(
                     bc,
                     "failure",
-                    type="more bluffs",
-                    message=f"{r.name}: more bluffs at threshold {x.threshold:.4g}: "
+                    type=_bluff_verdict(x).removeprefix("FAIL: "),
+                    message=f"{r.name}: {_bluff_verdict(x).removeprefix('FAIL: ')} at threshold {x.threshold:.4g}: "
                     f"{x.baseline_bluffs} -> {x.candidate_bluffs}, p {p_text(x.p_adjusted)}",
                 ).text = text
             ET.SubElement(bc, "system-out").text = text

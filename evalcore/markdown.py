@@ -23,7 +23,8 @@ _ZERO_WIDTH_SPACE = "\u200b"
 
 def escape(text: object) -> str:
     """``text`` for a Markdown context, shown as its characters: inline markup and raw HTML
-    characters backslash-escaped, a leading block marker (``#``, ``-``, ``1.``) escaped, line
+    characters backslash-escaped (a lone ``~`` is left as it is: strikethrough needs two), a
+    leading block marker (``#``, ``-``, ``1.``) escaped, line
     breaks flattened to spaces, Streamlit's ``:emoji:``/``:material/icon:`` codes broken, and
     a zero-width space inside ``://``, ``www.`` and ``@`` so GitHub-flavoured Markdown does
     not turn a URL or an address into a link (it finds them after escapes are read)."""
@@ -36,7 +37,7 @@ def escape(text: object) -> str:
         ),
         flat,
     )
-    flat = _INLINE.sub(r"\\\1", flat)
+    flat = _INLINE.sub(lambda m: m.group(1) if m.group(1) == "~" and flat.count("~") < 2 else "\\" + m.group(1), flat)
     flat = _SHORTCODE.sub(lambda m: f"\\:{m.group(1)}\\:" if m.group(1) else "\\/", flat)
     return _BLOCK_START.sub(
         lambda m: (

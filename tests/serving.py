@@ -63,11 +63,12 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @contextmanager
-def streamlit_app(store: Path, log: Path) -> Iterator[str]:
+def streamlit_app(store: Path, log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """``streamlit run app.py`` on the store ``store`` at a free port of 127.0.0.1, its output
-    in ``log``: yields the URL once the app answers, stops the server afterwards."""
+    in ``log`` (``extra_env``: more environment, e.g. EVALCORE_USER_HEADER): yields the URL once
+    the app answers, stops the server afterwards."""
     port = free_port()
-    env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    env = dict(os.environ, EVALCORE_STORE=str(store), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **(extra_env or {}))
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true"]

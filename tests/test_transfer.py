@@ -202,7 +202,9 @@ def test_a_failure_while_inserting_leaves_nothing_behind(exported, tmp_path):
     decision = Store(source).query("SELECT * FROM decisions").iloc[0]
     with store.transaction() as con:  # another run's decision with the same id: the last table clashes
         con.execute(
-            "INSERT INTO decisions VALUES (?, 'other-run', 'E', 'dense', 0.1, '', now())", [decision["decision_id"]]
+            "INSERT INTO decisions (decision_id, run_id, strategy, retriever, threshold, note, created_at) "
+            "VALUES (?, 'other-run', 'E', 'dense', 0.1, '', now())",
+            [decision["decision_id"]],
         )
     with pytest.raises(EvalcoreError, match="table decisions cannot be stored"):
         load_run(store, files["base"])

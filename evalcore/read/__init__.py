@@ -4,7 +4,8 @@
 - :mod:`evalcore.read.compare`: recall@k and MRR, destroyed answers, the paired win/loss matrix;
 - :mod:`evalcore.read.distances`: distances in and out of domain;
 - :mod:`evalcore.read.sweeps`: the exact threshold sweep, the gate's table at t, bluffing queries;
-- :mod:`evalcore.read.decisions`: saved threshold decisions;
+- :mod:`evalcore.read.claims`: the threshold claim of a stored configuration, per-segment figures;
+- :mod:`evalcore.read.decisions`: saved threshold decisions (with their claim and author);
 - :mod:`evalcore.read.queries`: one query's hits, highlight and answer (citations, prompt);
 - :mod:`evalcore.read.index`: index health and documents.
 

@@ -433,6 +433,25 @@ def best(comparison: Comparison) -> Best | None:
     )
 
 
+def decided_sentence(comparison: Comparison, decided: RunConfiguration, top: Best | None) -> str:
+    """The decided configuration named in the comparison: its hit@k with the Wilson interval
+    and how it stands against the best compared (the same matrix cell, the same p)."""
+    label = comparison.labels[comparison.sides.index(decided)]
+    row = comparison.hits[comparison.hits["label"] == label].iloc[0]
+    head = (
+        f"The decided configuration, {label}: hit@{comparison.k} {float(row['recall']):.3f} "
+        f"[{float(row['low']):.3f}, {float(row['high']):.3f}] ({int(row['successes'])} of {int(row['n'])})"
+    )
+    if top is None or top.label == label:
+        return head + f"; it is the best of the {len(comparison.labels)} compared."
+    cell = comparison.cell(top.label, label)
+    verdict = str(cell["verdict"])
+    return (
+        head + f"; against the best, {top.label}: {int(cell['wins'])} queries only {top.label} finds, "
+        f"{int(cell['losses'])} only {label} finds ({comparison.p_name} {cell['p_text']}: {verdict})."
+    )
+
+
 def significance_text(comparison: Comparison) -> str:
     """A plain sentence: which pairs differ significantly at hit@k, and what n can detect."""
     from evalcore.stats import sample_statement

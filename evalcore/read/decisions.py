@@ -16,6 +16,7 @@ from evalcore.records import Configuration
 if TYPE_CHECKING:
     import pandas as pd
 
+    from evalcore.claim import Claim
     from evalcore.store import Store
 
 
@@ -29,21 +30,47 @@ class Decision:
     threshold: float
     note: str
     created_at: datetime
+    author: str | None = None
+    claim: dict[str, Any] | None = None  #: the claim it was made under (``evalcore threshold --json``)
 
     def describe(self) -> str:
-        """``"t = 0.5060 for G/dense, saved 2026-11-30 10:12 (decision 1a2b3c4d5e6f)"``."""
+        """``"t = 0.5060 for G/dense, saved 2026-11-30 10:12 by ana@example.org (decision 1a2b3c4d5e6f)"``."""
+        from evalcore.authors import shown
+
         when = (
             self.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(self.created_at, "strftime") else str(self.created_at)
         )
-        return f"t = {self.threshold:.4f} for {self.configuration.label}, saved {when} (decision {self.decision_id})"
+        return (
+            f"t = {self.threshold:.4f} for {self.configuration.label}, saved {when} by {shown(self.author)} "
+            f"(decision {self.decision_id})"
+        )
+
+    def claim_text(self) -> str:
+        """The claim the decision was saved under, in one line, or that none was stored."""
+        c = self.claim
+        if not c:
+            return "No threshold claim stored with this decision."
+        return (
+            f"Saved under the claim: bluffs <= {c['max_bluff_rate']:.0%} and lost <= {c['max_lost_rate']:.0%} "
+            f"with {c['confidence']:.0%} confidence, on {c['n_ood']} off-topic and {c['n_answerable']} answerable "
+            f"questions: bluff {c['bluff_status']}, lost {c['lost_status']}"
+            + (f", bluff claim up to {c['bluff_ok_up_to']:.3f}" if c.get("bluff_ok_up_to") is not None else "")
+            + f" ({c['method']})."
+        )
 
 
 def decisions(store: Store, run_id: str | None = None) -> pd.DataFrame:
     """Saved threshold decisions, newest first (of one run, or all): created_at, run_id,
-    run_name, configuration, threshold, note, decision_id."""
+    run_name, configuration, threshold, author ("not recorded" when none), claim (alpha, beta,
+    confidence and the statuses in a few words; empty when none was stored), note, decision_id."""
     sql = (
         "SELECT d.created_at, d.run_id, r.name AS run_name, d.strategy || '/' || d.retriever AS configuration, "
-        "d.threshold, coalesce(d.note, '') AS note, d.decision_id "
+        "d.threshold, coalesce(d.author, 'not recorded') AS author, "
+        "CASE WHEN d.bluff_status IS NULL THEN '' ELSE 'bluffs <= ' || (100 * d.max_bluff_rate)::DECIMAL(6, 1) "
+        "|| '% (' || d.bluff_status || '), lost <= ' || (100 * d.max_lost_rate)::DECIMAL(6, 1) || '% (' "
+        "|| d.lost_status || '), ' || (100 * d.confidence)::DECIMAL(6, 1) || '% confidence, n = ' || d.n_ood "
+        "|| ' off-topic' END AS claim, "
+        "coalesce(d.note, '') AS note, d.decision_id "
         "FROM decisions d LEFT JOIN runs r USING (run_id)"
     )
     params: list[Any] = []
@@ -64,6 +91,12 @@ def latest_decision(store: Store, run_id: str, configuration: Configuration | No
     if df.empty:
         return None
     row = df.iloc[0]
+    import json
+
+    import pandas as pd
+
+    author = row.get("author")
+    stored = row.get("claim")
     return Decision(
         str(row["decision_id"]),
         str(row["run_id"]),
@@ -71,14 +104,34 @@ def latest_decision(store: Store, run_id: str, configuration: Configuration | No
         float(row["threshold"]),
         str(row["note"] or ""),
         row["created_at"],
+        None if author is None or pd.isna(author) else str(author),
+        json.loads(stored) if isinstance(stored, str) and stored else None,
     )
 
 
-def save_decision(store: Store, run_id: str, configuration: Configuration, threshold: float, note: str) -> str:
-    """Store a chosen threshold for one configuration of a complete run; returns its id."""
+def save_decision(
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    threshold: float,
+    note: str,
+    author: str | None = None,
+    claim: Claim | None = None,
+) -> str:
+    """Store a chosen threshold for one configuration of a complete run, with who chose it
+    (:mod:`evalcore.authors`) and the claim it was made under; returns its id."""
+    from evalcore.authors import clean_author
     from evalcore.read.runs import require_complete
 
     require_complete(store, run_id)
     if not math.isfinite(float(threshold)):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
-    return store.save_decision(run_id, configuration.strategy, configuration.retriever, float(threshold), note)
+    return store.save_decision(
+        run_id,
+        configuration.strategy,
+        configuration.retriever,
+        float(threshold),
+        note,
+        clean_author(author),
+        claim.to_json() if claim is not None else None,
+    )

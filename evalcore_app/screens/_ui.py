@@ -12,6 +12,10 @@ Session state keys (the only ones the app uses):
 - ``config``       str   the selected configuration label "E/dense" (sidebar); defaults to
   the configuration of the run's latest saved decision, else the best by recall@4
 - ``config_why``   str   why the default configuration was chosen (shown on Threshold)
+- ``config_run``   str   the run the configuration was chosen for (a change of run recomputes it)
+- ``claim_alpha``, ``claim_beta``, ``claim_confidence``  float  the threshold claim's inputs
+  on the Threshold screen (max bluff rate, max lost rate, confidence)
+- ``saved_flash``  str   the message shown once after a decision is saved
 - ``run_id_b``     str   a second run on the Compare screen ("" for none)
 - ``hit_k``        int   the k of hit@k on the Compare screen
 - ``holm``         bool  Holm correction on the Compare screen
@@ -210,7 +214,30 @@ def _apply_url() -> None:
         st.session_state["query_search"] = ""
     if "config" in params:
         st.session_state["config"] = params["config"]
+        st.session_state["config_run"] = params.get("run_id", st.session_state.get("run_id"))
+        st.session_state["config_why"] = "the link's configuration"
     st.session_state["_params"] = marker
+
+
+def _write_url(run_id: str, config: str | None) -> None:
+    """Put the run and configuration in the URL (a reload restores both), and mark those
+    parameters as applied so they are not applied again."""
+    want = {"run_id": run_id, **({"config": config} if config else {})}
+    for key, value in want.items():
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
+    if not config and "config" in st.query_params:
+        del st.query_params["config"]
+    params = {k: st.query_params[k] for k in ("run_id", "query_id", "config") if k in st.query_params}
+    st.session_state["_params"] = tuple(sorted(params.items()))
+
+
+def _why_linked(run_id: str, label: str) -> str:
+    """Why a configuration named in the URL is shown: it is the latest decision's, or the link's."""
+    latest = live(decisions.latest_decision, run_id)
+    if latest is not None and latest.configuration.label == label:
+        return f"the configuration of the latest saved decision ({latest.describe()})"
+    return "the configuration named in the link"
 
 
 def default_configuration(run_id: str, configs: tuple[Configuration, ...]) -> tuple[Configuration, str]:
@@ -270,7 +297,8 @@ def sidebar() -> Context:
         if row["status"] == "complete":
             configs = tuple(cached(runs.configurations, run_id))
             names = [c.label for c in configs]
-            if configs and st.session_state.get("config") not in names:
+            new_run = st.session_state.get("config_run") != run_id
+            if configs and (new_run or st.session_state.get("config") not in names):
                 chosen, why = default_configuration(run_id, configs)
                 st.session_state["config"] = chosen.label
                 st.session_state["config_why"] = why
@@ -284,6 +312,10 @@ def sidebar() -> Context:
                     on_change=lambda: st.session_state.pop("config_why", None),
                 )
                 config = configs[names.index(label)]
+                st.session_state["config_run"] = run_id
+                if st.session_state.get("config_why") == "the link's configuration":
+                    st.session_state["config_why"] = _why_linked(run_id, label)
+        _write_url(run_id, config.label if config is not None else None)
         st.caption(f"Store: {esc(path)}")
     return Context(path, run_id, row, config, configs)
 
@@ -348,8 +380,15 @@ def threshold_state(ctx: Context) -> tuple[float, str]:
     if st.session_state.get("threshold_for") == key and "threshold" in st.session_state:
         return float(st.session_state["threshold"]), st.session_state.get("threshold_source", "")
     decision = live(decisions.latest_decision, ctx.run_id, ctx.config)
+    claim = claim_or_none(ctx)
     if decision is not None:
         t, source = decision.threshold, f"saved decision: {decision.describe()}"
+    elif claim is not None and claim.feasible and claim.recommended is not None:
+        t = float(claim.recommended)
+        source = (
+            f"the threshold claim's recommendation for {ctx.config.label} (bluffs <= "
+            f"{claim.max_bluff_rate:.0%} with {claim.confidence:.0%} confidence; no decision saved for it yet)"
+        )
     else:
         sweep = cached(sweeps.sweep, ctx.run_id, ctx.config)
         try:
@@ -364,6 +403,30 @@ def threshold_state(ctx: Context) -> tuple[float, str]:
             t, source = FALLBACK_THRESHOLD, "the fallback 0.5 (nothing to suggest from)"
     set_threshold(ctx, t, source)
     return t, source
+
+
+def claim_params() -> tuple[float, float, float]:
+    """The threshold claim's (alpha, beta, confidence) set on the Threshold screen (defaults
+    0.05, 0.20, 0.95)."""
+    from evalcore.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+
+    return (
+        float(st.session_state.get("claim_alpha", DEFAULT_ALPHA)),
+        float(st.session_state.get("claim_beta", DEFAULT_BETA)),
+        float(st.session_state.get("claim_confidence", DEFAULT_CONFIDENCE)),
+    )
+
+
+def claim_or_none(ctx: Context, splits: int | None = None) -> Any:
+    """The selected configuration's threshold claim at :func:`claim_params` (with the held-out
+    check over ``splits``), or None when none can be made (no off-topic or answerable query)."""
+    from evalcore.claim import ClaimError
+    from evalcore.read import claims
+
+    try:
+        return cached(claims.claim_of, ctx.run_id, ctx.config, *claim_params(), splits)
+    except ClaimError:
+        return None
 
 
 def set_threshold(ctx: Context, t: float, source: str) -> None:
@@ -415,6 +478,7 @@ def selection(ctx: Context) -> Selection:
         chosen_sides(ctx),
         int(st.session_state.get("hit_k", 4)),
         bool(st.session_state.get("holm", True)),
+        claim_params(),
     )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore.read import runs
+from evalcore.read import decisions, runs
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
@@ -68,6 +68,25 @@ def selected(row: dict) -> None:
     if not timings.empty:
         with st.expander("Timings per stage"):
             st.dataframe(timings, hide_index=True)
+    saved = _ui.live(decisions.decisions, row["run_id"])
+    if not saved.empty:
+        first = saved.iloc[0]
+        _ui.plain(
+            f"Latest decision: t = {float(first['threshold']):.4f} for {first['configuration']}, saved by "
+            f"{first['author']}" + (f"; claim: {first['claim']}" if first["claim"] else "; no claim stored"),
+            small=True,
+            testid="run-decision",
+        )
+        st.caption("Threshold decisions saved for this run (newest first), who saved them and the claim they carry")
+        st.dataframe(
+            saved.drop(columns=["run_id", "run_name"]),
+            hide_index=True,
+            column_config={
+                "created_at": st.column_config.DatetimeColumn("saved", format="YYYY-MM-DD HH:mm:ss"),
+                "threshold": st.column_config.NumberColumn(format="%.4f"),
+                "author": st.column_config.TextColumn("saved by"),
+            },
+        )
 
 
 def board() -> None:

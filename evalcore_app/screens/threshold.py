@@ -1,6 +1,8 @@
-"""Threshold: when should the assistant refuse? The exact sweep, one threshold shared with
-Query and Export, what it does in one sentence, a suggestion, the queries that still bluff,
-and the decision saved with its note."""
+"""Threshold: when should the assistant refuse? First the claim a product manager can sign
+(bluffs <= alpha with a confidence, lost answers <= beta, whether the off-topic set supports
+it, how well real and off-topic questions separate), then the exact sweep with the claim's
+band, one threshold shared with Query and Export, per-segment figures, a cost-ratio
+suggestion, the queries that still bluff, and the decision saved with its claim and author."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import math
 
 import streamlit as st
 
-from evalcore import figures
-from evalcore.read import decisions, sweeps
+from evalcore import authors, charts, figures
+from evalcore.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
+from evalcore.read import claims, decisions, sweeps
 from evalcore.threshold import DEFAULT_COST_RATIO
 from evalcore_app import screen
 from evalcore_app.screens import _ui
@@ -34,6 +37,77 @@ st.caption(
     f"before any model is called. {n_in} in-domain and {n_out} out-of-domain queries."
 )
 
+flash = st.session_state.pop("saved_flash", None)
+if flash:
+    st.success(_ui.esc(flash))
+
+st.subheader("The claim")
+cols = st.columns(3)
+_ui.bound(
+    cols[0].number_input,
+    "Max bluff rate (alpha)",
+    0.001,
+    0.999,
+    step=0.01,
+    key="claim_alpha",
+    default=DEFAULT_ALPHA,
+    format="%.3f",
+    help="The largest share of off-topic questions that may get an answer.",
+)
+_ui.bound(
+    cols[1].number_input,
+    "Max lost rate (beta)",
+    0.001,
+    0.999,
+    step=0.01,
+    key="claim_beta",
+    default=DEFAULT_BETA,
+    format="%.3f",
+    help="The largest share of answerable questions that may lose their answer.",
+)
+_ui.bound(
+    cols[2].number_input,
+    "Confidence",
+    0.5,
+    0.999,
+    step=0.01,
+    key="claim_confidence",
+    default=DEFAULT_CONFIDENCE,
+    format="%.3f",
+    help="1 - delta: how sure the bluff and lost bounds are (exact binomial bounds).",
+)
+claim = _ui.claim_or_none(ctx, DEFAULT_SPLITS)
+if claim is None:
+    _ui.guarded(lambda: _ui.cached(claims.claim_of, ctx.run_id, config, *_ui.claim_params()))
+else:
+    sentence = claims.claim_sentence(claim)
+    _ui.plain(sentence, strong=True, testid="claim-sentence")
+    if not claim.feasible and claim.problem() != sentence:
+        st.warning(_ui.esc(claim.problem() or ""))
+    _ui.plain(claims.separability(claim), testid="separability")
+    if not math.isnan(claim.auc) and claim.auc < POOR_SEPARATION:
+        st.warning("No threshold separates real from off-topic questions well on this corpus.")
+    if claim.held_out_splits_used:
+        _ui.plain(
+            f"Held-out check over {claim.splits} seeded splits (every phrasing of a ground truth on one side): "
+            f"in {claim.held_out_share:.0%} of {claim.held_out_splits_used} splits the other half's bluff rate "
+            f"stayed <= {claim.max_bluff_rate:.0%} at the first half's threshold; median held-out bluff rate "
+            f"{claim.held_out_bluff_rate:.1%}, lost rate "
+            f"{(claim.held_out_lost_rate or 0):.1%}. A report, not a second guarantee.",
+            small=True,
+            testid="held-out",
+        )
+    else:
+        _ui.plain(
+            f"Held-out check: half of the {claim.n_ood} off-topic questions cannot support a bounded claim, so "
+            "no split was checked.",
+            small=True,
+            testid="held-out",
+        )
+    if claim.feasible and claim.recommended is not None and st.button(f"Use the claim's t = {claim.recommended:.3f}"):
+        _ui.set_threshold(ctx, claim.recommended, f"the claim's recommendation: {claims.claim_sentence(claim)}")
+        st.rerun()
+
 t, source = _ui.threshold_state(ctx)
 lo, hi = _ui.pure(sweeps.threshold_range, sweep)
 lo, hi = min(lo, math.floor(t * 1000) / 1000), max(hi, math.ceil(t * 1000) / 1000)
@@ -52,8 +126,11 @@ _ui.plain(
 warning = _ui.pure(sweeps.ood_support, sweep, t)
 if warning:
     st.warning(warning)
+most = _ui.pure(claims.refuses_most, sweep, t, claim)
+if most:
+    st.warning(_ui.esc(most))
 
-with st.expander("Suggest a threshold", expanded=False):
+with st.expander("Suggest a threshold by cost (second to the claim)", expanded=False):
     cols = st.columns([1, 1, 2])
     rules = ["cost weighting"] + (["bluff-rate ceiling"] if n_out else [])
     rule = _ui.bound(cols[0].radio, "Rule", rules, key="rule")
@@ -85,17 +162,36 @@ with st.expander("Suggest a threshold", expanded=False):
         other = _ui.pure(sweeps.ood_support, sweep, suggestion.threshold)
         if other and other != warning:
             st.warning(other)
+        refuses = _ui.pure(claims.refuses_most, sweep, suggestion.threshold, claim)
+        if refuses:
+            st.warning(_ui.esc(f"The suggestion refuses most real questions. {refuses}"))
         if math.isfinite(suggestion.threshold) and st.button("Use the suggestion"):
             _ui.set_threshold(ctx, suggestion.threshold, f"suggested: {suggestion.rule}")
             st.rerun()
 
 st.subheader("Bluffs, lost answers and refusals")
-tab_rates, tab_counts = st.tabs(["rates (with 95% Wilson bands)", "counts"])
+band = claims.band(claim)
+if band is not None:
+    _ui.plain(f"Shaded green: {band[2]}.", small=True, testid="claim-band")
+tab_rates, tab_counts, tab_coverage = st.tabs(
+    ["rates (with 95% Wilson bands)", "counts", "coverage (share of real questions answered)"]
+)
 run_text = _ui.figure(figures.run_text, ctx.run_id)
 with tab_rates:
-    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, True), "sweep-rates")
+    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, True, band), "sweep-rates")
 with tab_counts:
-    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, False), "sweep-counts")
+    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, False, band), "sweep-counts")
+with tab_coverage:
+    st.altair_chart(
+        _ui.pure(charts.coverage_chart, _ui.pure(claims.coverage, sweep), _ui.pure(claims.coverage_at, sweep, t)),
+        theme=None,
+        width="content",
+        key="chart-coverage",
+    )
+    st.caption(
+        "The same sweep without t: each point is a threshold, placed by the share of real questions it answers; "
+        "read off how many off-topic questions get an answer and how many real ones get a right source."
+    )
 
 st.subheader(f"At t = {t:.3f}")
 st.dataframe(
@@ -103,6 +199,19 @@ st.dataframe(
     hide_index=True,
     column_config={
         "outcome": st.column_config.TextColumn(width="large"),
+        "share": st.column_config.NumberColumn(format="percent"),
+        "wilson low": st.column_config.NumberColumn("95% Wilson low", format="percent"),
+        "wilson high": st.column_config.NumberColumn("95% Wilson high", format="percent"),
+    },
+)
+
+st.subheader(f"Per segment at t = {t:.3f}")
+values = _ui.cached(claims.gate_values, ctx.run_id, config)
+st.dataframe(
+    _ui.pure(claims.segments, values, t),
+    hide_index=True,
+    column_config={
+        "segment": st.column_config.TextColumn(width="medium"),
         "share": st.column_config.NumberColumn(format="percent"),
         "wilson low": st.column_config.NumberColumn("95% Wilson low", format="percent"),
         "wilson high": st.column_config.NumberColumn("95% Wilson high", format="percent"),
@@ -129,17 +238,33 @@ if n_out:
             st.dataframe(bluffs, hide_index=True)
 
 st.subheader("Save the decision")
+author = authors.author_from_headers(st.context.headers)
+_ui.plain(
+    f"Saved by: {authors.shown(author)}"
+    + (
+        f" (from the {authors.trusted_header()} header)"
+        if author
+        else " (the operator names the trusted header in EVALCORE_USER_HEADER)"
+    )
+    + (f". Saved with the claim: {claims.caption(claim)}" if claim is not None else ". No claim can be saved with it."),
+    small=True,
+    testid="save-as",
+)
+latest_saved = _ui.live(decisions.latest_decision, ctx.run_id, config)
+if latest_saved is not None:
+    _ui.plain(f"Latest decision: {latest_saved.describe()}. {latest_saved.claim_text()}", small=True, testid="latest")
 with st.form("decision"):
     note = st.text_area("Note (why this threshold)", key="decision_note")
     if st.form_submit_button(f"Save t = {t:.4f} for {_ui.esc(config.label)}"):
-        saved_id = _ui.guarded(lambda: _ui.live(decisions.save_decision, ctx.run_id, config, t, note))
+        saved_id = _ui.guarded(lambda: _ui.live(decisions.save_decision, ctx.run_id, config, t, note, author, claim))
         if saved_id:
             latest = _ui.live(decisions.latest_decision, ctx.run_id, config)
             _ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
-            st.success(
-                f"Saved decision {saved_id}: t = {t:.4f} for {_ui.esc(config.label)}. The dashboard "
-                "opens on it from now on."
+            st.session_state["saved_flash"] = (
+                f"Saved decision {saved_id}: t = {t:.4f} for {config.label} by {authors.shown(author)}. The "
+                "dashboard opens on it from now on."
             )
+            st.rerun()
 saved = _ui.live(decisions.decisions, ctx.run_id)
 st.caption("Saved decisions for this run (newest first)")
 st.dataframe(
