@@ -23,7 +23,10 @@ st.title("Traffic")
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
 held = _ui.live(reads.stored, ctx.run_id, config)
-_ui.plain(held.sentence() + " Query texts stay in this store; `traffic forget` deletes them.", testid="traffic-stored")
+_ui.plain(
+    held.sentence() + " Query texts stay in this store; evalcore traffic forget deletes them.",
+    testid="traffic-stored",
+)
 if not held.lines:
     others = _ui.live(reads.configurations_with_traffic, ctx.run_id)
     hint = f" This run has traffic for: {', '.join(others)}." if others else ""
