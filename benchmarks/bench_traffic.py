@@ -64,7 +64,8 @@ def main() -> None:
     corpus = load_corpus(corpus_dir)
     gt = load_ground_truth(corpus, mini / "questions.jsonl", ROOT / "tests" / "fixtures" / "gate" / "ood.jsonl")
     t0 = time.perf_counter()
-    run = run_evaluation(RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="bench"), store, embedder=embedder)
+    request = RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="bench")
+    run = run_evaluation(request, store, embedder=embedder)
     run_s = time.perf_counter() - t0
     n_chunks = int(store.query("SELECT count(*) AS n FROM chunks")["n"].iloc[0])
 

@@ -130,7 +130,9 @@ def add_parser(sub: Any) -> None:
         description="Import query logs (replayed against one configuration of a run), check the last period "
         "for a scheduled job, export or forget stored queries. See docs/TRAFFIC.md.",
     )
-    tsub = tp.add_subparsers(dest="traffic_command", required=True, metavar="SUBCOMMAND")
+    tsub = tp.add_subparsers(
+        dest="traffic_command", required=True, metavar="SUBCOMMAND", help="import, check, forget or export"
+    )
 
     sp = tsub.add_parser(
         "import",

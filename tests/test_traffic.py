@@ -355,3 +355,16 @@ def test_export_leaves_query_text_out_unless_asked(imported, tmp_path, capsys):
     assert main([*base, "--with-text"]) == 0
     assert rows[0]["query"] in out.read_text(encoding="utf-8")
     capsys.readouterr()
+
+
+def test_every_traffic_subcommand_has_help_text(capsys):
+    from evalcore.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["traffic"]
+    inner = next(a for a in sub._actions if a.dest == "traffic_command")
+    assert sorted(inner.choices) == ["check", "export", "forget", "import"]
+    for name, parser in inner.choices.items():
+        with pytest.raises(SystemExit) as exc:
+            main(["traffic", name, "--help"])
+        assert exc.value.code == 0 and f"usage: python -m evalcore traffic {name}" in capsys.readouterr().out
+        assert parser.description and all(a.help for a in parser._actions)
