@@ -241,6 +241,62 @@ def gate_store(tmp_path_factory, real_embedder):
     return path
 
 
+#: The articles of XQuAD (English) the claim runs index: the first three paragraphs of each.
+XQUAD_ARTICLES = slice(1, 6)  # Warsaw, Normans, Nikola Tesla, Computational complexity theory, Teacher
+
+
+@pytest.fixture(scope="session")
+def claim_store(tmp_path_factory, engine_store, real_embedder):
+    """A copy of the engine store (run ``mini``: 7 off-topic questions, too few for a claim) plus
+    two real-engine runs on real data (strategies C, E x dense; all-MiniLM-L6-v2) over the
+    first three paragraphs of five XQuAD articles:
+
+    - ``xquad-faq``: the articles' questions, and 160 COVID-19 FAQ questions (covid-qa) as
+      off-topic: well separated, enough off-topic questions for the claim;
+    - ``xquad-close``: every other question of those paragraphs stands in as off-topic (as
+      close to the corpus as the real ones, as SQuAD's unanswerable ones are): poorly separated.
+
+    ``.run_ids`` beside it: mini, xquad-faq, xquad-close. Skipped when the data is absent."""
+    import shutil
+
+    from evalcore.chunking import parse_strategies
+    from evalcore.corpus import load_corpus
+    from evalcore.groundtruth import load_ground_truth
+    from evalcore.importers import import_squad, questions_from_csv
+    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.store import Store
+
+    source = shared_data("xquad", "xquad.en.json")
+    faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")
+    folder = tmp_path_factory.mktemp("claim")
+    path = folder / "claim.duckdb"
+    shutil.copy(engine_store, path)
+    articles = json.loads(source.read_text(encoding="utf-8"))["data"][XQUAD_ARTICLES]
+    small = folder / "xquad-part.json"
+    small.write_text(json.dumps({"data": [dict(a, paragraphs=a["paragraphs"][:3]) for a in articles]}))
+    ids = [engine_store.with_suffix(".run_id").read_text()]
+    for name in ("xquad-faq", "xquad-close"):
+        out = folder / name
+        import_squad(small, out, questions_from_csv(faq, limit=160) if name == "xquad-faq" else ())
+        if name == "xquad-close":
+            lines = (out / "questions.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+            (out / "questions.jsonl").write_text("".join(lines[::2]), encoding="utf-8")
+            close = [json.loads(line) for line in lines[1::2]]
+            (out / "ood.jsonl").write_text(
+                "".join(
+                    json.dumps({"id": f"close-{q['id']}", "query": q["question"], "kind": "near"}) + "\n" for q in close
+                )
+            )
+        corpus = load_corpus(out / "corpus")
+        gt = load_ground_truth(corpus, out / "questions.jsonl", out / "ood.jsonl")
+        request = RunRequest(
+            corpus=corpus, ground_truth=gt, strategies=parse_strategies("C,E"), retrievers=["dense"], name=name
+        )
+        ids.append(run_evaluation(request, Store(path), embedder=real_embedder).run_id)
+    path.with_suffix(".run_ids").write_text("\n".join(ids) + "\n")
+    return path
+
+
 def pytest_terminal_summary(terminalreporter):
     """The reliability suite's table (tests/reliability), when it ran."""
     import sys

@@ -1,0 +1,471 @@
+"""A refusal threshold with a statistical guarantee (SPEC section 13): the threshold claim.
+
+Pure computation over plain arrays of gate values; nothing here reads the store
+(:mod:`evalcore.read.claims` gathers the arrays of a stored configuration).
+
+For one configuration and its gate (top 4, keep ``distance < t``; on a score axis where a
+higher score is closer, keep ``score >= t``):
+
+- ``ood_min``: per off-topic query, ``m_q``, the gate value of its closest top-4 hit (the
+  smallest distance; on a score axis the largest score; ``inf`` / ``-inf`` when it has no hit);
+- ``answerable_min``: per *answerable* in-domain query (a correct hit in its top 4), ``c_q``,
+  the gate value of its closest correct top-4 hit;
+- ``in_domain_min``: per in-domain query (answerable or not), the gate value of its closest
+  top-4 hit (``inf`` / ``-inf`` when it has no hit).
+
+Distance axis: ``bluffs(t) = #{m_q < t}``, ``lost(t) = #{c_q >= t}``.
+
+- **Bluff bound.** ``k* = max{k >= 0 : BinomCDF(k; n_ood, alpha) <= delta}`` (``delta = 1 -
+  confidence``). None: ``too_few`` and ``ood_needed = ceil(ln delta / ln(1 - alpha))``;
+  ``k* + 1 > n_ood``: ``unbounded``; else ``bounded`` and ``bluff_ok_up_to`` = the
+  ``(k*+1)``-th smallest ``m_q``: every ``t <= bluff_ok_up_to`` has at most ``k*`` bluffs.
+- **Lost bound.** ``j* = max{j >= 0 : BinomCDF(j; n_answerable, beta) <= delta}``, same
+  statuses; ``lost_ok_above`` = the ``(j*+1)``-th largest ``c_q``: every ``t >
+  lost_ok_above`` loses at most ``j*`` answers.
+- **Feasible** when neither side is ``too_few`` and ``lost_ok_above < bluff_ok_up_to`` (an
+  unbounded side sets no limit); ``recommended = bluff_ok_up_to``.
+
+Score axis (higher = closer), every inequality mirrored: ``bluffs(t) = #{m_q >= t}``,
+``lost(t) = #{c_q < t}``; ``bluff_ok_up_to`` = the ``(k*+1)``-th *largest* ``m_q`` and the
+bluff claim holds for every ``t`` strictly *above* it (the gate keeps ``score >= t``, so a
+hit at exactly that score is kept); ``lost_ok_above`` = the ``(j*+1)``-th *smallest*
+``c_q`` and the lost claim holds for every ``t`` at or *below* it. Feasible when
+``bluff_ok_up_to < lost_ok_above``; ``recommended`` = the smallest observed gate value
+above ``bluff_ok_up_to`` (every ``t`` in between gives the same counts), which is at most
+``lost_ok_above`` when feasible.
+
+**Separability.** ``auc = P(m_ood > m_in) + P(m_ood = m_in) / 2`` over every in-domain query
+(on a score axis ``P(m_ood < m_in) + ...``): Mann-Whitney ``U / (n_in n_ood)``; its 95%
+interval is DeLong's (normal approximation with DeLong's variance, clipped to [0, 1]).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Values = Sequence[float] | NDArray[np.floating[Any]]
+
+DEFAULT_ALPHA = 0.05  #: max bluff rate
+DEFAULT_BETA = 0.20  #: max lost rate
+DEFAULT_CONFIDENCE = 0.95  #: 1 - delta
+DEFAULT_SPLITS = 200  #: held-out splits on the screen
+#: Below this AUC the screen says no threshold separates real from off-topic questions well.
+POOR_SEPARATION = 0.7
+AXES = ("distance", "score")
+#: How the claim is computed (stored with a decision, named in captions and exports).
+METHOD = (
+    "risk-controlling threshold: exact one-sided binomial bound (Clopper-Pearson) on the bluff "
+    "and lost rates; AUC = Mann-Whitney U / (n_in n_ood) with a 95% DeLong interval"
+)
+AUC_METHOD = "DeLong (normal approximation, clipped to [0, 1])"
+
+STATUSES = ("too_few", "unbounded", "bounded")
+
+
+class ClaimError(ConfigError):
+    """An option outside its range, or a set the claim cannot be made on (no off-topic or no
+    answerable query); the message names the option or the set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The threshold claim of one configuration; its fields are the keys of
+    ``evalcore threshold --json`` (see the module docstring for each definition).
+
+    ``bluffs_allowed`` / ``lost_allowed`` are ``k*`` / ``j*`` (None when ``too_few``);
+    ``best_bluff_rate`` / ``best_lost_rate`` the smallest rate the set supports at this
+    confidence (zero bluffs or lost: ``1 - delta ** (1 / n)``); the gate's counts
+    (``bluffs`` ... ``answered_wrong``) are at ``recommended`` (None when not feasible).
+    The ``held_out_*`` fields are filled by :func:`with_held_out`.
+    """
+
+    configuration: str | None
+    axis: str
+    n_ood: int
+    n_in_domain: int
+    n_answerable: int
+    confidence: float
+    max_bluff_rate: float
+    bluff_status: str
+    bluff_ok_up_to: float | None
+    ood_needed: int | None
+    bluffs_allowed: int | None
+    best_bluff_rate: float
+    max_lost_rate: float
+    lost_status: str
+    lost_ok_above: float | None
+    answerable_needed: int | None
+    lost_allowed: int | None
+    best_lost_rate: float
+    feasible: bool
+    recommended: float | None
+    bluffs: int | None
+    lost: int | None
+    refused: int | None
+    answered_correct: int | None
+    answered_wrong: int | None
+    auc: float
+    auc_low: float
+    auc_high: float
+    auc_method: str
+    method: str
+    splits: int | None = None
+    held_out_splits_used: int | None = None
+    held_out_share: float | None = None
+    held_out_bluff_rate: float | None = None
+    held_out_lost_rate: float | None = None
+
+    @property
+    def higher_is_closer(self) -> bool:
+        return self.axis == "score"
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (NaN becomes None)."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if isinstance(value, float) and not math.isfinite(value):
+                value = None
+            out[key] = value
+        return out
+
+    def bluff_region(self) -> str:
+        """Where the bluff claim holds: ``t <= 0.470`` (distance) or ``t > 0.470`` (score)."""
+        if self.bluff_status == "unbounded":
+            return "every t"
+        if self.bluff_ok_up_to is None:
+            return "no t"
+        return f"t {'>' if self.higher_is_closer else '<='} {self.bluff_ok_up_to:.3f}"
+
+    def lost_region(self) -> str:
+        """Where the lost claim holds: ``t > 0.300`` (distance) or ``t <= 0.300`` (score)."""
+        if self.lost_status == "unbounded":
+            return "every t"
+        if self.lost_ok_above is None:
+            return "no t"
+        return f"t {'<=' if self.higher_is_closer else '>'} {self.lost_ok_above:.3f}"
+
+    def problem(self) -> str | None:
+        """Which claim cannot be met and what would be needed, in words; None when feasible."""
+        if self.feasible:
+            return None
+        conf = f"{self.confidence:.0%}"
+        if self.bluff_status == "too_few":
+            return (
+                f"{self.n_ood} off-topic questions support at best 'bluffs <= {self.best_bluff_rate:.1%}'; "
+                f"{self.ood_needed} are needed for {self.max_bluff_rate:.0%} at {conf}. Add off-topic "
+                "questions or loosen the max bluff rate."
+            )
+        if self.lost_status == "too_few":
+            return (
+                f"{self.n_answerable} answerable questions support at best 'lost <= {self.best_lost_rate:.1%}'; "
+                f"{self.answerable_needed} are needed for {self.max_lost_rate:.0%} at {conf}. Add questions "
+                "or loosen the max lost rate."
+            )
+        return (
+            f"No threshold meets both claims: bluffs <= {self.max_bluff_rate:.0%} needs "
+            f"{self.bluff_region()}, lost <= {self.max_lost_rate:.0%} needs {self.lost_region()}. "
+            "Loosen alpha or beta, or use a retriever that separates real from off-topic questions better."
+        )
+
+
+def _rate(value: float, name: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ClaimError(f"{name} must be a number strictly between 0 and 1, got {value!r}") from None
+    if not (0.0 < x < 1.0):
+        raise ClaimError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    return x
+
+
+def _array(values: Values, name: str, higher_is_closer: bool) -> NDArray[np.float64]:
+    import numpy as np
+
+    a = np.asarray(values, dtype=float).ravel()
+    wrong = math.inf if higher_is_closer else -math.inf
+    if np.isnan(a).any() or (a == wrong).any():
+        raise ClaimError(f"{name}: a gate value must be a finite number (or {-wrong}: no hit)")
+    return a
+
+
+def allowed(n: int, rate: float, delta: float) -> int | None:
+    """``max{k >= 0 : BinomCDF(k; n, rate) <= delta}``, or None when there is no such k."""
+    import numpy as np
+    from scipy.stats import binom
+
+    if n <= 0:
+        return None
+    cdf = binom.cdf(np.arange(n + 1), n, rate)
+    ok = np.flatnonzero(cdf <= delta)
+    return int(ok[-1]) if len(ok) else None
+
+
+def needed(rate: float, delta: float) -> int:
+    """``ceil(ln delta / ln(1 - rate))``: the set size that supports ``rate`` with none failing."""
+    return math.ceil(math.log(delta) / math.log(1.0 - rate))
+
+
+def best_rate(n: int, delta: float) -> float:
+    """The smallest rate a set of ``n`` supports at confidence ``1 - delta`` (none failing):
+    ``1 - delta ** (1 / n)`` (the one-sided Clopper-Pearson upper bound of 0 / n)."""
+    return 1.0 - delta ** (1.0 / n) if n > 0 else 1.0
+
+
+def _bound(
+    values: NDArray[np.float64], rate: float, delta: float, smallest: bool
+) -> tuple[str, float | None, int | None]:
+    """(status, boundary, allowed): the ``(k*+1)``-th smallest (or largest) value."""
+    import numpy as np
+
+    k = allowed(len(values), rate, delta)
+    if k is None:
+        return "too_few", None, None
+    if k + 1 > len(values):
+        return "unbounded", None, k
+    ordered = np.sort(values)
+    return "bounded", float(ordered[k] if smallest else ordered[len(values) - 1 - k]), k
+
+
+def auc_interval(ood: NDArray[np.float64], inside: NDArray[np.float64]) -> tuple[float, float, float]:
+    """``(auc, low, high)``: ``P(ood > inside) + P(=)/2`` with its 95% DeLong interval (NaN
+    bounds when either set has fewer than 2 values)."""
+    import numpy as np
+    from scipy.stats import norm, rankdata
+
+    m, n = len(ood), len(inside)
+    if m == 0 or n == 0:
+        return math.nan, math.nan, math.nan
+    both = np.concatenate([ood, inside])
+    ranks = rankdata(both)  # midranks handle ties and infinities
+    ood_in_all = ranks[:m]
+    auc = float((ood_in_all.sum() - m * (m + 1) / 2) / (m * n))
+    if m < 2 or n < 2:
+        return auc, math.nan, math.nan
+    # DeLong: V10 (per off-topic query) = share of in-domain it exceeds, V01 per in-domain query
+    v10 = (ood_in_all - rankdata(ood)) / n
+    v01 = 1.0 - (ranks[m:] - rankdata(inside)) / m
+    var = float(np.var(v10, ddof=1) / m + np.var(v01, ddof=1) / n)
+    half = float(norm.ppf(0.975)) * math.sqrt(max(var, 0.0))
+    return auc, max(0.0, auc - half), min(1.0, auc + half)
+
+
+def threshold_claim(
+    ood_min: Values,
+    answerable_min: Values,
+    in_domain_min: Values,
+    *,
+    axis: str,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> Claim:
+    """The claim of one configuration from its gate values (see the module docstring).
+
+    ``axis``: ``"distance"`` (keep ``value < t``) or ``"score"`` (higher = closer, keep
+    ``value >= t``). ClaimError for alpha, beta or confidence outside (0, 1), an unknown
+    axis, no off-topic query or no answerable query.
+    """
+    import numpy as np
+
+    if axis not in AXES:
+        raise ClaimError(f"axis must be 'distance' or 'score', got {axis!r}")
+    alpha = _rate(alpha, "max bluff rate (alpha)")
+    beta = _rate(beta, "max lost rate (beta)")
+    confidence = _rate(confidence, "confidence")
+    higher = axis == "score"
+    ood = _array(ood_min, "off-topic gate values", higher)
+    correct = _array(answerable_min, "answerable gate values", higher)
+    inside = _array(in_domain_min, "in-domain gate values", higher)
+    if len(ood) == 0:
+        raise ClaimError("no off-topic (out-of-domain) query: bluffs cannot be bounded")
+    if len(correct) == 0 or not np.isfinite(correct).all():
+        raise ClaimError("no answerable in-domain query (a correct hit in the top 4): lost answers cannot be bounded")
+    delta = 1.0 - confidence
+
+    # on a score axis, bluffs come from the largest scores and losses from the smallest
+    bluff_status, bluff_edge, k = _bound(ood, alpha, delta, smallest=not higher)
+    lost_status, lost_edge, j = _bound(correct, beta, delta, smallest=higher)
+    finite = np.concatenate([ood, correct, inside])
+    finite = np.unique(finite[np.isfinite(finite)])
+
+    feasible = "too_few" not in (bluff_status, lost_status)
+    if feasible and bluff_edge is not None and lost_edge is not None:
+        feasible = bluff_edge < lost_edge if higher else lost_edge < bluff_edge
+    recommended: float | None = None
+    if feasible:
+        if higher:
+            edge = bluff_edge if bluff_edge is not None else -math.inf
+            above = finite[finite > edge]
+            if len(above):
+                recommended = float(above[0])
+            else:  # nothing observed above: keep nothing
+                recommended = math.nextafter(edge, math.inf) if math.isfinite(edge) else 0.0
+        elif bluff_edge is not None:
+            recommended = bluff_edge
+        else:  # every threshold meets the bluff claim: keep every hit
+            recommended = math.nextafter(float(finite[-1]), math.inf) if len(finite) else math.inf
+
+    counts: dict[str, int | None] = dict.fromkeys(("bluffs", "lost", "refused", "answered_correct", "answered_wrong"))
+    if recommended is not None:
+        t = recommended
+
+        def kept(values: NDArray[np.float64]) -> int:
+            return int((values >= t).sum() if higher else (values < t).sum())
+
+        answered, right = kept(inside), kept(correct)
+        counts = {
+            "bluffs": kept(ood),
+            "lost": len(correct) - right,
+            "refused": len(inside) - answered,
+            "answered_correct": right,
+            "answered_wrong": answered - right,
+        }
+
+    mirrored = (-ood, -inside) if higher else (ood, inside)
+    auc, auc_low, auc_high = auc_interval(*mirrored)
+    return Claim(
+        configuration=None,
+        axis=axis,
+        n_ood=len(ood),
+        n_in_domain=len(inside),
+        n_answerable=len(correct),
+        confidence=confidence,
+        max_bluff_rate=alpha,
+        bluff_status=bluff_status,
+        bluff_ok_up_to=bluff_edge,
+        ood_needed=needed(alpha, delta) if bluff_status == "too_few" else None,
+        bluffs_allowed=k,
+        best_bluff_rate=best_rate(len(ood), delta),
+        max_lost_rate=beta,
+        lost_status=lost_status,
+        lost_ok_above=lost_edge,
+        answerable_needed=needed(beta, delta) if lost_status == "too_few" else None,
+        lost_allowed=j,
+        best_lost_rate=best_rate(len(correct), delta),
+        feasible=feasible,
+        recommended=recommended,
+        auc=auc,
+        auc_low=auc_low,
+        auc_high=auc_high,
+        auc_method=AUC_METHOD,
+        method=METHOD,
+        **counts,
+    )
+
+
+# --- Held-out check ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """The held-out check: over ``splits`` random halvings, ``used`` made a bounded bluff claim
+    on the calibration half; ``share`` of those kept the other half's bluff rate <= alpha at
+    the calibration threshold; the median held-out bluff and lost rates. A report, not a
+    second guarantee."""
+
+    splits: int
+    used: int
+    share: float | None
+    median_bluff_rate: float | None
+    median_lost_rate: float | None
+
+
+def held_out(
+    ood_min: Values,
+    in_domain_correct_min: Values,
+    in_domain_groups: Sequence[str],
+    *,
+    axis: str,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    confidence: float = DEFAULT_CONFIDENCE,
+    splits: int = DEFAULT_SPLITS,
+    seed: int = 0,
+) -> HeldOut:
+    """Split the queries in halves ``splits`` times (seeded): in-domain queries by their ground
+    truth group (``in_domain_groups``, one per entry of ``in_domain_correct_min``; every
+    phrasing of one ground truth on the same side), off-topic queries at random. On the first
+    half compute the bluff claim's threshold (``recommended`` of the bluff side alone: the
+    boundary on a distance axis, the next observed value above it on a score axis); on the
+    second half measure the bluff rate and the lost rate (over its answerable queries) at it.
+
+    ``in_domain_correct_min``: per in-domain query ``c_q``, ``inf`` (``-inf`` on a score axis)
+    when it is not answerable. A split whose first half is too small for a bounded claim is
+    not used. ClaimError for bad options (as :func:`threshold_claim`).
+    """
+    import numpy as np
+
+    if axis not in AXES:
+        raise ClaimError(f"axis must be 'distance' or 'score', got {axis!r}")
+    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
+        raise ClaimError(f"--splits must be an integer >= 1, got {splits!r}")
+    alpha = _rate(alpha, "max bluff rate (alpha)")
+    _rate(beta, "max lost rate (beta)")
+    delta = 1.0 - _rate(confidence, "confidence")
+    higher = axis == "score"
+    ood = _array(ood_min, "off-topic gate values", higher)
+    correct = _array(in_domain_correct_min, "in-domain correct gate values", higher)
+    groups = np.asarray([str(g) for g in in_domain_groups], dtype=object)
+    if len(groups) != len(correct):
+        raise ClaimError("in_domain_groups must name one group per in-domain query")
+    unique, group_index = np.unique(groups, return_inverse=True) if len(groups) else (groups, groups)
+    rng = np.random.default_rng(seed)
+    bluff_rates: list[float] = []
+    lost_rates: list[float] = []
+    ok = 0
+    for _ in range(splits):
+        ood_side = rng.permutation(len(ood)) < (len(ood) + 1) // 2
+        group_side = rng.permutation(len(unique)) < (len(unique) + 1) // 2
+        in_side = group_side[group_index] if len(groups) else np.zeros(0, dtype=bool)
+        calibration, test = ood[ood_side], ood[~ood_side]
+        status, edge, _ = _bound(calibration, alpha, delta, smallest=not higher)
+        if status != "bounded" or edge is None or len(test) == 0:
+            continue
+        if higher:
+            observed = np.concatenate([calibration, correct[in_side]])
+            observed = observed[np.isfinite(observed) & (observed > edge)]
+            t = float(observed.min()) if len(observed) else math.nextafter(edge, math.inf)
+            bluffs = int((test >= t).sum())
+            held = correct[~in_side]
+            held = held[np.isfinite(held)]
+            lost = int((held < t).sum())
+        else:
+            t = edge
+            bluffs = int((test < t).sum())
+            held = correct[~in_side]
+            held = held[np.isfinite(held)]
+            lost = int((held >= t).sum())
+        bluff_rate = bluffs / len(test)
+        bluff_rates.append(bluff_rate)
+        ok += bluff_rate <= alpha
+        if len(held):
+            lost_rates.append(lost / len(held))
+    used = len(bluff_rates)
+    return HeldOut(
+        splits,
+        used,
+        ok / used if used else None,
+        float(np.median(bluff_rates)) if used else None,
+        float(np.median(lost_rates)) if lost_rates else None,
+    )
+
+
+def with_held_out(claim: Claim, check: HeldOut) -> Claim:
+    """``claim`` with the held-out fields of ``check`` filled in."""
+    return replace(
+        claim,
+        splits=check.splits,
+        held_out_splits_used=check.used,
+        held_out_share=check.share,
+        held_out_bluff_rate=check.median_bluff_rate,
+        held_out_lost_rate=check.median_lost_rate,
+    )

@@ -1,0 +1,311 @@
+"""The threshold claim of stored configurations (SPEC section 13): each query's gate values
+read from the store, :func:`evalcore.claim.threshold_claim` and the held-out check on them,
+per-segment figures at a threshold, and the claim's sentences for screens and captions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from evalcore.claim import (
+    DEFAULT_ALPHA,
+    DEFAULT_BETA,
+    DEFAULT_CONFIDENCE,
+    POOR_SEPARATION,
+    Claim,
+    ClaimError,
+    held_out,
+    threshold_claim,
+    with_held_out,
+)
+from evalcore.threshold import DEFAULT_TOP
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    from numpy.typing import NDArray
+
+    from evalcore.records import Configuration
+    from evalcore.store import Store
+
+
+@dataclass(frozen=True)
+class GateValues:
+    """Per scored query of one configuration: ``frame`` with query_id, domain, group_id,
+    variant, kind, first (closest top-4 gate value; inf / -inf: no hit) and first_correct
+    (closest correct one; inf / -inf: not answerable); ``axis`` ``distance`` or ``score``."""
+
+    frame: pd.DataFrame
+    axis: str
+
+    @property
+    def higher_is_closer(self) -> bool:
+        return self.axis == "score"
+
+    def _column(self, name: str, domain: str, answerable: bool = False) -> NDArray[np.float64]:
+        import numpy as np
+
+        rows = self.frame[self.frame["domain"] == domain]
+        values = rows[name].to_numpy(dtype=float)
+        return values[np.isfinite(values)] if answerable else values
+
+    @property
+    def ood_min(self) -> NDArray[np.float64]:
+        return self._column("first", "out")
+
+    @property
+    def in_domain_min(self) -> NDArray[np.float64]:
+        return self._column("first", "in")
+
+    @property
+    def answerable_min(self) -> NDArray[np.float64]:
+        return self._column("first_correct", "in", answerable=True)
+
+
+def gate_values(store: Store, run_id: str, configuration: Configuration) -> GateValues:
+    """Each scored query's gate values for ``configuration`` (one store query; the same
+    minima :func:`evalcore.read.sweeps.sweep` sweeps)."""
+    import numpy as np
+
+    from evalcore.configurations import info
+
+    gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
+    value = f"h.{gate.column}"
+    closest = "max" if gate.higher_is_closer else "min"
+    df = store.query(
+        f"""
+        SELECT r.query_id, r.domain, q.group_id, q.variant, q.kind,
+               {closest}({value}) AS first, {closest}({value}) FILTER (WHERE h.correct) AS first_correct
+        FROM results r
+        JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
+        LEFT JOIN hits h ON h.run_id = r.run_id AND h.strategy = r.strategy AND h.retriever = r.retriever
+                        AND h.query_id = r.query_id AND h.rank <= ?
+        WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid
+        GROUP BY r.query_id, r.domain, q.group_id, q.variant, q.kind
+        ORDER BY r.query_id
+        """,
+        [DEFAULT_TOP, run_id, configuration.strategy, configuration.retriever],
+    )
+    missing = -np.inf if gate.higher_is_closer else np.inf
+    for name in ("first", "first_correct"):
+        df[name] = df[name].astype("float64").fillna(missing)
+    df["group_id"] = df["group_id"].fillna(df["query_id"])
+    return GateValues(df, gate.column)
+
+
+def claim_of(
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    confidence: float = DEFAULT_CONFIDENCE,
+    splits: int | None = None,
+    seed: int = 0,
+) -> Claim:
+    """The claim of one stored configuration, with the held-out check when ``splits``.
+
+    ClaimError naming the run and configuration when it has no off-topic query or no
+    answerable one, or naming the option that lies outside (0, 1)."""
+    values = gate_values(store, run_id, configuration)
+    where = f"run {run_id}, configuration {configuration.label}"
+    try:
+        claim = threshold_claim(
+            values.ood_min,
+            values.answerable_min,
+            values.in_domain_min,
+            axis=values.axis,
+            alpha=alpha,
+            beta=beta,
+            confidence=confidence,
+        )
+    except ClaimError as exc:
+        if "query" in str(exc):  # an empty set: name the run
+            raise ClaimError(f"{where}: {exc}") from None
+        raise
+    claim = replace(claim, configuration=configuration.label)
+    if splits:
+        inside = values.frame[values.frame["domain"] == "in"]
+        check = held_out(
+            values.ood_min,
+            inside["first_correct"].to_numpy(dtype=float),
+            [str(g) for g in inside["group_id"]],
+            axis=values.axis,
+            alpha=alpha,
+            beta=beta,
+            confidence=confidence,
+            splits=splits,
+            seed=seed,
+        )
+        claim = with_held_out(claim, check)
+    return claim
+
+
+def claims(
+    store: Store,
+    run_id: str,
+    configurations: list[Configuration] | None = None,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    confidence: float = DEFAULT_CONFIDENCE,
+    splits: int | None = None,
+) -> list[Claim]:
+    """:func:`claim_of` for each configuration (every configuration of the run by default)."""
+    from evalcore.read.runs import configurations as all_configurations
+
+    chosen = configurations if configurations is not None else all_configurations(store, run_id)
+    return [claim_of(store, run_id, c, alpha, beta, confidence, splits) for c in chosen]
+
+
+# --- words --------------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def claim_sentence(claim: Claim) -> str:
+    """The claim in one sentence a product manager can sign, e.g. "t <= 0.470 keeps bluffs <=
+    5% with 95% confidence; there, 14% [11%, 18%] of answerable questions lose their answer
+    (lost <= 20% is met: t > 0.300)." Or what stands in the way."""
+    from evalcore.stats import wilson_interval
+
+    conf = _pct(claim.confidence)
+    if claim.bluff_status == "too_few":
+        return claim.problem() or ""
+    if claim.bluff_status == "unbounded":
+        head = f"Every threshold keeps bluffs <= {_pct(claim.max_bluff_rate)} with {conf} confidence"
+    else:
+        head = f"{claim.bluff_region()} keeps bluffs <= {_pct(claim.max_bluff_rate)} with {conf} confidence"
+    if claim.feasible and claim.lost is not None and claim.recommended is not None:
+        low, high = wilson_interval(claim.lost, claim.n_answerable)
+        return (
+            f"{head}; there (t = {claim.recommended:.3f}), {_pct(claim.lost / claim.n_answerable)} "
+            f"[{_pct(low)}, {_pct(high)}] of answerable questions lose their answer "
+            f"({claim.lost} of {claim.n_answerable}; the claim 'lost <= {_pct(claim.max_lost_rate)}' "
+            f"holds for {claim.lost_region()})."
+        )
+    return f"{head}; but {claim.problem()}"
+
+
+def separability(claim: Claim) -> str:
+    """The separability verdict in words, with the AUC and its interval."""
+    if math.isnan(claim.auc):
+        return "Separability cannot be measured (no in-domain or no off-topic query)."
+    figure = f"AUC {claim.auc:.2f}"
+    if not math.isnan(claim.auc_low):
+        figure += f" [{claim.auc_low:.2f}, {claim.auc_high:.2f}] (95%, {claim.auc_method})"
+    if claim.auc < POOR_SEPARATION:
+        return (
+            f"Real and off-topic questions barely separate on this corpus ({figure}): no threshold "
+            "separates them well; any threshold either refuses many real questions or answers many "
+            "off-topic ones. A retriever that separates better (or a different corpus) is needed."
+        )
+    return (
+        f"{figure}: the chance that an off-topic question's nearest hit is farther than a real "
+        f"question's is {claim.auc:.0%}."
+    )
+
+
+def caption(claim: Claim | None) -> str:
+    """A one-line statement of the claim for exports and the review pack."""
+    if claim is None:
+        return "No threshold claim (no off-topic or no answerable question)."
+    return (
+        f"Claim ({claim.configuration}, {claim.n_ood} off-topic / {claim.n_answerable} answerable questions, "
+        f"alpha {claim.max_bluff_rate:g}, beta {claim.max_lost_rate:g}, confidence {claim.confidence:g}): "
+        f"bluff {claim.bluff_status}, lost {claim.lost_status}, "
+        f"{'feasible' if claim.feasible else 'not feasible'}. {claim_sentence(claim)}"
+    )
+
+
+def segments(gv: GateValues, threshold: float) -> pd.DataFrame:
+    """The gate at ``threshold`` per segment, with 95% Wilson intervals: off-topic queries by
+    ``kind`` (near / far: the bluff rate) and in-domain queries by ``variant`` (the share
+    answered from a right source and the lost rate over the answerable ones). Columns:
+    segment, group, queries, rate (what), share, wilson low, wilson high."""
+    import pandas as pd
+
+    from evalcore.stats import wilson_interval
+
+    df = gv.frame
+    higher = gv.higher_is_closer
+
+    def kept(values: pd.Series[Any]) -> pd.Series[bool]:
+        return values >= threshold if higher else values < threshold
+
+    rows: list[tuple[str, str, int, str, int]] = []
+    out = df[df["domain"] == "out"]
+    for kind, part in sorted(out.groupby(out["kind"].fillna("(none)")), key=lambda kv: str(kv[0])):
+        rows.append((f"off-topic: {kind}", "bluff rate", len(part), "bluffs", int(kept(part["first"]).sum())))
+    inside = df[df["domain"] == "in"]
+    for variant, part in sorted(inside.groupby(inside["variant"].fillna("(none)")), key=lambda kv: str(kv[0])):
+        answerable = part[part["first_correct"].map(math.isfinite)]
+        rows.append(
+            (
+                f"in-domain: {variant}",
+                "answered from a right source",
+                len(part),
+                "answered",
+                int(kept(part["first_correct"]).sum()),
+            )
+        )
+        if len(answerable):
+            rows.append(
+                (
+                    f"in-domain: {variant}",
+                    "lost rate (answerable)",
+                    len(answerable),
+                    "lost",
+                    int((~kept(answerable["first_correct"])).sum()),
+                )
+            )
+    frame = pd.DataFrame(rows, columns=["segment", "rate", "of", "counted", "queries"])
+    frame["share"] = frame["queries"] / frame["of"]
+    bounds = [wilson_interval(int(k), int(n)) for k, n in zip(frame["queries"], frame["of"], strict=True)]
+    frame["wilson low"] = [b.low for b in bounds]
+    frame["wilson high"] = [b.high for b in bounds]
+    return frame[["segment", "rate", "queries", "of", "share", "wilson low", "wilson high"]]
+
+
+def coverage(gv: GateValues, sweep_df: pd.DataFrame) -> pd.DataFrame:
+    """The sweep read on a coverage axis: per step, the share of real (in-domain) questions
+    answered (``coverage``), the share answered from a right source and the bluff rate.
+    Columns: threshold, coverage, answered_correct_share, bluff_rate."""
+    import numpy as np
+    import pandas as pd
+
+    n_in = sweep_df["in_domain"].to_numpy(dtype=float)
+    answered = n_in - sweep_df["refused"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame = pd.DataFrame(
+            {
+                "threshold": sweep_df["threshold"].to_numpy(dtype=float),
+                "coverage": answered / n_in,
+                "answered_correct_share": sweep_df["answered_correct"].to_numpy(dtype=float) / n_in,
+                "bluff_rate": sweep_df["bluff_rate"].to_numpy(dtype=float),
+            }
+        )
+    return frame
+
+
+def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None) -> str | None:
+    """A warning when the gate at ``threshold`` refuses most real questions (more than half of
+    the in-domain ones), saying why; None otherwise."""
+    from evalcore.threshold import state_at
+
+    c = state_at(sweep_df, threshold)
+    if c.in_domain == 0 or c.refused * 2 <= c.in_domain:
+        return None
+    why = (
+        f" Real and off-topic questions overlap (AUC {claim.auc:.2f}): a threshold low enough to refuse "
+        "the off-topic ones refuses the real ones too."
+        if claim is not None and not math.isnan(claim.auc)
+        else ""
+    )
+    return (
+        f"At t = {threshold:.3f} the gate refuses {_pct(c.refused / c.in_domain)} of real questions "
+        f"({c.refused} of {c.in_domain}) and loses {c.lost} of {c.answerable} answerable ones.{why}"
+    )
