@@ -76,10 +76,9 @@ def run_check(
     alpha: float = ALPHA,
 ) -> CheckReport:
     """The check of the module docstring."""
-    from evalcore.drift import parse_period
+    from evalcore.drift import holm, parse_period
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic import periods as period_rows
-    from evalcore.stats import holm
     from evalcore.traffic import resolve_target
 
     step = parse_period(period)

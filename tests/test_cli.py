@@ -28,6 +28,7 @@ COMMANDS = [
     "run-endpoint",
     "export-formats",
     "dashboard",
+    "threshold",
     "traffic",
 ]
 

@@ -216,6 +216,21 @@ def test_bluff_and_lost_rates_equal_a_brute_force_computation(imported):
     assert rates.evaluation_bluff.n == 30 and rates.unlabelled == 0
 
 
+def test_the_threshold_claim_is_recomputed_on_the_real_off_topic_queries(imported):
+    from scipy.stats import binom
+
+    from evalcore.read.traffic import traffic_claim
+
+    store, run_id, _, _, _ = imported
+    claim = traffic_claim(store, run_id, Configuration("E", "dense"))
+    lines = _brute(store, run_id)
+    m = sorted(min(d) for _, lab, d in lines if lab == "off-topic")
+    assert claim is not None and claim.n_ood == len(m) == 90
+    # SPEC 13 by hand: k* = max{k : BinomCDF(k; n, 0.05) <= 0.05}; bluff_ok_up_to = the (k*+1)-th smallest m_q
+    k = max(k for k in range(len(m) + 1) if binom.cdf(k, len(m), 0.05) <= 0.05)
+    assert claim.bluff_status == "bounded" and claim.bluff_ok_up_to == m[k]
+
+
 def test_reimporting_stores_nothing_new_and_a_grown_log_adds_only_its_new_lines(imported, tmp_path, real_embedder):
     from evalcore.traffic import TABLES, import_log
     from evalcore.traffic_log import Fields
@@ -368,3 +383,21 @@ def test_every_traffic_subcommand_has_help_text(capsys):
             main(["traffic", name, "--help"])
         assert exc.value.code == 0 and f"usage: python -m evalcore traffic {name}" in capsys.readouterr().out
         assert parser.description and all(a.help for a in parser._actions)
+
+
+def test_holm_and_psi_agree_with_independent_computations():
+    from statsmodels.stats.multitest import multipletests
+
+    from evalcore.drift import holm, psi
+
+    rng = np.random.default_rng(0)
+    for m in (1, 2, 3, 7):
+        p = rng.uniform(0, 0.2, m).tolist()
+        assert holm(p) == pytest.approx(list(multipletests(p, method="holm")[1]))
+    ref, cur = rng.normal(0.5, 0.1, 400), rng.normal(0.6, 0.1, 300)
+    edges = np.quantile(ref, np.arange(1, 10) / 10)
+    e = np.histogram(ref, [-np.inf, *edges, np.inf])[0] / len(ref)
+    a = np.histogram(cur, [-np.inf, *edges, np.inf])[0] / len(cur)
+    a, e = np.maximum(a, 1e-4), np.maximum(e, 1e-4)
+    assert psi(cur, ref) == pytest.approx(float(np.sum((a - e) * np.log(a / e))))
+    assert psi(ref, ref) == pytest.approx(0.0, abs=1e-12)

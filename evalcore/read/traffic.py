@@ -19,14 +19,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from evalcore.drift import first_start, ks_test, period_index, psi
-from evalcore.stats import holm, wilson_interval
+from evalcore.drift import first_start, holm, ks_test, period_index, psi
+from evalcore.stats import wilson_interval
 from evalcore.threshold import DEFAULT_TOP
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
+    from evalcore.claim import Claim
     from evalcore.records import Configuration
     from evalcore.store import Store
     from evalcore.threshold import Axis
@@ -85,6 +86,19 @@ def stored(store: Store, run_id: str, configuration: Configuration) -> Stored:
     return Stored(
         n, int(row["texts"]), row["since"].to_pydatetime() if n else None, row["until"].to_pydatetime() if n else None
     )
+
+
+def version(store: Store, run_id: str, configuration: Configuration) -> tuple[Any, ...]:
+    """What changes when the stored traffic of a configuration changes (lines, the newest import,
+    labels): the key under which the screen may keep its reads."""
+    df = store.query(
+        "SELECT (SELECT count(*) FROM traffic_queries WHERE run_id = ? AND strategy = ? AND retriever = ?) AS n, "
+        "(SELECT max(coalesce(finished_at, started_at)) FROM traffic_imports WHERE run_id = ?) AS imported, "
+        "(SELECT count(*) FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ?) AS labels, "
+        "(SELECT max(labelled_at) FROM traffic_labels WHERE run_id = ?) AS labelled",
+        [*_key(run_id, configuration), run_id, *_key(run_id, configuration), run_id],
+    )
+    return tuple(str(v) for v in df.iloc[0].tolist())
 
 
 def configurations_with_traffic(store: Store, run_id: str) -> list[str]:
@@ -359,6 +373,25 @@ def off_topic_minima(store: Store, run_id: str, configuration: Configuration) ->
     df = lines(store, run_id, configuration)
     values = df.loc[df["label"] == "off-topic", "gate_value"].astype("float64")
     return [float(v) for v in values if math.isfinite(v)]
+
+
+def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Claim | None:
+    """The threshold claim (SPEC 13, :func:`evalcore.claim.threshold_claim`) recomputed with the
+    real off-topic queries: ``m_q`` = the gate value of every off-topic-labelled log line
+    (duplicates included: each line is one draw of production traffic); the lost side keeps the
+    evaluation's answerable queries (traffic has no needle to tell a correct hit). None when no
+    log line is labelled off-topic."""
+    from dataclasses import replace
+
+    from evalcore.claim import threshold_claim
+    from evalcore.read.claims import gate_values
+
+    ood = off_topic_minima(store, run_id, configuration)
+    if not ood:
+        return None
+    values = gate_values(store, run_id, configuration)
+    found = threshold_claim(ood, values.answerable_min, values.in_domain_min, axis=values.axis)
+    return replace(found, configuration=configuration.label)
 
 
 def traffic_query(store: Store, run_id: str, configuration: Configuration, text_hash: str) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ import altair as alt
 import streamlit as st
 
 from evalcore import authors, traffic
+from evalcore.read import claims
 from evalcore.read import traffic as reads
 from evalcore_app import screen
 from evalcore_app.screens import _ui
@@ -22,7 +23,8 @@ ctx = _ui.sidebar()
 st.title("Traffic")
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
-held = _ui.live(reads.stored, ctx.run_id, config)
+stamp = _ui.live(reads.version, ctx.run_id, config)  # the reads below are kept until traffic changes
+held = _ui.cached_at(stamp, reads.stored, ctx.run_id, config)
 _ui.plain(
     held.sentence() + " Query texts stay in this store; evalcore traffic forget deletes them.",
     testid="traffic-stored",
@@ -40,7 +42,7 @@ threshold, source = _ui.threshold_state(ctx)
 _ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
 unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
 step = timedelta(days=1 if unit == "day" else 7)
-frame = _ui.live(reads.periods, ctx.run_id, config, step, threshold)
+frame = _ui.cached_at(stamp, reads.periods, ctx.run_id, config, step, threshold)
 
 st.subheader("Volume and refused share")
 shown = frame.assign(period=frame["start"].dt.strftime("%Y-%m-%d"))
@@ -88,7 +90,9 @@ st.dataframe(table, hide_index=True, key="traffic-periods")
 
 periods = [p for p, n in zip(shown["period"], frame["queries"], strict=True) if n]
 chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
-dist = _ui.live(reads.distributions, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0])
+dist = _ui.cached_at(
+    stamp, reads.distributions, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
+)
 hist = (
     alt.Chart(dist)
     .transform_bin("bin", "gate_value", bin=alt.Bin(maxbins=30))
@@ -108,7 +112,7 @@ st.altair_chart((hist + rule).properties(height=240), theme=None, width="stretch
 
 st.subheader("Borderline queries")
 band_width = st.slider("Band around t", 0.005, 0.2, 0.05, 0.005, key="traffic_band")
-near = _ui.live(reads.borderline, ctx.run_id, config, threshold, band_width)
+near = _ui.cached_at(stamp, reads.borderline, ctx.run_id, config, threshold, band_width)
 st.caption(f"{len(near)} distinct queries with a gate value within {band_width:g} of t (closest first).")
 for row in near.head(15).itertuples():
     c1, c2 = st.columns([5, 1])
@@ -134,7 +138,7 @@ if not near.empty:
             st.success(f"Labelled {value} (by {authors.shown(who)}).")
 
 st.subheader("Labelled traffic")
-rates = _ui.live(reads.labelled_rates, ctx.run_id, config, threshold)
+rates = _ui.cached_at(stamp, reads.labelled_rates, ctx.run_id, config, threshold)
 cols = st.columns(2)
 cols[0].markdown(
     f"**Bluff rate** (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
@@ -145,14 +149,31 @@ cols[1].markdown(
     f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}"
 )
 st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
+real = _ui.guarded(lambda: _ui.cached_at(stamp, reads.traffic_claim, ctx.run_id, config))
+evaluated = _ui.guarded(lambda: _ui.cached(claims.claim_of, ctx.run_id, config))
+if real is not None:
+    _ui.plain(
+        f"Threshold claim on the real off-topic queries ({real.n_ood:,} lines): {claims.claim_sentence(real)}",
+        testid="traffic-claim",
+    )
+    if evaluated is not None:
+        _ui.plain(
+            f"On the evaluation's {evaluated.n_ood} off-topic queries: {claims.claim_sentence(evaluated)}", small=True
+        )
+else:
+    st.caption("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries.")
 
 with_text = st.checkbox("Include query texts in the download (they may hold personal data)", key="traffic_text")
-export = _ui.live(reads.export_frame, ctx.run_id, config, threshold, with_text)
 st.download_button(
     "Download the logged queries (CSV)",
-    export.to_csv(index=False).encode("utf-8"),
+    data=lambda: (
+        _ui.cached_at(stamp, reads.export_frame, ctx.run_id, config, threshold, with_text)
+        .to_csv(index=False)
+        .encode("utf-8")
+    ),
     file_name=f"traffic-{ctx.run_id}-{config.label.replace('/', '-')}.csv",
     mime="text/csv",
     key="traffic-download",
+    on_click="ignore",
 )
 _ui.methods_link()
