@@ -14,8 +14,11 @@ lines. Lines are read, scored and written a batch at a time (one transaction eac
 stays bounded; the only state that grows with the log is 8 bytes per line for the occurrence
 numbers.
 
-A run imported from rankings, or one made by a Python function, has no retriever to replay and
-is refused with one line.
+A live search endpoint's configuration is replayed by sending each new text to the endpoint as
+the run did, through the response cache (a text the cache holds is not sent again); a query the
+endpoint could not answer is kept with the reason and left out of every figure, never counted as
+refused. A run imported from rankings, or one made by a Python function, has no retriever to
+replay and is refused with one line.
 
 This module is the one writer of the traffic tables (migration 0007): imports, lines, scored
 texts, hits, labels, and ``forget`` (rows deleted, then the store rewritten so that no free
@@ -42,6 +45,9 @@ from evalcore.traffic_log import BATCH, LABELS, Fields, LogLine, Problem, count_
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
+
+    #: ids, distances, scores (texts x top), gate values, {text index: why the endpoint failed}
+    Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]
 
     from evalcore.configurations import ConfigInfo
     from evalcore.embedding import Embedder
@@ -122,9 +128,9 @@ class Replayer:
     clock: dict[str, float] = field(default_factory=lambda: {"query_embedding": 0.0, "retrieval": 0.0})
     embedded: int = 0
 
-    def score(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Top hits of each text: (ids, distances, scores) of shape (texts, top), and the gate
-        value of each (smallest distance among its top 4)."""
+    def score(self, texts: Sequence[str]) -> Scores:
+        """Top hits of each text: (ids, distances, scores) of shape (texts, top), the gate
+        value of each (smallest distance among its top 4), and no failures."""
         import numpy as np
 
         from evalcore.embedding import embed_with_cache
@@ -163,7 +169,83 @@ class Replayer:
         score = np.concatenate([p.top_score for p in parts])
         head = dist[:, :DEFAULT_TOP]
         gate = head.min(axis=1) if head.shape[1] else np.full(len(texts), np.nan)
-        return ids, dist, score, gate
+        return ids, dist, score, gate, {}
+
+
+@dataclass
+class EndpointReplayer:
+    """A live search endpoint's configuration: each query is sent as the run sent its own
+    (the same request template, so the same cache key for the same text) through the response
+    cache; hits are mapped to the run's chunks by the service's chunk id (-1 for a chunk the
+    run never saw). The gate reads the service's score in its direction."""
+
+    target: Target
+    endpoint: Any
+    store: Store
+    ids: dict[str, int]
+    higher_is_closer: bool
+    clock: dict[str, float] = field(default_factory=lambda: {"query_embedding": 0.0, "retrieval": 0.0})
+    embedded: int = 0
+    sent: int = 0
+
+    def score(self, texts: Sequence[str]) -> Scores:
+        import numpy as np
+
+        from evalcore.embedding import text_hash
+        from evalcore.external.endpoint import Counters, answers
+        from evalcore.external.record import Failure
+
+        t0 = time.perf_counter()
+        queries = [(f"traffic-{text_hash(t)[:16]}", t) for t in texts]
+        where = {qid: i for i, (qid, _) in enumerate(queries)}
+        top = int(self.endpoint.k)
+        ids = np.full((len(texts), top), -1, dtype=np.int64)
+        score = np.full((len(texts), top), np.nan)
+        failures: dict[int, str] = {}
+        counters = Counters()
+        for qid, outcome in answers(self.endpoint, self.store, queries, counters):
+            i = where[qid]
+            if isinstance(outcome, Failure):
+                failures[i] = outcome.reason
+                continue
+            for rank, hit in enumerate(outcome[:top]):
+                ids[i, rank] = self.ids.get(hit.chunk_id or "", -1)
+                score[i, rank] = hit.score
+        self.sent += counters.requests
+        head = score[:, :DEFAULT_TOP]
+        with np.errstate(all="ignore"):
+            empty = np.isnan(head).all(axis=1)
+            filled = np.where(np.isnan(head), -np.inf if self.higher_is_closer else np.inf, head)
+            gate = filled.max(axis=1) if self.higher_is_closer else filled.min(axis=1)
+        gate[empty] = np.nan
+        self.clock["retrieval"] += time.perf_counter() - t0
+        return ids, np.full(score.shape, np.nan), score, gate, failures
+
+
+def endpoint_replayer(store: Store, target: Target, headers: Sequence[str] = ()) -> EndpointReplayer:
+    """The endpoint of ``target`` as the run described it, with ``headers`` ("Name: value") for
+    the header names the run used (their values are never stored)."""
+    from dataclasses import replace
+
+    from evalcore.external.endpoint import from_spec, parse_header
+
+    detail = target.info.details()
+    endpoint = from_spec({k: v for k, v in detail.items() if k != "refresh"})
+    given = [parse_header(h) for h in headers]
+    missing = [n for n in detail.get("header_names", []) if n.lower() not in {g.lower() for g, _ in given}]
+    if missing:
+        raise ConfigError(
+            f"run {target.run_id} sent the header(s) {', '.join(missing)} to its endpoint; give their values "
+            "with --header 'Name: value' (header values are never stored)"
+        )
+    endpoint = replace(endpoint, headers=tuple(given))
+    endpoint.check()
+    chunks = store.query(
+        "SELECT chunk_id, external_id FROM chunks WHERE run_id = ? AND strategy = ? AND external_id IS NOT NULL",
+        [target.run_id, target.configuration.strategy],
+    )
+    ids = {str(e): int(c) for c, e in zip(chunks["chunk_id"], chunks["external_id"], strict=True)}
+    return EndpointReplayer(target, endpoint, store, ids, target.info.axis.higher_is_closer)
 
 
 def _scorer(
@@ -184,8 +266,6 @@ def _refuse(target: Target) -> None:
         raise ConfigError(f"{where} was imported from rankings made elsewhere: it has no retriever to replay")
     if info.source == "python":
         raise ConfigError(f"{where} was made by a Python retriever function, which is not stored: nothing to replay")
-    if info.source == "endpoint":
-        raise ConfigError(f"{where} is a live search endpoint: replaying traffic against an endpoint is not supported")
 
 
 def replayer(
@@ -321,6 +401,7 @@ def import_log(
     *,
     embedder: Embedder | None = None,
     reranker_path: str | None = None,
+    headers: Sequence[str] = (),
     progress: Progress | None = None,
     batch: int = BATCH,
     author: str | None = None,
@@ -340,7 +421,7 @@ def import_log(
     total = count_lines(path, fmt) if path.is_file() else None
     progress.stage(Stage(f"traffic {target.configuration.label}", "lines", total or 0, 0.0, 1.0))
     occurrences = Occurrences()
-    ready: Replayer | None = None
+    ready: Replayer | EndpointReplayer | None = None
     import_id = uuid.uuid4().hex[:12]
     started = False
     who = author if author is not None else os_author()
@@ -361,7 +442,11 @@ def import_log(
                 result.already += len(lines) - len(new)
                 if new:
                     if ready is None:
-                        ready = replayer(store, target, embedder, reranker_path)
+                        ready = (
+                            endpoint_replayer(store, target, headers)
+                            if target.info.source == "endpoint"
+                            else replayer(store, target, embedder, reranker_path)
+                        )
                     texts, hits = _score_new(store, target, ready, [x.text for x, _, _ in new])
                     frame = _line_frame(target, import_id, new)
                     row = None if started else _import_row(target, import_id, path.name, fmt, who)
@@ -407,7 +492,7 @@ def _stored_lines(store: Store, target: Target, keys: list[int], occ: list[int])
 
 
 def _score_new(
-    store: Store, target: Target, ready: Replayer, texts: list[str]
+    store: Store, target: Target, ready: Replayer | EndpointReplayer, texts: list[str]
 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """Rows of the texts not scored yet for ``target`` (each distinct text once) and their hits."""
     import numpy as np
@@ -429,7 +514,7 @@ def _score_new(
     todo = [h for h in unique if h not in have]
     if not todo:
         return None, None
-    ids, dist, score, gate = ready.score([unique[h] for h in todo])
+    ids, dist, score, gate, failures = ready.score([unique[h] for h in todo])
     top = ids.shape[1]
     run_id, strategy, retriever = target.key
     text_rows = pd.DataFrame(
@@ -440,6 +525,7 @@ def _score_new(
             "text_hash": todo,
             "text": [unique[h] for h in todo],
             "gate_value": gate,
+            "failure": pd.Series([failures.get(i) for i in range(len(todo))], dtype=object),
         }
     )
     hit_rows = pd.DataFrame(
@@ -454,7 +540,8 @@ def _score_new(
             "score": score.ravel(),
         }
     )
-    return text_rows, hit_rows
+    answered = ~(np.isnan(score.ravel()) & np.isnan(dist.ravel()))  # an endpoint may give fewer hits
+    return text_rows, hit_rows[answered].reset_index(drop=True)
 
 
 def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, int]]) -> pd.DataFrame:

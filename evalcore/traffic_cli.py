@@ -37,6 +37,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         args.format,
         embedder=embedder,
         reranker_path=args.reranker,
+        headers=args.header,
         progress=BarProgress(enabled=not args.quiet),
     )
     for line in result.shown:
@@ -152,6 +153,13 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), default=None, help="default: from the name")
     sp.add_argument("--model", default=None, help="the run's model folder (default: the packaged model)")
     sp.add_argument("--reranker", default=None, help="the cross-encoder folder of a rerank configuration")
+    sp.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a header an endpoint run sent (repeatable; values are never stored)",
+    )
     sp.add_argument("--json", action="store_true", help="print the import's counts as JSON")
     sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(func=cmd_import)

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
-from conftest import GATE_OOD, MINI, shared_data
+from conftest import GATE_OOD, MINI, MINI_ARGS, shared_data
 from scipy.stats import ks_2samp
 from statsmodels.stats.proportion import proportion_confint
 
@@ -401,3 +401,55 @@ def test_holm_and_psi_agree_with_independent_computations():
     a, e = np.maximum(a, 1e-4), np.maximum(e, 1e-4)
     assert psi(cur, ref) == pytest.approx(float(np.sum((a - e) * np.log(a / e))))
     assert psi(ref, ref) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_an_endpoint_run_is_replayed_through_its_response_cache(tmp_path, mini_inputs, capsys):
+    from test_endpoint import FLAKY, SLOW, TIMEOUT, Service
+
+    from evalcore.read.traffic import lines
+    from evalcore.traffic import import_log
+
+    store = Store(tmp_path / "evalcore.duckdb")
+    with Service(*mini_inputs) as service:
+        argv = ["--store", str(store.path), "run-endpoint", *MINI_ARGS, "--url", service.url, "--timeout"]
+        argv += [
+            str(TIMEOUT),
+            "--retries",
+            "0",
+            "--max-failures",
+            "0.5",
+            "--chunker",
+            "sent3",
+            "--retriever",
+            "api",
+            "--name",
+            "api",
+            "-q",
+        ]
+        assert main([*argv, "--json"]) == 0
+        run_id = json.loads(capsys.readouterr().out)["run_id"]
+        before = dict(service.requests)
+        queries = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND valid", [run_id])
+        log = tmp_path / "api.jsonl"
+        rows = [{"time": f"2026-11-02T10:00:{i:02d}Z", "query": t} for i, t in enumerate(queries["text"])]
+        rows.append({"time": "2026-11-02T11:00:00Z", "query": "a question the service cannot answer"})
+        _write_jsonl(log, rows)
+        result = import_log(store, f"{run_id}:sent3/api", log)
+        assert result.added == len(rows) and result.embedded == 0  # no model: the service ranks
+        # every text with a cached answer came from the response cache; only the two the run got no
+        # 2xx answer for (a timeout, an HTTP 500: never cached) were asked again
+        asked = {q: n - before.get(q, 0) for q, n in service.requests.items() if n != before.get(q, 0)}
+        assert asked == {SLOW: 1, FLAKY: 1}
+    ours = store.query("SELECT text_hash, rank, chunk_id, score FROM traffic_hits ORDER BY text_hash, rank")
+    theirs = store.query(
+        "SELECT q.text, q.query_id, h.rank, h.chunk_id, h.score FROM hits h JOIN queries q USING (run_id, query_id) "
+        "WHERE h.run_id = ? AND q.valid AND q.query_id NOT IN (SELECT query_id FROM failures WHERE run_id = ?)",
+        [run_id, run_id],
+    )
+    theirs["text_hash"] = [text_hash(t) for t in theirs["text"]]
+    theirs = theirs.drop_duplicates(["text_hash", "rank"]).sort_values(["text_hash", "rank"])
+    mine = ours[ours["text_hash"].isin(set(theirs["text_hash"]))]
+    assert list(mine["chunk_id"]) == list(theirs["chunk_id"]) and np.allclose(mine["score"], theirs["score"])
+    failed = store.query("SELECT text, failure FROM traffic_texts WHERE failure IS NOT NULL")
+    assert len(failed) >= 1 and "cannot answer" in " ".join(failed["text"])  # kept with its reason
+    assert len(lines(store, run_id, Configuration("sent3", "api"))) == len(rows) - len(failed)  # never a miss

@@ -30,6 +30,7 @@ CREATE TABLE traffic_texts (
     text_hash         VARCHAR NOT NULL,          -- the embedding cache's text hash
     text              VARCHAR NOT NULL,
     gate_value        DOUBLE,                    -- smallest distance (or best own score) among the top 4
+    failure           VARCHAR,                   -- an endpoint that could not answer it: why (never a miss)
     PRIMARY KEY (run_id, strategy, retriever, text_hash)
 );
 
@@ -40,7 +41,7 @@ CREATE TABLE traffic_hits (
     retriever         VARCHAR NOT NULL,
     text_hash         VARCHAR NOT NULL,
     rank              INTEGER NOT NULL,          -- 1-based
-    chunk_id          INTEGER NOT NULL,
+    chunk_id          INTEGER NOT NULL,          -- -1: an endpoint's chunk the run never saw
     distance          DOUBLE,
     score             DOUBLE,
     PRIMARY KEY (run_id, strategy, retriever, text_hash, rank)

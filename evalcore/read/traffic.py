@@ -150,7 +150,7 @@ def lines(store: Store, run_id: str, configuration: Configuration, with_text: bo
         JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash)
         LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
         LEFT JOIN traffic_imports i ON i.import_id = q.import_id
-        WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?
+        WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL
         ORDER BY q.asked_at, i.source, q.line
         """,
         _key(run_id, configuration),
@@ -161,7 +161,7 @@ def _gates(store: Store, run_id: str, configuration: Configuration) -> pd.DataFr
     return store.query(
         "SELECT q.asked_at, t.gate_value FROM traffic_queries q "
         "JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash) "
-        "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?",
+        "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL",
         _key(run_id, configuration),
     )
 
@@ -291,8 +291,8 @@ def borderline(
     store: Store, run_id: str, configuration: Configuration, threshold: float, band: float, limit: int = 200
 ) -> pd.DataFrame:
     """Distinct texts whose gate value lies within ``band`` of ``threshold``, closest first:
-    text_hash, text, gate_value, asked (lines), last_asked, label."""
-    return store.query(
+    text_hash, text, gate_value, asked (lines), last_asked, label, refused (at ``threshold``)."""
+    df = store.query(
         f"""
         SELECT t.text_hash, t.text, t.gate_value, count(*) AS asked, max(q.asked_at) AS last_asked,
                coalesce(max(q.label), max(l.label)) AS label
@@ -306,6 +306,9 @@ def borderline(
         """,
         [*_key(run_id, configuration), float(threshold), float(band), float(threshold)],
     )
+    ax = axis(store, run_id, configuration)
+    df["refused"] = refused(df["gate_value"].astype("float64").to_numpy(), threshold, ax.higher_is_closer)
+    return df
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,18 +397,21 @@ def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Cl
     return replace(found, configuration=configuration.label)
 
 
-def traffic_query(store: Store, run_id: str, configuration: Configuration, text_hash: str) -> dict[str, Any] | None:
-    """One stored text: text, gate_value, asked, first_asked, last_asked, label, and ``hits``
+def traffic_query(
+    store: Store, run_id: str, configuration: Configuration, text_hash: str, threshold: float
+) -> dict[str, Any] | None:
+    """One stored text: text, gate_value, failure, asked, first_asked, last_asked, label,
+    ``kept`` (how many top-4 hits the gate keeps at ``threshold``), ``keep_rule``, and ``hits``
     (rank, distance, score, chunk_id, doc_id, section, start, end, content); None when unknown."""
     head = store.query(
         """
-        SELECT t.text, t.gate_value, count(q.line) AS asked, min(q.asked_at) AS first_asked,
+        SELECT t.text, t.gate_value, t.failure, count(q.line) AS asked, min(q.asked_at) AS first_asked,
                max(q.asked_at) AS last_asked, coalesce(max(q.label), max(l.label)) AS label
         FROM traffic_texts t
         LEFT JOIN traffic_queries q USING (run_id, strategy, retriever, text_hash)
         LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
         WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ? AND t.text_hash = ?
-        GROUP BY t.text, t.gate_value
+        GROUP BY t.text, t.gate_value, t.failure
         """,
         [*_key(run_id, configuration), text_hash],
     )
@@ -422,6 +428,12 @@ def traffic_query(store: Store, run_id: str, configuration: Configuration, text_
         """,
         [*_key(run_id, configuration), text_hash],
     )
+    from evalcore.threshold import gate
+
+    ax = axis(store, run_id, configuration)
+    values = [float(v) for v in out["hits"][ax.column].head(DEFAULT_TOP) if v == v]
+    out["kept"] = len(gate(values, threshold, DEFAULT_TOP, ax.higher_is_closer))
+    out["keep_rule"] = ax.keep_rule
     return out
 
 

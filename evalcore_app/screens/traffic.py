@@ -116,7 +116,7 @@ near = _ui.cached_at(stamp, reads.borderline, ctx.run_id, config, threshold, ban
 st.caption(f"{len(near)} distinct queries with a gate value within {band_width:g} of t (closest first).")
 for row in near.head(15).itertuples():
     c1, c2 = st.columns([5, 1])
-    verdict = "refused" if row.gate_value >= threshold else "answered"
+    verdict = "refused" if row.refused else "answered"
     c1.markdown(
         f"{_ui.esc(row.text[:140])} · gate {row.gate_value:.4f} ({verdict}) · asked {row.asked}×"
         + (f" · {row.label}" if isinstance(row.label, str) else "")

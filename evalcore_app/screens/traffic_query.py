@@ -14,11 +14,11 @@ from evalcore_app.screens import _ui
 
 
 def show(ctx: _ui.Context, text_hash: str) -> None:
-    found = _ui.live(traffic.traffic_query, ctx.run_id, ctx.config, text_hash)
+    threshold, source = _ui.threshold_state(ctx)
+    found = _ui.live(traffic.traffic_query, ctx.run_id, ctx.config, text_hash, threshold)
     if found is None:
         st.warning("This logged query is not stored (any more) for this configuration.")
         return
-    threshold, source = _ui.threshold_state(ctx)
     _ui.plain(str(found["text"]), strong=True, testid="query-text")
     label = found["label"] if isinstance(found["label"], str) else "no label"
     _ui.plain(
@@ -28,10 +28,11 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
         testid="query-meta",
     )
     hits = found["hits"]
-    kept = [i for i, d in enumerate(hits["distance"].head(4)) if d < threshold]
+    if isinstance(found["failure"], str):
+        st.warning(f"The endpoint could not answer this query: {found['failure']}")
     verdict = (
-        f"The gate keeps {len(kept)} of the top 4 hits (distance < t)."
-        if kept
+        f"The gate keeps {found['kept']} of the top 4 hits ({found['keep_rule']})."
+        if found["kept"]
         else "No hit in the top 4 passes the gate, so the user gets NO ANSWER."
     )
     _ui.plain(
@@ -43,7 +44,7 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
     for hit in hits.head(4).itertuples():
         st.html(
             f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(str(hit.doc_id))}{hit.locator} · "
-            f"d = {hit.distance:.4f}<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>"
+            f"d = {hit.distance:.4f} · score {hit.score:.4f}<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>"
             f"{html.escape(str(hit.content))}</pre></div>"
         )
     st.page_link(
