@@ -453,3 +453,22 @@ def test_an_endpoint_run_is_replayed_through_its_response_cache(tmp_path, mini_i
     failed = store.query("SELECT text, failure FROM traffic_texts WHERE failure IS NOT NULL")
     assert len(failed) >= 1 and "cannot answer" in " ".join(failed["text"])  # kept with its reason
     assert len(lines(store, run_id, Configuration("sent3", "api"))) == len(rows) - len(failed)  # never a miss
+
+
+def test_an_imported_run_is_refused_with_one_line(tmp_path, mini_inputs, capsys):
+    import sys
+
+    from conftest import ROOT, import_run
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    import external_bm25
+
+    files = external_bm25.write_files(tmp_path, *mini_inputs)
+    store = tmp_path / "evalcore.duckdb"
+    run_id = import_run(store, files["chunks"], files["trec"], capsys, "--name", "ext")["run_id"]
+    log = tmp_path / "log.jsonl"
+    _write_jsonl(log, [{"time": "2026-11-02T10:00:00Z", "query": "which port does kettle use"}])
+    assert main(["--store", str(store), "traffic", "import", str(log), "--run", run_id, "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "imported from rankings made elsewhere: it has no retriever to replay" in err[0]
+    assert int(Store(store).query("SELECT count(*) AS n FROM traffic_queries")["n"].iloc[0]) == 0
