@@ -39,7 +39,7 @@ def test_import_open_traffic_see_drift_open_a_borderline_query_forget_the_oldest
     Store(store).save_decision(run_id, "E", "dense", T, "the decided threshold")
     with streamlit_app(store, tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
         page.goto(f"{url}/traffic?run_id={run_id}&config=E/dense", wait_until="domcontentloaded")
         settled(page)
         healthy(page, "traffic")
@@ -48,6 +48,13 @@ def test_import_open_traffic_see_drift_open_a_borderline_query_forget_the_oldest
         assert f"t = {T:.4f}" in page.locator('[data-testid="traffic-threshold"]').inner_text()
         flagged = page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="moved away")
         assert flagged.count() == 1 and "2026-11-09" in flagged.inner_text()  # the COVID-19 week
+        # the download leaves query text out (read back from the file the browser saved)
+        with page.expect_download() as got:
+            page.get_by_role("button", name="Download the logged queries (CSV)").click()
+        got.value.save_as(tmp_path / "download.csv")
+        content = (tmp_path / "download.csv").read_text(encoding="utf-8")
+        assert content.splitlines()[0] == "asked_at,source,line,text_hash,gate_value,refused,label"
+        assert len(content.splitlines()) == len(rows) + 1 and PRIVATE not in content and rows[0]["query"] not in content
         links = page.locator('[data-testid="stPageLink"] a').filter(has_text="Open on Query")
         assert links.count() >= 1
         links.first.click()
