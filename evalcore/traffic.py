@@ -441,13 +441,18 @@ def import_log(
                 new = [(x, k, o) for x, k, o in zip(lines, keys, occ, strict=True) if (k, o) not in stored]
                 result.already += len(lines) - len(new)
                 if new:
-                    if ready is None:
-                        ready = (
-                            endpoint_replayer(store, target, headers)
-                            if target.info.source == "endpoint"
-                            else replayer(store, target, embedder, reranker_path)
-                        )
-                    texts, hits = _score_new(store, target, ready, [x.text for x, _, _ in new])
+
+                    def ready_now() -> Replayer | EndpointReplayer:
+                        nonlocal ready
+                        if ready is None:  # loaded only once a text needs scoring
+                            ready = (
+                                endpoint_replayer(store, target, headers)
+                                if target.info.source == "endpoint"
+                                else replayer(store, target, embedder, reranker_path)
+                            )
+                        return ready
+
+                    texts, hits = _score_new(store, target, ready_now, [x.text for x, _, _ in new])
                     frame = _line_frame(target, import_id, new)
                     row = None if started else _import_row(target, import_id, path.name, fmt, who)
                     result.added += len(new)
@@ -492,7 +497,7 @@ def _stored_lines(store: Store, target: Target, keys: list[int], occ: list[int])
 
 
 def _score_new(
-    store: Store, target: Target, ready: Replayer | EndpointReplayer, texts: list[str]
+    store: Store, target: Target, ready: Callable[[], Replayer | EndpointReplayer], texts: list[str]
 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """Rows of the texts not scored yet for ``target`` (each distinct text once) and their hits."""
     import numpy as np
@@ -514,7 +519,7 @@ def _score_new(
     todo = [h for h in unique if h not in have]
     if not todo:
         return None, None
-    ids, dist, score, gate, failures = ready.score([unique[h] for h in todo])
+    ids, dist, score, gate, failures = ready().score([unique[h] for h in todo])
     top = ids.shape[1]
     run_id, strategy, retriever = target.key
     text_rows = pd.DataFrame(

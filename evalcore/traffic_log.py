@@ -25,7 +25,7 @@ from evalcore.errors import InputError
 
 FORMATS = ("csv", "jsonl", "parquet")
 LABELS = ("answerable", "off-topic")
-BATCH = 4096
+BATCH = 16384
 _LABEL_ALIASES = {
     "answerable": "answerable",
     "in": "answerable",
