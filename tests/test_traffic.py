@@ -472,3 +472,36 @@ def test_an_imported_run_is_refused_with_one_line(tmp_path, mini_inputs, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "imported from rankings made elsewhere: it has no retriever to replay" in err[0]
     assert int(Store(store).query("SELECT count(*) AS n FROM traffic_queries")["n"].iloc[0]) == 0
+
+
+def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported, tmp_path, real_embedder):
+    import pandas as pd
+
+    from evalcore.read.traffic import labelled_rates
+    from evalcore.traffic import import_log, resolve_target, set_label
+    from evalcore.traffic_log import Fields
+
+    store, run_id, rows, _, _ = imported
+    work = Store(tmp_path / "copy.duckdb")
+    shutil.copy(store.path, work.path)
+    frame = pd.DataFrame(rows)
+    frame["time"] = [
+        pd.Timestamp(t, unit="s", tz="UTC") if not isinstance(t, str) else pd.Timestamp(t) for t in frame["time"]
+    ]
+    frame.to_parquet(tmp_path / "log.parquet")
+    again = import_log(
+        work, f"{run_id}:E/dense", tmp_path / "log.parquet", Fields(label="label"), embedder=real_embedder
+    )
+    assert (again.lines, again.added, again.already) == (len(rows), 0, len(rows))  # the same identities
+    extra = tmp_path / "unlabelled.parquet"
+    pd.DataFrame({"query": ["what is the capital of France"], "time": ["2026-11-04T10:00:00Z"]}).to_parquet(extra)
+    assert import_log(work, f"{run_id}:E/dense", extra, embedder=real_embedder).added == 1
+    config = Configuration("E", "dense")
+    before = labelled_rates(work, run_id, config, T)
+    assert before.unlabelled == 1
+    target = resolve_target(work, f"{run_id}:E/dense")
+    set_label(work, target, text_hash("what is the capital of France"), "off-topic", "reviewer@example.org")
+    after = labelled_rates(work, run_id, config, T)
+    assert after.unlabelled == 0 and after.traffic_bluff.n == before.traffic_bluff.n + 1
+    set_label(work, target, text_hash(rows[0]["query"]), "off-topic", None)  # the log's own label wins
+    assert labelled_rates(work, run_id, config, T).traffic_lost.n == before.traffic_lost.n
