@@ -1037,6 +1037,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--headless", action="store_true", help="do not open a browser (a server, a container)")
     sp.set_defaults(func=cmd_dashboard)
+
+    from evalcore.traffic_cli import add_parser as add_traffic
+
+    add_traffic(sub)
     return p
 
 

@@ -663,6 +663,38 @@ class Store:
             )
         return decision_id
 
+    def compact(self) -> int:
+        """Rewrite the store into a fresh file and put it in place (bytes before and after).
+
+        DuckDB keeps deleted rows and freed blocks in the file until they are reused, so after
+        deleting data that must not survive (``traffic forget``), the whole store is copied
+        (``COPY FROM DATABASE``: tables, keys, views) into a new file beside it, checkpointed,
+        synced and renamed over the old one; the old file's pages go with it. The copy runs
+        while this process holds the store open for writing, so no other writer can slip in."""
+        before = self.path.stat().st_size if self.path.exists() else 0
+        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}.compact")
+        try:
+            with self.connect() as con:
+                con.execute("CHECKPOINT")
+                source = one_row(con, "SELECT current_database()")[0]
+                con.execute(f"ATTACH '{tmp}' AS evalcore_fresh")
+                con.execute(f'COPY FROM DATABASE "{source}" TO evalcore_fresh')
+                con.execute("DETACH evalcore_fresh")
+                with open(tmp, "rb") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self.path)
+            wal = Path(f"{self.path}.wal")
+            if wal.exists() and wal.stat().st_size == 0:
+                wal.unlink()
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+                try:
+                    leftover.unlink()
+                except FileNotFoundError:
+                    pass
+        self._ready = False
+        return before
+
     # -- embedding cache -----------------------------------------------------------
     def cached_vectors(self, model: str, hashes: list[str]) -> dict[str, tuple[int, list[float]]]:
         """(dim, vector) of each cached text hash under ``model``."""

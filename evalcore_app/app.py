@@ -23,6 +23,7 @@ def main() -> None:
         st.Page(screen("distances"), title="Distances", icon=":material/bar_chart:"),
         st.Page(screen("threshold"), title="Threshold", icon=":material/tune:"),
         st.Page(screen("query"), title="Query", icon=":material/search:"),
+        st.Page(screen("traffic"), title="Traffic", icon=":material/monitoring:"),
         st.Page(screen("index"), title="Index", icon=":material/inventory_2:"),
         st.Page(screen("export"), title="Export", icon=":material/download:"),
         st.Page(screen("methods"), title="Methods", icon=":material/menu_book:"),

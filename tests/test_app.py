@@ -21,7 +21,7 @@ from evalcore.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
-PAGES = ("runs", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")
+PAGES = ("runs", "new_run", "compare", "distances", "threshold", "query", "traffic", "index", "export", "methods")
 
 
 def open_page(operator_store: Path, page: str, monkeypatch, **state) -> AppTest:

@@ -28,6 +28,8 @@ COMMANDS = [
     "run-endpoint",
     "export-formats",
     "dashboard",
+    "threshold",
+    "traffic",
 ]
 
 

@@ -159,6 +159,17 @@ def pure(fn: Callable[..., Any], *args: Any) -> Any:
     return _pure(f"{fn.__module__}.{fn.__qualname__}", fn, args)
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def _versioned(path: str, name: str, _fn: Callable[..., Any], stamp: tuple, args: tuple) -> Any:
+    return _fn(get_store(path), *args)
+
+
+def cached_at(stamp: tuple, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(store, *args)`` cached per (store path, function, args, ``stamp``): for reads of data
+    that changes (traffic), ``stamp`` being a cheap read of what changes it."""
+    return _versioned(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, stamp, args)
+
+
 def live(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """``fn(store, ...)`` uncached (run lists, decisions: they change)."""
     return fn(store(), *args, **kwargs)

@@ -2,7 +2,8 @@
 shared threshold, and the answer it leads to (citations and prompt, or NO ANSWER).
 
 Shareable: ``/query?run_id=RUN&query_id=ID`` (and ``&config=E/dense`` to open that
-configuration first) opens this screen on that query.
+configuration first) opens this screen on that query; ``&traffic=TEXT_HASH`` (with ``config``)
+opens a logged query of that configuration's traffic instead.
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from evalcore_app.screens import _ui
 ctx = _ui.sidebar()
 st.title("Query")
 run = _ui.require_run(ctx, need_config=True)
+if st.query_params.get("traffic"):  # a logged query opened from the Traffic screen
+    from evalcore_app.screens import traffic_query
+
+    traffic_query.show(ctx, str(st.query_params["traffic"]))
+    st.stop()
 search = _ui.bound(st.text_input, "Search queries (text or id)", key="query_search")
 found = _ui.cached(queries.search_queries, ctx.run_id, search)
 labels = {

@@ -1,0 +1,451 @@
+"""Stored traffic read back: volume and refused share per period, drift against the evaluation,
+borderline queries, labelled rates, one query's hits (the Traffic screen and ``traffic check``).
+
+A logged query is read like an off-topic query of its configuration (SPEC 15): its gate value
+is the smallest distance among its top 4 hits (for a configuration gating on its own
+similarity score, the largest score), and at threshold t it is refused when no top-4 hit
+passes the gate. Every log line counts, duplicates included.
+
+Labelled traffic (a label in the log, else one given on the screen): the **bluff rate** is the
+share of off-topic lines the gate answers (a hit kept), the **lost rate** the share of
+answerable lines it refuses. The evaluation's rates beside them are its bluff rate (SPEC 7) and
+its lost rate among answerable in-domain queries (a correct hit in the top 4 lost to the gate).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from evalcore.drift import first_start, holm, ks_test, period_index, psi
+from evalcore.stats import wilson_interval
+from evalcore.threshold import DEFAULT_TOP
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from evalcore.claim import Claim
+    from evalcore.records import Configuration
+    from evalcore.store import Store
+    from evalcore.threshold import Axis
+
+ALPHA = 0.05
+_KEY = "run_id = ? AND strategy = ? AND retriever = ?"
+
+
+def _key(run_id: str, configuration: Configuration) -> list[str]:
+    return [run_id, configuration.strategy, configuration.retriever]
+
+
+def axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
+    from evalcore.configurations import info
+
+    return info(store, run_id, configuration.strategy, configuration.retriever).axis
+
+
+def refused(gate_values: np.ndarray, threshold: float, higher_is_closer: bool = False) -> np.ndarray:
+    """True where the gate at ``threshold`` keeps no top-4 hit (a query without hits: NaN, refused)."""
+    import numpy as np
+
+    g = np.asarray(gate_values, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        kept = g >= threshold if higher_is_closer else g < threshold
+    return ~(kept & ~np.isnan(g))
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """How much traffic is stored for a configuration, and since when."""
+
+    lines: int
+    texts: int
+    since: datetime | None
+    until: datetime | None
+
+    def sentence(self) -> str:
+        if not self.lines:
+            return "No traffic is stored for this configuration."
+        day = "%Y-%m-%d %H:%M"
+        return (
+            f"{self.lines:,} logged queries ({self.texts:,} distinct texts) are stored, asked from "
+            f"{self.since:{day}} to {self.until:{day}} UTC."
+        )
+
+
+def stored(store: Store, run_id: str, configuration: Configuration) -> Stored:
+    df = store.query(
+        "SELECT count(*) AS n, count(DISTINCT text_hash) AS texts, min(asked_at) AS since, max(asked_at) AS until "
+        f"FROM traffic_queries WHERE {_KEY}",
+        _key(run_id, configuration),
+    )
+    row = df.iloc[0]
+    n = int(row["n"])
+    return Stored(
+        n, int(row["texts"]), row["since"].to_pydatetime() if n else None, row["until"].to_pydatetime() if n else None
+    )
+
+
+def version(store: Store, run_id: str, configuration: Configuration) -> tuple[Any, ...]:
+    """What changes when the stored traffic of a configuration changes (lines, the newest import,
+    labels): the key under which the screen may keep its reads."""
+    df = store.query(
+        "SELECT (SELECT count(*) FROM traffic_queries WHERE run_id = ? AND strategy = ? AND retriever = ?) AS n, "
+        "(SELECT max(coalesce(finished_at, started_at)) FROM traffic_imports WHERE run_id = ?) AS imported, "
+        "(SELECT count(*) FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ?) AS labels, "
+        "(SELECT max(labelled_at) FROM traffic_labels WHERE run_id = ?) AS labelled",
+        [*_key(run_id, configuration), run_id, *_key(run_id, configuration), run_id],
+    )
+    return tuple(str(v) for v in df.iloc[0].tolist())
+
+
+def configurations_with_traffic(store: Store, run_id: str) -> list[str]:
+    """Labels of the run's configurations that have stored traffic, most lines first."""
+    df = store.query(
+        "SELECT strategy || '/' || retriever AS label, count(*) AS n FROM traffic_queries WHERE run_id = ? "
+        "GROUP BY 1 ORDER BY n DESC, label",
+        [run_id],
+    )
+    return [str(x) for x in df["label"]]
+
+
+def evaluation_gate_values(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
+    """query_id, domain (in | out), gate_value of every scored query of the evaluation: the
+    smallest distance (or best own score) among its stored top-4 hits."""
+    ax = axis(store, run_id, configuration)
+    closest = "max" if ax.higher_is_closer else "min"
+    return store.query(
+        f"""
+        SELECT r.query_id, r.domain, {closest}(h.{ax.column}) AS gate_value
+        FROM results r
+        JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
+        LEFT JOIN hits h ON h.run_id = r.run_id AND h.strategy = r.strategy AND h.retriever = r.retriever
+                        AND h.query_id = r.query_id AND h.rank <= ?
+        WHERE r.run_id = ? AND r.strategy = ? AND r.retriever = ? AND q.valid
+        GROUP BY r.query_id, r.domain ORDER BY r.domain, r.query_id
+        """,
+        [DEFAULT_TOP, *_key(run_id, configuration)],
+    )
+
+
+def reference_values(store: Store, run_id: str, configuration: Configuration) -> np.ndarray:
+    """The evaluation's in-domain + off-topic gate values (the KS reference), finite ones."""
+    import numpy as np
+
+    g = evaluation_gate_values(store, run_id, configuration)["gate_value"].astype("float64").to_numpy()
+    return g[np.isfinite(g)]
+
+
+def lines(store: Store, run_id: str, configuration: Configuration, with_text: bool = False) -> pd.DataFrame:
+    """Every stored log line: asked_at, text_hash, gate_value, label (the log's, else the
+    screen's), line and source (the log's file name); ``text`` too when ``with_text``."""
+    text = ", t.text" if with_text else ""
+    return store.query(
+        f"""
+        SELECT q.asked_at, q.text_hash, t.gate_value, coalesce(q.label, l.label) AS label, q.line,
+               i.source{text}
+        FROM traffic_queries q
+        JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash)
+        LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
+        LEFT JOIN traffic_imports i ON i.import_id = q.import_id
+        WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL
+        ORDER BY q.asked_at, i.source, q.line
+        """,
+        _key(run_id, configuration),
+    )
+
+
+def _gates(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
+    return store.query(
+        "SELECT q.asked_at, t.gate_value FROM traffic_queries q "
+        "JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash) "
+        "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL",
+        _key(run_id, configuration),
+    )
+
+
+def periods(
+    store: Store, run_id: str, configuration: Configuration, period: timedelta, threshold: float
+) -> pd.DataFrame:
+    """One row per period ``[start, end)`` from 00:00 UTC of the earliest query's day to the
+    period of the latest (empty ones included): queries, refused, refused_share with its Wilson
+    ``refused_low``/``refused_high``; the KS test against the evaluation (``ks_statistic``,
+    ``ks_pvalue``) and against the previous period (``prev_statistic``, ``prev_pvalue``), both
+    Holm-adjusted within the period (``ks_padj``, ``prev_padj``); ``psi`` against the
+    evaluation; ``drifted`` when an adjusted p is below 0.05."""
+    import numpy as np
+    import pandas as pd
+
+    gates = _gates(store, run_id, configuration)
+    columns = [
+        "start", "end", "queries", "refused", "refused_share", "refused_low", "refused_high",
+        "ks_statistic", "ks_pvalue", "prev_statistic", "prev_pvalue", "ks_padj", "prev_padj", "psi", "drifted",
+    ]  # fmt: skip
+    if gates.empty:
+        return pd.DataFrame(columns=columns)
+    ax = axis(store, run_id, configuration)
+    reference = reference_values(store, run_id, configuration)
+    times = gates["asked_at"].to_numpy(dtype="datetime64[us]")
+    values = gates["gate_value"].astype("float64").to_numpy()
+    start = first_start(pd.Timestamp(times.min()).to_pydatetime())
+    index = period_index(times, start, period)
+    order = np.argsort(index, kind="stable")
+    index, values = index[order], values[order]
+    count = int(index.max()) + 1
+    bounds = np.searchsorted(index, np.arange(count + 1))
+    rows: list[dict[str, Any]] = []
+    previous: np.ndarray | None = None
+    for i in range(count):
+        g = values[bounds[i] : bounds[i + 1]]
+        finite = g[np.isfinite(g)]
+        n = len(g)
+        k = int(refused(g, threshold, ax.higher_is_closer).sum())
+        ci = wilson_interval(k, n) if n else None
+        vs_eval = ks_test(finite, reference)
+        vs_prev = ks_test(finite, previous) if previous is not None else None
+        ps = [t.pvalue for t in (vs_eval, vs_prev) if t is not None]
+        adjusted = holm(ps) if ps else []
+        padj_eval = adjusted[0] if vs_eval is not None else math.nan
+        padj_prev = adjusted[-1] if vs_prev is not None else math.nan
+        rows.append(
+            {
+                "start": start + i * period,
+                "end": start + (i + 1) * period,
+                "queries": n,
+                "refused": k,
+                "refused_share": k / n if n else math.nan,
+                "refused_low": ci.low if ci else math.nan,
+                "refused_high": ci.high if ci else math.nan,
+                "ks_statistic": vs_eval.statistic if vs_eval else math.nan,
+                "ks_pvalue": vs_eval.pvalue if vs_eval else math.nan,
+                "prev_statistic": vs_prev.statistic if vs_prev else math.nan,
+                "prev_pvalue": vs_prev.pvalue if vs_prev else math.nan,
+                "ks_padj": padj_eval,
+                "prev_padj": padj_prev,
+                "psi": psi(finite, reference),
+                "drifted": any(p < ALPHA for p in adjusted),
+            }
+        )
+        if len(finite):
+            previous = finite
+    return pd.DataFrame(rows, columns=columns)
+
+
+def drift_sentence(row: Any) -> str:
+    """One plain sentence about a period's drift."""
+    day = f"{row['start']:%Y-%m-%d}"
+    if not row["queries"]:
+        return f"The period from {day} has no queries."
+    if not row["drifted"]:
+        return (
+            f"The period from {day} sits where the evaluation's queries did "
+            f"(KS D = {row['ks_statistic']:.3f}, p = {row['ks_pvalue']:.3g}; PSI {row['psi']:.2f})."
+        )
+    parts = []
+    if row["ks_padj"] < ALPHA:
+        parts.append(
+            f"away from the evaluation's queries (KS D = {row['ks_statistic']:.3f}, "
+            f"Holm-adjusted p = {row['ks_padj']:.3g})"
+        )
+    if row["prev_padj"] < ALPHA:
+        parts.append(
+            f"away from the previous period (KS D = {row['prev_statistic']:.3f}, "
+            f"Holm-adjusted p = {row['prev_padj']:.3g})"
+        )
+    return f"The period from {day} moved " + " and ".join(parts) + f"; PSI against the evaluation {row['psi']:.2f}."
+
+
+def distributions(
+    store: Store, run_id: str, configuration: Configuration, period: timedelta, start: datetime | None = None
+) -> pd.DataFrame:
+    """Long frame ``group, gate_value`` for the histogram: the evaluation's in-domain and
+    off-topic queries and the traffic of the period starting at ``start`` (default: the last)."""
+    import numpy as np
+    import pandas as pd
+
+    ev = evaluation_gate_values(store, run_id, configuration)
+    parts = [
+        pd.DataFrame(
+            {
+                "group": np.where(ev["domain"] == "in", "evaluation: in-domain", "evaluation: off-topic"),
+                "gate_value": ev["gate_value"].astype("float64"),
+            }
+        )
+    ]
+    gates = _gates(store, run_id, configuration)
+    if not gates.empty:
+        times = gates["asked_at"].to_numpy(dtype="datetime64[us]")
+        first = first_start(pd.Timestamp(times.min()).to_pydatetime())
+        index = period_index(times, first, period)
+        want = int(index.max()) if start is None else int((start - first) // period)
+        chosen = gates["gate_value"].astype("float64").to_numpy()[index == want]
+        parts.append(pd.DataFrame({"group": f"traffic: {first + want * period:%Y-%m-%d}", "gate_value": chosen}))
+    out = pd.concat(parts, ignore_index=True)
+    kept: pd.DataFrame = out[np.isfinite(out["gate_value"])].reset_index(drop=True)
+    return kept
+
+
+def borderline(
+    store: Store, run_id: str, configuration: Configuration, threshold: float, band: float, limit: int = 200
+) -> pd.DataFrame:
+    """Distinct texts whose gate value lies within ``band`` of ``threshold``, closest first:
+    text_hash, text, gate_value, asked (lines), last_asked, label, refused (at ``threshold``)."""
+    df = store.query(
+        f"""
+        SELECT t.text_hash, t.text, t.gate_value, count(*) AS asked, max(q.asked_at) AS last_asked,
+               coalesce(max(q.label), max(l.label)) AS label
+        FROM traffic_texts t
+        JOIN traffic_queries q USING (run_id, strategy, retriever, text_hash)
+        LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
+        WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ? AND abs(t.gate_value - ?) <= ?
+        GROUP BY t.text_hash, t.text, t.gate_value
+        ORDER BY abs(t.gate_value - ?), t.text_hash
+        LIMIT {int(limit)}
+        """,
+        [*_key(run_id, configuration), float(threshold), float(band), float(threshold)],
+    )
+    ax = axis(store, run_id, configuration)
+    df["refused"] = refused(df["gate_value"].astype("float64").to_numpy(), threshold, ax.higher_is_closer)
+    return df
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """k of n with its 95% Wilson interval."""
+
+    k: int
+    n: int
+    low: float
+    high: float
+
+    @property
+    def value(self) -> float:
+        return self.k / self.n if self.n else math.nan
+
+    def text(self) -> str:
+        if not self.n:
+            return "n/a (none)"
+        return f"{self.value:.1%} ({self.k} of {self.n}; 95% CI {self.low:.1%}-{self.high:.1%})"
+
+
+def _rate(k: int, n: int) -> Rate:
+    if not n:
+        return Rate(0, 0, math.nan, math.nan)
+    ci = wilson_interval(k, n)
+    return Rate(k, n, ci.low, ci.high)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledRates:
+    """Bluff and lost rates at a threshold on labelled traffic and in the evaluation."""
+
+    traffic_bluff: Rate
+    traffic_lost: Rate
+    evaluation_bluff: Rate
+    evaluation_lost: Rate
+    unlabelled: int
+
+
+def labelled_rates(store: Store, run_id: str, configuration: Configuration, threshold: float) -> LabelledRates:
+    """See the module docstring. Every labelled log line counts."""
+    from evalcore.read.sweeps import top_hits
+    from evalcore.threshold import counts_at, split_hits
+
+    ax = axis(store, run_id, configuration)
+    df = lines(store, run_id, configuration)
+    gates = df["gate_value"].astype("float64").to_numpy()
+    no = refused(gates, threshold, ax.higher_is_closer)
+    off = (df["label"] == "off-topic").to_numpy()
+    ans = (df["label"] == "answerable").to_numpy()
+    hits = top_hits(store, run_id, configuration)
+    in_domain, out_domain = split_hits(hits, column=ax.column)
+    c = counts_at(in_domain, out_domain, threshold, DEFAULT_TOP, ax.higher_is_closer)
+    return LabelledRates(
+        _rate(int((off & ~no).sum()), int(off.sum())),
+        _rate(int((ans & no).sum()), int(ans.sum())),
+        _rate(c.bluffs, c.out_domain),
+        _rate(c.lost, c.answerable),
+        int(len(df) - off.sum() - ans.sum()),
+    )
+
+
+def off_topic_minima(store: Store, run_id: str, configuration: Configuration) -> list[float]:
+    """The gate value of every off-topic-labelled log line (for a threshold claim on real traffic)."""
+    df = lines(store, run_id, configuration)
+    values = df.loc[df["label"] == "off-topic", "gate_value"].astype("float64")
+    return [float(v) for v in values if math.isfinite(v)]
+
+
+def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Claim | None:
+    """The threshold claim (SPEC 13, :func:`evalcore.claim.threshold_claim`) recomputed with the
+    real off-topic queries: ``m_q`` = the gate value of every off-topic-labelled log line
+    (duplicates included: each line is one draw of production traffic); the lost side keeps the
+    evaluation's answerable queries (traffic has no needle to tell a correct hit). None when no
+    log line is labelled off-topic."""
+    from dataclasses import replace
+
+    from evalcore.claim import threshold_claim
+    from evalcore.read.claims import gate_values
+
+    ood = off_topic_minima(store, run_id, configuration)
+    if not ood:
+        return None
+    values = gate_values(store, run_id, configuration)
+    found = threshold_claim(ood, values.answerable_min, values.in_domain_min, axis=values.axis)
+    return replace(found, configuration=configuration.label)
+
+
+def traffic_query(
+    store: Store, run_id: str, configuration: Configuration, text_hash: str, threshold: float
+) -> dict[str, Any] | None:
+    """One stored text: text, gate_value, failure, asked, first_asked, last_asked, label,
+    ``kept`` (how many top-4 hits the gate keeps at ``threshold``), ``keep_rule``, and ``hits``
+    (rank, distance, score, chunk_id, doc_id, section, start, end, content); None when unknown."""
+    head = store.query(
+        """
+        SELECT t.text, t.gate_value, t.failure, count(q.line) AS asked, min(q.asked_at) AS first_asked,
+               max(q.asked_at) AS last_asked, coalesce(max(q.label), max(l.label)) AS label
+        FROM traffic_texts t
+        LEFT JOIN traffic_queries q USING (run_id, strategy, retriever, text_hash)
+        LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
+        WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ? AND t.text_hash = ?
+        GROUP BY t.text, t.gate_value, t.failure
+        """,
+        [*_key(run_id, configuration), text_hash],
+    )
+    if head.empty:
+        return None
+    out = {str(k): v for k, v in head.iloc[0].to_dict().items()}
+    out["hits"] = store.query(
+        """
+        SELECT h.rank, h.distance, h.score, h.chunk_id, c.doc_id, c.section, c.start, c."end", c.content
+        FROM traffic_hits h
+        LEFT JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy AND c.chunk_id = h.chunk_id
+        WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? AND h.text_hash = ?
+        ORDER BY h.rank
+        """,
+        [*_key(run_id, configuration), text_hash],
+    )
+    from evalcore.threshold import gate
+
+    ax = axis(store, run_id, configuration)
+    values = [float(v) for v in out["hits"][ax.column].head(DEFAULT_TOP) if v == v]
+    out["kept"] = len(gate(values, threshold, DEFAULT_TOP, ax.higher_is_closer))
+    out["keep_rule"] = ax.keep_rule
+    return out
+
+
+def export_frame(
+    store: Store, run_id: str, configuration: Configuration, threshold: float, with_text: bool = False
+) -> pd.DataFrame:
+    """Every stored line for a download: asked_at, source, line, text_hash, gate_value,
+    refused (at ``threshold``), label; the query text only when ``with_text``."""
+    ax = axis(store, run_id, configuration)
+    df = lines(store, run_id, configuration, with_text=with_text)
+    df["refused"] = refused(df["gate_value"].astype("float64").to_numpy(), threshold, ax.higher_is_closer)
+    cols = ["asked_at", "source", "line", "text_hash", "gate_value", "refused", "label"] + (
+        ["text"] if with_text else []
+    )
+    return df[cols]

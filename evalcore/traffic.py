@@ -1,0 +1,717 @@
+"""Production queries replayed against one configuration of a run (``evalcore traffic import``).
+
+Each logged query is embedded with the run's model (vectors cached by text hash, as for every
+run), retrieved against that configuration's stored chunks by the run's own code
+(:func:`evalcore.ranking.rank_block`: dense, bm25, hybrid, rerank exactly as in the run) and
+stored with its time, its top hits with their distances, and the gate's value: the smallest
+distance among its top 4 hits (SPEC 15). A query text is scored once per configuration, however
+often it was asked; every log line is stored (its time and label) and counted.
+
+Re-importing a log adds nothing: a line's identity is a hash of its time, text and label plus
+its occurrence number in the log (the second identical line is occurrence 2), so an
+interrupted import, run again, goes on where it stopped and a log that grew adds only its new
+lines. Lines are read, scored and written a batch at a time (one transaction each), so memory
+stays bounded; the only state that grows with the log is 8 bytes per line for the occurrence
+numbers.
+
+A live search endpoint's configuration is replayed by sending each new text to the endpoint as
+the run did, through the response cache (a text the cache holds is not sent again); a query the
+endpoint could not answer is kept with the reason and left out of every figure, never counted as
+refused. A run imported from rankings, or one made by a Python function, has no retriever to
+replay and is refused with one line.
+
+This module is the one writer of the traffic tables (migration 0007): imports, lines, scored
+texts, hits, labels, and ``forget`` (rows deleted, then the store rewritten so that no free
+page still holds a forgotten text).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import ConfigError, InputError, ModelError
+from evalcore.threshold import DEFAULT_TOP
+from evalcore.traffic_log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    #: ids, distances, scores (texts x top), gate values, {text index: why the endpoint failed}
+    Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]
+
+    from evalcore.configurations import ConfigInfo
+    from evalcore.embedding import Embedder
+    from evalcore.progress import Progress
+    from evalcore.records import Configuration
+    from evalcore.retrieval import BM25, Reranker
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+SHOWN_PROBLEMS = 20
+TABLES = ("traffic_queries", "traffic_texts", "traffic_hits", "traffic_labels", "traffic_imports")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The run and configuration traffic is replayed against."""
+
+    run_id: str
+    configuration: Configuration
+    info: ConfigInfo
+    top_n: int
+
+    @property
+    def key(self) -> list[str]:
+        return [self.run_id, self.configuration.strategy, self.configuration.retriever]
+
+
+def resolve_target(store: Store, reference: str) -> Target:
+    """``RUN`` or ``RUN:STRATEGY/RETRIEVER`` -> the run's configuration; ``RUN`` alone names
+    the configuration of the run's latest saved decision, or its only one. ConfigError naming
+    the choices otherwise."""
+    from evalcore.configurations import read
+    from evalcore.gate import parse_ref, resolve_run
+    from evalcore.read.decisions import latest_decision
+    from evalcore.records import Configuration
+
+    ref = parse_ref(reference)
+    run = resolve_run(store, ref.run)
+    run_id = str(run["run_id"])
+    configs = read(store, run_id)
+    labels = sorted(f"{s}/{r}" for s, r in configs)
+    if ref.configuration is not None:
+        configuration = Configuration.parse(ref.configuration)
+    else:
+        decision = latest_decision(store, run_id)
+        if decision is not None:
+            configuration = decision.configuration
+        elif len(configs) == 1:
+            configuration = Configuration(*next(iter(configs)))
+        else:
+            raise ConfigError(
+                f"run {run_id} has {len(configs)} configurations and no saved decision; name one as "
+                f"RUN:STRATEGY/RETRIEVER ({', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''})"
+            )
+    found = configs.get((configuration.strategy, configuration.retriever))
+    if found is None:
+        raise ConfigError(f"run {run_id} has no configuration {configuration.label} (it has {', '.join(labels)})")
+    settings = run.get("settings") or {}
+    return Target(run_id, configuration, found, int(settings.get("top_n", 20)))
+
+
+# --- replay -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Replayer:
+    """A built-in configuration made ready to rank new queries exactly as its run did."""
+
+    target: Target
+    embedder: Embedder
+    store: Store
+    chunk_texts: list[str]
+    cvec: np.ndarray
+    bm25: BM25 | None
+    reranker: Reranker | None
+    cmax: float
+    clock: dict[str, float] = field(default_factory=lambda: {"query_embedding": 0.0, "retrieval": 0.0})
+    embedded: int = 0
+
+    def score(self, texts: Sequence[str]) -> Scores:
+        """Top hits of each text: (ids, distances, scores) of shape (texts, top), the gate
+        value of each (smallest distance among its top 4), and no failures."""
+        import numpy as np
+
+        from evalcore.embedding import embed_with_cache
+        from evalcore.ranking import block_queries, rank_block
+
+        t0 = time.perf_counter()
+        qvec, stats = embed_with_cache(self.embedder, texts, self.store)
+        self.embedded += stats.new
+        t1 = time.perf_counter()
+        self.clock["query_embedding"] += t1 - t0
+        retriever = self.target.configuration.retriever
+        empty = np.zeros(0, dtype=np.int64)
+        block = block_queries(len(self.cvec))
+        parts: list[Any] = []
+        for b0 in range(0, len(texts), block):
+            b1 = min(len(texts), b0 + block)
+            scorer = None
+            if self.reranker is not None:
+                scorer = _scorer(self.reranker, self.chunk_texts, texts, b0)
+
+            ranked = rank_block(
+                qvec[b0:b1],
+                self.cvec,
+                [empty] * (b1 - b0),
+                [retriever],
+                self.target.top_n,
+                bm25=self.bm25,
+                qtexts=list(texts[b0:b1]),
+                rerank=scorer,
+                cmax=self.cmax,
+            )[retriever]
+            parts.append(ranked)
+        self.clock["retrieval"] += time.perf_counter() - t1
+        ids = np.concatenate([p.top_ids for p in parts])
+        dist = np.concatenate([p.top_dist for p in parts])
+        score = np.concatenate([p.top_score for p in parts])
+        head = dist[:, :DEFAULT_TOP]
+        gate = head.min(axis=1) if head.shape[1] else np.full(len(texts), np.nan)
+        return ids, dist, score, gate, {}
+
+
+@dataclass
+class EndpointReplayer:
+    """A live search endpoint's configuration: each query is sent as the run sent its own
+    (the same request template, so the same cache key for the same text) through the response
+    cache; hits are mapped to the run's chunks by the service's chunk id (-1 for a chunk the
+    run never saw). The gate reads the service's score in its direction."""
+
+    target: Target
+    endpoint: Any
+    store: Store
+    ids: dict[str, int]
+    higher_is_closer: bool
+    clock: dict[str, float] = field(default_factory=lambda: {"query_embedding": 0.0, "retrieval": 0.0})
+    embedded: int = 0
+    sent: int = 0
+
+    def score(self, texts: Sequence[str]) -> Scores:
+        import numpy as np
+
+        from evalcore.embedding import text_hash
+        from evalcore.external.endpoint import Counters, answers
+        from evalcore.external.record import Failure
+
+        t0 = time.perf_counter()
+        queries = [(f"traffic-{text_hash(t)[:16]}", t) for t in texts]
+        where = {qid: i for i, (qid, _) in enumerate(queries)}
+        top = int(self.endpoint.k)
+        ids = np.full((len(texts), top), -1, dtype=np.int64)
+        score = np.full((len(texts), top), np.nan)
+        failures: dict[int, str] = {}
+        counters = Counters()
+        for qid, outcome in answers(self.endpoint, self.store, queries, counters):
+            i = where[qid]
+            if isinstance(outcome, Failure):
+                failures[i] = outcome.reason
+                continue
+            for rank, hit in enumerate(outcome[:top]):
+                ids[i, rank] = self.ids.get(hit.chunk_id or "", -1)
+                score[i, rank] = hit.score
+        self.sent += counters.requests
+        head = score[:, :DEFAULT_TOP]
+        with np.errstate(all="ignore"):
+            empty = np.isnan(head).all(axis=1)
+            filled = np.where(np.isnan(head), -np.inf if self.higher_is_closer else np.inf, head)
+            gate = filled.max(axis=1) if self.higher_is_closer else filled.min(axis=1)
+        gate[empty] = np.nan
+        self.clock["retrieval"] += time.perf_counter() - t0
+        return ids, np.full(score.shape, np.nan), score, gate, failures
+
+
+def endpoint_replayer(store: Store, target: Target, headers: Sequence[str] = ()) -> EndpointReplayer:
+    """The endpoint of ``target`` as the run described it, with ``headers`` ("Name: value") for
+    the header names the run used (their values are never stored)."""
+    from dataclasses import replace
+
+    from evalcore.external.endpoint import from_spec, parse_header
+
+    detail = target.info.details()
+    endpoint = from_spec({k: v for k, v in detail.items() if k != "refresh"})
+    given = [parse_header(h) for h in headers]
+    missing = [n for n in detail.get("header_names", []) if n.lower() not in {g.lower() for g, _ in given}]
+    if missing:
+        raise ConfigError(
+            f"run {target.run_id} sent the header(s) {', '.join(missing)} to its endpoint; give their values "
+            "with --header 'Name: value' (header values are never stored)"
+        )
+    endpoint = replace(endpoint, headers=tuple(given))
+    endpoint.check()
+    chunks = store.query(
+        "SELECT chunk_id, external_id FROM chunks WHERE run_id = ? AND strategy = ? AND external_id IS NOT NULL",
+        [target.run_id, target.configuration.strategy],
+    )
+    ids = {str(e): int(c) for c, e in zip(chunks["chunk_id"], chunks["external_id"], strict=True)}
+    return EndpointReplayer(target, endpoint, store, ids, target.info.axis.higher_is_closer)
+
+
+def _scorer(
+    reranker: Reranker, chunk_texts: list[str], texts: Sequence[str], b0: int
+) -> Callable[[int, np.ndarray], list[float]]:
+    """The cross-encoder scores of query ``b0 + i``'s hybrid head (what the run's rerank asks)."""
+
+    def score(i: int, ids: np.ndarray) -> list[float]:
+        return reranker.score(texts[b0 + i], [chunk_texts[j] for j in ids])
+
+    return score
+
+
+def _refuse(target: Target) -> None:
+    info = target.info
+    where = f"run {target.run_id} configuration {target.configuration.label}"
+    if info.source == "import":
+        raise ConfigError(f"{where} was imported from rankings made elsewhere: it has no retriever to replay")
+    if info.source == "python":
+        raise ConfigError(f"{where} was made by a Python retriever function, which is not stored: nothing to replay")
+
+
+def replayer(
+    store: Store, target: Target, embedder: Embedder | None = None, reranker_path: str | None = None
+) -> Replayer:
+    """Load what replaying ``target`` needs: the run's model, the configuration's chunks and
+    their vectors (from the vector cache; embedded anew only if missing), its BM25 index and
+    cross-encoder when its retriever uses them."""
+    from evalcore import testhooks
+    from evalcore.embedding import embed_with_cache, load_embedder
+    from evalcore.ranking import max_norm
+    from evalcore.retrieval import BM25
+
+    _refuse(target)
+    model = target.info.model
+    embedder = embedder or testhooks.embedder() or load_embedder()
+    if model and embedder.name not in [m.strip() for m in model.split(",")]:
+        raise ModelError(
+            f"run {target.run_id} configuration {target.configuration.label} was embedded with {model}, "
+            f"not {embedder.name}: vectors of two models are never compared (give --model PATH to that model)"
+        )
+    chunks = store.query(
+        "SELECT chunk_id, text FROM chunks WHERE run_id = ? AND strategy = ? ORDER BY chunk_id",
+        [target.run_id, target.configuration.strategy],
+    )
+    if chunks.empty or list(chunks["chunk_id"]) != list(range(len(chunks))):
+        raise ConfigError(
+            f"run {target.run_id} strategy {target.configuration.strategy}: no complete chunk list stored"
+        )
+    texts = [str(t) for t in chunks["text"]]
+    cvec, _ = embed_with_cache(embedder, texts, store)
+    retriever = target.configuration.retriever
+    bm25 = BM25.build(texts) if retriever in ("bm25", "hybrid", "rerank") else None
+    reranker = None
+    if retriever == "rerank":
+        from evalcore.retrieval import Reranker as _Reranker
+
+        path = reranker_path or _rerank_path(store, target.run_id)
+        if not path:
+            raise ConfigError(f"run {target.run_id}: its cross-encoder is not known; give --reranker PATH")
+        reranker = _Reranker.load(path)
+    return Replayer(target, embedder, store, texts, cvec, bm25, reranker, max_norm(cvec))
+
+
+def _rerank_path(store: Store, run_id: str) -> str | None:
+    note = str(store.run(run_id).get("rerank_note") or "")
+    prefix = "rerank: cross-encoder "
+    if note.startswith(prefix):
+        return note[len(prefix) :].rsplit(", hybrid top", 1)[0]
+    return None
+
+
+# --- line identity ------------------------------------------------------------------------------
+
+
+def line_key(line: LogLine) -> int:
+    """A log line's identity without its position: 8 bytes of blake2b over time, text, label."""
+    digest = hashlib.blake2b(f"{line.at.isoformat()}\0{line.text}\0{line.label or ''}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Occurrences:
+    """Occurrence numbers of line keys across a whole log (1 for the first time a key appears,
+    2 for the second, ...), with 8 bytes of state per line: a sorted array of the keys seen."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.seen = np.zeros(0, dtype=np.int64)
+
+    def number(self, keys: Sequence[int]) -> list[int]:
+        import numpy as np
+
+        arr = np.asarray(keys, dtype=np.int64)
+        before = np.searchsorted(self.seen, arr, side="right") - np.searchsorted(self.seen, arr, side="left")
+        order = np.argsort(arr, kind="stable")
+        ranks = np.empty(len(arr), dtype=np.int64)
+        sorted_keys = arr[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(sorted_keys)) + 1] if len(arr) else np.zeros(0, np.int64)
+        group_start = np.repeat(starts, np.diff(np.r_[starts, len(arr)]))
+        ranks[order] = np.arange(len(arr)) - group_start
+        self.seen = np.sort(np.concatenate([self.seen, arr]), kind="stable")
+        return [int(x) for x in before + ranks + 1]
+
+
+# --- import -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    """What an import did: lines read, stored now, stored before, problems (first 20 kept)."""
+
+    run_id: str
+    configuration: str
+    source: str
+    lines: int = 0
+    added: int = 0
+    already: int = 0
+    problems: int = 0
+    new_texts: int = 0
+    shown: list[str] = field(default_factory=list)
+    import_id: str | None = None
+    seconds: float = 0.0
+    embedding_seconds: float = 0.0
+    retrieval_seconds: float = 0.0
+    embedded: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "import_id": self.import_id,
+            "run_id": self.run_id,
+            "configuration": self.configuration,
+            "source": self.source,
+            "lines": self.lines,
+            "added": self.added,
+            "already": self.already,
+            "problems": self.problems,
+            "problem_lines": self.shown,
+            "new_texts": self.new_texts,
+            "embedded": self.embedded,
+            "seconds": round(self.seconds, 3),
+            "embedding_seconds": round(self.embedding_seconds, 3),
+            "retrieval_seconds": round(self.retrieval_seconds, 3),
+        }
+
+
+def import_log(
+    store: Store,
+    reference: str,
+    path: str | Path,
+    fields: Fields | None = None,
+    fmt: str | None = None,
+    *,
+    embedder: Embedder | None = None,
+    reranker_path: str | None = None,
+    headers: Sequence[str] = (),
+    progress: Progress | None = None,
+    batch: int = BATCH,
+    author: str | None = None,
+) -> ImportResult:
+    """Import the log at ``path`` into the traffic of ``reference`` (see the module docstring).
+    InputError (nothing stored) when no line of the log is usable."""
+    from evalcore.authors import os_author
+    from evalcore.progress import SilentProgress, Stage
+
+    path = Path(path)
+    fmt = infer_format(path, fmt)
+    fields = fields or Fields()
+    target = resolve_target(store, reference)
+    _refuse(target)
+    result = ImportResult(target.run_id, target.configuration.label, path.name)
+    progress = progress or SilentProgress()
+    total = count_lines(path, fmt) if path.is_file() else None
+    progress.stage(Stage(f"traffic {target.configuration.label}", "lines", total or 0, 0.0, 1.0))
+    occurrences = Occurrences()
+    ready: Replayer | EndpointReplayer | None = None
+    import_id = uuid.uuid4().hex[:12]
+    started = False
+    who = author if author is not None else os_author()
+    t0 = time.perf_counter()
+    try:
+        for part in read_log(path, fmt, fields, batch):
+            lines = [x for x in part if isinstance(x, LogLine)]
+            for problem in (x for x in part if isinstance(x, Problem)):
+                result.problems += 1
+                if len(result.shown) < SHOWN_PROBLEMS:
+                    result.shown.append(problem.describe())
+            result.lines += len(part)
+            if lines:
+                keys = [line_key(x) for x in lines]
+                occ = occurrences.number(keys)
+                stored = _stored_lines(store, target, keys, occ)
+                new = [(x, k, o) for x, k, o in zip(lines, keys, occ, strict=True) if (k, o) not in stored]
+                result.already += len(lines) - len(new)
+                if new:
+
+                    def ready_now() -> Replayer | EndpointReplayer:
+                        nonlocal ready
+                        if ready is None:  # loaded only once a text needs scoring
+                            ready = (
+                                endpoint_replayer(store, target, headers)
+                                if target.info.source == "endpoint"
+                                else replayer(store, target, embedder, reranker_path)
+                            )
+                        return ready
+
+                    texts, hits = _score_new(store, target, ready_now, [x.text for x, _, _ in new])
+                    frame = _line_frame(target, import_id, new)
+                    row = None if started else _import_row(target, import_id, path.name, fmt, who)
+                    result.added += len(new)
+                    result.new_texts += 0 if texts is None else len(texts)
+                    _write_batch(store, row, frame, texts, hits, import_id, result)
+                    started = True
+            progress.advance(len(part))
+    except BaseException as exc:
+        if started:
+            _finish_import(store, import_id, result, "failed")
+        if isinstance(exc, UnicodeDecodeError):
+            raise InputError(f"{path}: {exc}") from None
+        raise
+    finally:
+        progress.close()
+    result.seconds = time.perf_counter() - t0
+    if ready is not None:
+        result.embedding_seconds = ready.clock["query_embedding"]
+        result.retrieval_seconds = ready.clock["retrieval"]
+        result.embedded = ready.embedded
+    usable = result.added + result.already
+    if usable == 0:
+        first = f"; first: {result.shown[0]}" if result.shown else ""
+        raise InputError(f"{path}: no usable line ({result.lines} read, {result.problems} with problems{first})")
+    if started:
+        result.import_id = import_id
+        _finish_import(store, import_id, result, "complete")
+    return result
+
+
+def _stored_lines(store: Store, target: Target, keys: list[int], occ: list[int]) -> set[tuple[int, int]]:
+    import pandas as pd
+
+    with store.read() as con:
+        con.register("_want", pd.DataFrame({"line_key": keys, "occurrence": occ}))
+        rows = con.execute(
+            "SELECT q.line_key, q.occurrence FROM traffic_queries q JOIN _want w USING (line_key, occurrence) "
+            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?",
+            target.key,
+        ).fetchall()
+    return {(int(k), int(o)) for k, o in rows}
+
+
+def _score_new(
+    store: Store, target: Target, ready: Callable[[], Replayer | EndpointReplayer], texts: list[str]
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """Rows of the texts not scored yet for ``target`` (each distinct text once) and their hits."""
+    import numpy as np
+    import pandas as pd
+
+    from evalcore.embedding import text_hash
+
+    unique = {text_hash(t): t for t in texts}
+    with store.read() as con:
+        con.register("_want", pd.DataFrame({"text_hash": list(unique)}))
+        have = {
+            r[0]
+            for r in con.execute(
+                "SELECT t.text_hash FROM traffic_texts t JOIN _want w USING (text_hash) "
+                "WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ?",
+                target.key,
+            ).fetchall()
+        }
+    todo = [h for h in unique if h not in have]
+    if not todo:
+        return None, None
+    ids, dist, score, gate, failures = ready().score([unique[h] for h in todo])
+    top = ids.shape[1]
+    run_id, strategy, retriever = target.key
+    text_rows = pd.DataFrame(
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "retriever": retriever,
+            "text_hash": todo,
+            "text": [unique[h] for h in todo],
+            "gate_value": gate,
+            "failure": pd.Series([failures.get(i) for i in range(len(todo))], dtype=object),
+        }
+    )
+    hit_rows = pd.DataFrame(
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "retriever": retriever,
+            "text_hash": np.repeat(np.asarray(todo, dtype=object), top),
+            "rank": np.tile(np.arange(1, top + 1), len(todo)),
+            "chunk_id": ids.ravel(),
+            "distance": dist.ravel(),
+            "score": score.ravel(),
+        }
+    )
+    answered = ~(np.isnan(score.ravel()) & np.isnan(dist.ravel()))  # an endpoint may give fewer hits
+    return text_rows, hit_rows[answered].reset_index(drop=True)
+
+
+def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, int]]) -> pd.DataFrame:
+    import pandas as pd
+
+    from evalcore.embedding import text_hash
+
+    run_id, strategy, retriever = target.key
+    return pd.DataFrame(
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "retriever": retriever,
+            "line_key": pd.Series([k for _, k, _ in new], dtype="int64"),
+            "occurrence": [o for _, _, o in new],
+            "import_id": import_id,
+            "line": [x.line for x, _, _ in new],
+            "asked_at": pd.Series([x.at for x, _, _ in new], dtype="datetime64[us]"),
+            "text_hash": [text_hash(x.text) for x, _, _ in new],
+            "label": pd.Series([x.label for x, _, _ in new], dtype=object),
+        }
+    )
+
+
+def _import_row(target: Target, import_id: str, source: str, fmt: str, author: str | None) -> dict[str, Any]:
+    from evalcore.store import now
+
+    run_id, strategy, retriever = target.key
+    return {
+        "import_id": import_id,
+        "run_id": run_id,
+        "strategy": strategy,
+        "retriever": retriever,
+        "source": source,
+        "format": fmt,
+        "author": author,
+        "status": "running",
+        "started_at": now(),
+    }
+
+
+def _insert(con: Any, table: str, frame: pd.DataFrame | None) -> None:
+    if frame is None or frame.empty:
+        return
+    con.register("_frame", frame)
+    cols = ", ".join(f'"{c}"' for c in frame.columns)
+    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame ON CONFLICT DO NOTHING")
+    con.unregister("_frame")
+
+
+def _counts(result: ImportResult) -> list[Any]:
+    return [
+        result.lines,
+        result.added,
+        result.already,
+        result.problems,
+        result.new_texts,
+        json.dumps(result.shown),
+    ]
+
+
+_COUNTS = "lines = ?, added = ?, already = ?, problems = ?, new_texts = ?, problem_lines = ?"
+
+
+def _write_batch(
+    store: Store,
+    row: dict[str, Any] | None,
+    lines: pd.DataFrame,
+    texts: pd.DataFrame | None,
+    hits: pd.DataFrame | None,
+    import_id: str,
+    result: ImportResult,
+) -> None:
+    """One batch in one transaction: its lines, its new texts and their hits, the import's counts."""
+    with store.transaction() as con:
+        if row is not None:
+            cols = list(row)
+            con.execute(
+                f"INSERT INTO traffic_imports ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [row[c] for c in cols],
+            )
+        _insert(con, "traffic_texts", texts)
+        _insert(con, "traffic_hits", hits)
+        _insert(con, "traffic_queries", lines)
+        con.execute(f"UPDATE traffic_imports SET {_COUNTS} WHERE import_id = ?", [*_counts(result), import_id])
+
+
+def _finish_import(store: Store, import_id: str, result: ImportResult, status: str) -> None:
+    from evalcore.store import now
+
+    try:
+        with store.transaction() as con:
+            con.execute(
+                f"UPDATE traffic_imports SET status = ?, finished_at = ?, {_COUNTS} WHERE import_id = ?",
+                [status, now(), *_counts(result), import_id],
+            )
+    except Exception as exc:
+        if status == "complete":
+            raise
+        log.warning("could not mark traffic import %s %s: %s", import_id, status, exc)
+
+
+# --- labels -------------------------------------------------------------------------------------
+
+
+def set_label(store: Store, target: Target, text_hash: str, label: str | None, author: str | None) -> None:
+    """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
+    from evalcore.store import now
+
+    if label is not None and label not in LABELS:
+        raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
+    with store.transaction() as con:
+        con.execute(
+            "DELETE FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ? AND text_hash = ?",
+            [*target.key, text_hash],
+        )
+        if label is not None:
+            con.execute(
+                "INSERT INTO traffic_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [*target.key, text_hash, label, author, now()],
+            )
+
+
+# --- forgetting ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What ``forget`` removed: log lines, distinct texts (with their hits and labels), bytes of
+    the store file before and after it was rewritten."""
+
+    lines: int
+    texts: int
+    bytes_before: int
+    bytes_after: int
+
+
+def forget(
+    store: Store,
+    before: datetime,
+    run_id: str | None = None,
+    compact: bool = True,
+    on_step: Callable[[str], None] | None = None,
+) -> Forgotten:
+    """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
+    texts no remaining line uses, their hits and labels; then rewrite the store file
+    (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
+    where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
+    params: list[Any] = [before] + ([run_id] if run_id else [])
+    orphan = (
+        "NOT EXISTS (SELECT 1 FROM traffic_queries q WHERE q.run_id = {t}.run_id AND q.strategy = {t}.strategy "
+        "AND q.retriever = {t}.retriever AND q.text_hash = {t}.text_hash)"
+    )
+    with store.transaction() as con:
+        lines = int(con.execute(f"SELECT count(*) FROM traffic_queries WHERE {where}", params).fetchone()[0])  # type: ignore[index]
+        con.execute(f"DELETE FROM traffic_queries WHERE {where}", params)
+        texts = int(
+            con.execute(f"SELECT count(*) FROM traffic_texts t WHERE {orphan.format(t='t')}").fetchone()[0]  # type: ignore[index]
+        )
+        for table in ("traffic_hits", "traffic_labels", "traffic_texts"):
+            con.execute(f"DELETE FROM {table} WHERE {orphan.format(t=table)}")
+    if on_step is not None:
+        on_step(f"deleted {lines} lines and {texts} texts; rewriting the store")
+    size = store.path.stat().st_size if store.path.exists() else 0
+    if compact and store.path.exists():
+        size = store.compact()
+    after = store.path.stat().st_size if store.path.exists() else 0
+    return Forgotten(lines, texts, size, after)

@@ -1,0 +1,179 @@
+"""Traffic: real queries replayed against the selected configuration (``evalcore traffic
+import``): volume per period, the share refused at the decided threshold with Wilson bands, the
+gate values beside the evaluation's, a drift test per period, the borderline queries (each
+openable on Query, and labellable here), bluff and lost rates on labelled traffic.
+
+Shareable: ``/traffic?run_id=RUN&config=E/dense``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import altair as alt
+import streamlit as st
+
+from evalcore import authors, traffic
+from evalcore.read import claims
+from evalcore.read import traffic as reads
+from evalcore_app import screen
+from evalcore_app.screens import _ui
+
+ctx = _ui.sidebar()
+st.title("Traffic")
+run = _ui.require_run(ctx, need_config=True)
+config = ctx.config
+stamp = _ui.live(reads.version, ctx.run_id, config)  # the reads below are kept until traffic changes
+held = _ui.cached_at(stamp, reads.stored, ctx.run_id, config)
+_ui.plain(
+    held.sentence() + " Query texts stay in this store; evalcore traffic forget deletes them.",
+    testid="traffic-stored",
+)
+if not held.lines:
+    others = _ui.live(reads.configurations_with_traffic, ctx.run_id)
+    hint = f" This run has traffic for: {', '.join(others)}." if others else ""
+    st.info(
+        "Import a query log to see it here:\n\n"
+        f"```\npython -m evalcore traffic import LOG.jsonl --run {ctx.run_id}:{config.label}\n```" + hint
+    )
+    st.stop()
+
+threshold, source = _ui.threshold_state(ctx)
+_ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
+unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
+step = timedelta(days=1 if unit == "day" else 7)
+frame = _ui.cached_at(stamp, reads.periods, ctx.run_id, config, step, threshold)
+
+st.subheader("Volume and refused share")
+shown = frame.assign(period=frame["start"].dt.strftime("%Y-%m-%d"))
+base = alt.Chart(shown).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
+volume = base.mark_bar(color="#4c78a8").encode(
+    y=alt.Y("queries:Q", title="queries"), tooltip=["period", "queries", "refused"]
+)
+band = base.mark_errorbar(color="#e45756").encode(
+    y=alt.Y("refused_low:Q", title="refused share (95% Wilson)", scale=alt.Scale(domain=[0, 1])), y2="refused_high:Q"
+)
+point = base.mark_point(color="#e45756", filled=True).encode(y="refused_share:Q", tooltip=["period", "refused_share"])
+cols = st.columns(2)
+cols[0].altair_chart(volume.properties(height=220), theme=None, width="stretch")
+cols[1].altair_chart((band + point).properties(height=220), theme=None, width="stretch")
+
+st.subheader("Drift")
+st.caption(
+    "Two-sample Kolmogorov-Smirnov test of each period's gate values (smallest top-4 distance) against the "
+    "evaluation's in-domain + off-topic queries and against the previous period, Holm-adjusted within the period; "
+    "PSI against the evaluation beside it (< 0.1 little change, > 0.25 a large shift)."
+)
+for row in frame[frame["drifted"]].to_dict("records"):
+    st.warning(reads.drift_sentence(row), icon=":material/trending_up:")
+if not frame["drifted"].any():
+    st.success("No period moved away from the evaluation or from the period before it.")
+table = frame.assign(
+    period=shown["period"],
+    drift=frame["drifted"].map({True: "moved", False: ""}),
+)[
+    [
+        "period",
+        "queries",
+        "refused",
+        "refused_share",
+        "refused_low",
+        "refused_high",
+        "ks_statistic",
+        "ks_pvalue",
+        "prev_pvalue",
+        "psi",
+        "drift",
+    ]
+]
+st.dataframe(table, hide_index=True, key="traffic-periods")
+
+periods = [p for p, n in zip(shown["period"], frame["queries"], strict=True) if n]
+chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
+dist = _ui.cached_at(
+    stamp, reads.distributions, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
+)
+hist = (
+    alt.Chart(dist)
+    .transform_bin("bin", "gate_value", bin=alt.Bin(maxbins=30))
+    .transform_joinaggregate(total="count()", groupby=["group"])
+    .transform_aggregate(n="count()", total="max(total)", groupby=["group", "bin", "bin_end"])
+    .transform_calculate(share="datum.n / datum.total")
+    .mark_bar(opacity=0.5)
+    .encode(
+        x=alt.X("bin:Q", title="gate value (smallest top-4 distance)", bin="binned"),
+        x2="bin_end:Q",
+        y=alt.Y("share:Q", title="share of the group", stack=None),
+        color=alt.Color("group:N", title=None),
+    )
+)
+rule = alt.Chart({"values": [{"t": threshold}]}).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
+st.altair_chart((hist + rule).properties(height=240), theme=None, width="stretch")
+
+st.subheader("Borderline queries")
+band_width = st.slider("Band around t", 0.005, 0.2, 0.05, 0.005, key="traffic_band")
+near = _ui.cached_at(stamp, reads.borderline, ctx.run_id, config, threshold, band_width)
+st.caption(f"{len(near)} distinct queries with a gate value within {band_width:g} of t (closest first).")
+for row in near.head(15).itertuples():
+    c1, c2 = st.columns([5, 1])
+    verdict = "refused" if row.refused else "answered"
+    c1.markdown(
+        f"{_ui.esc(row.text[:140])} · gate {row.gate_value:.4f} ({verdict}) · asked {row.asked}×"
+        + (f" · {row.label}" if isinstance(row.label, str) else "")
+    )
+    c2.page_link(
+        screen("query"),
+        label="Open on Query",
+        query_params={"run_id": ctx.run_id, "config": config.label, "traffic": row.text_hash},
+    )
+if not near.empty:
+    with st.form("traffic-label"):
+        labels = {r.text_hash: r.text[:100] for r in near.itertuples()}
+        pick = st.selectbox("Label a borderline query", list(labels), format_func=labels.get)
+        value = st.radio("Label", ["answerable", "off-topic"], horizontal=True)
+        if st.form_submit_button("Save label"):
+            target = traffic.resolve_target(_ui.store(), f"{ctx.run_id}:{config.label}")
+            who = authors.author_from_headers(st.context.headers)
+            _ui.guarded(lambda: traffic.set_label(_ui.store(), target, pick, value, who))
+            st.success(f"Labelled {value} (by {authors.shown(who)}).")
+
+st.subheader("Labelled traffic")
+rates = _ui.cached_at(stamp, reads.labelled_rates, ctx.run_id, config, threshold)
+cols = st.columns(2)
+cols[0].markdown(
+    f"**Bluff rate** (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
+    f"evaluation: {rates.evaluation_bluff.text()}"
+)
+cols[1].markdown(
+    f"**Lost rate** (answerable refused) · traffic: {rates.traffic_lost.text()} · "
+    f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}"
+)
+st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
+real = _ui.guarded(lambda: _ui.cached_at(stamp, reads.traffic_claim, ctx.run_id, config))
+evaluated = _ui.guarded(lambda: _ui.cached(claims.claim_of, ctx.run_id, config))
+if real is not None:
+    _ui.plain(
+        f"Threshold claim on the real off-topic queries ({real.n_ood:,} lines): {claims.claim_sentence(real)}",
+        testid="traffic-claim",
+    )
+    if evaluated is not None:
+        _ui.plain(
+            f"On the evaluation's {evaluated.n_ood} off-topic queries: {claims.claim_sentence(evaluated)}", small=True
+        )
+else:
+    st.caption("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries.")
+
+with_text = st.checkbox("Include query texts in the download (they may hold personal data)", key="traffic_text")
+st.download_button(
+    "Download the logged queries (CSV)",
+    data=lambda: (
+        _ui.cached_at(stamp, reads.export_frame, ctx.run_id, config, threshold, with_text)
+        .to_csv(index=False)
+        .encode("utf-8")
+    ),
+    file_name=f"traffic-{ctx.run_id}-{config.label.replace('/', '-')}.csv",
+    mime="text/csv",
+    key="traffic-download",
+    on_click="ignore",
+)
+_ui.methods_link()

@@ -1,0 +1,55 @@
+"""A logged query (traffic) on the Query screen: its text, how often it was asked, its hits in the
+configuration it was replayed against and what the gate does with them at the shared threshold.
+Not a page: the Query screen draws it for ``?traffic=TEXT_HASH``."""
+
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from evalcore.read import queries, traffic
+from evalcore_app import screen
+from evalcore_app.screens import _ui
+
+
+def show(ctx: _ui.Context, text_hash: str) -> None:
+    threshold, source = _ui.threshold_state(ctx)
+    found = _ui.live(traffic.traffic_query, ctx.run_id, ctx.config, text_hash, threshold)
+    if found is None:
+        st.warning("This logged query is not stored (any more) for this configuration.")
+        return
+    _ui.plain(str(found["text"]), strong=True, testid="query-text")
+    label = found["label"] if isinstance(found["label"], str) else "no label"
+    _ui.plain(
+        f"Logged query (traffic) · asked {int(found['asked'])}× from {found['first_asked']:%Y-%m-%d %H:%M} to "
+        f"{found['last_asked']:%Y-%m-%d %H:%M} UTC · {label} · replayed against {ctx.config.label}",
+        small=True,
+        testid="query-meta",
+    )
+    hits = found["hits"]
+    if isinstance(found["failure"], str):
+        st.warning(f"The endpoint could not answer this query: {found['failure']}")
+    verdict = (
+        f"The gate keeps {found['kept']} of the top 4 hits ({found['keep_rule']})."
+        if found["kept"]
+        else "No hit in the top 4 passes the gate, so the user gets NO ANSWER."
+    )
+    _ui.plain(
+        f"Gate value {found['gate_value']:.4f} at t = {threshold:.4f} ({source}). {verdict}",
+        testid="threshold-state",
+    )
+    hits = hits.assign(locator=[queries.locator(s, e) for s, e in zip(hits["start"], hits["end"], strict=True)])
+    st.dataframe(hits[["rank", "distance", "score", "doc_id", "section", "locator"]], hide_index=True, height=240)
+    for hit in hits.head(4).itertuples():
+        st.html(
+            f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(str(hit.doc_id))}{hit.locator} · "
+            f"d = {hit.distance:.4f} · score {hit.score:.4f}<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>"
+            f"{html.escape(str(hit.content))}</pre></div>"
+        )
+    st.page_link(
+        screen("traffic"),
+        label="Back to Traffic",
+        icon=":material/arrow_back:",
+        query_params={"run_id": ctx.run_id, "config": ctx.config.label},
+    )
