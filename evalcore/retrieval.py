@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,23 +31,147 @@ RETRIEVERS = {
     "(bm25 ranks the chunks that share a term with the query)",
     "rerank": "cross-encoder rescoring of the hybrid top 25",
 }
+#: the retrievers that read a BM25 analyzer (``bm25:german``, ``hybrid:german``, ``rerank:german``)
+ANALYZED = ("bm25", "hybrid", "rerank")
+#: the analyzer without stemming: Unicode words, casefolded
+UNICODE = "unicode"
+ANALYZERS = {
+    "": "the chapter's tokenizer: lowercase [a-z0-9]+ runs (a letter outside a-z splits a word)",
+    UNICODE: "Unicode words (\\w+ of NFC, casefolded), not stemmed",
+    "LANG": "Unicode words (\\w+ of NFC, casefolded), each stemmed by the Snowball stemmer of LANG",
+}
 RRF_K = 60
 RERANK_DEPTH = 25
 _TOKEN = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"\w+")
+
+
+def languages() -> list[str]:
+    """The Snowball languages PyStemmer knows (``english``, ``german``, ...), sorted."""
+    import Stemmer
+
+    return sorted(str(a) for a in Stemmer.algorithms())
+
+
+def split_retriever(name: str) -> tuple[str, str]:
+    """``"hybrid:german"`` -> ``("hybrid", "german")``; ``"bm25"`` -> ``("bm25", "")``
+    (``""``: the chapter's tokenizer). No check: see :func:`parse_retrievers`."""
+    base, _, analyzer = name.partition(":")
+    return base, analyzer
+
+
+def retriever_name(base: str, analyzer: str) -> str:
+    """The inverse of :func:`split_retriever`: ``("bm25", "german")`` -> ``"bm25:german"``."""
+    return f"{base}:{analyzer}" if analyzer else base
+
+
+def describe(name: str) -> str:
+    """One line on a retriever (the dashboard's tooltip and the CLI's help)."""
+    base, analyzer = split_retriever(name)
+    text = RETRIEVERS.get(base, name)
+    if not analyzer:
+        return text
+    what = ANALYZERS[UNICODE] if analyzer == UNICODE else ANALYZERS["LANG"].replace("LANG", analyzer)
+    return f"{text}; bm25 tokens: {what}"
+
+
+def check_analyzer(analyzer: str, name: str) -> None:
+    """ConfigError (one line listing the known languages) unless ``analyzer`` is known."""
+    if analyzer == "" or analyzer == UNICODE:
+        return
+    known = languages()
+    if analyzer not in known:
+        raise ConfigError(
+            f"unknown language {analyzer!r} in retriever {name!r}; known: {UNICODE} (no stemming), {', '.join(known)}"
+        )
 
 
 def parse_retrievers(spec: str | Sequence[str]) -> list[str]:
-    """``"dense,bm25"`` -> ``["dense", "bm25"]``; ConfigError listing the known names."""
+    """``"dense,bm25:german"`` -> ``["dense", "bm25:german"]``; ConfigError listing the known
+    names (an unknown language: the known languages)."""
     names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    unknown = [n for n in names if n not in RETRIEVERS]
+    unknown = []
+    for n in names:
+        base, sep, analyzer = n.partition(":")
+        if base not in RETRIEVERS or (sep and base not in ANALYZED) or (sep and not analyzer):
+            unknown.append(n)
     if unknown or not names:
-        raise ConfigError(f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {', '.join(RETRIEVERS)}")
+        known = ", ".join([*RETRIEVERS, *(f"{b}:LANG" for b in ANALYZED)])
+        raise ConfigError(f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {known}")
+    for n in names:
+        check_analyzer(split_retriever(n)[1], n)
     return list(dict.fromkeys(names))
+
+
+def analyzers_of(retrievers: Iterable[str]) -> list[str]:
+    """The BM25 analyzers ``retrievers`` read, in order of first mention (``""``: the chapter's)."""
+    out: dict[str, None] = {}
+    for name in retrievers:
+        base, analyzer = split_retriever(name)
+        if base in ANALYZED:
+            out[analyzer] = None
+    return list(out)
+
+
+def analyzer_settings(retrievers: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``{"bm25_analyzers": {"german": "..."}}`` for a run's settings when it uses an analyzer
+    beyond the chapter's (with PyStemmer's version: a stemmer's rules change between
+    releases); ``{}`` otherwise, so a run with ``bm25`` alone records what it always did."""
+    used = [a for a in analyzers_of(retrievers) if a]
+    if not used:
+        return {}
+    from importlib.metadata import version
+
+    stemmer = f"Snowball stemmer (PyStemmer {version('PyStemmer')})"
+    return {
+        "bm25_analyzers": {
+            a: r"\w+ of casefold(NFC(text))" + ("" if a == UNICODE else f", {a} {stemmer}") for a in used
+        }
+    }
 
 
 def tokens(text: str) -> list[str]:
     """Lowercase ``[a-z0-9]+`` runs, as the seed's BM25."""
     return _TOKEN.findall(text.lower())
+
+
+def words(text: str) -> list[str]:
+    """``\\w+`` runs of the casefolded NFC text (the analyzers' words, before stemming)."""
+    import unicodedata
+
+    return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
+
+
+class Analyzer:
+    """The tokens BM25 reads: the chapter's (``""``), ``unicode`` words, or words stemmed by
+    the Snowball stemmer of a language. Each distinct word is stemmed once (a cache), so
+    stemming costs about a dictionary look-up per token."""
+
+    def __init__(self, name: str = "") -> None:
+        check_analyzer(name, f"bm25:{name}")
+        self.name = name
+        self._cache: dict[str, str] = {}
+        self._stem: Callable[[str], str] | None = None
+        if name and name != UNICODE:
+            import Stemmer
+
+            self._stem = Stemmer.Stemmer(name, 0).stemWord  # our own cache below
+
+    def __call__(self, text: str) -> list[str]:
+        if not self.name:
+            return tokens(text)
+        found = words(text)
+        if self._stem is None:
+            return found
+        cache = self._cache
+        try:
+            return [cache[w] for w in found]
+        except KeyError:
+            stem = self._stem
+            for w in found:
+                if w not in cache:
+                    cache[w] = str(stem(w))
+            return [cache[w] for w in found]
 
 
 def order_by(values: np.ndarray, descending: bool) -> np.ndarray:
@@ -84,10 +208,12 @@ class BM25:
     vocab: dict[str, int]
     weights: sparse.csr_matrix[np.float64]  # terms x chunks
     n_chunks: int
+    analyzer: Analyzer = field(default_factory=Analyzer)
 
     @classmethod
-    def build(cls, texts: Iterable[str], k1: float = 1.2, b: float = 0.75) -> BM25:
-        """Index ``texts`` (any iterable, read once; nothing but the counts is kept).
+    def build(cls, texts: Iterable[str], k1: float = 1.2, b: float = 0.75, analyzer: str | Analyzer = "") -> BM25:
+        """Index ``texts`` (any iterable, read once; nothing but the counts is kept), their
+        tokens as ``analyzer`` reads them (``""``: the chapter's; ``"german"``: stemmed).
 
         Term ids are given in order of first appearance, so a query's terms are summed in
         the same order whatever the corpus size.
@@ -98,10 +224,11 @@ class BM25:
         import numpy as np
         from scipy import sparse
 
+        analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
         vocab: dict[str, int] = {}
         terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
         for text in texts:
-            toks = tokens(text)
+            toks = analyze(text)
             counts = Counter(toks)
             for term in counts:
                 if term not in vocab:
@@ -136,7 +263,7 @@ class BM25:
         del w
         weights = by_chunk.tocsc().T.tocsr(copy=False)
         del by_chunk
-        return cls(vocab=vocab, weights=weights, n_chunks=n)
+        return cls(vocab=vocab, weights=weights, n_chunks=n, analyzer=analyze)
 
     def _query_matrix(self, queries: Sequence[str]) -> sparse.csr_matrix[np.float64]:
         """Term counts of each query (queries x terms), terms in index order."""
@@ -148,7 +275,7 @@ class BM25:
         vals: list[int] = []
         for qi, q in enumerate(queries):
             counts: dict[int, int] = {}
-            for w in tokens(q):
+            for w in self.analyzer(q):
                 j = self.vocab.get(w)
                 if j is not None:
                     counts[j] = counts.get(j, 0) + 1
