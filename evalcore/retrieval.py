@@ -103,6 +103,24 @@ def parse_retrievers(spec: str | Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def analyzer_label(analyzer: str) -> str:
+    """How a picker names an analyzer: ``""`` -> the chapter's tokenizer, ``german`` -> itself."""
+    if not analyzer:
+        return "chapter's tokenizer (a-z0-9, no stemming)"
+    return "unicode (Unicode words, no stemming)" if analyzer == UNICODE else analyzer
+
+
+def with_analyzers(retrievers: Iterable[str], analyzers: Sequence[str]) -> list[str]:
+    """Each retriever that reads BM25 once per analyzer (``["dense", "hybrid"]`` x
+    ``["", "german"]`` -> ``["dense", "hybrid", "hybrid:german"]``); none given: the chapter's."""
+    chosen = list(dict.fromkeys(analyzers)) or [""]
+    out: list[str] = []
+    for name in retrievers:
+        base = split_retriever(name)[0]
+        out += [retriever_name(base, a) for a in chosen] if base in ANALYZED else [name]
+    return list(dict.fromkeys(out))
+
+
 def analyzers_of(retrievers: Iterable[str]) -> list[str]:
     """The BM25 analyzers ``retrievers`` read, in order of first mention (``""``: the chapter's)."""
     out: dict[str, None] = {}
@@ -144,34 +162,41 @@ def words(text: str) -> list[str]:
 
 class Analyzer:
     """The tokens BM25 reads: the chapter's (``""``), ``unicode`` words, or words stemmed by
-    the Snowball stemmer of a language. Each distinct word is stemmed once (a cache), so
-    stemming costs about a dictionary look-up per token."""
+    the Snowball stemmer of a language. Each distinct word is stemmed once (a cache); an
+    index build stems its vocabulary, not its tokens (:meth:`BM25.build`)."""
 
     def __init__(self, name: str = "") -> None:
         check_analyzer(name, f"bm25:{name}")
         self.name = name
         self._cache: dict[str, str] = {}
-        self._stem: Callable[[str], str] | None = None
+        self._stem_words: Callable[[list[str]], list[str]] | None = None
         if name and name != UNICODE:
             import Stemmer
 
-            self._stem = Stemmer.Stemmer(name, 0).stemWord  # our own cache below
+            self._stem_words = Stemmer.Stemmer(name, 0).stemWords  # our own cache below
 
-    def __call__(self, text: str) -> list[str]:
-        if not self.name:
-            return tokens(text)
-        found = words(text)
-        if self._stem is None:
+    @property
+    def stems(self) -> bool:
+        """Whether the analyzer stems its words (a language, not ``""`` or ``unicode``)."""
+        return self._stem_words is not None
+
+    def words(self, text: str) -> list[str]:
+        """The text's words before stemming: the tokens of ``""`` and ``unicode``."""
+        return words(text) if self.name else tokens(text)
+
+    def stem(self, found: list[str]) -> list[str]:
+        """Each word's stem (each distinct word stemmed once, then looked up)."""
+        if self._stem_words is None:
             return found
         cache = self._cache
-        try:
-            return [cache[w] for w in found]
-        except KeyError:
-            stem = self._stem
-            for w in found:
-                if w not in cache:
-                    cache[w] = str(stem(w))
-            return [cache[w] for w in found]
+        missing = list(dict.fromkeys(w for w in found if w not in cache))
+        if missing:
+            cache.update(zip(missing, (str(s) for s in self._stem_words(missing)), strict=True))
+        return [cache[w] for w in found]
+
+    def __call__(self, text: str) -> list[str]:
+        """The tokens BM25 matches: the words, stemmed."""
+        return self.stem(self.words(text))
 
 
 def order_by(values: np.ndarray, descending: bool) -> np.ndarray:
@@ -227,8 +252,9 @@ class BM25:
         analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
         vocab: dict[str, int] = {}
         terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
+        read = analyze.words  # a stemming analyzer: words now, their stems once at the end
         for text in texts:
-            toks = analyze(text)
+            toks = read(text)
             counts = Counter(toks)
             for term in counts:
                 if term not in vocab:
@@ -243,6 +269,8 @@ class BM25:
         r = np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32)
         freq = np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32)
         ptr = np.frombuffer(indptr, dtype=np.int64)
+        if analyze.stems:
+            vocab, r, freq, ptr = _merge_stems(analyze, vocab, r, freq, ptr)
         df = np.bincount(r, minlength=len(vocab)).astype(np.float64)
         idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
         # the length norm of each chunk (the same expression per element as per posting)
@@ -310,6 +338,24 @@ class BM25:
         import numpy as np
 
         return np.asarray(self.match(queries).todense())
+
+
+def _merge_stems(
+    analyze: Analyzer, vocab: dict[str, int], r: np.ndarray, freq: np.ndarray, ptr: np.ndarray
+) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+    """Word postings -> stem postings: each distinct word stemmed once, the counts of the
+    words of a chunk that share a stem summed. Stem ids follow the words' first appearance,
+    so they are in order of the stems' first appearance, as a word index's terms are."""
+    import numpy as np
+    from scipy import sparse
+
+    stems: dict[str, int] = {}
+    word_stem = np.fromiter(
+        (stems.setdefault(s, len(stems)) for s in analyze.stem(list(vocab))), dtype=np.int32, count=len(vocab)
+    )
+    merged = sparse.csr_matrix((freq, word_stem[r], ptr), shape=(len(ptr) - 1, max(len(stems), 1)))
+    merged.sum_duplicates()
+    return stems, merged.indices.astype(np.int32, copy=False), merged.data, merged.indptr.astype(np.int64)
 
 
 # -- hybrid ------------------------------------------------------------------------
