@@ -167,3 +167,36 @@ def test_retriever_names_and_unknown_language():
     for bad in ("dense:german", "bm25:", "hybrid:german:x"):
         with pytest.raises(ConfigError):
             parse_retrievers(bad)
+
+
+def test_rerank_follows_the_hybrid_of_its_analyzer():
+    """rerank:german reorders the top 25 of hybrid:german, rerank those of hybrid (one block,
+    both indexes); the scorer here puts the highest chunk id first."""
+    from evalcore.retrieval import RERANK_DEPTH, rerank_order
+
+    docs, queries = xquad("de")
+    queries = queries[:12]
+    rng = np.random.default_rng(1)
+    vec = rng.normal(size=(len(docs) + len(queries), 8)).astype(np.float32)
+    vec /= np.linalg.norm(vec, axis=1, keepdims=True)
+    indexes = {"": BM25.build(docs), "german": BM25.build(docs, analyzer="german")}
+    names = ["hybrid", "hybrid:german", "rerank", "rerank:german"]
+    top = 30
+    ranked = rank_block(
+        vec[len(docs) :],
+        vec[: len(docs)],
+        [np.zeros(0, dtype=np.int64)] * len(queries),
+        names,
+        top,
+        bm25=indexes,
+        qtexts=queries,
+        rerank=lambda i, ids: [float(c) for c in ids],
+    )
+    assert list(ranked) == names
+    for hybrid, rerank in (("hybrid", "rerank"), ("hybrid:german", "rerank:german")):
+        for head, got in zip(ranked[hybrid].top_ids, ranked[rerank].top_ids, strict=True):
+            expected = rerank_order(head, [float(c) for c in head[:RERANK_DEPTH]])
+            assert list(got) == list(expected[:top])
+    assert any(
+        list(a) != list(b) for a, b in zip(ranked["hybrid"].top_ids, ranked["hybrid:german"].top_ids, strict=True)
+    )
