@@ -161,10 +161,14 @@ def test_languages_journey_in_chromium(served_languages):
         page.goto(f"{url}/new_run", wait_until="domcontentloaded")
         settled(page)
         healthy(page, "languages 1 new run")
+        page.get_by_text("Built-in demo", exact=True).click()
+        settled(page)
         picker = page.locator(".st-key-nr_languages")
         assert "chapter's tokenizer" in picker.inner_text()  # the default
-        picker.get_by_role("combobox").click()
-        page.get_by_role("option").filter(has_text="english").first.click()
+        box = picker.get_by_role("combobox")
+        box.click()
+        box.press_sequentially("engl")  # the list of 38 is virtual: filter it as a user types
+        page.get_by_role("option", name="english", exact=True).click()
         settled(page)
         page.keyboard.press("Escape")
         settled(page)
@@ -172,6 +176,11 @@ def test_languages_journey_in_chromium(served_languages):
         assert (
             "Retrievers to run: dense, bm25, bm25:english, hybrid, hybrid:english" in page.locator("body").inner_text()
         )
+        page.locator(".st-key-nr_validate button").click()
+        settled(page)
+        healthy(page, "languages 2b validated")
+        validated = page.locator('[data-testid="stAlertContentSuccess"], [data-testid="stAlertContentWarning"]')
+        assert "retrievers dense,bm25,bm25:english,hybrid,hybrid:english" in validated.first.inner_text()
 
         page.goto(
             f"{url}/query?run_id={run_id}&query_id=config-course&config=C/bm25:english", wait_until="domcontentloaded"
