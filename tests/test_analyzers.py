@@ -117,6 +117,12 @@ def test_ranks_equal_an_independent_bm25(source, lang):
         oracle_top(row) + [i for i in range(len(docs)) if row[i] == 0][: TOP - len(oracle_top(row))] for row in oracle
     ]
     assert sum(1 for row in oracle if any(row)) >= 0.9 * len(queries)  # the queries really match
+    # the same queries in NFD form, and in capitals, read the same
+    index = BM25.build(docs, analyzer=lang)
+    assert np.array_equal(index.scores([unicodedata.normalize("NFD", q) for q in queries]), scores)
+    upper = [q for q in queries if q.upper().casefold() == q.casefold()]
+    assert len(upper) >= 0.9 * len(queries)
+    assert np.array_equal(index.scores([q.upper() for q in upper]), index.scores(upper))
 
 
 def test_case_nfd_and_inflection_on_german_text():

@@ -203,10 +203,17 @@ def test_languages_journey_in_chromium(served_languages):
         body = page.locator("body").inner_text()
         assert "C/bm25:english" in body and "C/hybrid:english" in body
 
+        page.goto(f"{url}/threshold?run_id={run_id}", wait_until="domcontentloaded")
+        settled(page)
+        select("Configuration (strategy/retriever)", "C/bm25:english")
+        healthy(page, "languages 5 threshold")
+        assert "Configuration C/bm25:english" in page.locator("body").inner_text()
+        assert page.locator('[data-testid="stFormSubmitButton"] button').filter(has_text="for C/bm25:english").count()
+
         page.goto(f"{url}/export?run_id={run_id}", wait_until="domcontentloaded")
         settled(page)
         select("Configuration (strategy/retriever)", "C/bm25:english")
-        healthy(page, "languages 5 export")
+        healthy(page, "languages 6 export")
         with page.expect_download() as info:
             page.locator(".st-key-csv-export-distances button").first.click()
         name = info.value.suggested_filename
