@@ -607,7 +607,11 @@ def build_parser() -> argparse.ArgumentParser:
             "--strategies", default=strategies, help=f"comma list of A-G or custom recipes (default {strategies})"
         )
         sp.add_argument(
-            "--retrievers", default=retrievers, help=f"comma list of dense,bm25,hybrid,rerank (default {retrievers})"
+            "--retrievers",
+            default=retrievers,
+            help=f"comma list of dense,bm25,hybrid,rerank; bm25:LANG, hybrid:LANG, rerank:LANG read "
+            "the corpus with a language's analyzer (bm25:german; bm25:unicode: words not stemmed; "
+            f"see docs/LANGUAGES.md) (default {retrievers})",
         )
         sp.add_argument(
             "--reranker",

@@ -64,16 +64,16 @@ class Ref:
 def parse_ref(text: str) -> Ref:
     """``"demo:G/hybrid"`` -> ``Ref("demo", "G/hybrid")``; ``"demo"`` -> ``Ref("demo")``.
 
-    The configuration follows the last ``:`` and contains a ``/`` (strategy/retriever), so a
-    run name with a colon but no configuration still reads as a run. ConfigError for an empty
-    run or a malformed configuration.
+    The configuration follows the last ``:`` before the last ``/`` (strategy/retriever; a
+    strategy name holds no ``:``, a retriever may: ``demo:C/bm25:german``), so a run name
+    with a colon but no configuration still reads as a run. ConfigError for an empty run or
+    a malformed configuration.
     """
     from evalcore.records import Configuration
 
     text = str(text).strip()
-    run, sep, configuration = text.rpartition(":")
-    if not sep or "/" not in configuration:
-        run, configuration = text, ""
+    colon = text.rfind(":", 0, max(text.rfind("/"), 0))
+    run, configuration = (text[:colon], text[colon + 1 :]) if colon >= 0 else (text, "")
     if not run:
         raise ConfigError(f"run reference {text!r}: no run before the ':' (expected RUN or RUN:STRATEGY/RETRIEVER)")
     if not configuration:

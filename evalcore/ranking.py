@@ -26,17 +26,15 @@ BM25 rank and dense rank bounds (see :meth:`_Hybrid.first_rank`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalcore.retrieval import RERANK_DEPTH, RRF_K
+from evalcore.retrieval import BM25, RERANK_DEPTH, RRF_K, retriever_name
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
-
-    from evalcore.retrieval import BM25
 
 BLOCK_BYTES = 256 * 2**20  # the float32 screening scores of one block of queries
 _DELTA = 1e-12  # separates two float64 similarities enough that 1 - s orders them strictly
@@ -460,7 +458,7 @@ def rank_block(
     retrievers: Sequence[str],
     top: int,
     *,
-    bm25: BM25 | None = None,
+    bm25: BM25 | Mapping[str, BM25] | None = None,
     qtexts: Sequence[str] = (),
     rerank: Callable[[int, np.ndarray], Sequence[float]] | None = None,
     cmax: float | None = None,
@@ -469,9 +467,11 @@ def rank_block(
     """Top hits and first correct rank of a block of queries under each retriever.
 
     ``qvec`` (queries x d) and ``cvec`` (chunks x d) are float32 unit vectors;
-    ``correct[i]`` the chunk ids correct for query i (empty: none). ``rerank(i, ids)``
-    scores the hybrid head of query i with the cross-encoder. Memory: one float32 row per
-    query of the block, and one float64 BM25 row at a time.
+    ``correct[i]`` the chunk ids correct for query i (empty: none). ``bm25`` is one index
+    (its analyzer's retrievers: ``bm25``, ``hybrid``, ``rerank`` or ``bm25:german``, ...) or
+    one per analyzer (``{"": chapter's, "german": ...}``). ``rerank(i, ids)`` scores a
+    hybrid head of query i with the cross-encoder. Memory: one float32 row per query of the
+    block, and one float64 BM25 row at a time.
     """
     import time
 
@@ -493,14 +493,22 @@ def rank_block(
     eps = screening_error(q32, cmax)
     scores32 = q32 @ np.asarray(cvec).T  # (nb, n) float32: the block's one large buffer
     top = min(top, n)
-    want_rr = "rerank" in retrievers and rerank is not None and bm25 is not None
-    want_hy = bm25 is not None and ("hybrid" in retrievers or want_rr)
-    out = {
-        name: _Collect(nb, top)
-        for name in retrievers
-        if name == "dense" or (bm25 is not None and name in ("bm25", "hybrid")) or (name == "rerank" and want_rr)
-    }
-    hy = out.get("hybrid") or (_Collect(nb, top) if want_rr else None)
+    indexes: Mapping[str, BM25] = {} if bm25 is None else {bm25.analyzer.name: bm25} if isinstance(bm25, BM25) else bm25
+    out = {name: _Collect(nb, top) for name in retrievers if name == "dense"}
+    # per analyzer: (its index, its bm25 / hybrid / rerank names, whether hybrid is needed)
+    plans: list[tuple[BM25, str, str, str, bool, bool]] = []
+    for analyzer, index in indexes.items():
+        nb25, nhy, nrr = (retriever_name(b, analyzer) for b in ("bm25", "hybrid", "rerank"))
+        want_rr = nrr in retrievers and rerank is not None
+        want_hy = nhy in retrievers or want_rr
+        if not (want_hy or nb25 in retrievers):
+            continue
+        for name in (nb25, nhy, nrr):
+            if name in retrievers and (name != nrr or want_rr):
+                out[name] = _Collect(nb, top)
+        if want_rr and nhy not in out:
+            out["\0" + nhy] = _Collect(nb, top)  # a private hybrid the rerank reads
+        plans.append((index, nb25, nhy, nrr, want_hy, want_rr))
     t = charge("vector_scan", t)
     for i in range(nb):
         row = DenseRow(scores32[i], q64[i], cvec, float(eps[i]))
@@ -515,34 +523,33 @@ def rank_block(
                 col.answer[i], col.answer_dist[i] = ci[best], dc[best]
                 col.first[i] = row.rank(ci[best : best + 1])[0]
         t = charge("vector_scan", t)
-        if bm25 is None:
-            continue
-        bm = BM25Row(bm25.row(qtexts[i]))
-        if "bm25" in out:
-            col = out["bm25"]
-            ids = bm.top(top)
-            col.ids[i], col.dist[i], col.score[i] = ids, row.dist(ids), bm.score(ids)
+        for index, nb25, nhy, nrr, want_hy, want_rr in plans:
+            bm = BM25Row(index.row(qtexts[i]))
+            if nb25 in out:
+                col = out[nb25]
+                ids = bm.top(top)
+                col.ids[i], col.dist[i], col.score[i] = ids, row.dist(ids), bm.score(ids)
+                if len(ci):
+                    best = np.lexsort((ci, -bm.score(ci)))[0]
+                    col.answer[i], col.answer_dist[i] = ci[best], row.dist(ci[best : best + 1])[0]
+                    col.first[i] = bm.rank(ci[best : best + 1])[0]
+            t = charge("bm25", t)
+            if not want_hy:
+                continue
+            hy = out.get(nhy) or out["\0" + nhy]
+            k = min(n, max(top, RERANK_DEPTH) if want_rr else top)
+            h = _Hybrid(row, bm, k)
+            head, fused = h.top(k)
+            hy.ids[i], hy.dist[i], hy.score[i] = head[:top], row.dist(head[:top]), fused[:top]
             if len(ci):
-                best = np.lexsort((ci, -bm.score(ci)))[0]
-                col.answer[i], col.answer_dist[i] = ci[best], row.dist(ci[best : best + 1])[0]
-                col.first[i] = bm.rank(ci[best : best + 1])[0]
-        t = charge("bm25", t)
-        if not want_hy:
-            continue
-        assert hy is not None  # want_hy: out has "hybrid", or want_rr made a private one
-        k = min(n, max(top, RERANK_DEPTH) if want_rr else top)
-        h = _Hybrid(row, bm, k)
-        head, fused = h.top(k)
-        hy.ids[i], hy.dist[i], hy.score[i] = head[:top], row.dist(head[:top]), fused[:top]
-        if len(ci):
-            r, c = h.first_rank(ci)
-            hy.first[i], hy.answer[i] = r, c
-            hy.answer_dist[i] = row.dist(np.array([c]))[0]
-        t = charge("fusion", t)
-        if want_rr:
-            assert rerank is not None  # want_rr requires it
-            _rerank_one(out["rerank"], i, head, hy, row, ci, top, rerank)
-            t = charge("rerank", t)
+                r, c = h.first_rank(ci)
+                hy.first[i], hy.answer[i] = r, c
+                hy.answer_dist[i] = row.dist(np.array([c]))[0]
+            t = charge("fusion", t)
+            if want_rr:
+                assert rerank is not None  # want_rr requires it
+                _rerank_one(out[nrr], i, head, hy, row, ci, top, rerank)
+                t = charge("rerank", t)
     return {name: out[name].done() for name in retrievers if name in out}
 
 

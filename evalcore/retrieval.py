@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,23 +31,172 @@ RETRIEVERS = {
     "(bm25 ranks the chunks that share a term with the query)",
     "rerank": "cross-encoder rescoring of the hybrid top 25",
 }
+#: the retrievers that read a BM25 analyzer (``bm25:german``, ``hybrid:german``, ``rerank:german``)
+ANALYZED = ("bm25", "hybrid", "rerank")
+#: the analyzer without stemming: Unicode words, casefolded
+UNICODE = "unicode"
+ANALYZERS = {
+    "": "the chapter's tokenizer: lowercase [a-z0-9]+ runs (a letter outside a-z splits a word)",
+    UNICODE: "Unicode words (\\w+ of NFC, casefolded), not stemmed",
+    "LANG": "Unicode words (\\w+ of NFC, casefolded), each stemmed by the Snowball stemmer of LANG",
+}
 RRF_K = 60
 RERANK_DEPTH = 25
 _TOKEN = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"\w+")
+
+
+def languages() -> list[str]:
+    """The Snowball languages PyStemmer knows (``english``, ``german``, ...), sorted."""
+    import Stemmer
+
+    return sorted(str(a) for a in Stemmer.algorithms())
+
+
+def split_retriever(name: str) -> tuple[str, str]:
+    """``"hybrid:german"`` -> ``("hybrid", "german")``; ``"bm25"`` -> ``("bm25", "")``
+    (``""``: the chapter's tokenizer). No check: see :func:`parse_retrievers`."""
+    base, _, analyzer = name.partition(":")
+    return base, analyzer
+
+
+def retriever_name(base: str, analyzer: str) -> str:
+    """The inverse of :func:`split_retriever`: ``("bm25", "german")`` -> ``"bm25:german"``."""
+    return f"{base}:{analyzer}" if analyzer else base
+
+
+def describe(name: str) -> str:
+    """One line on a retriever (the dashboard's tooltip and the CLI's help)."""
+    base, analyzer = split_retriever(name)
+    text = RETRIEVERS.get(base, name)
+    if not analyzer:
+        return text
+    what = ANALYZERS[UNICODE] if analyzer == UNICODE else ANALYZERS["LANG"].replace("LANG", analyzer)
+    return f"{text}; bm25 tokens: {what}"
+
+
+def check_analyzer(analyzer: str, name: str) -> None:
+    """ConfigError (one line listing the known languages) unless ``analyzer`` is known."""
+    if analyzer == "" or analyzer == UNICODE:
+        return
+    known = languages()
+    if analyzer not in known:
+        raise ConfigError(
+            f"unknown language {analyzer!r} in retriever {name!r}; known: {UNICODE} (no stemming), {', '.join(known)}"
+        )
 
 
 def parse_retrievers(spec: str | Sequence[str]) -> list[str]:
-    """``"dense,bm25"`` -> ``["dense", "bm25"]``; ConfigError listing the known names."""
+    """``"dense,bm25:german"`` -> ``["dense", "bm25:german"]``; ConfigError listing the known
+    names (an unknown language: the known languages)."""
     names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    unknown = [n for n in names if n not in RETRIEVERS]
+    unknown = []
+    for n in names:
+        base, sep, analyzer = n.partition(":")
+        if base not in RETRIEVERS or (sep and base not in ANALYZED) or (sep and not analyzer):
+            unknown.append(n)
     if unknown or not names:
-        raise ConfigError(f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {', '.join(RETRIEVERS)}")
+        known = ", ".join([*RETRIEVERS, *(f"{b}:LANG" for b in ANALYZED)])
+        raise ConfigError(f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {known}")
+    for n in names:
+        check_analyzer(split_retriever(n)[1], n)
     return list(dict.fromkeys(names))
+
+
+def analyzer_label(analyzer: str) -> str:
+    """How a picker names an analyzer: ``""`` -> the chapter's tokenizer, ``german`` -> itself."""
+    if not analyzer:
+        return "chapter's tokenizer (a-z0-9, no stemming)"
+    return "unicode (Unicode words, no stemming)" if analyzer == UNICODE else analyzer
+
+
+def with_analyzers(retrievers: Iterable[str], analyzers: Sequence[str]) -> list[str]:
+    """Each retriever that reads BM25 once per analyzer (``["dense", "hybrid"]`` x
+    ``["", "german"]`` -> ``["dense", "hybrid", "hybrid:german"]``); none given: the chapter's."""
+    chosen = list(dict.fromkeys(analyzers)) or [""]
+    out: list[str] = []
+    for name in retrievers:
+        base = split_retriever(name)[0]
+        out += [retriever_name(base, a) for a in chosen] if base in ANALYZED else [name]
+    return list(dict.fromkeys(out))
+
+
+def analyzers_of(retrievers: Iterable[str]) -> list[str]:
+    """The BM25 analyzers ``retrievers`` read, in order of first mention (``""``: the chapter's)."""
+    out: dict[str, None] = {}
+    for name in retrievers:
+        base, analyzer = split_retriever(name)
+        if base in ANALYZED:
+            out[analyzer] = None
+    return list(out)
+
+
+def analyzer_settings(retrievers: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``{"bm25_analyzers": {"german": "..."}}`` for a run's settings when it uses an analyzer
+    beyond the chapter's (with PyStemmer's version: a stemmer's rules change between
+    releases); ``{}`` otherwise, so a run with ``bm25`` alone records what it always did."""
+    used = [a for a in analyzers_of(retrievers) if a]
+    if not used:
+        return {}
+    from importlib.metadata import version
+
+    stemmer = f"Snowball stemmer (PyStemmer {version('PyStemmer')})"
+    return {
+        "bm25_analyzers": {
+            a: r"\w+ of casefold(NFC(text))" + ("" if a == UNICODE else f", {a} {stemmer}") for a in used
+        }
+    }
 
 
 def tokens(text: str) -> list[str]:
     """Lowercase ``[a-z0-9]+`` runs, as the seed's BM25."""
     return _TOKEN.findall(text.lower())
+
+
+def words(text: str) -> list[str]:
+    """``\\w+`` runs of the casefolded NFC text (the analyzers' words, before stemming)."""
+    import unicodedata
+
+    return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
+
+
+class Analyzer:
+    """The tokens BM25 reads: the chapter's (``""``), ``unicode`` words, or words stemmed by
+    the Snowball stemmer of a language. Each distinct word is stemmed once (a cache); an
+    index build stems its vocabulary, not its tokens (:meth:`BM25.build`)."""
+
+    def __init__(self, name: str = "") -> None:
+        check_analyzer(name, f"bm25:{name}")
+        self.name = name
+        self._cache: dict[str, str] = {}
+        self._stem_words: Callable[[list[str]], list[str]] | None = None
+        if name and name != UNICODE:
+            import Stemmer
+
+            self._stem_words = Stemmer.Stemmer(name, 0).stemWords  # our own cache below
+
+    @property
+    def stems(self) -> bool:
+        """Whether the analyzer stems its words (a language, not ``""`` or ``unicode``)."""
+        return self._stem_words is not None
+
+    def words(self, text: str) -> list[str]:
+        """The text's words before stemming: the tokens of ``""`` and ``unicode``."""
+        return words(text) if self.name else tokens(text)
+
+    def stem(self, found: list[str]) -> list[str]:
+        """Each word's stem (each distinct word stemmed once, then looked up)."""
+        if self._stem_words is None:
+            return found
+        cache = self._cache
+        missing = list(dict.fromkeys(w for w in found if w not in cache))
+        if missing:
+            cache.update(zip(missing, (str(s) for s in self._stem_words(missing)), strict=True))
+        return [cache[w] for w in found]
+
+    def __call__(self, text: str) -> list[str]:
+        """The tokens BM25 matches: the words, stemmed."""
+        return self.stem(self.words(text))
 
 
 def order_by(values: np.ndarray, descending: bool) -> np.ndarray:
@@ -84,10 +233,12 @@ class BM25:
     vocab: dict[str, int]
     weights: sparse.csr_matrix[np.float64]  # terms x chunks
     n_chunks: int
+    analyzer: Analyzer = field(default_factory=Analyzer)
 
     @classmethod
-    def build(cls, texts: Iterable[str], k1: float = 1.2, b: float = 0.75) -> BM25:
-        """Index ``texts`` (any iterable, read once; nothing but the counts is kept).
+    def build(cls, texts: Iterable[str], k1: float = 1.2, b: float = 0.75, analyzer: str | Analyzer = "") -> BM25:
+        """Index ``texts`` (any iterable, read once; nothing but the counts is kept), their
+        tokens as ``analyzer`` reads them (``""``: the chapter's; ``"german"``: stemmed).
 
         Term ids are given in order of first appearance, so a query's terms are summed in
         the same order whatever the corpus size.
@@ -98,10 +249,12 @@ class BM25:
         import numpy as np
         from scipy import sparse
 
+        analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
         vocab: dict[str, int] = {}
         terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
+        read = analyze.words  # a stemming analyzer: words now, their stems once at the end
         for text in texts:
-            toks = tokens(text)
+            toks = read(text)
             counts = Counter(toks)
             for term in counts:
                 if term not in vocab:
@@ -116,6 +269,8 @@ class BM25:
         r = np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32)
         freq = np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32)
         ptr = np.frombuffer(indptr, dtype=np.int64)
+        if analyze.stems:
+            vocab, r, freq, ptr = _merge_stems(analyze, vocab, r, freq, ptr)
         df = np.bincount(r, minlength=len(vocab)).astype(np.float64)
         idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
         # the length norm of each chunk (the same expression per element as per posting)
@@ -136,7 +291,7 @@ class BM25:
         del w
         weights = by_chunk.tocsc().T.tocsr(copy=False)
         del by_chunk
-        return cls(vocab=vocab, weights=weights, n_chunks=n)
+        return cls(vocab=vocab, weights=weights, n_chunks=n, analyzer=analyze)
 
     def _query_matrix(self, queries: Sequence[str]) -> sparse.csr_matrix[np.float64]:
         """Term counts of each query (queries x terms), terms in index order."""
@@ -148,7 +303,7 @@ class BM25:
         vals: list[int] = []
         for qi, q in enumerate(queries):
             counts: dict[int, int] = {}
-            for w in tokens(q):
+            for w in self.analyzer(q):
                 j = self.vocab.get(w)
                 if j is not None:
                     counts[j] = counts.get(j, 0) + 1
@@ -183,6 +338,24 @@ class BM25:
         import numpy as np
 
         return np.asarray(self.match(queries).todense())
+
+
+def _merge_stems(
+    analyze: Analyzer, vocab: dict[str, int], r: np.ndarray, freq: np.ndarray, ptr: np.ndarray
+) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+    """Word postings -> stem postings: each distinct word stemmed once, the counts of the
+    words of a chunk that share a stem summed. Stem ids follow the words' first appearance,
+    so they are in order of the stems' first appearance, as a word index's terms are."""
+    import numpy as np
+    from scipy import sparse
+
+    stems: dict[str, int] = {}
+    word_stem = np.fromiter(
+        (stems.setdefault(s, len(stems)) for s in analyze.stem(list(vocab))), dtype=np.int32, count=len(vocab)
+    )
+    merged = sparse.csr_matrix((freq, word_stem[r], ptr), shape=(len(ptr) - 1, max(len(stems), 1)))
+    merged.sum_duplicates()
+    return stems, merged.indices.astype(np.int32, copy=False), merged.data, merged.indptr.astype(np.int64)
 
 
 # -- hybrid ------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
 from evalcore.errors import Interrupted, RunInterrupted
 from evalcore.progress import Fanout, Progress, Scale, SilentProgress, Stage, StoreProgress
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
-from evalcore.retrieval import RERANK_DEPTH, RRF_K, parse_retrievers
+from evalcore.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
 from evalcore.store import new_run_id
 
 if TYPE_CHECKING:
@@ -107,7 +107,8 @@ def _evaluate(
 
     retrievers = parse_retrievers(request.retrievers)
     rerank_note = None
-    if "rerank" in retrievers and reranker is None:
+    reranks = [r for r in retrievers if split_retriever(r)[0] == "rerank"]
+    if reranks and reranker is None:
         if request.reranker_path:
             from evalcore.retrieval import Reranker as _Reranker
 
@@ -117,8 +118,12 @@ def _evaluate(
                 "rerank was not run: no cross-encoder model is available locally "
                 "(give --reranker PATH to a sentence-transformers CrossEncoder folder)"
             )
-            retrievers = [r for r in retrievers if r != "rerank"]
-    if reranker is not None and "rerank" in retrievers:
+            if reranks != ["rerank"]:
+                rerank_note = rerank_note.replace(
+                    "rerank was", f"{', '.join(reranks)} {'was' if len(reranks) == 1 else 'were'}", 1
+                )
+            retrievers = [r for r in retrievers if r not in reranks]
+    if reranker is not None and reranks:
         rerank_note = f"rerank: cross-encoder {reranker.path}, hybrid top {RERANK_DEPTH}"
     if not retrievers:
         from evalcore.errors import ConfigError
@@ -260,6 +265,7 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
         "rrf_k": RRF_K,
         "rerank_depth": RERANK_DEPTH,
         "bm25": {"k1": 1.2, "b": 0.75},
+        **analyzer_settings(retrievers),
         "gate_top": 4,
         **ground_truth_settings(request.corpus, request.ground_truth),
         **request.settings,
@@ -515,7 +521,7 @@ class _Job:
         per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]
         rerank: Callable[[str, np.ndarray], list[float]] | None = None
         reranker = self.reranker
-        if "rerank" in self.retrievers and reranker is not None:
+        if reranker is not None and any(split_retriever(r)[0] == "rerank" for r in self.retrievers):
 
             def rerank(query: str, ids: np.ndarray) -> list[float]:
                 return reranker.score(query, [chunks[j].text for j in ids])
@@ -542,5 +548,5 @@ class _Job:
         self.frames["results"] += scored.results
         self.frames["hits"] += scored.hits
         for stage, seconds in scored.clock.items():
-            items = len(chunks) if stage == "bm25_build" else len(qids)
+            items = len(chunks) if stage.startswith("bm25_build") else len(qids)
             self._timing(stage, name, seconds, items)

@@ -162,19 +162,24 @@ def score_queries(
     import numpy as np
 
     from evalcore.ranking import block_queries, max_norm, rank_block
-    from evalcore.retrieval import BM25
+    from evalcore.retrieval import BM25, Analyzer, analyzers_of, split_retriever
 
     out = Scored()
-    retrievers = [r for r in retrievers if r != "rerank" or rerank is not None]
-    bm25 = None
-    if any(r in retrievers for r in ("bm25", "hybrid", "rerank")):
-        t0 = time.perf_counter()
-        bm25 = BM25.build(chunk_texts)
-        out.clock["bm25_build"] = time.perf_counter() - t0
+    retrievers = [r for r in retrievers if split_retriever(r)[0] != "rerank" or rerank is not None]
+    bm25: dict[str, BM25] = {}
+    wanted = analyzers_of(retrievers)
+    if wanted:
+        # one pass over the chunk texts builds every analyzer's index
+        texts = chunk_texts if len(wanted) == 1 or isinstance(chunk_texts, Sequence) else list(chunk_texts)
+        for analyzer in wanted:
+            t0 = time.perf_counter()
+            bm25[analyzer] = BM25.build(texts, analyzer=Analyzer(analyzer))
+            stage = "bm25_build" if not analyzer else f"bm25_build:{analyzer}"
+            out.clock[stage] = time.perf_counter() - t0
     clock = {"vector_scan": 0.0}
-    if bm25 is not None:
+    if bm25:
         clock.update(bm25=0.0, fusion=0.0)
-    if "rerank" in retrievers:
+    if any(split_retriever(r)[0] == "rerank" for r in retrievers):
         clock["rerank"] = 0.0
     cvec = np.asarray(cvec, dtype=np.float32)
     cmax = max_norm(cvec)
@@ -189,7 +194,7 @@ def score_queries(
             correct[b0:b1],
             retrievers,
             top_n,
-            bm25=bm25,
+            bm25=bm25 or None,
             qtexts=qtexts[b0:b1],
             rerank=scorer,
             cmax=cmax,

@@ -336,3 +336,44 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
         ]
     )
     return Answer(True, result.prompt, table, result.pieces)
+
+
+def query_tokens(
+    store: Store, run_id: str, query_id: str, configuration: Configuration, top: int = DEFAULT_TOP
+) -> pd.DataFrame | None:
+    """The query's tokens as the configuration's BM25 analyzer reads them, and which of its
+    top ``top`` hits hold each (a token no hit holds adds nothing to their BM25 scores).
+
+    One row per distinct token, in query order. Columns: token (what BM25 matches: for a
+    language, the stem), words (the query's words that gave it, as the analyzer split and
+    casefolded them), then ``#1`` .. ``#top``: whether that hit's chunk text holds the token.
+    None when the configuration reads no BM25 (dense, or a run made elsewhere).
+    """
+    import pandas as pd
+
+    from evalcore.configurations import info
+    from evalcore.retrieval import ANALYZED, Analyzer, split_retriever, tokens, words
+
+    base, analyzer = split_retriever(configuration.retriever)
+    if base not in ANALYZED or info(store, run_id, configuration.strategy, configuration.retriever).source != "builtin":
+        return None
+    analyze = Analyzer(analyzer)
+    text = str(query_row(store, run_id, query_id)["text"])
+    found = tokens(text) if not analyzer else words(text)
+    gave: dict[str, list[str]] = {}
+    for word in found:
+        for token in analyze(word) if analyzer else [word]:
+            if word not in gave.setdefault(token, []):
+                gave[token].append(word)
+    chunks = store.query(
+        "SELECT h.rank, c.text FROM hits h JOIN chunks c ON c.run_id = h.run_id AND c.strategy = h.strategy "
+        "AND c.chunk_id = h.chunk_id WHERE h.run_id = ? AND h.strategy = ? AND h.retriever = ? "
+        "AND h.query_id = ? AND h.rank <= ? ORDER BY h.rank",
+        [run_id, configuration.strategy, configuration.retriever, query_id, top],
+    )
+    held = [(int(rank), set(analyze(str(chunk)))) for rank, chunk in zip(chunks["rank"], chunks["text"], strict=True)]
+    rows = [
+        {"token": token, "words": ", ".join(ws), **{f"#{rank}": token in bag for rank, bag in held}}
+        for token, ws in gave.items()
+    ]
+    return pd.DataFrame(rows, columns=["token", "words", *(f"#{rank}" for rank, _ in held)])

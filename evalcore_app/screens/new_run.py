@@ -4,7 +4,8 @@ A job runs in its own process (evalcore.jobs), so leaving this page, reloading i
 opening another tab does not stop it. Page-local session keys (widget keys, not kept
 when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``nr_ood``,
 ``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_strategies``,
-``nr_custom`` (empty by default: A-G are in ``nr_strategies``), ``nr_retrievers``,
+``nr_custom`` (empty by default: A-G are in ``nr_strategies``), ``nr_retrievers``, ``nr_languages``
+(BM25 analyzers),
 ``nr_name``, ``nr_mode`` (built-in or endpoint), ``nr_models`` (model folders), ``nr_url``,
 ``nr_body``, ``nr_hits``, ``nr_chunk_id``, ``nr_text``, ``nr_document``, ``nr_score``,
 ``nr_score_kind``, ``nr_chunker``, ``nr_retriever``; ``nr_prepared`` holds validated inputs
@@ -22,7 +23,7 @@ import streamlit as st
 from evalcore import inputs, jobs, uploads
 from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
 from evalcore.external.endpoint import allowed_prefixes
-from evalcore.retrieval import RETRIEVERS
+from evalcore.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
@@ -157,6 +158,21 @@ else:
         on_change=_forget,
         help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.",
     )
+    analyzers = st.multiselect(
+        "BM25 languages",
+        ["", "unicode", *languages()],
+        default=[""],
+        format_func=analyzer_label,
+        key="nr_languages",
+        on_change=_forget,
+        help="How bm25, hybrid and rerank read the text. The chapter's tokenizer keeps lowercase a-z0-9 runs "
+        "(Größe becomes gr + e); a language reads Unicode words, casefolded, each stemmed by the Snowball "
+        "stemmer of that language (Häuser and Haus match). Choose several to compare them in one run: "
+        "each is a retriever of its own (bm25:german, hybrid:german).",
+    )
+    retrievers = with_analyzers(retrievers, analyzers)
+    if analyzers not in ([], [""]):
+        st.caption("Retrievers to run: " + ", ".join(retrievers))
 model_folders: list[str] = []
 if mode == "builtin" and roots:
     models_text = st.text_area(

@@ -1,5 +1,6 @@
 """Query: one query in every configuration: where its answer ranks, what the gate does at the
-shared threshold, and the answer it leads to (citations and prompt, or NO ANSWER).
+shared threshold, and the answer it leads to (citations and prompt, or NO ANSWER). A
+configuration that reads BM25 also shows the query's tokens as its analyzer reads them.
 
 Shareable: ``/query?run_id=RUN&query_id=ID`` (and ``&config=E/dense`` to open that
 configuration first) opens this screen on that query; ``&traffic=TEXT_HASH`` (with ``config``)
@@ -90,6 +91,24 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
         if view.hits["problem"].astype(bool).any():  # a chunk made elsewhere that could not be located
             shown.append("problem")
         st.dataframe(view.hits[shown], hide_index=True, height=240)
+        terms = _ui.cached(queries.query_tokens, ctx.run_id, query_id, config)
+        if terms is not None:  # BM25 reads the query: its tokens, and which top hits hold each
+            ranks = [c for c in terms.columns if c.startswith("#")]
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in ["token", "query words", *ranks])
+            body = "".join(
+                "<tr>"
+                + "".join(f"<td>{html.escape(str(v))}</td>" for v in (row["token"], row["words"]))
+                + "".join(f"<td>{'✓' if row[c] else '·'}</td>" for c in ranks)
+                + "</tr>"
+                for row in terms.to_dict("records")
+            )
+            st.html(
+                f"<div style='font-size:0.85em'>The query as {html.escape(config.retriever)} reads it: its tokens "
+                f"(✓ the hit's chunk holds the token; a token no hit holds matched none of them)"
+                "<style>.evalcore-tokens th,.evalcore-tokens td{padding:0 0.5rem;text-align:left}</style>"
+                f"<table class='evalcore-tokens' data-testid='query-tokens' style='margin-top:0.25rem'>"
+                f"<tr>{head}</tr>{body}</table></div>"
+            )
         for hit in view.hits.head(4).itertuples():
             parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
             body = "".join(f"<mark>{html.escape(p)}</mark>" if mark else html.escape(p) for p, mark in parts)
