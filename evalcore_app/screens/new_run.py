@@ -8,7 +8,8 @@ when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``n
 ``nr_name``, ``nr_mode`` (built-in or endpoint), ``nr_models`` (model folders), ``nr_url``,
 ``nr_body``, ``nr_hits``, ``nr_chunk_id``, ``nr_text``, ``nr_document``, ``nr_score``,
 ``nr_score_kind``, ``nr_chunker``, ``nr_retriever``; ``nr_prepared`` holds validated inputs
-(evalcore.jobs.Prepared) until they are started or an input changes; ``nr_last_job``
+(evalcore.jobs.Prepared) until they are started or an input changes, ``nr_nothing`` a
+validation that found no needle to score (each needle's reason, the document ids); ``nr_last_job``
 the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
 """
 
@@ -40,6 +41,7 @@ if not roots:
 
 
 def _forget() -> None:
+    st.session_state.pop("nr_nothing", None)
     prepared = st.session_state.pop("nr_prepared", None)
     if prepared is not None:
         _ui.guarded(lambda: jobs.discard(store, prepared))
@@ -200,10 +202,63 @@ def _prepare() -> jobs.Prepared:
         raise
 
 
+def _validate() -> jobs.Prepared | None:
+    try:
+        return _prepare()
+    except jobs.NothingToScore as exc:  # shown below, needle by needle, until an input changes
+        st.session_state["nr_nothing"] = {
+            "message": str(exc),
+            "report": exc.report,
+            "documents": exc.documents,
+            "notes": exc.notes,
+        }
+        return None
+
+
 if st.button("Validate", key="nr_validate", icon=":material/fact_check:"):
     _forget()
     with st.spinner("Checking the inputs…"):
-        st.session_state["nr_prepared"] = _ui.guarded(_prepare)
+        st.session_state["nr_prepared"] = _ui.guarded(_validate)
+
+SHOWN_IDS = 40  # document ids listed under a needle problem
+SHOWN_ROWS = 25  # up to this many invalid needles are a plain table, more a scrolling one
+
+
+def documents_found(documents: list[str] | tuple[str, ...]) -> str:
+    """One line: the corpus's document ids (the first SHOWN_IDS), which a needle's
+    ``document`` must name."""
+    shown = ", ".join(f"`{d}`" for d in documents[:SHOWN_IDS])
+    more = f", … ({len(documents) - SHOWN_IDS:,} more)" if len(documents) > SHOWN_IDS else ""
+    return f"Document ids in this corpus ({len(documents):,}): {shown}{more}"
+
+
+def needle_rows(report: dict) -> list[dict[str, str]]:
+    """Each invalid needle of a validation report: its questions line, group, needle and reason."""
+    return [
+        {
+            "line": str(item["line"]),
+            "group": str(item["group"]),
+            "needle": str(item["needle"]),
+            "reason": str(item["reason"]),
+        }
+        for item in report["invalid_ground_truths"]
+    ]
+
+
+nothing = st.session_state.get("nr_nothing")
+if nothing is not None:
+    rows = needle_rows(nothing["report"])
+    st.error(
+        f"{nothing['message']}: {len(rows):,} ground truth{'' if len(rows) == 1 else 's'}, "
+        "each excluded for the reason below; nothing can be run."
+    )
+    for note in nothing["notes"]:
+        st.info(_ui.esc(note))
+    if len(rows) <= SHOWN_ROWS:  # a few: a plain table, every reason readable in full
+        st.table(rows)
+    else:
+        st.dataframe(rows, hide_index=True, column_config={"reason": st.column_config.TextColumn(width="large")})
+    st.caption(documents_found(nothing["documents"]))
 
 
 def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
@@ -246,6 +301,8 @@ if prepared is not None:
             + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")
         )
     )
+    for note in prepared.notes:
+        st.info(_ui.esc(note))
     if not found:
         st.success(f"Valid: {_ui.esc(summary)}")
     else:
@@ -268,6 +325,8 @@ if prepared is not None:
             if len(reasons) < len(found):
                 st.caption("Most frequent: " + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
             st.dataframe(found, hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
+            if rep["invalid_ground_truths"] and prepared.documents:
+                st.caption(documents_found(prepared.documents))
     with st.expander("Validation report (as `python -m evalcore validate --json`)"):
         st.json(rep, expanded=False)
 
