@@ -392,12 +392,6 @@ def distance_chart(
         if marks:
             rule = alt.Chart(pd.DataFrame(marks)).encode(x=alt.X("x:Q", scale=scale))
             layers.append(rule.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"]))
-            if i == 0:
-                layers.append(
-                    rule.mark_text(align="left", dx=3, baseline="top", fontSize=10, angle=0).encode(
-                        text="what:N", y=alt.Y("y:Q", scale=None)
-                    )
-                )
         rows.append(
             alt.LayerChart(layer=layers).properties(
                 width=640,
@@ -410,6 +404,19 @@ def distance_chart(
                 ),
             )
         )
+    if marks:  # the rules' labels in a strip of their own above the bars, never over them
+        middle = (low + high) / 2
+        frame = pd.DataFrame(marks).assign(y=lambda d: [2 + 14 * j for j in range(len(d))])
+        strip = alt.Chart(frame).encode(x=alt.X("x:Q", scale=scale, axis=None))
+        labels = [strip.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"])]
+        for right, part in ((False, frame[frame["x"] <= middle]), (True, frame[frame["x"] > middle])):
+            if len(part):  # a label left of a rule in the right half, so it stays inside the chart
+                labels.append(
+                    alt.Chart(part)
+                    .mark_text(align="right" if right else "left", dx=-3 if right else 3, baseline="top", fontSize=10)
+                    .encode(x=alt.X("x:Q", scale=scale, axis=None), y=alt.Y("y:Q", scale=None), text="what:N")
+                )
+        rows.insert(0, alt.LayerChart(layer=labels).properties(width=640, height=14 * len(marks) + 4))
     # resolve_scale returns Self, but altair's signature decorator hides that from mypy
     chart: alt.VConcatChart = alt.vconcat(*rows, spacing=8).resolve_scale(x="shared")
     subtitle = "dashed: worst in-domain answer and best out-of-domain top hit"

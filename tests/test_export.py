@@ -221,3 +221,27 @@ def test_a_two_run_export_has_the_destroyed_answers_of_both_runs(two_run_store, 
     pack = zipfile.ZipFile(io.BytesIO(export.review_pack(list(shown.values()), first, "summary")))
     names = pack.namelist()
     assert len(names) == len(set(names)) == 3 * len(shown) + 1  # no file overwrites another
+
+
+def test_the_distance_labels_sit_in_their_own_strip_above_the_bars(store, engine_run_id):
+    """The rules' labels ("best out-of-domain top hit ...") are drawn in a strip of their own,
+    never over a histogram's bars; a label in the right half is right-aligned to its rule, so
+    it stays inside the chart. The figure renders (vl-convert) with both labels in it."""
+    figure = figures.distance_figure(store, engine_run_id, Configuration("E", "dense"))
+    spec = figure.chart.to_dict()
+    views = spec["vconcat"]
+
+    def marks(view):
+        return [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in view["layer"]]
+
+    assert "text" in marks(views[0]) and "bar" not in marks(views[0])
+    assert all("text" not in marks(v) and "bar" in marks(v) for v in views[1:])
+    _, summary = figure.detail
+    middle = (float(figure.data["bin_start"].min()) + float(figure.data["bin_end"].max())) / 2
+    for layer in views[0]["layer"][1:]:
+        rows = spec["datasets"][layer["data"]["name"]]
+        align = layer["mark"]["align"]
+        assert all((row["x"] > middle) == (align == "right") for row in rows), (align, rows)
+    svg = export.to_svg(figure).decode("utf-8") if isinstance(export.to_svg(figure), bytes) else export.to_svg(figure)
+    assert f"best out-of-domain top hit {summary.best_out:.3f}" in svg
+    assert f"worst in-domain answer {summary.worst_in:.3f}" in svg
