@@ -140,6 +140,10 @@ def served(tmp_path_factory, real_embedder):
     for strategy in ("A", "C", "E"):
         for retriever in ("dense", "bm25"):
             store.save_decision(ids[0], strategy, retriever, 0.99, "keep the whole top 4")
+    # a run cancelled during its embedding (its row as a cancelled job leaves it)
+    store.start_run({"run_id": "20261201-000000-cancel", "name": "stopped", "strategies": "E", "retrievers": "dense"})
+    store.progress("20261201-000000-cancel", "E: embedding 120/377 chunks", 0.4)
+    store.finish_run("20261201-000000-cancel", "cancelled", "cancelled from the dashboard")
     with streamlit_app(store_path, folder / "streamlit.log") as url:
         yield url, store_path, tuple(ids)
 
@@ -201,6 +205,20 @@ def test_new_run_a_zip_with_its_top_folder_and_a_wrong_document_id(served, page)
     url, _, _ = served
     goto(page, url + "/new_run")
     healthy(page, "new run")
+    # every strategy chip (A-G) is drawn whole inside the Strategies box, on a laptop's
+    # 1100 px too (three pickers side by side left room for five)
+    page.set_viewport_size({"width": 1100, "height": 1000})
+    settled(page)
+    box = page.locator('[data-testid="stMultiSelect"]').first
+    assert "Strategies" in box.inner_text()
+    edge = box.bounding_box()
+    chips = box.locator("[data-tag]")
+    assert chips.all_inner_texts() == list("ABCDEFG"), box.inner_html()[:3000]
+    for i in range(chips.count()):
+        chip = chips.nth(i).bounding_box()
+        assert chips.nth(i).is_visible() and chip["x"] + chip["width"] <= edge["x"] + edge["width"] + 1, (i, chip, edge)
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    settled(page)
     ids = sorted(d.doc_id for d in load_corpus(MINI / "corpus").documents)
 
     # zip -r corpus.zip corpus: document ids are the file names, as for the folder itself
@@ -317,3 +335,14 @@ def test_query_a_title_chunk_is_kept_but_not_cited_and_the_needle_is_shown(serve
     assert "destroyed" in page.locator('[data-testid="stExpander"]').first.inner_text()
     text = corpus[d["doc_id"]][int(d["start"]) : int(d["end"])]
     assert page.locator('[data-testid="query-needle"]').inner_text() == f"Answer (needle): {text}"
+
+
+def test_runs_a_cancelled_run_says_where_it_stopped(served, page):  # noqa: F811
+    url, _, _ = served
+    goto(page, f"{url}/?run_id=20261201-000000-cancel")
+    healthy(page, "runs: cancelled")
+    error = page.locator('[data-testid="stAlertContentError"]').first.inner_text()
+    assert error == (
+        "This run is cancelled: cancelled from the dashboard · stopped at E: embedding 120/377 chunks · 40%"
+    ), error
+    assert page.locator('[data-testid="stMetric"]').count() == 0  # no "documents 0": nothing was stored

@@ -22,6 +22,7 @@ import streamlit as st
 
 from evalcore import inputs, jobs, uploads
 from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore.errors import EvalcoreError
 from evalcore.external.endpoint import allowed_prefixes
 from evalcore.retrieval import RETRIEVERS
 from evalcore_app.screens import _ui
@@ -135,8 +136,8 @@ if mode == "endpoint":
 if mode == "endpoint":  # the service chunks and ranks: no strategy or retriever of ours (kept unused in the spec)
     chosen, custom, retrievers = ["E"], "", ["dense"]
 else:
-    cols = st.columns([2, 2, 2])
-    chosen = cols[0].multiselect(
+    # the strategies get a row of their own: all seven chips (A-G) stay visible
+    chosen = st.multiselect(
         "Strategies",
         list(NAMED_STRATEGIES),
         default=DEFAULT_STRATEGIES.split(","),
@@ -144,14 +145,15 @@ else:
         on_change=_forget,
         help="; ".join(f"{k}: {s.describe()}" for k, s in NAMED_STRATEGIES.items()),
     )
-    custom = cols[1].text_input(
+    cols = st.columns(2)
+    custom = cols[0].text_input(
         "Custom strategies (optional, comma list)",
         key="nr_custom",
         on_change=_forget,
         placeholder="wide:boundaries+header+size=800",
         help=SPEC_SYNTAX,
     )
-    retrievers = cols[2].multiselect(
+    retrievers = cols[1].multiselect(
         "Retrievers",
         list(RETRIEVERS),
         default=["dense", "bm25", "hybrid"],
@@ -330,6 +332,14 @@ if prepared is not None:
     with st.expander("Validation report (as `python -m evalcore validate --json`)"):
         st.json(rep, expanded=False)
 
+last_job = st.session_state.get("nr_last_job")
+if last_job and store_exists:  # said while the job waits or runs; gone once it ended (the Jobs list says how)
+    try:
+        last_status = jobs.job(store, last_job)["status"]
+    except EvalcoreError:  # no longer among the jobs listed
+        last_status = None
+    if last_status not in jobs.ACTIVE:
+        st.session_state.pop("nr_last_job", None)
 if st.session_state.get("nr_last_job"):
     st.info(
         f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
@@ -352,6 +362,8 @@ def job_panel() -> None:
         st.caption("No jobs yet.")
         return
     active = df[df["status"].isin(jobs.ACTIVE)]
+    # the running jobs first, then the queue in its order: Cancel on the top row is the running job's
+    active = active.assign(_queued=active["status"] == "queued").sort_values(["_queued", "position", "created_at"])
     for row in active.to_dict("records"):
         cols = st.columns([5, 1])
         where = f"queued, #{int(row['position'])} in line" if row["status"] == "queued" else "running"
