@@ -65,7 +65,12 @@ def _inline_all_rows() -> None:
 _Top = TypeVar("_Top", "alt.Chart", "alt.LayerChart", "alt.FacetChart", "alt.VConcatChart")
 
 
-def _configure(chart: _Top, title: str, subtitle: str | None = None) -> _Top:
+def _configure(
+    chart: _Top,
+    title: str,
+    subtitle: str | list[str] | None = None,
+    legend: Literal["right", "bottom"] = "right",
+) -> _Top:
     import altair as alt
 
     _inline_all_rows()
@@ -80,7 +85,7 @@ def _configure(chart: _Top, title: str, subtitle: str | None = None) -> _Top:
         .configure(font=FONT)
         .configure_view(stroke=None)
         .configure_axis(labelLimit=LABEL_LIMIT, labelFontSize=11, titleFontSize=11)
-        .configure_legend(labelLimit=LABEL_LIMIT, orient="right")
+        .configure_legend(labelLimit=LABEL_LIMIT, orient=legend)
     )
     return configured
 
@@ -132,16 +137,21 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
             alt.Tooltip("description:N", title="definition"),
         ],
     )
+    # the panels share what a 1400 px page leaves beside the labels (long labels across two
+    # runs: narrower panels), and the legend sits below, so nothing is cut at the right
+    labels = min(LABEL_LIMIT, 6.5 * max((len(str(x)) for x in order), default=0) + 16)
+    panels = max(len(set(data["k"])), 1)
+    width = int(max(110, min(170, (MATRIX_WIDTH - labels) / panels - 12)))
     chart = (
         alt.LayerChart(layer=[bars, points], data=data)
-        .properties(width=170, height=_rows_height(len(order)))
+        .properties(width=width, height=_rows_height(len(order)))
         .facet(
             column=alt.Column(
                 "k:O", title=None, header=alt.Header(labelExpr="'recall@' + datum.value", labelFontSize=12)
             )
         )
     )
-    return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval")
+    return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval", "bottom")
 
 
 def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
@@ -318,7 +328,8 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     chart = _configure(
         chart,
         f"Wins and losses at hit@{k}",
-        f"row: the first configuration; cell: its wins/losses against the column's, and their {p_name}",
+        # two short lines: a matrix of two or three configurations is narrow
+        ["row: the first configuration; cell: its wins/losses", f"against the column's, and their {p_name}"],
     )
     # the browser draws this chart as SVG, so each cell is an element a test can click
     return chart.properties(usermeta={"embedOptions": {"renderer": "svg"}})

@@ -290,6 +290,27 @@ def test_compare_two_runs_the_runner_up_is_another_configuration(served, page): 
     best_other = max(n for (r, c), n in found_by.items() if c != top_config and (r, c) in shown)
     assert found_by[(runner_run, runner_config)] == best_other, (best, found_by)
 
+    # at 1400 px nothing of the screen is cut at the right: every chart (title, legend and
+    # all) and every table lies inside the main column
+    main = page.locator('[data-testid="stMain"] [data-testid="stMainBlockContainer"]').first.bounding_box()
+    right = main["x"] + main["width"]
+    for kind in ("stVegaLiteChart", "stDataFrame"):
+        items = page.locator(f'[data-testid="{kind}"]')
+        for i in range(items.count()):
+            item = items.nth(i)
+            if not item.is_visible():
+                continue  # a tab not shown
+            box = item.bounding_box()
+            drawn = item.locator("svg, canvas").first.bounding_box() if kind == "stVegaLiteChart" else box
+            assert box["x"] + box["width"] <= right + 1, (kind, i, box, right)
+            assert drawn["x"] + drawn["width"] <= box["x"] + box["width"] + 1, (kind, i, drawn, box)
+            if kind == "stVegaLiteChart" and item.locator("svg").count():  # each text inside its chart
+                edges = item.locator("svg text").evaluate_all(
+                    "els => els.filter(e => e.textContent).map(e => [e.textContent, e.getBoundingClientRect().right])"
+                )
+                for text, end in edges:
+                    assert end <= drawn["x"] + drawn["width"] + 1, (text, end, drawn)
+
 
 def test_query_a_title_chunk_is_kept_but_not_cited_and_the_needle_is_shown(served, page):  # noqa: F811
     url, store_path, (first, _) = served
