@@ -65,7 +65,12 @@ def _inline_all_rows() -> None:
 _Top = TypeVar("_Top", "alt.Chart", "alt.LayerChart", "alt.FacetChart", "alt.VConcatChart")
 
 
-def _configure(chart: _Top, title: str, subtitle: str | None = None) -> _Top:
+def _configure(
+    chart: _Top,
+    title: str,
+    subtitle: str | list[str] | None = None,
+    legend: Literal["right", "bottom"] = "right",
+) -> _Top:
     import altair as alt
 
     _inline_all_rows()
@@ -80,7 +85,7 @@ def _configure(chart: _Top, title: str, subtitle: str | None = None) -> _Top:
         .configure(font=FONT)
         .configure_view(stroke=None)
         .configure_axis(labelLimit=LABEL_LIMIT, labelFontSize=11, titleFontSize=11)
-        .configure_legend(labelLimit=LABEL_LIMIT, orient="right")
+        .configure_legend(labelLimit=LABEL_LIMIT, orient=legend)
     )
     return configured
 
@@ -132,16 +137,21 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
             alt.Tooltip("description:N", title="definition"),
         ],
     )
+    # the panels share what a 1400 px page leaves beside the labels (long labels across two
+    # runs: narrower panels), and the legend sits below, so nothing is cut at the right
+    labels = min(LABEL_LIMIT, 6.5 * max((len(str(x)) for x in order), default=0) + 16)
+    panels = max(len(set(data["k"])), 1)
+    width = int(max(110, min(170, (MATRIX_WIDTH - labels) / panels - 12)))
     chart = (
         alt.LayerChart(layer=[bars, points], data=data)
-        .properties(width=170, height=_rows_height(len(order)))
+        .properties(width=width, height=_rows_height(len(order)))
         .facet(
             column=alt.Column(
                 "k:O", title=None, header=alt.Header(labelExpr="'recall@' + datum.value", labelFontSize=12)
             )
         )
     )
-    return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval")
+    return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval", "bottom")
 
 
 def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
@@ -318,7 +328,8 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     chart = _configure(
         chart,
         f"Wins and losses at hit@{k}",
-        f"row: the first configuration; cell: its wins/losses against the column's, and their {p_name}",
+        # two short lines: a matrix of two or three configurations is narrow
+        ["row: the first configuration; cell: its wins/losses", f"against the column's, and their {p_name}"],
     )
     # the browser draws this chart as SVG, so each cell is an element a test can click
     return chart.properties(usermeta={"embedOptions": {"renderer": "svg"}})
@@ -392,12 +403,6 @@ def distance_chart(
         if marks:
             rule = alt.Chart(pd.DataFrame(marks)).encode(x=alt.X("x:Q", scale=scale))
             layers.append(rule.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"]))
-            if i == 0:
-                layers.append(
-                    rule.mark_text(align="left", dx=3, baseline="top", fontSize=10, angle=0).encode(
-                        text="what:N", y=alt.Y("y:Q", scale=None)
-                    )
-                )
         rows.append(
             alt.LayerChart(layer=layers).properties(
                 width=640,
@@ -410,6 +415,19 @@ def distance_chart(
                 ),
             )
         )
+    if marks:  # the rules' labels in a strip of their own above the bars, never over them
+        middle = (low + high) / 2
+        frame = pd.DataFrame(marks).assign(y=lambda d: [2 + 14 * j for j in range(len(d))])
+        strip = alt.Chart(frame).encode(x=alt.X("x:Q", scale=scale, axis=None))
+        labels = [strip.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"])]
+        for right, part in ((False, frame[frame["x"] <= middle]), (True, frame[frame["x"] > middle])):
+            if len(part):  # a label left of a rule in the right half, so it stays inside the chart
+                labels.append(
+                    alt.Chart(part)
+                    .mark_text(align="right" if right else "left", dx=-3 if right else 3, baseline="top", fontSize=10)
+                    .encode(x=alt.X("x:Q", scale=scale, axis=None), y=alt.Y("y:Q", scale=None), text="what:N")
+                )
+        rows.insert(0, alt.LayerChart(layer=labels).properties(width=640, height=14 * len(marks) + 4))
     # resolve_scale returns Self, but altair's signature decorator hides that from mypy
     chart: alt.VConcatChart = alt.vconcat(*rows, spacing=8).resolve_scale(x="shared")
     subtitle = "dashed: worst in-domain answer and best out-of-domain top hit"

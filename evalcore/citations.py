@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -177,14 +178,27 @@ class Citation:
     last_page: int | None = None  # page of the last one (> page when the quote runs on)
 
 
+_HEADING = re.compile(r"#+( .*)?")
+
+
+def heading_only(content: str) -> bool:
+    """True when ``content`` holds no text beyond heading lines (``# Title``, ``## Section``):
+    a title-only chunk (a document's title before a paragraph too long to join it). It has
+    nothing to quote, so it is never cited, even when the gate keeps it."""
+    lines = [line.strip() for line in content.splitlines() if line.strip()]
+    return all(_HEADING.fullmatch(line) for line in lines)
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """The prompt for the model, the citation table, and the prompt's token count (None when
-    no counter was given)."""
+    no counter was given). ``uncited``: the ranks (1-based, among the hits given) the gate
+    kept but that are not cited, being headings only (:func:`heading_only`)."""
 
     prompt: str
     citations: tuple[Citation, ...]
     pieces: int | None = None
+    uncited: tuple[int, ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -193,11 +207,13 @@ class Context:
 
 @dataclass(frozen=True, slots=True)
 class NoAnswer:
-    """Nothing passed the gate: the pipeline answers NO ANSWER before any model is called."""
+    """Nothing passed the gate (or only headings did: ``uncited``, as in :class:`Context`):
+    the pipeline answers NO ANSWER before any model is called."""
 
     question: str
     threshold: float
     message: str
+    uncited: tuple[int, ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -284,10 +300,18 @@ def context_for_query(
 
     The gate is :func:`evalcore.threshold.gate`: from the first ``top`` hits, those with
     distance < threshold (or, on an external retriever's score, those the ``axis`` keeps),
-    numbered in rank order; a source's ``distance`` holds the value the gate reads. Both
-    results have ``answered``.
+    numbered in rank order; a source's ``distance`` holds the value the gate reads. A kept
+    hit that is headings only (:func:`heading_only`) is not cited (its rank is in
+    ``uncited``); when nothing else was kept the answer is NO ANSWER. Both results have
+    ``answered``.
     """
     kept = gate([h.distance for h in hits], threshold, top, axis.higher_is_closer)
     if not kept:
         return NoAnswer(question, float(threshold), no_answer(question, threshold, axis))
-    return build_context(question, [hits[i] for i in kept], count_pieces)
+    uncited = tuple(i + 1 for i in kept if heading_only(hits[i].content))
+    cited = [hits[i] for i in kept if i + 1 not in uncited]
+    if not cited:  # only headings passed: no source to give the model
+        message = no_answer(question, threshold, axis).replace("NO ANSWER: nothing ", "NO ANSWER: only headings ", 1)
+        return NoAnswer(question, float(threshold), message, uncited)
+    context = build_context(question, cited, count_pieces)
+    return Context(context.prompt, context.citations, context.pieces, uncited)

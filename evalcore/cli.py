@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -98,8 +99,18 @@ def _execute(
         "\nrecall@k = share of in-domain queries with a correct chunk at rank <= k; "
         "destroyed = ground truths no chunk holds whole."
     )
-    print("Open the dashboard:  python -m evalcore dashboard   (in a clone also: streamlit run app.py)")
+    print(_dashboard_hint(store))
     return 0
+
+
+def _dashboard_hint(store: Store) -> str:
+    """The run's last line: the command that opens the dashboard on the store the run was
+    written to (``--store`` named when it is not the one the dashboard opens by default)."""
+    from evalcore.store import default_store_path
+
+    if Path(store.path).resolve() == default_store_path().resolve():
+        return "Open the dashboard:  python -m evalcore dashboard   (in a clone also: streamlit run app.py)"
+    return f"Open the dashboard:  python -m evalcore dashboard --store {shlex.quote(str(store.path))}"
 
 
 # -- commands ------------------------------------------------------------------------
@@ -233,7 +244,7 @@ def _external_summary(args: argparse.Namespace, store: Store, run_id: str, wall:
     print()
     print(format_table(summary_table(store, run_id)))
     print("\nrecall@k and MRR over the hits the run gave; destroyed = ground truths no chunk holds whole.")
-    print("Open the dashboard:  streamlit run app.py")
+    print(_dashboard_hint(store))
 
 
 def cmd_import_run(args: argparse.Namespace) -> int:
@@ -1064,9 +1075,9 @@ def unexpected(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
-    )
+    from evalcore.embedding import NOTE
+
+    logging.basicConfig(level=logging.INFO if args.verbose else NOTE, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "chunks" and not args.demo and not args.corpus:
         parser.error("chunks needs --corpus DIR or --demo")
     try:

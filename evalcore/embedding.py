@@ -27,6 +27,11 @@ if TYPE_CHECKING:
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
+# A log level between INFO and WARNING for what a user should read once but need not act on
+# (the CLI shows it by default, as "NOTE").
+NOTE = 25
+logging.addLevelName(NOTE, "NOTE")
+_FAST_NOTED = False
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 WINDOW = 256  # word pieces the model reads, special tokens included
@@ -316,6 +321,11 @@ def load_embedder(model_path: str | Path | None = None, device: str = "cpu", run
     if device != "cpu" or runtime == "torch":
         return SentenceEmbedder.load(model_path, device=device)
     strict = runtime != "auto"
+    if not strict:
+        missing = _fast_path_missing(model_path)
+        if missing:
+            _note_fast_path(missing)
+            return SentenceEmbedder.load(model_path)
     try:
         return OnnxEmbedder.load(model_path, backend="" if runtime == "auto" else runtime)
     except ModuleNotFoundError as exc:
@@ -331,6 +341,50 @@ def load_embedder(model_path: str | Path | None = None, device: str = "cpu", run
             raise ModelError(f"cannot run the model in {runtime}: {exc}") from exc
         log.warning("ONNX export failed (%s: %s); using sentence-transformers", type(exc).__name__, exc)
     return SentenceEmbedder.load(model_path)
+
+
+def _fast_path_missing(model_path: str | Path | None) -> list[str]:
+    """The modules the fast path (an ONNX runtime, and the exporter while the model has no
+    cached export) lacks here; empty when it can run. A plain install has none of them."""
+    import importlib.util
+
+    from evalcore import onnx_runtime
+
+    def absent(name: str) -> bool:
+        try:
+            return importlib.util.find_spec(name) is None
+        except ValueError:  # a module whose __spec__ is unset: treat as importable
+            return False
+
+    missing = []
+    if all(absent(name) for name in onnx_runtime.BACKENDS):
+        missing.append(" or ".join(onnx_runtime.BACKENDS))
+    exporter = [name for name in ("onnx", "onnxscript") if absent(name)]
+    if exporter:
+        path = Path(model_path) if model_path else default_model_path()
+        try:
+            cached = (onnx_runtime.export_dir(path) / "meta.json").exists()
+        except OSError:
+            cached = False
+        if not cached:
+            missing.extend(exporter)
+    return missing
+
+
+def _note_fast_path(missing: list[str]) -> None:
+    """Say once per process, as information, that the model runs in torch and what
+    ``evalcore[fast]`` would gain."""
+    global _FAST_NOTED
+    if _FAST_NOTED:
+        return
+    _FAST_NOTED = True
+    log.log(
+        NOTE,
+        "embedding with sentence-transformers (torch); the fast path is not installed (%s). "
+        'pip install "evalcore[fast]" embeds the same vectors in OpenVINO or ONNX Runtime, '
+        "several times faster on a CPU",
+        ", ".join(missing),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ class Provenance:
     threshold: float | None = None
     made: str = field(default_factory=_now)
     software: str = field(default_factory=_version)
+    note: str | None = None  # how to read the data (printed last, only when given)
 
     def fields(self) -> list[tuple[str, str]]:
         """(name, value) pairs, in the order they are printed."""
@@ -60,6 +61,7 @@ class Provenance:
             ("threshold", f"t = {self.threshold:.4f}" if self.threshold is not None else "none"),
             ("made", self.made),
             ("software", self.software),
+            *([("note", self.note)] if self.note else []),
         ]
 
     def text(self) -> str:
@@ -184,6 +186,15 @@ def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adj
     prov = Provenance(
         f"Win/loss matrix at hit@{k}", runs, comparison.labels, f"{comparison.n} in-domain queries (paired)", test
     )
+    # the data's verdict in the words of the chart's legend (what the screen shows)
+    data = comparison.matrix.assign(
+        verdict=[
+            charts.verdict_of(int(w), int(lost), bool(s))
+            for w, lost, s in zip(
+                comparison.matrix["wins"], comparison.matrix["losses"], comparison.matrix["significant"], strict=True
+            )
+        ]
+    )
     chart = (
         charts.heatmap(comparison.matrix, comparison.labels, k, comparison.p_name)
         if len(comparison.sides) > 1
@@ -193,7 +204,7 @@ def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adj
         f"winloss-hit{k}",
         f"Win/loss matrix at hit@{k}",
         chart,
-        comparison.matrix,
+        data,
         prov,
         comparison.labels,
         detail=comparison,
@@ -277,6 +288,8 @@ def sweep_figure_of(
         None,
         INTERVAL_METHOD if rates else None,
         float(threshold),
+        # one caption line: a row's threshold is where its step starts (METHODS: Exports)
+        note=f"a row's counts hold for t above its threshold, up to the next row's (gate: {keep_rule(frame)})",
     )
     long = sweep_long(frame)
     keep = keep_rule(frame)
@@ -357,6 +370,10 @@ def selection_figures(store: Store, selection: Selection, call: Callable[..., An
     """
     call = call or (lambda fn, *args: fn(store, *args))
     figures = [*call(recall_figures, selection.sides), call(destroyed_figure, selection.run_id)]
+    for other in dict.fromkeys(s.run_id for s in selection.sides if s.run_id != selection.run_id):
+        # two runs compared: the other run's destroyed answers too (its own file names)
+        theirs = call(destroyed_figure, other)
+        figures.append(replace(theirs, slug=f"destroyed-{other}", title=f"Destroyed answers · run {other}"))
     if len(selection.sides) > 1:
         figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust))
     figures += [

@@ -199,7 +199,9 @@ def exported(model_folder: str | Path) -> Path:
     if (dest / "meta.json").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    log.warning("preparing the embedding model %s for fast CPU inference, once (cached in %s)", model_folder, dest)
+    from evalcore.embedding import NOTE
+
+    log.log(NOTE, "preparing the embedding model %s for fast CPU inference, once (cached in %s)", model_folder, dest)
     return export(model_folder, dest)
 
 

@@ -159,6 +159,7 @@ def _evaluate(
         "rerank_note": rerank_note,
         "settings": json.dumps(settings),
     }
+    shown = progress  # the caller's receiver (the CLI's bars): it also counts the tables written
     progress = Fanout(StoreProgress(store, run_id), progress)
     job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan)
     try:
@@ -166,7 +167,18 @@ def _evaluate(
         job.started = True
         log.info("run %s started", run_id)
         tables = job.execute()
-        job._stage(job.scale.write(len(tables)))
+        # the store writes the tables that have rows, calling before_commit after each and
+        # once more before the commit: the caller's bar counts the tables written (the run's
+        # row is not touched inside that transaction; the commit marks it complete)
+        left = [sum(1 for df in tables.values() if df is not None and not df.empty)]
+        job._stage(job.scale.write(left[0]))
+
+        def written() -> None:
+            _before_commit()
+            if left[0] > 0:
+                left[0] -= 1
+                shown.advance()
+
         seconds = time.perf_counter() - t_start
         with signals.hold():  # a signal here is raised by _before_commit: the write rolls back whole
             store.complete_run(
@@ -176,7 +188,7 @@ def _evaluate(
                     "new_embeddings": job.new_embeddings,
                     "cached_embeddings": job.cached_embeddings,
                 },
-                before_commit=_before_commit,
+                before_commit=written,
             )
     except BaseException as exc:
         if not job.started:  # no run row to mark: the error (or signal) as it is

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from evalcore import extract
-from evalcore.corpus import SOURCE_TYPES
+from evalcore.corpus import SOURCE_TYPES, doc_id_for
 from evalcore.errors import InputError
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class CorpusFiles:
 
     files: dict[str, bytes]
     skipped: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # what was done to the paths (a zip's single top folder left out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,7 @@ class SavedUpload:
     questions: Path
     ood: Path | None
     skipped: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 def _size(n: int) -> str:
@@ -248,15 +250,28 @@ def check_document(name: str, data: bytes) -> str | None:
     return None
 
 
+def top_folder(paths: Sequence[str]) -> str | None:
+    """The one folder every path lies in (``corpus`` of ``corpus/a.md``, ``corpus/b/c.md``),
+    else None: what ``zip -r corpus.zip corpus`` makes, whose folder is not part of a
+    document's name."""
+    tops = {path.split("/", 1)[0] for path in paths}
+    if len(tops) == 1 and all("/" in path for path in paths):
+        return tops.pop()
+    return None
+
+
 def corpus_files(uploads: Sequence[UploadedFile], limits: Limits = DEFAULT_LIMITS) -> CorpusFiles:
     """Documents of the uploaded files and zips (zip members keep their folders, prefixed by
-    the zip's name without ``.zip`` when several zips are uploaded). InputError when a zip is
-    refused, a file is over the size limit, the total is over the unpacked limit, or no
-    document is left (the message lists why each file was skipped)."""
+    the zip's name without ``.zip`` when several zips are uploaded). A zip whose files all lie
+    in one top folder (``zip -r corpus.zip corpus``) is read from inside that folder, as if
+    the folder were the corpus, and a note says so. InputError when a zip is refused, a file
+    is over the size limit, the total is over the unpacked limit, or no document is left
+    (the message lists why each file was skipped)."""
     if not uploads:
         raise InputError("no corpus files uploaded")
     files: dict[str, bytes] = {}
     skipped: list[str] = []
+    notes: list[str] = []
     zips = sum(u.name.lower().endswith(".zip") for u in uploads)
     total = 0
     for upload in uploads:
@@ -265,7 +280,15 @@ def corpus_files(uploads: Sequence[UploadedFile], limits: Limits = DEFAULT_LIMIT
         if name.lower().endswith(".zip"):
             members = unpack_zip(UploadedFile(name, upload.data), limits)
             prefix = name[:-4] + "/" if zips > 1 else ""
-            items = [(prefix + rel, data, f"{name}: {rel}") for rel, data in members]
+            top = top_folder([rel for rel, _ in members])
+            cut = len(top) + 1 if top else 0
+            if top:
+                first = members[0][0][cut:]
+                notes.append(
+                    f"{name}: every file is inside the folder {top}/, which is left out of the document ids "
+                    f"({top}/{first} is document {doc_id_for(prefix + first)})"
+                )
+            items = [(prefix + rel[cut:], data, f"{name}: {rel}") for rel, data in members]
         else:
             items = [(name, upload.data, name)]
         for rel, data, label in items:
@@ -285,7 +308,7 @@ def corpus_files(uploads: Sequence[UploadedFile], limits: Limits = DEFAULT_LIMIT
             files[rel] = data
     if not files:
         raise InputError("no usable corpus document in the upload: " + "; ".join(skipped))
-    return CorpusFiles(files=files, skipped=tuple(skipped))
+    return CorpusFiles(files=files, skipped=tuple(skipped), notes=tuple(notes))
 
 
 def check_jsonl(upload: UploadedFile, kind: str, limits: Limits = DEFAULT_LIMITS) -> None:
@@ -345,4 +368,6 @@ def save_upload(
         raise
     for message in docs.skipped:
         log.warning("upload %s: %s", folder.name, message)
-    return SavedUpload(folder, corpus_dir, q_path, o_path, docs.skipped)
+    for message in docs.notes:
+        log.info("upload %s: %s", folder.name, message)
+    return SavedUpload(folder, corpus_dir, q_path, o_path, docs.skipped, docs.notes)

@@ -173,3 +173,29 @@ def test_device_cuda_without_a_gpu_is_one_line_exit_2(capsys):
     assert main(["demo", "--device", "cuda", "-q", "--strategies", "A"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no CUDA GPU" in err
+
+
+def test_the_runs_last_line_opens_the_dashboard_on_the_store_it_wrote(tmp_path, mini_inputs, capsys, monkeypatch):
+    """A run into a store other than the default ends with ``dashboard --store`` naming it; a
+    run into the default store ($EVALCORE_STORE here) names none (the dashboard opens it)."""
+    import shlex
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import external_bm25
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+
+    corpus, gt = mini_inputs
+    files = external_bm25.write_files(tmp_path / "bm25", corpus, gt)
+    store = tmp_path / "my runs" / "s.duckdb"
+    argv = ["import-run", *MINI_ARGS, "--chunks", str(files["chunks"]), "--rankings", str(files["trec"])]
+    monkeypatch.delenv("EVALCORE_STORE", raising=False)
+    assert main(["--store", str(store), *argv]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == f"Open the dashboard:  python -m evalcore dashboard --store {shlex.quote(str(store))}"
+    assert shlex.split(last.split(":", 1)[1])[-1] == str(store)  # the path survives the shell
+    monkeypatch.setenv("EVALCORE_STORE", str(store))
+    assert main(argv) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("Open the dashboard:  python -m evalcore dashboard ") and "--store" not in last

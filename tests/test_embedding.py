@@ -4,6 +4,7 @@ the export cache, another model folder (--model PATH) and the fallback."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -146,3 +147,27 @@ def test_cuda_without_a_gpu_is_a_clear_error():
         pytest.skip("this machine has a GPU")
     with pytest.raises(ModelError, match="no CUDA GPU"):
         load_embedder(device="cuda")
+
+
+def test_a_plain_install_says_once_as_a_note_what_evalcore_fast_gains(
+    tiny_sentence_model, tmp_path, monkeypatch, caplog
+):
+    """Without the fast path's modules (they really cannot be imported: None in sys.modules),
+    the model runs in sentence-transformers after one NOTE line naming ``evalcore[fast]``; no
+    warning, no failed export attempt; a second load says nothing more."""
+    import logging
+
+    from evalcore import embedding
+
+    monkeypatch.setenv("EVALCORE_CACHE", str(tmp_path / "cache"))  # no cached export
+    for name in ("openvino", "onnxruntime", "onnx", "onnxscript"):
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setattr(embedding, "_FAST_NOTED", False)
+    with caplog.at_level(logging.INFO, logger="evalcore"):
+        assert isinstance(load_embedder(tiny_sentence_model), SentenceEmbedder)
+        assert isinstance(load_embedder(tiny_sentence_model), SentenceEmbedder)
+    records = [r for r in caplog.records if r.name.startswith("evalcore")]
+    assert [r.levelname for r in records] == ["NOTE"], [r.getMessage() for r in records]
+    message = records[0].getMessage()
+    assert 'pip install "evalcore[fast]"' in message and "openvino or onnxruntime, onnx, onnxscript" in message
+    assert not (tmp_path / "cache" / "onnx").exists()  # no export was attempted

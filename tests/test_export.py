@@ -168,3 +168,80 @@ def test_review_pack_names_its_configuration_and_threshold():
     }
     assert len(names) == 3
     assert "evalcore-20260101-000000-abcdef-review-pack-E-dense-t0.5000.zip" in names
+
+
+def test_the_sweep_csv_says_each_threshold_starts_a_step_and_the_counts_hold_above_it(store, engine_run_id):
+    """The note in the file, checked against a brute-force count from the stored hits: a row's
+    bluffs hold for t just above its threshold and at the next row's threshold."""
+    figure = figures.sweep_figure(store, engine_run_id, Configuration("E", "dense"), 0.4, rates=False)
+    provenance, frame = export.read_csv(export.to_csv(figure))
+    assert (
+        provenance["note"] == "a row's counts hold for t above its threshold, up to the next row's (gate: distance < t)"
+    )
+    hits = store.query(
+        "SELECT h.query_id, min(h.distance) AS nearest FROM hits h JOIN queries q USING (run_id, query_id) "
+        "WHERE h.run_id = ? AND h.strategy = 'E' AND h.retriever = 'dense' AND h.rank <= 4 AND q.domain = 'out' "
+        "GROUP BY h.query_id",
+        [engine_run_id],
+    )
+    bluffs = frame[frame["series"] == "bluffs (out-of-domain)"].reset_index(drop=True)
+    assert len(bluffs) > 2
+    for i in range(len(bluffs) - 1):
+        start, end = float(bluffs["threshold"][i]), float(bluffs["threshold"][i + 1])
+        for t in (start + (end - start) * 1e-6, end):
+            assert int((hits["nearest"] < t).sum()) == int(bluffs["count"][i]), (i, t)
+
+
+def test_the_matrix_csv_says_what_the_chart_says(store, engine_run_id):
+    from evalcore.charts import VERDICT_COLOURS, verdict_of
+    from evalcore.records import RunConfiguration
+
+    sides = tuple(RunConfiguration(engine_run_id, Configuration(s, "dense")) for s in ("A", "C", "E"))
+    figure = figures.matrix_figure(store, sides, 4, True)
+    _, frame = export.read_csv(export.to_csv(figure))
+    assert set(frame["verdict"]) <= set(VERDICT_COLOURS)  # the legend's words, never "no clear difference"
+    for row in frame.itertuples():
+        assert row.verdict == verdict_of(row.wins, row.losses, row.p_shown < 0.05)
+
+
+def test_a_two_run_export_has_the_destroyed_answers_of_both_runs(two_run_store, two_run_ids):
+    from evalcore.records import RunConfiguration
+
+    first, second = two_run_ids
+    two = Store(two_run_store)
+    sides = (
+        RunConfiguration(first, Configuration("E", "dense")),
+        RunConfiguration(second, Configuration("wide", "dense")),
+    )
+    selection = figures.Selection(first, Configuration("E", "dense"), 0.4, "test", sides, 4, True)
+    shown = {f.slug: f for f in figures.selection_figures(two, selection)}
+    mine, theirs = shown["destroyed"], shown[f"destroyed-{second}"]
+    assert set(mine.data["strategy"]) == set("ABCDEF") and set(theirs.data["strategy"]) == {"wide", "tight"}
+    assert second in theirs.caption and second in theirs.title
+    pack = zipfile.ZipFile(io.BytesIO(export.review_pack(list(shown.values()), first, "summary")))
+    names = pack.namelist()
+    assert len(names) == len(set(names)) == 3 * len(shown) + 1  # no file overwrites another
+
+
+def test_the_distance_labels_sit_in_their_own_strip_above_the_bars(store, engine_run_id):
+    """The rules' labels ("best out-of-domain top hit ...") are drawn in a strip of their own,
+    never over a histogram's bars; a label in the right half is right-aligned to its rule, so
+    it stays inside the chart. The figure renders (vl-convert) with both labels in it."""
+    figure = figures.distance_figure(store, engine_run_id, Configuration("E", "dense"))
+    spec = figure.chart.to_dict()
+    views = spec["vconcat"]
+
+    def marks(view):
+        return [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in view["layer"]]
+
+    assert "text" in marks(views[0]) and "bar" not in marks(views[0])
+    assert all("text" not in marks(v) and "bar" in marks(v) for v in views[1:])
+    _, summary = figure.detail
+    middle = (float(figure.data["bin_start"].min()) + float(figure.data["bin_end"].max())) / 2
+    for layer in views[0]["layer"][1:]:
+        rows = spec["datasets"][layer["data"]["name"]]
+        align = layer["mark"]["align"]
+        assert all((row["x"] > middle) == (align == "right") for row in rows), (align, rows)
+    svg = export.to_svg(figure).decode("utf-8") if isinstance(export.to_svg(figure), bytes) else export.to_svg(figure)
+    assert f"best out-of-domain top hit {summary.best_out:.3f}" in svg
+    assert f"worst in-domain answer {summary.worst_in:.3f}" in svg

@@ -3,10 +3,13 @@ extras that are missing say so, and the wheel installed into a fresh environment
 another folder (the command, the demo, the dashboard, the import).
 
 The installed-wheel test builds the wheel from this tree with pip (as ``pip install <repo>``
-does), installs it into a virtual environment made with ``--system-site-packages`` (the
-locked dependencies already installed are reused: nothing is downloaded, ``--no-index``),
-and runs everything from a temporary folder with no PYTHONPATH, so only the installed copy
-can answer.
+does), installs it into a fresh virtual environment that sees the packages of the
+interpreter running the tests (a ``.pth`` file naming its site folders, so the locked
+dependencies already installed are reused: nothing is downloaded, ``--no-index``), and runs
+everything from a temporary folder with no PYTHONPATH, so only the installed copy can answer.
+The running interpreter may itself be a virtual environment, a conda env or a system
+Python: ``--system-site-packages`` would see only the base interpreter's packages of a
+virtual environment, not the ones installed into it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import sysconfig
 import tomllib
 import urllib.request
 from pathlib import Path
@@ -178,6 +182,26 @@ def _listening(port: int) -> set[str]:
     return found
 
 
+def _package_folders() -> list[str]:
+    """The folders the running interpreter imports third-party packages from (a venv's, a
+    conda env's or a system Python's site folders, the user site, PYTHONPATH), in its order:
+    sys.path without the standard library and without this repository's folders (pytest's
+    ``pythonpath``); a venv made inside the clone (``.venv``) is kept."""
+    paths = sysconfig.get_paths()
+    stdlib = {Path(paths[key]).resolve() for key in ("stdlib", "platstdlib")}
+    folders = []
+    for entry in sys.path:
+        if not entry or not Path(entry).is_dir():
+            continue  # '' (the current folder) and zipped standard libraries
+        folder = Path(entry).resolve()
+        if folder in stdlib or folder.parent in stdlib and folder.name == "lib-dynload":
+            continue
+        if folder in (ROOT, ROOT / "tests") or str(folder) in folders:
+            continue
+        folders.append(str(folder))
+    return folders
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(venv python, venv bin folder, a working folder outside the repository, env)."""
@@ -205,18 +229,29 @@ def installed(tmp_path_factory):
     (wheel,) = (base / "dist").glob("evalcore-*.whl")
     assert wheel.name == f"evalcore-{evalcore.__version__}-py3-none-any.whl"
     venv = base / "venv"
-    # the system's pip (seen through --system-site-packages) installs into the venv
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True, timeout=120
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
     python = bin_dir / ("python.exe" if os.name == "nt" else "python")
-    install = subprocess.run(
-        [str(python), "-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q", str(wheel)],
+    # the venv sees the running interpreter's packages (pip included, which then installs
+    # into the venv), after its own site folder, so the installed wheel is found first
+    site_dir = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True,
         text=True,
-        timeout=300,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    Path(site_dir, "_running_interpreter.pth").write_text(
+        "".join(f"{folder}\n" for folder in _package_folders()), encoding="utf-8"
     )
+    pip = [str(python), "-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q"]
+    # into the venv even when the running interpreter has an evalcore of this version (an
+    # editable install, say), which pip would otherwise call already installed
+    wheel_only = subprocess.run(
+        [*pip, "--no-deps", "--force-reinstall", str(wheel)], capture_output=True, text=True, timeout=300
+    )
+    assert wheel_only.returncode == 0, wheel_only.stderr
+    install = subprocess.run([*pip, str(wheel)], capture_output=True, text=True, timeout=300)
     assert install.returncode == 0, install.stderr  # --no-index: every range is met by what is installed
     work = base / "elsewhere"
     work.mkdir()

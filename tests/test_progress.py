@@ -36,6 +36,7 @@ class Recorder:
 
     def __init__(self, store: Store) -> None:
         self.store, self.seen, self.done = store, [], 0
+        self.advanced: dict[str, int] = {}
 
     def stage(self, stage: Stage) -> None:
         row = self.store.query("SELECT stage, progress FROM runs WHERE status = 'running'").iloc[0]
@@ -43,6 +44,8 @@ class Recorder:
 
     def advance(self, n: int = 1) -> None:
         self.done += n
+        name = self.seen[-1][0].name
+        self.advanced[name] = self.advanced.get(name, 0) + n
 
     def close(self) -> None:
         pass
@@ -75,3 +78,14 @@ def test_the_store_row_and_the_cli_receive_the_same_stages(tmp_path, mini_inputs
     assert fractions == sorted(fractions)
     row = store.run(result.run_id)
     assert row["status"] == "complete" and row["progress"] == 1.0 and row["stage"] is None
+    # the last bar ends full: one advance per table written (the tables that have rows)
+    write = recorder.seen[-1][0]
+    tables = store.query(
+        "SELECT DISTINCT table_name FROM information_schema.columns "
+        "WHERE column_name = 'run_id' AND table_name <> 'runs'"
+    )["table_name"]
+    rows = {
+        t: store.query(f'SELECT count(*) AS n FROM "{t}" WHERE run_id = ?', [result.run_id])["n"][0] for t in tables
+    }
+    with_rows = [t for t, n in rows.items() if n]
+    assert write.total == len(with_rows) > 0 and recorder.advanced.get("writing results") == write.total

@@ -127,12 +127,51 @@ def test_missing_questions_file_is_refused(store):
 
 
 def test_good_zip_keeps_its_folders(store):
-    data = make_zip({f"docs/{f.name}": f.data for f in mini_files()} | {"__MACOSX/._x.md": b"junk"})
+    """Two top folders are part of the document ids (a single top folder is not: below)."""
+    files = mini_files()
+    entries = {f"{'docs' if i % 2 else 'guides'}/{f.name}": f.data for i, f in enumerate(files)}
+    data = make_zip(entries | {"__MACOSX/._x.md": b"junk"})
     prepared = jobs.prepare_upload(store, [UploadedFile("corpus.zip", data)], questions(), None, "A", "dense")
-    assert prepared.report["documents"] == 4 and prepared.skipped == ()
-    assert sorted(p.name for p in (Path(prepared.spec.corpus) / "docs").iterdir()) == sorted(
-        p.name for p in (MINI / "corpus").iterdir()
+    assert prepared.report["documents"] == 4 and prepared.skipped == () and prepared.notes == ()
+    corpus = Path(prepared.spec.corpus)
+    assert sorted(p.relative_to(corpus).as_posix() for p in corpus.rglob("*.md")) == sorted(entries)
+    assert sorted(prepared.documents) == sorted(e.removesuffix(".md") for e in entries)
+
+
+def test_a_zip_of_one_folder_is_read_from_inside_it_and_says_so(store):
+    """``zip -r corpus.zip corpus``: the folder is not part of the document ids (the
+    questions' ``document`` names the files as for the folder itself); a note says so. With
+    two zips, each zip's name is the prefix and its own top folder is left out too."""
+    files = mini_files()
+    data = make_zip({"corpus/": b""} | {f"corpus/{f.name}": f.data for f in files})
+    prepared = jobs.prepare_upload(store, [UploadedFile("corpus.zip", data)], questions(), None, "A", "dense")
+    assert sorted(prepared.documents) == sorted(Path(f.name).stem for f in files)
+    assert sorted(p.name for p in Path(prepared.spec.corpus).iterdir()) == sorted(f.name for f in files)
+    first = sorted(f.name for f in files)[0]
+    assert prepared.notes == (
+        "corpus.zip: every file is inside the folder corpus/, which is left out of the document ids "
+        f"(corpus/{first} is document {Path(first).stem})",
     )
+    two = uploads.corpus_files(
+        [
+            UploadedFile("a.zip", make_zip({f"top/{f.name}": f.data for f in files[:2]})),
+            UploadedFile("b.zip", make_zip({f"b/x/{f.name}": f.data for f in files[2:]})),
+        ]
+    )
+    assert sorted(two.files) == sorted([f"a/{f.name}" for f in files[:2]] + [f"b/x/{f.name}" for f in files[2:]])
+    assert len(two.notes) == 2 and "a.zip: every file is inside the folder top/" in two.notes[0]
+
+
+def test_questions_that_match_no_document_show_every_reason_and_the_document_ids(store):
+    bad = b'{"id": "q1", "question": "x?", "document": "corpus/install", "start": 0, "end": 5}\n'
+    before = snapshot(store)
+    with pytest.raises(jobs.NothingToScore) as exc:
+        jobs.prepare_upload(store, mini_files(), UploadedFile("questions.jsonl", bad), None, "A", "dense")
+    assert snapshot(store) == before  # the saved upload is removed again
+    assert [(i["line"], i["reason"]) for i in exc.value.report["invalid_ground_truths"]] == [
+        (1, "document 'corpus/install' not in corpus")
+    ]
+    assert sorted(exc.value.documents) == sorted(Path(f.name).stem for f in mini_files())
 
 
 @pytest.mark.parametrize(

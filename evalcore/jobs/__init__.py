@@ -26,6 +26,7 @@ from evalcore.jobs.launch import spawn
 from evalcore.jobs.prepare import (
     SOURCES,
     JobSpec,
+    NothingToScore,
     Prepared,
     clean_uploads,
     discard,
@@ -60,6 +61,7 @@ __all__ = [
     "STATUSES",
     "CancelWatch",
     "JobSpec",
+    "NothingToScore",
     "Prepared",
     "active_jobs",
     "cancel",

@@ -62,6 +62,20 @@ class Prepared:
     spec: JobSpec
     report: dict[str, Any]
     skipped: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # what the upload did to paths (a zip's top folder left out)
+    documents: tuple[str, ...] = ()  # the corpus's document ids (what a needle's "document" must name)
+
+
+class NothingToScore(InputError):
+    """Inputs that load but hold no valid in-domain question: ``report`` is the validation
+    report (each invalid needle with its line and reason) and ``documents`` the document ids
+    the corpus has, so a screen can show why no needle matched."""
+
+    def __init__(self, message: str, report: dict[str, Any], documents: Sequence[str]) -> None:
+        super().__init__(message)
+        self.report = report
+        self.documents = list(documents)
+        self.notes: tuple[str, ...] = ()  # an upload's notes (a zip's top folder left out)
 
 
 def load_inputs(spec: JobSpec, cache: ExtractionCache | None = None) -> tuple[Corpus, GroundTruth]:
@@ -104,7 +118,13 @@ def model_folders(spec: JobSpec) -> list[str]:
 def validate(spec: JobSpec) -> dict[str, Any]:
     """The ``evalcore validate`` report of a spec's inputs, after checking its strategies and
     retrievers (or its endpoint: options, and a URL the operator allows) and model folders.
-    EvalcoreError when the inputs cannot be loaded or no question can be scored."""
+    EvalcoreError when the inputs cannot be loaded, :class:`NothingToScore` when no question
+    can be scored."""
+    return _validated(spec)[0]
+
+
+def _validated(spec: JobSpec) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """:func:`validate`'s report and the corpus's document ids."""
     from evalcore.chunking import parse_strategies
     from evalcore.groundtruth import validation_report
     from evalcore.retrieval import parse_retrievers
@@ -125,9 +145,10 @@ def validate(spec: JobSpec) -> dict[str, Any]:
         model_folders(spec)
     corpus, gt = load_inputs(spec)
     report = validation_report(corpus, gt)
+    documents = tuple(d.doc_id for d in corpus.documents)
     if not gt.valid_questions:
-        raise InputError("no valid in-domain question to score (every needle is invalid)")
-    return report
+        raise NothingToScore("no valid in-domain question to score (every needle is invalid)", report, documents)
+    return report, documents
 
 
 def uploads_dir(store: Store) -> Path:
@@ -158,24 +179,30 @@ def prepare_upload(
         retrievers,
     )
     try:
-        report = validate(spec)
+        report, documents = _validated(spec)
+    except NothingToScore as exc:
+        shutil.rmtree(saved.folder, ignore_errors=True)
+        exc.notes = saved.notes
+        raise
     except BaseException:
         shutil.rmtree(saved.folder, ignore_errors=True)
         raise
-    return Prepared(job_id, spec, report, saved.skipped)
+    return Prepared(job_id, spec, report, saved.skipped, saved.notes, documents)
 
 
 def prepare_paths(corpus: str, questions: str, ood: str | None, strategies: str, retrievers: str) -> Prepared:
     """Validate a corpus folder and jsonl files that are already on the server, inside the
     operator's data roots (evalcore.inputs); InputError without reading them otherwise."""
     spec = JobSpec("folder", *_server_paths(corpus, questions, ood), strategies, retrievers)
-    return Prepared(new_run_id(), spec, validate(spec), ())
+    report, documents = _validated(spec)
+    return Prepared(new_run_id(), spec, report, (), (), documents)
 
 
 def prepare_demo(strategies: str, retrievers: str) -> Prepared:
     """Validate the built-in demo with these strategies and retrievers."""
     spec = JobSpec("demo", None, None, None, strategies, retrievers)
-    return Prepared(new_run_id(), spec, validate(spec), ())
+    report, documents = _validated(spec)
+    return Prepared(new_run_id(), spec, report, (), (), documents)
 
 
 def with_options(prepared: Prepared, models: Sequence[str] = (), endpoint: dict[str, Any] | None = None) -> Prepared:
@@ -185,7 +212,8 @@ def with_options(prepared: Prepared, models: Sequence[str] = (), endpoint: dict[
     import dataclasses
 
     spec = dataclasses.replace(prepared.spec, models=tuple(models), endpoint=endpoint)
-    return Prepared(prepared.job_id, spec, validate(spec), prepared.skipped)
+    report, documents = _validated(spec)
+    return Prepared(prepared.job_id, spec, report, prepared.skipped, prepared.notes, documents)
 
 
 def discard(store: Store, prepared: Prepared) -> None:

@@ -392,7 +392,10 @@ class Best:
 
 def best(comparison: Comparison) -> Best | None:
     """The side with the highest recall@k (ties: the first in order) and its comparison with
-    the runner-up, read from the same matrix (the same p as its cell). None without sides."""
+    the runner-up, read from the same matrix (the same p as its cell). The runner-up is the
+    best side of another configuration (another strategy or retriever): the same
+    configuration of another run is the runner-up only when every compared side is that
+    configuration. None without sides."""
     hits = comparison.hits
     if hits.empty:
         return None
@@ -414,7 +417,11 @@ def best(comparison: Comparison) -> Best | None:
             False,
             (),
         )
-    second = order.iloc[1]
+    # the runner-up is another configuration: the same strategy and retriever of another run
+    # (the demo run twice) is skipped unless nothing else is compared
+    others = order.iloc[1:]
+    different = others[others["config"] != top["config"]]
+    second = (different if len(different) else others).iloc[0]
     cell = comparison.cell(top["label"], second["label"])
     tied = tuple(order.loc[order["successes"] == top["successes"], "label"].iloc[1:])
     return Best(

@@ -66,12 +66,14 @@ def search_queries(store: Store, run_id: str, text: str = "", limit: int = 200) 
 
 def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     """The query's stored row (missing values as None) plus ``needle_locator``: where its
-    needle is (``#page=N`` in a PDF, else ``#char=from,to``; None without a valid span).
+    needle is (``#page=N`` in a PDF, else ``#char=from,to``; None without a valid span), and
+    ``needle_text``: the document's text at that span (None without one).
     StoreError naming an unknown id."""
     from evalcore.citations import locator
 
     df = store.query(
-        "SELECT q.*, d.page_starts AS needle_pages FROM queries q LEFT JOIN documents d "
+        "SELECT q.*, d.page_starts AS needle_pages, "
+        'substr(d.text, q.start + 1, q."end" - q.start) AS needle_text FROM queries q LEFT JOIN documents d '
         "ON d.run_id = q.run_id AND d.doc_id = q.doc_id WHERE q.run_id = ? AND q.query_id = ?",
         [run_id, query_id],
     )
@@ -280,6 +282,7 @@ class Answer:
     prompt: str
     citations: Any  # pd.DataFrame
     pieces: int | None
+    uncited: tuple[int, ...] = ()  # ranks the gate kept but that are headings only: not cited
 
 
 def answer(
@@ -318,7 +321,7 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     counter = piece_counter() if count else None
     result = context_for_query(question, sources, view.threshold, top=DEFAULT_TOP, count_pieces=counter, axis=view.axis)
     if isinstance(result, NoAnswer):  # result.answered is False exactly for NoAnswer
-        return Answer(False, result.message, pd.DataFrame(), None)
+        return Answer(False, result.message, pd.DataFrame(), None, result.uncited)
     paths = dict(zip(top["doc_id"].astype(str), top["path"], strict=True))
     table = pd.DataFrame(
         [
@@ -335,7 +338,7 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
             for c in result.citations
         ]
     )
-    return Answer(True, result.prompt, table, result.pieces)
+    return Answer(True, result.prompt, table, result.pieces, result.uncited)
 
 
 def query_tokens(

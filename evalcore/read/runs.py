@@ -25,7 +25,9 @@ def runs_overview(store: Store) -> pd.DataFrame:
     made elsewhere), ranked_by (the same as a phrase: ``model <name>``), rerank_note,
     duration_s (NaN while running), state (what to show in
     one cell: ``"complete"``, ``"running · E: embedding 340/1120 chunks · 45%"``,
-    ``"failed: <reason>"``). Text columns hold ``""`` where nothing is recorded, never None.
+    ``"cancelled: <reason> · stopped at E: embedding 120/377 chunks · 40%"``). Text columns
+    hold ``""`` where nothing is recorded, never None; the :data:`COUNTED` columns are NaN for
+    a run that did not complete (they are stored with a complete run).
     """
     df = store.query(
         """
@@ -55,7 +57,16 @@ def runs_overview(store: Store) -> pd.DataFrame:
     df["model"] = [m or str(r).removeprefix("model ") for m, r in zip(df["model"], df["ranked_by"], strict=True)]
     df = df.drop(columns=["settings"])
     df["state"] = [state_text(row) for row in df.to_dict("records")]
+    # a run's documents and queries are stored when it completes: a run that did not is
+    # blank there (not 0: its corpus was read, just not stored)
+    unfinished = df["status"] != "complete"
+    for column in COUNTED:
+        df[column] = df[column].astype("float64").where(~unfinished)
     return df
+
+
+#: Columns of :func:`runs_overview` stored only with a complete run (NaN for the others).
+COUNTED = ("documents", "failed_documents", "characters", "sections", "in_domain", "out_of_domain", "invalid")
 
 
 def state_text(row: Mapping[Hashable, Any]) -> str:
@@ -64,8 +75,13 @@ def state_text(row: Mapping[Hashable, Any]) -> str:
     if status == "running":
         stage = row.get("stage") or "starting"
         return f"running · {stage} · {100 * float(row.get('progress') or 0.0):.0f}%"
-    if status in ("failed", "cancelled") and row.get("reason"):
-        return f"{status}: {row['reason']}"
+    if status in ("failed", "cancelled"):
+        stage = str(row.get("stage") or "")
+        reason = str(row.get("reason") or "")
+        text = f"{status}: {reason}" if reason else str(status)
+        if stage and stage != "starting" and stage not in reason:  # where it stopped
+            text += f" · stopped at {stage} · {100 * float(row.get('progress') or 0.0):.0f}%"
+        return text
     return str(status)
 
 

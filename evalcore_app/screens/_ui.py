@@ -501,7 +501,7 @@ def show_figure(figure: Figure, key: str, on_select: bool = False) -> Any:
     event = st.altair_chart(
         figure.chart, theme=None, key=f"chart-{key}", width="content", on_select="rerun" if on_select else "ignore"
     )
-    st.caption(esc(figure.caption))
+    st.caption(esc(figure.provenance.stamped().text()))  # dated when drawn, as a file is when written
     downloads(figure, key)
     return event
 

@@ -9,7 +9,8 @@ when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``n
 ``nr_name``, ``nr_mode`` (built-in or endpoint), ``nr_models`` (model folders), ``nr_url``,
 ``nr_body``, ``nr_hits``, ``nr_chunk_id``, ``nr_text``, ``nr_document``, ``nr_score``,
 ``nr_score_kind``, ``nr_chunker``, ``nr_retriever``; ``nr_prepared`` holds validated inputs
-(evalcore.jobs.Prepared) until they are started or an input changes; ``nr_last_job``
+(evalcore.jobs.Prepared) until they are started or an input changes, ``nr_nothing`` a
+validation that found no needle to score (each needle's reason, the document ids); ``nr_last_job``
 the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
 """
 
@@ -22,6 +23,7 @@ import streamlit as st
 
 from evalcore import inputs, jobs, uploads
 from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore.errors import EvalcoreError
 from evalcore.external.endpoint import allowed_prefixes
 from evalcore.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
 from evalcore_app.screens import _ui
@@ -41,6 +43,7 @@ if not roots:
 
 
 def _forget() -> None:
+    st.session_state.pop("nr_nothing", None)
     prepared = st.session_state.pop("nr_prepared", None)
     if prepared is not None:
         _ui.guarded(lambda: jobs.discard(store, prepared))
@@ -134,8 +137,8 @@ if mode == "endpoint":
 if mode == "endpoint":  # the service chunks and ranks: no strategy or retriever of ours (kept unused in the spec)
     chosen, custom, retrievers = ["E"], "", ["dense"]
 else:
-    cols = st.columns([2, 2, 2])
-    chosen = cols[0].multiselect(
+    # the strategies get a row of their own: all seven chips (A-G) stay visible
+    chosen = st.multiselect(
         "Strategies",
         list(NAMED_STRATEGIES),
         default=DEFAULT_STRATEGIES.split(","),
@@ -143,14 +146,15 @@ else:
         on_change=_forget,
         help="; ".join(f"{k}: {s.describe()}" for k, s in NAMED_STRATEGIES.items()),
     )
-    custom = cols[1].text_input(
+    cols = st.columns(2)
+    custom = cols[0].text_input(
         "Custom strategies (optional, comma list)",
         key="nr_custom",
         on_change=_forget,
         placeholder="wide:boundaries+header+size=800",
         help=SPEC_SYNTAX,
     )
-    retrievers = cols[2].multiselect(
+    retrievers = cols[1].multiselect(
         "Retrievers",
         list(RETRIEVERS),
         default=["dense", "bm25", "hybrid"],
@@ -216,10 +220,63 @@ def _prepare() -> jobs.Prepared:
         raise
 
 
+def _validate() -> jobs.Prepared | None:
+    try:
+        return _prepare()
+    except jobs.NothingToScore as exc:  # shown below, needle by needle, until an input changes
+        st.session_state["nr_nothing"] = {
+            "message": str(exc),
+            "report": exc.report,
+            "documents": exc.documents,
+            "notes": exc.notes,
+        }
+        return None
+
+
 if st.button("Validate", key="nr_validate", icon=":material/fact_check:"):
     _forget()
     with st.spinner("Checking the inputs…"):
-        st.session_state["nr_prepared"] = _ui.guarded(_prepare)
+        st.session_state["nr_prepared"] = _ui.guarded(_validate)
+
+SHOWN_IDS = 40  # document ids listed under a needle problem
+SHOWN_ROWS = 25  # up to this many invalid needles are a plain table, more a scrolling one
+
+
+def documents_found(documents: list[str] | tuple[str, ...]) -> str:
+    """One line: the corpus's document ids (the first SHOWN_IDS), which a needle's
+    ``document`` must name."""
+    shown = ", ".join(f"`{d}`" for d in documents[:SHOWN_IDS])
+    more = f", … ({len(documents) - SHOWN_IDS:,} more)" if len(documents) > SHOWN_IDS else ""
+    return f"Document ids in this corpus ({len(documents):,}): {shown}{more}"
+
+
+def needle_rows(report: dict) -> list[dict[str, str]]:
+    """Each invalid needle of a validation report: its questions line, group, needle and reason."""
+    return [
+        {
+            "line": str(item["line"]),
+            "group": str(item["group"]),
+            "needle": str(item["needle"]),
+            "reason": str(item["reason"]),
+        }
+        for item in report["invalid_ground_truths"]
+    ]
+
+
+nothing = st.session_state.get("nr_nothing")
+if nothing is not None:
+    rows = needle_rows(nothing["report"])
+    st.error(
+        f"{nothing['message']}: {len(rows):,} ground truth{'' if len(rows) == 1 else 's'}, "
+        "each excluded for the reason below; nothing can be run."
+    )
+    for note in nothing["notes"]:
+        st.info(_ui.esc(note))
+    if len(rows) <= SHOWN_ROWS:  # a few: a plain table, every reason readable in full
+        st.table(rows)
+    else:
+        st.dataframe(rows, hide_index=True, column_config={"reason": st.column_config.TextColumn(width="large")})
+    st.caption(documents_found(nothing["documents"]))
 
 
 def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
@@ -262,6 +319,8 @@ if prepared is not None:
             + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")
         )
     )
+    for note in prepared.notes:
+        st.info(_ui.esc(note))
     if not found:
         st.success(f"Valid: {_ui.esc(summary)}")
     else:
@@ -284,9 +343,19 @@ if prepared is not None:
             if len(reasons) < len(found):
                 st.caption("Most frequent: " + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
             st.dataframe(found, hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
+            if rep["invalid_ground_truths"] and prepared.documents:
+                st.caption(documents_found(prepared.documents))
     with st.expander("Validation report (as `python -m evalcore validate --json`)"):
         st.json(rep, expanded=False)
 
+last_job = st.session_state.get("nr_last_job")
+if last_job and store_exists:  # said while the job waits or runs; gone once it ended (the Jobs list says how)
+    try:
+        last_status = jobs.job(store, last_job)["status"]
+    except EvalcoreError:  # no longer among the jobs listed
+        last_status = None
+    if last_status not in jobs.ACTIVE:
+        st.session_state.pop("nr_last_job", None)
 if st.session_state.get("nr_last_job"):
     st.info(
         f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
@@ -309,6 +378,8 @@ def job_panel() -> None:
         st.caption("No jobs yet.")
         return
     active = df[df["status"].isin(jobs.ACTIVE)]
+    # the running jobs first, then the queue in its order: Cancel on the top row is the running job's
+    active = active.assign(_queued=active["status"] == "queued").sort_values(["_queued", "position", "created_at"])
     for row in active.to_dict("records"):
         cols = st.columns([5, 1])
         where = f"queued, #{int(row['position'])} in line" if row["status"] == "queued" else "running"

@@ -63,6 +63,8 @@ if query["domain"] == "in":
         small=True,
         testid="query-meta",
     )
+    if query["valid"] and query["needle_text"] is not None:  # destroyed answers too: no chunk shows it whole
+        _ui.plain(f"Answer (needle): {query['needle_text']}", small=True, testid="query-needle")
 else:
     _ui.plain(
         f"Out-of-domain ({query['kind'] or 'no kind'}): the corpus does not answer it, so it should get NO ANSWER.",
@@ -124,10 +126,18 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
         answer = _ui.guarded(lambda view=view: _ui.pure(queries.answer_for, view, str(query["text"])))
         if answer is None:
             continue
+        if answer.uncited:
+            ranks = ", ".join(f"#{r}" for r in answer.uncited)
+            _ui.plain(
+                f"Kept by the gate but not cited: {ranks}, a heading only (no text beyond the title or "
+                "section line, so nothing to quote).",
+                small=True,
+                testid="uncited",
+            )
         if not answer.answered:
+            passed = "Only headings pass" if answer.uncited else "No hit in the top 4 passes"
             st.markdown(
-                f"No hit in the top 4 passes the gate ({view.axis.keep_rule}, t = {threshold:.3f}), "
-                "so no model is called; the user gets:"
+                f"{passed} the gate ({view.axis.keep_rule}, t = {threshold:.3f}), so no model is called; the user gets:"
             )
             st.code(answer.prompt, language=None, wrap_lines=True)
         else:

@@ -49,7 +49,8 @@ def selected(row: dict) -> None:
     st.subheader(f"Selected: {_ui.esc(row['name'])}")
     _ui.plain(f"run {row['run_id']}", small=True)
     if row["status"] in ("failed", "cancelled"):
-        st.error(f"This run is **{row['status']}**: {_ui.esc(row['reason'] or 'no reason recorded')}")
+        said = runs.state_text(row).removeprefix(str(row["status"])).removeprefix(": ")  # the reason, where it stopped
+        st.error(f"This run is **{row['status']}**: {_ui.esc(said or 'no reason recorded')}")
         return
     if row["status"] == "running":
         st.progress(float(row["progress"]), text=_ui.esc(runs.state_text(row)))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from evalcore.read import runs
 from evalcore.records import Configuration
 
@@ -36,6 +38,15 @@ def test_failed_run_shows_its_reason(scratch):
     scratch.finish_run("zz", "failed", "corpus folder not found")
     row = runs.runs_overview(scratch).set_index("run_id").loc["zz"]
     assert row["state"] == "failed: corpus folder not found" and row["rerank_note"] == "" and row["model"] == ""
+
+
+def test_a_cancelled_run_says_where_it_stopped_and_shows_no_stored_counts(scratch):
+    scratch.start_run({"run_id": "zc", "name": "stopped"})
+    scratch.progress("zc", "E: embedding 120/377 chunks", 0.4)
+    scratch.finish_run("zc", "cancelled", "cancelled from the dashboard")
+    row = runs.runs_overview(scratch).set_index("run_id").loc["zc"]
+    assert row["state"] == "cancelled: cancelled from the dashboard · stopped at E: embedding 120/377 chunks · 40%"
+    assert all(pd.isna(row[c]) for c in runs.COUNTED)  # not stored, so not 0
 
 
 def test_configurations_in_the_runs_order(store, engine_run_id):
