@@ -153,6 +153,12 @@ def compare_text(
         label = model_label(r)
         model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
+    if two:
+        from evalcore.qsets import versions_note
+
+        note = versions_note(runs[0], runs[1])
+        if note is not None:
+            lines += textwrap.wrap("note: " + note, width)
     lines.append("")
     for r in runs:
         table = summary_table(store, r["run_id"])

@@ -542,6 +542,11 @@ def run_gate(
             )
 
     notes += _recipe_changes(base_run, cand_run, pairs)
+    from evalcore.qsets import versions_note
+
+    ground_truth = versions_note(base_run, cand_run)
+    if ground_truth is not None:
+        notes.append(ground_truth)
     results = []
     detectable = detectable_difference(n, alpha=level)
     for i, ((b_cfg, c_cfg, b_hits, c_hits, test), p_adj) in enumerate(zip(raw, p_adjusted, strict=True)):
