@@ -17,8 +17,9 @@ sentence, else its longest run of one to three content words. A draft is a hint 
 person who writes the question, never a question by itself.
 
 Only the documents a candidate is taken from are split into sentences, and uniqueness is
-checked only for the candidates picked, on a whitespace-collapsed copy of the corpus, so a
-10,000-document corpus is served in seconds.
+checked only for the sentences tried, on a whitespace-collapsed copy of the corpus, so a
+10,000-document corpus is served in seconds. A document whose next ``MAX_TRIES`` sentences
+all occur elsewhere too (boilerplate, copies) gives no further candidate.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 MIN_CHARS = 40
 MAX_CHARS = 240
 MIN_CONTENT_WORDS = 4
+MAX_TRIES = 12  # sentences of one document checked for uniqueness before it is given up
 BLANK = "____"
 _WS = re.compile(r"\s+")
 _SEP = "\0"
@@ -189,6 +191,7 @@ def suggest(corpus: Corpus, n: int, seed: int = 0) -> list[Candidate]:
     occurrences = _Occurrences(docs)
     queues: dict[int, Iterator[tuple[str, int, int]]] = {}
     out: list[Candidate] = []
+    tries: dict[int, int] = {}
     live = order
     while live and len(out) < n:
         still = []
@@ -199,10 +202,14 @@ def suggest(corpus: Corpus, n: int, seed: int = 0) -> list[Candidate]:
             if k not in queues:
                 queues[k] = iter(_ordered(doc, random.Random(f"{seed}:{doc.doc_id}")))
             for section, s, e in queues[k]:
+                tries[k] = tries.get(k, 0) + 1
+                if tries[k] > MAX_TRIES:
+                    break
                 needle = doc.text[s:e]
                 if occurrences.count(needle) == 1:
                     out.append(Candidate(doc.doc_id, s, e, needle, cloze(needle), section))
                     still.append(k)
+                    tries[k] = 0
                     break
         live = still
     return out
