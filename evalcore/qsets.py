@@ -467,7 +467,4 @@ def versions_note(first: dict[str, Any], second: dict[str, Any]) -> str | None:
         if same_set
         else "ground truth from different sources"
     )
-    return (
-        f"the runs used {what}: {first.get('run_id')} {a}, {second.get('run_id')} {b}; "
-        "paired figures cover the queries both answered"
-    )
+    return f"the runs used {what}: {first.get('run_id')} {a}, {second.get('run_id')} {b}"

@@ -27,11 +27,12 @@ TOKENS = "Tokens do not expire, but an owner can revoke one from the web page at
 REAL = ["how do I bake sourdough bread", "which python version do I need for pip", "what port does it use"]
 
 
-def _select_with_mouse(page, needle: str) -> None:
-    """Press the mouse at the needle's first character and release it after its last."""
+def _select_with_mouse(page, needle: str, nth: int = 0) -> None:
+    """Press the mouse at the needle's first character and release it after its last (in the
+    ``nth`` text shown: 0 is the document's section, 1.. the hits)."""
     box = page.evaluate(
-        """(needle) => {
-            const pre = document.querySelector('[data-testid="qs-text"]');
+        """([needle, nth]) => {
+            const pre = document.querySelectorAll('[data-testid="qs-text"]')[nth];
             pre.scrollIntoView({block: 'center'});
             const at = pre.textContent.indexOf(needle);
             if (at < 0) return null;
@@ -44,7 +45,7 @@ def _select_with_mouse(page, needle: str) -> None:
             const rects = r.getClientRects(); const a = rects[0], b = rects[rects.length - 1];
             return {x1: a.left + 1, y1: a.top + a.height / 2, x2: b.right - 1, y2: b.top + b.height / 2};
         }""",
-        needle,
+        [needle, nth],
     )
     assert box is not None, f"{needle!r} is not shown"
     page.mouse.move(box["x1"], box["y1"])
@@ -161,10 +162,48 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert main([*argv, "--strategies", "A,E", "--retrievers", "dense,bm25", "-q"]) == 0
         run = Store(store_path).runs().iloc[0]
         assert (run["question_set"], int(run["question_set_version"])) == ("kettle", 1)
-        page.goto(url + "/compare", wait_until="domcontentloaded")
+        # from real queries through the hits view of the run's A/bm25: the answer selected in a hit
+        page.goto(url + "/questions", wait_until="domcontentloaded")
         settled(page)
-        healthy(page, "compare: the run on the set")
-        assert "A/dense" in page.locator("body").inner_text()
+        page.get_by_text("The corpus of the selected run").click()
+        settled(page)
+        _pick(page, "Question set", "kettle")
+        page.get_by_text("From real queries").click()
+        page.get_by_label("Real user queries (one a line)").fill(REAL[2])
+        page.keyboard.press("Tab")
+        settled(page)
+        _pick(page, "Hits of", "A/bm25")
+        hits = page.locator('[data-testid^="qs-hit-"]').all_inner_texts()
+        assert len(hits) >= 2 and hits[1].startswith("2. install · ")
+        _select_with_mouse(page, "server", nth=2)
+        assert page.locator('[data-testid="qs-needle"]').inner_text().endswith("“server”")
+        assert "Not a valid needle: found" in page.locator(".st-key-qs_verdict").inner_text()
+        _select_with_mouse(page, "Open that port in the firewall before you start the service", nth=2)
+        assert "Valid needle" in page.locator(".st-key-qs_verdict").inner_text()
+        assert (
+            page.get_by_label("Questions this span answers (one phrasing a line: one group)").input_value() == REAL[2]
+        )
+        page.get_by_role("button", name="Add to the set").click()
+        settled(page)
+        assert page.locator('[data-testid="qs-counts"]').inner_text() == "5 questions in 4 groups, 2 off-topic"
+        page.locator(".st-key-qs_save button").click()
+        settled(page)
+        assert page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved kettle@2 (from version 1)")
+        assert main([*argv, "--strategies", "A,E", "--retrievers", "dense,bm25", "-q"]) == 0
+        first, second = Store(store_path).runs()["run_id"].tolist()[::-1]
+
+        page.goto(url + f"/compare?run_id={first}", wait_until="domcontentloaded")
+        settled(page)
+        _pick(page, "Second run (same queries)", second)
+        healthy(page, "compare: runs on two versions")
+        warning = page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="question set kettle")
+        assert warning.inner_text().startswith(
+            f"The runs used different versions of question set kettle: {first} question set kettle@1, "
+            f"{second} question set kettle@2"
+        )
+        assert "did not answer the same queries (0 only in the first, 1 only in the second)" in (
+            page.locator('[data-testid="stAlertContentError"]').inner_text()
+        )
 
         # the corpus changes: the port sentence is rewritten; the item is listed as not resolving
         changed = tmp_path / "changed"
@@ -179,6 +218,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         )
         settled(page)
         _pick(page, "Question set", "kettle")
+        _pick(page, "Version", "kettle@1")
         healthy(page, "questions: a changed corpus")
         body = page.locator("body").inner_text()
         assert "1 item(s) do not resolve in this corpus" in body

@@ -205,3 +205,49 @@ def not_resolving(corpus: Corpus, questions: Sequence[Question]) -> list[dict[st
         {"group": i.group, "ids": ", ".join(i.query_ids), "line": str(i.line), "needle": i.needle, "reason": i.reason}
         for i in invalid
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One hit of a real query under a run's BM25 configuration: the chunk and its place."""
+
+    rank: int
+    doc_id: str
+    section: str
+    start: int
+    end: int
+    score: float
+    content: str
+
+
+def bm25_strategies(store: Store, run_id: str) -> list[str]:
+    """Strategies of a run whose BM25 ranking can be reproduced here (built-in chunks with offsets)."""
+    with store.read() as con:
+        rows = con.execute(
+            "SELECT DISTINCT c.strategy FROM configurations c WHERE c.run_id = ? AND c.source = 'builtin' "
+            "AND c.retriever = 'bm25' ORDER BY c.strategy",
+            [run_id],
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def bm25_hits(store: Store, run_id: str, strategy: str, query: str, k: int = 5) -> list[Hit]:
+    """The top ``k`` chunks of ``strategy`` for ``query`` by BM25 over the run's chunk texts
+    (the index a run builds: evalcore.retrieval.BM25 over each chunk's embedded text)."""
+    from evalcore.retrieval import BM25, order_by
+
+    with store.read() as con:
+        rows = con.execute(
+            "SELECT chunk_id, doc_id, coalesce(section, ''), start, \"end\", content, text FROM chunks "
+            "WHERE run_id = ? AND strategy = ? AND start IS NOT NULL ORDER BY chunk_id",
+            [run_id, strategy],
+        ).fetchall()
+    if not rows:
+        return []
+    scores = BM25.build([r[6] for r in rows]).scores([query])[0]
+    order = order_by(scores, descending=True)[:k]
+    return [
+        Hit(rank, rows[i][1], rows[i][2], int(rows[i][3]), int(rows[i][4]), float(scores[i]), rows[i][5])
+        for rank, i in enumerate(order, start=1)
+        if scores[i] > 0
+    ]

@@ -50,13 +50,13 @@ other = _ui.bound(
     on_change=_forget_choice,
 )
 if other:
+    ground_truth = _ui.live(qsets.versions_note, ctx.run_id, other)
+    if ground_truth:
+        st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
     reason = _ui.live(compare.comparable, ctx.run_id, other)
     if reason:
         st.error(f"Cannot compare with run {other}: {reason}.")
         st.stop()
-    ground_truth = _ui.live(qsets.versions_note, ctx.run_id, other)
-    if ground_truth:
-        st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."), icon=":material/rule:")
 
 available, default = _ui.compare_sides(ctx)
 by_key = {_ui.side_key(s): s for s in available}

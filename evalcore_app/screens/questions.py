@@ -210,6 +210,9 @@ if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     with st.container(key="qs_verdict"):
         box(_ui.esc(verdict.sentence()))
 
+pending = ss.pop("qs_pending", None)  # a real query chosen below, as a phrasing of the next item
+if pending and pending not in ss.get("qs_phrasings", "").splitlines():
+    ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + pending).strip()
 st.text_area("Questions this span answers (one phrasing a line: one group)", key="qs_phrasings")
 cols = st.columns([2, 1])
 variant = cols[0].text_input("Variant (a free label, e.g. course, ticket)", key="qs_variant")
@@ -291,18 +294,21 @@ with st.expander("From real queries: paste user queries and triage them", expand
     if real:
         pages = (len(real) + PAGE - 1) // PAGE
         page_no = st.number_input(f"Page (of {pages})", 1, pages, 1, key="qs_real_page") if pages > 1 else 1
-        done = sum(1 for q in real if q in ss["qs_triage"])
+        done = sum(1 for q in real if ss["qs_triage"].get(q))
         _ui.plain(f"{done} of {len(real)} queries decided", testid="qs-progress")
         choices = ["", "off-topic (near)", "off-topic (far)", "answer in the corpus", "skip"]
         for i, query in enumerate(real[(page_no - 1) * PAGE : page_no * PAGE]):
             c = st.columns([4, 2])
             c[0].markdown(_ui.esc(query))
             was = ss["qs_triage"].get(query, "")
+            key = f"qs_triage_{(page_no - 1) * PAGE + i}"
+            forced = ss.get("qs_triage_set", {}).pop(query, None)  # decided through a hit below
+            if forced is not None or key not in ss:  # or on another page of the list
+                ss[key] = forced if forced is not None else was
             decision = c[1].selectbox(
                 "Decision",
                 choices,
-                index=choices.index(was) if was in choices else 0,
-                key=f"qs_triage_{(page_no - 1) * PAGE + i}",
+                key=key,
                 label_visibility="collapsed",
             )
             if decision != was:
@@ -310,9 +316,40 @@ with st.expander("From real queries: paste user queries and triage them", expand
                 if decision.startswith("off-topic"):
                     _add_ood([query], "near" if "near" in decision else "far")
                 elif decision == "answer in the corpus":
-                    ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + query).strip()
+                    ss["qs_pending"] = query
                 st.rerun()
         st.caption("“answer in the corpus” puts the query among the phrasings above: select its answer and add it.")
+        shown = real[(page_no - 1) * PAGE : page_no * PAGE]
+        configs = _ui.cached(rq.bm25_strategies, ctx.run_id) if source == "run" and ctx.run_id else []
+        if not configs:
+            st.caption(
+                "Hits: choose “The corpus of the selected run” above (a run with a BM25 configuration) to see "
+                "what the run's configurations return for these queries."
+            )
+        else:
+            c = st.columns(2)
+            config = c[0].selectbox("Hits of", configs, format_func=lambda x: f"{x}/bm25", key="qs_hits_config")
+            look = c[1].selectbox("Query", shown, key="qs_hits_query")
+            hits = _ui.cached(rq.bm25_hits, ctx.run_id, config, look)
+            if not hits:
+                st.info("No chunk shares a word with this query.")
+            st.caption("Select the answer in a hit's text to make the query an in-domain question with that span.")
+            for h in hits:
+                if h.doc_id not in docs:
+                    continue
+                _ui.plain(f"{h.rank}. {h.doc_id} · {h.section} (BM25 score {h.score:.2f})", testid=f"qs-hit-{h.rank}")
+                got = selector(
+                    data={"text": docs[h.doc_id].text[h.start : h.end], "base": h.start, "mark": None},
+                    key=f"qs_hit_{config}_{h.doc_id}_{h.start}",
+                    on_selection_change=lambda: None,
+                )
+                sel = getattr(got, "selection", None)
+                if sel and isinstance(sel, dict):
+                    ss["qs_sel"] = (h.doc_id, int(sel["start"]), int(sel["end"]))
+                    ss["qs_pending"] = look
+                    ss["qs_triage"][look] = "answer in the corpus"
+                    ss.setdefault("qs_triage_set", {})[look] = "answer in the corpus"
+                    st.rerun()
 
 # --- the draft, coverage, save ----------------------------------------------------------------
 st.subheader("The set")
