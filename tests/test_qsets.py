@@ -257,3 +257,28 @@ def test_dataset_list_prints_every_version(tmp_path, capsys):
         ("mini@1", None, 19, 7, "first"),
         ("mini@2", 1, 19, 7, ""),
     ]
+
+
+def test_a_real_query_list_reads_lines_a_csv_column_or_json_lines(tmp_path):
+    import csv
+    import io
+    import time
+
+    from evalcore.read.qsets import read_queries
+
+    faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")
+    rows = list(csv.DictReader(io.StringIO(faq.read_text(encoding="utf-8"), newline="")))
+    expected = list(dict.fromkeys(r["question"].strip() for r in rows if r["question"].strip()))
+    assert read_queries("faq.csv", faq.read_bytes(), "question") == expected
+    jsonl = "".join(json.dumps({"query": q}) + "\n" for q in expected).encode()
+    assert read_queries("q.jsonl", jsonl) == expected
+    lines = ("\n".join(f"query number {i}" for i in range(100_000)) + "\n\n").encode()
+    t0 = time.perf_counter()
+    got = read_queries("q.txt", lines)
+    assert len(got) == 100_000 and got[-1] == "query number 99999" and time.perf_counter() - t0 < 5
+    with pytest.raises(InputError, match=r"^faq.csv: no column 'query' \(columns: "):
+        read_queries("faq.csv", faq.read_bytes())
+    with pytest.raises(InputError, match=r"^q.jsonl:2: invalid JSON"):
+        read_queries("q.jsonl", b'{"query": "a"}\n{oops\n')
+    with pytest.raises(InputError, match="^q.txt: not UTF-8 text"):
+        read_queries("q.txt", b"\xff\xfe\x00bad")

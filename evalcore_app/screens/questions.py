@@ -289,8 +289,18 @@ def _add_typed() -> None:
 cols[1].button("Add off-topic", key="qs_add_ood", on_click=_add_typed)
 
 with st.expander("From real queries: paste user queries and triage them", expanded=bool(ss.get("qs_real"))):
-    st.text_area("Real user queries (one a line)", key="qs_real")
+    c = st.columns([3, 2])
+    c[0].text_area("Real user queries (one a line)", key="qs_real")
+    listed = c[1].file_uploader(
+        "…or a file: .txt (one a line), .csv or .jsonl (field below)", type=["txt", "csv", "jsonl"], key="qs_real_file"
+    )
+    column = c[1].text_input("CSV column / JSON field", value="query", key="qs_real_column")
     real = list(dict.fromkeys(q.strip() for q in ss.get("qs_real", "").splitlines() if q.strip()))
+    if listed is not None:
+        try:
+            real = list(dict.fromkeys([*real, *rq.read_queries(listed.name, listed.getvalue(), column.strip())]))
+        except EvalcoreError as exc:
+            st.error(str(exc))
     if real:
         pages = (len(real) + PAGE - 1) // PAGE
         page_no = st.number_input(f"Page (of {pages})", 1, pages, 1, key="qs_real_page") if pages > 1 else 1
