@@ -116,6 +116,18 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert "Not a valid needle: found" in page.locator(".st-key-qs_verdict").inner_text()
         assert page.get_by_role("button", name="Add to the set").is_disabled()
 
+        # a candidate from the corpus: selected for the person, with a cloze hint that is not a question
+        page.get_by_text("Candidates from the corpus").click()
+        settled(page)
+        healthy(page, "questions: candidates")
+        first = page.get_by_role("radiogroup", name="Candidate").inner_text().splitlines()[0]
+        page.locator(".st-key-qs_use_candidate button").click()
+        settled(page)
+        needle = page.locator('[data-testid="qs-needle"]').inner_text()
+        assert first.split(": ", 1)[1] in needle and "Valid needle" in page.locator(".st-key-qs_verdict").inner_text()
+        assert "____" in page.locator('[data-testid="qs-hint"]').inner_text()
+        assert page.get_by_label("Questions this span answers (one phrasing a line: one group)").input_value() == ""
+
         # real queries, triaged: two off-topic, one skipped
         page.get_by_text("From real queries").click()
         page.get_by_label("Real user queries (one a line)").fill("\n".join(REAL))

@@ -15,6 +15,7 @@ from evalcore import qsets
 if TYPE_CHECKING:
     from evalcore.records import Corpus, Document, Question
     from evalcore.store import Store
+    from evalcore.suggest import Candidate
     from evalcore.uploads import UploadedFile
 
 
@@ -295,3 +296,10 @@ def read_queries(name: str, data: bytes, column: str = "query") -> list[str]:
     if len(distinct) > MAX_QUERIES:
         raise InputError(f"{name}: {len(distinct):,} queries, more than the {MAX_QUERIES:,} read at once; split it")
     return distinct
+
+
+def candidates(corpus: Corpus, n: int, seed: int = 0) -> list[Candidate]:
+    """``dataset suggest``'s candidates for the screen (evalcore.suggest)."""
+    from evalcore.suggest import suggest
+
+    return suggest(corpus, n, seed=seed)

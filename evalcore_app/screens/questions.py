@@ -201,6 +201,20 @@ with st.expander("Without a mouse: search a phrase and pick an occurrence"):
                 ss["qs_sel"] = found_at[int(pick)]
                 st.rerun()
 
+with st.expander("Candidates from the corpus: valid needles spread over the documents, with a cloze hint"):
+    c = st.columns([1, 1, 2])
+    how_many = c[0].number_input("How many", 1, 500, 10, key="qs_cand_n")
+    seed = c[1].number_input("Seed", 0, 10**6, 0, key="qs_cand_seed")
+    found_c = _ui.pure(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
+    if found_c:
+        labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
+        which = st.radio("Candidate", range(len(found_c)), format_func=labels_c.__getitem__, key="qs_candidate")
+        if st.button("Use this candidate", key="qs_use_candidate"):
+            chosen_c = found_c[int(which)]
+            ss["qs_sel"] = (chosen_c.doc_id, chosen_c.start, chosen_c.end)
+            ss["qs_hint"] = chosen_c.draft
+            st.rerun()
+
 verdict = None
 if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     d, a, b = ss["qs_sel"]
@@ -213,6 +227,9 @@ if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
 pending = ss.pop("qs_pending", None)  # a real query chosen below, as a phrasing of the next item
 if pending and pending not in ss.get("qs_phrasings", "").splitlines():
     ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + pending).strip()
+hint = ss.get("qs_hint")
+if hint and ss.get("qs_sel"):
+    _ui.plain(f"Hint (a cloze draft, not a question: write your own): {hint}", small=True, testid="qs-hint")
 st.text_area("Questions this span answers (one phrasing a line: one group)", key="qs_phrasings")
 cols = st.columns([2, 1])
 variant = cols[0].text_input("Variant (a free label, e.g. course, ticket)", key="qs_variant")
@@ -246,6 +263,7 @@ def _add_question() -> None:
         )
     ss["qs_phrasings"] = ""
     ss["qs_sel"] = None
+    ss["qs_hint"] = None
 
 
 cols[1].button(
