@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import signals
 from evalcore.chunking import DEFAULT_STRATEGIES
+from evalcore.dataset_cli import dataset_parser
 from evalcore.demo import RETRIEVERS as DEMO_RETRIEVERS
 from evalcore.errors import EvalcoreError, Interrupted
 
@@ -124,7 +125,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from evalcore import inputs
 
-    corpus, gt = inputs.load(args.corpus, args.questions, args.ood, cache=_store(args))
+    if args.dataset is not None:
+        if args.questions or args.ood:
+            raise EvalcoreError("run takes --dataset or --questions/--ood, not both")
+        from evalcore import qsets
+        from evalcore.corpus import load_corpus
+
+        store = _store(args)
+        qs = qsets.load(store, args.dataset)
+        corpus = load_corpus(args.corpus, cache=store)
+        gt = qs.ground_truth(corpus)
+        counts = f"{len(qs.questions)} questions, {len(qs.ood)} off-topic"
+        print(f"question set {qs.version.label}: {counts}", file=sys.stderr)
+    elif not args.questions:
+        raise EvalcoreError("run needs --questions FILE or --dataset NAME[@VERSION]")
+    else:
+        corpus, gt = inputs.load(args.corpus, args.questions, args.ood, cache=_store(args))
     name = args.name or Path(args.corpus).resolve().name
     return _execute(args, corpus, gt, args.strategies, args.retrievers, name, args.reranker)
 
@@ -664,11 +680,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Evaluate a corpus folder against questions.jsonl and ood.jsonl.",
     )
     sp.add_argument("--corpus", required=True, metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
-    sp.add_argument("--questions", required=True, metavar="FILE", help="questions.jsonl")
+    sp.add_argument("--questions", default=None, metavar="FILE", help="questions.jsonl (or --dataset)")
     sp.add_argument("--ood", default=None, metavar="FILE", help="ood.jsonl (out-of-domain queries)")
+    sp.add_argument(
+        "--dataset",
+        default=None,
+        metavar="NAME[@VERSION]",
+        help="a question set of the store instead of --questions/--ood (default: its newest version)",
+    )
     sp.add_argument("--name", default=None, help="run name (default: the corpus folder name)")
     common_run(sp, DEFAULT_STRATEGIES, "dense,bm25,hybrid")
     sp.set_defaults(func=cmd_run)
+
+    dataset_parser(sub)
 
     sp = sub.add_parser(
         "validate",

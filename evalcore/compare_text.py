@@ -17,6 +17,8 @@ import shutil
 import textwrap
 from typing import TYPE_CHECKING
 
+from evalcore.errors import NotComparable, StoreError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -153,6 +155,12 @@ def compare_text(
         label = model_label(r)
         model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
+    if two:
+        from evalcore.qsets import versions_note
+
+        note = versions_note(runs[0], runs[1])
+        if note is not None:
+            lines += textwrap.wrap("note: " + note, width)
     lines.append("")
     for r in runs:
         table = summary_table(store, r["run_id"])
@@ -165,7 +173,13 @@ def compare_text(
     if len(sides) < 2:
         lines.append("one configuration: no win/loss matrix")
         return "\n".join(lines)
-    comparison = compare(store, sides, k, adjust=holm)
+    try:
+        comparison = compare(store, sides, k, adjust=holm)
+    except (NotComparable, StoreError) as exc:  # runs that did not answer the same queries
+        from evalcore.qsets import versions_note
+
+        note = versions_note(runs[0], runs[1]) if two else None
+        raise type(exc)(f"{exc}; {note}" if note else str(exc)) from None
     short = {
         label: tags[side.run_id] + side.configuration.label
         for side, label in zip(comparison.sides, comparison.labels, strict=True)

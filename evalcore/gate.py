@@ -492,7 +492,13 @@ def run_gate(
             raise ConfigError(f"--min-effect must lie in [0, 1] (a difference of {parsed.name}), got {min_effect!r}")
     base_run = resolve_run(store, base_ref.run)
     cand_run = resolve_run(store, cand_ref.run)
-    texts = _same_queries(store, base_run, cand_run, "in")
+    try:
+        texts = _same_queries(store, base_run, cand_run, "in")
+    except NotComparable as exc:
+        from evalcore.qsets import versions_note
+
+        note = versions_note(base_run, cand_run)
+        raise NotComparable(f"{exc}; {note}" if note else str(exc)) from None
     pairs = _pairs(store, base_run, cand_run, base_ref, cand_ref)
     n = len(texts)
     m = len(pairs)
@@ -594,6 +600,11 @@ def run_gate(
             )
 
     notes += _recipe_changes(base_run, cand_run, pairs)
+    from evalcore.qsets import versions_note
+
+    ground_truth = versions_note(base_run, cand_run)
+    if ground_truth is not None:
+        notes.append(ground_truth)
     results = []
     detectable = detectable_difference(n, alpha=level)
     for i, ((b_cfg, c_cfg, b_hits, c_hits, test), p_adj) in enumerate(zip(raw, p_adjusted, strict=True)):

@@ -151,6 +151,8 @@ def _evaluate(
         "corpus_fingerprint": request.corpus.fingerprint,
         "questions_path": request.ground_truth.source.get("questions"),
         "ood_path": request.ground_truth.source.get("ood"),
+        "question_set": request.ground_truth.source.get("dataset"),
+        "question_set_version": _int_or_none(request.ground_truth.source.get("dataset_version")),
         "model": ", ".join(m.name for m in models),
         "model_dim": dims.pop() if len(dims) == 1 else None,
         "pipeline_version": PIPELINE_VERSION,
@@ -246,6 +248,11 @@ def _version(package: str) -> str | None:
         return version(package)
     except PackageNotFoundError:
         return None
+
+
+def _int_or_none(value: str | None) -> int | None:
+    """A question-set version as stored in the run's row (None: the run read question files)."""
+    return int(value) if value else None
 
 
 def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ def main() -> None:
     pages = [
         st.Page(screen("runs"), title="Runs", icon=":material/list:", default=True),
         st.Page(screen("new_run"), title="New run", icon=":material/add_circle:"),
+        st.Page(screen("questions"), title="Questions", icon=":material/edit_note:"),
         st.Page(screen("compare"), title="Compare", icon=":material/compare_arrows:"),
         st.Page(screen("distances"), title="Distances", icon=":material/bar_chart:"),
         st.Page(screen("threshold"), title="Threshold", icon=":material/tune:"),

@@ -7,7 +7,7 @@ import streamlit as st
 
 from evalcore import figures
 from evalcore.metrics import DEFAULT_KS
-from evalcore.read import compare, runs
+from evalcore.read import compare, qsets, runs
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
@@ -50,6 +50,9 @@ other = _ui.bound(
     on_change=_forget_choice,
 )
 if other:
+    ground_truth = _ui.live(qsets.versions_note, ctx.run_id, other)
+    if ground_truth:
+        st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
     reason = _ui.live(compare.comparable, ctx.run_id, other)
     if reason:
         st.error(f"Cannot compare with run {other}: {reason}.")

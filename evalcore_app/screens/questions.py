@@ -1,0 +1,443 @@
+"""Questions: author a question set on a corpus (evalcore.qsets, docs/QUESTION_SETS.md).
+
+Pick the corpus (upload files, or the canonical texts of a stored run), pick a document and a
+section, select the answer with the mouse (a components-v2 text selector) or search a phrase
+and pick one of its occurrences; the verdict shows at once (found once, outside headings, and
+which strategies would destroy it, with the cut). Phrasings (one a line, one group) and a
+variant make in-domain items; off-topic queries are typed or pasted with their kind, or
+triaged from a pasted list of real queries. Save makes a new version (author: the trusted
+header, evalcore.authors); the saved version downloads as questions.jsonl / ood.jsonl.
+
+Session keys: ``qs_source``, ``qs_upload``, ``qs_set``, ``qs_new_name``, ``qs_doc_search``,
+``qs_doc``, ``qs_section``, ``qs_phrase``, ``qs_occurrence``, ``qs_phrasings``, ``qs_variant``,
+``qs_ood_text``, ``qs_ood_kind``, ``qs_real``, ``qs_real_page``, ``qs_note``; ``qs_sel``
+(doc, start, end) the current selection; ``qs_items`` / ``qs_ood`` the draft;
+``qs_parent`` the version the draft came from; ``qs_loaded`` which version was loaded;
+``qs_saved`` the last save's message; ``qs_triage`` the decisions on real queries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+from evalcore import authors, qsets, uploads
+from evalcore.chunking import DEFAULT_STRATEGIES
+from evalcore.errors import EvalcoreError
+from evalcore.read import qsets as rq
+from evalcore.records import OODQuery, Question
+from evalcore_app.screens import _ui
+
+PAGE = 20  # real queries shown at once
+NEW = "(new set)"
+
+SELECTOR_JS = """
+export default function(component) {
+    const { data, setTriggerValue, parentElement } = component;
+    let box = parentElement.querySelector('.ec-text');
+    if (!box) {
+        box = document.createElement('pre');
+        box.className = 'ec-text';
+        box.setAttribute('data-testid', 'qs-text');
+        parentElement.appendChild(box);
+    }
+    const text = data.text;
+    box.textContent = '';
+    const mark = data.mark;
+    if (mark && mark[1] > mark[0]) {
+        const cp = Array.from(text);
+        box.appendChild(document.createTextNode(cp.slice(0, mark[0]).join('')));
+        const m = document.createElement('mark');
+        m.textContent = cp.slice(mark[0], mark[1]).join('');
+        box.appendChild(m);
+        box.appendChild(document.createTextNode(cp.slice(mark[1]).join('')));
+    } else {
+        box.textContent = text;
+    }
+    const points = (node, offset) => {
+        const r = document.createRange();
+        r.setStart(box, 0);
+        r.setEnd(node, offset);
+        return Array.from(r.toString()).length;
+    };
+    box.onmouseup = () => {
+        const sel = window.getSelection();
+        if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
+        const range = sel.getRangeAt(0);
+        if (!box.contains(range.startContainer) || !box.contains(range.endContainer)) return;
+        const start = points(range.startContainer, range.startOffset);
+        const end = points(range.endContainer, range.endOffset);
+        setTriggerValue('selection', { start: data.base + start, end: data.base + end });
+    };
+}
+"""
+SELECTOR_CSS = """
+.ec-text { white-space: pre-wrap; font-family: var(--st-font, sans-serif); font-size: 0.95rem;
+           max-height: 26rem; overflow-y: auto; padding: 0.6rem; border: 1px solid #ddd;
+           border-radius: 0.4rem; background: #fafafa; user-select: text; }
+.ec-text mark { background: #ffe08a; }
+"""
+selector = st.components.v2.component(
+    "evalcore.text_selector", html="", css=SELECTOR_CSS, js=SELECTOR_JS, isolate_styles=False
+)
+
+ctx = _ui.sidebar()
+store = _ui.get_store(ctx.store_path)
+st.title("Questions")
+st.caption(
+    "Author ground truth on the corpus: select an answer span, write the questions it answers, add "
+    "off-topic questions, save a version of a question set. Every save is a new version."
+)
+ss = st.session_state
+ss.setdefault("qs_items", [])
+ss.setdefault("qs_ood", [])
+ss.setdefault("qs_parent", None)
+ss.setdefault("qs_triage", {})
+
+# --- the corpus -------------------------------------------------------------------------------
+SOURCES = {"upload": "Upload files"}
+if ctx.run_id:
+    SOURCES["run"] = "The corpus of the selected run"
+source = st.radio("Corpus", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="qs_source")
+corpus = None
+strategies = DEFAULT_STRATEGIES.split(",")
+if source == "upload":
+    files = st.file_uploader(
+        "Corpus: .md / .txt / .pdf / .html files, or a .zip of them",
+        type=["md", "markdown", "txt", "pdf", "html", "htm", "zip"],
+        accept_multiple_files=True,
+        key="qs_upload",
+    )
+    if files:
+        got = [uploads.UploadedFile(f.name, f.getvalue()) for f in files]
+        digest = hashlib.sha256(b"".join(hashlib.sha256(f.name.encode() + f.data).digest() for f in got)).hexdigest()
+        if ss.get("qs_corpus_key") != digest:
+            try:
+                ss["qs_corpus"] = rq.corpus_from_upload(got)
+                ss["qs_corpus_key"] = digest
+            except EvalcoreError as exc:
+                st.error(str(exc))
+                st.stop()
+        corpus = ss["qs_corpus"]
+else:
+    corpus = _ui.cached(rq.run_corpus, ctx.run_id)
+    strategies = _ui.cached(rq.run_strategies, ctx.run_id) or strategies
+if corpus is None or not corpus.documents:
+    st.info("Upload the corpus (or pick a run in the sidebar) to author questions on it.")
+    st.stop()
+docs = corpus.by_id()
+_ui.plain(f"{len(corpus.documents)} documents; strategies checked: {', '.join(strategies)}", testid="qs-corpus")
+
+# --- the set ----------------------------------------------------------------------------------
+names = _ui.guarded(lambda: rq.set_names(store)) or []
+cols = st.columns([2, 2, 3])
+chosen = cols[0].selectbox("Question set", [NEW, *names], key="qs_set")
+if chosen == NEW:
+    name = cols[1].text_input("Name of the new set", key="qs_new_name", placeholder="e.g. support-v1")
+    if ss.get("qs_loaded") not in (None, NEW):
+        ss["qs_items"], ss["qs_ood"], ss["qs_parent"], ss["qs_loaded"] = [], [], None, NEW
+else:
+    name = chosen
+    found = rq.set_versions(store, chosen)
+    labels = [v.label for v in found]
+    ref = cols[1].selectbox("Version", labels[::-1], key="qs_version")
+    if ss.get("qs_loaded") != ref:
+        loaded = rq.load_set(store, ref)
+        ss["qs_items"], ss["qs_ood"] = list(loaded.questions), list(loaded.ood)
+        ss["qs_parent"], ss["qs_loaded"] = loaded.version.version, ref
+    version = next(v for v in found if v.label == ref)
+    cols[2].caption(
+        _ui.esc(
+            f"{version.label}: saved {str(version.created_at)[:19]} by {authors.shown(version.author)}"
+            + (f", from version {version.parent}" if version.parent else "")
+            + (f"; note: {version.note}" if version.note else "")
+        )
+    )
+
+# --- select an answer -------------------------------------------------------------------------
+st.subheader("Select an answer in a document")
+search = st.text_input("Find a document (title or text)", key="qs_doc_search")
+matches = rq.find_documents(corpus, search)
+if not matches:
+    st.info("No document holds that text.")
+    st.stop()
+doc_id = st.selectbox(
+    "Document", matches, key="qs_doc", format_func=lambda d: f"{docs[d].title} · {d}" if docs[d].title != d else d
+)
+doc = docs[doc_id]
+parts = rq.sections(doc)
+titles = [f"{i + 1}. {t}" for i, (t, _, _) in enumerate(parts)]
+if ss.get("qs_section") not in titles:
+    ss["qs_section"] = titles[0]
+section = st.selectbox("Section", titles, key="qs_section")
+_, sec_start, sec_end = parts[titles.index(section)]
+current = ss.get("qs_sel")
+mark = None
+if current and current[0] == doc_id and sec_start <= current[1] and current[2] <= sec_end:
+    mark = [current[1] - sec_start, current[2] - sec_start]
+st.caption("Select the answer with the mouse; the verdict below updates at once.")
+result = selector(
+    data={"text": doc.text[sec_start:sec_end], "base": sec_start, "mark": mark},
+    key=f"qs_selector_{doc_id}_{sec_start}",
+    on_selection_change=lambda: None,
+)
+picked = getattr(result, "selection", None)
+if picked and isinstance(picked, dict):
+    ss["qs_sel"] = (doc_id, int(picked["start"]), int(picked["end"]))
+
+with st.expander("Without a mouse: search a phrase and pick an occurrence"):
+    phrase = st.text_input("Phrase", key="qs_phrase")
+    if phrase.strip():
+        found_at = rq.occurrences(corpus, phrase)
+        if not found_at:
+            st.warning("The phrase does not occur in the corpus.")
+        else:
+            labels_at = [f"{d} · characters {a}-{b}: …{docs[d].text[max(0, a - 30) : a]}" for d, a, b in found_at[:50]]
+            pick = st.radio(
+                "Occurrence", range(len(labels_at)), format_func=lambda i: labels_at[i], key="qs_occurrence"
+            )
+            if st.button("Use this occurrence", key="qs_use_occurrence"):
+                ss["qs_sel"] = found_at[int(pick)]
+                st.rerun()
+
+with st.expander("Candidates from the corpus: valid needles spread over the documents, with a cloze hint"):
+    c = st.columns([1, 1, 2])
+    how_many = c[0].number_input("How many", 1, 500, 10, key="qs_cand_n")
+    seed = c[1].number_input("Seed", 0, 10**6, 0, key="qs_cand_seed")
+    found_c = _ui.pure(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
+    if found_c:
+        labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
+        which = st.radio("Candidate", range(len(found_c)), format_func=labels_c.__getitem__, key="qs_candidate")
+        if st.button("Use this candidate", key="qs_use_candidate"):
+            chosen_c = found_c[int(which)]
+            ss["qs_sel"] = (chosen_c.doc_id, chosen_c.start, chosen_c.end)
+            ss["qs_hint"] = chosen_c.draft
+            st.rerun()
+
+verdict = None
+if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
+    d, a, b = ss["qs_sel"]
+    verdict = rq.check(corpus, d, a, b, strategies)
+    _ui.plain(f"Selected in {d} (characters {verdict.start}-{verdict.end}): “{verdict.needle}”", testid="qs-needle")
+    box = st.success if verdict.valid and not verdict.destroyed else st.warning if verdict.valid else st.error
+    with st.container(key="qs_verdict"):
+        box(_ui.esc(verdict.sentence()))
+
+pending = ss.pop("qs_pending", None)  # a real query chosen below, as a phrasing of the next item
+if pending and pending not in ss.get("qs_phrasings", "").splitlines():
+    ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + pending).strip()
+hint = ss.get("qs_hint")
+if hint and ss.get("qs_sel"):
+    _ui.plain(f"Hint (a cloze draft, not a question: write your own): {hint}", small=True, testid="qs-hint")
+st.text_area("Questions this span answers (one phrasing a line: one group)", key="qs_phrasings")
+cols = st.columns([2, 1])
+variant = cols[0].text_input("Variant (a free label, e.g. course, ticket)", key="qs_variant")
+
+
+def _add_question() -> None:
+    if verdict is None or not verdict.valid:
+        return
+    lines = [line.strip() for line in ss.get("qs_phrasings", "").splitlines() if line.strip()]
+    if not lines:
+        return
+    taken = {q.query_id for q in ss["qs_items"]} | {o.query_id for o in ss["qs_ood"]}
+    groups = {q.group for q in ss["qs_items"]}
+    n = len(groups) + 1
+    while f"q{n:03d}" in groups or f"q{n:03d}-1" in taken:
+        n += 1
+    group = f"q{n:03d}"
+    for i, text in enumerate(lines, start=1):
+        ss["qs_items"].append(
+            Question(
+                query_id=f"{group}-{i}",
+                question=text,
+                group=group,
+                variant=ss.get("qs_variant", "").strip(),
+                needle=verdict.needle,
+                line=0,
+                document=verdict.doc_id,
+                start=verdict.start,
+                end=verdict.end,
+            )  # fmt: skip
+        )
+    ss["qs_phrasings"] = ""
+    ss["qs_sel"] = None
+    ss["qs_hint"] = None
+
+
+cols[1].button(
+    "Add to the set",
+    key="qs_add",
+    on_click=_add_question,
+    disabled=verdict is None or not verdict.valid,
+    help="Needs a valid needle and at least one phrasing.",
+)
+if verdict is not None and not verdict.valid:
+    st.caption("A selection that is not a valid needle cannot be added; select a longer or another span.")
+
+# --- off-topic --------------------------------------------------------------------------------
+st.subheader("Off-topic questions")
+cols = st.columns([3, 1])
+cols[0].text_area("Questions the corpus does not answer (one a line; paste a list)", key="qs_ood_text")
+kind = cols[1].radio("Kind", ["near", "far"], key="qs_ood_kind", help="near: the corpus's field; far: unrelated.")
+
+
+def _ood_id() -> str:
+    taken = {q.query_id for q in ss["qs_items"]} | {o.query_id for o in ss["qs_ood"]}
+    n = len(ss["qs_ood"]) + 1
+    while f"ood-{n:03d}" in taken:
+        n += 1
+    return f"ood-{n:03d}"
+
+
+def _add_ood(texts: list[str], kind: str) -> None:
+    known = {o.query for o in ss["qs_ood"]}
+    for text in texts:
+        if text and text not in known:
+            ss["qs_ood"].append(OODQuery(_ood_id(), text, kind, 0))
+            known.add(text)
+
+
+def _add_typed() -> None:
+    _add_ood([t.strip() for t in ss.get("qs_ood_text", "").splitlines()], ss.get("qs_ood_kind", "near"))
+    ss["qs_ood_text"] = ""
+
+
+cols[1].button("Add off-topic", key="qs_add_ood", on_click=_add_typed)
+
+with st.expander("From real queries: paste user queries and triage them", expanded=bool(ss.get("qs_real"))):
+    c = st.columns([3, 2])
+    c[0].text_area("Real user queries (one a line)", key="qs_real")
+    listed = c[1].file_uploader(
+        "…or a file: .txt (one a line), .csv or .jsonl (field below)", type=["txt", "csv", "jsonl"], key="qs_real_file"
+    )
+    column = c[1].text_input("CSV column / JSON field", value="query", key="qs_real_column")
+    real = list(dict.fromkeys(q.strip() for q in ss.get("qs_real", "").splitlines() if q.strip()))
+    if listed is not None:
+        try:
+            real = list(dict.fromkeys([*real, *rq.read_queries(listed.name, listed.getvalue(), column.strip())]))
+        except EvalcoreError as exc:
+            st.error(str(exc))
+    if real:
+        pages = (len(real) + PAGE - 1) // PAGE
+        page_no = st.number_input(f"Page (of {pages})", 1, pages, 1, key="qs_real_page") if pages > 1 else 1
+        done = sum(1 for q in real if ss["qs_triage"].get(q))
+        _ui.plain(f"{done} of {len(real)} queries decided", testid="qs-progress")
+        choices = ["", "off-topic (near)", "off-topic (far)", "answer in the corpus", "skip"]
+        for i, query in enumerate(real[(page_no - 1) * PAGE : page_no * PAGE]):
+            c = st.columns([4, 2])
+            c[0].markdown(_ui.esc(query))
+            was = ss["qs_triage"].get(query, "")
+            key = f"qs_triage_{(page_no - 1) * PAGE + i}"
+            forced = ss.get("qs_triage_set", {}).pop(query, None)  # decided through a hit below
+            if forced is not None or key not in ss:  # or on another page of the list
+                ss[key] = forced if forced is not None else was
+            decision = c[1].selectbox(
+                "Decision",
+                choices,
+                key=key,
+                label_visibility="collapsed",
+            )
+            if decision != was:
+                ss["qs_triage"][query] = decision
+                if decision.startswith("off-topic"):
+                    _add_ood([query], "near" if "near" in decision else "far")
+                elif decision == "answer in the corpus":
+                    ss["qs_pending"] = query
+                st.rerun()
+        st.caption("“answer in the corpus” puts the query among the phrasings above: select its answer and add it.")
+        shown = real[(page_no - 1) * PAGE : page_no * PAGE]
+        configs = _ui.cached(rq.bm25_strategies, ctx.run_id) if source == "run" and ctx.run_id else []
+        if not configs:
+            st.caption(
+                "Hits: choose “The corpus of the selected run” above (a run with a BM25 configuration) to see "
+                "what the run's configurations return for these queries."
+            )
+        else:
+            c = st.columns(2)
+            config = c[0].selectbox("Hits of", configs, format_func=lambda x: f"{x}/bm25", key="qs_hits_config")
+            look = c[1].selectbox("Query", shown, key="qs_hits_query")
+            hits = _ui.cached(rq.bm25_hits, ctx.run_id, config, look)
+            if not hits:
+                st.info("No chunk shares a word with this query.")
+            st.caption("Select the answer in a hit's text to make the query an in-domain question with that span.")
+            for h in hits:
+                if h.doc_id not in docs:
+                    continue
+                _ui.plain(f"{h.rank}. {h.doc_id} · {h.section} (BM25 score {h.score:.2f})", testid=f"qs-hit-{h.rank}")
+                got = selector(
+                    data={"text": docs[h.doc_id].text[h.start : h.end], "base": h.start, "mark": None},
+                    key=f"qs_hit_{config}_{h.doc_id}_{h.start}",
+                    on_selection_change=lambda: None,
+                )
+                sel = getattr(got, "selection", None)
+                if sel and isinstance(sel, dict):
+                    ss["qs_sel"] = (h.doc_id, int(sel["start"]), int(sel["end"]))
+                    ss["qs_pending"] = look
+                    ss["qs_triage"][look] = "answer in the corpus"
+                    ss.setdefault("qs_triage_set", {})[look] = "answer in the corpus"
+                    st.rerun()
+
+# --- the draft, coverage, save ----------------------------------------------------------------
+st.subheader("The set")
+items = ss["qs_items"]
+ood = ss["qs_ood"]
+_ui.plain(f"{len(items)} questions in {len({q.group for q in items})} groups, {len(ood)} off-topic", testid="qs-counts")
+if items:
+    st.dataframe(
+        [
+            {"id": q.query_id, "group": q.group, "variant": q.variant, "question": q.question, "needle": q.needle}
+            for q in items
+        ],  # fmt: skip
+        hide_index=True,
+    )
+if ood:
+    st.dataframe([{"id": o.query_id, "kind": o.kind, "query": o.query} for o in ood], hide_index=True)
+if items:
+    invalid = rq.not_resolving(corpus, items)
+    if invalid:
+        st.error(f"{len(invalid)} item(s) do not resolve in this corpus; a run on it lists and excludes them:")
+        _ui.plain(
+            "; ".join(f"{i['group']} ({i['ids']}, line {i['line']}): {i['reason']}" for i in invalid),
+            testid="qs-invalid",
+        )
+        st.dataframe(invalid, hide_index=True)
+    with st.expander("Coverage: documents and sections without a question"):
+        st.dataframe(rq.coverage(corpus, items), hide_index=True)
+
+note = st.text_input("Note for this version", key="qs_note")
+
+
+def _save() -> None:
+    author = authors.author_from_headers(st.context.headers)
+    try:
+        saved = qsets.save(
+            store, name or "", ss["qs_items"], ss["qs_ood"], parent=ss["qs_parent"], author=author,
+            note=ss.get("qs_note", ""), origin="dashboard",
+        )  # fmt: skip
+    except EvalcoreError as exc:
+        ss["qs_saved"] = ("error", str(exc))
+        return
+    ss["qs_saved"] = ("ok", saved.message() + f" by {authors.shown(author)}")
+    ss["qs_set"], ss["qs_version"] = saved.version.name, saved.version.label
+    ss["qs_loaded"], ss["qs_parent"] = saved.version.label, saved.version.version
+
+
+st.button("Save a new version", key="qs_save", type="primary", on_click=_save, disabled=not items or not name)
+if ss.get("qs_saved"):
+    status, message = ss["qs_saved"]
+    (st.success if status == "ok" else st.error)(_ui.esc(message[0].upper() + message[1:]))
+
+if chosen != NEW and ss.get("qs_loaded"):
+    files = rq.export_bytes(rq.load_set(store, ss["qs_loaded"]))
+    cols = st.columns(len(files))
+    for col, (file, data) in zip(cols, files.items(), strict=True):
+        col.download_button(
+            f"Download {file}",
+            data,
+            file_name=f"{ss['qs_loaded'].replace('@', '-v')}-{file}",
+            mime="application/jsonl",
+            key=f"qs_download_{file.split('.')[0]}",
+        )
+    st.caption(f"Run on it: python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}")
