@@ -375,7 +375,7 @@ BAD_INPUTS = [
         "option: unknown retriever",
         ["--questions", str(QUESTIONS), "--retrievers", "dense,magic"],
         None,
-        "error: unknown retriever magic; known: dense, bm25, hybrid, rerank",
+        "error: unknown retriever magic; known: dense, bm25, hybrid, rerank, bm25:LANG, hybrid:LANG, rerank:LANG",
     ),
     (
         "option: size=0",
