@@ -122,7 +122,9 @@ def dataset_parser(sub: Any) -> None:
         description="Question sets: named, versioned questions and off-topic queries kept in the store. "
         "Every save is a new version; versions are never rewritten.",
     )
-    dsub = p.add_subparsers(dest="dataset_command", required=True, metavar="SUBCOMMAND")
+    dsub = p.add_subparsers(
+        dest="dataset_command", required=True, metavar="SUBCOMMAND", help="import, export, list, show or suggest"
+    )
 
     sp = dsub.add_parser(
         "import",

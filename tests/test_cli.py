@@ -30,6 +30,7 @@ COMMANDS = [
     "dashboard",
     "threshold",
     "traffic",
+    "dataset",
 ]
 
 

@@ -60,6 +60,10 @@ def extract(data: bytes, filename: str) -> Extraction:
 
     if not data or b"%PDF-" not in data[:1024] or sys.platform == "win32":
         return pdf.extract(data, filename)  # the cheap refusals need no child (Windows has no RLIMIT_AS)
+    try:
+        import pypdfium2  # noqa: F401
+    except ImportError:  # the extra is not installed: the in-process extractor says which one
+        return pdf.extract(data, filename)
     memory_mb = _limit(MEMORY_ENV, DEFAULT_MEMORY_MB)
     seconds = _limit(SECONDS_ENV, DEFAULT_SECONDS)
     proc = subprocess.Popen(
