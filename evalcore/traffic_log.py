@@ -13,7 +13,6 @@ an offset is read as UTC) or a number of seconds since 1970-01-01 UTC.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from evalcore import jsontext
 from evalcore.errors import InputError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -197,7 +197,7 @@ def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> 
             if not text.strip():
                 continue
             try:
-                record = json.loads(text)
+                record = jsontext.loads(text)
             except ValueError as exc:
                 out.append(Problem(where[0], f"not JSON ({getattr(exc, 'msg', exc)})"))
                 continue

@@ -265,6 +265,7 @@ def read_queries(name: str, data: bytes, column: str = "query") -> list[str]:
     import io
     import json
 
+    from evalcore import jsontext
     from evalcore.errors import InputError
 
     try:
@@ -283,7 +284,7 @@ def read_queries(name: str, data: bytes, column: str = "query") -> list[str]:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
+                obj = jsontext.loads(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"{name}:{number}: invalid JSON ({exc.msg})") from None
             value = obj if isinstance(obj, str) else obj.get(column) if isinstance(obj, dict) else None
