@@ -39,15 +39,15 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=0, help="stored lines for the screen timings (default: queries)")
     args = ap.parse_args()
 
-    from evalcore.chunking import parse_strategies
-    from evalcore.corpus import load_corpus
-    from evalcore.embedding import embed_with_cache, load_embedder
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.embedding import embed_with_cache, load_embedder
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.read import traffic as reads
     from evalcore.records import Configuration
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.store import Store
-    from evalcore.traffic import import_log
+    from evalcore.store.connection import Store
+    from evalcore.traffic.replay import import_log
 
     mini = ROOT / "tests" / "fixtures" / "mini"
     folder = Path(tempfile.mkdtemp(prefix="bench-traffic-"))

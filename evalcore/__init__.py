@@ -31,10 +31,10 @@ _LAZY = {
     "import_run": "evalcore.external.importer",
     "run_endpoint": "evalcore.external.endpoint",
     "Endpoint": "evalcore.external.endpoint",
-    "export_formats": "evalcore.formats",
-    "Store": "evalcore.store",
-    "load_corpus": "evalcore.corpus",
-    "load_ground_truth": "evalcore.groundtruth",
+    "export_formats": "evalcore.files.ir_formats",
+    "Store": "evalcore.store.connection",
+    "load_corpus": "evalcore.inputs.corpus",
+    "load_ground_truth": "evalcore.inputs.groundtruth",
 }
 
 __all__ = ["__version__", "PIPELINE_VERSION", *_LAZY]

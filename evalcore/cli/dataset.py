@@ -1,5 +1,5 @@
-"""``evalcore dataset ...``: question sets in the store (evalcore.qsets) and candidate
-needles from a corpus (evalcore.suggest). The author of a version is the OS user
+"""``evalcore dataset ...``: question sets in the store (evalcore.inputs.qsets) and candidate
+needles from a corpus (evalcore.inputs.suggest). The author of a version is the OS user
 (evalcore.authors.os_author)."""
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from typing import Any
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
     return Store(args.store)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from evalcore import authors, qsets
+    from evalcore import authors
+    from evalcore.inputs import qsets
 
     saved, other = qsets.import_folder(_store(args), args.folder, args.name, author=authors.os_author(), note=args.note)
     v = saved.version
@@ -30,7 +31,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from evalcore import qsets
+    from evalcore.inputs import qsets
 
     version, paths = qsets.export_folder(_store(args), args.ref, args.output)
     print(f"wrote {version.label} to " + ", ".join(str(p) for p in paths))
@@ -38,7 +39,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from evalcore import authors, qsets
+    from evalcore import authors
+    from evalcore.inputs import qsets
 
     found = qsets.versions(_store(args))
     if args.json:
@@ -71,12 +73,12 @@ def _row(v: Any) -> dict[str, Any]:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from evalcore import qsets
+    from evalcore.inputs import qsets
 
     qs = qsets.load(_store(args), args.ref)
     report = qsets.describe(qs)
     if args.corpus:
-        from evalcore.corpus import load_corpus
+        from evalcore.inputs.corpus import load_corpus
 
         gt = qs.ground_truth(load_corpus(args.corpus))
         report["against"] = str(args.corpus)
@@ -101,8 +103,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
-    from evalcore.corpus import load_corpus
-    from evalcore.suggest import suggest, write_candidates
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.suggest import suggest, write_candidates
 
     corpus = load_corpus(args.corpus)
     found = suggest(corpus, args.n, seed=args.seed)

@@ -17,20 +17,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore import signals
-from evalcore.chunking import DEFAULT_STRATEGIES
-from evalcore.dataset_cli import dataset_parser
-from evalcore.demo import RETRIEVERS as DEMO_RETRIEVERS
+from evalcore.cli.dataset import dataset_parser
 from evalcore.errors import EvalcoreError, Interrupted
+from evalcore.inputs.demo import RETRIEVERS as DEMO_RETRIEVERS
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 log = logging.getLogger("evalcore")
 
 
 def _store(args: argparse.Namespace) -> Store:
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
     return Store(args.store)
 
@@ -53,11 +53,11 @@ def _execute(
     name: str,
     reranker: str | None,
 ) -> int:
-    from evalcore.chunking import parse_strategies
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.retrieval import parse_retrievers
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.progress import BarProgress
-    from evalcore.retrieval import parse_retrievers
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.summary import format_table, summary_json, summary_table
+    from evalcore.read.summary import format_table, summary_json, summary_table
 
     request = RunRequest(
         corpus=corpus,
@@ -71,12 +71,12 @@ def _execute(
         raise EvalcoreError("no valid in-domain question to score (every needle is invalid); see validate")
     _report_invalid(gt)
     store = _store(args)
-    from evalcore.embedding import load_embedder
+    from evalcore.pipeline.embedding import load_embedder
 
     paths = getattr(args, "model", None) or [None]  # --model is repeatable: one model per folder
     embedders = [load_embedder(path, device=getattr(args, "device", "cpu")) for path in paths]
     if getattr(args, "ray", None):
-        from evalcore.distributed import RayEmbedder
+        from evalcore.pipeline.distributed import RayEmbedder
 
         embedders = [
             RayEmbedder.start(args.ray, e, device=args.device, model_path=path)
@@ -107,7 +107,7 @@ def _execute(
 def _dashboard_hint(store: Store) -> str:
     """The run's last line: the command that opens the dashboard on the store the run was
     written to (``--store`` named when it is not the one the dashboard opens by default)."""
-    from evalcore.store import default_store_path
+    from evalcore.store.connection import default_store_path
 
     if Path(store.path).resolve() == default_store_path().resolve():
         return "Open the dashboard:  python -m evalcore dashboard   (in a clone also: streamlit run app.py)"
@@ -116,20 +116,20 @@ def _dashboard_hint(store: Store) -> str:
 
 # -- commands ------------------------------------------------------------------------
 def cmd_demo(args: argparse.Namespace) -> int:
-    from evalcore import inputs
+    from evalcore.inputs import sources as inputs
 
     corpus, gt = inputs.load_demo()
     return _execute(args, corpus, gt, args.strategies, args.retrievers, args.name, args.reranker)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from evalcore import inputs
+    from evalcore.inputs import sources as inputs
 
     if args.dataset is not None:
         if args.questions or args.ood:
             raise EvalcoreError("run takes --dataset or --questions/--ood, not both")
-        from evalcore import qsets
-        from evalcore.corpus import load_corpus
+        from evalcore.inputs import qsets
+        from evalcore.inputs.corpus import load_corpus
 
         store = _store(args)
         qs = qsets.load(store, args.dataset)
@@ -146,8 +146,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from evalcore import inputs
-    from evalcore.groundtruth import validation_report
+    from evalcore.inputs import sources as inputs
+    from evalcore.inputs.groundtruth import validation_report
 
     if args.demo:
         corpus, gt = inputs.load_demo()
@@ -172,10 +172,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_chunks(args: argparse.Namespace) -> int:
-    from evalcore import inputs
-    from evalcore.chunking import chunk_corpus, parse_strategies
-    from evalcore.citations import locator, page_range
-    from evalcore.corpus import load_corpus
+    from evalcore.inputs import sources as inputs
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
+    from evalcore.read.citations import locator, page_range
 
     corpus = inputs.load_demo()[0] if args.demo else load_corpus(args.corpus)
     strategies = parse_strategies(args.strategy)
@@ -211,7 +211,7 @@ def cmd_chunks(args: argparse.Namespace) -> int:
 
 def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:
     """Corpus and ground truth of an external run: --demo, or --corpus/--questions/--ood."""
-    from evalcore import inputs
+    from evalcore.inputs import sources as inputs
 
     if args.demo:
         return inputs.load_demo()
@@ -247,7 +247,7 @@ def _report_chunks(
 
 
 def _external_summary(args: argparse.Namespace, store: Store, run_id: str, wall: float, extra: dict[str, Any]) -> None:
-    from evalcore.summary import format_table, summary_json, summary_table
+    from evalcore.read.summary import format_table, summary_json, summary_table
 
     if args.json:
         out = summary_json(store, run_id)
@@ -368,7 +368,7 @@ def cmd_run_endpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_export_formats(args: argparse.Namespace) -> int:
-    from evalcore.formats import export_formats
+    from evalcore.files.ir_formats import export_formats
 
     done = export_formats(_store(args), args.run, args.output, args.config or None)
     print(
@@ -393,7 +393,7 @@ def cmd_job(args: argparse.Namespace) -> int:
 
 
 def cmd_import_squad(args: argparse.Namespace) -> int:
-    from evalcore.importers import import_squad, questions_from_csv
+    from evalcore.inputs.public_sets import import_squad, questions_from_csv
 
     ood = questions_from_csv(args.ood_csv, args.ood_column, args.ood_kind, args.ood_limit) if args.ood_csv else []
     report = import_squad(args.input, args.out, ood)
@@ -434,7 +434,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from evalcore.summary import format_table, summary_json, summary_table
+    from evalcore.read.summary import format_table, summary_json, summary_table
 
     store = _store(args)
     run = store.run(args.run)
@@ -466,8 +466,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from evalcore.gate import run_gate
-    from evalcore.gate_report import render, to_junit
+    from evalcore.regression.gate import run_gate
+    from evalcore.regression.report import render, to_junit
 
     report = run_gate(
         _store(args),
@@ -498,11 +498,11 @@ def _write_text(path: Path, text: str, option: str) -> None:
 
 
 def cmd_threshold(args: argparse.Namespace) -> int:
-    from evalcore.claim import ClaimError
-    from evalcore.gate import parse_ref, resolve_run
+    from evalcore.measures.claim import ClaimError
     from evalcore.read.claims import claims
     from evalcore.read.runs import configurations
     from evalcore.records import Configuration
+    from evalcore.regression.gate import parse_ref, resolve_run
 
     for value, option in (
         (args.max_bluff_rate, "--max-bluff-rate"),
@@ -567,7 +567,7 @@ def cmd_threshold(args: argparse.Namespace) -> int:
 
 
 def cmd_export_run(args: argparse.Namespace) -> int:
-    from evalcore.transfer import export_run
+    from evalcore.files.run_files import export_run
 
     done = export_run(_store(args), args.run, args.output)
     print(
@@ -578,7 +578,7 @@ def cmd_export_run(args: argparse.Namespace) -> int:
 
 
 def cmd_load_run(args: argparse.Namespace) -> int:
-    from evalcore.transfer import load_run
+    from evalcore.files.run_files import load_run
 
     store = _store(args)
     done = load_run(store, args.file)
@@ -593,14 +593,14 @@ def cmd_load_run(args: argparse.Namespace) -> int:
 
 
 def cmd_dashboard(args: argparse.Namespace) -> int:
-    from evalcore.dashboard import serve
+    from evalcore.cli.dashboard import serve
 
     serve(args.port, args.address, args.store, browser=not args.headless)
     return 0  # not reached: serve replaces this process with Streamlit
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from evalcore.compare_text import compare_text
+    from evalcore.cli.compare_text import compare_text
 
     print(compare_text(_store(args), args.run, args.run2, metric=args.metric, holm=args.holm, width=args.width))
     return 0
@@ -614,7 +614,7 @@ def _prog() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from evalcore import __version__
-    from evalcore.dashboard import DEFAULT_ADDRESS, DEFAULT_PORT
+    from evalcore.cli.dashboard import DEFAULT_ADDRESS, DEFAULT_PORT
 
     p = argparse.ArgumentParser(
         prog=_prog(),
@@ -1077,7 +1077,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--headless", action="store_true", help="do not open a browser (a server, a container)")
     sp.set_defaults(func=cmd_dashboard)
 
-    from evalcore.traffic_cli import add_parser as add_traffic
+    from evalcore.cli.traffic import add_parser as add_traffic
 
     add_traffic(sub)
     return p
@@ -1099,7 +1099,7 @@ def unexpected(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from evalcore.embedding import NOTE
+    from evalcore.pipeline.embedding import NOTE
 
     logging.basicConfig(level=logging.INFO if args.verbose else NOTE, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "chunks" and not args.demo and not args.corpus:

@@ -1,4 +1,4 @@
-"""``evalcore traffic import|check|forget|export``: the command-line side of evalcore.traffic.
+"""``evalcore traffic import|check|forget|export``: the command-line side of evalcore.traffic.replay.
 
 Registered by :func:`add_parser` from evalcore.cli; errors the user can fix are EvalcoreErrors
 (one line, exit 2) as everywhere in the CLI.
@@ -17,16 +17,16 @@ from evalcore.errors import ConfigError, InputError
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
     return Store(args.store)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from evalcore.embedding import load_embedder
+    from evalcore.pipeline.embedding import load_embedder
     from evalcore.progress import BarProgress
-    from evalcore.traffic import import_log
-    from evalcore.traffic_log import Fields
+    from evalcore.traffic.log import Fields
+    from evalcore.traffic.replay import import_log
 
     embedder = load_embedder(args.model) if args.model else None
     result = import_log(
@@ -57,7 +57,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from evalcore.traffic_check import run_check
+    from evalcore.traffic.check import run_check
 
     report = run_check(_store(args), args.run, args.period, args.threshold, args.max_refused_share)
     if args.json:
@@ -80,14 +80,14 @@ def _day(text: str) -> datetime:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from evalcore.traffic import forget
+    from evalcore.traffic.replay import forget
 
     store = _store(args)
     if not store.path.exists():
         raise InputError(f"{store.path}: no run store there")
     run_id = None
     if args.run:
-        from evalcore.gate import resolve_run
+        from evalcore.regression.gate import resolve_run
 
         run_id = str(resolve_run(store, args.run)["run_id"])
     before = _day(args.before)
@@ -102,7 +102,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic import export_frame
-    from evalcore.traffic import resolve_target
+    from evalcore.traffic.replay import resolve_target
 
     store = _store(args)
     target = resolve_target(store, args.run)

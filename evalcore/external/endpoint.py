@@ -46,11 +46,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalcore import __version__, jsontext
+from evalcore import __version__
 from evalcore.errors import ConfigError
 from evalcore.external.hits import BadHits, RawHit, number, offset, text_or_none
 from evalcore.external.record import Failure
 from evalcore.external.responses import Response
+from evalcore.inputs import jsontext
 
 if TYPE_CHECKING:
     from email.message import Message
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     from evalcore.external.live import LiveResult, Outcome
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 log = logging.getLogger(__name__)
 
@@ -644,11 +645,11 @@ def run_endpoint(
     ``chunks_path`` (optional) is the service's whole chunk set as a chunk file: hits may then
     name chunks by id alone, and destroyed answers can be counted; without it, the chunk set
     is what the service returned. Inputs are checked before the run row is written."""
-    from evalcore.configurations import external
     from evalcore.external.chunks import ChunkSet, read_chunks
     from evalcore.external.importer import _check_name
     from evalcore.external.live import run_live
     from evalcore.external.record import DEFAULT_MAX_FAILURES
+    from evalcore.pipeline.configurations import external
 
     endpoint.check()
     _check_name(chunker, "--chunker")

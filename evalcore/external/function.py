@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.configurations import EXTERNAL
 from evalcore.errors import ConfigError
 from evalcore.external.hits import BadHits, RawHit, number, offset, text_or_none
 from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure
+from evalcore.pipeline.configurations import EXTERNAL
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +56,7 @@ class Evaluation:
     failures: dict[str, str]
 
     def __str__(self) -> str:
-        from evalcore.summary import format_table
+        from evalcore.read.summary import format_table
 
         failed = f"; {len(self.failures)} queries failed" if self.failures else ""
         return f"run {self.run_id} ({self.name}) in {self.store}{failed}\n{format_table(self.summary)}"
@@ -154,8 +154,8 @@ def answers(
 
 
 def _inputs(corpus: Any, questions: Any, ood: Any) -> tuple[Corpus, GroundTruth]:
-    from evalcore import inputs
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs import sources as inputs
+    from evalcore.inputs.groundtruth import load_ground_truth
     from evalcore.records import Corpus as CorpusRecord
 
     if isinstance(corpus, CorpusRecord):
@@ -185,17 +185,17 @@ def evaluate(
     ``retriever(query, k)`` returns hits best first (see the module docstring). ``score``
     says how its scores read (``similarity``: higher = closer; ``distance``). ``chunks``
     (optional) is the retriever's whole chunk set as a chunk file, so destroyed answers can
-    be counted. ``store`` is a path or a :class:`~evalcore.store.Store` (default
+    be counted. ``store`` is a path or a :class:`~evalcore.store.connection.Store` (default
     ``$EVALCORE_STORE`` or ``runs/evalcore.duckdb``). ``concurrency`` > 1 calls the retriever
     from that many threads (only for thread-safe retrievers). Returns an :class:`Evaluation`;
     the run shows on every page of the dashboard.
     """
-    from evalcore.configurations import external
     from evalcore.external.chunks import ChunkSet, read_chunks
     from evalcore.external.importer import _check_name
     from evalcore.external.live import run_live
-    from evalcore.store import Store
-    from evalcore.summary import summary_table
+    from evalcore.pipeline.configurations import external
+    from evalcore.read.summary import summary_table
+    from evalcore.store.connection import Store
 
     if not callable(retriever):
         raise ConfigError(f"retriever must be a function (query, k) -> hits, got {type(retriever).__name__}")

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.stats import INTERVAL_METHOD, PAIRED_TEST
 
 if TYPE_CHECKING:
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 
 def _now() -> str:
@@ -131,7 +131,7 @@ def run_text(store: Store, run_id: str) -> str:
 
 def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[Figure, Figure]:
     """Recall@k with 95% Wilson intervals of each side (one panel per k), and MRR: one read."""
-    from evalcore import charts
+    from evalcore.figures import charts
     from evalcore.read.compare import recall_table
 
     table = recall_table(store, sides)
@@ -159,7 +159,7 @@ def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[F
 
 def destroyed_figure(store: Store, run_id: str) -> Figure:
     """Destroyed ground truths per strategy of one run."""
-    from evalcore import charts
+    from evalcore.figures import charts
     from evalcore.read.compare import destroyed_counts
 
     counts = destroyed_counts(store, run_id)
@@ -174,7 +174,7 @@ def destroyed_figure(store: Store, run_id: str) -> Figure:
 
 def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adjust: bool) -> Figure:
     """The win/loss matrix of ``sides`` at hit@k (detail: the :class:`~evalcore.read.compare.Comparison`)."""
-    from evalcore import charts
+    from evalcore.figures import charts
     from evalcore.read.compare import compare
 
     comparison = compare(store, sides, k, adjust)
@@ -213,7 +213,7 @@ def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adj
 
 def distance_figure(store: Store, run_id: str, configuration: Configuration) -> Figure:
     """Distances in and out of domain of one configuration (detail: (frame, DistanceSummary))."""
-    from evalcore import charts
+    from evalcore.figures import charts
     from evalcore.read.distances import distance_histogram, distance_summary, distances
 
     frame = distances(store, run_id, configuration)
@@ -271,7 +271,7 @@ def sweep_figure_of(
 
     ``band``: (from, to, the claim in words) of the thresholds where the threshold claim holds
     (:func:`evalcore.read.claims.band`), shaded on the chart and stated in the caption."""
-    from evalcore import charts
+    from evalcore.figures import charts
     from evalcore.read.sweeps import sweep_long
 
     n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
@@ -327,7 +327,7 @@ def on_axis(what: str, axis: str) -> str:
 
 def index_figure(store: Store, run_id: str) -> Figure:
     """Chunks per strategy with the chunks over the window (detail: the index-health frame)."""
-    from evalcore import charts
+    from evalcore.figures import charts
     from evalcore.read.index import index_health
 
     health = index_health(store, run_id)
@@ -387,9 +387,9 @@ def selection_figures(store: Store, selection: Selection, call: Callable[..., An
 def review_summary(store: Store, selection: Selection, figures: list[Figure], files: dict[str, list[str]]) -> str:
     """The review pack's Markdown summary: the decision and the comparison the charts support,
     what each file shows, and the methods in a few lines. User text (run names, notes) is escaped."""
-    from evalcore import markdown as md
     from evalcore.authors import shown as shown_author
-    from evalcore.claim import Claim, ClaimError
+    from evalcore.figures import markdown_text as md
+    from evalcore.measures.claim import Claim, ClaimError
     from evalcore.read.claims import caption as claim_caption
     from evalcore.read.claims import claim_of, refuses_most, separability
     from evalcore.read.compare import best, compare, decided_sentence, significance_text

@@ -2,7 +2,7 @@
 
 Each builder takes a frame from :mod:`evalcore.read` and returns an Altair chart whose data
 is that frame (or a presentation-only reshaping of it), so the same chart renders in the app
-and exports to PNG/SVG (:mod:`evalcore.export`) unchanged. Colours are fixed here, by name,
+and exports to PNG/SVG (:mod:`evalcore.files.figure_files`) unchanged. Colours are fixed here, by name,
 so a retriever or an outcome has the same colour on every screen and in every file.
 """
 

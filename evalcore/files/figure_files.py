@@ -1,7 +1,7 @@
 """Figures as files for slides and reviews: PNG, SVG and CSV, each carrying its provenance,
 and the review pack that bundles them (no streamlit here).
 
-- PNG and SVG: the caption (:class:`evalcore.figures.Provenance`) is drawn into the image
+- PNG and SVG: the caption (:class:`evalcore.figures.build.Provenance`) is drawn into the image
   below the chart; the SVG also gets ``<title>`` and ``<desc>``, the PNG ``iTXt`` text
   chunks (``Title``, ``Description``, ``Source``, ``Creation Time`` and one per field).
 - CSV: the provenance first, one ``# name: value`` line per field, then the header row and
@@ -11,7 +11,7 @@ and the review pack that bundles them (no streamlit here).
 - File names name the figure, the run, the configuration(s) and the threshold.
 
 Rendering uses vl-convert (Vega-Lite compiled and drawn in-process, no browser). Charts from
-:mod:`evalcore.charts` inline their data and use a generic font family, so nothing is
+:mod:`evalcore.figures.charts` inline their data and use a generic font family, so nothing is
 fetched over the network while rendering.
 """
 
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.figures import Figure, Provenance
+    from evalcore.figures.build import Figure, Provenance
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 CAPTION_WIDTH = 110  # characters per caption line drawn into an image

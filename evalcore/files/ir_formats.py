@@ -48,7 +48,7 @@ from evalcore.errors import ConfigError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +111,9 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
     """Write ``run`` (run id, name or unique prefix; complete) in the standard formats into
     ``folder`` (see the module docstring). ``configurations`` (``["E/dense", ...]``) limits
     the runs written; their strategies' datasets are written whole."""
-    from evalcore.configurations import failures
-    from evalcore.gate import resolve_run
+    from evalcore.pipeline.configurations import failures
     from evalcore.read.runs import configurations as run_configurations
+    from evalcore.regression.gate import resolve_run
 
     info = resolve_run(store, run)
     run_id = str(info["run_id"])

@@ -1,7 +1,7 @@
 """Load a corpus folder into documents with canonical texts (SPEC section 1).
 
 Files: ``*.md``, ``*.markdown`` (source type ``markdown``), ``*.txt`` (``text``), ``*.pdf``
-(``pdf``) and ``*.html``, ``*.htm`` (``html``) — the registry is :mod:`evalcore.extract` —
+(``pdf``) and ``*.html``, ``*.htm`` (``html``) — the registry is :mod:`evalcore.inputs.extract` —
 found recursively under the root, suffix case ignored, sorted by their relative path
 (forward slashes). Files and folders whose name starts with ``.`` are skipped.
 ``doc_id`` = relative path without the extension, with forward slashes, so
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from evalcore import extract
 from evalcore.errors import InputError
+from evalcore.inputs import extract
 from evalcore.records import Corpus, Document, FailedDocument
 
 logger = logging.getLogger(__name__)
@@ -45,7 +45,7 @@ CacheKey = tuple[str, str, str]  # (file sha256, extractor name, extractor versi
 
 
 class ExtractionCache(Protocol):
-    """Where extractions are kept between runs (:class:`evalcore.store.Store` is one)."""
+    """Where extractions are kept between runs (:class:`evalcore.store.connection.Store` is one)."""
 
     def cached_extractions(self, keys: list[CacheKey]) -> dict[CacheKey, extract.Extraction]: ...
 

@@ -3,10 +3,10 @@
 =============================  ===========  =========================================
 suffixes (case ignored)        source type  extractor (module)
 =============================  ===========  =========================================
-``.md``, ``.markdown``         markdown     ``markdown`` (:mod:`evalcore.extractors.markdown`)
+``.md``, ``.markdown``         markdown     ``markdown`` (:mod:`evalcore.inputs.extractors.markdown`)
 ``.txt``                       text         ``markdown``
-``.pdf``                       pdf          ``pdf`` (:mod:`evalcore.extractors.pdf`)
-``.html``, ``.htm``            html         ``html`` (:mod:`evalcore.extractors.html`)
+``.pdf``                       pdf          ``pdf`` (:mod:`evalcore.inputs.extractors.pdf`)
+``.html``, ``.htm``            html         ``html`` (:mod:`evalcore.inputs.extractors.html`)
 =============================  ===========  =========================================
 
 Every document stores its extractor's name and version; :func:`current_versions` is what
@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction, page_of
-from evalcore.extractors import bounded as _bounded
-from evalcore.extractors import html as _html
-from evalcore.extractors import markdown as _markdown
-from evalcore.extractors import pdf as _pdf
-from evalcore.extractors.markdown import (
+from evalcore.inputs.extractors import Extraction, page_of
+from evalcore.inputs.extractors import bounded as _bounded
+from evalcore.inputs.extractors import html as _html
+from evalcore.inputs.extractors import markdown as _markdown
+from evalcore.inputs.extractors import pdf as _pdf
+from evalcore.inputs.extractors.markdown import (
     NAME,
     VERSION,
     canonical_text,
@@ -104,7 +104,7 @@ def extract_file(data: bytes, filename: str) -> tuple[Extractor, Extraction]:
 
 def current_versions() -> dict[str, str]:
     """Extractor name -> the version this code would stamp (demo extractor included)."""
-    from evalcore.demo import pydoc_topics
+    from evalcore.inputs.demo import pydoc_topics
 
     versions = {e.name: e.version for e in EXTRACTORS.values()}
     versions[pydoc_topics.NAME] = pydoc_topics.VERSION

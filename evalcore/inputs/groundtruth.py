@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalcore import jsontext
 from evalcore.errors import InputError
+from evalcore.inputs import jsontext
 from evalcore.records import Corpus, Document, GroundTruth, InvalidNeedle, OODQuery, Question, Span
 
 logger = logging.getLogger(__name__)

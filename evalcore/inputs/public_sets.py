@@ -131,7 +131,7 @@ def import_squad(source: str | Path, out_dir: str | Path, ood: Iterable[tuple[st
 
 def _check_spans(corpus_dir: Path, rows: list[dict[str, Any]]) -> None:
     """Every span must slice its answer out of the canonical text the extractor makes."""
-    from evalcore.corpus import load_corpus
+    from evalcore.inputs.corpus import load_corpus
 
     texts = {d.doc_id: d.text for d in load_corpus(corpus_dir).documents}
     for row in rows:

@@ -19,7 +19,7 @@ Export writes each item in the canonical form evalcore itself writes: one
 the tests') comes back byte for byte; another layout comes back with the same content in that
 form (``dataset import`` says how many lines that concerns).
 
-Against a corpus a set resolves like question files do (:func:`evalcore.groundtruth.resolve`),
+Against a corpus a set resolves like question files do (:func:`evalcore.inputs.groundtruth.resolve`),
 by its needle text, so a set authored on one corpus version is re-resolved against the
 canonical text of the corpus a run uses: items that no longer resolve, or now occur twice, are
 listed with the reason and excluded, never dropped silently.
@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import InputError, StoreError
-from evalcore.groundtruth import OOD_KINDS, group_questions, read_ood, read_questions, resolve
+from evalcore.inputs.groundtruth import OOD_KINDS, group_questions, read_ood, read_questions, resolve
 from evalcore.records import GroundTruth, OODQuery, Question
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 QUESTIONS_FILE = "questions.jsonl"
 OOD_FILE = "ood.jsonl"
@@ -325,7 +325,7 @@ def save(
     set, refused when the name is taken). The version number is the next free one, taken
     inside the write's transaction, so concurrent saves never collide."""
     from evalcore.authors import clean_author
-    from evalcore.store import now
+    from evalcore.store.connection import now
 
     name = check_name(name)
     questions, ood = numbered(questions, ood)

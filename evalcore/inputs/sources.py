@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from evalcore.errors import InputError
 
 if TYPE_CHECKING:
-    from evalcore.corpus import ExtractionCache
+    from evalcore.inputs.corpus import ExtractionCache
     from evalcore.records import Corpus, GroundTruth
 
 DATA_ROOTS_ENV = "EVALCORE_DATA_ROOTS"
@@ -30,9 +30,9 @@ def load(
     corpus: str | Path, questions: str | Path, ood: str | Path | None = None, cache: ExtractionCache | None = None
 ) -> tuple[Corpus, GroundTruth]:
     """The corpus under ``corpus`` and its ground truth; InputError naming the file otherwise.
-    With ``cache`` (the run store), PDF and HTML extractions are reused (evalcore.corpus)."""
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
+    With ``cache`` (the run store), PDF and HTML extractions are reused (evalcore.inputs.corpus)."""
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
 
     loaded = load_corpus(corpus, cache=cache)
     return loaded, load_ground_truth(loaded, questions, ood)
@@ -40,8 +40,8 @@ def load(
 
 def load_demo() -> tuple[Corpus, GroundTruth]:
     """The built-in demo corpus (Python language reference) and its ground truth."""
-    from evalcore import demo
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs import demo
+    from evalcore.inputs.groundtruth import load_ground_truth
 
     corpus = demo.load_demo_corpus()
     return corpus, load_ground_truth(corpus, demo.QUESTIONS_PATH, demo.OOD_PATH)

@@ -18,7 +18,7 @@ Per-file problems of corpus documents (not UTF-8, binary (a NUL byte), empty, a 
 that is unreadable or needs a password, not a ``.md``/``.markdown``/``.txt``/``.pdf``/
 ``.html``/``.htm`` file, a duplicate path) skip that file with a message
 naming it; the upload is refused when no document is left. ``questions.jsonl`` and
-``ood.jsonl`` are checked by :mod:`evalcore.groundtruth`'s own readers, so their
+``ood.jsonl`` are checked by :mod:`evalcore.inputs.groundtruth`'s own readers, so their
 messages are ``FILE:LINE: ...`` exactly as the CLI prints them; a bad jsonl file refuses
 the upload. Every refusal is an :class:`~evalcore.errors.InputError` naming the file.
 """
@@ -37,9 +37,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from evalcore import extract
-from evalcore.corpus import SOURCE_TYPES, doc_id_for
 from evalcore.errors import InputError
+from evalcore.inputs import extract
+from evalcore.inputs.corpus import SOURCE_TYPES, doc_id_for
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,7 @@ def unpack_zip(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> list[tu
 def check_document(name: str, data: bytes) -> str | None:
     """None when ``data`` is a usable corpus document, else the reason (naming ``name``).
 
-    Usable: a suffix the extractor registry knows (:mod:`evalcore.extract`) and bytes its
+    Usable: a suffix the extractor registry knows (:mod:`evalcore.inputs.extract`) and bytes its
     extractor's cheap check accepts: Markdown/text non-empty, no NUL byte, valid UTF-8,
     not only whitespace; PDF a ``%PDF-`` header, readable by PDFium, not locked by a
     password; HTML non-empty and not binary. (A PDF without text is found when the
@@ -316,7 +316,7 @@ def check_jsonl(upload: UploadedFile, kind: str, limits: Limits = DEFAULT_LIMITS
     the ground-truth readers; InputError ``"NAME:LINE: ..."`` (or ``"NAME: ..."``) otherwise."""
     if kind not in ("questions", "ood"):
         raise ValueError(f"kind must be 'questions' or 'ood', got {kind!r}")
-    from evalcore.groundtruth import read_ood, read_questions
+    from evalcore.inputs.groundtruth import read_ood, read_questions
 
     name = safe_name(upload.name)
     check_size(upload, limits)

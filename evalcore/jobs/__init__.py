@@ -12,12 +12,12 @@ One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
   detached (a new session, output to ``runs/jobs/JOB_ID.log``), so a page rerun, a
   reload, another tab or a restart of Streamlit never stops it.
 - :mod:`~evalcore.jobs.worker`: the job's own process: wait for a slot, run
-  :func:`evalcore.runner.run_evaluation` with a cancel check, and record how it ended,
+  :func:`evalcore.pipeline.runner.run_evaluation` with a cancel check, and record how it ended,
   its own errors and signals included.
 
 A job whose process is gone is marked ``failed`` (with its run) by the store's reaper
-(:meth:`evalcore.store.Store.reap`). All store access is through
-:class:`evalcore.store.Store`: short connections with lock retry.
+(:meth:`evalcore.store.connection.Store.reap`). All store access is through
+:class:`evalcore.store.connection.Store`: short connections with lock retry.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What a job evaluates, and its inputs checked before it is queued.
 
 Uploads are checked in memory and saved under ``runs/uploads/JOB_ID/`` only when they
-pass (evalcore.uploads); server folders are read only inside the operator's data roots
-(evalcore.inputs), checked here and again in the job's process; the demo needs nothing.
+pass (evalcore.inputs.uploads); server folders are read only inside the operator's data roots
+(evalcore.inputs.sources), checked here and again in the job's process; the demo needs nothing.
 Nothing here writes the store.
 """
 
@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, InputError
-from evalcore.store import new_run_id
+from evalcore.store.connection import new_run_id
 
 if TYPE_CHECKING:
-    from evalcore.corpus import ExtractionCache
+    from evalcore.inputs.corpus import ExtractionCache
+    from evalcore.inputs.uploads import Limits, UploadedFile
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store import Store
-    from evalcore.uploads import Limits, UploadedFile
+    from evalcore.store.connection import Store
 
 SOURCES = ("upload", "folder", "demo")
 
@@ -82,7 +82,7 @@ def load_inputs(spec: JobSpec, cache: ExtractionCache | None = None) -> tuple[Co
     """``(corpus, ground truth)`` of a spec; InputError / ConfigError otherwise. Server
     folders are checked against the data roots again here, in the job's process. With
     ``cache`` (the job's store), PDF and HTML extractions are reused."""
-    from evalcore import inputs
+    from evalcore.inputs import sources as inputs
 
     if spec.source not in SOURCES:
         raise ConfigError(f"unknown job source {spec.source!r}; known: {', '.join(SOURCES)}")
@@ -98,7 +98,7 @@ def load_inputs(spec: JobSpec, cache: ExtractionCache | None = None) -> tuple[Co
 
 
 def _server_paths(corpus: str | None, questions: str | None, ood: str | None) -> tuple[str, str, str | None]:
-    from evalcore.inputs import server_path
+    from evalcore.inputs.sources import server_path
 
     return (
         str(server_path(corpus, "corpus folder")),
@@ -110,7 +110,7 @@ def _server_paths(corpus: str | None, questions: str | None, ood: str | None) ->
 def model_folders(spec: JobSpec) -> list[str]:
     """The spec's model folders, each inside the operator's data roots (checked again in the
     job's process); empty for the packaged model."""
-    from evalcore.inputs import server_path
+    from evalcore.inputs.sources import server_path
 
     return [str(server_path(p, "model folder")) for p in spec.models]
 
@@ -125,13 +125,13 @@ def validate(spec: JobSpec) -> dict[str, Any]:
 
 def _validated(spec: JobSpec) -> tuple[dict[str, Any], tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
-    from evalcore.chunking import parse_strategies
-    from evalcore.groundtruth import validation_report
-    from evalcore.retrieval import parse_retrievers
+    from evalcore.inputs.groundtruth import validation_report
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.retrieval import parse_retrievers
 
     if spec.endpoint is not None:
-        from evalcore.configurations import score_kind
         from evalcore.external.endpoint import allowed, from_spec
+        from evalcore.pipeline.configurations import score_kind
 
         endpoint = from_spec(spec.endpoint)
         endpoint.check()
@@ -166,7 +166,7 @@ def prepare_upload(
 ) -> Prepared:
     """Check uploads, save them under ``runs/uploads/JOB_ID/`` and validate them; on any
     error the folder is removed and InputError/ConfigError raised. The store is not written."""
-    from evalcore.uploads import DEFAULT_LIMITS, save_upload
+    from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
 
     job_id = new_run_id()
     saved = save_upload(uploads_dir(store) / job_id, corpus, questions, ood, limits or DEFAULT_LIMITS)
@@ -192,7 +192,7 @@ def prepare_upload(
 
 def prepare_paths(corpus: str, questions: str, ood: str | None, strategies: str, retrievers: str) -> Prepared:
     """Validate a corpus folder and jsonl files that are already on the server, inside the
-    operator's data roots (evalcore.inputs); InputError without reading them otherwise."""
+    operator's data roots (evalcore.inputs.sources); InputError without reading them otherwise."""
     spec = JobSpec("folder", *_server_paths(corpus, questions, ood), strategies, retrievers)
     report, documents = _validated(spec)
     return Prepared(new_run_id(), spec, report, (), (), documents)

@@ -18,7 +18,7 @@ from evalcore.jobs.prepare import JobSpec, load_inputs
 from evalcore.jobs.queue import CANCEL_REASON, POLL_SECONDS, claim, finish, max_jobs, set_stage
 
 if TYPE_CHECKING:
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +82,10 @@ def _record(store: Store, job_id: str, status: str, reason: str) -> None:
 
 
 def _run(store: Store, job_id: str, slots: int | None) -> str:
-    from evalcore.chunking import parse_strategies
-    from evalcore.retrieval import parse_retrievers
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.store import Store as _Store
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.retrieval import parse_retrievers
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.store.connection import Store as _Store
 
     found = store.query("SELECT run_id, name, spec FROM jobs WHERE job_id = ?", [job_id])
     if found.empty:
@@ -129,8 +129,8 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         finish(store, job_id, "complete", None)
         return "complete"
     set_stage(poll, job_id, "loading the model")
-    from evalcore.embedding import load_embedder
     from evalcore.jobs.prepare import model_folders
+    from evalcore.pipeline.embedding import load_embedder
 
     folders = model_folders(spec)
     embedders = [load_embedder(p) for p in folders] or [testhooks.embedder() or load_embedder(spec.model)]

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalcore.errors import ConfigError
+from evalcore.measures.stats import wilson_interval
 from evalcore.records import Configuration
-from evalcore.stats import wilson_interval
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -99,7 +99,7 @@ def mrr(first_ranks: Sequence[int | None]) -> float:
 
 
 def hits_by_query(first_ranks: Mapping[str, int | None], k: int) -> dict[str, bool]:
-    """{query id: hit@k} — the per-query outcome that :func:`evalcore.stats.paired_test` takes."""
+    """{query id: hit@k} — the per-query outcome that :func:`evalcore.measures.stats.paired_test` takes."""
     k = _k(k)
     return {q: hit_at_k(r, k) for q, r in first_ranks.items()}
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
-from evalcore.threshold import Axis
+from evalcore.measures.threshold import Axis
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 SOURCES = ("builtin", "import", "endpoint", "python")
 SCORE_KINDS = ("similarity", "distance")

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
-    from evalcore.onnx_runtime import OnnxModel
-    from evalcore.store import Store
+    from evalcore.pipeline.onnx_runtime import OnnxModel
+    from evalcore.store.connection import Store
 
 log = logging.getLogger(__name__)
 # A log level between INFO and WARNING for what a user should read once but need not act on
@@ -258,7 +258,7 @@ def model_name(model_path: str | Path | None) -> str:
 
 @dataclass
 class OnnxEmbedder:
-    """The same model through ONNX Runtime (:mod:`evalcore.onnx_runtime`): same vectors
+    """The same model through ONNX Runtime (:mod:`evalcore.pipeline.onnx_runtime`): same vectors
     (cosine >= 0.9999 to sentence-transformers', checked at export), same word pieces."""
 
     path: str
@@ -267,7 +267,7 @@ class OnnxEmbedder:
 
     @classmethod
     def load(cls, model_path: str | Path | None = None, threads: int = 0, backend: str = "") -> OnnxEmbedder:
-        from evalcore import onnx_runtime
+        from evalcore.pipeline import onnx_runtime
 
         path = Path(model_path) if model_path else default_model_path()
         _check_folder(path)
@@ -348,7 +348,7 @@ def _fast_path_missing(model_path: str | Path | None) -> list[str]:
     cached export) lacks here; empty when it can run. A plain install has none of them."""
     import importlib.util
 
-    from evalcore import onnx_runtime
+    from evalcore.pipeline import onnx_runtime
 
     def absent(name: str) -> bool:
         try:
@@ -472,7 +472,7 @@ def piece_counter() -> Callable[[str], int] | None:
     truncation), or None when the model is not installed (the page then says "n/a").
 
     Reads the model folder's ``tokenizer.json`` with the ``tokenizers`` library (padding and
-    truncation off), which counts exactly as :func:`evalcore.embedding.count_pieces` but
+    truncation off), which counts exactly as :func:`evalcore.pipeline.embedding.count_pieces` but
     loads in milliseconds instead of loading the whole model; falls back to that function.
     Built once per process.
     """

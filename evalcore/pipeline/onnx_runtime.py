@@ -119,7 +119,7 @@ def export(model_folder: str | Path, dest: Path) -> Path:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from evalcore.embedding import _offline
+    from evalcore.pipeline.embedding import _offline
 
     _offline()
     folder = str(Path(model_folder))
@@ -199,7 +199,7 @@ def exported(model_folder: str | Path) -> Path:
     if (dest / "meta.json").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    from evalcore.embedding import NOTE
+    from evalcore.pipeline.embedding import NOTE
 
     log.log(NOTE, "preparing the embedding model %s for fast CPU inference, once (cached in %s)", model_folder, dest)
     return export(model_folder, dest)

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalcore.retrieval import BM25, RERANK_DEPTH, RRF_K, retriever_name
+from evalcore.pipeline.retrieval import BM25, RERANK_DEPTH, RRF_K, retriever_name
 
 if TYPE_CHECKING:
     import numpy as np

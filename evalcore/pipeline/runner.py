@@ -20,19 +20,19 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
 from evalcore.errors import Interrupted, RunInterrupted
+from evalcore.pipeline.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
 from evalcore.progress import Fanout, Progress, Scale, SilentProgress, Stage, StoreProgress
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
-from evalcore.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
-from evalcore.store import new_run_id
+from evalcore.store.connection import new_run_id
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from evalcore.embedding import Embedder
-    from evalcore.models import Planned
-    from evalcore.retrieval import Reranker
-    from evalcore.store import Store
+    from evalcore.pipeline.embedding import Embedder
+    from evalcore.pipeline.models import Planned
+    from evalcore.pipeline.retrieval import Reranker
+    from evalcore.store.connection import Store
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ def run_evaluation(
     """Evaluate ``request`` and store it as one complete run; returns its id and counts.
 
     ``embedders`` (several embedding models) runs every strategy under each model, stored
-    as ``STRATEGY@MODEL`` (:func:`evalcore.models.plan`); ``embedder`` is the one model otherwise.
+    as ``STRATEGY@MODEL`` (:func:`evalcore.pipeline.models.plan`); ``embedder`` is the one model otherwise.
 
     ``progress`` receives every stage on the run's one scale (evalcore.progress); the run's
     row in the store follows the same stages. ``cancelled`` is polled between stages,
@@ -103,14 +103,14 @@ def _evaluate(
     run_id: str | None,
     embedders: Sequence[Embedder] | None,
 ) -> RunResult:
-    from evalcore.embedding import load_embedder
+    from evalcore.pipeline.embedding import load_embedder
 
     retrievers = parse_retrievers(request.retrievers)
     rerank_note = None
     reranks = [r for r in retrievers if split_retriever(r)[0] == "rerank"]
     if reranks and reranker is None:
         if request.reranker_path:
-            from evalcore.retrieval import Reranker as _Reranker
+            from evalcore.pipeline.retrieval import Reranker as _Reranker
 
             reranker = _Reranker.load(request.reranker_path)
         else:
@@ -129,7 +129,7 @@ def _evaluate(
         from evalcore.errors import ConfigError
 
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
-    from evalcore.models import plan as model_plan
+    from evalcore.pipeline.models import plan as model_plan
 
     models = list(embedders or ()) or [embedder or testhooks.embedder() or load_embedder()]
     plan = model_plan(request.strategies, models)
@@ -215,7 +215,7 @@ def fail_run(store: Store, run_id: str, stage: str, exc: BaseException) -> NoRet
     then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was.
     Every kind of run ends this way (built-in ones here, runs made elsewhere in evalcore.external)."""
     from evalcore.errors import EvalcoreError
-    from evalcore.store import Store as _Store
+    from evalcore.store.connection import Store as _Store
 
     signum = signals.received()
     if signum is not None:
@@ -256,7 +256,7 @@ def _int_or_none(value: str | None) -> int | None:
 
 
 def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
-    from evalcore.rows import ground_truth_settings
+    from evalcore.store.rows import ground_truth_settings
 
     runtime = getattr(embedder, "runtime", None)
     return {
@@ -367,7 +367,7 @@ class _Job:
         )
 
     def _embed(self, texts: Sequence[str], embedder: Embedder) -> tuple[np.ndarray, Any]:
-        from evalcore.embedding import embed_with_cache
+        from evalcore.pipeline.embedding import embed_with_cache
 
         vecs, st = embed_with_cache(embedder, texts, self.store, on_progress=self.progress.advance)
         self.new_embeddings += st.new
@@ -408,7 +408,7 @@ class _Job:
                 item.strategy, qvecs[item.embedder.name], qids, texts, n_in, groups, item.embedder, item.chunker
             )
 
-        from evalcore.configurations import builtin_rows
+        from evalcore.pipeline.configurations import builtin_rows
 
         self.rows["configurations"] = builtin_rows(
             self.run_id, [(p.strategy.name, p.chunker, p.embedder.name) for p in self.plan], self.retrievers
@@ -419,7 +419,7 @@ class _Job:
         return frames
 
     def _record_documents(self) -> None:
-        from evalcore.rows import document_rows
+        from evalcore.store.rows import document_rows
 
         names = list(dict.fromkeys(p.embedder.name for p in self.plan))
         dims = {p.embedder.dim for p in self.plan}
@@ -428,7 +428,7 @@ class _Job:
         )
 
     def _record_queries(self) -> None:
-        from evalcore.rows import query_rows
+        from evalcore.store.rows import query_rows
 
         self.rows["queries"] += query_rows(self.run_id, self.r.ground_truth)
 
@@ -443,9 +443,9 @@ class _Job:
         embedder: Embedder,
         chunker: str,
     ) -> None:
-        from evalcore.chunking import chunk_corpus
-        from evalcore.embedding import WINDOW, normalisation_check
-        from evalcore.scoring import correct_sets, destroyed_cut
+        from evalcore.pipeline.chunking import chunk_corpus
+        from evalcore.pipeline.embedding import WINDOW, normalisation_check
+        from evalcore.pipeline.scoring import correct_sets, destroyed_cut
 
         r, name = self.r, strategy.name
         self._stage(self.scale.strategy(name, "chunking", len(r.corpus.documents)))
@@ -534,7 +534,7 @@ class _Job:
     ) -> None:
         import numpy as np
 
-        from evalcore.scoring import score_queries
+        from evalcore.pipeline.scoring import score_queries
 
         empty = np.zeros(0, dtype=np.int64)
         per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from evalcore.ranking import Ranked
+    from evalcore.pipeline.ranking import Ranked
 
 
 def is_correct(chunk: Chunk, span: Span) -> bool:
@@ -80,7 +80,7 @@ def block_frames(
 ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     """Result and hit rows of one block of queries for every retriever (SPEC section 5).
 
-    ``ranked[retriever]`` is an :class:`evalcore.ranking.Ranked`; ``correct[i]`` the chunk
+    ``ranked[retriever]`` is an :class:`evalcore.pipeline.ranking.Ranked`; ``correct[i]`` the chunk
     ids correct for query i. A hit is correct when its chunk is one of them.
     """
     import numpy as np
@@ -153,7 +153,7 @@ def score_queries(
     """Retrieve for every query under every retriever and score it (SPEC sections 4-5).
 
     Queries ``[0, n_in)`` are in-domain; ``correct[i]`` holds query i's correct chunk ids.
-    Works a block of queries at a time, blocks sized by memory (:mod:`evalcore.ranking`);
+    Works a block of queries at a time, blocks sized by memory (:mod:`evalcore.pipeline.ranking`);
     ``on_block(n)`` is called after each block (it may raise to stop). ``chunk_texts`` is
     read once, to build the BM25 index, and only when a retriever needs it.
     """
@@ -161,8 +161,8 @@ def score_queries(
 
     import numpy as np
 
-    from evalcore.ranking import block_queries, max_norm, rank_block
-    from evalcore.retrieval import BM25, Analyzer, analyzers_of, split_retriever
+    from evalcore.pipeline.ranking import block_queries, max_norm, rank_block
+    from evalcore.pipeline.retrieval import BM25, Analyzer, analyzers_of, split_retriever
 
     out = Scored()
     retrievers = [r for r in retrievers if split_retriever(r)[0] != "rerank" or rerank is not None]

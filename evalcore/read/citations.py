@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from evalcore.extractors import page_of
-from evalcore.threshold import COSINE, DEFAULT_TOP, Axis, gate
+from evalcore.inputs.extractors import page_of
+from evalcore.measures.threshold import COSINE, DEFAULT_TOP, Axis, gate
 
 log = logging.getLogger(__name__)
 
@@ -298,7 +298,7 @@ def context_for_query(
 ) -> Context | NoAnswer:
     """Gate ``hits`` (in rank order) at ``threshold`` and build the context, or NO ANSWER.
 
-    The gate is :func:`evalcore.threshold.gate`: from the first ``top`` hits, those with
+    The gate is :func:`evalcore.measures.threshold.gate`: from the first ``top`` hits, those with
     distance < threshold (or, on an external retriever's score, those the ``axis`` keeps),
     numbered in rank order; a source's ``distance`` holds the value the gate reads. A kept
     hit that is headings only (:func:`heading_only`) is not cited (its rank is in

@@ -16,8 +16,8 @@ from evalcore.records import Configuration
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.claim import Claim
-    from evalcore.store import Store
+    from evalcore.measures.claim import Claim
+    from evalcore.store.connection import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from evalcore.metrics import DEFAULT_KS, summarize, wide
+from evalcore.measures.metrics import DEFAULT_KS, summarize, wide
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 
 def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | None]]:
@@ -65,7 +65,7 @@ def summary_json(store: Store, run_id: str) -> dict[str, Any]:
     """Machine-readable summary: the run id and, per configuration, the figures of the table."""
     import pandas as pd
 
-    from evalcore.configurations import read
+    from evalcore.pipeline.configurations import read
 
     run = store.run(run_id)
     table = summary_table(store, run_id)

@@ -19,18 +19,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from evalcore.drift import first_start, holm, ks_test, period_index, psi
-from evalcore.stats import wilson_interval
-from evalcore.threshold import DEFAULT_TOP
+from evalcore.measures.stats import wilson_interval
+from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.traffic.drift import first_start, holm, ks_test, period_index, psi
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from evalcore.claim import Claim
+    from evalcore.measures.claim import Claim
+    from evalcore.measures.threshold import Axis
     from evalcore.records import Configuration
-    from evalcore.store import Store
-    from evalcore.threshold import Axis
+    from evalcore.store.connection import Store
 
 ALPHA = 0.05
 _KEY = "run_id = ? AND strategy = ? AND retriever = ?"
@@ -41,7 +41,7 @@ def _key(run_id: str, configuration: Configuration) -> list[str]:
 
 
 def axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
-    from evalcore.configurations import info
+    from evalcore.pipeline.configurations import info
 
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
@@ -350,8 +350,8 @@ class LabelledRates:
 
 def labelled_rates(store: Store, run_id: str, configuration: Configuration, threshold: float) -> LabelledRates:
     """See the module docstring. Every labelled log line counts."""
+    from evalcore.measures.threshold import counts_at, split_hits
     from evalcore.read.sweeps import top_hits
-    from evalcore.threshold import counts_at, split_hits
 
     ax = axis(store, run_id, configuration)
     df = lines(store, run_id, configuration)
@@ -379,14 +379,14 @@ def off_topic_minima(store: Store, run_id: str, configuration: Configuration) ->
 
 
 def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Claim | None:
-    """The threshold claim (SPEC 13, :func:`evalcore.claim.threshold_claim`) recomputed with the
+    """The threshold claim (SPEC 13, :func:`evalcore.measures.claim.threshold_claim`) recomputed with the
     real off-topic queries: ``m_q`` = the gate value of every off-topic-labelled log line
     (duplicates included: each line is one draw of production traffic); the lost side keeps the
     evaluation's answerable queries (traffic has no needle to tell a correct hit). None when no
     log line is labelled off-topic."""
     from dataclasses import replace
 
-    from evalcore.claim import threshold_claim
+    from evalcore.measures.claim import threshold_claim
     from evalcore.read.claims import gate_values
 
     ood = off_topic_minima(store, run_id, configuration)
@@ -428,7 +428,7 @@ def traffic_query(
         """,
         [*_key(run_id, configuration), text_hash],
     )
-    from evalcore.threshold import gate
+    from evalcore.measures.threshold import gate
 
     ax = axis(store, run_id, configuration)
     values = [float(v) for v in out["hits"][ax.column].head(DEFAULT_TOP) if v == v]

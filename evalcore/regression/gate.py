@@ -4,7 +4,7 @@ Baseline and candidate answered the same queries. For hit@k and each configurati
 the candidate is paired with the baseline query by query: **wins** are queries only the
 candidate gets, **losses** queries only the baseline gets, ties the rest (SPEC 5, candidate
 first); p is the two-sided exact sign test on the discordant queries
-(:func:`evalcore.stats.sign_test`, scipy's ``binomtest``). With several configurations, p is
+(:func:`evalcore.measures.stats.sign_test`, scipy's ``binomtest``). With several configurations, p is
 Holm-adjusted over them. A configuration **regresses** when ``losses > wins`` and its
 (adjusted) p is below ``alpha``. Two optional floors add reasons to fail:
 
@@ -17,7 +17,7 @@ Holm-adjusted over them. A configuration **regresses** when ``losses > wins`` an
   only the baseline answers; the candidate fails when new > fixed and the sign test's p
   (Holm-adjusted over the configurations checked) is below ``alpha``.
 
-Every report carries the minimum detectable difference at its n (:func:`evalcore.stats.
+Every report carries the minimum detectable difference at its n (:func:`evalcore.measures.stats.
 detectable_difference`), at the level the first Holm step needs (``alpha / m``), so that "no
 significant regression" is never read as "no regression".
 
@@ -37,9 +37,9 @@ from evalcore.errors import ConfigError, NotComparable, StoreError
 if TYPE_CHECKING:
     from collections.abc import Set
 
-    from evalcore.metrics import Metric
-    from evalcore.store import Store
-    from evalcore.threshold import Axis
+    from evalcore.measures.metrics import Metric
+    from evalcore.measures.threshold import Axis
+    from evalcore.store.connection import Store
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ class ConfigResult:
 
 @dataclass(frozen=True, slots=True)
 class GateReport:
-    """Everything the gate found; :mod:`evalcore.gate_report` formats it."""
+    """Everything the gate found; :mod:`evalcore.regression.report` formats it."""
 
     metric: str
     k: int
@@ -268,9 +268,9 @@ class GateReport:
 
 
 def gate_metric(name: str) -> Metric:
-    """Parse ``hit@k`` / ``recall@k`` (:func:`evalcore.metrics.parse_metric`); the gate pairs a
+    """Parse ``hit@k`` / ``recall@k`` (:func:`evalcore.measures.metrics.parse_metric`); the gate pairs a
     yes/no per query, so ``mrr`` is refused with a ConfigError saying why."""
-    from evalcore.metrics import parse_metric
+    from evalcore.measures.metrics import parse_metric
 
     metric = parse_metric(name)
     if metric.k is None:
@@ -373,7 +373,7 @@ def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
 
 def _failed(store: Store, run_id: str) -> dict[str, set[str]]:
     """{configuration: ids of the queries it could not answer} (failed endpoint calls)."""
-    from evalcore.configurations import failures
+    from evalcore.pipeline.configurations import failures
 
     out: dict[str, set[str]] = {}
     for row in failures(store, run_id).itertuples(index=False):
@@ -389,8 +389,8 @@ def _changes(
 
 
 def _axis(store: Store, run_id: str, configuration: str) -> Axis:
-    """What the configuration's gate reads (:class:`evalcore.threshold.Axis`)."""
-    from evalcore.configurations import info
+    """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`)."""
+    from evalcore.pipeline.configurations import info
     from evalcore.records import Configuration
 
     parsed = Configuration.parse(configuration)
@@ -403,9 +403,9 @@ def _bluff_outcomes(
     """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
     external configuration's own score, SPEC 10). A query the configuration could not answer
     (a failed endpoint call) is left out."""
+    from evalcore.measures.threshold import DEFAULT_TOP, gate, split_hits
     from evalcore.read.sweeps import top_hits
     from evalcore.records import Configuration
-    from evalcore.threshold import DEFAULT_TOP, gate, split_hits
 
     axis = _axis(store, run_id, configuration)
     hits = top_hits(store, run_id, Configuration.parse(configuration))
@@ -432,7 +432,7 @@ def claim_check(store: Store, run_id: str, configuration: str, threshold: float,
     (``claim``: its JSON object) on the configuration of ``run_id``? The claim is recomputed
     there with the stored alpha, beta and confidence (SPEC 13); a decision stored without a
     bounded bluff claim is not checked (never failed)."""
-    from evalcore.claim import ClaimError
+    from evalcore.measures.claim import ClaimError
     from evalcore.read.claims import claim_of
     from evalcore.records import Configuration
 
@@ -477,9 +477,9 @@ def run_gate(
     metric, alpha outside (0, 1), a min_effect outside [0, 1], or ``threshold_from_decision``
     when no compared configuration has a saved threshold in the baseline.
     """
-    from evalcore.metrics import hit_at_k
-    from evalcore.stats import detectable_difference, paired_test, sample_statement, wilson_interval
-    from evalcore.stats import holm as holm_adjust
+    from evalcore.measures.metrics import hit_at_k
+    from evalcore.measures.stats import detectable_difference, paired_test, sample_statement, wilson_interval
+    from evalcore.measures.stats import holm as holm_adjust
 
     base_ref = baseline if isinstance(baseline, Ref) else parse_ref(baseline)
     cand_ref = candidate if isinstance(candidate, Ref) else parse_ref(candidate)
@@ -495,7 +495,7 @@ def run_gate(
     try:
         texts = _same_queries(store, base_run, cand_run, "in")
     except NotComparable as exc:
-        from evalcore.qsets import versions_note
+        from evalcore.inputs.qsets import versions_note
 
         note = versions_note(base_run, cand_run)
         raise NotComparable(f"{exc}; {note}" if note else str(exc)) from None
@@ -600,7 +600,7 @@ def run_gate(
             )
 
     notes += _recipe_changes(base_run, cand_run, pairs)
-    from evalcore.qsets import versions_note
+    from evalcore.inputs.qsets import versions_note
 
     ground_truth = versions_note(base_run, cand_run)
     if ground_truth is not None:
@@ -676,7 +676,7 @@ def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any], pairs: l
             name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
             notes.append(f"strategy {name}: {old} -> {new}")
     if base_run.get("model") != cand_run.get("model"):
-        from evalcore.configurations import model_label
+        from evalcore.pipeline.configurations import model_label
 
         notes.append(f"{model_label(base_run)} -> {model_label(cand_run)}")
     return notes
@@ -686,7 +686,7 @@ def smallest_flag(n: int, level: float) -> int | None:
     """The fewest losses (with no win) the sign test flags at ``level``: the smallest L <= n with
     ``sign_test(0, L) < level`` (p = 2 * 0.5^L); None when even n losses are not enough. A drop
     of fewer than L of the n queries can never fail the gate on significance."""
-    from evalcore.stats import sign_test
+    from evalcore.measures.stats import sign_test
 
     return next((losses for losses in range(1, n + 1) if sign_test(0, losses) < level), None)
 

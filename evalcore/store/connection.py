@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-    from evalcore.extractors import Extraction
+    from evalcore.inputs.extractors import Extraction
 
 log = logging.getLogger(__name__)
 
@@ -84,9 +84,9 @@ def new_run_id() -> str:
 
 
 def migrations() -> list[tuple[int, str, str]]:
-    """(number, name, sql) of every ``NNNN_name.sql`` in evalcore/migrations, in order."""
+    """(number, name, sql) of every ``NNNN_name.sql`` in evalcore/store/migrations, in order."""
     out = []
-    for entry in resources.files("evalcore.migrations").iterdir():
+    for entry in resources.files("evalcore.store.migrations").iterdir():
         name = entry.name
         if name.endswith(".sql") and name[:4].isdigit():
             out.append((int(name[:4]), name[:-4], entry.read_text(encoding="utf-8")))
@@ -630,7 +630,7 @@ class Store:
     ) -> str:
         """Store a chosen threshold with its note, who chose it (``author``, None: not recorded)
         and the threshold claim it was made under (``claim``: the JSON object of
-        :class:`evalcore.claim.Claim`); returns the decision id."""
+        :class:`evalcore.measures.claim.Claim`); returns the decision id."""
         decision_id = uuid.uuid4().hex[:12]
         c = dict(claim or {})
         with self.transaction() as con:
@@ -735,7 +735,7 @@ class Store:
             return {}
         import pandas as pd
 
-        from evalcore.extractors import Extraction
+        from evalcore.inputs.extractors import Extraction
 
         want = pd.DataFrame(keys, columns=["file_hash", "extractor", "extractor_version"]).drop_duplicates()
         with self.read() as con:

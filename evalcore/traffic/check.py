@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import ConfigError
 
 if TYPE_CHECKING:
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 ALPHA = 0.05
 
@@ -76,10 +76,10 @@ def run_check(
     alpha: float = ALPHA,
 ) -> CheckReport:
     """The check of the module docstring."""
-    from evalcore.drift import holm, parse_period
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic import periods as period_rows
-    from evalcore.traffic import resolve_target
+    from evalcore.traffic.drift import holm, parse_period
+    from evalcore.traffic.replay import resolve_target
 
     step = parse_period(period)
     if max_refused_share is not None and not 0.0 <= max_refused_share <= 1.0:

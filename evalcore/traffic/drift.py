@@ -42,7 +42,7 @@ class KS:
 
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values in the input order: sort ascending, ``adj_(i) =
-    max_{j <= i} min(1, (m - j + 1) p_(j))``. The same as :func:`evalcore.stats.holm` (tested
+    max_{j <= i} min(1, (m - j + 1) p_(j))``. The same as :func:`evalcore.measures.stats.holm` (tested
     against statsmodels), computed directly: statsmodels' ``multipletests`` runs the garbage
     collector on every call, which costs a tenth of a second per period on a big store."""
     values = [float(p) for p in p_values]

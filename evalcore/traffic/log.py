@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalcore import jsontext
 from evalcore.errors import InputError
+from evalcore.inputs import jsontext
 
 FORMATS = ("csv", "jsonl", "parquet")
 LABELS = ("answerable", "off-topic")

@@ -2,7 +2,7 @@
 
 Each logged query is embedded with the run's model (vectors cached by text hash, as for every
 run), retrieved against that configuration's stored chunks by the run's own code
-(:func:`evalcore.ranking.rank_block`: dense, bm25, hybrid, rerank exactly as in the run) and
+(:func:`evalcore.pipeline.ranking.rank_block`: dense, bm25, hybrid, rerank exactly as in the run) and
 stored with its time, its top hits with their distances, and the gate's value: the smallest
 distance among its top 4 hits (SPEC 15). A query text is scored once per configuration, however
 often it was asked; every log line is stored (its time and label) and counted.
@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, InputError, ModelError
-from evalcore.threshold import DEFAULT_TOP
-from evalcore.traffic_log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
+from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.traffic.log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,12 +49,12 @@ if TYPE_CHECKING:
     #: ids, distances, scores (texts x top), gate values, {text index: why the endpoint failed}
     Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]
 
-    from evalcore.configurations import ConfigInfo
-    from evalcore.embedding import Embedder
+    from evalcore.pipeline.configurations import ConfigInfo
+    from evalcore.pipeline.embedding import Embedder
+    from evalcore.pipeline.retrieval import BM25, Reranker
     from evalcore.progress import Progress
     from evalcore.records import Configuration
-    from evalcore.retrieval import BM25, Reranker
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
 log = logging.getLogger(__name__)
 
@@ -80,10 +80,10 @@ def resolve_target(store: Store, reference: str) -> Target:
     """``RUN`` or ``RUN:STRATEGY/RETRIEVER`` -> the run's configuration; ``RUN`` alone names
     the configuration of the run's latest saved decision, or its only one. ConfigError naming
     the choices otherwise."""
-    from evalcore.configurations import read
-    from evalcore.gate import parse_ref, resolve_run
+    from evalcore.pipeline.configurations import read
     from evalcore.read.decisions import latest_decision
     from evalcore.records import Configuration
+    from evalcore.regression.gate import parse_ref, resolve_run
 
     ref = parse_ref(reference)
     run = resolve_run(store, ref.run)
@@ -133,8 +133,8 @@ class Replayer:
         value of each (smallest distance among its top 4), and no failures."""
         import numpy as np
 
-        from evalcore.embedding import embed_with_cache
-        from evalcore.ranking import block_queries, rank_block
+        from evalcore.pipeline.embedding import embed_with_cache
+        from evalcore.pipeline.ranking import block_queries, rank_block
 
         t0 = time.perf_counter()
         qvec, stats = embed_with_cache(self.embedder, texts, self.store)
@@ -191,9 +191,9 @@ class EndpointReplayer:
     def score(self, texts: Sequence[str]) -> Scores:
         import numpy as np
 
-        from evalcore.embedding import text_hash
         from evalcore.external.endpoint import Counters, answers
         from evalcore.external.record import Failure
+        from evalcore.pipeline.embedding import text_hash
 
         t0 = time.perf_counter()
         queries = [(f"traffic-{text_hash(t)[:16]}", t) for t in texts]
@@ -275,9 +275,9 @@ def replayer(
     their vectors (from the vector cache; embedded anew only if missing), its BM25 index and
     cross-encoder when its retriever uses them."""
     from evalcore import testhooks
-    from evalcore.embedding import embed_with_cache, load_embedder
-    from evalcore.ranking import max_norm
-    from evalcore.retrieval import BM25
+    from evalcore.pipeline.embedding import embed_with_cache, load_embedder
+    from evalcore.pipeline.ranking import max_norm
+    from evalcore.pipeline.retrieval import BM25
 
     _refuse(target)
     model = target.info.model
@@ -301,7 +301,7 @@ def replayer(
     bm25 = BM25.build(texts) if retriever in ("bm25", "hybrid", "rerank") else None
     reranker = None
     if retriever == "rerank":
-        from evalcore.retrieval import Reranker as _Reranker
+        from evalcore.pipeline.retrieval import Reranker as _Reranker
 
         path = reranker_path or _rerank_path(store, target.run_id)
         if not path:
@@ -503,7 +503,7 @@ def _score_new(
     import numpy as np
     import pandas as pd
 
-    from evalcore.embedding import text_hash
+    from evalcore.pipeline.embedding import text_hash
 
     unique = {text_hash(t): t for t in texts}
     with store.read() as con:
@@ -552,7 +552,7 @@ def _score_new(
 def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, int]]) -> pd.DataFrame:
     import pandas as pd
 
-    from evalcore.embedding import text_hash
+    from evalcore.pipeline.embedding import text_hash
 
     run_id, strategy, retriever = target.key
     return pd.DataFrame(
@@ -572,7 +572,7 @@ def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, in
 
 
 def _import_row(target: Target, import_id: str, source: str, fmt: str, author: str | None) -> dict[str, Any]:
-    from evalcore.store import now
+    from evalcore.store.connection import now
 
     run_id, strategy, retriever = target.key
     return {
@@ -635,7 +635,7 @@ def _write_batch(
 
 
 def _finish_import(store: Store, import_id: str, result: ImportResult, status: str) -> None:
-    from evalcore.store import now
+    from evalcore.store.connection import now
 
     try:
         with store.transaction() as con:
@@ -654,7 +654,7 @@ def _finish_import(store: Store, import_id: str, result: ImportResult, status: s
 
 def set_label(store: Store, target: Target, text_hash: str, label: str | None, author: str | None) -> None:
     """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
-    from evalcore.store import now
+    from evalcore.store.connection import now
 
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
@@ -693,7 +693,7 @@ def forget(
 ) -> Forgotten:
     """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
     texts no remaining line uses, their hits and labels; then rewrite the store file
-    (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
+    (:meth:`evalcore.store.connection.Store.compact`) so the deleted text is not left in free pages."""
     where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
     params: list[Any] = [before] + ([run_id] if run_id else [])
     orphan = (

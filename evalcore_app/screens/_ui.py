@@ -47,13 +47,13 @@ from typing import Any
 
 import streamlit as st
 
-from evalcore import markdown
 from evalcore.errors import EvalcoreError
-from evalcore.figures import Figure, Selection
+from evalcore.figures import markdown_text as markdown
+from evalcore.figures.build import Figure, Selection
+from evalcore.measures.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
 from evalcore.read import compare, decisions, runs, sweeps
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.store import Store, default_store_path
-from evalcore.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
+from evalcore.store.connection import Store, default_store_path
 from evalcore_app import screen
 
 DEMO_COMMAND = "python -m evalcore demo"
@@ -138,7 +138,7 @@ def _figure(path: str | None, name: str, _fn: Callable[..., Any], args: tuple) -
 
 
 def figure(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(store, *args)`` for an :mod:`evalcore.figures` builder, cached per (store path,
+    """``fn(store, *args)`` for an :mod:`evalcore.figures.build` builder, cached per (store path,
     function, args) without copying: a figure (chart, data, caption) is never changed after it
     is built, so every session may share it, and no pickling slows a page down."""
     return _figure(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, args)
@@ -333,8 +333,9 @@ def sidebar() -> Context:
 
 def no_runs_message(ctx: Context) -> None:
     """No complete run yet: show the runs under way, or offer to start the demo here."""
-    from evalcore import demo, jobs
-    from evalcore.chunking import DEFAULT_STRATEGIES
+    from evalcore import jobs
+    from evalcore.inputs import demo
+    from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 
     exists = Path(ctx.store_path).exists()
     if exists and not jobs.active_jobs(store()).empty:
@@ -419,7 +420,7 @@ def threshold_state(ctx: Context) -> tuple[float, str]:
 def claim_params() -> tuple[float, float, float]:
     """The threshold claim's (alpha, beta, confidence) set on the Threshold screen (defaults
     0.05, 0.20, 0.95)."""
-    from evalcore.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+    from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
 
     return (
         float(st.session_state.get("claim_alpha", DEFAULT_ALPHA)),
@@ -431,7 +432,7 @@ def claim_params() -> tuple[float, float, float]:
 def claim_or_none(ctx: Context, splits: int | None = None) -> Any:
     """The selected configuration's threshold claim at :func:`claim_params` (with the held-out
     check over ``splits``), or None when none can be made (no off-topic or answerable query)."""
-    from evalcore.claim import ClaimError
+    from evalcore.measures.claim import ClaimError
     from evalcore.read import claims
 
     try:
@@ -508,7 +509,7 @@ def show_figure(figure: Figure, key: str, on_select: bool = False) -> Any:
 
 def downloads(figure: Figure, key: str) -> None:
     """PNG, SVG and CSV download buttons of one figure (rendered when clicked)."""
-    from evalcore import export
+    from evalcore.files import figure_files as export
 
     run_id = st.session_state.get("run_id", "run")
     kinds = (

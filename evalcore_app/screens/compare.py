@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore import figures
-from evalcore.metrics import DEFAULT_KS
+from evalcore.figures import build as figures
+from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.read import compare, qsets, runs
 from evalcore_app.screens import _ui
 

@@ -6,7 +6,7 @@ import math
 
 import streamlit as st
 
-from evalcore import figures
+from evalcore.figures import build as figures
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore import export, figures
+from evalcore.figures import build as figures
+from evalcore.files import figure_files as export
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()

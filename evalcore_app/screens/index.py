@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore import figures
+from evalcore.figures import build as figures
 from evalcore.read import index
 from evalcore_app.screens import _ui
 

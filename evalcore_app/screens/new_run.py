@@ -21,11 +21,13 @@ from pathlib import Path
 
 import streamlit as st
 
-from evalcore import inputs, jobs, uploads
-from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore import jobs
 from evalcore.errors import EvalcoreError
 from evalcore.external.endpoint import allowed_prefixes
-from evalcore.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
+from evalcore.inputs import sources as inputs
+from evalcore.inputs import uploads
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore.pipeline.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()

@@ -1,4 +1,4 @@
-"""Questions: author a question set on a corpus (evalcore.qsets, docs/QUESTION_SETS.md).
+"""Questions: author a question set on a corpus (evalcore.inputs.qsets, docs/QUESTION_SETS.md).
 
 Pick the corpus (upload files, or the canonical texts of a stored run), pick a document and a
 section, select the answer with the mouse (a components-v2 text selector) or search a phrase
@@ -22,9 +22,10 @@ import hashlib
 
 import streamlit as st
 
-from evalcore import authors, qsets, uploads
-from evalcore.chunking import DEFAULT_STRATEGIES
+from evalcore import authors
 from evalcore.errors import EvalcoreError
+from evalcore.inputs import qsets, uploads
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 from evalcore.read import qsets as rq
 from evalcore.records import OODQuery, Question
 from evalcore_app.screens import _ui

@@ -10,10 +10,12 @@ import math
 
 import streamlit as st
 
-from evalcore import authors, charts, figures
-from evalcore.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
+from evalcore import authors
+from evalcore.figures import build as figures
+from evalcore.figures import charts
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
+from evalcore.measures.threshold import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
-from evalcore.threshold import DEFAULT_COST_RATIO
 from evalcore_app import screen
 from evalcore_app.screens import _ui
 

@@ -13,9 +13,10 @@ from datetime import timedelta
 import altair as alt
 import streamlit as st
 
-from evalcore import authors, traffic
+from evalcore import authors
 from evalcore.read import claims
 from evalcore.read import traffic as reads
+from evalcore.traffic import replay as traffic
 from evalcore_app import screen
 from evalcore_app.screens import _ui
 

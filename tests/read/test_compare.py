@@ -12,9 +12,9 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from evalcore.errors import StoreError
+from evalcore.measures.stats import format_p, p_relation
 from evalcore.read import compare, runs
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.stats import format_p, p_relation
 from read.oracle import first_ranks
 
 
@@ -103,7 +103,7 @@ def test_best_statement_reads_the_same_cell(store, engine_run_id):
 
 
 def test_comparison_across_two_runs_with_other_names(two_run_store, two_run_ids):
-    from evalcore.store import Store
+    from evalcore.store.connection import Store
 
     store = Store(two_run_store)
     first, second = two_run_ids
@@ -149,7 +149,7 @@ def test_destroyed_counts_in_the_runs_order(store, engine_run_id):
 def test_best_statement_when_no_query_differs_names_no_winner():
     """Two configurations that find exactly the same queries (e.g. the same retriever imported
     and served): the sentence says no query differs instead of naming a winner by order."""
-    from evalcore.stats import Interval
+    from evalcore.measures.stats import Interval
 
     top = compare.Best(
         "ext:sent3/rank_bm25",

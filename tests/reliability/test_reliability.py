@@ -29,10 +29,11 @@ from conftest import MINI, ROOT
 from reliability_table import record
 from zips import deflated_zeros, lying_zip, make_zip
 
-from evalcore import inputs, jobs
+from evalcore import jobs
 from evalcore.errors import InputError
-from evalcore.store import Store, migrations
-from evalcore.uploads import UploadedFile
+from evalcore.inputs import sources as inputs
+from evalcore.inputs.uploads import UploadedFile
+from evalcore.store.connection import Store, migrations
 
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "reliability"), str(ROOT / "tests")])
 FAKE = {
@@ -982,7 +983,7 @@ def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base
     fill(small_disk)  # now completely full
     listed, shown = evalcore("list", store=store), evalcore("show", next(iter(before)), store=store)
     from evalcore.read.runs import runs_overview
-    from evalcore.summary import summary_table
+    from evalcore.read.summary import summary_table
 
     try:
         dashboard = len(runs_overview(Store(store))), len(summary_table(Store(store), next(iter(before))))

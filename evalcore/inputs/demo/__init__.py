@@ -4,14 +4,14 @@
 in the reference's own words, ``ticket`` as a confused user writes a support ticket);
 ``OOD_PATH`` holds out-of-domain queries (``near``: a Python question the language
 reference does not answer; ``far``: unrelated). Needles are verbatim clauses of the
-canonical text made by :mod:`evalcore.demo.pydoc_topics` (extractor version ``1``).
+canonical text made by :mod:`evalcore.inputs.demo.pydoc_topics` (extractor version ``1``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from evalcore.demo.pydoc_topics import NAME, VERSION, load_pydoc_corpus
+from evalcore.inputs.demo.pydoc_topics import NAME, VERSION, load_pydoc_corpus
 from evalcore.records import Corpus
 
 _HERE = Path(__file__).resolve().parent

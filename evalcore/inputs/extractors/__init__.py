@@ -1,9 +1,9 @@
 """Extractors turn one file's bytes into a title and a canonical text (SPEC sections 1, 12).
 
-One module per format: :mod:`~evalcore.extractors.markdown` (``.md``, ``.markdown``,
-``.txt``), :mod:`~evalcore.extractors.pdf` and :mod:`~evalcore.extractors.html`. Each has
+One module per format: :mod:`~evalcore.inputs.extractors.markdown` (``.md``, ``.markdown``,
+``.txt``), :mod:`~evalcore.inputs.extractors.pdf` and :mod:`~evalcore.inputs.extractors.html`. Each has
 ``NAME``, ``VERSION`` and ``extract(data, filename) -> Extraction``; the registry that maps
-file suffixes to them is :mod:`evalcore.extract`. An extractor raises
+file suffixes to them is :mod:`evalcore.inputs.extract`. An extractor raises
 :class:`~evalcore.errors.InputError` with a one-line reason when a file cannot be used; the
 corpus records the file as failed and goes on.
 """

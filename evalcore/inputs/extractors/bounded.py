@@ -3,8 +3,8 @@
 A PDF is a program: a 1 MB file whose content stream inflates to 1 GiB, or a 100 KB page of
 1.4 million text objects, makes PDFium use gigabytes while it reads the page. Extracting in
 the process that asked (the dashboard, a CLI run) would let one document exhaust it, so
-:func:`extract` runs :func:`evalcore.extractors.pdf.extract` in a child interpreter
-(``python -m evalcore.extractors.bounded``: the bytes on stdin, the pickled result on
+:func:`extract` runs :func:`evalcore.inputs.extractors.pdf.extract` in a child interpreter
+(``python -m evalcore.inputs.extractors.bounded``: the bytes on stdin, the pickled result on
 stdout). The child caps its own address space (``RLIMIT_AS``) at what it holds after start
 plus ``$EVALCORE_PDF_MEMORY_MB`` (default 1024) and is killed after ``$EVALCORE_PDF_SECONDS``
 (default 300). A document that needs more fails with the reason, like any unreadable
@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction
+from evalcore.inputs.extractors import Extraction
 
 MEMORY_ENV = "EVALCORE_PDF_MEMORY_MB"
 SECONDS_ENV = "EVALCORE_PDF_SECONDS"
@@ -53,10 +53,10 @@ def _vm_bytes() -> int:
 
 
 def extract(data: bytes, filename: str) -> Extraction:
-    """:func:`evalcore.extractors.pdf.extract` in a capped child process (see the module doc);
+    """:func:`evalcore.inputs.extractors.pdf.extract` in a capped child process (see the module doc);
     InputError naming ``filename`` when it fails, needs more memory than allowed or runs out
     of time."""
-    from evalcore.extractors import pdf
+    from evalcore.inputs.extractors import pdf
 
     if not data or b"%PDF-" not in data[:1024] or sys.platform == "win32":
         return pdf.extract(data, filename)  # the cheap refusals need no child (Windows has no RLIMIT_AS)
@@ -67,7 +67,7 @@ def extract(data: bytes, filename: str) -> Extraction:
     memory_mb = _limit(MEMORY_ENV, DEFAULT_MEMORY_MB)
     seconds = _limit(SECONDS_ENV, DEFAULT_SECONDS)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evalcore.extractors.bounded", filename, str(int(memory_mb * 2**20))],
+        [sys.executable, "-m", "evalcore.inputs.extractors.bounded", filename, str(int(memory_mb * 2**20))],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -98,7 +98,7 @@ def _main(filename: str, budget: int) -> int:
     import resource
 
     data = sys.stdin.buffer.read()
-    from evalcore.extractors import pdf, require
+    from evalcore.inputs.extractors import pdf, require
 
     require("pypdfium2", "pdf", filename)  # import it before the cap is set
     held = _vm_bytes()

@@ -48,7 +48,7 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction, library_version, require
+from evalcore.inputs.extractors import Extraction, library_version, require
 
 logger = logging.getLogger(__name__)
 

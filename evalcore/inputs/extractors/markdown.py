@@ -28,7 +28,7 @@ import re
 from pathlib import PurePath
 
 from evalcore.errors import InputError
-from evalcore.extractors import Extraction
+from evalcore.inputs.extractors import Extraction
 
 logger = logging.getLogger(__name__)
 
