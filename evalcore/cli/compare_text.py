@@ -135,9 +135,10 @@ def compare_text(
     """The terminal report of ``compare`` for one run, or two runs on the same queries."""
     from evalcore.measures.stats import sample_statement
     from evalcore.read.compare import compare
+    from evalcore.read.refs import resolve_run
     from evalcore.read.runs import run_configurations
     from evalcore.read.summary import summary_table
-    from evalcore.regression.gate import gate_metric, resolve_run
+    from evalcore.regression.gate import gate_metric
 
     width = width or terminal_width()
     from evalcore.pipeline.configurations import model_label

@@ -87,7 +87,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise InputError(f"{store.path}: no run store there")
     run_id = None
     if args.run:
-        from evalcore.regression.gate import resolve_run
+        from evalcore.read.refs import resolve_run
 
         run_id = str(resolve_run(store, args.run)["run_id"])
     before = _day(args.before)

@@ -1,4 +1,4 @@
-"""A gate report (:class:`evalcore.regression.gate.GateReport`) as text, Markdown, JSON or JUnit XML.
+"""A gate report (:class:`evalcore.regression.model.GateReport`) as text, Markdown, JSON or JUnit XML.
 
 - text: for the terminal and CI logs;
 - Markdown: a pull-request comment (GitHub-flavoured tables; the queries lost are in
@@ -17,7 +17,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evalcore.regression.gate import BluffCheck, ConfigResult, GateReport, QueryChange, Side
+    from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
 
 FORMATS = ("text", "markdown", "json")
 SHOW_LOST = 25  # lost queries listed per configuration in text and Markdown (JSON and JUnit list all)

@@ -82,8 +82,8 @@ def resolve_target(store: Store, reference: str) -> Target:
     the choices otherwise."""
     from evalcore.pipeline.configurations import read
     from evalcore.read.decisions import latest_decision
+    from evalcore.read.refs import parse_ref, resolve_run
     from evalcore.records import Configuration
-    from evalcore.regression.gate import parse_ref, resolve_run
 
     ref = parse_ref(reference)
     run = resolve_run(store, ref.run)
