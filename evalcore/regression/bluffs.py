@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from evalcore.store.connection import Store
 
 
-def _axis(store: Store, run_id: str, configuration: str) -> Axis:
+def axis_of(store: Store, run_id: str, configuration: str) -> Axis:
     """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`)."""
     from evalcore.pipeline.configurations import info
     from evalcore.records import Configuration
@@ -21,7 +21,7 @@ def _axis(store: Store, run_id: str, configuration: str) -> Axis:
     return info(store, run_id, parsed.strategy, parsed.retriever).axis
 
 
-def _bluff_outcomes(
+def bluff_outcomes(
     store: Store, run_id: str, configuration: str, ood: dict[str, str], threshold: float, skip: Set[str] = frozenset()
 ) -> dict[str, bool]:
     """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
@@ -31,7 +31,7 @@ def _bluff_outcomes(
     from evalcore.read.sweeps import top_hits
     from evalcore.records import Configuration
 
-    axis = _axis(store, run_id, configuration)
+    axis = axis_of(store, run_id, configuration)
     hits = top_hits(store, run_id, Configuration.parse(configuration))
     _, out_domain = split_hits(hits, column=axis.column)
     return {
@@ -41,7 +41,7 @@ def _bluff_outcomes(
     }
 
 
-def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
+def saved_threshold(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
     from evalcore.read.decisions import latest_decision
     from evalcore.records import Configuration
 

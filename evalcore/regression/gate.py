@@ -21,8 +21,8 @@ Every report carries the minimum detectable difference at its n (:func:`evalcore
 detectable_difference`), at the level the first Holm step needs (``alpha / m``), so that "no
 significant regression" is never read as "no regression".
 
-A run reference (:func:`parse_ref`) is ``RUN`` or ``RUN:CONFIG``; ``RUN`` is a run id, a run
-name (its latest complete run) or a unique prefix of a run id (:func:`resolve_run`).
+A run reference is ``RUN`` or ``RUN:CONFIG`` (:mod:`evalcore.read.refs`); the report model is
+:mod:`evalcore.regression.model`, the refusal-contract checks :mod:`evalcore.regression.bluffs`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, NotComparable
 from evalcore.read.refs import Ref, parse_ref, resolve_run
-from evalcore.regression.bluffs import _axis, _bluff_outcomes, _latest_decision, claim_check
+from evalcore.regression.bluffs import axis_of, bluff_outcomes, claim_check, saved_threshold
 from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
 
 if TYPE_CHECKING:
@@ -141,12 +141,9 @@ def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
     queries, all configurations in one read."""
     import pandas as pd
 
-    df = store.query(
-        "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank FROM results r "
-        "JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id "
-        "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid",
-        [run_id],
-    )
+    from evalcore.read.results import scored_ranks
+
+    df = scored_ranks(store, run_id)
     out: dict[str, dict[str, int | None]] = {}
     for strategy, retriever, query_id, rank in df.itertuples(index=False):
         out.setdefault(f"{strategy}/{retriever}", {})[str(query_id)] = None if pd.isna(rank) else int(rank)
@@ -180,7 +177,7 @@ def run_gate(
     min_effect: float | None = None,
     threshold_from_decision: bool = False,
 ) -> GateReport:
-    """Gate ``candidate`` against ``baseline`` (references as in :func:`parse_ref`).
+    """Gate ``candidate`` against ``baseline`` (references as in :func:`evalcore.read.refs.parse_ref`).
 
     Raises an EvalcoreError (the CLI's exit 2) for bad input: an unknown or incomplete run, an
     unknown configuration, runs that did not answer the same queries, an unknown or unpaired
@@ -256,20 +253,20 @@ def run_gate(
             )
         found = []
         for i, (b_cfg, c_cfg, *_rest) in enumerate(raw):
-            decision = _latest_decision(store, base_run["run_id"], b_cfg)
+            decision = saved_threshold(store, base_run["run_id"], b_cfg)
             if decision is None:
                 bluff_notes[i] = f"no saved threshold for {b_cfg} in the baseline run: bluffs not checked"
                 continue
             t = float(decision["threshold"])
-            b_axis, c_axis = _axis(store, base_run["run_id"], b_cfg), _axis(store, cand_run["run_id"], c_cfg)
+            b_axis, c_axis = axis_of(store, base_run["run_id"], b_cfg), axis_of(store, cand_run["run_id"], c_cfg)
             if b_axis != c_axis:
                 bluff_notes[i] = (
                     f"the baseline's threshold for {b_cfg} reads {b_axis.label}, the candidate's gate "
                     f"reads {c_axis.label}: one threshold cannot serve both; bluffs not checked"
                 )
                 continue
-            b_bluff = _bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t, failed["b"].get(b_cfg, set()))
-            c_bluff = _bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t, failed["c"].get(c_cfg, set()))
+            b_bluff = bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t, failed["b"].get(b_cfg, set()))
+            c_bluff = bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t, failed["c"].get(c_cfg, set()))
             found.append((i, decision, b_bluff, c_bluff, paired_test(c_bluff, b_bluff, common=True)))
         mismatched = [note for note in bluff_notes.values() if "cannot serve both" in note]
         if not found and mismatched:
