@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, NotComparable
+from evalcore.measures.stats import ALPHA
 from evalcore.read.refs import Ref, parse_ref, resolve_run
 from evalcore.regression.bluffs import axis_of, bluff_outcomes, claim_check, saved_threshold
 from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_METRIC = "hit@4"
-DEFAULT_ALPHA = 0.05
+DEFAULT_ALPHA = ALPHA  #: the significance level (:data:`evalcore.measures.stats.ALPHA`)
 
 
 # --- checks -------------------------------------------------------------------------------

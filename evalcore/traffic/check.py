@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
+from evalcore.measures.stats import ALPHA
 
 if TYPE_CHECKING:
     from evalcore.store.connection import Store
-
-ALPHA = 0.05
 
 
 @dataclass
