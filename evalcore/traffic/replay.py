@@ -191,7 +191,7 @@ class EndpointReplayer:
     def score(self, texts: Sequence[str]) -> Scores:
         import numpy as np
 
-        from evalcore.external.endpoint import Counters, answers
+        from evalcore.external.endpoint_calls import Counters, answers
         from evalcore.external.record import Failure
         from evalcore.pipeline.embedding import text_hash
 
