@@ -26,6 +26,9 @@ Every 2xx answer is cached in the store (:mod:`evalcore.external.responses`), so
 on the same queries sends nothing unless ``refresh`` is set. Standard library only
 (``urllib.request`` + a thread pool): one request per query needs no connection pooling,
 and evalcore gains no dependency for it.
+
+This module says what an endpoint is (:class:`Endpoint`, the allowed URL prefixes) and how an
+answer is read (:func:`parse`); :mod:`evalcore.external.endpoint_calls` sends the requests.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ Each builder takes a frame from :mod:`evalcore.read` and returns an Altair chart
 is that frame (or a presentation-only reshaping of it), so the same chart renders in the app
 and exports to PNG/SVG (:mod:`evalcore.files.figure_files`) unchanged. Colours are fixed here, by name,
 so a retriever or an outcome has the same colour on every screen and in every file.
+The refusal threshold's charts are :mod:`evalcore.figures.threshold_charts`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ SCORE_TITLES = {
 }
 
 
-def _inline_all_rows() -> None:
+def inline_all_rows() -> None:
     """The charts inline their (already aggregated) data; large runs may pass 5000 rows."""
     import altair as alt
 
@@ -64,7 +65,7 @@ def _inline_all_rows() -> None:
 _Top = TypeVar("_Top", "alt.Chart", "alt.LayerChart", "alt.FacetChart", "alt.VConcatChart")
 
 
-def _configure(
+def configure(
     chart: _Top,
     title: str,
     subtitle: str | list[str] | None = None,
@@ -72,7 +73,7 @@ def _configure(
 ) -> _Top:
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     # "pad": the plot is exactly width x height and the figure grows by its axes and titles, on
     # screen (Streamlit would otherwise "fit" axes and titles into that size) as in the files.
     # altair's configure methods return Self, but its signature decorator hides that from mypy
@@ -112,7 +113,7 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
     configurations down the side (their labels read horizontally, never cut)."""
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     data = table[table["metric"].str.startswith("recall@")].copy()
     data["k"] = data["k"].astype(int)
     order = list(dict.fromkeys(data["label"]))
@@ -150,14 +151,14 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
             )
         )
     )
-    return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval", "bottom")
+    return configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval", "bottom")
 
 
 def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
     """MRR of each configuration as a bar (a mean of reciprocal ranks: no Wilson interval)."""
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     data = table[table["metric"] == "mrr"]
     order = list(dict.fromkeys(data["label"]))
     bars = (
@@ -181,14 +182,14 @@ def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
         .encode(y=alt.Y("label:N", sort=order), x="value:Q", text=alt.Text("value:Q", format=".3f"))
     )
     chart = alt.LayerChart(layer=[bars, text]).properties(width=420, height=_rows_height(len(order)))
-    return _configure(chart, "MRR per configuration", "mean of 1/rank of the first correct chunk (0 when none)")
+    return configure(chart, "MRR per configuration", "mean of 1/rank of the first correct chunk (0 when none)")
 
 
 def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
     """Destroyed ground truths per strategy (bars, labelled with the count)."""
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     order = list(counts["strategy"])
     base = alt.Chart(counts).encode(
         y=alt.Y("strategy:N", sort=order, title="strategy"),
@@ -202,7 +203,7 @@ def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
             base.mark_text(align="left", dx=3, fontSize=11).encode(text="destroyed:Q"),
         ]
     ).properties(width=360, height=_rows_height(len(order), 24))
-    return _configure(chart, "Destroyed answers per strategy", "ground truths no chunk holds whole")
+    return configure(chart, "Destroyed answers per strategy", "ground truths no chunk holds whole")
 
 
 def verdict_of(wins: int, losses: int, significant: bool) -> str:
@@ -224,7 +225,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     """
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     import pandas as pd
 
     data = matrix[
@@ -324,7 +325,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
             .encode(x=x, y=y, text="ptext:N")
         )
     chart = alt.LayerChart(layer=[empty, rect, *texts]).properties(width=cell * n, height=cell * n)
-    chart = _configure(
+    chart = configure(
         chart,
         f"Wins and losses at hit@{k}",
         # two short lines: a matrix of two or three configurations is narrow
@@ -339,7 +340,7 @@ def index_chart(health: pd.DataFrame) -> alt.LayerChart:
     import altair as alt
     import pandas as pd
 
-    _inline_all_rows()
+    inline_all_rows()
     data = health.assign(
         label=[
             f"{c} chunks, {o} over the window" if pd.notna(o) else f"{c} chunks (window not measured: ranked elsewhere)"
@@ -364,7 +365,7 @@ def index_chart(health: pd.DataFrame) -> alt.LayerChart:
             base.mark_text(align="left", dx=3, fontSize=10).encode(x="chunks:Q", text="label:N"),
         ]
     ).properties(width=360, height=_rows_height(len(order), 24))
-    return _configure(chart, "Chunks per strategy", "label: chunks over the model's 256-piece window")
+    return configure(chart, "Chunks per strategy", "label: chunks over the model's 256-piece window")
 
 
 def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
@@ -378,7 +379,7 @@ def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
     import altair as alt
     import pandas as pd
 
-    _inline_all_rows()
+    inline_all_rows()
     long = pd.concat(
         [
             coverage.assign(series="off-topic questions answered (bluffs)", share=coverage["bluff_rate"]),
@@ -428,7 +429,7 @@ def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
             .encode(x="c:Q", y=alt.value(2), text="label:N")
         )
     chart = alt.LayerChart(layer=layers).properties(width=640, height=300)
-    return _configure(
+    return configure(
         chart,
         "What the gate does, read as coverage",
         "each point is a threshold; left: refuse more, right: answer more",

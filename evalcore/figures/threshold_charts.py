@@ -13,8 +13,8 @@ from evalcore.figures.charts import (
     MEASURE_TITLES,
     SCORE_TITLES,
     SERIES_COLOURS,
-    _configure,
-    _inline_all_rows,
+    configure,
+    inline_all_rows,
 )
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ def distance_chart(
     when the groups overlap (no threshold separates them there)."""
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     import pandas as pd
 
     measures = [m for m in MEASURE_COLOURS if m in set(histogram["measure"])]
@@ -120,7 +120,7 @@ def distance_chart(
     subtitle = "dashed: worst in-domain answer and best out-of-domain top hit"
     if overlap:
         subtitle += "; shaded: where the groups overlap"
-    return _configure(chart, "In-domain against out-of-domain distances", subtitle)
+    return configure(chart, "In-domain against out-of-domain distances", subtitle)
 
 
 def sweep_chart(
@@ -138,7 +138,7 @@ def sweep_chart(
     """
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     import pandas as pd
 
     field = "rate" if rates else "count"
@@ -210,7 +210,7 @@ def sweep_chart(
     )
     chart = alt.LayerChart(layer=layers).properties(width=640, height=300)
     what = "Bluffs, lost answers and refusals against the threshold"
-    return _configure(
+    return configure(
         chart,
         what + (" (rates)" if rates else " (counts)"),
         "shaded: 95% Wilson interval of each rate" if rates else "queries of each group",

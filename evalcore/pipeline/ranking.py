@@ -22,6 +22,9 @@ the top K lie in the union of the two top-D lists; ranks are computed exactly on
 the chunks whose bounds do not decide. The first correct chunk's hybrid rank is counted
 the same way when it lies within that depth, and otherwise from every matched chunk's
 BM25 rank and dense rank bounds (see :meth:`_Hybrid.first_rank`).
+
+One query's exact dense and BM25 orders are :mod:`evalcore.pipeline.rank_rows`; this module
+fuses and reranks them and ranks a block of queries (:func:`rank_block`).
 """
 
 from __future__ import annotations
