@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evalcore.store.connection import Store
 
 
@@ -48,25 +50,41 @@ def parse_ref(text: str) -> Ref:
     return Ref(run, configuration)
 
 
+def _by_name(store: Store, run: str) -> pd.DataFrame:
+    """The runs named ``run``, newest first (empty when ``run`` is an exact run id)."""
+    if not store.query("SELECT run_id FROM runs WHERE run_id = ?", [run]).empty:
+        return store.query("SELECT run_id, status, reason FROM runs WHERE false")
+    return store.query("SELECT run_id, status, reason FROM runs WHERE name = ? ORDER BY created_at DESC", [run])
+
+
+def find_run(store: Store, run: str) -> dict[str, Any]:
+    """The run a reference names, whatever its status (what ``show`` prints): an exact run id,
+    else a run name (its newest complete run, else its newest run), else a unique prefix of a
+    run id. StoreError naming the reference when it is unknown or ambiguous."""
+    named = _by_name(store, run)
+    if not named.empty:
+        done = named[named["status"] == "complete"]
+        return store.run(str((done if len(done) else named).iloc[0]["run_id"]))
+    return store.run(run)
+
+
 def resolve_run(store: Store, run: str) -> dict[str, Any]:
     """The complete run a reference names: an exact run id, else a run name (its newest complete
     run), else a unique prefix of a run id. StoreError for an unknown or ambiguous reference,
     and for a run that is not complete (naming its status and reason)."""
     from evalcore.read.runs import require_complete
 
-    exact = store.query("SELECT run_id FROM runs WHERE run_id = ?", [run])
-    if exact.empty:
-        named = store.query("SELECT run_id, status, reason FROM runs WHERE name = ? ORDER BY created_at DESC", [run])
-        if not named.empty:
-            done = named[named["status"] == "complete"]
-            if done.empty:
-                newest = named.iloc[0]
-                why = f": {newest['reason']}" if newest["reason"] else ""
-                raise StoreError(
-                    f"run name {run!r} has no complete run in {store.path} "
-                    f"(newest {newest['run_id']} is {newest['status']}{why})"
-                )
-            return require_complete(store, str(done.iloc[0]["run_id"]))
+    named = _by_name(store, run)
+    if not named.empty:
+        done = named[named["status"] == "complete"]
+        if done.empty:
+            newest = named.iloc[0]
+            why = f": {newest['reason']}" if newest["reason"] else ""
+            raise StoreError(
+                f"run name {run!r} has no complete run in {store.path} "
+                f"(newest {newest['run_id']} is {newest['status']}{why})"
+            )
+        return require_complete(store, str(done.iloc[0]["run_id"]))
     try:
         run_id = store.run(run)["run_id"]
     except StoreError:
