@@ -13,6 +13,8 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from evalcore.measures.stats import ALPHA
+
 if TYPE_CHECKING:
     import altair as alt
     import pandas as pd
@@ -278,7 +280,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
             y=y,
             color=alt.Color(
                 "verdict:N",
-                title=f"difference ({p_name} < 0.05)",
+                title=f"difference ({p_name} < {ALPHA:g})",
                 scale=alt.Scale(domain=domain, range=colours),
                 legend=alt.Legend(values=list(VERDICT_COLOURS), orient="bottom", columns=2, titleLimit=LABEL_LIMIT),
             ),

@@ -305,7 +305,7 @@ def _rejection_counts(discordant: int, alpha: float) -> tuple[int, ...]:
     return tuple(int(x) for x in w[p <= alpha])
 
 
-def sign_test_power(discordant: int, win_share: float, alpha: float = 0.05) -> float:
+def sign_test_power(discordant: int, win_share: float, alpha: float = ALPHA) -> float:
     """Exact power of the two-sided sign test on ``discordant`` pairs at level ``alpha``.
 
     ``sum_{w in R} Binom(w; D, win_share)`` where R is the set of win counts the test rejects
@@ -321,7 +321,7 @@ def sign_test_power(discordant: int, win_share: float, alpha: float = 0.05) -> f
     return float(np.sum(binom.pmf(region, discordant, win_share))) if region else 0.0
 
 
-def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8) -> float:
+def detectable_difference(n: int, discordance: float = 0.25, alpha: float = ALPHA, power: float = 0.8) -> float:
     """Smallest recall difference the paired sign test detects with the given power.
 
     Assumption: ``D = round(n * discordance)`` of the ``n`` queries are discordant (one
@@ -353,7 +353,12 @@ def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05
 
 
 def sample_statement(
-    n: int, p: float = 0.5, confidence: float = 0.95, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8
+    n: int,
+    p: float = 0.5,
+    confidence: float = 0.95,
+    discordance: float = 0.25,
+    alpha: float = ALPHA,
+    power: float = 0.8,
 ) -> str:
     """One sentence on what ``n`` queries can show (for the dashboard's caption).
 
