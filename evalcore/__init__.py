@@ -29,7 +29,7 @@ _LAZY = {
     "evaluate": "evalcore.external.function",
     "Evaluation": "evalcore.external.function",
     "import_run": "evalcore.external.importer",
-    "run_endpoint": "evalcore.external.endpoint",
+    "run_endpoint": "evalcore.external.endpoint_calls",
     "Endpoint": "evalcore.external.endpoint",
     "export_formats": "evalcore.files.ir_formats",
     "Store": "evalcore.store.connection",

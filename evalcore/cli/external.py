@@ -101,7 +101,8 @@ def cmd_import_run(args: argparse.Namespace) -> int:
 
 
 def cmd_run_endpoint(args: argparse.Namespace) -> int:
-    from evalcore.external.endpoint import Endpoint, Fields, parse_header, run_endpoint
+    from evalcore.external.endpoint import Endpoint, Fields, parse_header
+    from evalcore.external.endpoint_calls import run_endpoint
     from evalcore.progress import BarProgress
 
     fields = Fields(

@@ -120,7 +120,7 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
 
 def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     """Write the complete run ``run`` (run id, run name or unique id prefix, as
-    :func:`evalcore.regression.gate.resolve_run` reads it) to the run file ``path``.
+    :func:`evalcore.read.refs.resolve_run` reads it) to the run file ``path``.
 
     The file is written next to ``path`` and renamed into place, so a failed export leaves no
     half file. StoreError for an unknown or incomplete run.
@@ -128,7 +128,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     from datetime import datetime
 
     from evalcore import __version__
-    from evalcore.regression.gate import resolve_run
+    from evalcore.read.refs import resolve_run
 
     info = resolve_run(store, run)
     run_id = str(info["run_id"])

@@ -108,7 +108,8 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     if watch():
         raise RunInterrupted(CANCEL_REASON)
     if spec.endpoint is not None:  # a live search service: no model to load
-        from evalcore.external.endpoint import allowed, from_spec, run_endpoint
+        from evalcore.external.endpoint import allowed, from_spec
+        from evalcore.external.endpoint_calls import run_endpoint
 
         endpoint = from_spec(spec.endpoint)
         allowed(endpoint.url)  # checked again in the job's process

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
 from evalcore.errors import Interrupted, RunInterrupted
+from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.pipeline.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
 from evalcore.progress import Fanout, Progress, Scale, SilentProgress, Stage, StoreProgress
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
@@ -285,7 +286,7 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
         "rerank_depth": RERANK_DEPTH,
         "bm25": {"k1": 1.2, "b": 0.75},
         **analyzer_settings(retrievers),
-        "gate_top": 4,
+        "gate_top": DEFAULT_TOP,
         **ground_truth_settings(request.corpus, request.ground_truth),
         **request.settings,
     }

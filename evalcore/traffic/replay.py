@@ -82,8 +82,8 @@ def resolve_target(store: Store, reference: str) -> Target:
     the choices otherwise."""
     from evalcore.pipeline.configurations import read
     from evalcore.read.decisions import latest_decision
+    from evalcore.read.refs import parse_ref, resolve_run
     from evalcore.records import Configuration
-    from evalcore.regression.gate import parse_ref, resolve_run
 
     ref = parse_ref(reference)
     run = resolve_run(store, ref.run)
@@ -191,7 +191,7 @@ class EndpointReplayer:
     def score(self, texts: Sequence[str]) -> Scores:
         import numpy as np
 
-        from evalcore.external.endpoint import Counters, answers
+        from evalcore.external.endpoint_calls import Counters, answers
         from evalcore.external.record import Failure
         from evalcore.pipeline.embedding import text_hash
 
