@@ -13,7 +13,8 @@ import pytest
 from conftest import MINI_ARGS, ROOT
 
 from evalcore.errors import StoreError
-from evalcore.store.connection import Store, migrations
+from evalcore.store import Store
+from evalcore.store.migrate import migrations
 
 
 def test_migrations_are_numbered_recorded_and_idempotent(tmp_path):

@@ -25,7 +25,7 @@ from statsmodels.stats.proportion import proportion_confint
 from evalcore.cli import main
 from evalcore.pipeline.embedding import text_hash
 from evalcore.records import Configuration
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 WEEK1 = datetime(2026, 11, 2, 8, 0)  # a Monday, 08:00 UTC: periods start at 00:00 of that day
 T = 0.55

@@ -22,7 +22,7 @@ from evalcore.errors import NotComparable, StoreError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 ALPHA = 0.05
 KS = (1, 4, 8, 20)

@@ -10,7 +10,7 @@ from typing import Any
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     return Store(args.store)
 

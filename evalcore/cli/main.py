@@ -24,13 +24,13 @@ from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger("evalcore")
 
 
 def _store(args: argparse.Namespace) -> Store:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     return Store(args.store)
 

@@ -17,7 +17,7 @@ from evalcore.errors import ConfigError, InputError
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     return Store(args.store)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ def keep(store: Store, items: list[tuple[str, str, str, str | None, Response]]) 
     items = [item for item in items if 200 <= item[4].status < 300]
     if not items:
         return
-    from evalcore.store.connection import now
+    from evalcore.store.basics import now
 
     stamp = now()
     with store.transaction() as con:

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalcoreError
 from evalcore.inputs import jsontext
-from evalcore.store.connection import one_row
+from evalcore.store.basics import one_row
 
 if TYPE_CHECKING:
     import duckdb
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from evalcore.records import GroundTruth, OODQuery, Question
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 QUESTIONS_FILE = "questions.jsonl"
 OOD_FILE = "ood.jsonl"
@@ -325,7 +325,7 @@ def save(
     set, refused when the name is taken). The version number is the next free one, taken
     inside the write's transaction, so concurrent saves never collide."""
     from evalcore.authors import clean_author
-    from evalcore.store.connection import now
+    from evalcore.store.basics import now
 
     name = check_name(name)
     questions, ood = numbered(questions, ood)

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, EvalcoreError, StoreError
-from evalcore.store.connection import now, one_row
+from evalcore.store.basics import now, one_row
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.jobs.prepare import Prepared
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from evalcore.pipeline.onnx_runtime import OnnxModel
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 # A log level between INFO and WARNING for what a user should read once but need not act on

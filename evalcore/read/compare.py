@@ -25,7 +25,7 @@ from evalcore.records import Configuration, RunConfiguration
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: Columns of :func:`recall_table`.
 RECALL_COLUMNS = (

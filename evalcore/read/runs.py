@@ -13,7 +13,7 @@ from evalcore.records import Configuration, RunConfiguration
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def runs_overview(store: Store) -> pd.DataFrame:

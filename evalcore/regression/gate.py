@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from evalcore.measures.metrics import Metric
     from evalcore.measures.threshold import Axis
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 

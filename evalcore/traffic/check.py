@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import ConfigError
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 ALPHA = 0.05
 

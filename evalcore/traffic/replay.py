@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from evalcore.pipeline.retrieval import BM25, Reranker
     from evalcore.progress import Progress
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -572,7 +572,7 @@ def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, in
 
 
 def _import_row(target: Target, import_id: str, source: str, fmt: str, author: str | None) -> dict[str, Any]:
-    from evalcore.store.connection import now
+    from evalcore.store.basics import now
 
     run_id, strategy, retriever = target.key
     return {
@@ -635,7 +635,7 @@ def _write_batch(
 
 
 def _finish_import(store: Store, import_id: str, result: ImportResult, status: str) -> None:
-    from evalcore.store.connection import now
+    from evalcore.store.basics import now
 
     try:
         with store.transaction() as con:
@@ -654,7 +654,7 @@ def _finish_import(store: Store, import_id: str, result: ImportResult, status: s
 
 def set_label(store: Store, target: Target, text_hash: str, label: str | None, author: str | None) -> None:
     """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
-    from evalcore.store.connection import now
+    from evalcore.store.basics import now
 
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
@@ -693,7 +693,7 @@ def forget(
 ) -> Forgotten:
     """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
     texts no remaining line uses, their hits and labels; then rewrite the store file
-    (:meth:`evalcore.store.connection.Store.compact`) so the deleted text is not left in free pages."""
+    (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
     where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
     params: list[Any] = [before] + ([run_id] if run_id else [])
     orphan = (
