@@ -20,9 +20,9 @@ endpoint could not answer is kept with the reason and left out of every figure, 
 refused. A run imported from rankings, or one made by a Python function, has no retriever to
 replay and is refused with one line.
 
-This module is the one writer of the traffic tables (migration 0007): imports, lines, scored
-texts, hits, labels, and ``forget`` (rows deleted, then the store rewritten so that no free
-page still holds a forgotten text).
+The traffic tables (migration 0007: imports, lines, scored texts, hits, labels) are written by
+:mod:`evalcore.store.traffic`, called from here; ``forget`` deletes rows there, then the store
+is rewritten so that no free page still holds a forgotten text.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, InputError, ModelError
 from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.store import traffic as traffic_rows
 from evalcore.traffic.log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
 
 if TYPE_CHECKING:
@@ -457,7 +458,7 @@ def import_log(
                     row = None if started else _import_row(target, import_id, path.name, fmt, who)
                     result.added += len(new)
                     result.new_texts += 0 if texts is None else len(texts)
-                    _write_batch(store, row, frame, texts, hits, import_id, result)
+                    traffic_rows.write_batch(store, row, frame, texts, hits, import_id, _counts(result))
                     started = True
             progress.advance(len(part))
     except BaseException as exc:
@@ -588,15 +589,6 @@ def _import_row(target: Target, import_id: str, source: str, fmt: str, author: s
     }
 
 
-def _insert(con: Any, table: str, frame: pd.DataFrame | None) -> None:
-    if frame is None or frame.empty:
-        return
-    con.register("_frame", frame)
-    cols = ", ".join(f'"{c}"' for c in frame.columns)
-    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame ON CONFLICT DO NOTHING")
-    con.unregister("_frame")
-
-
 def _counts(result: ImportResult) -> list[Any]:
     return [
         result.lines,
@@ -608,41 +600,9 @@ def _counts(result: ImportResult) -> list[Any]:
     ]
 
 
-_COUNTS = "lines = ?, added = ?, already = ?, problems = ?, new_texts = ?, problem_lines = ?"
-
-
-def _write_batch(
-    store: Store,
-    row: dict[str, Any] | None,
-    lines: pd.DataFrame,
-    texts: pd.DataFrame | None,
-    hits: pd.DataFrame | None,
-    import_id: str,
-    result: ImportResult,
-) -> None:
-    """One batch in one transaction: its lines, its new texts and their hits, the import's counts."""
-    with store.transaction() as con:
-        if row is not None:
-            cols = list(row)
-            con.execute(
-                f"INSERT INTO traffic_imports ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                [row[c] for c in cols],
-            )
-        _insert(con, "traffic_texts", texts)
-        _insert(con, "traffic_hits", hits)
-        _insert(con, "traffic_queries", lines)
-        con.execute(f"UPDATE traffic_imports SET {_COUNTS} WHERE import_id = ?", [*_counts(result), import_id])
-
-
 def _finish_import(store: Store, import_id: str, result: ImportResult, status: str) -> None:
-    from evalcore.store.basics import now
-
     try:
-        with store.transaction() as con:
-            con.execute(
-                f"UPDATE traffic_imports SET status = ?, finished_at = ?, {_COUNTS} WHERE import_id = ?",
-                [status, now(), *_counts(result), import_id],
-            )
+        traffic_rows.finish_import(store, import_id, status, _counts(result))
     except Exception as exc:
         if status == "complete":
             raise
@@ -654,20 +614,9 @@ def _finish_import(store: Store, import_id: str, result: ImportResult, status: s
 
 def set_label(store: Store, target: Target, text_hash: str, label: str | None, author: str | None) -> None:
     """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
-    from evalcore.store.basics import now
-
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
-    with store.transaction() as con:
-        con.execute(
-            "DELETE FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ? AND text_hash = ?",
-            [*target.key, text_hash],
-        )
-        if label is not None:
-            con.execute(
-                "INSERT INTO traffic_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [*target.key, text_hash, label, author, now()],
-            )
+    traffic_rows.set_label(store, target.key, text_hash, label, author)
 
 
 # --- forgetting ---------------------------------------------------------------------------------
@@ -694,20 +643,7 @@ def forget(
     """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
     texts no remaining line uses, their hits and labels; then rewrite the store file
     (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
-    where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
-    params: list[Any] = [before] + ([run_id] if run_id else [])
-    orphan = (
-        "NOT EXISTS (SELECT 1 FROM traffic_queries q WHERE q.run_id = {t}.run_id AND q.strategy = {t}.strategy "
-        "AND q.retriever = {t}.retriever AND q.text_hash = {t}.text_hash)"
-    )
-    with store.transaction() as con:
-        lines = int(con.execute(f"SELECT count(*) FROM traffic_queries WHERE {where}", params).fetchone()[0])  # type: ignore[index]
-        con.execute(f"DELETE FROM traffic_queries WHERE {where}", params)
-        texts = int(
-            con.execute(f"SELECT count(*) FROM traffic_texts t WHERE {orphan.format(t='t')}").fetchone()[0]  # type: ignore[index]
-        )
-        for table in ("traffic_hits", "traffic_labels", "traffic_texts"):
-            con.execute(f"DELETE FROM {table} WHERE {orphan.format(t=table)}")
+    lines, texts = traffic_rows.forget(store, before, run_id)
     if on_step is not None:
         on_step(f"deleted {lines} lines and {texts} texts; rewriting the store")
     size = store.path.stat().st_size if store.path.exists() else 0
