@@ -479,7 +479,8 @@ def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported,
 
     from evalcore.read.traffic import labelled_rates
     from evalcore.traffic.log import Fields
-    from evalcore.traffic.replay import import_log, resolve_target, set_label
+    from evalcore.traffic.replay import import_log, set_label
+    from evalcore.traffic.target import resolve_target
 
     store, run_id, rows, _, _ = imported
     work = Store(tmp_path / "copy.duckdb")
