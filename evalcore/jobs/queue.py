@@ -81,6 +81,7 @@ def jobs_overview(store: Store, limit: int = 50) -> pd.DataFrame:
     """The newest ``limit`` jobs, newest first: job_id, run_id, name, status, created_at,
     started_at, finished_at, reason, cancel_requested, pid, spec, run_status, stage (the run's stage
     while it runs, else the job's), progress (0..1), position (1 = next to start; queued only)."""
+    store.reap_if_due()  # a job whose process is gone shows failed, not running
     df = store.query(
         """
         SELECT j.job_id, j.run_id, j.name, j.status, j.created_at, j.started_at, j.finished_at,

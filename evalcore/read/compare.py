@@ -311,7 +311,7 @@ def pair_queries(
         return test, pd.DataFrame(columns=columns)
     frame = pd.DataFrame({"query_id": ids, "outcome": ["won"] * test.wins + ["lost"] * test.losses})
     s1, s2 = first.configuration, second.configuration
-    with store.connect() as con:
+    with store.read() as con:
         con.register("_ids", frame)
         df = con.execute(
             """

@@ -144,21 +144,22 @@ class Connection:
         """A short-lived read-write connection (retried while another process holds the
         lock); creates the store when there is none yet."""
         self._ensure(write=True)
-        self._reap_if_due()  # a long-lived Store (the dashboard's) sees crashed runs too
+        self._reap_due()  # a long-lived Store (the dashboard's) sees crashed runs too
         with self._session(self._open(read_only=False), "cannot write the run store") as con:
             yield con
 
     @contextmanager
     def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A short-lived read-only connection; works on a full disk. When there is no store
-        yet, an empty in-memory store (nothing is created on disk)."""
+        """A short-lived read-only connection; works on a full disk. It never creates a store
+        (when there is none yet: an empty in-memory store, nothing on disk), never takes the
+        write lock and never reaps (the readers of run and job status call :meth:`reap_if_due`
+        themselves). Only a store of an older schema is upgraded once, on its first use."""
         import duckdb
 
         if self._ensure(write=False) is None:
             con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
             self._migrate(con)
         else:
-            self._reap_if_due()
             con = self._open(read_only=True)
         with self._session(con, "cannot read the run store") as con:
             yield con
@@ -210,9 +211,17 @@ class Connection:
             )[0]
         )
 
-    def _reap_if_due(self) -> None:
+    def reap_if_due(self) -> None:
+        """:meth:`_reap_due` for a reader: nothing when there is no store (none is created)."""
+        if self._ensure(write=False) is not None:
+            self._reap_due()
+
+    def _reap_due(self) -> None:
         """At most every ``REAP_EVERY`` seconds: look (read only) for dead runs and jobs; open
-        for writing only when there is one to mark, and only as far as the disk allows."""
+        for writing only when there is one to mark, and only as far as the disk allows. Every
+        write connection does it, and so do the readers that show whether a run or job is
+        still running (:meth:`Store.runs`, :meth:`Store.run`, the run and job overviews), so a
+        long-lived Store (the dashboard's) sees crashed runs too; no other read does."""
         if time.monotonic() - self._reaped_at <= REAP_EVERY:
             return
         self._reaped_at = time.monotonic()

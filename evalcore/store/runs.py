@@ -27,11 +27,14 @@ class Runs(Connection):
 
     # -- reads -------------------------------------------------------------------
     def runs(self) -> pd.DataFrame:
-        """Every run, newest first."""
+        """Every run, newest first (runs whose process is gone marked failed first)."""
+        self.reap_if_due()
         return self.query("SELECT * FROM runs ORDER BY created_at DESC")
 
     def run(self, run_id: str) -> dict[str, Any]:
-        """One run's row as a dict; StoreError naming the id when unknown (prefix allowed)."""
+        """One run's row as a dict; StoreError naming the id when unknown (prefix allowed). A run
+        whose process is gone is marked failed first."""
+        self.reap_if_due()
         df = self.query(
             "SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ? ORDER BY created_at DESC",
             [run_id, run_id + "%"],
