@@ -21,7 +21,7 @@ from evalcore.inputs.groundtruth import load_ground_truth
 from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, parse_strategies
 from evalcore.pipeline.embedding import load_embedder
 from evalcore.pipeline.runner import RunRequest, run_evaluation
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def main() -> None:

@@ -46,7 +46,7 @@ def main() -> None:
     from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.read import traffic as reads
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
     from evalcore.traffic.replay import import_log
 
     mini = ROOT / "tests" / "fixtures" / "mini"

@@ -32,7 +32,7 @@ _LAZY = {
     "run_endpoint": "evalcore.external.endpoint_calls",
     "Endpoint": "evalcore.external.endpoint",
     "export_formats": "evalcore.files.ir_formats",
-    "Store": "evalcore.store.connection",
+    "Store": "evalcore.store",
     "load_corpus": "evalcore.inputs.corpus",
     "load_ground_truth": "evalcore.inputs.groundtruth",
 }

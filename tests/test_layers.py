@@ -152,7 +152,7 @@ def test_the_cycle_check_finds_a_cycle_made_of_imports_inside_functions(tmp_path
     a, b = tmp_path / "a.py", tmp_path / "b.py"
     a.write_text("def f():\n    from evalcore.pipeline import b\n")
     b.write_text("def g():\n    from evalcore.pipeline.a import f\n")
-    found = {m: n for m, n in _imports(a)} | {m: n for m, n in _imports(b)}
+    found = dict(_imports(a)) | dict(_imports(b))
     assert found == {"evalcore.pipeline": ("b",), "evalcore.pipeline.a": ("f",)}
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _find_cycle(graph) == ["a", "b", "c", "a"]

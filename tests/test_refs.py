@@ -8,7 +8,7 @@ import json
 from conftest import copy_with_failed_run
 
 from evalcore.cli import main
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def show(store, *args, capsys):

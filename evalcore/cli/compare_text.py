@@ -23,7 +23,7 @@ from evalcore.measures.stats import ALPHA, SIGN_TEST, format_p_plain
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 KS = (1, 4, 8, 20)
 

@@ -17,7 +17,7 @@ from evalcore.errors import EvalcoreError
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:

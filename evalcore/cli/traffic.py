@@ -98,7 +98,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic import export_frame
-    from evalcore.traffic.replay import resolve_target
+    from evalcore.traffic.target import resolve_target
 
     store = open_store(args)
     target = resolve_target(store, args.run)

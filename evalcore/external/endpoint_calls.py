@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from evalcore.external.live import LiveResult, Outcome
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 

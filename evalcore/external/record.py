@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from evalcore.external.rankings import RankingFile
     from evalcore.pipeline.configurations import ConfigInfo
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def _now() -> str:

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, InputError
-from evalcore.store.connection import new_run_id
+from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
     from evalcore.inputs.corpus import ExtractionCache
     from evalcore.inputs.uploads import Limits, UploadedFile
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 SOURCES = ("upload", "folder", "demo")
 

@@ -18,7 +18,7 @@ from evalcore.jobs.prepare import JobSpec, load_inputs
 from evalcore.jobs.queue import CANCEL_REASON, POLL_SECONDS, claim, finish, max_jobs, set_stage
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     from evalcore.pipeline.chunking import parse_strategies
     from evalcore.pipeline.retrieval import parse_retrievers
     from evalcore.pipeline.runner import RunRequest, run_evaluation
-    from evalcore.store.connection import Store as _Store
+    from evalcore.store import Store as _Store
 
     found = store.query("SELECT run_id, name, spec FROM jobs WHERE job_id = ?", [job_id])
     if found.empty:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from evalcore.pipeline.onnx_runtime import OnnxModel
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 _FAST_NOTED = False

@@ -24,7 +24,7 @@ from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.pipeline.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
 from evalcore.progress import Fanout, Progress, Scale, SilentProgress, Stage, StoreProgress
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
-from evalcore.store.connection import new_run_id
+from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from evalcore.pipeline.embedding import Embedder
     from evalcore.pipeline.models import Planned
     from evalcore.pipeline.retrieval import Reranker
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ def fail_run(store: Store, run_id: str, stage: str, exc: BaseException) -> NoRet
     then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was.
     Every kind of run ends this way (built-in ones here, runs made elsewhere in evalcore.external)."""
     from evalcore.errors import EvalcoreError
-    from evalcore.store.connection import Store as _Store
+    from evalcore.store import Store as _Store
 
     signum = signals.received()
     if signum is not None:

@@ -26,7 +26,7 @@ from evalcore.records import Configuration, RunConfiguration
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: Columns of :func:`recall_table`.
 RECALL_COLUMNS = (
@@ -297,7 +297,7 @@ def pair_queries(
         return test, pd.DataFrame(columns=columns)
     frame = pd.DataFrame({"query_id": ids, "outcome": ["won"] * test.wins + ["lost"] * test.losses})
     s1, s2 = first.configuration, second.configuration
-    with store.connect() as con:
+    with store.read() as con:
         con.register("_ids", frame)
         df = con.execute(
             """

@@ -15,7 +15,7 @@ from evalcore.errors import ConfigError, StoreError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: Columns of :func:`scored_ranks`, in order.
 COLUMNS = ("strategy", "retriever", "query_id", "first_correct_rank")

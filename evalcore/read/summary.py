@@ -12,7 +12,7 @@ from evalcore.measures.metrics import DEFAULT_KS, summarize, wide
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | None]]:

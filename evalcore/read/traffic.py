@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from evalcore.measures.claim import Claim
     from evalcore.measures.threshold import Axis
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 _KEY = "run_id = ? AND strategy = ? AND retriever = ?"
 

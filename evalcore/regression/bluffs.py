@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from collections.abc import Set
 
     from evalcore.measures.threshold import Axis
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def axis_of(store: Store, run_id: str, configuration: str) -> Axis:

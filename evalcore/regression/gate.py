@@ -39,7 +39,7 @@ from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, Quer
 
 if TYPE_CHECKING:
     from evalcore.measures.metrics import Metric
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 

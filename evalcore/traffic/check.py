@@ -24,7 +24,7 @@ from evalcore.errors import ConfigError
 from evalcore.measures.stats import ALPHA, format_p_plain
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 @dataclass
@@ -82,7 +82,7 @@ def run_check(
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic import periods as period_rows
     from evalcore.traffic.drift import holm, parse_period
-    from evalcore.traffic.replay import resolve_target
+    from evalcore.traffic.target import resolve_target
 
     step = parse_period(period)
     if max_refused_share is not None and not 0.0 <= max_refused_share <= 1.0:
