@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store
 from evalcore.cli.options import run_ref
+from evalcore.regression.gate import DEFAULT_METRIC
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
@@ -32,7 +33,9 @@ def add_compare(sub: Subparsers) -> None:
     sp.add_argument(
         "run2", nargs="?", default=None, help="a second run on the same queries: its configurations join the matrix"
     )
-    sp.add_argument("--metric", default="hit@4", help="hit@k or recall@k for the matrix (default hit@4)")
+    sp.add_argument(
+        "--metric", default=DEFAULT_METRIC, help=f"hit@k or recall@k for the matrix (default {DEFAULT_METRIC})"
+    )
     sp.add_argument("--holm", action="store_true", help="Holm-adjust the matrix's p-values over all its pairs")
     sp.add_argument(
         "--width",

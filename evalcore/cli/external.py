@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalcore.cli.common import open_store, report_invalid
-from evalcore.cli.options import external_inputs
+from evalcore.cli.options import external_inputs, score_kind
 from evalcore.cli.summary import EXTERNAL_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
 
@@ -202,12 +202,7 @@ def add_import_run(sub: Subparsers) -> None:
         choices=["trec", "jsonl", "json"],
         help="the rankings file's format (default: detected from its content)",
     )
-    sp.add_argument(
-        "--score",
-        default="similarity",
-        choices=["similarity", "distance"],
-        help="similarity: higher is closer (default); distance: lower is closer",
-    )
+    score_kind(sp, "--score")
     sp.add_argument("--name", default="imported", help="run name (default imported)")
     sp.set_defaults(func=cmd_import_run)
 
@@ -275,12 +270,7 @@ def add_run_endpoint(sub: Subparsers) -> None:
     )
     sp.add_argument("--end", default=field["end"], metavar="PATH", help="path of a hit's end offset (default end)")
     sp.add_argument("--score", default=field["score"], metavar="PATH", help="path of a hit's score (default score)")
-    sp.add_argument(
-        "--score-kind",
-        default="similarity",
-        choices=["similarity", "distance"],
-        help="similarity: higher is closer (default); distance: lower is closer",
-    )
+    score_kind(sp, "--score-kind")
     sp.add_argument(
         "--chunks",
         default=None,

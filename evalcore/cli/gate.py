@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store, write_text
-from evalcore.measures.stats import ALPHA
+from evalcore.regression.gate import DEFAULT_ALPHA, DEFAULT_METRIC
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
@@ -58,8 +58,10 @@ def add_gate(sub: Subparsers) -> None:
         help="RUN or RUN:CONFIG, as for --baseline; without CONFIG on either side every "
         "configuration both runs have is compared",
     )
-    sp.add_argument("--metric", default="hit@4", help="hit@k or recall@k (default hit@4)")
-    sp.add_argument("--alpha", type=float, default=ALPHA, help=f"significance level (default {ALPHA:g})")
+    sp.add_argument("--metric", default=DEFAULT_METRIC, help=f"hit@k or recall@k (default {DEFAULT_METRIC})")
+    sp.add_argument(
+        "--alpha", type=float, default=DEFAULT_ALPHA, help=f"significance level (default {DEFAULT_ALPHA:g})"
+    )
     sp.add_argument(
         "--holm",
         action=argparse.BooleanOptionalAction,

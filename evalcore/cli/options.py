@@ -25,6 +25,7 @@ __all__ = [
     "pipeline_options",
     "quiet_option",
     "run_ref",
+    "score_kind",
 ]
 
 #: Retrievers of ``run`` when --retrievers is not given (the demo adds rerank).
@@ -83,6 +84,17 @@ def pipeline_options(sp: argparse.ArgumentParser, strategies: str, retrievers: s
     )
     json_option(sp, "print a machine-readable summary")
     quiet_option(sp, "no progress bars")
+
+
+def score_kind(sp: argparse.ArgumentParser, flag: str) -> None:
+    """How an external run's scores read (``--score`` of import-run, ``--score-kind`` of
+    run-endpoint, whose ``--score`` is the hit field)."""
+    sp.add_argument(
+        flag,
+        default="similarity",
+        choices=["similarity", "distance"],
+        help="similarity: higher is closer (default); distance: lower is closer",
+    )
 
 
 def external_inputs(sp: argparse.ArgumentParser) -> None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store, print_json
 from evalcore.cli.options import json_option
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
@@ -92,9 +93,19 @@ def add_threshold(sub: Subparsers) -> None:
         "(AUC). Exit 2 for bad input.",
     )
     sp.add_argument("run", metavar="RUN[:CONFIG]", help="run id, id prefix or name; CONFIG like C/dense (default: all)")
-    sp.add_argument("--max-bluff-rate", type=float, default=0.05, metavar="A", help="alpha (default 0.05)")
-    sp.add_argument("--max-lost-rate", type=float, default=0.20, metavar="B", help="beta (default 0.20)")
-    sp.add_argument("--confidence", type=float, default=0.95, metavar="C", help="1 - delta (default 0.95)")
+    sp.add_argument(
+        "--max-bluff-rate", type=float, default=DEFAULT_ALPHA, metavar="A", help=f"alpha (default {DEFAULT_ALPHA:.2f})"
+    )
+    sp.add_argument(
+        "--max-lost-rate", type=float, default=DEFAULT_BETA, metavar="B", help=f"beta (default {DEFAULT_BETA:.2f})"
+    )
+    sp.add_argument(
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        metavar="C",
+        help=f"1 - delta (default {DEFAULT_CONFIDENCE:.2f})",
+    )
     sp.add_argument(
         "--splits", type=int, default=None, metavar="N", help="held-out check over N seeded random halvings"
     )

@@ -16,6 +16,7 @@ from typing import Any
 from evalcore.cli.common import open_store
 from evalcore.errors import ConfigError, InputError
 from evalcore.measures.stats import ALPHA
+from evalcore.traffic.log import FORMATS
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -146,7 +147,7 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("--query-field", default="query", help="the field holding the query text (default query)")
     sp.add_argument("--time-field", default="time", help="the field holding the time, ISO 8601 or epoch seconds")
     sp.add_argument("--label-field", default=None, help="an optional field with answerable / off-topic")
-    sp.add_argument("--format", choices=("csv", "jsonl", "parquet"), default=None, help="default: from the name")
+    sp.add_argument("--format", choices=FORMATS, default=None, help="default: from the name")
     sp.add_argument("--model", default=None, help="the run's model folder (default: the packaged model)")
     sp.add_argument("--reranker", default=None, help="the cross-encoder folder of a rerank configuration")
     sp.add_argument(
