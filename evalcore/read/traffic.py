@@ -87,19 +87,6 @@ def stored(store: Store, run_id: str, configuration: Configuration) -> Stored:
     )
 
 
-def version(store: Store, run_id: str, configuration: Configuration) -> tuple[Any, ...]:
-    """What changes when the stored traffic of a configuration changes (lines, the newest import,
-    labels): the key under which the screen may keep its reads."""
-    df = store.query(
-        "SELECT (SELECT count(*) FROM traffic_queries WHERE run_id = ? AND strategy = ? AND retriever = ?) AS n, "
-        "(SELECT max(coalesce(finished_at, started_at)) FROM traffic_imports WHERE run_id = ?) AS imported, "
-        "(SELECT count(*) FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ?) AS labels, "
-        "(SELECT max(labelled_at) FROM traffic_labels WHERE run_id = ?) AS labelled",
-        [*_key(run_id, configuration), run_id, *_key(run_id, configuration), run_id],
-    )
-    return tuple(str(v) for v in df.iloc[0].tolist())
-
-
 def configurations_with_traffic(store: Store, run_id: str) -> list[str]:
     """Labels of the run's configurations that have stored traffic, most lines first."""
     df = store.query(

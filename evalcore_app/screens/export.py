@@ -31,7 +31,9 @@ st.caption(
     "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines."
 )
 store = _ui.store()  # bound now: the pack is built on click, outside this run and its session state
-shown = _ui.guarded(lambda: figures.selection_figures(store, selection, call=_ui.figure))
+shown = _ui.guarded(
+    lambda: figures.selection_figures(store, selection, call=lambda fn, *args: _ui.cached(fn, store, *args))
+)
 if not shown:
     st.stop()
 
