@@ -15,7 +15,7 @@ from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
     from evalcore.measures.claim import Claim
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 PICK_K = 4  #: the default configuration is the best by recall@4
 MAX_ALL = 8  #: up to this many configurations are all compared by default

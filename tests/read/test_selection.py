@@ -46,7 +46,7 @@ def test_default_configuration_is_the_latest_decision_else_the_best_by_recall_at
 
 
 def test_compared_configurations_by_default(two_run_store, two_run_ids):
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     store = Store(two_run_store)
     first, second = two_run_ids
