@@ -8,5 +8,6 @@
 - :mod:`~evalcore.external.importer`: ``import-run`` (files).
 - :mod:`~evalcore.external.endpoint` and :mod:`~evalcore.external.responses`:
   ``run-endpoint`` (a live search service, with a response cache in the store).
-- :mod:`~evalcore.external.function`: ``evalcore.evaluate(retriever=fn)`` (a Python function).
+- :mod:`~evalcore.external.function`: ``evalcore.evaluate(retriever=fn)`` (a Python function),
+  whose returned hits :mod:`~evalcore.external.python_hits` reads.
 """

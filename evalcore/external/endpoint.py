@@ -52,6 +52,7 @@ from evalcore.external.hits import BadHits, RawHit, number, offset, text_or_none
 from evalcore.external.record import Failure
 from evalcore.external.responses import Response
 from evalcore.inputs import jsontext
+from evalcore.pipeline.configurations import EXTERNAL
 
 if TYPE_CHECKING:
     from email.message import Message
@@ -631,8 +632,8 @@ def run_endpoint(
     gt: GroundTruth,
     endpoint: Endpoint,
     name: str,
-    chunker: str = "external",
-    retriever: str = "external",
+    chunker: str = EXTERNAL,
+    retriever: str = EXTERNAL,
     score: str = "similarity",
     chunks_path: str | Path | None = None,
     max_failures: float | None = None,

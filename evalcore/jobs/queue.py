@@ -56,7 +56,7 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
         con.execute(
             "INSERT INTO jobs (job_id, run_id, name, status, stage, created_at, spec, host) "
             "VALUES (?, ?, ?, 'queued', 'queued', ?, ?, ?)",
-            [prepared.job_id, prepared.job_id, name, now(), spec.to_json(), socket.gethostname()],
+            [prepared.job_id, prepared.job_id, name, now(), spec.run_spec().to_json(), socket.gethostname()],
         )
     if start:
         from evalcore.jobs.launch import spawn

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
 from evalcore.errors import Interrupted, RunInterrupted
 from evalcore.pipeline.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
-from evalcore.pipeline.stages import _Job
+from evalcore.pipeline.stages import Work
 from evalcore.progress import Fanout, Progress, SilentProgress, StoreProgress
 from evalcore.records import Corpus, GroundTruth, Strategy
 from evalcore.store.connection import new_run_id
@@ -64,17 +64,18 @@ class RunResult:
 def run_evaluation(
     request: RunRequest,
     store: Store,
-    embedder: Embedder | None = None,
+    embedders: Sequence[Embedder] | None = None,
     reranker: Reranker | None = None,
     progress: Progress | None = None,
     cancelled: Callable[[], bool] | None = None,
     run_id: str | None = None,
-    embedders: Sequence[Embedder] | None = None,
 ) -> RunResult:
     """Evaluate ``request`` and store it as one complete run; returns its id and counts.
+    Callers build a RunSpec and :func:`evalcore.pipeline.execute.execute` it, which loads the
+    inputs and models and calls this.
 
-    ``embedders`` (several embedding models) runs every strategy under each model, stored
-    as ``STRATEGY@MODEL`` (:func:`evalcore.pipeline.models.plan`); ``embedder`` is the one model otherwise.
+    ``embedders``: the embedding models (default: the packaged one); with several, every
+    strategy runs under each model, stored as ``STRATEGY@MODEL`` (:func:`evalcore.pipeline.models.plan`).
 
     ``progress`` receives every stage on the run's one scale (evalcore.progress); the run's
     row in the store follows the same stages. ``cancelled`` is polled between stages,
@@ -87,18 +88,17 @@ def run_evaluation(
     :class:`~evalcore.errors.Interrupted` naming the signal, the stage and the run.
     """
     with signals.handled():
-        return _evaluate(request, store, embedder, reranker, progress or SilentProgress(), cancelled, run_id, embedders)
+        return _evaluate(request, store, embedders, reranker, progress or SilentProgress(), cancelled, run_id)
 
 
 def _evaluate(
     request: RunRequest,
     store: Store,
-    embedder: Embedder | None,
+    embedders: Sequence[Embedder] | None,
     reranker: Reranker | None,
     progress: Progress,
     cancelled: Callable[[], bool] | None,
     run_id: str | None,
-    embedders: Sequence[Embedder] | None,
 ) -> RunResult:
     from evalcore.pipeline.embedding import load_embedder
 
@@ -128,7 +128,7 @@ def _evaluate(
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
     from evalcore.pipeline.models import plan as model_plan
 
-    models = list(embedders or ()) or [embedder or testhooks.embedder() or load_embedder()]
+    models = list(embedders or ()) or [load_embedder()]
     plan = model_plan(request.strategies, models)
     embedder = models[0]
     dims = {m.dim for m in models}
@@ -160,7 +160,19 @@ def _evaluate(
     }
     shown = progress  # the caller's receiver (the CLI's bars): it also counts the tables written
     progress = Fanout(StoreProgress(store, run_id), progress)
-    job = _Job(request, store, embedder, reranker, retrievers, run_id, progress, cancelled, plan)
+    job = Work(
+        request.corpus,
+        request.ground_truth,
+        request.top_n,
+        store,
+        embedder,
+        reranker,
+        retrievers,
+        run_id,
+        progress,
+        cancelled,
+        plan,
+    )
     try:
         store.start_run(row)
         job.started = True

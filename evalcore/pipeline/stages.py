@@ -10,7 +10,7 @@ from evalcore import testhooks
 from evalcore.errors import RunInterrupted
 from evalcore.pipeline.retrieval import split_retriever
 from evalcore.progress import Progress, Scale, Stage
-from evalcore.records import Chunk, Strategy
+from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,11 +19,10 @@ if TYPE_CHECKING:
     from evalcore.pipeline.embedding import Embedder
     from evalcore.pipeline.models import Planned
     from evalcore.pipeline.retrieval import Reranker
-    from evalcore.pipeline.runner import RunRequest
     from evalcore.store.connection import Store
 
 
-class _Checked:
+class Checked:
     """A Progress that also checks for a cancel after every advance (embedding batches)."""
 
     def __init__(self, progress: Progress, check: Callable[[], None]) -> None:
@@ -40,12 +39,14 @@ class _Checked:
         self.inner.close()
 
 
-class _Job:
+class Work:
     """The work of one run; collects result tables in memory."""
 
     def __init__(
         self,
-        request: RunRequest,
+        corpus: Corpus,
+        ground_truth: GroundTruth,
+        top_n: int,
         store: Store,
         embedder: Embedder,
         reranker: Reranker | None,
@@ -55,14 +56,14 @@ class _Job:
         cancelled: Callable[[], bool] | None,
         plan: list[Planned],
     ) -> None:
-        self.r: RunRequest = request
+        self.corpus, self.ground_truth, self.top_n = corpus, ground_truth, top_n
         self.store = store
         self.embedder = embedder  # the first model (documents are stamped with all of them)
         self.plan = plan
         self.reranker = reranker
         self.retrievers = retrievers
         self.run_id = run_id
-        self.progress = _Checked(progress, self._check)
+        self.progress = Checked(progress, self._check)
         self.stage_name = "starting"
         self.started = False  # the run's row is in the store
         self.scale = Scale([p.strategy.name for p in plan])
@@ -119,8 +120,7 @@ class _Job:
     def execute(self) -> dict[str, pd.DataFrame]:
         import pandas as pd
 
-        r = self.r
-        gt = r.ground_truth
+        gt = self.ground_truth
         self._record_documents()
         self._record_queries()
         in_q = list(gt.valid_questions)
@@ -156,13 +156,13 @@ class _Job:
         names = list(dict.fromkeys(p.embedder.name for p in self.plan))
         dims = {p.embedder.dim for p in self.plan}
         self.rows["documents"] += document_rows(
-            self.run_id, self.r.corpus, ", ".join(names), dims.pop() if len(dims) == 1 else None
+            self.run_id, self.corpus, ", ".join(names), dims.pop() if len(dims) == 1 else None
         )
 
     def _record_queries(self) -> None:
         from evalcore.store.rows import query_rows
 
-        self.rows["queries"] += query_rows(self.run_id, self.r.ground_truth)
+        self.rows["queries"] += query_rows(self.run_id, self.ground_truth)
 
     def _run_strategy(
         self,
@@ -179,12 +179,12 @@ class _Job:
         from evalcore.pipeline.embedding import WINDOW, normalisation_check
         from evalcore.pipeline.scoring import correct_sets, destroyed_cut
 
-        r, name = self.r, strategy.name
-        self._stage(self.scale.strategy(name, "chunking", len(r.corpus.documents)))
+        name = strategy.name
+        self._stage(self.scale.strategy(name, "chunking", len(self.corpus.documents)))
         t0 = time.perf_counter()
-        chunks: list[Chunk] = chunk_corpus(r.corpus, strategy)
+        chunks: list[Chunk] = chunk_corpus(self.corpus, strategy)
         self._timing("chunking", name, time.perf_counter() - t0, len(chunks))
-        self.progress.advance(len(r.corpus.documents))
+        self.progress.advance(len(self.corpus.documents))
         ctexts = [c.text for c in chunks]
 
         pieces = embedder.count_pieces(ctexts)
@@ -194,7 +194,7 @@ class _Job:
         cvec, st = self._embed(ctexts, embedder)
         self._timing("index", name, st.seconds, st.new)
 
-        spans = self.r.ground_truth.spans
+        spans = self.ground_truth.spans
         correct = correct_sets(chunks, spans)
         destroyed = sorted(g for g, ids in correct.items() if len(ids) == 0)
         for g in destroyed:
@@ -292,7 +292,7 @@ class _Job:
             per_query,
             n_in,
             self.retrievers,
-            self.r.top_n,
+            self.top_n,
             rerank=rerank,
             on_block=on_block,
         )
