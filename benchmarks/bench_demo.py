@@ -16,10 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore.cli import DEFAULT_STRATEGIES
 from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
 from evalcore.inputs.groundtruth import load_ground_truth
-from evalcore.pipeline.chunking import parse_strategies
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, parse_strategies
 from evalcore.pipeline.embedding import load_embedder
 from evalcore.pipeline.runner import RunRequest, run_evaluation
 from evalcore.store.connection import Store

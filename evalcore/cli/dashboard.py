@@ -10,14 +10,19 @@ so Ctrl-C and SIGTERM reach Streamlit itself.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import ipaddress
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalcore.errors import InputError
 from evalcore.store.connection import default_store_path
+
+if TYPE_CHECKING:
+    from evalcore.cli.options import Subparsers
 
 #: The settings of the clone's ``.streamlit/config.toml``, as Streamlit option names.
 SETTINGS: dict[str, str] = {
@@ -96,3 +101,31 @@ def serve(port: int, address: str, store: str | None, browser: bool) -> None:
     print(f"evalcore dashboard: store {env['EVALCORE_STORE']}; Ctrl-C stops it", flush=True)
     sys.stderr.flush()
     os.execve(sys.executable, argv, env)
+
+
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    serve(args.port, args.address, args.store, browser=not args.headless)
+    return 0  # not reached: serve replaces this process with Streamlit
+
+
+def add_dashboard(sub: Subparsers) -> None:
+    sp = sub.add_parser(
+        "dashboard",
+        help="open the dashboard (Streamlit) on this machine",
+        description="Serve the dashboard on ADDRESS:PORT (default 127.0.0.1: this machine only; it has no "
+        "login, see docs/DEPLOY.md before serving a team) over the store (--store, "
+        "$EVALCORE_STORE, else runs/evalcore.duckdb of the current folder). Ctrl-C stops it.",
+    )
+    sp.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
+    sp.add_argument(
+        "--address",
+        default=DEFAULT_ADDRESS,
+        help=f"address to listen on (default {DEFAULT_ADDRESS}, this machine only)",
+    )
+    sp.add_argument(
+        "--store",
+        default=argparse.SUPPRESS,
+        help="run store (DuckDB file) the dashboard shows; same as the global --store",
+    )
+    sp.add_argument("--headless", action="store_true", help="do not open a browser (a server, a container)")
+    sp.set_defaults(func=cmd_dashboard)

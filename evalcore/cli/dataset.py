@@ -8,18 +8,16 @@ import argparse
 import json
 from typing import Any
 
-
-def _store(args: argparse.Namespace) -> Any:
-    from evalcore.store.connection import Store
-
-    return Store(args.store)
+from evalcore.cli.common import open_store
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from evalcore import authors
     from evalcore.inputs import qsets
 
-    saved, other = qsets.import_folder(_store(args), args.folder, args.name, author=authors.os_author(), note=args.note)
+    saved, other = qsets.import_folder(
+        open_store(args), args.folder, args.name, author=authors.os_author(), note=args.note
+    )
     v = saved.version
     print(f"{saved.message()}: {v.questions} questions, {v.ood} off-topic, by {authors.shown(v.author)}")
     if other:
@@ -33,7 +31,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from evalcore.inputs import qsets
 
-    version, paths = qsets.export_folder(_store(args), args.ref, args.output)
+    version, paths = qsets.export_folder(open_store(args), args.ref, args.output)
     print(f"wrote {version.label} to " + ", ".join(str(p) for p in paths))
     return 0
 
@@ -42,7 +40,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from evalcore import authors
     from evalcore.inputs import qsets
 
-    found = qsets.versions(_store(args))
+    found = qsets.versions(open_store(args))
     if args.json:
         print(json.dumps([_row(v) for v in found], indent=2, ensure_ascii=False))
         return 0
@@ -75,7 +73,7 @@ def _row(v: Any) -> dict[str, Any]:
 def cmd_show(args: argparse.Namespace) -> int:
     from evalcore.inputs import qsets
 
-    qs = qsets.load(_store(args), args.ref)
+    qs = qsets.load(open_store(args), args.ref)
     report = qsets.describe(qs)
     if args.corpus:
         from evalcore.inputs.corpus import load_corpus

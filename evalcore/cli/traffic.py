@@ -13,13 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalcore.cli.common import open_store
 from evalcore.errors import ConfigError, InputError
-
-
-def _store(args: argparse.Namespace) -> Any:
-    from evalcore.store.connection import Store
-
-    return Store(args.store)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -30,7 +25,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     embedder = load_embedder(args.model) if args.model else None
     result = import_log(
-        _store(args),
+        open_store(args),
         args.run,
         args.log,
         Fields(args.query_field, args.time_field, args.label_field),
@@ -59,7 +54,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from evalcore.traffic.check import run_check
 
-    report = run_check(_store(args), args.run, args.period, args.threshold, args.max_refused_share)
+    report = run_check(open_store(args), args.run, args.period, args.threshold, args.max_refused_share)
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:
@@ -82,7 +77,7 @@ def _day(text: str) -> datetime:
 def cmd_forget(args: argparse.Namespace) -> int:
     from evalcore.traffic.replay import forget
 
-    store = _store(args)
+    store = open_store(args)
     if not store.path.exists():
         raise InputError(f"{store.path}: no run store there")
     run_id = None
@@ -104,7 +99,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from evalcore.read.traffic import export_frame
     from evalcore.traffic.replay import resolve_target
 
-    store = _store(args)
+    store = open_store(args)
     target = resolve_target(store, args.run)
     threshold = args.threshold
     if threshold is None:
