@@ -13,6 +13,8 @@ from evalcore.cli.common import open_store, report_invalid
 from evalcore.cli.options import external_inputs
 from evalcore.cli.summary import EXTERNAL_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
+from evalcore.pipeline.configurations import SCORE_KINDS
+from evalcore.pipeline.spec import SIMILARITY
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
@@ -101,48 +103,11 @@ def cmd_import_run(args: argparse.Namespace) -> int:
 
 
 def cmd_run_endpoint(args: argparse.Namespace) -> int:
-    from evalcore.external.endpoint import Endpoint, Fields, parse_header, run_endpoint
-    from evalcore.progress import BarProgress
+    from evalcore.cli.run import execute_run
+    from evalcore.external.live import LiveResult
 
-    fields = Fields(
-        hits=args.hits,
-        chunk_id=args.chunk_id,
-        text=args.text,
-        document=args.document,
-        start=args.start,
-        end=args.end,
-        score=args.score,
-    )
-    endpoint = Endpoint(
-        url=args.url,
-        method=args.method,
-        body=args.body,
-        headers=tuple(parse_header(h) for h in args.header),
-        fields=fields,
-        k=args.k,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        retries=args.retries,
-        refresh=args.refresh,
-    )
-    endpoint.check()
-    corpus, gt = _inputs_of(args)
-    report_invalid(gt)
-    store = open_store(args)
-    t0 = time.perf_counter()
-    done = run_endpoint(
-        store,
-        corpus,
-        gt,
-        endpoint,
-        args.name,
-        chunker=args.chunker,
-        retriever=args.retriever,
-        score=args.score_kind,
-        chunks_path=args.chunks,
-        max_failures=args.max_failures,
-        progress=BarProgress(enabled=not args.quiet and not args.json),
-    )
+    store, done, wall = execute_run(args, args.quiet or args.json)
+    assert isinstance(done, LiveResult)
     sent = done.stats
     line = (
         f"sent {sent.get('requests', 0)} request(s) ({sent.get('retries', 0)} retries), "
@@ -162,7 +127,7 @@ def cmd_run_endpoint(args: argparse.Namespace) -> int:
         args,
         store,
         done.run_id,
-        time.perf_counter() - t0,
+        wall,
         {
             "failures": [{"query": q, "reason": f.reason, "attempts": f.attempts} for q, f in done.failures.items()],
             "sent": sent,
@@ -203,8 +168,8 @@ def add_import_run(sub: Subparsers) -> None:
     )
     sp.add_argument(
         "--score",
-        default="similarity",
-        choices=["similarity", "distance"],
+        default=SIMILARITY,
+        choices=list(SCORE_KINDS),
         help="similarity: higher is closer (default); distance: lower is closer",
     )
     sp.add_argument("--name", default="imported", help="run name (default imported)")
@@ -276,8 +241,8 @@ def add_run_endpoint(sub: Subparsers) -> None:
     sp.add_argument("--score", default=field["score"], metavar="PATH", help="path of a hit's score (default score)")
     sp.add_argument(
         "--score-kind",
-        default="similarity",
-        choices=["similarity", "distance"],
+        default=SIMILARITY,
+        choices=list(SCORE_KINDS),
         help="similarity: higher is closer (default); distance: lower is closer",
     )
     sp.add_argument(
