@@ -237,7 +237,7 @@ def build_store(
     import uuid
 
     from evalcore import PIPELINE_VERSION
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     store = Store(path)
     run_id = "bench-" + uuid.uuid4().hex[:8]
@@ -341,7 +341,7 @@ def time_reads(store_path: Path, run_id: str, repeat: int = 2) -> list[tuple[str
     """(read function, first call s, best later call s) for the read side's functions on the
     big run: which are too slow at this size, without the pages (``evalcore.report`` now)."""
     from evalcore import report
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     store = Store(store_path)
     config = report.configurations(store, run_id)[0]
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reads", action="store_true", help="time the read functions (evalcore.report) instead of rendering the pages"
     )
     args = parser.parse_args(argv)
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     strategies = tuple(args.strategies.split(","))
     name = f"synthetic-{args.queries}" + (f"x{args.chunks}-{'-'.join(strategies)}" if args.chunks else "")

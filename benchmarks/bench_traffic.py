@@ -46,7 +46,7 @@ def main() -> None:
     from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.read import traffic as reads
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
     from evalcore.traffic.replay import import_log
 
     mini = ROOT / "tests" / "fixtures" / "mini"
@@ -65,7 +65,7 @@ def main() -> None:
     gt = load_ground_truth(corpus, mini / "questions.jsonl", ROOT / "tests" / "fixtures" / "gate" / "ood.jsonl")
     t0 = time.perf_counter()
     request = RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="bench")
-    run = run_evaluation(request, store, embedder=embedder)
+    run = run_evaluation(request, store, embedders=[embedder])
     run_s = time.perf_counter() - t0
     n_chunks = int(store.query("SELECT count(*) AS n FROM chunks")["n"].iloc[0])
 

@@ -56,10 +56,10 @@ _LAZY = {
     "claim_of": ("evalcore.read.claims", "claim_of"),
     "Claim": ("evalcore.measures.claim", "Claim"),
     "import_run": ("evalcore.external.importer", "import_run"),
-    "run_endpoint": ("evalcore.external.endpoint", "run_endpoint"),
+    "run_endpoint": ("evalcore.external.endpoint_calls", "run_endpoint"),
     "Endpoint": ("evalcore.external.endpoint", "Endpoint"),
     "export_formats": ("evalcore.files.ir_formats", "export_formats"),
-    "Store": ("evalcore.store.connection", "Store"),
+    "Store": ("evalcore.store", "Store"),
     "load_corpus": ("evalcore.inputs.corpus", "load_corpus"),
     "load_ground_truth": ("evalcore.inputs.groundtruth", "load_ground_truth"),
 }

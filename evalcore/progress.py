@@ -23,7 +23,7 @@ from evalcore.errors import EvalcoreError
 if TYPE_CHECKING:
     from tqdm import tqdm
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class StoreProgress:
     effort with a short lock timeout: a busy store delays a progress bar, never a run."""
 
     def __init__(self, store: Store, run_id: str, interval: float = STORE_EVERY) -> None:
-        from evalcore.store.connection import Store as _Store
+        from evalcore.store import Store as _Store
 
         self.store = _Store(store.path, lock_timeout=2.0)
         self.run_id, self.interval = run_id, interval

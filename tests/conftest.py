@@ -99,7 +99,7 @@ def engine_store(tmp_path_factory, real_embedder, mini_inputs):
     (strategies A-F x dense, bm25, hybrid, real model)."""
     from evalcore.pipeline.chunking import parse_strategies
     from evalcore.pipeline.runner import RunRequest, run_evaluation
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     path = tmp_path_factory.mktemp("store") / "evalcore.duckdb"
     corpus, gt = mini_inputs
@@ -133,7 +133,7 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
 
     from evalcore.pipeline.chunking import parse_strategies
     from evalcore.pipeline.runner import RunRequest, run_evaluation
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     path = tmp_path_factory.mktemp("two-runs") / "evalcore.duckdb"
     shutil.copy(engine_store, path)
@@ -189,7 +189,7 @@ def copy_with_failed_run(source: Path, folder: Path, run_id: str, name: str, rea
     """A copy of the store ``source`` in ``folder`` with one more run, failed for ``reason``."""
     import shutil
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     path = folder / "with-failed-run.duckdb"
     shutil.copy(source, path)
@@ -217,7 +217,7 @@ def gate_store(tmp_path_factory, real_embedder):
     from evalcore.inputs.groundtruth import load_ground_truth
     from evalcore.pipeline.chunking import parse_strategies
     from evalcore.pipeline.runner import RunRequest, run_evaluation
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     folder = tmp_path_factory.mktemp("gate")
     path = folder / "gate.duckdb"
@@ -264,7 +264,7 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
     from evalcore.inputs.public_sets import import_squad, questions_from_csv
     from evalcore.pipeline.chunking import parse_strategies
     from evalcore.pipeline.runner import RunRequest, run_evaluation
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     source = shared_data("xquad", "xquad.en.json")
     faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")

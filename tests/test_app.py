@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 from evalcore.measures.stats import p_relation
 from evalcore.read import compare, decisions, runs
 from evalcore.records import Configuration
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

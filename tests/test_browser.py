@@ -34,7 +34,7 @@ import pytest
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
 from evalcore.measures.stats import p_relation
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")
 TRACKER = "127.0.0.1:9/pixel.png"  # the image in the e417-ticket variant (tests/fixtures/mini)

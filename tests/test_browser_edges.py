@@ -29,7 +29,7 @@ from test_browser import browser, goto, page, select  # noqa: F401 - the shared 
 
 from evalcore.inputs.corpus import load_corpus
 from evalcore.read.citations import heading_only
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 ARTICLES = {
     "civil_disobedience": (

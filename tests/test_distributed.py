@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 ray = pytest.importorskip("ray")
 

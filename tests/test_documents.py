@@ -26,7 +26,7 @@ from evalcore.inputs.groundtruth import NeedleIndex
 from evalcore.inputs.uploads import UploadedFile
 from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
 from evalcore.read.citations import Source, build_context, locator, page_range, pages_label
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

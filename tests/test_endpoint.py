@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
 
 from evalcore.cli import main
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 INPUTS = list(MINI_ARGS)
 SLOW, FLAKY, BROKEN = "port-course", "config-course", "e417-ticket"  # query ids with faults

@@ -17,7 +17,7 @@ from evalcore.figures import build as figures
 from evalcore.files import figure_files as export
 from evalcore.read import runs
 from evalcore.records import Configuration
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
 
 from evalcore.cli import main
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 QUESTIONS, OOD, CORPUS = MINI / "questions.jsonl", MINI / "ood.jsonl", MINI / "corpus"
 INPUTS = ["--corpus", str(CORPUS), "--questions", str(QUESTIONS), "--ood", str(OOD)]

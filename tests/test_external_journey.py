@@ -43,7 +43,7 @@ from test_browser import _download, goto, nav, save_decision, select, selected, 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
 
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 CONFIG = "sent3/rank_bm25"  # the imported configuration
 BUILTIN = "E/hybrid"  # the built-in configuration it is paired with

@@ -17,7 +17,7 @@ import external_bm25
 
 from evalcore.cli import main
 from evalcore.read.summary import summary_table
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 KS = (1, 4, 8, 20)
 INPUTS = list(MINI_ARGS)

@@ -20,9 +20,10 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from evalcore.cli import main
-from evalcore.regression.gate import parse_ref, run_gate
+from evalcore.read.refs import parse_ref
+from evalcore.regression.gate import run_gate
 from evalcore.regression.report import to_dict, to_junit, to_markdown
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 CONFIGS = [f"{s}/{r}" for s in "ABCDEFP" for r in ("dense", "bm25", "hybrid")]
 

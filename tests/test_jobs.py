@@ -20,7 +20,8 @@ from evalcore import jobs
 from evalcore.cli import main
 from evalcore.errors import ConfigError
 from evalcore.read.summary import summary_table
-from evalcore.store.connection import Store, pid_alive
+from evalcore.store import Store
+from evalcore.store.connection import pid_alive
 
 RETRIEVERS = "dense,bm25,hybrid"
 TIMEOUT = 180.0

@@ -23,7 +23,7 @@ from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
 from evalcore.cli import main
 from evalcore.read.summary import summary_table
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 RETRIEVERS = ["dense", "bm25", "bm25:english", "hybrid", "hybrid:english"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalcore.read.summary import summary_table
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 @pytest.fixture(scope="module")

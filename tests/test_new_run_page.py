@@ -16,7 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore import jobs
 from evalcore.read.summary import summary_table
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 APP = str(ROOT / "app.py")
 

@@ -35,7 +35,7 @@ import evalcore
 from evalcore.cli import main
 from evalcore.cli.dashboard import SETTINGS, command
 from evalcore.inputs import corpus
-from evalcore.store.connection import schema_version
+from evalcore.store.migrate import schema_version
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -11,7 +11,7 @@ from conftest import KeywordEmbedder
 from evalcore.pipeline.chunking import parse_strategies
 from evalcore.pipeline.runner import RunRequest, run_evaluation
 from evalcore.progress import Scale, Stage
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def test_the_stages_of_a_run_tile_the_scale_in_order():

@@ -20,7 +20,7 @@ from evalcore.inputs import qsets
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH
 from evalcore.inputs.groundtruth import load_ground_truth
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def _dataset(store: Path, *argv: str) -> int:

@@ -19,7 +19,7 @@ from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 from evalcore.inputs import qsets
 from evalcore.inputs.corpus import load_corpus
 from evalcore.pipeline.chunking import chunk_document, parse_strategies
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 PORT = "The server listens on port 8470 by default."
 CUT = "or devices will report the server as unreachable"  # crosses strategy A's cut at 512 (install)

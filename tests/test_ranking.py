@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalcore.pipeline.ranking import exact_similarities, rank_block
+from evalcore.pipeline.rank_rows import exact_similarities
+from evalcore.pipeline.ranking import rank_block
 from evalcore.pipeline.retrieval import BM25, RERANK_DEPTH, order_by, rerank_order, rrf_scores
 
 WORDS = "cache prompt token model vector index chunk query answer the a of error kv".split()

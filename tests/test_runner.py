@@ -17,7 +17,7 @@ from evalcore.measures.metrics import mrr, recall_at_k
 from evalcore.pipeline.chunking import parse_strategies
 from evalcore.pipeline.runner import RunRequest, run_evaluation
 from evalcore.read.summary import summary_json, summary_table
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 DOC1 = "# One\n\n## Alpha\n\nalpha alpha beta.\n\n## Gamma\n\ngamma words here.\n"
 DOC2 = "# Two\n\n## Beta\n\nbeta beta beta.\n\n## Delta\n\ndelta gamma.\n"

@@ -64,7 +64,7 @@ def test_a_dashboard_job_becomes_a_confined_run_spec(tmp_path, monkeypatch):
     from evalcore.errors import InputError
     from evalcore.pipeline.execute import load_inputs
     from evalcore.pipeline.spec import RunSpec
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     monkeypatch.setenv("EVALCORE_DATA_ROOTS", str(MINI))
     prepared = jobs.prepare_paths(

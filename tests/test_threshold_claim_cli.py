@@ -13,7 +13,7 @@ from scipy.stats import binom, mannwhitneyu
 from test_external import bm25_files  # noqa: F401  (a fixture)
 
 from evalcore.cli import main
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def _run_json(capsys, store, *argv: str) -> list[dict]:

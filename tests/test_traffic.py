@@ -25,7 +25,7 @@ from statsmodels.stats.proportion import proportion_confint
 from evalcore.cli import main
 from evalcore.pipeline.embedding import text_hash
 from evalcore.records import Configuration
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 WEEK1 = datetime(2026, 11, 2, 8, 0)  # a Monday, 08:00 UTC: periods start at 00:00 of that day
 T = 0.55
@@ -479,7 +479,8 @@ def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported,
 
     from evalcore.read.traffic import labelled_rates
     from evalcore.traffic.log import Fields
-    from evalcore.traffic.replay import import_log, resolve_target, set_label
+    from evalcore.traffic.replay import import_log, set_label
+    from evalcore.traffic.target import resolve_target
 
     store, run_id, rows, _, _ = imported
     work = Store(tmp_path / "copy.duckdb")

@@ -13,7 +13,7 @@ from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 from test_traffic import T, _log_rows, _write_jsonl, traffic_run  # noqa: F401 - the run fixture
 
 from evalcore.cli import main
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 PRIVATE = "my name is Ada Quill, account 4711-0815, which port does kettle use"
 

@@ -15,7 +15,7 @@ from evalcore.cli import main
 from evalcore.files.run_files import FORMAT_VERSION, TABLES, export_run, load_run
 from evalcore.regression.gate import run_gate
 from evalcore.regression.report import to_dict
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def cli(store, *args, capsys):

@@ -15,7 +15,7 @@ from evalcore import jobs
 from evalcore.errors import InputError
 from evalcore.inputs import uploads
 from evalcore.inputs.uploads import Limits, UploadedFile
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 TABLES = ("runs", "jobs", "documents", "queries", "results", "hits", "embeddings")
 
@@ -237,7 +237,7 @@ def test_old_upload_folders_that_no_job_uses_are_cleaned(tmp_path):
     import time as _time
 
     from evalcore import jobs
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     store = Store(tmp_path / "s.duckdb")
     root = jobs.uploads_dir(store)

@@ -21,7 +21,7 @@ CLOSE = {"results": ["answer_distance", "top_distance"], "hits": ["distance", "s
 
 
 def load(store: str, run_id: str, table: str):
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     keys = KEYS[table]
     df = Store(store).query(f"SELECT * FROM {table} WHERE run_id = ?", [run_id])

@@ -23,7 +23,7 @@ from evalcore.files import figure_files as export
 from evalcore.measures.threshold import DEFAULT_COST_RATIO, suggest_threshold
 from evalcore.read import decisions, runs, sweeps
 from evalcore.records import Configuration
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def main() -> int:

@@ -13,12 +13,12 @@ from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
     from evalcore.records import GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def open_store(args: argparse.Namespace) -> Store:
     """The store of the global ``--store`` (else ``$EVALCORE_STORE``, else the default path)."""
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     return Store(args.store)
 

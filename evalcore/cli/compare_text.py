@@ -18,13 +18,13 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from evalcore.errors import NotComparable, StoreError
+from evalcore.measures.stats import ALPHA, SIGN_TEST, format_p_plain
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
-ALPHA = 0.05
 KS = (1, 4, 8, 20)
 
 
@@ -116,10 +116,10 @@ def significant_pairs(matrix: pd.DataFrame) -> list[str]:
     right_w = max(len(x) for x in sig["column"])
     out = []
     for r in sig.sort_values(["p_shown", "row", "column"]).to_dict("records"):
-        adjusted = f" (unadjusted {r['p_value']:.3g})" if r["p_shown"] != r["p_value"] else ""
+        adjusted = f" (unadjusted {format_p_plain(r['p_value'])})" if r["p_shown"] != r["p_value"] else ""
         out.append(
             f"  {r['row']:<{left_w}}  beats  {r['column']:<{right_w}}  +{r['wins']}/-{r['losses']}  "
-            f"p {r['p_shown']:.3g}{adjusted}"
+            f"p {format_p_plain(r['p_shown'])}{adjusted}"
         )
     return out
 
@@ -135,9 +135,10 @@ def compare_text(
     """The terminal report of ``compare`` for one run, or two runs on the same queries."""
     from evalcore.measures.stats import sample_statement
     from evalcore.read.compare import compare
+    from evalcore.read.refs import resolve_run
     from evalcore.read.runs import run_configurations
     from evalcore.read.summary import summary_table
-    from evalcore.regression.gate import gate_metric, resolve_run
+    from evalcore.regression.gate import gate_metric
 
     width = width or terminal_width()
     from evalcore.pipeline.configurations import model_label
@@ -192,8 +193,8 @@ def compare_text(
     n = int(matrix["n"].iloc[0])
     lines += textwrap.wrap(
         f"Win/loss at hit@{k} on {n} queries: a cell is the row's wins minus its losses against the "
-        f"column (wins = queries only the row finds in the top {k}); * p < {ALPHA:g}, two-sided exact "
-        f"sign test ({which}).",
+        f"column (wins = queries only the row finds in the top {k}); * p < {ALPHA:g}, {SIGN_TEST} "
+        f"({which}).",
         width,
     )
     lines += matrix_lines(matrix, labels, width)

@@ -19,7 +19,7 @@ from evalcore.pipeline.spec import SIMILARITY
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:

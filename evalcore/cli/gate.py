@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store, write_text
+from evalcore.measures.stats import ALPHA
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
@@ -58,7 +59,7 @@ def add_gate(sub: Subparsers) -> None:
         "configuration both runs have is compared",
     )
     sp.add_argument("--metric", default="hit@4", help="hit@k or recall@k (default hit@4)")
-    sp.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    sp.add_argument("--alpha", type=float, default=ALPHA, help=f"significance level (default {ALPHA:g})")
     sp.add_argument(
         "--holm",
         action=argparse.BooleanOptionalAction,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from evalcore.pipeline.execute import Inputs
     from evalcore.pipeline.runner import RunResult
     from evalcore.pipeline.spec import RunSpec
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:

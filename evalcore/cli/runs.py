@@ -36,8 +36,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from evalcore.read.refs import find_run
+
     store = open_store(args)
-    run = store.run(args.run)
+    run = find_run(store, args.run)
     if args.json:
         print_summary(store, run["run_id"], as_json=True)
         return 0
@@ -69,6 +71,6 @@ def add_list(sub: Subparsers) -> None:
 
 def add_show(sub: Subparsers) -> None:
     sp = sub.add_parser("show", help="one run's summary", description="Show one run's summary table.")
-    run_ref(sp, "run id (a unique prefix is enough)")
+    run_ref(sp, "run id, a unique prefix of one, or a run name (its newest complete run, else its newest)")
     json_option(sp, "print a machine-readable summary")
     sp.set_defaults(func=cmd_show)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.cli.common import print_json
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: The legend under a built-in run's table.
 BUILT_IN_LEGEND = (

@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 def cmd_threshold(args: argparse.Namespace) -> int:
     from evalcore.measures.claim import ClaimError
     from evalcore.read.claims import claims
+    from evalcore.read.refs import parse_ref, resolve_run
     from evalcore.read.runs import configurations
     from evalcore.records import Configuration
-    from evalcore.regression.gate import parse_ref, resolve_run
 
     for value, option in (
         (args.max_bluff_rate, "--max-bluff-rate"),

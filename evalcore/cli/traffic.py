@@ -15,6 +15,7 @@ from typing import Any
 
 from evalcore.cli.common import open_store
 from evalcore.errors import ConfigError, InputError
+from evalcore.measures.stats import ALPHA
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -82,7 +83,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         raise InputError(f"{store.path}: no run store there")
     run_id = None
     if args.run:
-        from evalcore.regression.gate import resolve_run
+        from evalcore.read.refs import resolve_run
 
         run_id = str(resolve_run(store, args.run)["run_id"])
     before = _day(args.before)
@@ -97,7 +98,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic import export_frame
-    from evalcore.traffic.replay import resolve_target
+    from evalcore.traffic.target import resolve_target
 
     store = open_store(args)
     target = resolve_target(store, args.run)
@@ -163,7 +164,7 @@ def add_parser(sub: Any) -> None:
         "check",
         help="exit 1 when the last period refuses too much or drifted (for a scheduled job)",
         description="Cut stored traffic into periods from 00:00 UTC of the earliest query's day; exit 1 when the "
-        "last period's refused share is above --max-refused-share or its gate values drifted (KS, alpha 0.05, "
+        f"last period's refused share is above --max-refused-share or its gate values drifted (KS, alpha {ALPHA:g}, "
         "Holm over the tests run), 0 otherwise, 2 on bad input.",
     )
     sp.add_argument("--run", required=True, help="RUN or RUN:STRATEGY/RETRIEVER")

@@ -63,7 +63,7 @@ def evaluate(
     ``retriever(query, k)`` returns hits best first (see the module docstring). ``score``
     says how its scores read (``similarity``: higher = closer; ``distance``). ``chunks``
     (optional) is the retriever's whole chunk set as a chunk file, so destroyed answers can
-    be counted. ``store`` is a path or a :class:`~evalcore.store.connection.Store` (default
+    be counted. ``store`` is a path or a :class:`~evalcore.store.Store` (default
     ``$EVALCORE_STORE`` or ``runs/evalcore.duckdb``). ``concurrency`` > 1 calls the retriever
     from that many threads (only for thread-safe retrievers). Returns an :class:`Evaluation`;
     the run shows on every page of the dashboard.
@@ -72,7 +72,7 @@ def evaluate(
     from evalcore.pipeline.execute import execute
     from evalcore.pipeline.spec import RunSpec
     from evalcore.read.summary import summary_table
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     spec = RunSpec(
         corpus=corpus,

@@ -20,7 +20,7 @@ from evalcore.pipeline.configurations import EXTERNAL, external
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def import_run(
     from evalcore.external.chunks import read_chunks
     from evalcore.external.rankings import read_rankings
     from evalcore.external.record import record, resolve_rankings
-    from evalcore.store.connection import new_run_id
+    from evalcore.store.basics import new_run_id
 
     _check_name(chunker, "--chunker")
     _check_name(retriever, "--retriever")

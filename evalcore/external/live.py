@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from evalcore.pipeline.configurations import ConfigInfo
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def run_live(
     from evalcore import signals
     from evalcore.pipeline.runner import fail_run
     from evalcore.progress import Fanout, SilentProgress, Stage, StoreProgress
-    from evalcore.store.connection import new_run_id
+    from evalcore.store.basics import new_run_id
 
     cancelled = cancelled or (lambda: False)
     run_id = run_id or new_run_id()

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import PIPELINE_VERSION, __version__
 from evalcore.errors import EvalcoreError, InputError
+from evalcore.measures.threshold import DEFAULT_TOP
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,12 +33,11 @@ if TYPE_CHECKING:
     from evalcore.external.rankings import RankingFile
     from evalcore.pipeline.configurations import ConfigInfo
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_FAILURES = 0.05  # share of all queries that may fail before the run fails
-GATE_TOP = 4
 
 #: query id -> [(chunk id in the chunk set, score), ...] in rank order
 Hits = Mapping[str, Sequence[tuple[int, float]]]
@@ -115,7 +115,7 @@ def run_row(
         "retriever": config.retriever,
         "score_kind": config.score_kind,
         "gate": config.axis.keep_rule,
-        "gate_top": GATE_TOP,
+        "gate_top": DEFAULT_TOP,
         **ground_truth_settings(corpus, gt),
         **settings,
     }

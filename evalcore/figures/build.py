@@ -21,7 +21,7 @@ from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def _now() -> str:
@@ -213,7 +213,7 @@ def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adj
 
 def distance_figure(store: Store, run_id: str, configuration: Configuration) -> Figure:
     """Distances in and out of domain of one configuration (detail: (frame, DistanceSummary))."""
-    from evalcore.figures import charts
+    from evalcore.figures import threshold_charts
     from evalcore.read.distances import distance_histogram, distance_summary, distances
 
     frame = distances(store, run_id, configuration)
@@ -225,7 +225,9 @@ def distance_figure(store: Store, run_id: str, configuration: Configuration) -> 
         (configuration.label,),
         summary.n_text(),
     )
-    chart = charts.distance_chart(hist, summary.worst_in, summary.best_out, summary.axis) if len(hist) else None
+    chart = (
+        threshold_charts.distance_chart(hist, summary.worst_in, summary.best_out, summary.axis) if len(hist) else None
+    )
     return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
 
 
@@ -271,7 +273,7 @@ def sweep_figure_of(
 
     ``band``: (from, to, the claim in words) of the thresholds where the threshold claim holds
     (:func:`evalcore.read.claims.band`), shaded on the chart and stated in the caption."""
-    from evalcore.figures import charts
+    from evalcore.figures import threshold_charts
     from evalcore.read.sweeps import sweep_long
 
     n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
@@ -293,7 +295,7 @@ def sweep_figure_of(
     )
     long = sweep_long(frame)
     keep = keep_rule(frame)
-    chart = charts.sweep_chart(long, float(threshold), rates, keep, band) if len(long) else None
+    chart = threshold_charts.sweep_chart(long, float(threshold), rates, keep, band) if len(long) else None
     return Figure(
         f"sweep-{mode}",
         f"Threshold sweep ({mode})",

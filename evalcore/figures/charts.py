@@ -4,14 +4,16 @@ Each builder takes a frame from :mod:`evalcore.read` and returns an Altair chart
 is that frame (or a presentation-only reshaping of it), so the same chart renders in the app
 and exports to PNG/SVG (:mod:`evalcore.files.figure_files`) unchanged. Colours are fixed here, by name,
 so a retriever or an outcome has the same colour on every screen and in every file.
+The refusal threshold's charts are :mod:`evalcore.figures.threshold_charts`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from evalcore.measures.stats import ALPHA
 
 if TYPE_CHECKING:
     import altair as alt
@@ -55,7 +57,7 @@ SCORE_TITLES = {
 }
 
 
-def _inline_all_rows() -> None:
+def inline_all_rows() -> None:
     """The charts inline their (already aggregated) data; large runs may pass 5000 rows."""
     import altair as alt
 
@@ -65,7 +67,7 @@ def _inline_all_rows() -> None:
 _Top = TypeVar("_Top", "alt.Chart", "alt.LayerChart", "alt.FacetChart", "alt.VConcatChart")
 
 
-def _configure(
+def configure(
     chart: _Top,
     title: str,
     subtitle: str | list[str] | None = None,
@@ -73,7 +75,7 @@ def _configure(
 ) -> _Top:
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     # "pad": the plot is exactly width x height and the figure grows by its axes and titles, on
     # screen (Streamlit would otherwise "fit" axes and titles into that size) as in the files.
     # altair's configure methods return Self, but its signature decorator hides that from mypy
@@ -113,7 +115,7 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
     configurations down the side (their labels read horizontally, never cut)."""
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     data = table[table["metric"].str.startswith("recall@")].copy()
     data["k"] = data["k"].astype(int)
     order = list(dict.fromkeys(data["label"]))
@@ -151,14 +153,14 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
             )
         )
     )
-    return _configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval", "bottom")
+    return configure(chart, "Recall@k per configuration", "point: recall; line: 95% Wilson interval", "bottom")
 
 
 def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
     """MRR of each configuration as a bar (a mean of reciprocal ranks: no Wilson interval)."""
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     data = table[table["metric"] == "mrr"]
     order = list(dict.fromkeys(data["label"]))
     bars = (
@@ -182,14 +184,14 @@ def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
         .encode(y=alt.Y("label:N", sort=order), x="value:Q", text=alt.Text("value:Q", format=".3f"))
     )
     chart = alt.LayerChart(layer=[bars, text]).properties(width=420, height=_rows_height(len(order)))
-    return _configure(chart, "MRR per configuration", "mean of 1/rank of the first correct chunk (0 when none)")
+    return configure(chart, "MRR per configuration", "mean of 1/rank of the first correct chunk (0 when none)")
 
 
 def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
     """Destroyed ground truths per strategy (bars, labelled with the count)."""
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     order = list(counts["strategy"])
     base = alt.Chart(counts).encode(
         y=alt.Y("strategy:N", sort=order, title="strategy"),
@@ -203,7 +205,7 @@ def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
             base.mark_text(align="left", dx=3, fontSize=11).encode(text="destroyed:Q"),
         ]
     ).properties(width=360, height=_rows_height(len(order), 24))
-    return _configure(chart, "Destroyed answers per strategy", "ground truths no chunk holds whole")
+    return configure(chart, "Destroyed answers per strategy", "ground truths no chunk holds whole")
 
 
 def verdict_of(wins: int, losses: int, significant: bool) -> str:
@@ -225,7 +227,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     """
     import altair as alt
 
-    _inline_all_rows()
+    inline_all_rows()
     import pandas as pd
 
     data = matrix[
@@ -278,7 +280,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
             y=y,
             color=alt.Color(
                 "verdict:N",
-                title=f"difference ({p_name} < 0.05)",
+                title=f"difference ({p_name} < {ALPHA:g})",
                 scale=alt.Scale(domain=domain, range=colours),
                 legend=alt.Legend(values=list(VERDICT_COLOURS), orient="bottom", columns=2, titleLimit=LABEL_LIMIT),
             ),
@@ -325,7 +327,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
             .encode(x=x, y=y, text="ptext:N")
         )
     chart = alt.LayerChart(layer=[empty, rect, *texts]).properties(width=cell * n, height=cell * n)
-    chart = _configure(
+    chart = configure(
         chart,
         f"Wins and losses at hit@{k}",
         # two short lines: a matrix of two or three configurations is narrow
@@ -335,207 +337,12 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     return chart.properties(usermeta={"embedOptions": {"renderer": "svg"}})
 
 
-def distance_chart(
-    histogram: pd.DataFrame, worst_in: float, best_out: float, axis: str = "cosine distance"
-) -> alt.VConcatChart:
-    """One histogram per measure, stacked on a shared distance axis, with rules at the worst
-    in-domain answer and the best out-of-domain top hit; the band between them is shaded
-    when the groups overlap (no threshold separates them there)."""
-    import altair as alt
-
-    _inline_all_rows()
-    import pandas as pd
-
-    measures = [m for m in MEASURE_COLOURS if m in set(histogram["measure"])]
-    low = float(histogram["bin_start"].min()) if len(histogram) else 0.0
-    high = float(histogram["bin_end"].max()) if len(histogram) else 1.0
-    scale = alt.Scale(domain=[low, high], nice=False, zero=False)
-    marks = []
-    if not math.isnan(worst_in):
-        marks.append({"x": worst_in, "what": f"worst in-domain answer {worst_in:.3f}", "y": 0})
-    if not math.isnan(best_out):
-        marks.append({"x": best_out, "what": f"best out-of-domain top hit {best_out:.3f}", "y": 14})
-    closer_low = axis != "score (higher = closer)"
-    overlap = (
-        not math.isnan(worst_in)
-        and not math.isnan(best_out)
-        and (best_out <= worst_in if closer_low else best_out >= worst_in)
-    )
-    rows = []
-    for i, measure in enumerate(measures):
-        part = histogram[histogram["measure"] == measure]
-        n = int(part["count"].sum())
-        layers = []
-        if overlap:
-            band = pd.DataFrame({"x": [best_out], "x2": [worst_in]})
-            layers.append(
-                alt.Chart(band)
-                .mark_rect(color="#f1c40f", opacity=0.25)
-                .encode(
-                    x=alt.X("x:Q", scale=scale),
-                    x2="x2:Q",
-                    tooltip=[
-                        alt.Tooltip("x:Q", title="overlap from", format=".3f"),
-                        alt.Tooltip("x2:Q", title="overlap to", format=".3f"),
-                    ],
-                )
-            )
-        layers.append(
-            alt.Chart(part)
-            .mark_bar(binSpacing=0, color=MEASURE_COLOURS[measure])
-            .encode(
-                x=alt.X(
-                    "bin_start:Q",
-                    bin="binned",
-                    scale=scale,
-                    title=axis if i == len(measures) - 1 else None,
-                    axis=alt.Axis(labels=i == len(measures) - 1),
-                ),
-                x2="bin_end:Q",
-                y=alt.Y("count:Q", title="queries", axis=alt.Axis(tickMinStep=1, format="d")),
-                tooltip=[
-                    alt.Tooltip("bin_start:Q", format=".3f", title="from"),
-                    alt.Tooltip("bin_end:Q", format=".3f", title="to"),
-                    "count:Q",
-                ],
-            )
-        )
-        if marks:
-            rule = alt.Chart(pd.DataFrame(marks)).encode(x=alt.X("x:Q", scale=scale))
-            layers.append(rule.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"]))
-        rows.append(
-            alt.LayerChart(layer=layers).properties(
-                width=640,
-                height=90,
-                title=alt.TitleParams(
-                    f"{(MEASURE_TITLES if closer_low else SCORE_TITLES)[measure]} (n = {n})",
-                    anchor="start",
-                    fontSize=12,
-                    color=MEASURE_COLOURS[measure],
-                ),
-            )
-        )
-    if marks:  # the rules' labels in a strip of their own above the bars, never over them
-        middle = (low + high) / 2
-        frame = pd.DataFrame(marks).assign(y=lambda d: [2 + 14 * j for j in range(len(d))])
-        strip = alt.Chart(frame).encode(x=alt.X("x:Q", scale=scale, axis=None))
-        labels = [strip.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"])]
-        for right, part in ((False, frame[frame["x"] <= middle]), (True, frame[frame["x"] > middle])):
-            if len(part):  # a label left of a rule in the right half, so it stays inside the chart
-                labels.append(
-                    alt.Chart(part)
-                    .mark_text(align="right" if right else "left", dx=-3 if right else 3, baseline="top", fontSize=10)
-                    .encode(x=alt.X("x:Q", scale=scale, axis=None), y=alt.Y("y:Q", scale=None), text="what:N")
-                )
-        rows.insert(0, alt.LayerChart(layer=labels).properties(width=640, height=14 * len(marks) + 4))
-    # resolve_scale returns Self, but altair's signature decorator hides that from mypy
-    chart: alt.VConcatChart = alt.vconcat(*rows, spacing=8).resolve_scale(x="shared")
-    subtitle = "dashed: worst in-domain answer and best out-of-domain top hit"
-    if overlap:
-        subtitle += "; shaded: where the groups overlap"
-    return _configure(chart, "In-domain against out-of-domain distances", subtitle)
-
-
-def sweep_chart(
-    sweep_long: pd.DataFrame,
-    threshold: float,
-    rates: bool,
-    keep_rule: str = "distance < t",
-    band: tuple[float, float, str] | None = None,
-) -> alt.LayerChart:
-    """Bluffs, lost answers and refusals against the threshold (step lines), a rule at the
-    chosen ``threshold``; as rates, each with its 95% Wilson band. ``band``: (from, to, label)
-    of the thresholds where the threshold claim holds, shaded green behind the lines.
-
-    ``sweep_long``: threshold, series, count, rate, low, high (:func:`evalcore.read.sweeps.sweep_long`).
-    """
-    import altair as alt
-
-    _inline_all_rows()
-    import pandas as pd
-
-    field = "rate" if rates else "count"
-    domain = list(SERIES_COLOURS)
-    colour = alt.Color(
-        "series:N",
-        title=None,
-        scale=alt.Scale(domain=domain, range=list(SERIES_COLOURS.values())),
-        legend=alt.Legend(orient="bottom"),
-    )
-    x = alt.X(
-        "threshold:Q",
-        title=f"threshold t (the gate keeps top-4 hits with {keep_rule})",
-        scale=alt.Scale(zero=False, nice=False),
-    )
-    lines = (
-        alt.Chart(sweep_long)
-        .mark_line(interpolate="step-after", strokeWidth=2)
-        .encode(
-            x=x,
-            y=alt.Y(
-                f"{field}:Q",
-                title="share of the group" if rates else "queries",
-                axis=alt.Axis(format=".0%") if rates else alt.Axis(tickMinStep=1, format="d"),
-                scale=alt.Scale(domain=[0, 1]) if rates else alt.Scale(),
-            ),
-            color=colour,
-            strokeDash=alt.condition("datum.series == 'refused (in-domain)'", alt.value([5, 3]), alt.value([1, 0])),
-            tooltip=[
-                alt.Tooltip("threshold:Q", format=".4f"),
-                "series:N",
-                "count:Q",
-                alt.Tooltip("rate:Q", format=".1%"),
-                alt.Tooltip("low:Q", format=".1%", title="Wilson low"),
-                alt.Tooltip("high:Q", format=".1%", title="Wilson high"),
-            ],
-        )
-    )
-    layers = []
-    if band is not None:
-        zone = pd.DataFrame({"from": [band[0]], "to": [band[1]], "label": [band[2]]})
-        layers.append(
-            alt.Chart(zone)
-            .mark_rect(color="#2ca02c", opacity=0.12)
-            .encode(x="from:Q", x2="to:Q", tooltip=[alt.Tooltip("label:N", title="threshold claim")])
-        )
-        layers.append(
-            alt.Chart(zone)
-            .mark_text(align="left", dx=3, baseline="bottom", fontSize=10, color="#1a6e1a")
-            .encode(x="from:Q", y=alt.value(298), text=alt.value("claim holds"))
-        )
-    if rates:
-        layers.append(
-            alt.Chart(sweep_long)
-            .mark_area(interpolate="step-after", opacity=0.15)
-            .encode(x=x, y="low:Q", y2="high:Q", color=colour)
-        )
-    layers.append(lines)
-    mark = pd.DataFrame({"t": [threshold], "label": [f"t = {threshold:.3f}"]})
-    layers.append(
-        alt.Chart(mark)
-        .mark_rule(color="black", strokeDash=[4, 3])
-        .encode(x="t:Q", tooltip=[alt.Tooltip("t:Q", title="chosen threshold", format=".4f")])
-    )
-    layers.append(
-        alt.Chart(mark)
-        .mark_text(align="left", dx=4, baseline="top", fontSize=11)
-        .encode(x="t:Q", y=alt.value(2), text="label:N")
-    )
-    chart = alt.LayerChart(layer=layers).properties(width=640, height=300)
-    what = "Bluffs, lost answers and refusals against the threshold"
-    return _configure(
-        chart,
-        what + (" (rates)" if rates else " (counts)"),
-        "shaded: 95% Wilson interval of each rate" if rates else "queries of each group",
-    )
-
-
 def index_chart(health: pd.DataFrame) -> alt.LayerChart:
     """Chunks per strategy (bars), labelled with the chunks over the model's 256-piece window."""
     import altair as alt
     import pandas as pd
 
-    _inline_all_rows()
+    inline_all_rows()
     data = health.assign(
         label=[
             f"{c} chunks, {o} over the window" if pd.notna(o) else f"{c} chunks (window not measured: ranked elsewhere)"
@@ -560,7 +367,7 @@ def index_chart(health: pd.DataFrame) -> alt.LayerChart:
             base.mark_text(align="left", dx=3, fontSize=10).encode(x="chunks:Q", text="label:N"),
         ]
     ).properties(width=360, height=_rows_height(len(order), 24))
-    return _configure(chart, "Chunks per strategy", "label: chunks over the model's 256-piece window")
+    return configure(chart, "Chunks per strategy", "label: chunks over the model's 256-piece window")
 
 
 def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
@@ -574,7 +381,7 @@ def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
     import altair as alt
     import pandas as pd
 
-    _inline_all_rows()
+    inline_all_rows()
     long = pd.concat(
         [
             coverage.assign(series="off-topic questions answered (bluffs)", share=coverage["bluff_rate"]),
@@ -624,7 +431,7 @@ def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
             .encode(x="c:Q", y=alt.value(2), text="label:N")
         )
     chart = alt.LayerChart(layer=layers).properties(width=640, height=300)
-    return _configure(
+    return configure(
         chart,
         "What the gate does, read as coverage",
         "each point is a threshold; left: refuse more, right: answer more",

@@ -48,7 +48,7 @@ from evalcore.errors import ConfigError
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +112,8 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
     ``folder`` (see the module docstring). ``configurations`` (``["E/dense", ...]``) limits
     the runs written; their strategies' datasets are written whole."""
     from evalcore.pipeline.configurations import failures
+    from evalcore.read.refs import resolve_run
     from evalcore.read.runs import configurations as run_configurations
-    from evalcore.regression.gate import resolve_run
 
     info = resolve_run(store, run)
     run_id = str(info["run_id"])

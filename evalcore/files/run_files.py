@@ -13,7 +13,8 @@ Loading verifies everything before the store is touched (a zip, our format, a ve
 read, each member's size, sha256 and row count, one complete run, every row of that run),
 then inserts all tables in one transaction. A run id already in the store is refused unless
 the stored rows equal the file's, which makes loading the same file twice a no-op.
-This module is the only writer of these tables outside a run itself.
+Its one write (a loaded run's rows) is :mod:`evalcore.store.loaded_runs`; an export reads the
+store read only.
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalcoreError
 from evalcore.inputs import jsontext
-from evalcore.store.connection import one_row
+from evalcore.store.basics import one_row
+from evalcore.store.loaded_runs import insert_parquet
 
 if TYPE_CHECKING:
     import duckdb
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +122,7 @@ def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
 
 def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     """Write the complete run ``run`` (run id, run name or unique id prefix, as
-    :func:`evalcore.regression.gate.resolve_run` reads it) to the run file ``path``.
+    :func:`evalcore.read.refs.resolve_run` reads it) to the run file ``path``.
 
     The file is written next to ``path`` and renamed into place, so a failed export leaves no
     half file. StoreError for an unknown or incomplete run.
@@ -128,7 +130,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     from datetime import datetime
 
     from evalcore import __version__
-    from evalcore.regression.gate import resolve_run
+    from evalcore.read.refs import resolve_run
 
     info = resolve_run(store, run)
     run_id = str(info["run_id"])
@@ -137,7 +139,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
         raise RunFileError(f"{path}: is a folder; give the run file's name, e.g. {path / (run_id + '.evalcore.zip')}")
     tables: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
-        with store.connect() as con:
+        with store.read() as con:
             version = schema_version(con)
             for table, order in TABLES.items():
                 member = f"tables/{table}.parquet"
@@ -481,11 +483,8 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                     )
                 return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path), loaded=False)
             for table, file in files.items():
-                cols = ", ".join(
-                    f'"{c[0]}"' for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()
-                )
                 try:
-                    con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM read_parquet(?)', [str(file)])
+                    insert_parquet(con, table, file)
                 except duckdb.Error as exc:
                     raise RunFileError(
                         f"{path}: table {table} cannot be stored ({str(exc).splitlines()[0]}); nothing was loaded"

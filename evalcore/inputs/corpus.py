@@ -45,7 +45,7 @@ CacheKey = tuple[str, str, str]  # (file sha256, extractor name, extractor versi
 
 
 class ExtractionCache(Protocol):
-    """Where extractions are kept between runs (:class:`evalcore.store.connection.Store` is one)."""
+    """Where extractions are kept between runs (:class:`evalcore.store.Store` is one)."""
 
     def cached_extractions(self, keys: list[CacheKey]) -> dict[CacheKey, extract.Extraction]: ...
 

@@ -1,5 +1,5 @@
-"""Question sets: named, versioned ground truth kept in the run store (the one writer of the
-``question_set*`` tables of migration 0008).
+"""Question sets: named, versioned ground truth kept in the run store (the ``question_set*``
+tables of migration 0008, written by :mod:`evalcore.store.question_sets`).
 
 A set has versions 1, 2, ...; a version is immutable. Every save makes a new version holding
 all its items, with its parent (the version it was edited from), author, time and note, so two
@@ -41,7 +41,7 @@ from evalcore.records import GroundTruth, OODQuery, Question
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 QUESTIONS_FILE = "questions.jsonl"
 OOD_FILE = "ood.jsonl"
@@ -325,58 +325,22 @@ def save(
     set, refused when the name is taken). The version number is the next free one, taken
     inside the write's transaction, so concurrent saves never collide."""
     from evalcore.authors import clean_author
-    from evalcore.store.connection import now
+    from evalcore.store.question_sets import insert_version
 
     name = check_name(name)
     questions, ood = numbered(questions, ood)
     check_items(questions, ood, f"question set {name}")
     author = clean_author(author)
-    with store.transaction() as con:
-        existing = con.execute(
-            "SELECT version, parent FROM question_set_versions WHERE name = ? ORDER BY version", [name]
-        ).fetchall()
-        numbers = [int(r[0]) for r in existing]
-        if parent is None and numbers:
-            raise InputError(
-                f"question set {name!r} already exists (versions 1 to {numbers[-1]}); "
-                "choose another name or save a new version of it"
-            )
-        if parent is not None and parent not in numbers:
-            raise StoreError(f"question set {name!r} has no version {parent} to save from")
-        version = (numbers[-1] if numbers else 0) + 1
-        created = now()
-        if not numbers:
-            con.execute("INSERT INTO question_sets VALUES (?, ?, ?)", [name, created, author])
-        con.execute(
-            "INSERT INTO question_set_versions VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [name, version, parent, author, created, note.strip(), origin],
-        )
-        if questions:
-            con.executemany(
-                "INSERT INTO question_set_items VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        name,
-                        version,
-                        q.line,
-                        q.query_id,
-                        q.question,
-                        q.group,
-                        q.variant,
-                        q.needle,
-                        q.document,
-                        q.start,
-                        q.end,
-                    ]  # fmt: skip
-                    for q in questions
-                ],
-            )
-        if ood:
-            con.executemany(
-                "INSERT INTO question_set_ood VALUES (?, ?, ?, ?, ?, ?)",
-                [[name, version, o.line, o.query_id, o.query, o.kind] for o in ood],
-            )
-        sibling_numbers = [int(r[0]) for r in existing if parent is not None and r[1] == parent]
+    version, created, numbers, sibling_numbers = insert_version(
+        store,
+        name,
+        parent,
+        author,
+        note.strip(),
+        origin,
+        [[q.line, q.query_id, q.question, q.group, q.variant, q.needle, q.document, q.start, q.end] for q in questions],
+        [[o.line, o.query_id, o.query, o.kind] for o in ood],
+    )
     made = Version(name, version, parent, author, created, note.strip(), origin, len(questions), len(ood))
     siblings = tuple(v for v in versions(store, name) if v.version in sibling_numbers)
     return Saved(made, siblings, numbers[-1] if numbers else None)

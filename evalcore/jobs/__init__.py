@@ -17,8 +17,8 @@ One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
   its own errors and signals included.
 
 A job whose process is gone is marked ``failed`` (with its run) by the store's reaper
-(:meth:`evalcore.store.connection.Store.reap`). All store access is through
-:class:`evalcore.store.connection.Store`: short connections with lock retry.
+(:meth:`evalcore.store.Store.reap`). All store access is through
+:class:`evalcore.store.Store`: short connections with lock retry.
 """
 
 from __future__ import annotations

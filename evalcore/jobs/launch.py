@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def _wait_for(proc: subprocess.Popen[bytes]) -> None:

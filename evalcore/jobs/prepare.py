@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import ConfigError, InputError
 from evalcore.pipeline.configurations import EXTERNAL
 from evalcore.pipeline.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
-from evalcore.store.connection import new_run_id
+from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
     from evalcore.external.endpoint import Endpoint
     from evalcore.inputs.uploads import Limits, UploadedFile
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 SOURCES = ("upload", "folder", "demo")
 

@@ -18,7 +18,7 @@ from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreErr
 from evalcore.jobs.queue import POLL_SECONDS, claim, finish, max_jobs, set_stage
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def _record(store: Store, job_id: str, status: str, reason: str) -> None:
 def _run(store: Store, job_id: str, slots: int | None) -> str:
     from evalcore.pipeline.execute import execute
     from evalcore.pipeline.spec import RunSpec
-    from evalcore.store.connection import Store as _Store
+    from evalcore.store import Store as _Store
 
     found = store.query("SELECT run_id, name, spec FROM jobs WHERE job_id = ?", [job_id])
     if found.empty:

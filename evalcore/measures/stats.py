@@ -16,15 +16,21 @@ from itertools import combinations
 from typing import TYPE_CHECKING, SupportsInt, cast
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     import pandas as pd
 
 log = logging.getLogger(__name__)
 
 #: How every proportion's interval is computed (named in captions and exports).
 INTERVAL_METHOD = "95% Wilson interval (statsmodels proportion_confint, method='wilson')"
+#: The paired test's name (the terminal's compare legend adds which p it shows).
+SIGN_TEST = "two-sided exact sign test"
 #: How two configurations on the same queries are compared (named in captions and exports).
-PAIRED_TEST = "two-sided exact sign test (scipy binomtest) on discordant queries"
-#: The significance level the dashboard marks (p < ALPHA).
+PAIRED_TEST = f"{SIGN_TEST} (scipy binomtest) on discordant queries"
+#: The same test as the regression gate's reports name it (text, Markdown, JSON).
+GATE_TEST = f"{SIGN_TEST} (scipy binomtest) on the discordant queries"
+#: The significance level: what the dashboard, the terminal and traffic drift mark (p < ALPHA),
+#: and the regression gate's default ``--alpha``.
 ALPHA = 0.05
 
 #: Columns of :func:`win_loss_matrix`, in order.
@@ -109,6 +115,16 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> Interva
     return Interval(max(0.0, float(low)), min(1.0, float(high)))
 
 
+def wilson_intervals(successes: np.ndarray, n: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`wilson_interval` for arrays of counts at once (every ``n`` positive), clipped to
+    [0, 1]: the ``(low, high)`` arrays of the same statsmodels computation."""
+    import numpy as np
+    from statsmodels.stats.proportion import proportion_confint
+
+    low, high = proportion_confint(successes, n, alpha=1 - confidence, method="wilson")
+    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
 def format_p(p: float) -> str:
     """A p-value as every screen and file shows it: three significant digits (``"0.0318"``,
     ``"0.742"``, ``"1"``), ``"<0.001"`` below 0.001, ``"n/a"`` for NaN. More digits where
@@ -123,6 +139,12 @@ def format_p(p: float) -> str:
         if (float(text) < ALPHA) == (p < ALPHA):
             return text
     return repr(p)
+
+
+def format_p_plain(p: float) -> str:
+    """A p-value with 3 significant digits as the terminal and the gate's reports print it:
+    ``0.0015``, ``3.05e-05``, ``1`` (no ``<0.001``; cf. :func:`format_p` for screens and files)."""
+    return f"{p:.3g}"
 
 
 def p_relation(text: str) -> str:
@@ -283,7 +305,7 @@ def _rejection_counts(discordant: int, alpha: float) -> tuple[int, ...]:
     return tuple(int(x) for x in w[p <= alpha])
 
 
-def sign_test_power(discordant: int, win_share: float, alpha: float = 0.05) -> float:
+def sign_test_power(discordant: int, win_share: float, alpha: float = ALPHA) -> float:
     """Exact power of the two-sided sign test on ``discordant`` pairs at level ``alpha``.
 
     ``sum_{w in R} Binom(w; D, win_share)`` where R is the set of win counts the test rejects
@@ -299,7 +321,7 @@ def sign_test_power(discordant: int, win_share: float, alpha: float = 0.05) -> f
     return float(np.sum(binom.pmf(region, discordant, win_share))) if region else 0.0
 
 
-def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8) -> float:
+def detectable_difference(n: int, discordance: float = 0.25, alpha: float = ALPHA, power: float = 0.8) -> float:
     """Smallest recall difference the paired sign test detects with the given power.
 
     Assumption: ``D = round(n * discordance)`` of the ``n`` queries are discordant (one
@@ -331,7 +353,12 @@ def detectable_difference(n: int, discordance: float = 0.25, alpha: float = 0.05
 
 
 def sample_statement(
-    n: int, p: float = 0.5, confidence: float = 0.95, discordance: float = 0.25, alpha: float = 0.05, power: float = 0.8
+    n: int,
+    p: float = 0.5,
+    confidence: float = 0.95,
+    discordance: float = 0.25,
+    alpha: float = ALPHA,
+    power: float = 0.8,
 ) -> str:
     """One sentence on what ``n`` queries can show (for the dashboard's caption).
 

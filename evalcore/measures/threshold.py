@@ -182,17 +182,18 @@ def counts_at(
 def _rates(frame: pd.DataFrame, confidence: float = 0.95) -> None:
     """Add each rate of :data:`RATES` with its Wilson ``_low``/``_high`` (NaN where n == 0)."""
     import numpy as np
-    from statsmodels.stats.proportion import proportion_confint
+
+    from evalcore.measures.stats import wilson_intervals
 
     for name, (num, den) in RATES.items():
         k = frame[num].to_numpy(dtype=float)
         n = frame[den].to_numpy(dtype=float)
         stem = name.removesuffix("_rate")
         if len(n) and n[0] > 0:  # denominators are constant down the sweep
-            low, high = proportion_confint(k, n, alpha=1 - confidence, method="wilson")
+            low, high = wilson_intervals(k, n, confidence)
             frame[name] = k / n
-            frame[f"{stem}_low"] = np.clip(low, 0.0, 1.0)
-            frame[f"{stem}_high"] = np.clip(high, 0.0, 1.0)
+            frame[f"{stem}_low"] = low
+            frame[f"{stem}_high"] = high
         else:
             frame[name] = frame[f"{stem}_low"] = frame[f"{stem}_high"] = np.nan
 

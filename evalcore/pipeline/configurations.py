@@ -26,7 +26,7 @@ from evalcore.measures.threshold import Axis
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 SOURCES = ("builtin", "import", "endpoint", "python")
 SCORE_KINDS = ("similarity", "distance")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from evalcore.errors import ModelError
+from evalcore.pipeline.model_env import NOTE, offline
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,13 +25,9 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
     from evalcore.pipeline.onnx_runtime import OnnxModel
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
-# A log level between INFO and WARNING for what a user should read once but need not act on
-# (the CLI shows it by default, as "NOTE").
-NOTE = 25
-logging.addLevelName(NOTE, "NOTE")
 _FAST_NOTED = False
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -49,11 +46,6 @@ class Embedder(Protocol):
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     def count_pieces(self, texts: Sequence[str]) -> list[int]: ...
-
-
-def _offline() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def default_model_path() -> Path:
@@ -99,7 +91,7 @@ def check_device(device: str) -> str:
 
 @lru_cache(maxsize=4)
 def _load(path: str, device: str = "cpu") -> SentenceTransformer:
-    _offline()
+    offline()
     from sentence_transformers import SentenceTransformer
 
     _check_folder(path)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from evalcore.pipeline.runner import RunResult
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 NO_QUESTION = "no valid in-domain question to score (every needle is invalid)"
 SEE_VALIDATE = "; see validate"
@@ -182,7 +182,8 @@ def _endpoint(
     step: Callable[[str], None],
     on_inputs: Callable[[Inputs], None] | None,
 ) -> LiveResult:
-    from evalcore.external.endpoint import allowed, run_endpoint
+    from evalcore.external.endpoint import allowed
+    from evalcore.external.endpoint_calls import run_endpoint
 
     endpoint = spec.endpoint
     assert endpoint is not None

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ModelError
+from evalcore.pipeline.model_env import NOTE, offline
 
 if TYPE_CHECKING:
     import numpy as np
@@ -119,9 +120,7 @@ def export(model_folder: str | Path, dest: Path) -> Path:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from evalcore.pipeline.embedding import _offline
-
-    _offline()
+    offline()
     folder = str(Path(model_folder))
     st = SentenceTransformer(folder, device="cpu", local_files_only=True)
     st.eval()
@@ -199,8 +198,6 @@ def exported(model_folder: str | Path) -> Path:
     if (dest / "meta.json").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    from evalcore.pipeline.embedding import NOTE
-
     log.log(NOTE, "preparing the embedding model %s for fast CPU inference, once (cached in %s)", model_folder, dest)
     return export(model_folder, dest)
 

@@ -20,16 +20,17 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
 from evalcore.errors import Interrupted, RunInterrupted
+from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.pipeline.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
 from evalcore.pipeline.stages import Work
 from evalcore.progress import Fanout, Progress, SilentProgress, StoreProgress
 from evalcore.records import Corpus, GroundTruth, Strategy
-from evalcore.store.connection import new_run_id
+from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
     from evalcore.pipeline.embedding import Embedder
     from evalcore.pipeline.retrieval import Reranker
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +225,7 @@ def fail_run(store: Store, run_id: str, stage: str, exc: BaseException) -> NoRet
     then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was.
     Every kind of run ends this way (built-in ones here, runs made elsewhere in evalcore.external)."""
     from evalcore.errors import EvalcoreError
-    from evalcore.store.connection import Store as _Store
+    from evalcore.store import Store as _Store
 
     signum = signals.received()
     if signum is not None:
@@ -294,7 +295,7 @@ def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) ->
         "rerank_depth": RERANK_DEPTH,
         "bm25": {"k1": 1.2, "b": 0.75},
         **analyzer_settings(retrievers),
-        "gate_top": 4,
+        "gate_top": DEFAULT_TOP,
         **ground_truth_settings(request.corpus, request.ground_truth),
         **request.settings,
     }

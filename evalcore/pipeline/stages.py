@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from evalcore.pipeline.embedding import Embedder
     from evalcore.pipeline.models import Planned
     from evalcore.pipeline.retrieval import Reranker
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 class Checked:

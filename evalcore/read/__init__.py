@@ -9,7 +9,7 @@
 - :mod:`evalcore.read.queries`: one query's hits, highlight and answer (citations, prompt);
 - :mod:`evalcore.read.index`: index health and documents.
 
-Every function takes a :class:`~evalcore.store.connection.Store` first and returns a new DataFrame or a
+Every function takes a :class:`~evalcore.store.Store` first and returns a new DataFrame or a
 frozen record; callers may cache the results (complete runs are immutable) and must not
 mutate them. Import the modules by name: ``from evalcore.read import compare``.
 """

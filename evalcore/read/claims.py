@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import StoreError
 from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.measures.stats import ALPHA, PAIRED_TEST, Interval, SignTest, format_p, p_relation
+from evalcore.read.results import scored_ranks
 from evalcore.read.runs import by_strategy_order
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: Columns of :func:`recall_table`.
 RECALL_COLUMNS = (
@@ -135,19 +136,10 @@ def run_hit_outcomes(
     """{configuration: {query id: hit@k}} of the run's configurations (or ``only`` these), in one read."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    wanted = (
-        "" if only is None else " AND (r.strategy || '/' || r.retriever) IN ({})".format(", ".join("?" * len(only)))
-    )
-    df = store.query(
-        """
-        SELECT r.strategy, r.retriever, r.query_id, coalesce(r.first_correct_rank <= ?, false) AS hit
-        FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
-        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid"""
-        + wanted,
-        [k, run_id, *(c.label for c in only or ())],
-    )
+    df = scored_ranks(store, run_id, only)
+    hit = df["first_correct_rank"].le(k).fillna(False).astype(bool)  # no correct hit: a miss
     out: dict[Configuration, dict[str, bool]] = {}
-    for (strategy, retriever), part in df.groupby(["strategy", "retriever"], sort=False):
+    for (strategy, retriever), part in df.assign(hit=hit).groupby(["strategy", "retriever"], sort=False):
         out[Configuration(str(strategy), str(retriever))] = dict(
             zip(part["query_id"].astype(str), part["hit"].astype(bool), strict=True)
         )
@@ -159,17 +151,11 @@ def ranked(store: Store, run_id: str, k: int) -> list[tuple[Configuration, int, 
     ties keep the run's order. One query: what a default choice needs, no tests."""
     from evalcore.read.runs import configurations
 
-    df = store.query(
-        """
-        SELECT r.strategy, r.retriever, count(*) FILTER (r.first_correct_rank <= ?) AS hits, count(*) AS n
-        FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
-        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid GROUP BY ALL
-        """,
-        [k, run_id],
-    )
+    df = scored_ranks(store, run_id)
+    hit = df["first_correct_rank"].le(k).fillna(False).astype(bool)
     counts = {
-        (strategy, retriever): (int(hits), int(n))
-        for strategy, retriever, hits, n in zip(df["strategy"], df["retriever"], df["hits"], df["n"], strict=True)
+        (str(strategy), str(retriever)): (int(part["hit"].sum()), len(part))
+        for (strategy, retriever), part in df.assign(hit=hit).groupby(["strategy", "retriever"], sort=False)
     }
     order = [
         (c, *counts[(c.strategy, c.retriever)])
@@ -311,7 +297,7 @@ def pair_queries(
         return test, pd.DataFrame(columns=columns)
     frame = pd.DataFrame({"query_id": ids, "outcome": ["won"] * test.wins + ["lost"] * test.losses})
     s1, s2 = first.configuration, second.configuration
-    with store.connect() as con:
+    with store.read() as con:
         con.register("_ids", frame)
         df = con.execute(
             """

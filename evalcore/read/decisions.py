@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.measures.claim import Claim
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: The three measures, in the order they are drawn (top to bottom).
 MEASURES = ("in: answer", "in: top hit", "out: top hit")

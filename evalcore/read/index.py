@@ -11,7 +11,7 @@ from evalcore.read.runs import by_strategy_order, strategies_of
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def index_health(store: Store, run_id: str) -> pd.DataFrame:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from evalcore.inputs.suggest import Candidate
     from evalcore.inputs.uploads import UploadedFile
     from evalcore.records import Corpus, Document, Question
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def versions_note(store: Store, run_id: str, other: str) -> str | None:

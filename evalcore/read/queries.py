@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: Hits stored (and shown) per query and configuration.
 STORED_HITS = 20

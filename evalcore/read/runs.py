@@ -13,7 +13,7 @@ from evalcore.records import Configuration, RunConfiguration
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def runs_overview(store: Store) -> pd.DataFrame:
@@ -29,6 +29,7 @@ def runs_overview(store: Store) -> pd.DataFrame:
     hold ``""`` where nothing is recorded, never None; the :data:`COUNTED` columns are NaN for
     a run that did not complete (they are stored with a complete run).
     """
+    store.reap_if_due()  # a run whose process is gone shows failed, not running
     df = store.query(
         """
         SELECT r.run_id, r.name, r.created_at, r.status, coalesce(r.reason, '') AS reason,

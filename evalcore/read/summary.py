@@ -12,20 +12,17 @@ from evalcore.measures.metrics import DEFAULT_KS, summarize, wide
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 
 def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | None]]:
     """(strategy, retriever) -> first correct ranks of the scored in-domain queries, in query order."""
     import pandas as pd
 
-    df = store.query(
-        "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank "
-        "FROM results r WHERE r.run_id = ? AND r.domain = 'in' "
-        "ORDER BY r.strategy, r.retriever, r.query_id",
-        [run_id],
-    )
+    from evalcore.read.results import scored_ranks
     from evalcore.read.runs import configuration_order
+
+    df = scored_ranks(store, run_id)
 
     out: dict[tuple[str, str], list[int | None]] = {}
     for c in configuration_order(store, run_id):

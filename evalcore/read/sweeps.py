@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from evalcore.measures.threshold import Axis, Suggestion
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 #: The series of :func:`sweep_long`: name -> (count column, rate column, Wilson stem).
 SERIES = {

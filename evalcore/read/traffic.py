@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from evalcore.measures.stats import wilson_interval
+from evalcore.measures.stats import ALPHA, format_p_plain, wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.traffic.drift import first_start, holm, ks_test, period_index, psi
 
@@ -30,9 +30,8 @@ if TYPE_CHECKING:
     from evalcore.measures.claim import Claim
     from evalcore.measures.threshold import Axis
     from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
-ALPHA = 0.05
 _KEY = "run_id = ? AND strategy = ? AND retriever = ?"
 
 
@@ -241,18 +240,18 @@ def drift_sentence(row: Any) -> str:
     if not row["drifted"]:
         return (
             f"The period from {day} sits where the evaluation's queries did "
-            f"(KS D = {row['ks_statistic']:.3f}, p = {row['ks_pvalue']:.3g}; PSI {row['psi']:.2f})."
+            f"(KS D = {row['ks_statistic']:.3f}, p = {format_p_plain(row['ks_pvalue'])}; PSI {row['psi']:.2f})."
         )
     parts = []
     if row["ks_padj"] < ALPHA:
         parts.append(
             f"away from the evaluation's queries (KS D = {row['ks_statistic']:.3f}, "
-            f"Holm-adjusted p = {row['ks_padj']:.3g})"
+            f"Holm-adjusted p = {format_p_plain(row['ks_padj'])})"
         )
     if row["prev_padj"] < ALPHA:
         parts.append(
             f"away from the previous period (KS D = {row['prev_statistic']:.3f}, "
-            f"Holm-adjusted p = {row['prev_padj']:.3g})"
+            f"Holm-adjusted p = {format_p_plain(row['prev_padj'])})"
         )
     return f"The period from {day} moved " + " and ".join(parts) + f"; PSI against the evaluation {row['psi']:.2f}."
 

@@ -21,247 +21,30 @@ Every report carries the minimum detectable difference at its n (:func:`evalcore
 detectable_difference`), at the level the first Holm step needs (``alpha / m``), so that "no
 significant regression" is never read as "no regression".
 
-A run reference (:func:`parse_ref`) is ``RUN`` or ``RUN:CONFIG``; ``RUN`` is a run id, a run
-name (its latest complete run) or a unique prefix of a run id (:func:`resolve_run`).
+A run reference is ``RUN`` or ``RUN:CONFIG`` (:mod:`evalcore.read.refs`); the report model is
+:mod:`evalcore.regression.model`, the refusal-contract checks :mod:`evalcore.regression.bluffs`.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import ConfigError, NotComparable, StoreError
+from evalcore.errors import ConfigError, NotComparable
+from evalcore.measures.stats import ALPHA
+from evalcore.read.refs import Ref, parse_ref, resolve_run
+from evalcore.regression.bluffs import axis_of, bluff_outcomes, claim_check, saved_threshold
+from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
 
 if TYPE_CHECKING:
-    from collections.abc import Set
-
     from evalcore.measures.metrics import Metric
-    from evalcore.measures.threshold import Axis
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
 DEFAULT_METRIC = "hit@4"
-DEFAULT_ALPHA = 0.05
-
-PASS, REGRESSION, BELOW_FLOOR, MORE_BLUFFS = "pass", "regression", "below floor", "more bluffs"
-CLAIM_BROKEN = "bluff claim not met"
-
-
-# --- references ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Ref:
-    """A parsed ``RUN`` or ``RUN:CONFIG`` reference (``configuration`` None for all)."""
-
-    run: str
-    configuration: str | None = None
-
-
-def parse_ref(text: str) -> Ref:
-    """``"demo:G/hybrid"`` -> ``Ref("demo", "G/hybrid")``; ``"demo"`` -> ``Ref("demo")``.
-
-    The configuration follows the last ``:`` before the last ``/`` (strategy/retriever; a
-    strategy name holds no ``:``, a retriever may: ``demo:C/bm25:german``), so a run name
-    with a colon but no configuration still reads as a run. ConfigError for an empty run or
-    a malformed configuration.
-    """
-    from evalcore.records import Configuration
-
-    text = str(text).strip()
-    colon = text.rfind(":", 0, max(text.rfind("/"), 0))
-    run, configuration = (text[:colon], text[colon + 1 :]) if colon >= 0 else (text, "")
-    if not run:
-        raise ConfigError(f"run reference {text!r}: no run before the ':' (expected RUN or RUN:STRATEGY/RETRIEVER)")
-    if not configuration:
-        return Ref(run)
-    try:
-        Configuration.parse(configuration)
-    except ValueError as exc:
-        raise ConfigError(f"run reference {text!r}: {exc}") from None
-    return Ref(run, configuration)
-
-
-def resolve_run(store: Store, run: str) -> dict[str, Any]:
-    """The complete run a reference names: an exact run id, else a run name (its newest complete
-    run), else a unique prefix of a run id. StoreError for an unknown or ambiguous reference,
-    and for a run that is not complete (naming its status and reason)."""
-    from evalcore.read.runs import require_complete
-
-    exact = store.query("SELECT run_id FROM runs WHERE run_id = ?", [run])
-    if exact.empty:
-        named = store.query("SELECT run_id, status, reason FROM runs WHERE name = ? ORDER BY created_at DESC", [run])
-        if not named.empty:
-            done = named[named["status"] == "complete"]
-            if done.empty:
-                newest = named.iloc[0]
-                why = f": {newest['reason']}" if newest["reason"] else ""
-                raise StoreError(
-                    f"run name {run!r} has no complete run in {store.path} "
-                    f"(newest {newest['run_id']} is {newest['status']}{why})"
-                )
-            return require_complete(store, str(done.iloc[0]["run_id"]))
-    try:
-        run_id = store.run(run)["run_id"]
-    except StoreError:
-        raise StoreError(f"no run with id or name {run!r} in {store.path}; see: python -m evalcore list") from None
-    return require_complete(store, run_id)
-
-
-# --- the report model ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Side:
-    """One side of a comparison: a configuration of a run and its metric with a Wilson interval."""
-
-    run_id: str
-    run_name: str
-    configuration: str
-    successes: int
-    n: int
-    low: float
-    high: float
-
-    @property
-    def value(self) -> float:
-        return self.successes / self.n
-
-    @property
-    def label(self) -> str:
-        return f"{self.run_name}:{self.configuration}"
-
-
-@dataclass(frozen=True, slots=True)
-class QueryChange:
-    """A query whose outcome differs between the runs: id, text, and the rank of the first
-    correct hit on each side (None: no correct hit at any rank)."""
-
-    query_id: str
-    text: str
-    baseline_rank: int | None
-    candidate_rank: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class BluffCheck:
-    """The refusal contract of one configuration: the baseline's saved threshold applied to the
-    out-of-domain queries of both runs, paired. ``new`` are queries only the candidate bluffs
-    on, ``fixed`` queries only the baseline bluffs on; ``p_adjusted`` is Holm-adjusted over the
-    configurations checked. ``new_queries`` lists the new bluffs."""
-
-    threshold: float
-    decision_id: str
-    note: str
-    baseline_bluffs: int
-    candidate_bluffs: int
-    out_domain: int
-    new: int
-    fixed: int
-    p_value: float
-    p_adjusted: float
-    failed: bool
-    new_queries: tuple[tuple[str, str], ...] = ()  # (query id, text) of the new bluffs
-    more_bluffs: bool = False  # significantly more bluffs (paired)
-    claim_failed: bool = False  # the decided threshold no longer meets the decision's bluff claim
-    claim_note: str | None = None  # the claim check in words (None: no claim stored)
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigResult:
-    """The gate's finding for one compared configuration (candidate first in wins/losses)."""
-
-    baseline: Side
-    candidate: Side
-    wins: int
-    losses: int
-    ties: int
-    p_value: float
-    p_adjusted: float
-    alpha: float
-    regressed: bool
-    below_floor: bool
-    detectable: float
-    lost: tuple[QueryChange, ...]
-    won: tuple[QueryChange, ...]
-    bluffs: BluffCheck | None = None
-    bluff_note: str | None = None
-
-    @property
-    def difference(self) -> float:
-        """Candidate minus baseline (negative: the candidate finds fewer)."""
-        return (self.candidate.successes - self.baseline.successes) / self.baseline.n
-
-    @property
-    def improved(self) -> bool:
-        """Significantly better: wins > losses and the (adjusted) p below alpha (never a failure)."""
-        return self.wins > self.losses and self.p_adjusted < self.alpha
-
-    @property
-    def failed(self) -> bool:
-        return self.regressed or self.below_floor or bool(self.bluffs and self.bluffs.failed)
-
-    @property
-    def verdicts(self) -> tuple[str, ...]:
-        """Why it fails (``regression``, ``below floor``, ``more bluffs``), or ``("pass",)``."""
-        out = tuple(
-            v
-            for v, hit in (
-                (REGRESSION, self.regressed),
-                (BELOW_FLOOR, self.below_floor),
-                (MORE_BLUFFS, bool(self.bluffs and self.bluffs.more_bluffs)),
-                (CLAIM_BROKEN, bool(self.bluffs and self.bluffs.claim_failed)),
-            )
-            if hit
-        )
-        return out or (PASS,)
-
-    @property
-    def name(self) -> str:
-        """``"G/hybrid"``, or ``"G/hybrid -> tiny/hybrid"`` when the two sides differ."""
-        b, c = self.baseline.configuration, self.candidate.configuration
-        return b if b == c else f"{b} -> {c}"
-
-
-@dataclass(frozen=True, slots=True)
-class GateReport:
-    """Everything the gate found; :mod:`evalcore.regression.report` formats it."""
-
-    metric: str
-    k: int
-    alpha: float
-    holm: bool
-    min_effect: float | None
-    threshold_from_decision: bool
-    baseline_run: dict[str, Any]
-    candidate_run: dict[str, Any]
-    n: int
-    results: tuple[ConfigResult, ...]
-    statement: str
-    smallest_flag: int | None
-    notes: tuple[str, ...] = ()
-
-    @property
-    def failed(self) -> tuple[ConfigResult, ...]:
-        return tuple(r for r in self.results if r.failed)
-
-    @property
-    def exit_code(self) -> int:
-        """0: no configuration fails; 1: at least one does."""
-        return 1 if self.failed else 0
-
-    @property
-    def adjusted(self) -> bool:
-        """True when p-values are Holm-adjusted (several configurations and ``holm``)."""
-        return self.holm and len(self.results) > 1
-
-    @property
-    def test_alpha(self) -> float:
-        """The level the first Holm step needs (``alpha / m``); ``alpha`` when unadjusted."""
-        return self.alpha / len(self.results) if self.adjusted else self.alpha
+DEFAULT_ALPHA = ALPHA  #: the significance level (:data:`evalcore.measures.stats.ALPHA`)
 
 
 # --- checks -------------------------------------------------------------------------------
@@ -359,12 +142,9 @@ def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
     queries, all configurations in one read."""
     import pandas as pd
 
-    df = store.query(
-        "SELECT r.strategy, r.retriever, r.query_id, r.first_correct_rank FROM results r "
-        "JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id "
-        "WHERE r.run_id = ? AND r.domain = 'in' AND q.valid",
-        [run_id],
-    )
+    from evalcore.read.results import scored_ranks
+
+    df = scored_ranks(store, run_id)
     out: dict[str, dict[str, int | None]] = {}
     for strategy, retriever, query_id, rank in df.itertuples(index=False):
         out.setdefault(f"{strategy}/{retriever}", {})[str(query_id)] = None if pd.isna(rank) else int(rank)
@@ -388,78 +168,6 @@ def _changes(
     return tuple(QueryChange(q, texts.get(q, ""), base.get(q), cand.get(q)) for q in ids)
 
 
-def _axis(store: Store, run_id: str, configuration: str) -> Axis:
-    """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`)."""
-    from evalcore.pipeline.configurations import info
-    from evalcore.records import Configuration
-
-    parsed = Configuration.parse(configuration)
-    return info(store, run_id, parsed.strategy, parsed.retriever).axis
-
-
-def _bluff_outcomes(
-    store: Store, run_id: str, configuration: str, ood: dict[str, str], threshold: float, skip: Set[str] = frozenset()
-) -> dict[str, bool]:
-    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
-    external configuration's own score, SPEC 10). A query the configuration could not answer
-    (a failed endpoint call) is left out."""
-    from evalcore.measures.threshold import DEFAULT_TOP, gate, split_hits
-    from evalcore.read.sweeps import top_hits
-    from evalcore.records import Configuration
-
-    axis = _axis(store, run_id, configuration)
-    hits = top_hits(store, run_id, Configuration.parse(configuration))
-    _, out_domain = split_hits(hits, column=axis.column)
-    return {
-        q: bool(gate(out_domain.get(q, []), threshold, DEFAULT_TOP, axis.higher_is_closer))
-        for q in ood
-        if q not in skip
-    }
-
-
-def _latest_decision(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
-    from evalcore.read.decisions import latest_decision
-    from evalcore.records import Configuration
-
-    found = latest_decision(store, run_id, Configuration.parse(configuration))
-    if found is None:
-        return None
-    return {"threshold": found.threshold, "decision_id": found.decision_id, "note": found.note, "claim": found.claim}
-
-
-def claim_check(store: Store, run_id: str, configuration: str, threshold: float, claim: Any) -> tuple[bool, str]:
-    """(failed, words): does ``threshold`` still meet the decision's stored bluff claim
-    (``claim``: its JSON object) on the configuration of ``run_id``? The claim is recomputed
-    there with the stored alpha, beta and confidence (SPEC 13); a decision stored without a
-    bounded bluff claim is not checked (never failed)."""
-    from evalcore.measures.claim import ClaimError
-    from evalcore.read.claims import claim_of
-    from evalcore.records import Configuration
-
-    if not claim or claim.get("bluff_status") not in ("bounded", "unbounded"):
-        return False, "the decision stored no bluff claim (too few off-topic questions, or saved before claims)"
-    alpha, confidence = float(claim["max_bluff_rate"]), float(claim["confidence"])
-    stated = f"'bluffs <= {alpha:.0%} with {confidence:.0%} confidence'"
-    try:
-        cand = claim_of(
-            store, run_id, Configuration.parse(configuration), alpha, float(claim["max_lost_rate"]), confidence
-        )
-    except ClaimError as exc:
-        return True, f"the decision's claim {stated} cannot be checked on the candidate: {exc}"
-    if cand.bluff_status == "unbounded":
-        met = True
-    elif cand.bluff_status == "bounded" and cand.bluff_ok_up_to is not None:
-        met = threshold > cand.bluff_ok_up_to if cand.higher_is_closer else threshold <= cand.bluff_ok_up_to
-    else:
-        met = False
-    where = cand.problem() if cand.bluff_status == "too_few" else f"it holds for {cand.bluff_region()}"
-    verdict = "meets it" if met else "no longer meets it"
-    return (not met), (
-        f"the decision's claim {stated}: on the candidate ({cand.n_ood} off-topic questions) {where}; "
-        f"t = {threshold:.4g} {verdict}"
-    )
-
-
 def run_gate(
     store: Store,
     baseline: str | Ref,
@@ -470,7 +178,7 @@ def run_gate(
     min_effect: float | None = None,
     threshold_from_decision: bool = False,
 ) -> GateReport:
-    """Gate ``candidate`` against ``baseline`` (references as in :func:`parse_ref`).
+    """Gate ``candidate`` against ``baseline`` (references as in :func:`evalcore.read.refs.parse_ref`).
 
     Raises an EvalcoreError (the CLI's exit 2) for bad input: an unknown or incomplete run, an
     unknown configuration, runs that did not answer the same queries, an unknown or unpaired
@@ -546,20 +254,20 @@ def run_gate(
             )
         found = []
         for i, (b_cfg, c_cfg, *_rest) in enumerate(raw):
-            decision = _latest_decision(store, base_run["run_id"], b_cfg)
+            decision = saved_threshold(store, base_run["run_id"], b_cfg)
             if decision is None:
                 bluff_notes[i] = f"no saved threshold for {b_cfg} in the baseline run: bluffs not checked"
                 continue
             t = float(decision["threshold"])
-            b_axis, c_axis = _axis(store, base_run["run_id"], b_cfg), _axis(store, cand_run["run_id"], c_cfg)
+            b_axis, c_axis = axis_of(store, base_run["run_id"], b_cfg), axis_of(store, cand_run["run_id"], c_cfg)
             if b_axis != c_axis:
                 bluff_notes[i] = (
                     f"the baseline's threshold for {b_cfg} reads {b_axis.label}, the candidate's gate "
                     f"reads {c_axis.label}: one threshold cannot serve both; bluffs not checked"
                 )
                 continue
-            b_bluff = _bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t, failed["b"].get(b_cfg, set()))
-            c_bluff = _bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t, failed["c"].get(c_cfg, set()))
+            b_bluff = bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t, failed["b"].get(b_cfg, set()))
+            c_bluff = bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t, failed["c"].get(c_cfg, set()))
             found.append((i, decision, b_bluff, c_bluff, paired_test(c_bluff, b_bluff, common=True)))
         mismatched = [note for note in bluff_notes.values() if "cannot serve both" in note]
         if not found and mismatched:

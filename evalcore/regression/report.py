@@ -1,4 +1,4 @@
-"""A gate report (:class:`evalcore.regression.gate.GateReport`) as text, Markdown, JSON or JUnit XML.
+"""A gate report (:class:`evalcore.regression.model.GateReport`) as text, Markdown, JSON or JUnit XML.
 
 - text: for the terminal and CI logs;
 - Markdown: a pull-request comment (GitHub-flavoured tables; the queries lost are in
@@ -16,18 +16,14 @@ import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from evalcore.measures.stats import GATE_TEST, format_p_plain
+
 if TYPE_CHECKING:
-    from evalcore.regression.gate import BluffCheck, ConfigResult, GateReport, QueryChange, Side
+    from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
 
 FORMATS = ("text", "markdown", "json")
 SHOW_LOST = 25  # lost queries listed per configuration in text and Markdown (JSON and JUnit list all)
 TEXT_WIDTH = 100  # prose lines of the text report are wrapped here
-PAIRED_TEST = "two-sided exact sign test (scipy binomtest) on the discordant queries"
-
-
-def p_text(p: float) -> str:
-    """A p-value with 3 significant digits: ``0.0015``, ``3.05e-05``, ``1``."""
-    return f"{p:.3g}"
 
 
 def _interval(side: Side) -> str:
@@ -62,7 +58,7 @@ def _method(report: GateReport) -> str:
     floor = f"; floor: fail when worse by {report.min_effect:g} or more" if report.min_effect is not None else ""
     return (
         f"{report.metric} on {report.n} in-domain queries, paired: wins = queries only the candidate "
-        f"finds in the top {report.k}, losses = only the baseline; {PAIRED_TEST}, alpha "
+        f"finds in the top {report.k}, losses = only the baseline; {GATE_TEST}, alpha "
         f"{report.alpha:g}{adj}{floor}. A configuration regresses when losses > wins and p < alpha."
     )
 
@@ -95,7 +91,7 @@ def _bluff_line(b: BluffCheck, configuration: str) -> str:
         f"{configuration}: threshold {b.threshold:.4g} (baseline decision {b.decision_id}"
         f"{': ' + b.note if b.note else ''}): bluffs {b.baseline_bluffs} -> {b.candidate_bluffs} of "
         f"{b.out_domain} out-of-domain queries; {b.new} new, {b.fixed} fixed; "
-        f"p {p_text(b.p_value)}, adjusted {p_text(b.p_adjusted)}"
+        f"p {format_p_plain(b.p_value)}, adjusted {format_p_plain(b.p_adjusted)}"
         + (f"; {b.claim_note}" if b.claim_note else "")
         + f": {_bluff_verdict(b)}"
     )
@@ -123,10 +119,10 @@ def to_text(report: GateReport) -> str:
     lines += [head, "-" * len(head)]
     for r in report.results:
         wlt = f"{r.wins}/{r.losses}/{r.ties}"
-        adj = f"  {p_text(r.p_adjusted):>8}" if report.adjusted else ""
+        adj = f"  {format_p_plain(r.p_adjusted):>8}" if report.adjusted else ""
         lines.append(
             f"{r.name:<{name_w}}  {_interval(r.baseline):<22}  {_interval(r.candidate):<22}"
-            f"  {r.difference:>+6.3f}  {wlt:>9}  {p_text(r.p_value):>8}{adj}  {_verdict(r)}"
+            f"  {r.difference:>+6.3f}  {wlt:>9}  {format_p_plain(r.p_value):>8}{adj}  {_verdict(r)}"
         )
     lines.append("")
     for r in report.results:
@@ -201,10 +197,10 @@ def to_markdown(report: GateReport) -> str:
     out.append("|---|---|---|---:|---:|---:|" + ("---:|" if report.adjusted else "") + "---|")
     for r in report.results:
         verdict = f"**{_verdict(r)}**" if r.failed else _verdict(r)
-        adj = f" {p_text(r.p_adjusted)} |" if report.adjusted else ""
+        adj = f" {format_p_plain(r.p_adjusted)} |" if report.adjusted else ""
         out.append(
             f"| {_code(r.name)} | {_interval(r.baseline)} | {_interval(r.candidate)} | "
-            f"{r.difference:+.3f} | {r.wins} / {r.losses} / {r.ties} | {p_text(r.p_value)} |{adj} {verdict} |"
+            f"{r.difference:+.3f} | {r.wins} / {r.losses} / {r.ties} | {format_p_plain(r.p_value)} |{adj} {verdict} |"
         )
     out.append("")
     checks = [r for r in report.results if r.bluffs is not None or r.bluff_note]
@@ -226,7 +222,9 @@ def to_markdown(report: GateReport) -> str:
             verdict = f"**{_bluff_verdict(x)}**" if x.failed else "pass"
             if x.claim_note:
                 verdict += f" ({_cell(x.claim_note)})"
-            p = p_text(x.p_adjusted) + (f" (unadjusted {p_text(x.p_value)})" if x.p_adjusted != x.p_value else "")
+            p = format_p_plain(x.p_adjusted) + (
+                f" (unadjusted {format_p_plain(x.p_value)})" if x.p_adjusted != x.p_value else ""
+            )
             out.append(
                 f"| {_code(r.name)} | {x.threshold:.4g} | {x.baseline_bluffs} of {x.out_domain} | "
                 f"{x.candidate_bluffs} of {x.out_domain} | {x.new} / {x.fixed} | {p} | {verdict} |"
@@ -338,7 +336,7 @@ def to_dict(report: GateReport) -> dict[str, Any]:
         "baseline": report.baseline_run,
         "candidate": report.candidate_run,
         "queries": report.n,
-        "test": PAIRED_TEST,
+        "test": GATE_TEST,
         "test_alpha": report.test_alpha,
         "detectable_difference": _number(report.results[0].detectable) if report.results else None,
         "smallest_flag": report.smallest_flag,
@@ -365,8 +363,8 @@ def to_junit(report: GateReport) -> str:
         case = ET.Element("testcase", classname=f"evalcore.gate.{report.metric}", name=r.name, time="0")
         body = [
             f"baseline {_interval(r.baseline)}, candidate {_interval(r.candidate)}, "
-            f"wins {r.wins}, losses {r.losses}, ties {r.ties}, p {p_text(r.p_value)}"
-            + (f", Holm-adjusted {p_text(r.p_adjusted)}" if report.adjusted else "")
+            f"wins {r.wins}, losses {r.losses}, ties {r.ties}, p {format_p_plain(r.p_value)}"
+            + (f", Holm-adjusted {format_p_plain(r.p_adjusted)}" if report.adjusted else "")
         ]
         body += [
             f"lost {q.query_id}: {q.text} (rank {_rank(q.baseline_rank)} -> {_rank(q.candidate_rank)})" for q in r.lost
@@ -379,7 +377,7 @@ def to_junit(report: GateReport) -> str:
                 type=",".join(why),
                 message=f"{r.name}: {', '.join(why)}: {report.metric} "
                 f"{r.baseline.value:.3f} -> {r.candidate.value:.3f}, "
-                f"{r.losses} lost, {r.wins} won, p {p_text(r.p_adjusted)}",
+                f"{r.losses} lost, {r.wins} won, p {format_p_plain(r.p_adjusted)}",
             )
             failure.text = "\n".join(body)
         ET.SubElement(case, "system-out").text = "\n".join(body)
@@ -396,7 +394,7 @@ def to_junit(report: GateReport) -> str:
                     "failure",
                     type=_bluff_verdict(x).removeprefix("FAIL: "),
                     message=f"{r.name}: {_bluff_verdict(x).removeprefix('FAIL: ')} at threshold {x.threshold:.4g}: "
-                    f"{x.baseline_bluffs} -> {x.candidate_bluffs}, p {p_text(x.p_adjusted)}",
+                    f"{x.baseline_bluffs} -> {x.candidate_bluffs}, p {format_p_plain(x.p_adjusted)}",
                 ).text = text
             ET.SubElement(bc, "system-out").text = text
             cases.append(bc)

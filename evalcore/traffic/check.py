@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
+from evalcore.measures.stats import ALPHA, format_p_plain
 
 if TYPE_CHECKING:
-    from evalcore.store.connection import Store
-
-ALPHA = 0.05
+    from evalcore.store import Store
 
 
 @dataclass
@@ -54,7 +53,11 @@ class CheckReport:
     def text(self) -> str:
         out = [f"traffic check of {self.configuration} at t = {self.threshold:.4f} ({self.threshold_source})"]
         for p in self.periods:
-            ks = "n/a" if p["ks_pvalue"] is None else f"D = {p['ks_statistic']:.3f}, p = {p['ks_pvalue']:.3g}"
+            ks = (
+                "n/a"
+                if p["ks_pvalue"] is None
+                else f"D = {p['ks_statistic']:.3f}, p = {format_p_plain(p['ks_pvalue'])}"
+            )
             share = "n/a" if p["refused_share"] is None else f"{p['refused_share']:.1%}"
             out.append(
                 f"  {p['start']} .. {p['end']}: {p['queries']} queries, {p['refused']} refused ({share}); KS {ks}"
@@ -79,7 +82,7 @@ def run_check(
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic import periods as period_rows
     from evalcore.traffic.drift import holm, parse_period
-    from evalcore.traffic.replay import resolve_target
+    from evalcore.traffic.target import resolve_target
 
     step = parse_period(period)
     if max_refused_share is not None and not 0.0 <= max_refused_share <= 1.0:
@@ -129,8 +132,9 @@ def run_check(
     for (what, d, p), padj in zip(tests, adjusted, strict=True):
         if padj < alpha:
             report.reasons.append(
-                f"the last period's gate values drifted from {what} (KS D = {d:.3f}, p = {p:.3g}, "
-                f"Holm-adjusted over {len(tests)} test{'s' if len(tests) > 1 else ''}: {padj:.3g} < {alpha:g})"
+                f"the last period's gate values drifted from {what} (KS D = {d:.3f}, p = {format_p_plain(p)}, "
+                f"Holm-adjusted over {len(tests)} test{'s' if len(tests) > 1 else ''}: "
+                f"{format_p_plain(padj)} < {alpha:g})"
             )
     report.failed = bool(report.reasons)
     return report

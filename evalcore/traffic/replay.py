@@ -20,9 +20,9 @@ endpoint could not answer is kept with the reason and left out of every figure, 
 refused. A run imported from rankings, or one made by a Python function, has no retriever to
 replay and is refused with one line.
 
-This module is the one writer of the traffic tables (migration 0007): imports, lines, scored
-texts, hits, labels, and ``forget`` (rows deleted, then the store rewritten so that no free
-page still holds a forgotten text).
+The traffic tables (migration 0007: imports, lines, scored texts, hits, labels) are written by
+:mod:`evalcore.store.traffic`, called from here; ``forget`` deletes rows there, then the store
+is rewritten so that no free page still holds a forgotten text.
 """
 
 from __future__ import annotations
@@ -38,284 +38,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import ConfigError, InputError, ModelError
-from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.errors import InputError
+from evalcore.store import traffic as traffic_rows
 from evalcore.traffic.log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
+from evalcore.traffic.replayers import EndpointReplayer, Replayer, endpoint_replayer, replayer
+from evalcore.traffic.target import Target, refuse, resolve_target
 
 if TYPE_CHECKING:
-    import numpy as np
     import pandas as pd
 
-    #: ids, distances, scores (texts x top), gate values, {text index: why the endpoint failed}
-    Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]
-
-    from evalcore.pipeline.configurations import ConfigInfo
     from evalcore.pipeline.embedding import Embedder
-    from evalcore.pipeline.retrieval import BM25, Reranker
     from evalcore.progress import Progress
-    from evalcore.records import Configuration
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
 SHOWN_PROBLEMS = 20
 TABLES = ("traffic_queries", "traffic_texts", "traffic_hits", "traffic_labels", "traffic_imports")
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """The run and configuration traffic is replayed against."""
-
-    run_id: str
-    configuration: Configuration
-    info: ConfigInfo
-    top_n: int
-
-    @property
-    def key(self) -> list[str]:
-        return [self.run_id, self.configuration.strategy, self.configuration.retriever]
-
-
-def resolve_target(store: Store, reference: str) -> Target:
-    """``RUN`` or ``RUN:STRATEGY/RETRIEVER`` -> the run's configuration; ``RUN`` alone names
-    the configuration of the run's latest saved decision, or its only one. ConfigError naming
-    the choices otherwise."""
-    from evalcore.pipeline.configurations import read
-    from evalcore.read.decisions import latest_decision
-    from evalcore.records import Configuration
-    from evalcore.regression.gate import parse_ref, resolve_run
-
-    ref = parse_ref(reference)
-    run = resolve_run(store, ref.run)
-    run_id = str(run["run_id"])
-    configs = read(store, run_id)
-    labels = sorted(f"{s}/{r}" for s, r in configs)
-    if ref.configuration is not None:
-        configuration = Configuration.parse(ref.configuration)
-    else:
-        decision = latest_decision(store, run_id)
-        if decision is not None:
-            configuration = decision.configuration
-        elif len(configs) == 1:
-            configuration = Configuration(*next(iter(configs)))
-        else:
-            raise ConfigError(
-                f"run {run_id} has {len(configs)} configurations and no saved decision; name one as "
-                f"RUN:STRATEGY/RETRIEVER ({', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''})"
-            )
-    found = configs.get((configuration.strategy, configuration.retriever))
-    if found is None:
-        raise ConfigError(f"run {run_id} has no configuration {configuration.label} (it has {', '.join(labels)})")
-    settings = run.get("settings") or {}
-    return Target(run_id, configuration, found, int(settings.get("top_n", 20)))
-
-
-# --- replay -----------------------------------------------------------------------------------
-
-
-@dataclass
-class Replayer:
-    """A built-in configuration made ready to rank new queries exactly as its run did."""
-
-    target: Target
-    embedder: Embedder
-    store: Store
-    chunk_texts: list[str]
-    cvec: np.ndarray
-    bm25: BM25 | None
-    reranker: Reranker | None
-    cmax: float
-    clock: dict[str, float] = field(default_factory=lambda: {"query_embedding": 0.0, "retrieval": 0.0})
-    embedded: int = 0
-
-    def score(self, texts: Sequence[str]) -> Scores:
-        """Top hits of each text: (ids, distances, scores) of shape (texts, top), the gate
-        value of each (smallest distance among its top 4), and no failures."""
-        import numpy as np
-
-        from evalcore.pipeline.embedding import embed_with_cache
-        from evalcore.pipeline.ranking import block_queries, rank_block
-
-        t0 = time.perf_counter()
-        qvec, stats = embed_with_cache(self.embedder, texts, self.store)
-        self.embedded += stats.new
-        t1 = time.perf_counter()
-        self.clock["query_embedding"] += t1 - t0
-        retriever = self.target.configuration.retriever
-        empty = np.zeros(0, dtype=np.int64)
-        block = block_queries(len(self.cvec))
-        parts: list[Any] = []
-        for b0 in range(0, len(texts), block):
-            b1 = min(len(texts), b0 + block)
-            scorer = None
-            if self.reranker is not None:
-                scorer = _scorer(self.reranker, self.chunk_texts, texts, b0)
-
-            ranked = rank_block(
-                qvec[b0:b1],
-                self.cvec,
-                [empty] * (b1 - b0),
-                [retriever],
-                self.target.top_n,
-                bm25=self.bm25,
-                qtexts=list(texts[b0:b1]),
-                rerank=scorer,
-                cmax=self.cmax,
-            )[retriever]
-            parts.append(ranked)
-        self.clock["retrieval"] += time.perf_counter() - t1
-        ids = np.concatenate([p.top_ids for p in parts])
-        dist = np.concatenate([p.top_dist for p in parts])
-        score = np.concatenate([p.top_score for p in parts])
-        head = dist[:, :DEFAULT_TOP]
-        gate = head.min(axis=1) if head.shape[1] else np.full(len(texts), np.nan)
-        return ids, dist, score, gate, {}
-
-
-@dataclass
-class EndpointReplayer:
-    """A live search endpoint's configuration: each query is sent as the run sent its own
-    (the same request template, so the same cache key for the same text) through the response
-    cache; hits are mapped to the run's chunks by the service's chunk id (-1 for a chunk the
-    run never saw). The gate reads the service's score in its direction."""
-
-    target: Target
-    endpoint: Any
-    store: Store
-    ids: dict[str, int]
-    higher_is_closer: bool
-    clock: dict[str, float] = field(default_factory=lambda: {"query_embedding": 0.0, "retrieval": 0.0})
-    embedded: int = 0
-    sent: int = 0
-
-    def score(self, texts: Sequence[str]) -> Scores:
-        import numpy as np
-
-        from evalcore.external.endpoint import Counters, answers
-        from evalcore.external.record import Failure
-        from evalcore.pipeline.embedding import text_hash
-
-        t0 = time.perf_counter()
-        queries = [(f"traffic-{text_hash(t)[:16]}", t) for t in texts]
-        where = {qid: i for i, (qid, _) in enumerate(queries)}
-        top = int(self.endpoint.k)
-        ids = np.full((len(texts), top), -1, dtype=np.int64)
-        score = np.full((len(texts), top), np.nan)
-        failures: dict[int, str] = {}
-        counters = Counters()
-        for qid, outcome in answers(self.endpoint, self.store, queries, counters):
-            i = where[qid]
-            if isinstance(outcome, Failure):
-                failures[i] = outcome.reason
-                continue
-            for rank, hit in enumerate(outcome[:top]):
-                ids[i, rank] = self.ids.get(hit.chunk_id or "", -1)
-                score[i, rank] = hit.score
-        self.sent += counters.requests
-        head = score[:, :DEFAULT_TOP]
-        with np.errstate(all="ignore"):
-            empty = np.isnan(head).all(axis=1)
-            filled = np.where(np.isnan(head), -np.inf if self.higher_is_closer else np.inf, head)
-            gate = filled.max(axis=1) if self.higher_is_closer else filled.min(axis=1)
-        gate[empty] = np.nan
-        self.clock["retrieval"] += time.perf_counter() - t0
-        return ids, np.full(score.shape, np.nan), score, gate, failures
-
-
-def endpoint_replayer(store: Store, target: Target, headers: Sequence[str] = ()) -> EndpointReplayer:
-    """The endpoint of ``target`` as the run described it, with ``headers`` ("Name: value") for
-    the header names the run used (their values are never stored)."""
-    from dataclasses import replace
-
-    from evalcore.external.endpoint import from_spec, parse_header
-
-    detail = target.info.details()
-    endpoint = from_spec({k: v for k, v in detail.items() if k != "refresh"})
-    given = [parse_header(h) for h in headers]
-    missing = [n for n in detail.get("header_names", []) if n.lower() not in {g.lower() for g, _ in given}]
-    if missing:
-        raise ConfigError(
-            f"run {target.run_id} sent the header(s) {', '.join(missing)} to its endpoint; give their values "
-            "with --header 'Name: value' (header values are never stored)"
-        )
-    endpoint = replace(endpoint, headers=tuple(given))
-    endpoint.check()
-    chunks = store.query(
-        "SELECT chunk_id, external_id FROM chunks WHERE run_id = ? AND strategy = ? AND external_id IS NOT NULL",
-        [target.run_id, target.configuration.strategy],
-    )
-    ids = {str(e): int(c) for c, e in zip(chunks["chunk_id"], chunks["external_id"], strict=True)}
-    return EndpointReplayer(target, endpoint, store, ids, target.info.axis.higher_is_closer)
-
-
-def _scorer(
-    reranker: Reranker, chunk_texts: list[str], texts: Sequence[str], b0: int
-) -> Callable[[int, np.ndarray], list[float]]:
-    """The cross-encoder scores of query ``b0 + i``'s hybrid head (what the run's rerank asks)."""
-
-    def score(i: int, ids: np.ndarray) -> list[float]:
-        return reranker.score(texts[b0 + i], [chunk_texts[j] for j in ids])
-
-    return score
-
-
-def _refuse(target: Target) -> None:
-    info = target.info
-    where = f"run {target.run_id} configuration {target.configuration.label}"
-    if info.source == "import":
-        raise ConfigError(f"{where} was imported from rankings made elsewhere: it has no retriever to replay")
-    if info.source == "python":
-        raise ConfigError(f"{where} was made by a Python retriever function, which is not stored: nothing to replay")
-
-
-def replayer(
-    store: Store, target: Target, embedder: Embedder | None = None, reranker_path: str | None = None
-) -> Replayer:
-    """Load what replaying ``target`` needs: the run's model, the configuration's chunks and
-    their vectors (from the vector cache; embedded anew only if missing), its BM25 index and
-    cross-encoder when its retriever uses them."""
-    from evalcore import testhooks
-    from evalcore.pipeline.embedding import embed_with_cache, load_embedder
-    from evalcore.pipeline.ranking import max_norm
-    from evalcore.pipeline.retrieval import BM25
-
-    _refuse(target)
-    model = target.info.model
-    embedder = embedder or testhooks.embedder() or load_embedder()
-    if model and embedder.name not in [m.strip() for m in model.split(",")]:
-        raise ModelError(
-            f"run {target.run_id} configuration {target.configuration.label} was embedded with {model}, "
-            f"not {embedder.name}: vectors of two models are never compared (give --model PATH to that model)"
-        )
-    chunks = store.query(
-        "SELECT chunk_id, text FROM chunks WHERE run_id = ? AND strategy = ? ORDER BY chunk_id",
-        [target.run_id, target.configuration.strategy],
-    )
-    if chunks.empty or list(chunks["chunk_id"]) != list(range(len(chunks))):
-        raise ConfigError(
-            f"run {target.run_id} strategy {target.configuration.strategy}: no complete chunk list stored"
-        )
-    texts = [str(t) for t in chunks["text"]]
-    cvec, _ = embed_with_cache(embedder, texts, store)
-    retriever = target.configuration.retriever
-    bm25 = BM25.build(texts) if retriever in ("bm25", "hybrid", "rerank") else None
-    reranker = None
-    if retriever == "rerank":
-        from evalcore.pipeline.retrieval import Reranker as _Reranker
-
-        path = reranker_path or _rerank_path(store, target.run_id)
-        if not path:
-            raise ConfigError(f"run {target.run_id}: its cross-encoder is not known; give --reranker PATH")
-        reranker = _Reranker.load(path)
-    return Replayer(target, embedder, store, texts, cvec, bm25, reranker, max_norm(cvec))
-
-
-def _rerank_path(store: Store, run_id: str) -> str | None:
-    note = str(store.run(run_id).get("rerank_note") or "")
-    prefix = "rerank: cross-encoder "
-    if note.startswith(prefix):
-        return note[len(prefix) :].rsplit(", hybrid top", 1)[0]
-    return None
 
 
 # --- line identity ------------------------------------------------------------------------------
@@ -415,7 +154,7 @@ def import_log(
     fmt = infer_format(path, fmt)
     fields = fields or Fields()
     target = resolve_target(store, reference)
-    _refuse(target)
+    refuse(target)
     result = ImportResult(target.run_id, target.configuration.label, path.name)
     progress = progress or SilentProgress()
     total = count_lines(path, fmt) if path.is_file() else None
@@ -457,7 +196,7 @@ def import_log(
                     row = None if started else _import_row(target, import_id, path.name, fmt, who)
                     result.added += len(new)
                     result.new_texts += 0 if texts is None else len(texts)
-                    _write_batch(store, row, frame, texts, hits, import_id, result)
+                    traffic_rows.write_batch(store, row, frame, texts, hits, import_id, _counts(result))
                     started = True
             progress.advance(len(part))
     except BaseException as exc:
@@ -572,7 +311,7 @@ def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, in
 
 
 def _import_row(target: Target, import_id: str, source: str, fmt: str, author: str | None) -> dict[str, Any]:
-    from evalcore.store.connection import now
+    from evalcore.store.basics import now
 
     run_id, strategy, retriever = target.key
     return {
@@ -588,15 +327,6 @@ def _import_row(target: Target, import_id: str, source: str, fmt: str, author: s
     }
 
 
-def _insert(con: Any, table: str, frame: pd.DataFrame | None) -> None:
-    if frame is None or frame.empty:
-        return
-    con.register("_frame", frame)
-    cols = ", ".join(f'"{c}"' for c in frame.columns)
-    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame ON CONFLICT DO NOTHING")
-    con.unregister("_frame")
-
-
 def _counts(result: ImportResult) -> list[Any]:
     return [
         result.lines,
@@ -608,41 +338,9 @@ def _counts(result: ImportResult) -> list[Any]:
     ]
 
 
-_COUNTS = "lines = ?, added = ?, already = ?, problems = ?, new_texts = ?, problem_lines = ?"
-
-
-def _write_batch(
-    store: Store,
-    row: dict[str, Any] | None,
-    lines: pd.DataFrame,
-    texts: pd.DataFrame | None,
-    hits: pd.DataFrame | None,
-    import_id: str,
-    result: ImportResult,
-) -> None:
-    """One batch in one transaction: its lines, its new texts and their hits, the import's counts."""
-    with store.transaction() as con:
-        if row is not None:
-            cols = list(row)
-            con.execute(
-                f"INSERT INTO traffic_imports ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                [row[c] for c in cols],
-            )
-        _insert(con, "traffic_texts", texts)
-        _insert(con, "traffic_hits", hits)
-        _insert(con, "traffic_queries", lines)
-        con.execute(f"UPDATE traffic_imports SET {_COUNTS} WHERE import_id = ?", [*_counts(result), import_id])
-
-
 def _finish_import(store: Store, import_id: str, result: ImportResult, status: str) -> None:
-    from evalcore.store.connection import now
-
     try:
-        with store.transaction() as con:
-            con.execute(
-                f"UPDATE traffic_imports SET status = ?, finished_at = ?, {_COUNTS} WHERE import_id = ?",
-                [status, now(), *_counts(result), import_id],
-            )
+        traffic_rows.finish_import(store, import_id, status, _counts(result))
     except Exception as exc:
         if status == "complete":
             raise
@@ -654,20 +352,9 @@ def _finish_import(store: Store, import_id: str, result: ImportResult, status: s
 
 def set_label(store: Store, target: Target, text_hash: str, label: str | None, author: str | None) -> None:
     """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
-    from evalcore.store.connection import now
-
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
-    with store.transaction() as con:
-        con.execute(
-            "DELETE FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ? AND text_hash = ?",
-            [*target.key, text_hash],
-        )
-        if label is not None:
-            con.execute(
-                "INSERT INTO traffic_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [*target.key, text_hash, label, author, now()],
-            )
+    traffic_rows.set_label(store, target.key, text_hash, label, author)
 
 
 # --- forgetting ---------------------------------------------------------------------------------
@@ -693,21 +380,8 @@ def forget(
 ) -> Forgotten:
     """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
     texts no remaining line uses, their hits and labels; then rewrite the store file
-    (:meth:`evalcore.store.connection.Store.compact`) so the deleted text is not left in free pages."""
-    where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
-    params: list[Any] = [before] + ([run_id] if run_id else [])
-    orphan = (
-        "NOT EXISTS (SELECT 1 FROM traffic_queries q WHERE q.run_id = {t}.run_id AND q.strategy = {t}.strategy "
-        "AND q.retriever = {t}.retriever AND q.text_hash = {t}.text_hash)"
-    )
-    with store.transaction() as con:
-        lines = int(con.execute(f"SELECT count(*) FROM traffic_queries WHERE {where}", params).fetchone()[0])  # type: ignore[index]
-        con.execute(f"DELETE FROM traffic_queries WHERE {where}", params)
-        texts = int(
-            con.execute(f"SELECT count(*) FROM traffic_texts t WHERE {orphan.format(t='t')}").fetchone()[0]  # type: ignore[index]
-        )
-        for table in ("traffic_hits", "traffic_labels", "traffic_texts"):
-            con.execute(f"DELETE FROM {table} WHERE {orphan.format(t=table)}")
+    (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
+    lines, texts = traffic_rows.forget(store, before, run_id)
     if on_step is not None:
         on_step(f"deleted {lines} lines and {texts} texts; rewriting the store")
     size = store.path.stat().st_size if store.path.exists() else 0

@@ -53,7 +53,8 @@ from evalcore.figures.build import Figure, Selection
 from evalcore.measures.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
 from evalcore.read import compare, decisions, runs, sweeps
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.store.connection import Store, default_store_path
+from evalcore.store import Store
+from evalcore.store.connection import default_store_path
 from evalcore_app import screen
 
 DEMO_COMMAND = "python -m evalcore demo"

@@ -17,6 +17,7 @@ from evalcore import authors
 from evalcore.read import claims
 from evalcore.read import traffic as reads
 from evalcore.traffic import replay as traffic
+from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
 from evalcore_app.screens import _ui
 
@@ -133,7 +134,7 @@ if not near.empty:
         pick = st.selectbox("Label a borderline query", list(labels), format_func=labels.get)
         value = st.radio("Label", ["answerable", "off-topic"], horizontal=True)
         if st.form_submit_button("Save label"):
-            target = traffic.resolve_target(_ui.store(), f"{ctx.run_id}:{config.label}")
+            target = resolve_target(_ui.store(), f"{ctx.run_id}:{config.label}")
             who = authors.author_from_headers(st.context.headers)
             _ui.guarded(lambda: traffic.set_label(_ui.store(), target, pick, value, who))
             st.success(f"Labelled {value} (by {authors.shown(who)}).")

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def first_ranks(store: Store, run_id: str, strategy: str, retriever: str) -> pd.Series:

@@ -103,7 +103,7 @@ def test_best_statement_reads_the_same_cell(store, engine_run_id):
 
 
 def test_comparison_across_two_runs_with_other_names(two_run_store, two_run_ids):
-    from evalcore.store.connection import Store
+    from evalcore.store import Store
 
     store = Store(two_run_store)
     first, second = two_run_ids

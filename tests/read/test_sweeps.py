@@ -9,7 +9,7 @@ from statsmodels.stats.proportion import proportion_confint
 from evalcore.measures.threshold import MAX_BLUFF_INTERVAL_WIDTH
 from evalcore.measures.threshold import sweep as exact_sweep
 from evalcore.read import runs, sweeps
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 
 def _brute_gate(store: Store, run_id: str, config, t: float) -> dict[str, int]:

@@ -24,7 +24,7 @@ from conftest import ROOT
 from hostile import FIRST, TOKEN, Hostile
 from test_reliability import CORPUS, FAKE, OOD, QUESTIONS, Ran, check, complete_runs, evalcore, kept
 
-from evalcore.store.connection import Store
+from evalcore.store import Store
 
 M = ["--corpus", str(CORPUS), "--questions", str(QUESTIONS), "--ood", str(OOD)]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -602,7 +602,7 @@ VALIDATE = """
 import json, sys
 from pathlib import Path
 from evalcore import jobs
-from evalcore.store.connection import Store
+from evalcore.store import Store
 from evalcore.inputs.uploads import UploadedFile
 mini, pdf, store = Path(sys.argv[1]), Path(sys.argv[2]), Store(Path(sys.argv[3]))
 files = [UploadedFile(p.name, p.read_bytes()) for p in sorted((mini / "corpus").iterdir())]

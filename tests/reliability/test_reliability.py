@@ -33,7 +33,8 @@ from evalcore import jobs
 from evalcore.errors import InputError
 from evalcore.inputs import sources as inputs
 from evalcore.inputs.uploads import UploadedFile
-from evalcore.store.connection import Store, migrations
+from evalcore.store import Store
+from evalcore.store.migrate import migrations
 
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "reliability"), str(ROOT / "tests")])
 FAKE = {
