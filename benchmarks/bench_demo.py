@@ -39,7 +39,7 @@ def main() -> None:
     request = RunRequest(corpus, gt, parse_strategies(args.strategies), ["dense", "bm25", "hybrid"], name="bench")
     for label in ("cold", "warm"):
         t = time.perf_counter()
-        res = run_evaluation(request, store, embedder=embedder)
+        res = run_evaluation(request, store, embedders=[embedder])
         print(
             f"{label}: {time.perf_counter() - t:.1f} s, {res.new_embeddings} new embeddings, "
             f"{res.cached_embeddings} cached"

@@ -65,7 +65,7 @@ def main() -> None:
     gt = load_ground_truth(corpus, mini / "questions.jsonl", ROOT / "tests" / "fixtures" / "gate" / "ood.jsonl")
     t0 = time.perf_counter()
     request = RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="bench")
-    run = run_evaluation(request, store, embedder=embedder)
+    run = run_evaluation(request, store, embedders=[embedder])
     run_s = time.perf_counter() - t0
     n_chunks = int(store.query("SELECT count(*) AS n FROM chunks")["n"].iloc[0])
 

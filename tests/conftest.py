@@ -110,7 +110,7 @@ def engine_store(tmp_path_factory, real_embedder, mini_inputs):
         retrievers=["dense", "bm25", "hybrid", "rerank"],
         name="mini",
     )
-    result = run_evaluation(request, Store(path), embedder=real_embedder)
+    result = run_evaluation(request, Store(path), embedders=[real_embedder])
     path.with_suffix(".run_id").write_text(result.run_id)
     return path
 
@@ -145,7 +145,7 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
         retrievers=["dense", "bm25"],
         name="second",
     )
-    second = run_evaluation(request, Store(path), embedder=real_embedder).run_id
+    second = run_evaluation(request, Store(path), embedders=[real_embedder]).run_id
     first = engine_store.with_suffix(".run_id").read_text()
     path.with_suffix(".run_ids").write_text(f"{first}\n{second}\n")
     return path
@@ -237,7 +237,7 @@ def gate_store(tmp_path_factory, real_embedder):
             retrievers=["dense", "bm25", "hybrid"],
             name=name,
         )
-        run_evaluation(request, Store(path), embedder=real_embedder)
+        run_evaluation(request, Store(path), embedders=[real_embedder])
     return path
 
 
@@ -292,7 +292,7 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
         request = RunRequest(
             corpus=corpus, ground_truth=gt, strategies=parse_strategies("C,E"), retrievers=["dense"], name=name
         )
-        ids.append(run_evaluation(request, Store(path), embedder=real_embedder).run_id)
+        ids.append(run_evaluation(request, Store(path), embedders=[real_embedder]).run_id)
     path.with_suffix(".run_ids").write_text("\n".join(ids) + "\n")
     return path
 

@@ -136,7 +136,7 @@ def served(tmp_path_factory, real_embedder):
     ids = []
     for name in ("articles", "articles-again"):
         request = RunRequest(corpus, gt, parse_strategies("A,C,E"), ["dense", "bm25"], name=name)
-        ids.append(run_evaluation(request, store, embedder=real_embedder).run_id)
+        ids.append(run_evaluation(request, store, embedders=[real_embedder]).run_id)
     for strategy in ("A", "C", "E"):
         for retriever in ("dense", "bm25"):
             store.save_decision(ids[0], strategy, retriever, 0.99, "keep the whole top 4")

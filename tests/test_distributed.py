@@ -39,9 +39,9 @@ def test_a_run_through_ray_caches_vectors_under_the_model_name(local_ray, real_e
     corpus, gt = mini_inputs
     store = Store(tmp_path / "s.duckdb")
     request = RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="ray")
-    first = run_evaluation(request, store, embedder=RayEmbedder.start("local", real_embedder, workers=1))
+    first = run_evaluation(request, store, embedders=[RayEmbedder.start("local", real_embedder, workers=1)])
     assert first.new_embeddings > 0
-    again = run_evaluation(request, store, embedder=real_embedder)  # the local path finds them cached
+    again = run_evaluation(request, store, embedders=[real_embedder])  # the local path finds them cached
     assert again.new_embeddings == 0
     a = store.query(
         "SELECT query_id, first_correct_rank FROM results WHERE run_id = ? ORDER BY query_id", [first.run_id]

@@ -84,7 +84,7 @@ def test_a_changed_extractor_version_makes_stored_documents_stale(printed, tmp_p
     run = run_evaluation(
         RunRequest(corpus, load_ground_truth(corpus, tmp_path / "q.jsonl"), parse_strategies("E"), ["dense"]),
         store,
-        embedder=real_embedder,
+        embedders=[real_embedder],
     )
     rows = store.query("SELECT doc_id, extractor, extractor_version FROM documents WHERE run_id = ?", [run.run_id])
     assert all(extract.stale_reason(r.extractor, r.extractor_version) is None for r in rows.itertuples())

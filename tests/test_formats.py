@@ -87,7 +87,7 @@ def test_builtin_run_exports_exactly(tmp_path, mini_inputs, real_embedder, capsy
         retrievers=["dense", "bm25", "hybrid"],
         name="fine",
     )
-    run_id = run_evaluation(request, Store(store), embedder=real_embedder).run_id
+    run_id = run_evaluation(request, Store(store), embedders=[real_embedder]).run_id
     out = tmp_path / "export"
     assert main(["--store", str(store), "export-formats", "fine", "-o", str(out)]) == 0
     assert "placeholder hits (evalcore:unstored:RANK)" in capsys.readouterr().out

@@ -36,7 +36,7 @@ def lang_store(tmp_path_factory, real_embedder, mini_inputs) -> tuple[Path, str]
     path = tmp_path_factory.mktemp("languages") / "evalcore.duckdb"
     corpus, gt = mini_inputs
     request = RunRequest(corpus, gt, parse_strategies("C"), RETRIEVERS, name="languages")
-    result = run_evaluation(request, Store(path), embedder=real_embedder)
+    result = run_evaluation(request, Store(path), embedders=[real_embedder])
     return path, result.run_id
 
 

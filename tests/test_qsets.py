@@ -174,7 +174,7 @@ def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_th
 
     def run(gt, name):
         request = RunRequest(corpus, gt, parse_strategies("E"), ["dense", "bm25"], name=name)
-        return run_evaluation(request, store, embedder=real_embedder).run_id
+        return run_evaluation(request, store, embedders=[real_embedder]).run_id
 
     files_run = run(gt_files, "files")
     set_run = run(qs.ground_truth(corpus), "set")

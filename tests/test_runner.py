@@ -58,7 +58,7 @@ def run_tiny(tiny, strategies="C", retrievers=("dense", "bm25", "hybrid"), embed
     store = Store(tmp / "s.duckdb")
     embedder = embedder or KeywordEmbedder(["alpha", "beta", "gamma", "delta"])
     res = run_evaluation(
-        RunRequest(corpus, gt, parse_strategies(strategies), list(retrievers), name="t"), store, embedder=embedder
+        RunRequest(corpus, gt, parse_strategies(strategies), list(retrievers), name="t"), store, embedders=[embedder]
     )
     return store, res, embedder
 
@@ -254,7 +254,7 @@ def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(
             corpus, gt, parse_strategies("C"), ["hybrid", "rerank"], name="rr", reranker_path=str(tiny_cross_encoder)
         ),
         store,
-        embedder=real_embedder,
+        embedders=[real_embedder],
     )
     assert res.retrievers == ["hybrid", "rerank"] and "cross-encoder" in res.rerank_note
     timing = store.query("SELECT items FROM timings WHERE run_id = ? AND stage = 'rerank'", [res.run_id])

@@ -42,7 +42,7 @@ def traffic_run(tmp_path_factory, real_embedder):
     corpus = load_corpus(MINI / "corpus")
     gt = load_ground_truth(corpus, MINI / "questions.jsonl", GATE_OOD)
     request = RunRequest(corpus, gt, parse_strategies("E"), ["dense", "bm25", "hybrid"], name="traffic")
-    run_id = run_evaluation(request, Store(path), embedder=real_embedder).run_id
+    run_id = run_evaluation(request, Store(path), embedders=[real_embedder]).run_id
     return path, run_id
 
 

@@ -101,49 +101,11 @@ def cmd_import_run(args: argparse.Namespace) -> int:
 
 
 def cmd_run_endpoint(args: argparse.Namespace) -> int:
-    from evalcore.external.endpoint import Endpoint, Fields, parse_header
-    from evalcore.external.endpoint_calls import run_endpoint
-    from evalcore.progress import BarProgress
+    from evalcore.cli.run import execute_run
+    from evalcore.external.live import LiveResult
 
-    fields = Fields(
-        hits=args.hits,
-        chunk_id=args.chunk_id,
-        text=args.text,
-        document=args.document,
-        start=args.start,
-        end=args.end,
-        score=args.score,
-    )
-    endpoint = Endpoint(
-        url=args.url,
-        method=args.method,
-        body=args.body,
-        headers=tuple(parse_header(h) for h in args.header),
-        fields=fields,
-        k=args.k,
-        concurrency=args.concurrency,
-        timeout=args.timeout,
-        retries=args.retries,
-        refresh=args.refresh,
-    )
-    endpoint.check()
-    corpus, gt = _inputs_of(args)
-    report_invalid(gt)
-    store = open_store(args)
-    t0 = time.perf_counter()
-    done = run_endpoint(
-        store,
-        corpus,
-        gt,
-        endpoint,
-        args.name,
-        chunker=args.chunker,
-        retriever=args.retriever,
-        score=args.score_kind,
-        chunks_path=args.chunks,
-        max_failures=args.max_failures,
-        progress=BarProgress(enabled=not args.quiet and not args.json),
-    )
+    store, done, wall = execute_run(args, args.quiet or args.json)
+    assert isinstance(done, LiveResult)
     sent = done.stats
     line = (
         f"sent {sent.get('requests', 0)} request(s) ({sent.get('retries', 0)} retries), "
@@ -163,7 +125,7 @@ def cmd_run_endpoint(args: argparse.Namespace) -> int:
         args,
         store,
         done.run_id,
-        time.perf_counter() - t0,
+        wall,
         {
             "failures": [{"query": q, "reason": f.reason, "attempts": f.attempts} for q, f in done.failures.items()],
             "sent": sent,

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from evalcore.inputs.demo import RETRIEVERS as DEMO_RETRIEVERS
 from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
+from evalcore.pipeline.configurations import EXTERNAL, SCORE_KINDS
+from evalcore.pipeline.spec import DEFAULT_DEVICE, SIMILARITY
 
 if TYPE_CHECKING:
     #: What ``add_subparsers`` returns: each command module adds its commands to it.
@@ -19,7 +21,6 @@ __all__ = [
     "DEFAULT_STRATEGIES",
     "DEMO_RETRIEVERS",
     "RUN_REF_HELP",
-    "RUN_RETRIEVERS",
     "external_inputs",
     "json_option",
     "pipeline_options",
@@ -28,8 +29,6 @@ __all__ = [
     "score_kind",
 ]
 
-#: Retrievers of ``run`` when --retrievers is not given (the demo adds rerank).
-RUN_RETRIEVERS = "dense,bm25,hybrid"
 CORPUS_HELP = "folder of .md / .txt / .pdf / .html documents"
 RUN_REF_HELP = "run id (a unique prefix is enough) or run name (its newest complete run)"
 
@@ -74,7 +73,9 @@ def pipeline_options(sp: argparse.ArgumentParser, strategies: str, retrievers: s
         help="local sentence-transformers model folder (default: the packaged all-MiniLM-L6-v2); "
         "repeat it to compare models: each strategy is then stored as STRATEGY@FOLDER",
     )
-    sp.add_argument("--device", default="cpu", help="cpu (default) or cuda (needs a CUDA GPU and torch with CUDA)")
+    sp.add_argument(
+        "--device", default=DEFAULT_DEVICE, help="cpu (default) or cuda (needs a CUDA GPU and torch with CUDA)"
+    )
     sp.add_argument(
         "--ray",
         default=None,
@@ -91,8 +92,8 @@ def score_kind(sp: argparse.ArgumentParser, flag: str) -> None:
     run-endpoint, whose ``--score`` is the hit field)."""
     sp.add_argument(
         flag,
-        default="similarity",
-        choices=["similarity", "distance"],
+        default=SIMILARITY,
+        choices=list(SCORE_KINDS),
         help="similarity: higher is closer (default); distance: lower is closer",
     )
 
@@ -106,12 +107,12 @@ def external_inputs(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--demo", action="store_true", help="the built-in demo corpus and questions instead")
     sp.add_argument(
         "--chunker",
-        default="external",
+        default=EXTERNAL,
         help="name of the other system's chunker: the configuration's strategy (default external)",
     )
     sp.add_argument(
         "--retriever",
-        default="external",
+        default=EXTERNAL,
         help="name of the other system's retriever: the configuration's retriever (default external)",
     )
     json_option(sp, "print a machine-readable summary (as run --json)")

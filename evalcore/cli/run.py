@@ -5,61 +5,118 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalcore.cli.common import open_store, report_invalid
-from evalcore.cli.options import CORPUS_HELP, DEFAULT_STRATEGIES, DEMO_RETRIEVERS, RUN_RETRIEVERS, pipeline_options
+from evalcore.cli.options import CORPUS_HELP, DEFAULT_STRATEGIES, DEMO_RETRIEVERS, pipeline_options
 from evalcore.cli.summary import BUILT_IN_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
+from evalcore.pipeline.spec import DEFAULT_RETRIEVERS
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
-    from evalcore.records import Corpus, GroundTruth
+    from evalcore.external.live import LiveResult
+    from evalcore.pipeline.execute import Inputs
+    from evalcore.pipeline.runner import RunResult
+    from evalcore.pipeline.spec import RunSpec
+    from evalcore.store import Store
 
 
-def _execute(
-    args: argparse.Namespace,
-    corpus: Corpus,
-    gt: GroundTruth,
-    strategies: str,
-    retrievers: str,
-    name: str,
-    reranker: str | None,
-) -> int:
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.retrieval import parse_retrievers
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+def run_spec(args: argparse.Namespace) -> RunSpec:
+    """The RunSpec of a run command's options (``demo``, ``run``, ``run-endpoint``): the one
+    place the CLI's options become a run. EvalcoreError naming the option that is missing."""
+    from evalcore.pipeline.spec import RunSpec
+
+    if args.command == "run-endpoint":
+        from evalcore.external.endpoint import Endpoint, Fields, parse_header
+
+        fields = Fields(
+            hits=args.hits,
+            chunk_id=args.chunk_id,
+            text=args.text,
+            document=args.document,
+            start=args.start,
+            end=args.end,
+            score=args.score,
+        )
+        endpoint = Endpoint(
+            url=args.url,
+            method=args.method,
+            body=args.body,
+            headers=tuple(parse_header(h) for h in args.header),
+            fields=fields,
+            k=args.k,
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+            retries=args.retries,
+            refresh=args.refresh,
+        )
+        endpoint.check()
+        if not args.demo and (not args.corpus or not args.questions):
+            raise EvalcoreError(f"{args.command} needs --corpus DIR and --questions FILE (or --demo)")
+        inputs: dict[str, Any] = (
+            {"demo": True} if args.demo else {"corpus": args.corpus, "questions": args.questions, "ood": args.ood}
+        )
+        return RunSpec(
+            **inputs,
+            name=args.name,
+            endpoint=endpoint,
+            chunker=args.chunker,
+            retriever_name=args.retriever,
+            score=args.score_kind,
+            chunks=args.chunks,
+            max_failures=args.max_failures,
+        )
+    pipeline: dict[str, Any] = {
+        "name": args.name,
+        "strategies": args.strategies,
+        "retrievers": args.retrievers,
+        "models": tuple(args.model or ()),  # --model is repeatable: one model per folder
+        "device": args.device,
+        "ray": args.ray,
+        "reranker": args.reranker,
+    }
+    if args.command == "demo":
+        return RunSpec(demo=True, **pipeline)
+    if args.dataset is None and not args.questions:
+        raise EvalcoreError("run needs --questions FILE or --dataset NAME[@VERSION]")
+    return RunSpec(corpus=args.corpus, questions=args.questions, ood=args.ood, dataset=args.dataset, **pipeline)
+
+
+def execute_run(args: argparse.Namespace, quiet: bool) -> tuple[Store, RunResult | LiveResult, float]:
+    """Execute the run of a run command's options (progress bars unless ``quiet``), with the
+    warnings a user reads before it starts; returns the store, the result and the run's wall
+    time (from the moment the run starts, inputs and models loaded)."""
+    from evalcore.pipeline.execute import execute
     from evalcore.progress import BarProgress
 
-    request = RunRequest(
-        corpus=corpus,
-        ground_truth=gt,
-        strategies=parse_strategies(strategies),
-        retrievers=parse_retrievers(retrievers),
-        name=name,
-        reranker_path=reranker,
-    )
-    if not gt.valid_questions:
-        raise EvalcoreError("no valid in-domain question to score (every needle is invalid); see validate")
-    report_invalid(gt)
+    spec = run_spec(args)
     store = open_store(args)
-    from evalcore.pipeline.embedding import load_embedder
+    started = [time.perf_counter()]
 
-    paths = getattr(args, "model", None) or [None]  # --model is repeatable: one model per folder
-    embedders = [load_embedder(path, device=getattr(args, "device", "cpu")) for path in paths]
-    if getattr(args, "ray", None):
-        from evalcore.pipeline.distributed import RayEmbedder
+    def loaded(inputs: Inputs) -> None:
+        if inputs.question_set is not None:
+            qs = inputs.question_set
+            counts = f"{len(qs.questions)} questions, {len(qs.ood)} off-topic"
+            print(f"question set {qs.version.label}: {counts}", file=sys.stderr)
+        report_invalid(inputs.ground_truth)
 
-        embedders = [
-            RayEmbedder.start(args.ray, e, device=args.device, model_path=path)
-            for e, path in zip(embedders, paths, strict=True)
-        ]
-    t0 = time.perf_counter()
-    result = run_evaluation(request, store, embedders=embedders, progress=BarProgress(enabled=not args.quiet))
-    wall = time.perf_counter() - t0
+    def step(stage: str) -> None:
+        if stage == "running":
+            started[0] = time.perf_counter()
+
+    result = execute(spec, store, BarProgress(enabled=not quiet), on_step=step, on_inputs=loaded)
+    return store, result, time.perf_counter() - started[0]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``demo`` and ``run``: the built-in pipeline."""
+    from evalcore.pipeline.runner import RunResult
+
+    store, result, wall = execute_run(args, args.quiet)
+    assert isinstance(result, RunResult)
     heading = [
-        f"\nrun {result.run_id} ({name}) complete in {wall:.1f} s; store {store.path}",
+        f"\nrun {result.run_id} ({result.name}) complete in {wall:.1f} s; store {store.path}",
         f"embeddings: {result.new_embeddings} new, {result.cached_embeddings} reused from the cache",
     ]
     if result.rerank_note:
@@ -70,36 +127,6 @@ def _execute(
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from evalcore.inputs import sources as inputs
-
-    corpus, gt = inputs.load_demo()
-    return _execute(args, corpus, gt, args.strategies, args.retrievers, args.name, args.reranker)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from evalcore.inputs import sources as inputs
-
-    if args.dataset is not None:
-        if args.questions or args.ood:
-            raise EvalcoreError("run takes --dataset or --questions/--ood, not both")
-        from evalcore.inputs import qsets
-        from evalcore.inputs.corpus import load_corpus
-
-        store = open_store(args)
-        qs = qsets.load(store, args.dataset)
-        corpus = load_corpus(args.corpus, cache=store)
-        gt = qs.ground_truth(corpus)
-        counts = f"{len(qs.questions)} questions, {len(qs.ood)} off-topic"
-        print(f"question set {qs.version.label}: {counts}", file=sys.stderr)
-    elif not args.questions:
-        raise EvalcoreError("run needs --questions FILE or --dataset NAME[@VERSION]")
-    else:
-        corpus, gt = inputs.load(args.corpus, args.questions, args.ood, cache=open_store(args))
-    name = args.name or Path(args.corpus).resolve().name
-    return _execute(args, corpus, gt, args.strategies, args.retrievers, name, args.reranker)
-
-
 def add_demo(sub: Subparsers) -> None:
     sp = sub.add_parser(
         "demo",
@@ -108,7 +135,7 @@ def add_demo(sub: Subparsers) -> None:
     )
     pipeline_options(sp, DEFAULT_STRATEGIES, DEMO_RETRIEVERS)
     sp.add_argument("--name", default="demo", help="run name (default demo)")
-    sp.set_defaults(func=cmd_demo)
+    sp.set_defaults(func=cmd_run)
 
 
 def add_run(sub: Subparsers) -> None:
@@ -127,5 +154,5 @@ def add_run(sub: Subparsers) -> None:
         help="a question set of the store instead of --questions/--ood (default: its newest version)",
     )
     sp.add_argument("--name", default=None, help="run name (default: the corpus folder name)")
-    pipeline_options(sp, DEFAULT_STRATEGIES, RUN_RETRIEVERS)
+    pipeline_options(sp, DEFAULT_STRATEGIES, DEFAULT_RETRIEVERS)
     sp.set_defaults(func=cmd_run)

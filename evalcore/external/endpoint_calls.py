@@ -27,6 +27,7 @@ from evalcore.external.endpoint import Endpoint, parse
 from evalcore.external.hits import BadHits
 from evalcore.external.record import Failure
 from evalcore.external.responses import Response
+from evalcore.pipeline.configurations import EXTERNAL
 
 if TYPE_CHECKING:
     from email.message import Message
@@ -356,8 +357,8 @@ def run_endpoint(
     gt: GroundTruth,
     endpoint: Endpoint,
     name: str,
-    chunker: str = "external",
-    retriever: str = "external",
+    chunker: str = EXTERNAL,
+    retriever: str = EXTERNAL,
     score: str = "similarity",
     chunks_path: str | Path | None = None,
     max_failures: float | None = None,

@@ -51,7 +51,7 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     name = (name or "").strip() or (
         "demo" if spec.source == "demo" else Path(spec.corpus or "run").name if spec.source == "folder" else "upload"
     )
-    job_rows.insert(store, prepared.job_id, name, spec.to_json())
+    job_rows.insert(store, prepared.job_id, name, spec.run_spec().to_json())
     if start:
         from evalcore.jobs.launch import spawn
 
