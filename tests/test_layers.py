@@ -175,3 +175,16 @@ def test_the_front_door_gives_a_run_in_one_import():
     for name in ("RunSpec", "execute", "evaluate", "compare", "gate", "Store"):
         assert name in evalcore.__all__, name
         assert getattr(evalcore, name) is not None
+
+
+def test_one_way_to_make_a_run():
+    # the CLI, the job worker and evaluate() build a RunSpec and call execute; only execute
+    # assembles the pipeline (run_evaluation) or an external run (run_endpoint/score_function)
+    for rel in ("evalcore/cli/run.py", "evalcore/jobs/worker.py", "evalcore/external/function.py"):
+        imported = {(m, n) for m, names in _imports(ROOT / rel) for n in names}
+        assert ("evalcore.pipeline.execute", "execute") in imported, f"{rel} does not call execute"
+    callers = []
+    for path in PACKAGES + sorted((ROOT / "evalcore_app").rglob("*.py")):
+        if re.search(r"\brun_evaluation\(", path.read_text(encoding="utf-8")):
+            callers.append(path.relative_to(ROOT).as_posix())
+    assert callers == ["evalcore/pipeline/execute.py", "evalcore/pipeline/runner.py"], callers
