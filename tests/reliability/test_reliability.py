@@ -3,7 +3,9 @@ store, one table row per case (printed at the end of the run: case, expected, ob
 
 Each case states its expectation as the line a user would see (exit code and message)
 plus what must hold of the store: not created, byte for byte unchanged, or its complete
-runs unchanged. Processes are real ``python -m evalcore`` commands and real job processes;
+runs unchanged. A command is the CLI's ``main()`` run in this process as ``python -m
+evalcore`` runs it (see :func:`evalcore`), or a real ``python -m evalcore`` process where the
+process is the point (signals, peak memory, a full disk, a damaged store, job processes);
 where the model is not what is tested they use the keyword embedder
 (``EVALCORE_TEST_EMBEDDER``, see evalcore.testhooks) so that each starts in a second, and
 they pause at a named stage (``EVALCORE_TEST_PAUSE``) to be signalled at that moment.
@@ -72,12 +74,77 @@ def check(case: str, expected: str, observed: str, detail: object = None) -> Non
     assert observed == expected, detail
 
 
-def evalcore(*args: str, store: Path | None = None, env: dict | None = None, timeout: float = 120) -> Ran:
-    cmd = [sys.executable, "-m", "evalcore"] + (["--store", str(store)] if store else []) + list(args)
+def evalcore(
+    *args: str, store: Path | None = None, env: dict | None = None, timeout: float = 120, process: bool = False
+) -> Ran:
+    """``python -m evalcore [--store STORE] ARGS`` with the suite's environment (FAKE, then
+    ``env``) in the repository folder: what it printed and its exit code.
+
+    ``process=True`` starts a real process (killed at ``timeout``): for cases about the
+    process itself, or where a damaged file or a full disk could harm the process that reads
+    it. Otherwise the same ``main()`` runs in this process, as ``python -m evalcore`` would
+    run it, which saves a process start per case: see :func:`in_process`."""
+    argv = (["--store", str(store)] if store else []) + list(args)
+    if not process:
+        return in_process(argv, {**FAKE, **(env or {})})
+    cmd = [sys.executable, "-m", "evalcore", *argv]
     res = subprocess.run(
         cmd, cwd=ROOT, env={**os.environ, **FAKE, **(env or {})}, capture_output=True, text=True, timeout=timeout
     )
     return Ran(res.returncode, res.stdout, res.stderr)
+
+
+def in_process(argv: list[str], env: dict[str, str]) -> Ran:
+    """``evalcore.cli.main(argv)`` as ``python -m evalcore`` runs it: in the repository
+    folder, with ``env`` in ``os.environ`` (child processes inherit it), stdout and stderr
+    captured, the root logger reset so that ``main``'s ``logging.basicConfig`` writes to that
+    stderr as in a fresh process, warnings shown on it with Python's default filters, the
+    exit code of a SystemExit (argparse's usage errors) and a traceback on stderr, exit 1,
+    for an exception that escapes ``main``. Everything is restored afterwards."""
+    import contextlib
+    import io
+    import logging
+    import traceback
+    import warnings
+
+    from evalcore.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    saved_env = {k: os.environ.get(k) for k in env}
+    cwd = Path.cwd()
+    try:
+        os.environ.update(env)
+        os.chdir(ROOT)
+        root.handlers = []
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - shown as a process would show it
+                traceback.print_exc()
+                code = 1
+            for handler in root.handlers:
+                handler.flush()
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers, root.level = handlers, level
+        os.chdir(cwd)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return Ran(code, out.getvalue(), err.getvalue())
 
 
 def digest(path: Path) -> str:
@@ -115,7 +182,7 @@ def runs(path: Path) -> list[dict]:
 def base_store(tmp_path_factory) -> Path:
     """A store holding one complete run (strategies A,E; the keyword embedder), made by a CLI process."""
     path = tmp_path_factory.mktemp("base") / "evalcore.duckdb"
-    ran = evalcore(*RUN, "--strategies", "A,E", "--name", "earlier", store=path)
+    ran = evalcore(*RUN, "--strategies", "A,E", "--name", "earlier", store=path, process=True)
     assert ran.code == 0, ran.err
     return path
 
@@ -498,7 +565,7 @@ def test_a_store_evalcore_must_not_use_is_refused_byte_for_byte_untouched(
     path = make(tmp_path / "x.duckdb", base_store)
     before, files = digest(path), listing(tmp_path)
     args = RUN + ["--strategies", "A"] if command == "run" else ["list"]
-    ran = evalcore(*args, store=path)
+    ran = evalcore(*args, store=path, process=True)  # a damaged store must not harm the suite's process
     line = ran.line(tmp_path)
     if name == "truncated store":  # DuckDB names the byte counts; keep the stable part
         line = line[: len(message)]
@@ -869,7 +936,7 @@ def pd_isna(value) -> bool:
 def test_a_job_that_fails_on_its_own_configuration_records_its_reason(store_copy, monkeypatch):
     monkeypatch.setenv(inputs.DATA_ROOTS_ENV, str(MINI))
     job_id = _queued_job(store_copy, "A")
-    ran = evalcore("job", job_id, store=store_copy, env={"EVALCORE_MAX_JOBS": "zero"})
+    ran = evalcore("job", job_id, store=store_copy, env={"EVALCORE_MAX_JOBS": "zero"}, process=True)
     row = jobs.job(Store(store_copy), job_id)
     message = "EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"
     expected = f"exit 2 · error: {message} · job failed: {message}"
@@ -958,10 +1025,10 @@ def fill(disk: Path, leave: int = 0) -> Path:
 def test_disk_full_at_store_creation_leaves_nothing_and_the_next_run_works(small_disk):
     filler = fill(small_disk)
     store = small_disk / "runs" / "evalcore.duckdb"
-    ran = evalcore(*RUN, "--strategies", "A", store=store)
+    ran = evalcore(*RUN, "--strategies", "A", store=store, process=True)
     left = [p.name for p in small_disk.rglob("*") if p != filler and p.is_file()]
     filler.unlink()
-    again = evalcore(*RUN, "--strategies", "A", store=store)
+    again = evalcore(*RUN, "--strategies", "A", store=store, process=True)
     expected = (
         "exit 2 · error: TMP/disk/runs/evalcore.duckdb: cannot create the run store: the disk is full "
         "(No space left on device) · nothing left behind · after freeing space: exit 0"
@@ -978,9 +1045,11 @@ def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base
     shutil.copy(base_store, store)
     before = complete_runs(store)
     filler = fill(small_disk, leave=400 * 1024)  # room for the run's row and its mark, not its results
-    ran = evalcore(*RUN, "--strategies", "A,E", store=store)  # its vectors are cached: only the final write is big
+    # its vectors are cached: only the final write is big
+    ran = evalcore(*RUN, "--strategies", "A,E", store=store, process=True)
     fill(small_disk)  # now completely full
-    listed, shown = evalcore("list", store=store), evalcore("show", next(iter(before)), store=store)
+    listed = evalcore("list", store=store, process=True)
+    shown = evalcore("show", next(iter(before)), store=store, process=True)
     from evalcore.read.runs import runs_overview
     from evalcore.summary import summary_table
 
