@@ -27,7 +27,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI, ROOT, cli_in_process
 from reliability_table import record
 from zips import deflated_zeros, lying_zip, make_zip
 
@@ -95,56 +95,10 @@ def evalcore(
 
 
 def in_process(argv: list[str], env: dict[str, str]) -> Ran:
-    """``evalcore.cli.main(argv)`` as ``python -m evalcore`` runs it: in the repository
-    folder, with ``env`` in ``os.environ`` (child processes inherit it), stdout and stderr
-    captured, the root logger reset so that ``main``'s ``logging.basicConfig`` writes to that
-    stderr as in a fresh process, warnings shown on it with Python's default filters, the
-    exit code of a SystemExit (argparse's usage errors) and a traceback on stderr, exit 1,
-    for an exception that escapes ``main``. Everything is restored afterwards."""
-    import contextlib
-    import io
-    import logging
-    import traceback
-    import warnings
-
-    from evalcore.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    saved_env = {k: os.environ.get(k) for k in env}
-    cwd = Path.cwd()
-    try:
-        os.environ.update(env)
-        os.chdir(ROOT)
-        root.handlers = []
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
-            warnings.resetwarnings()
-            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
-                warnings.simplefilter("ignore", category)
-            try:
-                code = main(argv)
-            except SystemExit as exc:
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-                if exc.code is not None and not isinstance(exc.code, int):
-                    print(exc.code, file=sys.stderr)
-            except Exception:  # noqa: BLE001 - shown as a process would show it
-                traceback.print_exc()
-                code = 1
-            for handler in root.handlers:
-                handler.flush()
-    finally:
-        for handler in root.handlers:
-            if handler not in handlers:
-                handler.close()
-        root.handlers, root.level = handlers, level
-        os.chdir(cwd)
-        for key, value in saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-    return Ran(code, out.getvalue(), err.getvalue())
+    """``evalcore.cli.main(argv)`` in this process as ``python -m evalcore`` runs it (see
+    conftest.cli_in_process)."""
+    done = cli_in_process(argv, env)
+    return Ran(done.returncode, done.stdout, done.stderr)
 
 
 def digest(path: Path) -> str:
