@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,63 @@ def import_run(store: Path, chunks: Path, rankings: Path, capsys, *extra: str) -
     argv = ["--store", str(store), "import-run", *MINI_ARGS, "--chunks", str(chunks), "--rankings", str(rankings)]
     assert main([*argv, *extra, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def cli_in_process(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``evalcore.cli.main(argv)`` as ``python -m evalcore ARGV`` runs it, in this process: in
+    the repository folder, with ``env`` in ``os.environ`` (child processes inherit it), stdout
+    and stderr captured, the root logger reset so that ``main``'s ``logging.basicConfig``
+    writes to that stderr as in a fresh process, warnings shown on it with Python's default
+    filters, the exit code of a SystemExit (argparse's usage errors), and a traceback on
+    stderr with exit 1 for an exception that escapes ``main``. Everything is restored
+    afterwards. It saves a process start (and a model load) where the process is not what a
+    test is about."""
+    import contextlib
+    import io
+    import logging
+    import sys
+    import traceback
+    import warnings
+
+    from evalcore.cli import main
+
+    env = env or {}
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    saved_env = {k: os.environ.get(k) for k in env}
+    cwd = Path.cwd()
+    try:
+        os.environ.update(env)
+        os.chdir(ROOT)
+        root.handlers = []
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - shown as a process would show it
+                traceback.print_exc()
+                code = 1
+            for handler in root.handlers:
+                handler.flush()
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers, root.level = handlers, level
+        os.chdir(cwd)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess(["evalcore", *argv], code, out.getvalue(), err.getvalue())
 
 
 def shared_data(*parts: str) -> Path:

@@ -270,7 +270,9 @@ def test_engineer_journey(served, page):
 
 
 def _download(page, key: str) -> tuple[str, bytes]:
-    with page.expect_download() as info:
+    # 120 s, not playwright's 30: the review pack is built on the click (every chart as PNG and
+    # SVG), which on a busy 2-core machine has taken longer than 30 s
+    with page.expect_download(timeout=120_000) as info:
         page.locator(f".st-key-{key} button").first.click()
     download = info.value
     return download.suggested_filename, Path(download.path()).read_bytes()

@@ -10,12 +10,11 @@ import io
 import json
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI, ROOT, cli_in_process
 from real_documents import markdown_needles
 
 from evalcore import jobs
@@ -29,14 +28,9 @@ from evalcore.read.citations import Source, build_context, locator, page_range, 
 from evalcore.store import Store
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "evalcore", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
-    )
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m evalcore ARGS``, run in this process (the model loaded once per session)."""
+    return cli_in_process(list(args), {"HF_HUB_OFFLINE": "1"})
 
 
 # --- registry and stamps ----------------------------------------------------------------------
