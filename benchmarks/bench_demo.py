@@ -16,12 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore.chunking import parse_strategies
-from evalcore.cli import DEFAULT_STRATEGIES
-from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
-from evalcore.embedding import load_embedder
-from evalcore.groundtruth import load_ground_truth
-from evalcore.runner import RunRequest, run_evaluation
+from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
+from evalcore.inputs.groundtruth import load_ground_truth
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, parse_strategies
+from evalcore.pipeline.embedding import load_embedder
+from evalcore.pipeline.runner import RunRequest, run_evaluation
 from evalcore.store import Store
 
 
@@ -40,7 +39,7 @@ def main() -> None:
     request = RunRequest(corpus, gt, parse_strategies(args.strategies), ["dense", "bm25", "hybrid"], name="bench")
     for label in ("cold", "warm"):
         t = time.perf_counter()
-        res = run_evaluation(request, store, embedder=embedder)
+        res = run_evaluation(request, store, embedders=[embedder])
         print(
             f"{label}: {time.perf_counter() - t:.1f} s, {res.new_embeddings} new embeddings, "
             f"{res.cached_embeddings} cached"

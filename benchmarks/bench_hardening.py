@@ -5,7 +5,7 @@ tree), measured side by side in one run, each in its own process (peak RSS from 
    through ``python -m evalcore run --strategies C`` with the real model; the stored chunks,
    word-piece counts and vectors of both trees are compared;
 2. a zip upload whose entries declare 100 bytes each and inflate to 1 GiB each (six in a
-   6 MB zip), checked by ``evalcore.uploads.corpus_files``.
+   6 MB zip), checked by ``evalcore.inputs.uploads.corpus_files``.
 
     python benchmarks/bench_hardening.py [--before c37c948] [--doc-mb 30] [--entries 6]
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 ZIP_CHECK = """
 import sys, time
 from evalcore.errors import InputError
-from evalcore.uploads import UploadedFile, corpus_files
+from evalcore.inputs.uploads import UploadedFile, corpus_files
 data = open(sys.argv[1], 'rb').read()
 t0 = time.perf_counter()
 try:

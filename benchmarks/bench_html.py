@@ -41,7 +41,7 @@ MDBOOK = (
 
 
 def evalcore_html(data: bytes) -> str:
-    from evalcore.extractors import html
+    from evalcore.inputs.extractors import html
 
     return html.extract(data, "page.html").text
 
@@ -134,7 +134,7 @@ def mdbook_pages():
 def main() -> int:
     from real_documents import markdown_needles
 
-    from evalcore.groundtruth import NeedleIndex
+    from evalcore.inputs.groundtruth import NeedleIndex
     from evalcore.records import Document
 
     with tempfile.TemporaryDirectory() as tmp:

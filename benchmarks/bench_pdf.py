@@ -62,7 +62,7 @@ def pdfium_raw(path: Path) -> list[str]:
 
 
 def evalcore_pdf(path: Path) -> list[str]:
-    from evalcore.extractors import pdf
+    from evalcore.inputs.extractors import pdf
 
     x = pdf.extract(path.read_bytes(), path.name)
     ends = [s - 2 for s in x.page_starts[1:]] + [len(x.text)]
@@ -154,7 +154,7 @@ def main() -> int:
         raise SystemExit(f"{DATA} is not present")
     from real_documents import markdown_needles
 
-    from evalcore.groundtruth import NeedleIndex
+    from evalcore.inputs.groundtruth import NeedleIndex
     from evalcore.records import Document
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-pdf-")) if args.keep is None else args.keep

@@ -3,7 +3,7 @@
     python benchmarks/bench_scale.py --chunks 1000000 --queries 10000
 
 Prints one JSON line {"chunks", "queries", "seconds", "peak_rss_mb", ...}: the seconds of
-``evalcore.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
+``evalcore.pipeline.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
 first correct ranks, top 20 hits as result frames) and the process's peak resident memory.
 Then (``--analyzer english``, the default; ``--analyzer ""`` skips it) the BM25 index built
 twice over the same chunk texts held in a list, as a run holds them: with the chapter's
@@ -94,7 +94,7 @@ def make(n: int, q: int, seed: int = 7):
 def analyzer_build(texts: list[str], analyzer: str) -> dict[str, dict[str, float]]:
     """Seconds (wall and CPU: on a shared machine the CPU time is the steadier figure) of
     the BM25 index build with the chapter's tokenizer and with ``analyzer``, and their ratios."""
-    from evalcore.retrieval import BM25
+    from evalcore.pipeline.retrieval import BM25
 
     out: dict[str, float] = {}
     for name in ("", analyzer):
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     import numpy as np
 
-    from evalcore.scoring import score_queries
+    from evalcore.pipeline.scoring import score_queries
 
     cvec, qvec, qtexts, correct, n_in, texts = make(args.chunks, args.queries)
     qids = [f"q{i}" for i in range(args.queries)]

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 DATA = (ROOT / ".." / "shared" / "data").resolve()
 
-from evalcore.corpus import load_corpus  # noqa: E402
-from evalcore.suggest import suggest  # noqa: E402
+from evalcore.inputs.corpus import load_corpus  # noqa: E402
+from evalcore.inputs.suggest import suggest  # noqa: E402
 
 
 def sentences() -> list[str]:

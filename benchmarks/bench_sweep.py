@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore.threshold import state_at, suggest_threshold, sweep
+from evalcore.measures.threshold import state_at, suggest_threshold, sweep
 
 
 def generate(queries: int, top: int, seed: int) -> tuple[dict, dict]:

@@ -39,15 +39,15 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=0, help="stored lines for the screen timings (default: queries)")
     args = ap.parse_args()
 
-    from evalcore.chunking import parse_strategies
-    from evalcore.corpus import load_corpus
-    from evalcore.embedding import embed_with_cache, load_embedder
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.embedding import embed_with_cache, load_embedder
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.read import traffic as reads
     from evalcore.records import Configuration
-    from evalcore.runner import RunRequest, run_evaluation
     from evalcore.store import Store
-    from evalcore.traffic import import_log
+    from evalcore.traffic.replay import import_log
 
     mini = ROOT / "tests" / "fixtures" / "mini"
     folder = Path(tempfile.mkdtemp(prefix="bench-traffic-"))
@@ -65,7 +65,7 @@ def main() -> None:
     gt = load_ground_truth(corpus, mini / "questions.jsonl", ROOT / "tests" / "fixtures" / "gate" / "ood.jsonl")
     t0 = time.perf_counter()
     request = RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="bench")
-    run = run_evaluation(request, store, embedder=embedder)
+    run = run_evaluation(request, store, embedders=[embedder])
     run_s = time.perf_counter() - t0
     n_chunks = int(store.query("SELECT count(*) AS n FROM chunks")["n"].iloc[0])
 

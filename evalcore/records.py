@@ -39,7 +39,7 @@ class Document:
 
     def page_of(self, offset: int) -> int | None:
         """1-based page of the character at ``offset`` (None without pages)."""
-        from evalcore.extractors import page_of
+        from evalcore.inputs.extractors import page_of
 
         return page_of(self.page_starts, offset)
 

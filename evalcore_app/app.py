@@ -1,6 +1,6 @@
 """evalcore dashboard: ``evalcore dashboard`` (or ``streamlit run app.py`` in a clone).
 
-Navigation only; each screen is a thin page in screens/ over evalcore.read and evalcore.figures,
+Navigation only; each screen is a thin page in screens/ over evalcore.read and evalcore.figures.build,
 and draws the shared sidebar itself (screens/_ui.py documents the session state). Streamlit runs
 this file as its main script; the clone's root ``app.py`` calls :func:`main` too.
 """

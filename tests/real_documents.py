@@ -74,7 +74,7 @@ def render_page(markdown_text: str, slug: str, project: str, sidebar: list[str])
     """A documentation page: the Markdown (canonical text) rendered into the template."""
     import markdown
 
-    from evalcore.extract import canonical_text, find_title
+    from evalcore.inputs.extract import canonical_text, find_title
 
     text = canonical_text(markdown_text)
     body = markdown.markdown(text, extensions=["fenced_code", "tables", "admonition", "sane_lists"])
@@ -156,7 +156,7 @@ _SENTENCE = re.compile(r"[A-Z][^.!?\n]{30,200}[.!?](?=\s|$)")
 def markdown_needles(markdown_text: str) -> list[str]:
     """Sentences of a Markdown file's prose that carry no Markdown syntax, so they read the
     same in the source and on the rendered page: candidates for needles."""
-    from evalcore.extract import canonical_text
+    from evalcore.inputs.extract import canonical_text
 
     text = canonical_text(markdown_text)
     out = []

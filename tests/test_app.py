@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from evalcore.measures.stats import p_relation
 from evalcore.read import compare, decisions, runs
 from evalcore.records import Configuration
-from evalcore.stats import p_relation
 from evalcore.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,7 +324,7 @@ def _matrix_cells(spec: dict) -> set[tuple[str, str, str]]:
 def test_export_equals_the_compare_screen(engine_store, engine_run_id, monkeypatch):
     """The same configurations, the same Holm family, the same p in every cell; the retriever
     colours are the export's (Streamlit's theme off, fixed colours)."""
-    from evalcore.charts import RETRIEVER_COLOURS
+    from evalcore.figures.charts import RETRIEVER_COLOURS
 
     at = open_page(engine_store, "compare", monkeypatch)
     keys = at.multiselect(key="w_matrix_configs").options

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
-from evalcore.stats import p_relation
+from evalcore.measures.stats import p_relation
 from evalcore.store import Store
 
 PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")
@@ -270,7 +270,9 @@ def test_engineer_journey(served, page):
 
 
 def _download(page, key: str) -> tuple[str, bytes]:
-    with page.expect_download() as info:
+    # 120 s, not playwright's 30: the review pack is built on the click (every chart as PNG and
+    # SVG), which on a busy 2-core machine has taken longer than 30 s
+    with page.expect_download(timeout=120_000) as info:
         page.locator(f".st-key-{key} button").first.click()
     download = info.value
     return download.suggested_filename, Path(download.path()).read_bytes()
@@ -355,3 +357,58 @@ def test_review_pack_reads_the_store_picked_in_the_sidebar(served, page, two_run
         assert "decision in the other store" in summary and "t = 0.4321" in summary
     finally:
         other.unlink(missing_ok=True)
+
+
+def test_runs_compare_threshold_query_open_on_the_read_selection(served, page):
+    """Runs -> Compare -> Threshold -> Query with nothing chosen: each screen opens on what
+    evalcore.read.selection gives (configuration, compared configurations, pair, threshold).
+    Then another process saves a decision: after a reload the screen shows it, although the
+    default threshold was cached (the cache is keyed by the store's change stamp). Runs last:
+    it saves a decision in the served store."""
+    from evalcore.measures.claim import ClaimError
+    from evalcore.read import claims, decisions, runs, selection
+
+    url, store_path, run_ids = served
+    store = Store(store_path)
+    goto(page, url)
+    healthy(page, "opening 1 runs")
+    run_id = runs.default_run(store)
+    name = store.run(run_id)["name"]
+    body = page.locator("body").inner_text()
+    assert f"Selected: {name}" in body and f"run {run_id}" in body, body  # the newest complete run
+    assert run_id in run_ids and f" · {run_id} (complete)" in selected(page, "Run")
+    configs = runs.configurations(store, run_id)
+    config, why = selection.default_configuration(store, run_id, configs)
+    assert selected(page, "Configuration (strategy/retriever)") == config.label
+
+    nav(page, "Compare")
+    healthy(page, "opening 2 compare")
+    _, default = selection.compared(store, run_id)
+    chosen = page.locator('[data-testid="stMultiSelect"]').first.inner_text()
+    assert all(s.label(False) in chosen for s in default) and chosen.count("/") == len(default), chosen
+    first, second = selection.pair([s.label(False) for s in default])
+    assert text_of(page, "pair-detail").startswith(f"{first} against {second} at hit@4")
+    assert (selected(page, "First configuration"), selected(page, "Second configuration")) == (first, second)
+
+    nav(page, "Threshold")
+    healthy(page, "opening 3 threshold")
+    opened = page.locator('[data-testid="stMainBlockContainer"] p').filter(has_text="Configuration").first.inner_text()
+    assert f"{config.label}: opened on {why}" in opened, (opened, why)
+    try:
+        claim = claims.claim_of(store, run_id, config)
+    except ClaimError:
+        claim = None
+    t, source = selection.default_threshold(store, run_id, config, claim)
+    assert threshold_shown(page) == pytest.approx(round(t, 4)) and source in text_of(page, "threshold-state")
+
+    nav(page, "Query")
+    healthy(page, "opening 4 query")
+    assert threshold_shown(page) == pytest.approx(round(t, 4))
+
+    saved = 0.6123 if abs(t - 0.6123) > 1e-3 else 0.4567
+    decisions.save_decision(store, run_id, config, saved, "saved by another process")
+    page.reload(wait_until="domcontentloaded")
+    settled(page)
+    healthy(page, "opening 5 reloaded")
+    assert threshold_shown(page) == pytest.approx(saved)
+    assert f"saved decision: t = {saved:.4f} for {config.label}" in text_of(page, "threshold-state")

@@ -27,8 +27,8 @@ from conftest import MINI
 from serving import CHROMIUM, healthy, settled, streamlit_app
 from test_browser import browser, goto, page, select  # noqa: F401 - the shared browser and tab
 
-from evalcore.citations import heading_only
-from evalcore.corpus import load_corpus
+from evalcore.inputs.corpus import load_corpus
+from evalcore.read.citations import heading_only
 from evalcore.store import Store
 
 ARTICLES = {
@@ -113,9 +113,9 @@ def served(tmp_path_factory, real_embedder):
     pytest.importorskip(
         "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
     )
-    from evalcore import inputs
-    from evalcore.chunking import parse_strategies
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.inputs import sources as inputs
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     folder = tmp_path_factory.mktemp("edges")
     _articles(folder / "corpus")
@@ -136,7 +136,7 @@ def served(tmp_path_factory, real_embedder):
     ids = []
     for name in ("articles", "articles-again"):
         request = RunRequest(corpus, gt, parse_strategies("A,C,E"), ["dense", "bm25"], name=name)
-        ids.append(run_evaluation(request, store, embedder=real_embedder).run_id)
+        ids.append(run_evaluation(request, store, embedders=[real_embedder]).run_id)
     for strategy in ("A", "C", "E"):
         for retriever in ("dense", "bm25"):
             store.save_decision(ids[0], strategy, retriever, 0.99, "keep the whole top 4")

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from evalcore.citations import (
+from evalcore.read.citations import (
     Context,
     NoAnswer,
     Source,

@@ -1,4 +1,4 @@
-"""The threshold claim (evalcore.claim) against independent computations written here:
+"""The threshold claim (evalcore.measures.claim) against independent computations written here:
 scipy's binom for the bounds, mannwhitneyu for the AUC, a pairwise DeLong for its interval,
 and a brute-force gate for the counts and the guarantee's region."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import binom, mannwhitneyu, norm
 
-from evalcore.claim import ClaimError, held_out, threshold_claim
+from evalcore.measures.claim import ClaimError, held_out, threshold_claim
 
 
 def _k_star(n: int, rate: float, delta: float) -> int | None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from evalcore import extract
-from evalcore.corpus import corpus_stats, load_corpus
 from evalcore.errors import InputError
+from evalcore.inputs import extract
+from evalcore.inputs.corpus import corpus_stats, load_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / ".." / "shared" / "data"

@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.errors import InputError
 from evalcore.read.qsets import read_queries
-from evalcore.traffic_log import Fields, LogLine, Problem, read_log
+from evalcore.traffic.log import Fields, LogLine, Problem, read_log
 
 DEEP = "[" * 50_000 + "]" * 50_000
 

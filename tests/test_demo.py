@@ -1,8 +1,8 @@
 """The built-in demo: pydoc_data.topics extractor and its committed ground truth.
 
 The ground-truth checks here are an independent needle checker (a plain regex over the
-canonical texts, overlapping matches counted), not a call into evalcore.groundtruth;
-the last test runs evalcore.groundtruth on the same files and must agree.
+canonical texts, overlapping matches counted), not a call into evalcore.inputs.groundtruth;
+the last test runs evalcore.inputs.groundtruth on the same files and must agree.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus, pydoc_topics
 from evalcore.errors import InputError
+from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus, pydoc_topics
 
 HEADING_LINE = re.compile(r"^#+ .*$", re.M)
 
@@ -233,9 +233,9 @@ def test_ood_queries_are_not_needles_of_the_corpus(corpus, ood):
 
 def test_evalcore_groundtruth_resolves_every_demo_needle(corpus):
     try:
-        from evalcore.groundtruth import load_ground_truth
+        from evalcore.inputs.groundtruth import load_ground_truth
     except ImportError as exc:  # written in parallel by another engineer
-        pytest.skip(f"evalcore.groundtruth is not importable yet: {exc}")
+        pytest.skip(f"evalcore.inputs.groundtruth is not importable yet: {exc}")
     gt = load_ground_truth(corpus, QUESTIONS_PATH, OOD_PATH)
     assert [(i.group, i.reason) for i in gt.invalid] == []
     by_id = corpus.by_id()

@@ -13,7 +13,7 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="session")
 def local_ray():
-    from evalcore.distributed import connect
+    from evalcore.pipeline.distributed import connect
 
     connect("local", num_cpus=2)
     yield
@@ -21,7 +21,7 @@ def local_ray():
 
 
 def test_ray_vectors_equal_the_local_ones(local_ray, real_embedder):
-    from evalcore.distributed import RayEmbedder
+    from evalcore.pipeline.distributed import RayEmbedder
 
     texts = [f"chunk {i}: the prompt cache keeps {i % 7} keys" for i in range(300)] + ["", "x " * 400]
     remote = RayEmbedder.start("local", real_embedder, workers=1)
@@ -32,16 +32,16 @@ def test_ray_vectors_equal_the_local_ones(local_ray, real_embedder):
 
 
 def test_a_run_through_ray_caches_vectors_under_the_model_name(local_ray, real_embedder, mini_inputs, tmp_path):
-    from evalcore.chunking import parse_strategies
-    from evalcore.distributed import RayEmbedder
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.distributed import RayEmbedder
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     corpus, gt = mini_inputs
     store = Store(tmp_path / "s.duckdb")
     request = RunRequest(corpus, gt, parse_strategies("C"), ["dense"], name="ray")
-    first = run_evaluation(request, store, embedder=RayEmbedder.start("local", real_embedder, workers=1))
+    first = run_evaluation(request, store, embedders=[RayEmbedder.start("local", real_embedder, workers=1)])
     assert first.new_embeddings > 0
-    again = run_evaluation(request, store, embedder=real_embedder)  # the local path finds them cached
+    again = run_evaluation(request, store, embedders=[real_embedder])  # the local path finds them cached
     assert again.new_embeddings == 0
     a = store.query(
         "SELECT query_id, first_correct_rank FROM results WHERE run_id = ? ORDER BY query_id", [first.run_id]

@@ -10,32 +10,27 @@ import io
 import json
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI, ROOT, cli_in_process
 from real_documents import markdown_needles
 
-from evalcore import extract, jobs
-from evalcore.chunking import chunk_corpus, parse_strategies
-from evalcore.citations import Source, build_context, locator, page_range, pages_label
-from evalcore.corpus import load_corpus
+from evalcore import jobs
 from evalcore.errors import InputError
-from evalcore.groundtruth import NeedleIndex
+from evalcore.inputs import extract
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import NeedleIndex
+from evalcore.inputs.uploads import UploadedFile
+from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
+from evalcore.read.citations import Source, build_context, locator, page_range, pages_label
 from evalcore.store import Store
-from evalcore.uploads import UploadedFile
 
 
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "evalcore", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd or ROOT,
-        env={**__import__("os").environ, "HF_HUB_OFFLINE": "1"},
-    )
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    """``python -m evalcore ARGS``, run in this process (the model loaded once per session)."""
+    return cli_in_process(list(args), {"HF_HUB_OFFLINE": "1"})
 
 
 # --- registry and stamps ----------------------------------------------------------------------
@@ -63,7 +58,7 @@ def test_registry_maps_suffixes_to_extractors_and_stamps():
 
 
 def test_a_changed_extractor_version_makes_stored_documents_stale(printed, tmp_path, monkeypatch, real_embedder):
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     folder = tmp_path / "corpus"
     folder.mkdir()
@@ -78,12 +73,12 @@ def test_a_changed_extractor_version_makes_stored_documents_stale(printed, tmp_p
         if len(NeedleIndex(corpus.documents).find(n)) == 1
     )
     (tmp_path / "q.jsonl").write_text(json.dumps({"id": "q1", "question": needle, "needle": needle}) + "\n")
-    from evalcore.groundtruth import load_ground_truth
+    from evalcore.inputs.groundtruth import load_ground_truth
 
     run = run_evaluation(
         RunRequest(corpus, load_ground_truth(corpus, tmp_path / "q.jsonl"), parse_strategies("E"), ["dense"]),
         store,
-        embedder=real_embedder,
+        embedders=[real_embedder],
     )
     rows = store.query("SELECT doc_id, extractor, extractor_version FROM documents WHERE run_id = ?", [run.run_id])
     assert all(extract.stale_reason(r.extractor, r.extractor_version) is None for r in rows.itertuples())

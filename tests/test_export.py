@@ -1,4 +1,4 @@
-"""evalcore.export and evalcore.figures: every file carries its caption and provenance, read back
+"""evalcore.files.figure_files and evalcore.figures.build: every file carries its caption and provenance, read back
 with independent readers (Pillow for PNG text chunks, ElementTree for SVG, the csv module)."""
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from evalcore import __version__, export, figures
+from evalcore import __version__
+from evalcore.figures import build as figures
+from evalcore.files import figure_files as export
 from evalcore.read import runs
 from evalcore.records import Configuration
 from evalcore.store import Store
@@ -193,7 +195,7 @@ def test_the_sweep_csv_says_each_threshold_starts_a_step_and_the_counts_hold_abo
 
 
 def test_the_matrix_csv_says_what_the_chart_says(store, engine_run_id):
-    from evalcore.charts import VERDICT_COLOURS, verdict_of
+    from evalcore.figures.charts import VERDICT_COLOURS, verdict_of
     from evalcore.records import RunConfiguration
 
     sides = tuple(RunConfiguration(engine_run_id, Configuration(s, "dense")) for s in ("A", "C", "E"))

@@ -369,12 +369,12 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     every page renders."""
     from test_app import PAGES, open_page
 
-    from evalcore.configurations import info
+    from evalcore.measures.threshold import counts_at, state_at
+    from evalcore.pipeline.configurations import info
     from evalcore.read.distances import distance_summary, distances
     from evalcore.read.queries import answer, query_view
     from evalcore.read.sweeps import suggest, sweep
     from evalcore.records import Configuration
-    from evalcore.threshold import counts_at, state_at
 
     first, qrels, rankings = oracle
     store = tmp_path / "both.duckdb"
@@ -411,7 +411,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     quoted = answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
     assert quoted.answered and quoted.citations["quote"].tolist() == ["not in the corpus"]
     assert quoted.citations["fragment"].tolist() == [""]
-    from evalcore.figures import Selection, review_summary
+    from evalcore.figures.build import Selection, review_summary
 
     pack = review_summary(s, Selection(run_id, config, 5.0, "set", (), 4, True), [], {})
     gate_line = next(line for line in pack.splitlines() if line.startswith("- The gate at t keeps"))

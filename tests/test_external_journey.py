@@ -57,7 +57,7 @@ LOST_FOR = "ood-paella"  # the lost chunk is this query's top hit
 def _needles() -> dict[str, tuple[str, str, str, int, int]]:
     """{query id: (group, needle, doc id, start, end)} of the questions whose needle is found
     exactly once in the corpus (the others are invalid: not scored), found with str.find."""
-    from evalcore.corpus import load_corpus
+    from evalcore.inputs.corpus import load_corpus
 
     docs = {d.doc_id: d.text for d in load_corpus(MINI / "corpus").documents}
     out = {}

@@ -16,8 +16,8 @@ sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25
 
 from evalcore.cli import main
+from evalcore.read.summary import summary_table
 from evalcore.store import Store
-from evalcore.summary import summary_table
 
 KS = (1, 4, 8, 20)
 INPUTS = list(MINI_ARGS)
@@ -75,8 +75,8 @@ def evaluators(folder: Path, retriever: str) -> dict[str, dict[str, float]]:
 def test_builtin_run_exports_exactly(tmp_path, mini_inputs, real_embedder, capsys):
     """A built-in run (real model) with E and a strategy T that cuts every 60 characters: many
     first correct ranks of T lie beyond the 20 stored hits, and placeholders keep MRR exact."""
-    from evalcore.chunking import parse_strategies
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     corpus, gt = mini_inputs
     store = tmp_path / "s.duckdb"
@@ -87,7 +87,7 @@ def test_builtin_run_exports_exactly(tmp_path, mini_inputs, real_embedder, capsy
         retrievers=["dense", "bm25", "hybrid"],
         name="fine",
     )
-    run_id = run_evaluation(request, Store(store), embedder=real_embedder).run_id
+    run_id = run_evaluation(request, Store(store), embedders=[real_embedder]).run_id
     out = tmp_path / "export"
     assert main(["--store", str(store), "export-formats", "fine", "-o", str(out)]) == 0
     assert "placeholder hits (evalcore:unstored:RANK)" in capsys.readouterr().out

@@ -20,8 +20,9 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from evalcore.cli import main
-from evalcore.gate import parse_ref, run_gate
-from evalcore.gate_report import to_dict, to_junit, to_markdown
+from evalcore.read.refs import parse_ref
+from evalcore.regression.gate import run_gate
+from evalcore.regression.report import to_dict, to_junit, to_markdown
 from evalcore.store import Store
 
 CONFIGS = [f"{s}/{r}" for s in "ABCDEFP" for r in ("dense", "bm25", "hybrid")]
@@ -339,7 +340,7 @@ def test_a_query_text_renders_as_itself_in_a_markdown_cell(text):
 
     from markdown_it import MarkdownIt
 
-    from evalcore.gate_report import _cell
+    from evalcore.regression.report import _cell
 
     rendered = MarkdownIt("commonmark").enable("table").render(f"| q |\n|---|\n| {_cell(text)} |\n")
     (cell,) = re.findall(r"<td>(.*?)</td>", rendered)

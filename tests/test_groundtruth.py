@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalcore.errors import InputError
-from evalcore.groundtruth import NeedleIndex, load_ground_truth, validation_report
+from evalcore.inputs.groundtruth import NeedleIndex, load_ground_truth, validation_report
 from evalcore.records import Corpus, Document, Span
 
 

@@ -9,10 +9,10 @@ import re
 import pytest
 from real_documents import BOILERPLATE, markdown_needles
 
-from evalcore.corpus import load_corpus
 from evalcore.errors import InputError
-from evalcore.extractors import html as html_extractor
-from evalcore.groundtruth import NeedleIndex
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.extractors import html as html_extractor
+from evalcore.inputs.groundtruth import NeedleIndex
 
 
 def extract(page: str | bytes, name: str = "page.html"):

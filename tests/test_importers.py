@@ -7,10 +7,10 @@ import json
 import pytest
 from conftest import shared_data
 
-from evalcore.corpus import load_corpus
 from evalcore.errors import InputError
-from evalcore.groundtruth import load_ground_truth
-from evalcore.importers import import_squad, questions_from_csv
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import load_ground_truth
+from evalcore.inputs.public_sets import import_squad, questions_from_csv
 
 
 def test_xquad_imports_with_every_answer_at_its_exact_span(tmp_path):

@@ -9,8 +9,9 @@ import pytest
 from conftest import MINI
 from test_new_run_page import open_new_run
 
-from evalcore import inputs, jobs
+from evalcore import jobs
 from evalcore.errors import InputError
+from evalcore.inputs import sources as inputs
 
 
 @pytest.fixture()

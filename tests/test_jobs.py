@@ -19,8 +19,9 @@ from conftest import MINI, MINI_ARGS, ROOT
 from evalcore import jobs
 from evalcore.cli import main
 from evalcore.errors import ConfigError
-from evalcore.store import Store, pid_alive
-from evalcore.summary import summary_table
+from evalcore.read.summary import summary_table
+from evalcore.store import Store
+from evalcore.store.connection import pid_alive
 
 RETRIEVERS = "dense,bm25,hybrid"
 TIMEOUT = 180.0

@@ -22,21 +22,21 @@ from scipy.stats import binomtest
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
 from evalcore.cli import main
+from evalcore.read.summary import summary_table
 from evalcore.store import Store
-from evalcore.summary import summary_table
 
 RETRIEVERS = ["dense", "bm25", "bm25:english", "hybrid", "hybrid:english"]
 
 
 @pytest.fixture(scope="module")
 def lang_store(tmp_path_factory, real_embedder, mini_inputs) -> tuple[Path, str]:
-    from evalcore.chunking import parse_strategies
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     path = tmp_path_factory.mktemp("languages") / "evalcore.duckdb"
     corpus, gt = mini_inputs
     request = RunRequest(corpus, gt, parse_strategies("C"), RETRIEVERS, name="languages")
-    result = run_evaluation(request, Store(path), embedder=real_embedder)
+    result = run_evaluation(request, Store(path), embedders=[real_embedder])
     return path, result.run_id
 
 

@@ -54,7 +54,7 @@ def test_screens_hold_no_sql_and_no_statistics():
         for module, names in _imports(path):
             top = module.split(".")[0]
             assert top not in {"scipy", "statsmodels", "duckdb"}, f"{path.name} imports {module}"
-            if module in {"evalcore.stats", "evalcore.metrics", "evalcore.scoring"}:
+            if module in {"evalcore.measures.stats", "evalcore.measures.metrics", "evalcore.pipeline.scoring"}:
                 # a constant (e.g. the k values offered) is fine; a function computing one is not
                 assert names and all(n.isupper() for n in names), (
                     f"{path.name} imports {names} from {module}: statistics are computed in evalcore.read"
@@ -66,5 +66,125 @@ def test_the_schema_lives_in_migration_files():
     ddl = re.compile(r"\b(CREATE TABLE|ALTER TABLE|DROP TABLE)\b(?! IF NOT EXISTS schema_migrations)", re.I)
     for path in sorted((ROOT / "evalcore").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        assert not ddl.search(text), f"{path.relative_to(ROOT)}: schema outside evalcore/migrations"
-    assert sorted(p.name for p in (ROOT / "evalcore" / "migrations").glob("*.sql"))[:1] == ["0001_initial.sql"]
+        assert not ddl.search(text), f"{path.relative_to(ROOT)}: schema outside evalcore/store/migrations"
+    assert sorted(p.name for p in (ROOT / "evalcore" / "store" / "migrations").glob("*.sql"))[:1] == [
+        "0001_initial.sql"
+    ]
+
+
+# --- the layout (docs/ARCHITECTURE.md): the rules that keep it readable -----------------------
+
+LIBRARY = ROOT / "evalcore"
+PACKAGES = sorted(p for p in LIBRARY.rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def _module_name(path):
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _internal_imports(path):
+    """The evalcore modules a file imports, at its top or inside a function (each resolved to the
+    module file that exists: ``from evalcore.read import runs`` is ``evalcore.read.runs``)."""
+    known = {_module_name(p) for p in PACKAGES}
+    for module, names in _imports(path):
+        if module != "evalcore" and not module.startswith("evalcore."):
+            continue
+        targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in known]
+        if len(targets) < len(names) or not names:
+            targets.append(module)  # a name defined in the module (or package) itself
+        yield from (t for t in targets if t in known)
+
+
+def test_the_top_of_the_package_shows_the_architecture():
+    top = sorted(p.name for p in LIBRARY.glob("*.py") if p.name not in {"__init__.py", "__main__.py"})
+    assert len(top) <= 12, f"{len(top)} modules at the top of evalcore/ (at most 12): {top}"
+    packages = sorted(p.name for p in LIBRARY.iterdir() if (p / "__init__.py").exists())
+    for name in ("inputs", "pipeline", "measures", "store", "read", "regression", "files", "cli"):
+        assert name in packages, f"evalcore/{name}/ is missing: {packages}"
+
+
+def test_every_file_fits_in_a_head():
+    too_long = []
+    for path in sorted((ROOT / "evalcore").rglob("*.py")) + sorted((ROOT / "evalcore_app").rglob("*.py")):
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > 500:
+            too_long.append(f"{path.relative_to(ROOT)}: {lines} lines")
+    assert not too_long, "files over 500 lines: " + "; ".join(too_long)
+
+
+def _find_cycle(graph):
+    """One import cycle of ``graph`` ({module: modules it imports}) as a list, or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_no_import_cycle_between_evalcore_modules():
+    graph = {_module_name(p): set(_internal_imports(p)) - {_module_name(p)} for p in PACKAGES}
+    assert len(graph) > 80 and sum(map(len, graph.values())) > 200  # the graph was really read
+    # the front door (evalcore/__init__.py) imports lazily by name; a module importing a constant
+    # from it (``from evalcore import __version__``) is no cycle as long as the door imports nothing
+    assert not graph["evalcore"], f"evalcore/__init__.py imports {graph['evalcore']}"
+    cycle = _find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_check_finds_a_cycle_made_of_imports_inside_functions(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("def f():\n    from evalcore.pipeline import b\n")
+    b.write_text("def g():\n    from evalcore.pipeline.a import f\n")
+    found = dict(_imports(a)) | dict(_imports(b))
+    assert found == {"evalcore.pipeline": ("b",), "evalcore.pipeline.a": ("f",)}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _find_cycle(graph) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set(), "d": {"a", "b"}}) is None
+
+
+def test_every_write_statement_lives_in_the_store_package():
+    write = re.compile(r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b", re.I)
+    outside = []
+    for path in PACKAGES + sorted((ROOT / "evalcore_app").rglob("*.py")):
+        if path.is_relative_to(LIBRARY / "store"):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if write.search(line):
+                outside.append(f"{path.relative_to(ROOT)}:{n}")
+    assert not outside, "writes outside evalcore/store/: " + ", ".join(outside)
+
+
+def test_the_front_door_gives_a_run_in_one_import():
+    for name in ("RunSpec", "execute", "evaluate", "compare", "gate", "Store"):
+        assert name in evalcore.__all__, name
+        assert getattr(evalcore, name) is not None
+
+
+def test_one_way_to_make_a_run():
+    # the CLI, the job worker and evaluate() build a RunSpec and call execute; only execute
+    # assembles the pipeline (run_evaluation) or an external run (run_endpoint/score_function)
+    for rel in ("evalcore/cli/run.py", "evalcore/jobs/worker.py", "evalcore/external/function.py"):
+        imported = {(m, n) for m, names in _imports(ROOT / rel) for n in names}
+        assert ("evalcore.pipeline.execute", "execute") in imported, f"{rel} does not call execute"
+    callers = []
+    for path in PACKAGES + sorted((ROOT / "evalcore_app").rglob("*.py")):
+        if re.search(r"\brun_evaluation\(", path.read_text(encoding="utf-8")):
+            callers.append(path.relative_to(ROOT).as_posix())
+    assert callers == ["evalcore/pipeline/execute.py", "evalcore/pipeline/runner.py"], callers

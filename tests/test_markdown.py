@@ -1,4 +1,4 @@
-"""evalcore.markdown: user text put into Markdown shows as its characters, checked by rendering
+"""evalcore.figures.markdown_text: user text put into Markdown shows as its characters, checked by rendering
 it with an independent CommonMark renderer (markdown-it-py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import pytest
 from markdown_it import MarkdownIt
 
-from evalcore.markdown import code, escape
+from evalcore.figures.markdown_text import code, escape
 
 HOSTILE = [
     "![tracker](http://127.0.0.1:9/pixel.png)",

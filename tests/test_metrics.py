@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from evalcore.errors import ConfigError
-from evalcore.metrics import (
+from evalcore.measures.metrics import (
     DEFAULT_KS,
     METRICS,
     SUMMARY_COLUMNS,
@@ -23,7 +23,7 @@ from evalcore.metrics import (
     summarize,
     wide,
 )
-from evalcore.stats import wilson_interval
+from evalcore.measures.stats import wilson_interval
 
 
 def generated_run(seed: int, queries: int = 300, chunks: int = 120, depth: int = 40):

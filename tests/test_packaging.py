@@ -32,10 +32,10 @@ from packaging.utils import canonicalize_name
 from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
 
 import evalcore
-from evalcore import corpus
 from evalcore.cli import main
-from evalcore.dashboard import SETTINGS, command
-from evalcore.store import schema_version
+from evalcore.cli.dashboard import SETTINGS, command
+from evalcore.inputs import corpus
+from evalcore.store.migrate import schema_version
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -8,9 +8,9 @@ from itertools import pairwise
 import pytest
 from conftest import KeywordEmbedder
 
-from evalcore.chunking import parse_strategies
+from evalcore.pipeline.chunking import parse_strategies
+from evalcore.pipeline.runner import RunRequest, run_evaluation
 from evalcore.progress import Scale, Stage
-from evalcore.runner import RunRequest, run_evaluation
 from evalcore.store import Store
 
 
@@ -58,7 +58,7 @@ def test_the_store_row_and_the_cli_receive_the_same_stages(tmp_path, mini_inputs
     result = run_evaluation(
         RunRequest(corpus, gt, parse_strategies("A,E"), ["dense", "bm25"], name="p"),
         store,
-        embedder=KeywordEmbedder(["install", "cache", "token"]),
+        embedders=[KeywordEmbedder(["install", "cache", "token"])],
         progress=recorder,
     )
     names = [stage.name for stage, _, _ in recorder.seen]

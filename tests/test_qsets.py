@@ -1,4 +1,4 @@
-"""Question sets in the store (evalcore.qsets, ``evalcore dataset ...``, ``run --dataset``):
+"""Question sets in the store (evalcore.inputs.qsets, ``evalcore dataset ...``, ``run --dataset``):
 byte-identical round trips of real sets, immutable versions with parents and authors, the
 same figures as the question files, re-resolution against a changed corpus, and the note
 Compare and gate give when two runs used different versions."""
@@ -13,12 +13,13 @@ import duckdb
 import pytest
 from conftest import FIXTURES, MINI, shared_data
 
-from evalcore import authors, qsets
+from evalcore import authors
 from evalcore.cli import main
-from evalcore.corpus import load_corpus
-from evalcore.demo import OOD_PATH, QUESTIONS_PATH
 from evalcore.errors import InputError, NotComparable, StoreError
-from evalcore.groundtruth import load_ground_truth
+from evalcore.inputs import qsets
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH
+from evalcore.inputs.groundtruth import load_ground_truth
 from evalcore.store import Store
 
 
@@ -53,7 +54,7 @@ def test_import_then_export_is_byte_identical_for_the_demo_and_the_test_sets(tmp
 
 
 def test_an_imported_squad_set_round_trips_with_its_exact_spans(tmp_path, capsys):
-    from evalcore.importers import import_squad, questions_from_csv
+    from evalcore.inputs.public_sets import import_squad, questions_from_csv
 
     source = shared_data("xquad", "xquad.en.json")
     faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")
@@ -159,11 +160,11 @@ def test_saves_make_immutable_versions_and_a_second_save_from_one_parent_is_its_
 def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_the_versions_differ(
     tmp_path, real_embedder, mini_inputs, capsys
 ):
-    from evalcore.chunking import parse_strategies
-    from evalcore.compare_text import compare_text
-    from evalcore.gate import run_gate
-    from evalcore.runner import RunRequest, run_evaluation
-    from evalcore.summary import summary_table
+    from evalcore.cli.compare_text import compare_text
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.read.summary import summary_table
+    from evalcore.regression.gate import run_gate
 
     store = Store(tmp_path / "s.duckdb")
     corpus, gt_files = mini_inputs
@@ -173,7 +174,7 @@ def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_th
 
     def run(gt, name):
         request = RunRequest(corpus, gt, parse_strategies("E"), ["dense", "bm25"], name=name)
-        return run_evaluation(request, store, embedder=real_embedder).run_id
+        return run_evaluation(request, store, embedders=[real_embedder]).run_id
 
     files_run = run(gt_files, "files")
     set_run = run(qs.ground_truth(corpus), "set")

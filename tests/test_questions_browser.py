@@ -16,9 +16,9 @@ import pytest
 from conftest import MINI
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
-from evalcore import qsets
-from evalcore.chunking import chunk_document, parse_strategies
-from evalcore.corpus import load_corpus
+from evalcore.inputs import qsets
+from evalcore.inputs.corpus import load_corpus
+from evalcore.pipeline.chunking import chunk_document, parse_strategies
 from evalcore.store import Store
 
 PORT = "The server listens on port 8470 by default."

@@ -12,7 +12,7 @@ import pytest
 from scipy.spatial.distance import cosine
 
 from evalcore.errors import ConfigError, ModelError
-from evalcore.retrieval import (
+from evalcore.pipeline.retrieval import (
     BM25,
     Reranker,
     cosine_distances,

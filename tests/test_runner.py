@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from conftest import KeywordEmbedder
 
-from evalcore.chunking import parse_strategies
-from evalcore.corpus import load_corpus
-from evalcore.groundtruth import load_ground_truth
-from evalcore.metrics import mrr, recall_at_k
-from evalcore.runner import RunRequest, run_evaluation
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import load_ground_truth
+from evalcore.measures.metrics import mrr, recall_at_k
+from evalcore.pipeline.chunking import parse_strategies
+from evalcore.pipeline.runner import RunRequest, run_evaluation
+from evalcore.read.summary import summary_json, summary_table
 from evalcore.store import Store
-from evalcore.summary import summary_json, summary_table
 
 DOC1 = "# One\n\n## Alpha\n\nalpha alpha beta.\n\n## Gamma\n\ngamma words here.\n"
 DOC2 = "# Two\n\n## Beta\n\nbeta beta beta.\n\n## Delta\n\ndelta gamma.\n"
@@ -58,7 +58,7 @@ def run_tiny(tiny, strategies="C", retrievers=("dense", "bm25", "hybrid"), embed
     store = Store(tmp / "s.duckdb")
     embedder = embedder or KeywordEmbedder(["alpha", "beta", "gamma", "delta"])
     res = run_evaluation(
-        RunRequest(corpus, gt, parse_strategies(strategies), list(retrievers), name="t"), store, embedder=embedder
+        RunRequest(corpus, gt, parse_strategies(strategies), list(retrievers), name="t"), store, embedders=[embedder]
     )
     return store, res, embedder
 
@@ -205,7 +205,7 @@ def test_stored_locators_slice_the_stored_canonical_text(engine_store, engine_ru
 
 
 def test_word_pieces_and_normalisation_are_real(real_embedder):
-    from evalcore.embedding import normalisation_check
+    from evalcore.pipeline.embedding import normalisation_check
 
     texts = ["short", "a " * 300]
     pieces = real_embedder.count_pieces(texts)
@@ -225,7 +225,7 @@ def test_normalisation_check_against_scipy_distances():
     """
     from scipy.spatial.distance import cdist
 
-    from evalcore.embedding import normalisation_check
+    from evalcore.pipeline.embedding import normalisation_check
 
     rng = np.random.default_rng(5)
     v = rng.normal(size=(250, 24))
@@ -254,7 +254,7 @@ def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(
             corpus, gt, parse_strategies("C"), ["hybrid", "rerank"], name="rr", reranker_path=str(tiny_cross_encoder)
         ),
         store,
-        embedder=real_embedder,
+        embedders=[real_embedder],
     )
     assert res.retrievers == ["hybrid", "rerank"] and "cross-encoder" in res.rerank_note
     timing = store.query("SELECT items FROM timings WHERE run_id = ? AND stage = 'rerank'", [res.run_id])
@@ -282,7 +282,7 @@ def test_stored_word_pieces_and_header_share_match_the_hf_tokenizer(engine_store
     """Index health figures recounted with transformers' AutoTokenizer on the stored texts."""
     from transformers import AutoTokenizer
 
-    from evalcore.embedding import default_model_path
+    from evalcore.pipeline.embedding import default_model_path
 
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
     store = Store(engine_store)

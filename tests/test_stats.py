@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import binomtest, norm
 from statsmodels.stats.multitest import multipletests
 
-from evalcore.stats import (
+from evalcore.measures.stats import (
     MATRIX_COLUMNS,
     Interval,
     detectable_difference,

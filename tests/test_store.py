@@ -13,7 +13,8 @@ import pytest
 from conftest import MINI_ARGS, ROOT
 
 from evalcore.errors import StoreError
-from evalcore.store import Store, migrations
+from evalcore.store import Store
+from evalcore.store.migrate import migrations
 
 
 def test_migrations_are_numbered_recorded_and_idempotent(tmp_path):
@@ -167,3 +168,52 @@ def test_a_new_store_appears_whole_or_not_at_all(tmp_path, monkeypatch):
     assert calls and list(tmp_path.iterdir()) == []  # no store, no temporary file, no WAL
     monkeypatch.undo()
     assert Store(path).migrate() == [m[1] for m in migrations()]
+
+
+# --- reads are read only: no write open, no lock, no new file, the store's bytes unchanged ----------
+
+
+class WatchedStore(Store):
+    """A real Store that records how each connection was opened (read only or for writing)."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.opens: list[bool] = []
+
+    def _open(self, read_only, path=None, doing="cannot open the run store"):
+        self.opens.append(read_only)
+        return super()._open(read_only, path, doing)
+
+
+def test_reads_open_the_store_read_only_and_change_no_byte(engine_store, engine_run_id, tmp_path):
+    import hashlib
+
+    from evalcore import jobs
+    from evalcore.external import responses
+    from evalcore.files.run_files import export_run
+    from evalcore.read.compare import pair_queries
+    from evalcore.records import Configuration, RunConfiguration
+
+    path = tmp_path / "copy.duckdb"
+    path.write_bytes(engine_store.read_bytes())
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    store = WatchedStore(path)
+    dense, bm25 = (RunConfiguration(engine_run_id, Configuration("E", r)) for r in ("dense", "bm25"))
+    test, queries = pair_queries(store, dense, bm25, 1)  # the won/lost list: a read of its own
+    assert len(queries) == test.wins + test.losses
+    assert responses.cached(store, ["no-such-key"]) == {}
+    assert jobs.jobs_overview(store).empty
+    assert export_run(store, engine_run_id, tmp_path / "run.evalcore.zip").run_id == engine_run_id
+    assert store.opens and all(store.opens), store.opens  # every open was read only
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["copy.duckdb", "run.evalcore.zip"]  # no WAL
+
+
+def test_reads_of_a_store_that_does_not_exist_create_nothing(tmp_path):
+    from evalcore import jobs
+    from evalcore.external import responses
+
+    store = WatchedStore(tmp_path / "runs" / "s.duckdb")
+    assert responses.cached(store, ["k"]) == {} and responses.count(store) == 0
+    assert jobs.jobs_overview(store).empty and store.runs().empty
+    assert store.opens == [] and not (tmp_path / "runs").exists()

@@ -11,8 +11,8 @@ import re
 from conftest import MINI, shared_data
 
 from evalcore.cli import main
-from evalcore.corpus import load_corpus
-from evalcore.suggest import BLANK, MAX_CHARS, MIN_CHARS, suggest
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.suggest import BLANK, MAX_CHARS, MIN_CHARS, suggest
 
 
 def occurrences(needle: str, texts: list[str]) -> int:

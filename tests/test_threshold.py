@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evalcore.stats import wilson_interval
-from evalcore.threshold import (
+from evalcore.measures.stats import wilson_interval
+from evalcore.measures.threshold import (
     COUNT_COLUMNS,
     counts_at,
     gate,

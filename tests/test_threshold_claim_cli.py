@@ -120,9 +120,9 @@ def test_bad_options_exit_2_naming_the_option(engine_store, engine_run_id, capsy
 def test_a_run_without_off_topic_questions_exits_2_naming_it(tmp_path, mini_inputs, capsys):
     from conftest import KeywordEmbedder
 
-    from evalcore.chunking import parse_strategies
-    from evalcore.groundtruth import load_ground_truth
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     corpus, _ = mini_inputs
     from conftest import MINI
@@ -130,7 +130,7 @@ def test_a_run_without_off_topic_questions_exits_2_naming_it(tmp_path, mini_inpu
     gt = load_ground_truth(corpus, MINI / "questions.jsonl")
     store = Store(tmp_path / "s.duckdb")
     request = RunRequest(corpus, gt, parse_strategies("A"), ["bm25"], name="no-ood")
-    run_id = run_evaluation(request, store, embedder=KeywordEmbedder(["port", "server"])).run_id
+    run_id = run_evaluation(request, store, embedders=[KeywordEmbedder(["port", "server"])]).run_id
     assert main(["--store", str(tmp_path / "s.duckdb"), "threshold", "no-ood"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and run_id in err[0] and "off-topic" in err[0]

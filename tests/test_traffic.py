@@ -1,4 +1,4 @@
-"""Traffic (evalcore.traffic, read.traffic, traffic_check): real questions replayed as a query log.
+"""Traffic (evalcore.traffic.replay, read.traffic, traffic_check): real questions replayed as a query log.
 
 One run of the real engine and model on the mini corpus (strategy E x dense, bm25, hybrid; the
 gate's 30 out-of-domain queries). The log is built from real questions with times: week 1 holds
@@ -23,7 +23,7 @@ from scipy.stats import ks_2samp
 from statsmodels.stats.proportion import proportion_confint
 
 from evalcore.cli import main
-from evalcore.embedding import text_hash
+from evalcore.pipeline.embedding import text_hash
 from evalcore.records import Configuration
 from evalcore.store import Store
 
@@ -33,16 +33,16 @@ T = 0.55
 
 @pytest.fixture(scope="module")
 def traffic_run(tmp_path_factory, real_embedder):
-    from evalcore.chunking import parse_strategies
-    from evalcore.corpus import load_corpus
-    from evalcore.groundtruth import load_ground_truth
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.groundtruth import load_ground_truth
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     path = tmp_path_factory.mktemp("traffic") / "evalcore.duckdb"
     corpus = load_corpus(MINI / "corpus")
     gt = load_ground_truth(corpus, MINI / "questions.jsonl", GATE_OOD)
     request = RunRequest(corpus, gt, parse_strategies("E"), ["dense", "bm25", "hybrid"], name="traffic")
-    run_id = run_evaluation(request, Store(path), embedder=real_embedder).run_id
+    run_id = run_evaluation(request, Store(path), embedders=[real_embedder]).run_id
     return path, run_id
 
 
@@ -74,8 +74,8 @@ def _write_jsonl(path, rows, extra: bytes = b"") -> None:
 @pytest.fixture(scope="module")
 def imported(traffic_run, tmp_path_factory, real_embedder):
     """The run's store copy with the log imported into E/dense, and the log's rows."""
-    from evalcore.traffic import import_log
-    from evalcore.traffic_log import Fields
+    from evalcore.traffic.log import Fields
+    from evalcore.traffic.replay import import_log
 
     source, run_id = traffic_run
     folder = tmp_path_factory.mktemp("imported")
@@ -133,7 +133,7 @@ def test_the_import_counts_every_line_and_scores_each_text_once(imported):
 
 @pytest.mark.parametrize("retriever", ["dense", "bm25", "hybrid"])
 def test_replaying_the_runs_own_questions_reproduces_its_hits(traffic_run, tmp_path, real_embedder, retriever):
-    from evalcore.traffic import import_log
+    from evalcore.traffic.replay import import_log
 
     source, run_id = traffic_run
     path = tmp_path / "evalcore.duckdb"
@@ -232,8 +232,8 @@ def test_the_threshold_claim_is_recomputed_on_the_real_off_topic_queries(importe
 
 
 def test_reimporting_stores_nothing_new_and_a_grown_log_adds_only_its_new_lines(imported, tmp_path, real_embedder):
-    from evalcore.traffic import TABLES, import_log
-    from evalcore.traffic_log import Fields
+    from evalcore.traffic.log import Fields
+    from evalcore.traffic.replay import TABLES, import_log
 
     store, run_id, rows, log, _ = imported
     work = Store(tmp_path / "copy.duckdb")
@@ -306,8 +306,8 @@ def test_check_prints_the_exact_keys_and_exits_1_0_or_2(imported, tmp_path, caps
 def test_check_passes_on_traffic_like_the_evaluation_and_fails_on_the_refused_share(
     traffic_run, tmp_path, capsys, real_embedder
 ):
-    from evalcore.traffic import import_log
-    from evalcore.traffic_log import Fields
+    from evalcore.traffic.log import Fields
+    from evalcore.traffic.replay import import_log
 
     source, run_id = traffic_run
     path = tmp_path / "evalcore.duckdb"
@@ -326,7 +326,7 @@ def test_check_passes_on_traffic_like_the_evaluation_and_fails_on_the_refused_sh
 
 def test_forget_deletes_the_oldest_week_for_real(imported, tmp_path, capsys, real_embedder):
     from evalcore.read.traffic import stored
-    from evalcore.traffic import import_log
+    from evalcore.traffic.replay import import_log
 
     store, run_id, rows, _, _ = imported
     path = tmp_path / "forget.duckdb"
@@ -388,7 +388,7 @@ def test_every_traffic_subcommand_has_help_text(capsys):
 def test_holm_and_psi_agree_with_independent_computations():
     from statsmodels.stats.multitest import multipletests
 
-    from evalcore.drift import holm, psi
+    from evalcore.traffic.drift import holm, psi
 
     rng = np.random.default_rng(0)
     for m in (1, 2, 3, 7):
@@ -407,7 +407,7 @@ def test_an_endpoint_run_is_replayed_through_its_response_cache(tmp_path, mini_i
     from test_endpoint import FLAKY, SLOW, TIMEOUT, Service
 
     from evalcore.read.traffic import lines
-    from evalcore.traffic import import_log
+    from evalcore.traffic.replay import import_log
 
     store = Store(tmp_path / "evalcore.duckdb")
     with Service(*mini_inputs) as service:
@@ -478,8 +478,9 @@ def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported,
     import pandas as pd
 
     from evalcore.read.traffic import labelled_rates
-    from evalcore.traffic import import_log, resolve_target, set_label
-    from evalcore.traffic_log import Fields
+    from evalcore.traffic.log import Fields
+    from evalcore.traffic.replay import import_log, set_label
+    from evalcore.traffic.target import resolve_target
 
     store, run_id, rows, _, _ = imported
     work = Store(tmp_path / "copy.duckdb")

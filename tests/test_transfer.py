@@ -12,10 +12,10 @@ from conftest import copy_with_failed_run
 from test_app import PAGES, no_exception, open_page
 
 from evalcore.cli import main
-from evalcore.gate import run_gate
-from evalcore.gate_report import to_dict
+from evalcore.files.run_files import FORMAT_VERSION, TABLES, export_run, load_run
+from evalcore.regression.gate import run_gate
+from evalcore.regression.report import to_dict
 from evalcore.store import Store
-from evalcore.transfer import FORMAT_VERSION, TABLES, export_run, load_run
 
 
 def cli(store, *args, capsys):

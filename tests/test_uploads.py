@@ -11,10 +11,11 @@ import pytest
 from conftest import MINI
 from zips import deflated_zeros, lying_zip, make_zip
 
-from evalcore import jobs, uploads
+from evalcore import jobs
 from evalcore.errors import InputError
+from evalcore.inputs import uploads
+from evalcore.inputs.uploads import Limits, UploadedFile
 from evalcore.store import Store
-from evalcore.uploads import Limits, UploadedFile
 
 TABLES = ("runs", "jobs", "documents", "queries", "results", "hits", "embeddings")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evalcore.corpus import load_corpus  # noqa: E402
+from evalcore.inputs.corpus import load_corpus  # noqa: E402
 
 
 def seed_chunks(corpus_dir: str, node: str = "node", target: int = 512) -> list[dict]:

@@ -1,10 +1,10 @@
-"""Print where every demo needle lands, for whoever edits evalcore/demo/questions.jsonl.
+"""Print where every demo needle lands, for whoever edits evalcore/inputs/demo/questions.jsonl.
 
     python tools/demo_needles.py            # one line per group: status, topic, offsets
     python tools/demo_needles.py --dump DIR # also write each topic's canonical text to DIR/<key>.md
 
 Status is ``ok`` (exactly one occurrence, off heading lines) or ``INVALID`` with the reason
-evalcore.groundtruth gives (not found, found N times, inside a heading line). Needles must be
+evalcore.inputs.groundtruth gives (not found, found N times, inside a heading line). Needles must be
 written against the canonical text (dump it to read it), not against ``pydoc_data.topics`` raw
 text. Exit code 1 when any needle is not ``ok``.
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
-from evalcore.groundtruth import load_ground_truth
+from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
+from evalcore.inputs.groundtruth import load_ground_truth
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,5 @@
 """Export the README's pictures from a stored run: the same figures the dashboard draws
-(evalcore.figures), with their caption drawn in, as its Export screen writes them.
+(evalcore.figures.build), with their caption drawn in, as its Export screen writes them.
 
     python tools/export_figures.py [--store PATH] [--run RUN_ID] [--config G/dense] [--k 20] [--out docs]
 
@@ -18,11 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore import export, figures
+from evalcore.figures import build as figures
+from evalcore.files import figure_files as export
+from evalcore.measures.threshold import DEFAULT_COST_RATIO, suggest_threshold
 from evalcore.read import decisions, runs, sweeps
 from evalcore.records import Configuration
 from evalcore.store import Store
-from evalcore.threshold import DEFAULT_COST_RATIO, suggest_threshold
 
 
 def main() -> int:

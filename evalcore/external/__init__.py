@@ -6,7 +6,9 @@
 - :mod:`~evalcore.external.record`: chunks + rankings -> one stored run (results, hits,
   destroyed answers, failures), the same tables as a built-in run.
 - :mod:`~evalcore.external.importer`: ``import-run`` (files).
-- :mod:`~evalcore.external.endpoint` and :mod:`~evalcore.external.responses`:
-  ``run-endpoint`` (a live search service, with a response cache in the store).
-- :mod:`~evalcore.external.function`: ``evalcore.evaluate(retriever=fn)`` (a Python function).
+- :mod:`~evalcore.external.endpoint`, :mod:`~evalcore.external.endpoint_calls` and
+  :mod:`~evalcore.external.responses`: ``run-endpoint`` (a live search service: what it is and
+  how its answers read, the requests sent, a response cache in the store).
+- :mod:`~evalcore.external.function`: ``evalcore.evaluate(retriever=fn)`` (a Python function),
+  whose returned hits :mod:`~evalcore.external.python_hits` reads.
 """

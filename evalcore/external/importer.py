@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.configurations import EXTERNAL, external
 from evalcore.errors import InputError
+from evalcore.pipeline.configurations import EXTERNAL, external
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, GroundTruth
@@ -56,7 +56,7 @@ def import_run(
     from evalcore.external.chunks import read_chunks
     from evalcore.external.rankings import read_rankings
     from evalcore.external.record import record, resolve_rankings
-    from evalcore.store import new_run_id
+    from evalcore.store.basics import new_run_id
 
     _check_name(chunker, "--chunker")
     _check_name(retriever, "--retriever")

@@ -27,8 +27,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from evalcore import jsontext
 from evalcore.errors import InputError
+from evalcore.inputs import jsontext
 
 FORMATS = ("trec", "jsonl", "json")
 MAX_RANK = 10**9  # a TREC rank beyond this is a damaged file
@@ -169,7 +169,7 @@ def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
 
 
 def _read_jsonl_hits(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
-    from evalcore.groundtruth import read_jsonl
+    from evalcore.inputs.groundtruth import read_jsonl
 
     per_query: dict[str, _Raw] = {}
     starts: dict[str, str] = {}
@@ -228,7 +228,7 @@ def _read_json(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
 def read_rankings(path: str | Path, kind: str = "similarity", fmt: str | None = None) -> RankingFile:
     """Read ``path`` (format detected unless ``fmt``) and rank each query's hits (see the
     module docstring). ``kind`` is ``similarity`` (higher first) or ``distance``."""
-    from evalcore.configurations import score_kind
+    from evalcore.pipeline.configurations import score_kind
 
     path = Path(path)
     kind = score_kind(kind)

@@ -24,20 +24,20 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import PIPELINE_VERSION, __version__
 from evalcore.errors import EvalcoreError, InputError
+from evalcore.measures.threshold import DEFAULT_TOP
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.configurations import ConfigInfo
     from evalcore.external.chunks import ChunkSet
     from evalcore.external.rankings import RankingFile
+    from evalcore.pipeline.configurations import ConfigInfo
     from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_FAILURES = 0.05  # share of all queries that may fail before the run fails
-GATE_TOP = 4
 
 #: query id -> [(chunk id in the chunk set, score), ...] in rank order
 Hits = Mapping[str, Sequence[tuple[int, float]]]
@@ -104,7 +104,7 @@ def run_row(
     run_id: str, name: str, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, settings: dict[str, Any]
 ) -> dict[str, Any]:
     """The ``runs`` row of an external run (inserted as running)."""
-    from evalcore.rows import ground_truth_settings
+    from evalcore.store.rows import ground_truth_settings
 
     full = {
         "evalcore": __version__,
@@ -115,7 +115,7 @@ def run_row(
         "retriever": config.retriever,
         "score_kind": config.score_kind,
         "gate": config.axis.keep_rule,
-        "gate_top": GATE_TOP,
+        "gate_top": DEFAULT_TOP,
         **ground_truth_settings(corpus, gt),
         **settings,
     }
@@ -153,7 +153,7 @@ def tables(
     (stage, seconds, items)."""
     import pandas as pd
 
-    from evalcore.rows import document_rows, query_rows
+    from evalcore.store.rows import document_rows, query_rows
 
     failures = failures or {}
     strategy, retriever = config.strategy, config.retriever
@@ -317,7 +317,7 @@ def record(
     try:
         store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, failures, timings), {})
     except BaseException as exc:  # noqa: BLE001 - any end (signals too) marks the run; fail_run re-raises
-        from evalcore.runner import fail_run
+        from evalcore.pipeline.runner import fail_run
 
         fail_run(store, run_id, "writing results", exc)
     return run_id

@@ -4,8 +4,8 @@ Keyed by the sha256 of method, URL and request body, shared by every run, so run
 endpoint on the same queries again sends nothing (unless asked to refresh). Only answers with
 an HTTP 2xx status are kept, malformed ones included: a re-run reads the same answer and fails
 the same query for the same reason, without asking the service again. Request headers are
-part of the key only as hashes and are never stored (they may hold credentials). This module
-is the only writer of the table.
+part of the key only as hashes and are never stored (they may hold credentials). Its writes
+are :mod:`evalcore.store.responses`; reads are read only.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from evalcore.store.responses import keep as keep_rows
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -47,7 +49,7 @@ def cached(store: Store, keys: list[str]) -> dict[str, Response]:
         return {}
     import pandas as pd
 
-    with store.connect() as con:
+    with store.read() as con:
         con.register("_want", pd.DataFrame({"key": keys}))
         rows = con.execute(
             "SELECT r.key, r.status, r.response, r.seconds FROM responses r JOIN _want w USING (key)"
@@ -61,15 +63,7 @@ def keep(store: Store, items: list[tuple[str, str, str, str | None, Response]]) 
     items = [item for item in items if 200 <= item[4].status < 300]
     if not items:
         return
-    from evalcore.store import now
-
-    stamp = now()
-    with store.transaction() as con:
-        for k, method, url, body, response in items:
-            con.execute(
-                "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [k, method, url, body, response.status, response.text, response.seconds, stamp],
-            )
+    keep_rows(store, [(k, method, url, body, r.status, r.text, r.seconds) for k, method, url, body, r in items])
 
 
 def count(store: Store) -> int:

@@ -2,7 +2,8 @@
 
 One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
 
-- :mod:`~evalcore.jobs.prepare`: what a job evaluates (:class:`JobSpec`) and the inputs
+- :mod:`~evalcore.jobs.prepare`: what a job evaluates (:class:`JobSpec`, which becomes the
+  job's :class:`~evalcore.pipeline.spec.RunSpec`, stored as JSON in its row) and the inputs
   checked before it is queued: uploads saved under ``runs/uploads/JOB_ID/``, server folders
   inside the operator's data roots, or the demo.
 - :mod:`~evalcore.jobs.queue`: the ``jobs`` table: :func:`submit`, :func:`cancel`, the
@@ -11,8 +12,8 @@ One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
 - :mod:`~evalcore.jobs.launch`: starting ``python -m evalcore --store STORE job JOB_ID``
   detached (a new session, output to ``runs/jobs/JOB_ID.log``), so a page rerun, a
   reload, another tab or a restart of Streamlit never stops it.
-- :mod:`~evalcore.jobs.worker`: the job's own process: wait for a slot, run
-  :func:`evalcore.runner.run_evaluation` with a cancel check, and record how it ended,
+- :mod:`~evalcore.jobs.worker`: the job's own process: wait for a slot,
+  :func:`evalcore.pipeline.execute.execute` its RunSpec with a cancel check, and record how it ended,
   its own errors and signals included.
 
 A job whose process is gone is marked ``failed`` (with its run) by the store's reaper
@@ -30,6 +31,8 @@ from evalcore.jobs.prepare import (
     Prepared,
     clean_uploads,
     discard,
+    endpoint_options,
+    endpoint_setup,
     load_inputs,
     prepare_demo,
     prepare_paths,
@@ -67,6 +70,8 @@ __all__ = [
     "cancel",
     "clean_uploads",
     "discard",
+    "endpoint_options",
+    "endpoint_setup",
     "job",
     "jobs_overview",
     "load_inputs",

@@ -1,29 +1,30 @@
 """What a job evaluates, and its inputs checked before it is queued.
 
 Uploads are checked in memory and saved under ``runs/uploads/JOB_ID/`` only when they
-pass (evalcore.uploads); server folders are read only inside the operator's data roots
-(evalcore.inputs), checked here and again in the job's process; the demo needs nothing.
+pass (evalcore.inputs.uploads); server folders are read only inside the operator's data roots
+(evalcore.inputs.sources), checked here and again in the job's process; the demo needs nothing.
 Nothing here writes the store.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, InputError
-from evalcore.store import new_run_id
+from evalcore.pipeline.configurations import EXTERNAL
+from evalcore.pipeline.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
+from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
-    from evalcore.corpus import ExtractionCache
+    from evalcore.external.endpoint import Endpoint
+    from evalcore.inputs.uploads import Limits, UploadedFile
     from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
-    from evalcore.uploads import Limits, UploadedFile
 
 SOURCES = ("upload", "folder", "demo")
 
@@ -43,14 +44,45 @@ class JobSpec:
     models: tuple[str, ...] = ()  # several model folders (server paths inside the data roots)
     endpoint: dict[str, Any] | None = None  # a live search service instead of the built-in pipeline
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self))
+    def run_spec(self, name: str | None = None) -> RunSpec:
+        """The run this job makes (what the job's process executes): confined to what the
+        operator allows (model folders and server folders inside the data roots, an endpoint
+        under the allowed prefixes), checked again there."""
+        endpoint = self.endpoint
+        common: dict[str, Any] = {
+            "name": name,
+            "confined": True,
+            "server_paths": self.source == "folder",
+            "strategies": self.strategies,
+            "retrievers": self.retrievers,
+            "models": self.models or ((self.model,) if self.model else ()),
+        }
+        if endpoint is not None:
+            common.update(endpoint_options(endpoint))
+        if self.source == "demo":
+            return RunSpec(demo=True, **common)
+        return RunSpec(corpus=self.corpus, questions=self.questions, ood=self.ood or None, **common)
 
-    @classmethod
-    def from_json(cls, text: str) -> JobSpec:
-        data = json.loads(text)
-        data["models"] = tuple(data.get("models") or ())
-        return cls(**data)
+
+def endpoint_setup(
+    endpoint: Endpoint, chunker: str = EXTERNAL, retriever: str = EXTERNAL, score: str = SIMILARITY
+) -> dict[str, Any]:
+    """An endpoint run's setup as the dashboard keeps it (:attr:`JobSpec.endpoint`): the
+    endpoint's fields as JSON values (never headers), ``score_kind``, ``chunker``, ``retriever``."""
+    return {**endpoint_json(endpoint), "score_kind": score, "chunker": chunker, "retriever": retriever}
+
+
+def endpoint_options(setup: dict[str, Any]) -> dict[str, Any]:
+    """The RunSpec fields of an endpoint setup (:func:`endpoint_setup`)."""
+    options: dict[str, Any] = {
+        "endpoint": endpoint_from_json(setup),
+        "chunker": setup.get("chunker", EXTERNAL),
+        "retriever_name": setup.get("retriever", EXTERNAL),
+        "score": setup.get("score_kind", SIMILARITY),
+    }
+    if setup.get("max_failures") is not None:
+        options["max_failures"] = float(setup["max_failures"])
+    return options
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,27 +110,26 @@ class NothingToScore(InputError):
         self.notes: tuple[str, ...] = ()  # an upload's notes (a zip's top folder left out)
 
 
-def load_inputs(spec: JobSpec, cache: ExtractionCache | None = None) -> tuple[Corpus, GroundTruth]:
+def load_inputs(spec: JobSpec, cache: Store | None = None) -> tuple[Corpus, GroundTruth]:
     """``(corpus, ground truth)`` of a spec; InputError / ConfigError otherwise. Server
-    folders are checked against the data roots again here, in the job's process. With
-    ``cache`` (the job's store), PDF and HTML extractions are reused."""
-    from evalcore import inputs
+    folders are checked against the data roots (again in the job's process: the run's
+    :func:`evalcore.pipeline.execute.load_inputs`). With ``cache`` (the job's store), PDF and
+    HTML extractions are reused."""
+    from evalcore.pipeline.execute import load_inputs as load
 
     if spec.source not in SOURCES:
         raise ConfigError(f"unknown job source {spec.source!r}; known: {', '.join(SOURCES)}")
-    if spec.source == "demo":
-        return inputs.load_demo()
-    if not spec.corpus:
-        raise InputError("a corpus folder is required")
-    if not spec.questions:
-        raise InputError("a questions.jsonl file is required")
-    if spec.source == "folder":
-        return inputs.load(*_server_paths(spec.corpus, spec.questions, spec.ood), cache=cache)
-    return inputs.load(spec.corpus, spec.questions, spec.ood or None, cache=cache)
+    if spec.source != "demo":
+        if not spec.corpus:
+            raise InputError("a corpus folder is required")
+        if not spec.questions:
+            raise InputError("a questions.jsonl file is required")
+    loaded = load(spec.run_spec(), cache)
+    return loaded.corpus, loaded.ground_truth
 
 
 def _server_paths(corpus: str | None, questions: str | None, ood: str | None) -> tuple[str, str, str | None]:
-    from evalcore.inputs import server_path
+    from evalcore.inputs.sources import server_path
 
     return (
         str(server_path(corpus, "corpus folder")),
@@ -110,9 +141,9 @@ def _server_paths(corpus: str | None, questions: str | None, ood: str | None) ->
 def model_folders(spec: JobSpec) -> list[str]:
     """The spec's model folders, each inside the operator's data roots (checked again in the
     job's process); empty for the packaged model."""
-    from evalcore.inputs import server_path
+    from evalcore.pipeline.execute import model_folders as folders
 
-    return [str(server_path(p, "model folder")) for p in spec.models]
+    return folders(spec.run_spec())
 
 
 def validate(spec: JobSpec) -> dict[str, Any]:
@@ -125,18 +156,18 @@ def validate(spec: JobSpec) -> dict[str, Any]:
 
 def _validated(spec: JobSpec) -> tuple[dict[str, Any], tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
-    from evalcore.chunking import parse_strategies
-    from evalcore.groundtruth import validation_report
-    from evalcore.retrieval import parse_retrievers
+    from evalcore.inputs.groundtruth import validation_report
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.retrieval import parse_retrievers
 
     if spec.endpoint is not None:
-        from evalcore.configurations import score_kind
-        from evalcore.external.endpoint import allowed, from_spec
+        from evalcore.external.endpoint import allowed
+        from evalcore.pipeline.configurations import score_kind
 
-        endpoint = from_spec(spec.endpoint)
-        endpoint.check()
-        allowed(endpoint.url)
-        score_kind(spec.endpoint.get("score_kind", "similarity"))
+        options = endpoint_options(spec.endpoint)
+        options["endpoint"].check()
+        allowed(options["endpoint"].url)
+        score_kind(options["score"])
     else:
         if not parse_strategies(spec.strategies):
             raise ConfigError("choose at least one strategy")
@@ -166,7 +197,7 @@ def prepare_upload(
 ) -> Prepared:
     """Check uploads, save them under ``runs/uploads/JOB_ID/`` and validate them; on any
     error the folder is removed and InputError/ConfigError raised. The store is not written."""
-    from evalcore.uploads import DEFAULT_LIMITS, save_upload
+    from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
 
     job_id = new_run_id()
     saved = save_upload(uploads_dir(store) / job_id, corpus, questions, ood, limits or DEFAULT_LIMITS)
@@ -192,7 +223,7 @@ def prepare_upload(
 
 def prepare_paths(corpus: str, questions: str, ood: str | None, strategies: str, retrievers: str) -> Prepared:
     """Validate a corpus folder and jsonl files that are already on the server, inside the
-    operator's data roots (evalcore.inputs); InputError without reading them otherwise."""
+    operator's data roots (evalcore.inputs.sources); InputError without reading them otherwise."""
     spec = JobSpec("folder", *_server_paths(corpus, questions, ood), strategies, retrievers)
     report, documents = _validated(spec)
     return Prepared(new_run_id(), spec, report, (), (), documents)

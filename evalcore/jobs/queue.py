@@ -3,20 +3,19 @@
 :func:`submit` inserts a ``queued`` row and starts the job's process; the process claims
 a slot in one transaction when fewer than :func:`max_jobs` jobs run and it is the oldest
 queued job (``created_at``, then ``job_id``), otherwise it polls every
-:data:`POLL_SECONDS`. This module is the one writer of ``jobs``, besides the store's
-reaper, which marks jobs whose process is gone.
+:data:`POLL_SECONDS`. Its statements are :mod:`evalcore.store.jobs` (the one writer of
+``jobs``, besides the store's reaper, which marks jobs whose process is gone).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, EvalcoreError, StoreError
-from evalcore.store import now, one_row
+from evalcore.store import jobs as job_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,18 +51,12 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     name = (name or "").strip() or (
         "demo" if spec.source == "demo" else Path(spec.corpus or "run").name if spec.source == "folder" else "upload"
     )
-    with store.transaction() as con:
-        con.execute(
-            "INSERT INTO jobs (job_id, run_id, name, status, stage, created_at, spec, host) "
-            "VALUES (?, ?, ?, 'queued', 'queued', ?, ?, ?)",
-            [prepared.job_id, prepared.job_id, name, now(), spec.to_json(), socket.gethostname()],
-        )
+    job_rows.insert(store, prepared.job_id, name, spec.run_spec().to_json())
     if start:
         from evalcore.jobs.launch import spawn
 
         proc = spawn(store, prepared.job_id)
-        with store.connect() as con:
-            con.execute("UPDATE jobs SET pid = ? WHERE job_id = ? AND pid IS NULL", [proc.pid, prepared.job_id])
+        job_rows.set_pid(store, prepared.job_id, proc.pid)
     log.info("job %s (%s) queued", prepared.job_id, name)
     return prepared.job_id
 
@@ -72,21 +65,7 @@ def cancel(store: Store, job_id: str) -> str:
     """Cancel a job: a queued one is cancelled at once, a running one is asked to stop (its
     run ends ``cancelled`` within about a second, or at the end of the current embedding
     batch). Returns the job's status after the call; StoreError for an unknown id."""
-    with store.transaction() as con:
-        found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
-        if not found:
-            raise StoreError(f"no job {job_id!r} in {store.path}")
-        status: str = found[0][0]
-        if status == "queued":
-            con.execute(
-                "UPDATE jobs SET status = 'cancelled', cancel_requested = true, finished_at = ?, "
-                "reason = ?, stage = NULL WHERE job_id = ?",
-                [now(), CANCEL_REASON + " before it started", job_id],
-            )
-            return "cancelled"
-        if status == "running":
-            con.execute("UPDATE jobs SET cancel_requested = true WHERE job_id = ?", [job_id])
-        return status
+    return job_rows.cancel(store, job_id, CANCEL_REASON + " before it started")
 
 
 def job(store: Store, job_id: str) -> dict[str, Any]:
@@ -102,6 +81,7 @@ def jobs_overview(store: Store, limit: int = 50) -> pd.DataFrame:
     """The newest ``limit`` jobs, newest first: job_id, run_id, name, status, created_at,
     started_at, finished_at, reason, cancel_requested, pid, spec, run_status, stage (the run's stage
     while it runs, else the job's), progress (0..1), position (1 = next to start; queued only)."""
+    store.reap_if_due()  # a job whose process is gone shows failed, not running
     df = store.query(
         """
         SELECT j.job_id, j.run_id, j.name, j.status, j.created_at, j.started_at, j.finished_at,
@@ -129,51 +109,18 @@ def active_jobs(store: Store) -> pd.DataFrame:
 def claim(store: Store, job_id: str, slots: int) -> tuple[str, int]:
     """Try to move ``job_id`` from queued to running, in one transaction. Returns its status
     afterwards and its place in the queue (0 when not queued)."""
-    with store.transaction() as con:
-        store.reap(con)
-        found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
-        if not found:
-            raise StoreError(f"no job {job_id!r} in {store.path}")
-        if found[0][0] != "queued":
-            return found[0][0], 0
-        running = one_row(con, "SELECT count(*) FROM jobs WHERE status = 'running'")[0]
-        queue = [
-            r[0]
-            for r in con.execute(
-                "SELECT job_id FROM jobs WHERE status = 'queued' ORDER BY created_at, job_id"
-            ).fetchall()
-        ]
-        place = queue.index(job_id) + 1
-        if running < slots and place == 1:
-            con.execute(
-                "UPDATE jobs SET status = 'running', started_at = ?, pid = ?, host = ?, stage = ? WHERE job_id = ?",
-                [now(), os.getpid(), socket.gethostname(), "starting", job_id],
-            )
-            return "running", 0
-        stage = (
-            f"waiting: {running} of {slots} slots busy"
-            if place == 1
-            else f"waiting: {place - 1} job{'s' if place > 2 else ''} ahead"
-        )
-        con.execute("UPDATE jobs SET stage = ?, pid = ? WHERE job_id = ?", [stage, os.getpid(), job_id])
-        return "queued", place
+    return job_rows.claim(store, job_id, slots)
 
 
 def finish(store: Store, job_id: str, status: str, reason: str | None) -> None:
     """Record how a queued or running job ended (a finished job is never changed)."""
-    with store.connect() as con:
-        con.execute(
-            "UPDATE jobs SET status = ?, reason = ?, finished_at = ?, stage = NULL "
-            "WHERE job_id = ? AND status IN ('queued', 'running')",
-            [status, reason, now(), job_id],
-        )
+    job_rows.finish(store, job_id, status, reason)
 
 
 def set_stage(store: Store, job_id: str, stage: str) -> None:
     """The job's stage before its run exists (loading inputs, loading the model); best effort."""
     try:
-        with store.connect() as con:
-            con.execute("UPDATE jobs SET stage = ? WHERE job_id = ?", [stage, job_id])
+        job_rows.set_stage(store, job_id, stage)
     except EvalcoreError:
         log.debug("stage update failed", exc_info=True)
 

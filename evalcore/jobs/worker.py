@@ -8,14 +8,14 @@ reason to the store's reaper ("killed or crashed").
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING
 
-from evalcore import signals, testhooks
+from evalcore import signals
 from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
-from evalcore.jobs.prepare import JobSpec, load_inputs
-from evalcore.jobs.queue import CANCEL_REASON, POLL_SECONDS, claim, finish, max_jobs, set_stage
+from evalcore.jobs.queue import POLL_SECONDS, claim, finish, max_jobs, set_stage
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -82,16 +82,15 @@ def _record(store: Store, job_id: str, status: str, reason: str) -> None:
 
 
 def _run(store: Store, job_id: str, slots: int | None) -> str:
-    from evalcore.chunking import parse_strategies
-    from evalcore.retrieval import parse_retrievers
-    from evalcore.runner import RunRequest, run_evaluation
+    from evalcore.pipeline.execute import execute
+    from evalcore.pipeline.spec import RunSpec
     from evalcore.store import Store as _Store
 
     found = store.query("SELECT run_id, name, spec FROM jobs WHERE job_id = ?", [job_id])
     if found.empty:
         raise StoreError(f"no job {job_id!r} in {store.path}")
     run_id, name, spec_json = found.iloc[0]
-    spec = JobSpec.from_json(spec_json)
+    spec = dataclasses.replace(RunSpec.from_json(spec_json), name=str(name))
     slots = slots or max_jobs()
     poll = _Store(store.path, lock_timeout=2.0)
     while True:
@@ -103,47 +102,6 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         log.info("job %s is %s; nothing to do", job_id, status)
         return status
     watch = CancelWatch(poll, job_id)
-    set_stage(poll, job_id, "loading inputs")
-    corpus, gt = load_inputs(spec, cache=store)
-    if watch():
-        raise RunInterrupted(CANCEL_REASON)
-    if spec.endpoint is not None:  # a live search service: no model to load
-        from evalcore.external.endpoint import allowed, from_spec, run_endpoint
-
-        endpoint = from_spec(spec.endpoint)
-        allowed(endpoint.url)  # checked again in the job's process
-        set_stage(poll, job_id, "running")
-        run_endpoint(
-            store,
-            corpus,
-            gt,
-            endpoint,
-            str(name),
-            chunker=spec.endpoint.get("chunker", "external"),
-            retriever=spec.endpoint.get("retriever", "external"),
-            score=spec.endpoint.get("score_kind", "similarity"),
-            max_failures=spec.endpoint.get("max_failures"),
-            cancelled=watch,
-            run_id=str(run_id),
-        )
-        finish(store, job_id, "complete", None)
-        return "complete"
-    set_stage(poll, job_id, "loading the model")
-    from evalcore.embedding import load_embedder
-    from evalcore.jobs.prepare import model_folders
-
-    folders = model_folders(spec)
-    embedders = [load_embedder(p) for p in folders] or [testhooks.embedder() or load_embedder(spec.model)]
-    if watch():
-        raise RunInterrupted(CANCEL_REASON)
-    request = RunRequest(
-        corpus=corpus,
-        ground_truth=gt,
-        strategies=parse_strategies(spec.strategies),
-        retrievers=parse_retrievers(spec.retrievers),
-        name=str(name),
-    )
-    set_stage(poll, job_id, "running")
-    run_evaluation(request, store, embedders=embedders, cancelled=watch, run_id=str(run_id))
+    execute(spec, store, cancelled=watch, run_id=str(run_id), on_step=lambda stage: set_stage(poll, job_id, stage))
     finish(store, job_id, "complete", None)
     return "complete"

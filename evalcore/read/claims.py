@@ -1,5 +1,5 @@
 """The threshold claim of stored configurations (SPEC section 13): each query's gate values
-read from the store, :func:`evalcore.claim.threshold_claim` and the held-out check on them,
+read from the store, :func:`evalcore.measures.claim.threshold_claim` and the held-out check on them,
 per-segment figures at a threshold, and the claim's sentences for screens and captions.
 """
 
@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from evalcore.claim import (
+from evalcore.measures.claim import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
     DEFAULT_CONFIDENCE,
@@ -20,7 +20,7 @@ from evalcore.claim import (
     threshold_claim,
     with_held_out,
 )
-from evalcore.threshold import DEFAULT_TOP
+from evalcore.measures.threshold import DEFAULT_TOP
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,7 +69,7 @@ def gate_values(store: Store, run_id: str, configuration: Configuration) -> Gate
     minima :func:`evalcore.read.sweeps.sweep` sweeps)."""
     import numpy as np
 
-    from evalcore.configurations import info
+    from evalcore.pipeline.configurations import info
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
@@ -170,7 +170,7 @@ def claim_sentence(claim: Claim) -> str:
     """The claim in one sentence a product manager can sign, e.g. "t <= 0.470 keeps bluffs <=
     5% with 95% confidence; there, 14% [11%, 18%] of answerable questions lose their answer
     (lost <= 20% is met: t > 0.300)." Or what stands in the way."""
-    from evalcore.stats import wilson_interval
+    from evalcore.measures.stats import wilson_interval
 
     conf = _pct(claim.confidence)
     if claim.bluff_status == "too_few":
@@ -265,7 +265,7 @@ def segments(gv: GateValues, threshold: float) -> pd.DataFrame:
     segment, group, queries, rate (what), share, wilson low, wilson high."""
     import pandas as pd
 
-    from evalcore.stats import wilson_interval
+    from evalcore.measures.stats import wilson_interval
 
     df = gv.frame
     higher = gv.higher_is_closer
@@ -330,7 +330,7 @@ def coverage(sweep_df: pd.DataFrame) -> pd.DataFrame:
 
 def coverage_at(sweep_df: pd.DataFrame, threshold: float) -> float | None:
     """The share of real (in-domain) questions the gate answers at ``threshold``."""
-    from evalcore.threshold import state_at
+    from evalcore.measures.threshold import state_at
 
     c = state_at(sweep_df, threshold)
     return (c.in_domain - c.refused) / c.in_domain if c.in_domain else None
@@ -339,7 +339,7 @@ def coverage_at(sweep_df: pd.DataFrame, threshold: float) -> float | None:
 def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None) -> str | None:
     """A warning when the gate at ``threshold`` refuses most real questions (more than half of
     the in-domain ones), saying why; None otherwise."""
-    from evalcore.threshold import state_at
+    from evalcore.measures.threshold import state_at
 
     c = state_at(sweep_df, threshold)
     if c.in_domain == 0 or c.refused * 2 <= c.in_domain:

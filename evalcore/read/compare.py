@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import StoreError
-from evalcore.metrics import DEFAULT_KS
+from evalcore.measures.metrics import DEFAULT_KS
+from evalcore.measures.stats import ALPHA, PAIRED_TEST, Interval, SignTest, format_p, p_relation
+from evalcore.read.results import scored_ranks
 from evalcore.read.runs import by_strategy_order
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.stats import ALPHA, PAIRED_TEST, Interval, SignTest, format_p, p_relation
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -54,15 +55,15 @@ def labels_for(sides: Sequence[RunConfiguration]) -> list[str]:
 def recall_table(store: Store, sides: Sequence[RunConfiguration], ks: Sequence[int] = DEFAULT_KS) -> pd.DataFrame:
     """Recall@k for each k and MRR of each side, with 95% Wilson intervals for recall.
 
-    The figures are :func:`evalcore.metrics.summarize` over the first correct ranks of each
+    The figures are :func:`evalcore.measures.metrics.summarize` over the first correct ranks of each
     run's scored in-domain queries. Columns :data:`RECALL_COLUMNS`: ``label`` as
     :func:`labels_for`, ``description`` the metric's definition (the chart's tooltip).
     Empty (same columns) when no side has a scored in-domain query.
     """
     import pandas as pd
 
-    from evalcore.metrics import parse_metric, summarize
-    from evalcore.summary import first_ranks
+    from evalcore.measures.metrics import parse_metric, summarize
+    from evalcore.read.summary import first_ranks
 
     labels = dict(zip(sides, labels_for(sides), strict=True))
     frames = []
@@ -92,10 +93,10 @@ def recall_table(store: Store, sides: Sequence[RunConfiguration], ks: Sequence[i
 
 def recall_wide(table: pd.DataFrame) -> pd.DataFrame:
     """One row per side of :func:`recall_table`: label, run_id, strategy, retriever, queries,
-    recall@k with its ``low``/``high`` for each k, then mrr (:func:`evalcore.metrics.wide`)."""
+    recall@k with its ``low``/``high`` for each k, then mrr (:func:`evalcore.measures.metrics.wide`)."""
     import pandas as pd
 
-    from evalcore.metrics import wide
+    from evalcore.measures.metrics import wide
 
     if table.empty:
         return pd.DataFrame(columns=["label", "run_id", "strategy", "retriever", "queries", "mrr"])
@@ -135,19 +136,10 @@ def run_hit_outcomes(
     """{configuration: {query id: hit@k}} of the run's configurations (or ``only`` these), in one read."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
-    wanted = (
-        "" if only is None else " AND (r.strategy || '/' || r.retriever) IN ({})".format(", ".join("?" * len(only)))
-    )
-    df = store.query(
-        """
-        SELECT r.strategy, r.retriever, r.query_id, coalesce(r.first_correct_rank <= ?, false) AS hit
-        FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
-        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid"""
-        + wanted,
-        [k, run_id, *(c.label for c in only or ())],
-    )
+    df = scored_ranks(store, run_id, only)
+    hit = df["first_correct_rank"].le(k).fillna(False).astype(bool)  # no correct hit: a miss
     out: dict[Configuration, dict[str, bool]] = {}
-    for (strategy, retriever), part in df.groupby(["strategy", "retriever"], sort=False):
+    for (strategy, retriever), part in df.assign(hit=hit).groupby(["strategy", "retriever"], sort=False):
         out[Configuration(str(strategy), str(retriever))] = dict(
             zip(part["query_id"].astype(str), part["hit"].astype(bool), strict=True)
         )
@@ -159,17 +151,11 @@ def ranked(store: Store, run_id: str, k: int) -> list[tuple[Configuration, int, 
     ties keep the run's order. One query: what a default choice needs, no tests."""
     from evalcore.read.runs import configurations
 
-    df = store.query(
-        """
-        SELECT r.strategy, r.retriever, count(*) FILTER (r.first_correct_rank <= ?) AS hits, count(*) AS n
-        FROM results r JOIN queries q ON q.run_id = r.run_id AND q.query_id = r.query_id
-        WHERE r.run_id = ? AND r.domain = 'in' AND q.valid GROUP BY ALL
-        """,
-        [k, run_id],
-    )
+    df = scored_ranks(store, run_id)
+    hit = df["first_correct_rank"].le(k).fillna(False).astype(bool)
     counts = {
-        (strategy, retriever): (int(hits), int(n))
-        for strategy, retriever, hits, n in zip(df["strategy"], df["retriever"], df["hits"], df["n"], strict=True)
+        (str(strategy), str(retriever)): (int(part["hit"].sum()), len(part))
+        for (strategy, retriever), part in df.assign(hit=hit).groupby(["strategy", "retriever"], sort=False)
     }
     order = [
         (c, *counts[(c.strategy, c.retriever)])
@@ -200,10 +186,10 @@ def comparable(store: Store, run_a: str, run_b: str) -> str | None:
 class Comparison:
     """Configurations compared at hit@k on the same queries.
 
-    ``matrix``: one row per ordered pair (:func:`evalcore.stats.win_loss_matrix` columns
+    ``matrix``: one row per ordered pair (:func:`evalcore.measures.stats.win_loss_matrix` columns
     row, column, wins, losses, ties, n, p_value, p_holm) plus ``p_shown`` (the Holm-adjusted
     p when ``adjusted``, else the unadjusted one), ``p_text`` (``p_shown`` as shown, e.g.
-    ``"0.0318"``), ``significant`` (p_shown < :data:`~evalcore.stats.ALPHA`) and ``verdict``
+    ``"0.0318"``), ``significant`` (p_shown < :data:`~evalcore.measures.stats.ALPHA`) and ``verdict``
     (``"better"``, ``"worse"`` when significant, else ``"no clear difference"``).
     ``hits``: one row per side: label, run_id, config, successes, n, recall, low, high.
     """
@@ -249,7 +235,7 @@ def compare(store: Store, sides: Sequence[RunConfiguration], k: int, adjust: boo
     """
     import pandas as pd
 
-    from evalcore.stats import wilson_interval, win_loss_matrix
+    from evalcore.measures.stats import wilson_interval, win_loss_matrix
 
     sides = tuple(dict.fromkeys(sides))
     runs = list(dict.fromkeys(s.run_id for s in sides))
@@ -300,7 +286,7 @@ def pair_queries(
     won and lost: outcome ("won"/"lost"), query_id, text, rank_first, rank_second."""
     import pandas as pd
 
-    from evalcore.stats import paired_test
+    from evalcore.measures.stats import paired_test
 
     a = hit_outcomes(store, first.run_id, first.configuration, k)
     b = hit_outcomes(store, second.run_id, second.configuration, k)
@@ -311,7 +297,7 @@ def pair_queries(
         return test, pd.DataFrame(columns=columns)
     frame = pd.DataFrame({"query_id": ids, "outcome": ["won"] * test.wins + ["lost"] * test.losses})
     s1, s2 = first.configuration, second.configuration
-    with store.connect() as con:
+    with store.read() as con:
         con.register("_ids", frame)
         df = con.execute(
             """
@@ -461,7 +447,7 @@ def decided_sentence(comparison: Comparison, decided: RunConfiguration, top: Bes
 
 def significance_text(comparison: Comparison) -> str:
     """A plain sentence: which pairs differ significantly at hit@k, and what n can detect."""
-    from evalcore.stats import sample_statement
+    from evalcore.measures.stats import sample_statement
 
     matrix = comparison.matrix
     k = comparison.k

@@ -16,7 +16,7 @@ from evalcore.records import Configuration
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.claim import Claim
+    from evalcore.measures.claim import Claim
     from evalcore.store import Store
 
 

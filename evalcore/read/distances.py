@@ -81,9 +81,9 @@ def distances(store: Store, run_id: str, configuration: Configuration) -> pd.Dat
     chunk, at any rank; in-domain queries whose answer is not destroyed), ``"in: top hit"``
     (every scored in-domain query) or ``"out: top hit"``. For a configuration whose gate
     reads the retriever's own score (a run made elsewhere, SPEC 10), ``distance`` holds that
-    score; the column ``axis`` names what it holds (:class:`evalcore.threshold.Axis`).
+    score; the column ``axis`` names what it holds (:class:`evalcore.measures.threshold.Axis`).
     """
-    from evalcore.configurations import info
+    from evalcore.pipeline.configurations import info
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     answer, top = ("answer_score", "top_score") if gate.column == "score" else ("answer_distance", "top_distance")

@@ -94,7 +94,7 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
         "ORDER BY state DESC, doc_id",
         [run_id],
     )
-    from evalcore.extract import stale_reason
+    from evalcore.inputs.extract import stale_reason
 
     reasons = []
     for state, pipeline_version, extractor_name, extractor_version in zip(

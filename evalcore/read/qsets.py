@@ -1,5 +1,5 @@
 """Question sets for the screens: versions, items resolved against a run's corpus, and the
-note Compare shows when two runs used different set versions (evalcore.qsets holds the rules)."""
+note Compare shows when two runs used different set versions (evalcore.inputs.qsets holds the rules)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore import qsets
+from evalcore.inputs import qsets
 
 if TYPE_CHECKING:
+    from evalcore.inputs.suggest import Candidate
+    from evalcore.inputs.uploads import UploadedFile
     from evalcore.records import Corpus, Document, Question
     from evalcore.store import Store
-    from evalcore.suggest import Candidate
-    from evalcore.uploads import UploadedFile
 
 
 def versions_note(store: Store, run_id: str, other: str) -> str | None:
@@ -74,7 +74,7 @@ def find_documents(corpus: Corpus, phrase: str) -> list[str]:
 
 def occurrences(corpus: Corpus, phrase: str) -> list[tuple[str, int, int]]:
     """Every occurrence of ``phrase`` (whitespace runs matching as for needles) in the corpus."""
-    from evalcore.groundtruth import NeedleIndex
+    from evalcore.inputs.groundtruth import NeedleIndex
 
     return [(o.doc_id, o.start, o.end) for o in NeedleIndex(corpus.documents).find(phrase)]
 
@@ -83,10 +83,10 @@ def check(corpus: Corpus, doc_id: str, start: int, end: int, strategies: Sequenc
     """The selection ``[start, end)`` of ``doc_id`` as a needle: stripped of surrounding
     whitespace, then resolved over the whole corpus exactly as a run resolves it (found once,
     no heading line touched), and chunked with each strategy to list those that destroy it."""
-    from evalcore.chunking import chunk_document, parse_strategies
-    from evalcore.groundtruth import resolve
+    from evalcore.inputs.groundtruth import resolve
+    from evalcore.pipeline.chunking import chunk_document, parse_strategies
+    from evalcore.pipeline.scoring import destroyed_cut, is_correct
     from evalcore.records import Question
-    from evalcore.scoring import destroyed_cut, is_correct
 
     doc = corpus.by_id()[doc_id]
     start, end = max(0, min(start, end)), min(len(doc.text), max(start, end))
@@ -114,7 +114,7 @@ def check(corpus: Corpus, doc_id: str, start: int, end: int, strategies: Sequenc
 def coverage(corpus: Corpus, questions: Sequence[Question]) -> list[dict[str, object]]:
     """Per document: its items, its sections and the sections without an item (by where each
     item's needle resolves in this corpus)."""
-    from evalcore.groundtruth import resolve
+    from evalcore.inputs.groundtruth import resolve
 
     spans, _ = resolve(list(questions), corpus, "coverage") if questions else ({}, [])
     by_group: dict[str, int] = {}
@@ -139,8 +139,8 @@ def coverage(corpus: Corpus, questions: Sequence[Question]) -> list[dict[str, ob
 def corpus_from_upload(files: Sequence[UploadedFile]) -> Corpus:
     """The corpus of uploaded files (checked as New run checks them), read in a temporary
     folder that is removed again: nothing is kept on the server."""
-    from evalcore.corpus import load_corpus
-    from evalcore.uploads import corpus_files
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.uploads import corpus_files
 
     docs = corpus_files(files)
     with tempfile.TemporaryDirectory(prefix="evalcore-questions-") as tmp:
@@ -177,7 +177,7 @@ def run_corpus(store: Store, run_id: str) -> Corpus:
 
 def run_strategies(store: Store, run_id: str) -> list[str]:
     """The named strategies (A-G) of a run, the ones a selection can be checked against."""
-    from evalcore.chunking import NAMED_STRATEGIES
+    from evalcore.pipeline.chunking import NAMED_STRATEGIES
 
     names = str(store.run(run_id).get("strategies") or "").split(",")
     return [n for n in names if n in NAMED_STRATEGIES]
@@ -198,7 +198,7 @@ def load_set(store: Store, ref: str) -> qsets.QuestionSet:
 def not_resolving(corpus: Corpus, questions: Sequence[Question]) -> list[dict[str, str]]:
     """The groups of ``questions`` whose needle does not resolve in ``corpus``, with the reason
     (what a run on this corpus would list and exclude)."""
-    from evalcore.groundtruth import resolve
+    from evalcore.inputs.groundtruth import resolve
 
     numbered, _ = qsets.numbered(questions, [])
     _, invalid = resolve(numbered, corpus, "question set")
@@ -234,8 +234,8 @@ def bm25_strategies(store: Store, run_id: str) -> list[str]:
 
 def bm25_hits(store: Store, run_id: str, strategy: str, query: str, k: int = 5) -> list[Hit]:
     """The top ``k`` chunks of ``strategy`` for ``query`` by BM25 over the run's chunk texts
-    (the index a run builds: evalcore.retrieval.BM25 over each chunk's embedded text)."""
-    from evalcore.retrieval import BM25, order_by
+    (the index a run builds: evalcore.pipeline.retrieval.BM25 over each chunk's embedded text)."""
+    from evalcore.pipeline.retrieval import BM25, order_by
 
     with store.read() as con:
         rows = con.execute(
@@ -265,8 +265,8 @@ def read_queries(name: str, data: bytes, column: str = "query") -> list[str]:
     import io
     import json
 
-    from evalcore import jsontext
     from evalcore.errors import InputError
+    from evalcore.inputs import jsontext
 
     try:
         text = data.decode("utf-8-sig")
@@ -300,7 +300,7 @@ def read_queries(name: str, data: bytes, column: str = "query") -> list[str]:
 
 
 def candidates(corpus: Corpus, n: int, seed: int = 0) -> list[Candidate]:
-    """``dataset suggest``'s candidates for the screen (evalcore.suggest)."""
-    from evalcore.suggest import suggest
+    """``dataset suggest``'s candidates for the screen (evalcore.inputs.suggest)."""
+    from evalcore.inputs.suggest import suggest
 
     return suggest(corpus, n, seed=seed)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, SupportsInt, cast
 
 from evalcore.errors import StoreError
-from evalcore.threshold import COSINE, DEFAULT_TOP, Axis
+from evalcore.measures.threshold import COSINE, DEFAULT_TOP, Axis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,7 +40,7 @@ def _missing_map(value: object) -> bool:
 def locator(start: object, end: object, page_starts: Sequence[int] | None = ()) -> str:
     """The locator of a chunk's content (``#page=N`` or ``#char=from,to``); "" for a chunk made
     elsewhere that could not be located in its document (no offsets)."""
-    from evalcore.citations import locator as cite
+    from evalcore.read.citations import locator as cite
 
     if _missing(start) or _missing(end):
         return ""
@@ -69,7 +69,7 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     needle is (``#page=N`` in a PDF, else ``#char=from,to``; None without a valid span), and
     ``needle_text``: the document's text at that span (None without one).
     StoreError naming an unknown id."""
-    from evalcore.citations import locator
+    from evalcore.read.citations import locator
 
     df = store.query(
         "SELECT q.*, d.page_starts AS needle_pages, "
@@ -103,7 +103,7 @@ def query_hits(
     ``""``). A hit of a run made elsewhere has no cosine distance (NaN); a chunk that could
     not be located has no offsets, an empty locator and no pages.
     """
-    from evalcore.citations import page_range, pages_label
+    from evalcore.read.citations import page_range, pages_label
 
     df = store.query(
         """
@@ -238,8 +238,8 @@ class QueryView:
 def query_view(store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float) -> QueryView:
     """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps
     (on the configuration's axis: the cosine distance, or a run made elsewhere's own score)."""
-    from evalcore.configurations import info
-    from evalcore.threshold import gate
+    from evalcore.measures.threshold import gate
+    from evalcore.pipeline.configurations import info
 
     res = store.query(
         "SELECT q.domain, q.kind, r.first_correct_rank, r.destroyed FROM queries q "
@@ -296,12 +296,12 @@ def answer(
 
 def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     """The answer to ``question`` from a :class:`QueryView`'s top hits at its threshold
-    (:func:`evalcore.citations.context_for_query`: the gate, numbered citations, the prompt
+    (:func:`evalcore.read.citations.context_for_query`: the gate, numbered citations, the prompt
     and its word pieces, or the NO ANSWER line)."""
     import pandas as pd
 
-    from evalcore.citations import NoAnswer, Source, context_for_query
-    from evalcore.embedding import piece_counter
+    from evalcore.pipeline.embedding import piece_counter
+    from evalcore.read.citations import NoAnswer, Source, context_for_query
 
     top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
     sources = [
@@ -354,8 +354,8 @@ def query_tokens(
     """
     import pandas as pd
 
-    from evalcore.configurations import info
-    from evalcore.retrieval import ANALYZED, Analyzer, split_retriever, tokens, words
+    from evalcore.pipeline.configurations import info
+    from evalcore.pipeline.retrieval import ANALYZED, Analyzer, split_retriever, tokens, words
 
     base, analyzer = split_retriever(configuration.retriever)
     if base not in ANALYZED or info(store, run_id, configuration.strategy, configuration.retriever).source != "builtin":

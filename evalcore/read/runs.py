@@ -6,8 +6,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalcore.configurations import model_label
 from evalcore.errors import StoreError
+from evalcore.pipeline.configurations import model_label
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ def runs_overview(store: Store) -> pd.DataFrame:
     hold ``""`` where nothing is recorded, never None; the :data:`COUNTED` columns are NaN for
     a run that did not complete (they are stored with a complete run).
     """
+    store.reap_if_due()  # a run whose process is gone shows failed, not running
     df = store.query(
         """
         SELECT r.run_id, r.name, r.created_at, r.status, coalesce(r.reason, '') AS reason,

@@ -1,7 +1,7 @@
 """The refusal threshold read back: the exact sweep of a stored configuration, the gate's
 counts at a threshold in a table and in one plain sentence, and the queries that still bluff.
 
-The gate and the sweep are :mod:`evalcore.threshold`'s; this module only reads a stored
+The gate and the sweep are :mod:`evalcore.measures.threshold`'s; this module only reads a stored
 configuration's top hits into them and words the result.
 """
 
@@ -10,17 +10,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from evalcore.stats import wilson_interval
-from evalcore.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
+from evalcore.measures.stats import wilson_interval
+from evalcore.measures.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
     from numpy.typing import NDArray
 
+    from evalcore.measures.threshold import Axis, Suggestion
     from evalcore.records import Configuration
     from evalcore.store import Store
-    from evalcore.threshold import Axis, Suggestion
 
 #: The series of :func:`sweep_long`: name -> (count column, rate column, Wilson stem).
 SERIES = {
@@ -31,17 +31,17 @@ SERIES = {
 
 
 def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
-    """The exact threshold sweep (:func:`evalcore.threshold.sweep`) of one configuration over its
+    """The exact threshold sweep (:func:`evalcore.measures.threshold.sweep`) of one configuration over its
     scored queries' stored top-4 hits (queries without hits count as refused).
 
     The store gives each query's smallest top-4 distance and smallest correct one in one
-    query; :func:`evalcore.threshold.sweep_from_minima` does the rest. A configuration made
-    elsewhere gates on its own score (:func:`evalcore.configurations.ConfigInfo.axis`): then
+    query; :func:`evalcore.measures.threshold.sweep_from_minima` does the rest. A configuration made
+    elsewhere gates on its own score (:func:`evalcore.pipeline.configurations.ConfigInfo.axis`): then
     the largest scores of a similarity, and the frame's ``higher_is_closer`` column says so."""
     import numpy as np
 
-    from evalcore.configurations import info
-    from evalcore.threshold import sweep_from_minima
+    from evalcore.measures.threshold import sweep_from_minima
+    from evalcore.pipeline.configurations import info
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
@@ -74,16 +74,16 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
 
 
 def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
-    """What the configuration's gate reads (:class:`evalcore.threshold.Axis`): the cosine
+    """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`): the cosine
     distance of a built-in configuration, or a run made elsewhere's own score."""
-    from evalcore.configurations import info
+    from evalcore.pipeline.configurations import info
 
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
 
 def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None) -> Suggestion:
-    """:func:`evalcore.threshold.suggest_threshold` in the direction the sweep was made in."""
-    from evalcore.threshold import suggest_threshold
+    """:func:`evalcore.measures.threshold.suggest_threshold` in the direction the sweep was made in."""
+    from evalcore.measures.threshold import suggest_threshold
 
     higher = bool(sweep_df["higher_is_closer"].iloc[0]) if "higher_is_closer" in sweep_df and len(sweep_df) else False
     return suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate, higher_is_closer=higher)
@@ -91,7 +91,7 @@ def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_r
 
 def top_hits(store: Store, run_id: str, configuration: Configuration, top: int = DEFAULT_TOP) -> pd.DataFrame:
     """The top-``top`` hits of every scored query of one configuration, as
-    :func:`evalcore.threshold.split_hits` reads them: query_id, domain, rank, distance, score, correct."""
+    :func:`evalcore.measures.threshold.split_hits` reads them: query_id, domain, rank, distance, score, correct."""
     return store.query(
         """
         SELECT h.query_id, q.domain, h.rank, h.distance, h.score, h.correct
@@ -114,7 +114,7 @@ def threshold_range(sweep_df: pd.DataFrame) -> tuple[float, float]:
 def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
     """The sweep as a long frame for step lines: threshold (each step's lower end, the
     infinite ends clipped to the observed range), series (:data:`SERIES`), count, rate and
-    the rate's 95% Wilson ``low``/``high`` (computed by :func:`evalcore.threshold.sweep`)."""
+    the rate's 95% Wilson ``low``/``high`` (computed by :func:`evalcore.measures.threshold.sweep`)."""
     import numpy as np
     import pandas as pd
 
@@ -148,7 +148,7 @@ def sweep_long(sweep_df: pd.DataFrame) -> pd.DataFrame:
 
 
 def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """The counts at ``threshold`` (:func:`evalcore.threshold.state_at`) as a table:
+    """The counts at ``threshold`` (:func:`evalcore.measures.threshold.state_at`) as a table:
     outcome, queries, of (the group's size), share, wilson low / wilson high (95%)."""
     import pandas as pd
 
@@ -208,7 +208,7 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
     """A warning when the out-of-domain set is too small to support a threshold, else None.
 
     Too small: the 95% Wilson interval of the bluff rate at ``threshold`` is wider than
-    :data:`~evalcore.threshold.MAX_BLUFF_INTERVAL_WIDTH`, or there is no out-of-domain query.
+    :data:`~evalcore.measures.threshold.MAX_BLUFF_INTERVAL_WIDTH`, or there is no out-of-domain query.
     """
     c = state_at(sweep_df, threshold)
     if c.out_domain == 0:
@@ -230,7 +230,7 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
 def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold: float) -> pd.DataFrame:
     """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
     each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
-    from evalcore.configurations import info
+    from evalcore.pipeline.configurations import info
     from evalcore.read.queries import locator
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis

@@ -19,20 +19,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from evalcore.drift import first_start, holm, ks_test, period_index, psi
-from evalcore.stats import wilson_interval
-from evalcore.threshold import DEFAULT_TOP
+from evalcore.measures.stats import ALPHA, format_p_plain, wilson_interval
+from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.traffic.drift import first_start, holm, ks_test, period_index, psi
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from evalcore.claim import Claim
+    from evalcore.measures.claim import Claim
+    from evalcore.measures.threshold import Axis
     from evalcore.records import Configuration
     from evalcore.store import Store
-    from evalcore.threshold import Axis
 
-ALPHA = 0.05
 _KEY = "run_id = ? AND strategy = ? AND retriever = ?"
 
 
@@ -41,7 +40,7 @@ def _key(run_id: str, configuration: Configuration) -> list[str]:
 
 
 def axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
-    from evalcore.configurations import info
+    from evalcore.pipeline.configurations import info
 
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
@@ -86,19 +85,6 @@ def stored(store: Store, run_id: str, configuration: Configuration) -> Stored:
     return Stored(
         n, int(row["texts"]), row["since"].to_pydatetime() if n else None, row["until"].to_pydatetime() if n else None
     )
-
-
-def version(store: Store, run_id: str, configuration: Configuration) -> tuple[Any, ...]:
-    """What changes when the stored traffic of a configuration changes (lines, the newest import,
-    labels): the key under which the screen may keep its reads."""
-    df = store.query(
-        "SELECT (SELECT count(*) FROM traffic_queries WHERE run_id = ? AND strategy = ? AND retriever = ?) AS n, "
-        "(SELECT max(coalesce(finished_at, started_at)) FROM traffic_imports WHERE run_id = ?) AS imported, "
-        "(SELECT count(*) FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ?) AS labels, "
-        "(SELECT max(labelled_at) FROM traffic_labels WHERE run_id = ?) AS labelled",
-        [*_key(run_id, configuration), run_id, *_key(run_id, configuration), run_id],
-    )
-    return tuple(str(v) for v in df.iloc[0].tolist())
 
 
 def configurations_with_traffic(store: Store, run_id: str) -> list[str]:
@@ -241,18 +227,18 @@ def drift_sentence(row: Any) -> str:
     if not row["drifted"]:
         return (
             f"The period from {day} sits where the evaluation's queries did "
-            f"(KS D = {row['ks_statistic']:.3f}, p = {row['ks_pvalue']:.3g}; PSI {row['psi']:.2f})."
+            f"(KS D = {row['ks_statistic']:.3f}, p = {format_p_plain(row['ks_pvalue'])}; PSI {row['psi']:.2f})."
         )
     parts = []
     if row["ks_padj"] < ALPHA:
         parts.append(
             f"away from the evaluation's queries (KS D = {row['ks_statistic']:.3f}, "
-            f"Holm-adjusted p = {row['ks_padj']:.3g})"
+            f"Holm-adjusted p = {format_p_plain(row['ks_padj'])})"
         )
     if row["prev_padj"] < ALPHA:
         parts.append(
             f"away from the previous period (KS D = {row['prev_statistic']:.3f}, "
-            f"Holm-adjusted p = {row['prev_padj']:.3g})"
+            f"Holm-adjusted p = {format_p_plain(row['prev_padj'])})"
         )
     return f"The period from {day} moved " + " and ".join(parts) + f"; PSI against the evaluation {row['psi']:.2f}."
 
@@ -350,8 +336,8 @@ class LabelledRates:
 
 def labelled_rates(store: Store, run_id: str, configuration: Configuration, threshold: float) -> LabelledRates:
     """See the module docstring. Every labelled log line counts."""
+    from evalcore.measures.threshold import counts_at, split_hits
     from evalcore.read.sweeps import top_hits
-    from evalcore.threshold import counts_at, split_hits
 
     ax = axis(store, run_id, configuration)
     df = lines(store, run_id, configuration)
@@ -379,14 +365,14 @@ def off_topic_minima(store: Store, run_id: str, configuration: Configuration) ->
 
 
 def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Claim | None:
-    """The threshold claim (SPEC 13, :func:`evalcore.claim.threshold_claim`) recomputed with the
+    """The threshold claim (SPEC 13, :func:`evalcore.measures.claim.threshold_claim`) recomputed with the
     real off-topic queries: ``m_q`` = the gate value of every off-topic-labelled log line
     (duplicates included: each line is one draw of production traffic); the lost side keeps the
     evaluation's answerable queries (traffic has no needle to tell a correct hit). None when no
     log line is labelled off-topic."""
     from dataclasses import replace
 
-    from evalcore.claim import threshold_claim
+    from evalcore.measures.claim import threshold_claim
     from evalcore.read.claims import gate_values
 
     ood = off_topic_minima(store, run_id, configuration)
@@ -428,7 +414,7 @@ def traffic_query(
         """,
         [*_key(run_id, configuration), text_hash],
     )
-    from evalcore.threshold import gate
+    from evalcore.measures.threshold import gate
 
     ax = axis(store, run_id, configuration)
     values = [float(v) for v in out["hits"][ax.column].head(DEFAULT_TOP) if v == v]

@@ -1,8 +1,10 @@
 """Shared UI plumbing of the dashboard: store and cache, the sidebar, the shared selection,
 figures with their downloads. Not a page (st.navigation lists the pages explicitly).
 
-Pages call library functions by name through :func:`cached` (``_ui.cached(compare.compare,
-sides, 4, True)``): the function itself is passed, never a name looked up at run time.
+Pages call library functions by name, through :func:`cached` when the result may be kept
+(``_ui.cached(figures.matrix_figure, store, sides, 4, True)``), else directly with
+``_ui.store()``. What a screen opens on when nobody chose (configuration, compared
+configurations, threshold) comes from :mod:`evalcore.read.selection`.
 
 Session state keys (the only ones the app uses):
 
@@ -38,26 +40,28 @@ The sidebar is drawn by each page (``ctx = _ui.sidebar()``), not by app.py.
 
 from __future__ import annotations
 
+import copy
 import html
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import streamlit as st
 
-from evalcore import markdown
 from evalcore.errors import EvalcoreError
-from evalcore.figures import Figure, Selection
-from evalcore.read import compare, decisions, runs, sweeps
+from evalcore.figures import markdown_text as markdown
+from evalcore.figures.build import Figure, Selection
+from evalcore.read import runs
+from evalcore.read import selection as defaults
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.store import Store, default_store_path
-from evalcore.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
+from evalcore.store import Store
+from evalcore.store.connection import default_store_path
 from evalcore_app import screen
 
 DEMO_COMMAND = "python -m evalcore demo"
-PICK_K = 4  # the default configuration is the best by recall@4
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def _sync(key: str) -> None:
@@ -118,61 +122,51 @@ def store() -> Store:
     return get_store(store_path())
 
 
-@st.cache_data(show_spinner=False, max_entries=1024)
-def _cached(path: str, name: str, _fn: Callable[..., Any], args: tuple, kwargs: tuple) -> Any:
-    return _fn(get_store(path), *args, **dict(kwargs))
+def _stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
+    """The store's change stamp: size and modification time of its file and its write-ahead
+    log. Every write changes one of them (a commit goes to the log, a checkpoint to the file),
+    whichever process made it; reading changes neither."""
+    stamps: list[tuple[int, int] | None] = []
+    for file in (path, path.with_name(path.name + ".wal")):
+        try:
+            st_ = file.stat()
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((st_.st_mtime_ns, st_.st_size))
+    return tuple(stamps)
 
 
-def cached(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(store, *args, **kwargs)``, cached per (store path, function, args).
+def _key(arg: object) -> object:
+    return ("store", str(arg.path), _stamp(arg.path)) if isinstance(arg, Store) else arg
 
-    Only for reads of complete runs (immutable). The cache key names the function by module
-    and qualified name; the function itself is not hashed.
+
+@st.cache_resource(show_spinner=False, max_entries=1024)
+def _call(name: str, key: tuple, _fn: Callable[..., Any], _args: tuple, _kwargs: dict) -> Any:
+    return _fn(*_args, **_kwargs)
+
+
+def _shared(value: object) -> bool:
+    """A result every session may share as it is: a figure (never changed after it is built,
+    and slow to copy) or a scalar, or a tuple of those."""
+    if isinstance(value, tuple):
+        return all(_shared(v) for v in value)
+    return value is None or isinstance(value, Figure | str | int | float | bool)
+
+
+def cached(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """``fn(*args, **kwargs)``, cached per (function, arguments): the one way a screen keeps
+    what a library function returned (``_ui.cached(compare.pair_queries, store, a, b, k)``).
+
+    The function is passed itself, never a name looked up at run time; the cache key names it
+    by module and qualified name. A :class:`Store` argument is keyed by its path and change
+    stamp (:func:`_stamp`), so a write anywhere (a finished run, an imported traffic log, a
+    label, a decision) is seen at the next call. Figures are shared without copying; any other
+    result is a copy (a screen may change it).
     """
-    return _cached(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, args, tuple(sorted(kwargs.items())))
-
-
-@st.cache_resource(show_spinner=False, max_entries=256)
-def _figure(path: str | None, name: str, _fn: Callable[..., Any], args: tuple) -> Any:
-    return _fn(get_store(path), *args) if path is not None else _fn(*args)
-
-
-def figure(fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(store, *args)`` for an :mod:`evalcore.figures` builder, cached per (store path,
-    function, args) without copying: a figure (chart, data, caption) is never changed after it
-    is built, so every session may share it, and no pickling slows a page down."""
-    return _figure(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, args)
-
-
-def figure_of(fn: Callable[..., Any], *args: Any) -> Any:
-    """:func:`figure` for a builder that takes its data instead of the store (``sweep_figure_of``)."""
-    return _figure(None, f"{fn.__module__}.{fn.__qualname__}", fn, args)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _pure(name: str, _fn: Callable[..., Any], args: tuple) -> Any:
-    return _fn(*args)
-
-
-def pure(fn: Callable[..., Any], *args: Any) -> Any:
-    """A cached call of a store-free library function (e.g. ``sweeps.gate_table``)."""
-    return _pure(f"{fn.__module__}.{fn.__qualname__}", fn, args)
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _versioned(path: str, name: str, _fn: Callable[..., Any], stamp: tuple, args: tuple) -> Any:
-    return _fn(get_store(path), *args)
-
-
-def cached_at(stamp: tuple, fn: Callable[..., Any], *args: Any) -> Any:
-    """``fn(store, *args)`` cached per (store path, function, args, ``stamp``): for reads of data
-    that changes (traffic), ``stamp`` being a cheap read of what changes it."""
-    return _versioned(store_path(), f"{fn.__module__}.{fn.__qualname__}", fn, stamp, args)
-
-
-def live(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """``fn(store, ...)`` uncached (run lists, decisions: they change)."""
-    return fn(store(), *args, **kwargs)
+    key = (tuple(_key(a) for a in args), tuple((k, _key(kwargs[k])) for k in sorted(kwargs)))
+    value = _call(f"{fn.__module__}.{fn.__qualname__}", key, fn, args, dict(kwargs))
+    return value if _shared(value) else copy.deepcopy(value)
 
 
 # --- text ------------------------------------------------------------------------------------
@@ -243,27 +237,6 @@ def _write_url(run_id: str, config: str | None) -> None:
     st.session_state["_params"] = tuple(sorted(params.items()))
 
 
-def _why_linked(run_id: str, label: str) -> str:
-    """Why a configuration named in the URL is shown: it is the latest decision's, or the link's."""
-    latest = live(decisions.latest_decision, run_id)
-    if latest is not None and latest.configuration.label == label:
-        return f"the configuration of the latest saved decision ({latest.describe()})"
-    return "the configuration named in the link"
-
-
-def default_configuration(run_id: str, configs: tuple[Configuration, ...]) -> tuple[Configuration, str]:
-    """The configuration a page opens on, and why: the run's latest saved decision's, else the
-    best by recall@4 (ties: the first in the run's order)."""
-    latest = live(decisions.latest_decision, run_id)
-    if latest is not None and latest.configuration in configs:
-        return latest.configuration, f"the configuration of the latest saved decision ({latest.describe()})"
-    order = cached(compare.ranked, run_id, PICK_K)
-    if len(order) >= 2:
-        best, hits, n = order[0]
-        return best, (f"the best configuration by recall@{PICK_K} ({hits / n:.3f}); no decision is saved for this run")
-    return configs[0], "the run's only configuration" if len(configs) == 1 else "the run's first configuration"
-
-
 def sidebar() -> Context:
     """Store (when several exist), run and configuration pickers; returns what the pages show."""
     _apply_url()
@@ -284,7 +257,7 @@ def sidebar() -> Context:
             st.caption(f"Store: {esc(path)} (not created yet)")
             return Context(path, None, None, None, ())
         try:
-            overview = live(runs.runs_overview)
+            overview = runs.runs_overview(store())
         except EvalcoreError as exc:
             st.error(str(exc))
             return Context(path, None, None, None, ())
@@ -293,7 +266,7 @@ def sidebar() -> Context:
             return Context(path, None, None, None, ())
         labels = {row["run_id"]: runs.run_label(row) for row in overview.to_dict("records")}
         if st.session_state.get("run_id") not in labels:
-            st.session_state["run_id"] = live(runs.default_run) or next(iter(labels))
+            st.session_state["run_id"] = runs.default_run(store()) or next(iter(labels))
         run_id = bound(
             st.selectbox,
             "Run",
@@ -306,11 +279,11 @@ def sidebar() -> Context:
         configs: tuple[Configuration, ...] = ()
         config = None
         if row["status"] == "complete":
-            configs = tuple(cached(runs.configurations, run_id))
+            configs = tuple(cached(runs.configurations, store(), run_id))
             names = [c.label for c in configs]
             new_run = st.session_state.get("config_run") != run_id
             if configs and (new_run or st.session_state.get("config") not in names):
-                chosen, why = default_configuration(run_id, configs)
+                chosen, why = cached(defaults.default_configuration, store(), run_id, configs)
                 st.session_state["config"] = chosen.label
                 st.session_state["config_why"] = why
             if configs:
@@ -325,7 +298,7 @@ def sidebar() -> Context:
                 config = configs[names.index(label)]
                 st.session_state["config_run"] = run_id
                 if st.session_state.get("config_why") == "the link's configuration":
-                    st.session_state["config_why"] = _why_linked(run_id, label)
+                    st.session_state["config_why"] = defaults.why_linked(store(), run_id, label)
         _write_url(run_id, config.label if config is not None else None)
         st.caption(f"Store: {esc(path)}")
     return Context(path, run_id, row, config, configs)
@@ -333,8 +306,9 @@ def sidebar() -> Context:
 
 def no_runs_message(ctx: Context) -> None:
     """No complete run yet: show the runs under way, or offer to start the demo here."""
-    from evalcore import demo, jobs
-    from evalcore.chunking import DEFAULT_STRATEGIES
+    from evalcore import jobs
+    from evalcore.inputs import demo
+    from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 
     exists = Path(ctx.store_path).exists()
     if exists and not jobs.active_jobs(store()).empty:
@@ -375,7 +349,7 @@ def require_run(ctx: Context, need_config: bool = False) -> dict:
     if need_config and ctx.config is None:
         st.info("This run has no configurations with results.")
         st.stop()
-    return cached(runs.run_info, ctx.run_id)
+    return cached(runs.run_info, store(), ctx.run_id)
 
 
 # --- the shared selection ----------------------------------------------------------------------
@@ -390,28 +364,7 @@ def threshold_state(ctx: Context) -> tuple[float, str]:
     key = f"{ctx.run_id}|{ctx.config.label}"
     if st.session_state.get("threshold_for") == key and "threshold" in st.session_state:
         return float(st.session_state["threshold"]), st.session_state.get("threshold_source", "")
-    decision = live(decisions.latest_decision, ctx.run_id, ctx.config)
-    claim = claim_or_none(ctx)
-    if decision is not None:
-        t, source = decision.threshold, f"saved decision: {decision.describe()}"
-    elif claim is not None and claim.feasible and claim.recommended is not None:
-        t = float(claim.recommended)
-        source = (
-            f"the threshold claim's recommendation for {ctx.config.label} (bluffs <= "
-            f"{claim.max_bluff_rate:.0%} with {claim.confidence:.0%} confidence; no decision saved for it yet)"
-        )
-    else:
-        sweep = cached(sweeps.sweep, ctx.run_id, ctx.config)
-        try:
-            suggestion = pure(suggest_threshold, sweep, DEFAULT_COST_RATIO, None)
-            t = float(suggestion.threshold)
-            source = (
-                f"suggested for {ctx.config.label} at cost ratio {DEFAULT_COST_RATIO:g} (no decision saved for it yet)"
-            )
-        except ValueError:
-            t, source = FALLBACK_THRESHOLD, "the fallback 0.5 (nothing to suggest from)"
-        if not math.isfinite(t):
-            t, source = FALLBACK_THRESHOLD, "the fallback 0.5 (nothing to suggest from)"
+    t, source = cached(defaults.default_threshold, store(), ctx.run_id, ctx.config, claim_or_none(ctx))
     set_threshold(ctx, t, source)
     return t, source
 
@@ -419,7 +372,7 @@ def threshold_state(ctx: Context) -> tuple[float, str]:
 def claim_params() -> tuple[float, float, float]:
     """The threshold claim's (alpha, beta, confidence) set on the Threshold screen (defaults
     0.05, 0.20, 0.95)."""
-    from evalcore.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+    from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
 
     return (
         float(st.session_state.get("claim_alpha", DEFAULT_ALPHA)),
@@ -431,11 +384,11 @@ def claim_params() -> tuple[float, float, float]:
 def claim_or_none(ctx: Context, splits: int | None = None) -> Any:
     """The selected configuration's threshold claim at :func:`claim_params` (with the held-out
     check over ``splits``), or None when none can be made (no off-topic or answerable query)."""
-    from evalcore.claim import ClaimError
+    from evalcore.measures.claim import ClaimError
     from evalcore.read import claims
 
     try:
-        return cached(claims.claim_of, ctx.run_id, ctx.config, *claim_params(), splits)
+        return cached(claims.claim_of, store(), ctx.run_id, ctx.config, *claim_params(), splits)
     except ClaimError:
         return None
 
@@ -453,20 +406,7 @@ def side_key(side: RunConfiguration) -> str:
 def compare_sides(ctx: Context) -> tuple[list[RunConfiguration], list[str]]:
     """Every configuration the Compare screen can pick (this run's, and the second run's when
     one is chosen) and the keys of the default choice."""
-    other = st.session_state.get("run_id_b") or ""
-    available = list(cached(runs.run_configurations, ctx.run_id))
-    if other and other != ctx.run_id:
-        available += cached(runs.run_configurations, other)
-    if len(available) <= 8:
-        return available, [side_key(s) for s in available]
-    default: list[RunConfiguration] = []
-    for run_id in dict.fromkeys(s.run_id for s in available):
-        order = [c for c, _, _ in cached(compare.ranked, run_id, PICK_K)]
-        mine = {s.configuration: s for s in available if s.run_id == run_id}
-        if other:  # two runs: the best four of each
-            default += [mine[c] for c in order[:4] if c in mine]
-        else:  # one run: every strategy under the best configuration's retriever
-            default += [s for c, s in mine.items() if c.retriever == order[0].retriever]
+    available, default = cached(defaults.compared, store(), ctx.run_id, st.session_state.get("run_id_b") or "")
     return available, [side_key(s) for s in default]
 
 
@@ -508,7 +448,7 @@ def show_figure(figure: Figure, key: str, on_select: bool = False) -> Any:
 
 def downloads(figure: Figure, key: str) -> None:
     """PNG, SVG and CSV download buttons of one figure (rendered when clicked)."""
-    from evalcore import export
+    from evalcore.files import figure_files as export
 
     run_id = st.session_state.get("run_id", "run")
     kinds = (

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore import figures
-from evalcore.metrics import DEFAULT_KS
+from evalcore.figures import build as figures
+from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.read import compare, qsets, runs
+from evalcore.read import selection as defaults
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
+store = _ui.store()
 st.title("Compare")
 run = _ui.require_run(ctx)
 
-complete = _ui.live(runs.complete_runs)
+complete = runs.complete_runs(store)
 others = [""] + [r for r in complete["run_id"] if r != ctx.run_id]
 names = dict(zip(complete["run_id"], complete["name"], strict=True))
 if st.session_state.get("run_id_b") not in others:
@@ -50,10 +52,10 @@ other = _ui.bound(
     on_change=_forget_choice,
 )
 if other:
-    ground_truth = _ui.live(qsets.versions_note, ctx.run_id, other)
+    ground_truth = qsets.versions_note(store, ctx.run_id, other)
     if ground_truth:
         st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
-    reason = _ui.live(compare.comparable, ctx.run_id, other)
+    reason = compare.comparable(store, ctx.run_id, other)
     if reason:
         st.error(f"Cannot compare with run {other}: {reason}.")
         st.stop()
@@ -82,7 +84,7 @@ if not sides:
 
 comparison = None
 if len(sides) >= 2:
-    matrix = _ui.guarded(lambda: _ui.figure(figures.matrix_figure, sides, k, adjust))
+    matrix = _ui.guarded(lambda: _ui.cached(figures.matrix_figure, store, sides, k, adjust))
     if matrix is None:
         st.stop()
     comparison = matrix.detail
@@ -91,7 +93,7 @@ if len(sides) >= 2:
         (st.success if top.significant else st.info)(_ui.esc(top.sentence(k, comparison.p_name)))
 
 st.subheader("Recall@k and MRR per configuration")
-recall, mrr = _ui.figure(figures.recall_figures, sides)
+recall, mrr = _ui.cached(figures.recall_figures, store, sides)
 if recall.chart is None:
     st.info("No scored in-domain queries in these configurations: nothing to compare.")
     st.stop()
@@ -101,7 +103,7 @@ with tab_chart:
 with tab_mrr:
     _ui.show_figure(mrr, "mrr")
 with tab_table:
-    wide = _ui.pure(compare.recall_wide, recall.data)
+    wide = _ui.cached(compare.recall_wide, recall.data)
     config = {
         "label": st.column_config.TextColumn("configuration", width="large"),
         "queries": st.column_config.NumberColumn("n"),
@@ -115,7 +117,7 @@ with tab_table:
 
 st.subheader("Destroyed answers per strategy")
 for run_id in dict.fromkeys(s.run_id for s in sides):
-    destroyed = _ui.figure(figures.destroyed_figure, run_id)
+    destroyed = _ui.cached(figures.destroyed_figure, store, run_id)
     if two_runs:
         _ui.plain(f"run {names.get(run_id, run_id)} {run_id}", strong=True)
     _ui.show_figure(destroyed, f"destroyed-{run_id}")
@@ -134,13 +136,9 @@ if selected:
     if cell != st.session_state.get("_last_cell") and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
         st.session_state["pair_first"], st.session_state["pair_second"] = cell
         st.session_state["_last_cell"] = cell
-if st.session_state.get("pair_first") not in labels:
-    st.session_state["pair_first"] = labels[0]
-if (
-    st.session_state.get("pair_second") not in labels
-    or st.session_state["pair_second"] == st.session_state["pair_first"]
-):
-    st.session_state["pair_second"] = next(x for x in labels if x != st.session_state["pair_first"])
+st.session_state["pair_first"], st.session_state["pair_second"] = defaults.pair(
+    labels, st.session_state.get("pair_first"), st.session_state.get("pair_second")
+)
 cols = st.columns(2)
 first = _ui.bound(
     cols[0].selectbox, "First configuration", labels, key="pair_first", help="Click a cell of the matrix or pick here."
@@ -148,7 +146,7 @@ first = _ui.bound(
 second = _ui.bound(cols[1].selectbox, "Second configuration", [x for x in labels if x != first], key="pair_second")
 _ui.plain(compare.pair_sentence(comparison, first, second), testid="pair-detail")
 a, b = comparison.side(first), comparison.side(second)
-_, queries = _ui.cached(compare.pair_queries, a, b, k)
+_, queries = _ui.cached(compare.pair_queries, store, a, b, k)
 if queries.empty:
     st.info("No query differs between these two configurations at this k.")
 else:

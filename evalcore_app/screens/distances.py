@@ -6,13 +6,14 @@ import math
 
 import streamlit as st
 
-from evalcore import figures
+from evalcore.figures import build as figures
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
+store = _ui.store()
 st.title("Distances")
 run = _ui.require_run(ctx, need_config=True)
-figure = _ui.figure(figures.distance_figure, ctx.run_id, ctx.config)
+figure = _ui.cached(figures.distance_figure, store, ctx.run_id, ctx.config)
 frame, summary = figure.detail
 if frame.empty:
     st.info("No distances stored for this configuration.")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore import export, figures
+from evalcore.figures import build as figures
+from evalcore.files import figure_files as export
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
@@ -30,7 +31,9 @@ st.caption(
     "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines."
 )
 store = _ui.store()  # bound now: the pack is built on click, outside this run and its session state
-shown = _ui.guarded(lambda: figures.selection_figures(store, selection, call=_ui.figure))
+shown = _ui.guarded(
+    lambda: figures.selection_figures(store, selection, call=lambda fn, *args: _ui.cached(fn, store, *args))
+)
 if not shown:
     st.stop()
 

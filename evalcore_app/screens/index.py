@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from evalcore import figures
+from evalcore.figures import build as figures
 from evalcore.read import index
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
+store = _ui.store()
 st.title("Index health")
 run = _ui.require_run(ctx)
-figure = _ui.figure(figures.index_figure, ctx.run_id)
+figure = _ui.cached(figures.index_figure, store, ctx.run_id)
 health = figure.detail
 if health.empty:
     st.info("This run has no strategies recorded.")
@@ -31,7 +32,7 @@ else:
     )
     _ui.show_figure(figure, "index")
 
-over = _ui.cached(index.over_window_chunks, ctx.run_id)
+over = _ui.cached(index.over_window_chunks, store, ctx.run_id)
 measured = health.empty or bool(health["over_window"].notna().any())  # a run ranked elsewhere: not measured
 st.subheader(f"Chunks over the 256-piece window ({len(over) if measured else 'not measured'})")
 st.caption("The model cuts these silently: the words past the window are never embedded.")
@@ -42,7 +43,7 @@ elif over.empty:
 else:
     st.dataframe(over, hide_index=True)
 
-unlocated = _ui.cached(index.unlocated_chunks, ctx.run_id)
+unlocated = _ui.cached(index.unlocated_chunks, store, ctx.run_id)
 if not unlocated.empty:  # only a run made elsewhere has them
     st.subheader(f"Chunks that could not be located ({len(unlocated)})")
     st.caption(
@@ -51,7 +52,7 @@ if not unlocated.empty:  # only a run made elsewhere has them
     )
     st.dataframe(unlocated, hide_index=True, column_config={"reason": st.column_config.TextColumn(width="large")})
 
-destroyed = _ui.cached(index.destroyed_list, ctx.run_id)
+destroyed = _ui.cached(index.destroyed_list, store, ctx.run_id)
 st.subheader(f"Destroyed ground truths ({len(destroyed)})")
 if destroyed.empty:
     st.success("Every ground truth lies whole in some chunk.")
@@ -77,7 +78,7 @@ else:
         ],
     )
 
-docs = _ui.cached(index.documents, ctx.run_id)
+docs = _ui.cached(index.documents, store, ctx.run_id)
 st.subheader(f"Documents ({len(docs)})")
 stale = int(docs["stale"].sum())
 failed = int((docs["state"] == "failed").sum())

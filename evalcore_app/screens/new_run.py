@@ -21,11 +21,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from evalcore import inputs, jobs, uploads
-from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore import jobs
 from evalcore.errors import EvalcoreError
-from evalcore.external.endpoint import allowed_prefixes
-from evalcore.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
+from evalcore.external.endpoint import DEFAULT_BODY, Endpoint, Fields, allowed_prefixes
+from evalcore.inputs import sources as inputs
+from evalcore.inputs import uploads
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore.pipeline.configurations import EXTERNAL
+from evalcore.pipeline.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
+from evalcore.pipeline.spec import DEFAULT_RETRIEVERS, SIMILARITY
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
@@ -103,7 +107,7 @@ if mode == "endpoint":
     url = st.text_input("URL", key="nr_url", on_change=_forget, placeholder=endpoint_prefixes[0] + "search")
     body = st.text_input(
         "JSON body template",
-        value='{"query": "{query}", "k": "{k}"}',
+        value=DEFAULT_BODY,
         key="nr_body",
         on_change=_forget,
         help='Strings may hold {query}, {query_id}, {k}; "{k}" alone is a number.',
@@ -118,21 +122,20 @@ if mode == "endpoint":
                 ("text", "text at", "text"),
                 ("document", "document at", "document"),
                 ("score", "score at", "score"),
-                ("score_kind", "score kind", "similarity"),
+                ("score_kind", "score kind", SIMILARITY),
             )
         )
     }
     cols = st.columns(2)
-    chunker = cols[0].text_input("Chunker name", value="external", key="nr_chunker", on_change=_forget)
-    retriever_name = cols[1].text_input("Retriever name", value="external", key="nr_retriever", on_change=_forget)
-    endpoint_spec = {
-        "url": url.strip(),
-        "body": body,
-        "score_kind": paths.pop("score_kind").strip(),
-        "fields": {**{k: v.strip() for k, v in paths.items()}, "start": "start", "end": "end"},
-        "chunker": chunker.strip(),
-        "retriever": retriever_name.strip(),
-    }
+    chunker = cols[0].text_input("Chunker name", value=EXTERNAL, key="nr_chunker", on_change=_forget)
+    retriever_name = cols[1].text_input("Retriever name", value=EXTERNAL, key="nr_retriever", on_change=_forget)
+    score_kind = paths.pop("score_kind").strip()
+    endpoint_spec = jobs.endpoint_setup(
+        Endpoint(url=url.strip(), body=body, fields=Fields(**{k: v.strip() for k, v in paths.items()})),
+        chunker=chunker.strip(),
+        retriever=retriever_name.strip(),
+        score=score_kind,
+    )
 
 if mode == "endpoint":  # the service chunks and ranks: no strategy or retriever of ours (kept unused in the spec)
     chosen, custom, retrievers = ["E"], "", ["dense"]
@@ -157,7 +160,7 @@ else:
     retrievers = cols[1].multiselect(
         "Retrievers",
         list(RETRIEVERS),
-        default=["dense", "bm25", "hybrid"],
+        default=DEFAULT_RETRIEVERS.split(","),
         key="nr_retrievers",
         on_change=_forget,
         help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.",
@@ -305,6 +308,7 @@ if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
+    service = jobs.endpoint_options(prepared.spec.endpoint) if prepared.spec.endpoint else None
     summary = (
         f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
         f"{rep['sections']} sections, "
@@ -312,9 +316,8 @@ if prepared is not None:
         f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
         f"({ood['near']} near, {ood['far']} far). "
         + (
-            f"Endpoint {prepared.spec.endpoint['url']} as {prepared.spec.endpoint.get('chunker', 'external')}/"
-            f"{prepared.spec.endpoint.get('retriever', 'external')}."
-            if prepared.spec.endpoint
+            f"Endpoint {service['endpoint'].url} as {service['chunker']}/{service['retriever_name']}."
+            if service
             else f"Strategies {prepared.spec.strategies} · retrievers {prepared.spec.retrievers}"
             + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")
         )

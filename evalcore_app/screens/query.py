@@ -17,6 +17,7 @@ from evalcore.read import queries, sweeps
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
+store = _ui.store()
 st.title("Query")
 run = _ui.require_run(ctx, need_config=True)
 if st.query_params.get("traffic"):  # a logged query opened from the Traffic screen
@@ -25,14 +26,14 @@ if st.query_params.get("traffic"):  # a logged query opened from the Traffic scr
     traffic_query.show(ctx, str(st.query_params["traffic"]))
     st.stop()
 search = _ui.bound(st.text_input, "Search queries (text or id)", key="query_search")
-found = _ui.cached(queries.search_queries, ctx.run_id, search)
+found = _ui.cached(queries.search_queries, store, ctx.run_id, search)
 labels = {
     row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}" + ("" if row.valid else " (invalid)")
     for row in found.itertuples()
 }
 wanted = st.session_state.get("query_id")
 if wanted and wanted not in labels and not search:
-    extra = _ui.guarded(lambda: _ui.cached(queries.query_row, ctx.run_id, wanted))
+    extra = _ui.guarded(lambda: _ui.cached(queries.query_row, store, ctx.run_id, wanted))
     if extra is None:
         st.session_state.pop("query_id", None)
     else:
@@ -52,7 +53,7 @@ def _shareable() -> None:  # the URL follows the query shown, so it can be copie
 
 
 query_id = _ui.bound(st.selectbox, "Query", list(labels), key="query_id", format_func=labels.get, on_change=_shareable)
-query = _ui.cached(queries.query_row, ctx.run_id, query_id)
+query = _ui.cached(queries.query_row, store, ctx.run_id, query_id)
 threshold, source = _ui.threshold_state(ctx)
 _ui.plain(str(query["text"]), strong=True, testid="query-text")
 if query["domain"] == "in":
@@ -71,7 +72,7 @@ else:
         small=True,
         testid="query-meta",
     )
-axis = _ui.cached(sweeps.gate_axis, ctx.run_id, ctx.config)
+axis = _ui.cached(sweeps.gate_axis, store, ctx.run_id, ctx.config)
 _ui.plain(
     f"Threshold t = {threshold:.4f}, chosen for {ctx.config.label} · {source} · the gate keeps top-4 hits "
     f"with {axis.keep_rule}; every configuration below is judged at this t.",
@@ -83,7 +84,9 @@ if not query["valid"]:
     st.stop()
 
 for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t was chosen for first
-    view = _ui.guarded(lambda config=config: _ui.cached(queries.query_view, ctx.run_id, query_id, config, threshold))
+    view = _ui.guarded(
+        lambda config=config: _ui.cached(queries.query_view, store, ctx.run_id, query_id, config, threshold)
+    )
     if view is None:
         continue
     with st.expander(_ui.esc(view.headline()), expanded=config == ctx.config):
@@ -93,7 +96,7 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
         if view.hits["problem"].astype(bool).any():  # a chunk made elsewhere that could not be located
             shown.append("problem")
         st.dataframe(view.hits[shown], hide_index=True, height=240)
-        terms = _ui.cached(queries.query_tokens, ctx.run_id, query_id, config)
+        terms = _ui.cached(queries.query_tokens, store, ctx.run_id, query_id, config)
         if terms is not None:  # BM25 reads the query: its tokens, and which top hits hold each
             ranks = [c for c in terms.columns if c.startswith("#")]
             head = "".join(f"<th>{html.escape(c)}</th>" for c in ["token", "query words", *ranks])
@@ -123,7 +126,7 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
                 f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                 f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>"
             )
-        answer = _ui.guarded(lambda view=view: _ui.pure(queries.answer_for, view, str(query["text"])))
+        answer = _ui.guarded(lambda view=view: _ui.cached(queries.answer_for, view, str(query["text"])))
         if answer is None:
             continue
         if answer.uncited:

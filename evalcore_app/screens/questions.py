@@ -1,4 +1,4 @@
-"""Questions: author a question set on a corpus (evalcore.qsets, docs/QUESTION_SETS.md).
+"""Questions: author a question set on a corpus (evalcore.inputs.qsets, docs/QUESTION_SETS.md).
 
 Pick the corpus (upload files, or the canonical texts of a stored run), pick a document and a
 section, select the answer with the mouse (a components-v2 text selector) or search a phrase
@@ -22,9 +22,10 @@ import hashlib
 
 import streamlit as st
 
-from evalcore import authors, qsets, uploads
-from evalcore.chunking import DEFAULT_STRATEGIES
+from evalcore import authors
 from evalcore.errors import EvalcoreError
+from evalcore.inputs import qsets, uploads
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 from evalcore.read import qsets as rq
 from evalcore.records import OODQuery, Question
 from evalcore_app.screens import _ui
@@ -121,8 +122,8 @@ if source == "upload":
                 st.stop()
         corpus = ss["qs_corpus"]
 else:
-    corpus = _ui.cached(rq.run_corpus, ctx.run_id)
-    strategies = _ui.cached(rq.run_strategies, ctx.run_id) or strategies
+    corpus = _ui.cached(rq.run_corpus, store, ctx.run_id)
+    strategies = _ui.cached(rq.run_strategies, store, ctx.run_id) or strategies
 if corpus is None or not corpus.documents:
     st.info("Upload the corpus (or pick a run in the sidebar) to author questions on it.")
     st.stop()
@@ -205,7 +206,7 @@ with st.expander("Candidates from the corpus: valid needles spread over the docu
     c = st.columns([1, 1, 2])
     how_many = c[0].number_input("How many", 1, 500, 10, key="qs_cand_n")
     seed = c[1].number_input("Seed", 0, 10**6, 0, key="qs_cand_seed")
-    found_c = _ui.pure(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
+    found_c = _ui.cached(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
     if found_c:
         labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
         which = st.radio("Candidate", range(len(found_c)), format_func=labels_c.__getitem__, key="qs_candidate")
@@ -348,7 +349,7 @@ with st.expander("From real queries: paste user queries and triage them", expand
                 st.rerun()
         st.caption("“answer in the corpus” puts the query among the phrasings above: select its answer and add it.")
         shown = real[(page_no - 1) * PAGE : page_no * PAGE]
-        configs = _ui.cached(rq.bm25_strategies, ctx.run_id) if source == "run" and ctx.run_id else []
+        configs = _ui.cached(rq.bm25_strategies, store, ctx.run_id) if source == "run" and ctx.run_id else []
         if not configs:
             st.caption(
                 "Hits: choose “The corpus of the selected run” above (a run with a BM25 configuration) to see "
@@ -358,7 +359,7 @@ with st.expander("From real queries: paste user queries and triage them", expand
             c = st.columns(2)
             config = c[0].selectbox("Hits of", configs, format_func=lambda x: f"{x}/bm25", key="qs_hits_config")
             look = c[1].selectbox("Query", shown, key="qs_hits_query")
-            hits = _ui.cached(rq.bm25_hits, ctx.run_id, config, look)
+            hits = _ui.cached(rq.bm25_hits, store, ctx.run_id, config, look)
             if not hits:
                 st.info("No chunk shares a word with this query.")
             st.caption("Select the answer in a hit's text to make the query an in-domain question with that span.")

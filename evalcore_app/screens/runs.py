@@ -8,6 +8,7 @@ from evalcore.read import decisions, runs
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
+store = _ui.store()
 st.title("Runs")
 if ctx.run is None:
     _ui.no_runs_message(ctx)
@@ -65,11 +66,11 @@ def selected(row: dict) -> None:
         f"Strategies {row['strategies']} · retrievers {row['retrievers']} · {row['ranked_by']}"
         + (f" · {row['rerank_note']}" if row["rerank_note"] else "")
     )
-    timings = _ui.cached(runs.timings, row["run_id"])
+    timings = _ui.cached(runs.timings, store, row["run_id"])
     if not timings.empty:
         with st.expander("Timings per stage"):
             st.dataframe(timings, hide_index=True)
-    saved = _ui.live(decisions.decisions, row["run_id"])
+    saved = decisions.decisions(store, row["run_id"])
     if not saved.empty:
         first = saved.iloc[0]
         _ui.plain(
@@ -92,7 +93,7 @@ def selected(row: dict) -> None:
 
 def board() -> None:
     """The table and the selected run, drawn from ONE read of the store, so they never disagree."""
-    overview = _ui.live(runs.runs_overview)
+    overview = runs.runs_overview(store)
     st.dataframe(overview, hide_index=True, column_order=ORDER, column_config=COLUMNS)
     st.caption(
         "Pick the run the other screens show in the sidebar. The Compare screen can pair it with a "
@@ -108,6 +109,6 @@ def board() -> None:
         selected(match.iloc[0].to_dict())
 
 
-active = bool((_ui.live(runs.runs_overview)["status"] == "running").any())
+active = bool((runs.runs_overview(store)["status"] == "running").any())
 # while runs are going, the table and the selected run redraw together every 2 seconds
 (st.fragment(board, run_every=2) if active else board)()

@@ -10,14 +10,17 @@ import math
 
 import streamlit as st
 
-from evalcore import authors, charts, figures
-from evalcore.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
+from evalcore import authors
+from evalcore.figures import build as figures
+from evalcore.figures import charts
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
+from evalcore.measures.threshold import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
-from evalcore.threshold import DEFAULT_COST_RATIO
 from evalcore_app import screen
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
+store = _ui.store()
 st.title("Refusal threshold")
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
@@ -26,12 +29,12 @@ st.markdown(
     f"Configuration **{_ui.esc(config.label)}**"
     + (f": opened on {_ui.esc(why)}. Pick another in the sidebar." if why else " (picked in the sidebar).")
 )
-sweep = _ui.cached(sweeps.sweep, ctx.run_id, config)
+sweep = _ui.cached(sweeps.sweep, store, ctx.run_id, config)
 n_in, n_out = (int(sweep["in_domain"].iloc[0]), int(sweep["out_domain"].iloc[0])) if len(sweep) else (0, 0)
 if n_in + n_out == 0:
     st.info("No scored queries in this configuration: nothing to sweep.")
     st.stop()
-axis = _ui.cached(sweeps.gate_axis, ctx.run_id, config)
+axis = _ui.cached(sweeps.gate_axis, store, ctx.run_id, config)
 st.caption(
     f"The gate keeps, from the top 4 hits, those with {axis.keeps}; nothing kept means NO ANSWER "
     f"before any model is called. {n_in} in-domain and {n_out} out-of-domain queries."
@@ -78,7 +81,7 @@ _ui.bound(
 )
 claim = _ui.claim_or_none(ctx, DEFAULT_SPLITS)
 if claim is None:
-    _ui.guarded(lambda: _ui.cached(claims.claim_of, ctx.run_id, config, *_ui.claim_params()))
+    _ui.guarded(lambda: _ui.cached(claims.claim_of, store, ctx.run_id, config, *_ui.claim_params()))
 else:
     sentence = claims.claim_sentence(claim)
     _ui.plain(sentence, strong=True, testid="claim-sentence")
@@ -109,7 +112,7 @@ else:
         st.rerun()
 
 t, source = _ui.threshold_state(ctx)
-lo, hi = _ui.pure(sweeps.threshold_range, sweep)
+lo, hi = _ui.cached(sweeps.threshold_range, sweep)
 lo, hi = min(lo, math.floor(t * 1000) / 1000), max(hi, math.ceil(t * 1000) / 1000)
 
 
@@ -119,14 +122,14 @@ def _moved() -> None:
 
 
 t = _ui.bound(st.slider, "Threshold t", lo, hi, step=0.001, key="threshold", format="%.3f", on_change=_moved)
-_ui.plain(_ui.pure(sweeps.sentence_at, sweep, t), strong=True, testid="sentence-at-t")
+_ui.plain(_ui.cached(sweeps.sentence_at, sweep, t), strong=True, testid="sentence-at-t")
 _ui.plain(
     f"Threshold t = {t:.4f} · {st.session_state.get('threshold_source', source)}", small=True, testid="threshold-state"
 )
-warning = _ui.pure(sweeps.ood_support, sweep, t)
+warning = _ui.cached(sweeps.ood_support, sweep, t)
 if warning:
     st.warning(warning)
-most = _ui.pure(claims.refuses_most, sweep, t, claim)
+most = _ui.cached(claims.refuses_most, sweep, t, claim)
 if most:
     st.warning(_ui.esc(most))
 
@@ -145,7 +148,7 @@ with st.expander("Suggest a threshold by cost (second to the claim)", expanded=F
             default=0.05,
             format="%.2f",
         )
-        suggestion = _ui.guarded(lambda: _ui.pure(sweeps.suggest, sweep, None, float(ceiling)))
+        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest, sweep, None, float(ceiling)))
     else:
         ratio = _ui.bound(
             cols[1].number_input,
@@ -156,13 +159,13 @@ with st.expander("Suggest a threshold by cost (second to the claim)", expanded=F
             key="cost_ratio",
             default=DEFAULT_COST_RATIO,
         )
-        suggestion = _ui.guarded(lambda: _ui.pure(sweeps.suggest, sweep, float(ratio), None))
+        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest, sweep, float(ratio), None))
     if suggestion is not None:
         cols[2].markdown(f"Suggested **t = {suggestion.threshold:g}**. {_ui.esc(suggestion.rule)}")
-        other = _ui.pure(sweeps.ood_support, sweep, suggestion.threshold)
+        other = _ui.cached(sweeps.ood_support, sweep, suggestion.threshold)
         if other and other != warning:
             st.warning(other)
-        refuses = _ui.pure(claims.refuses_most, sweep, suggestion.threshold, claim)
+        refuses = _ui.cached(claims.refuses_most, sweep, suggestion.threshold, claim)
         if refuses:
             st.warning(_ui.esc(f"The suggestion refuses most real questions. {refuses}"))
         if math.isfinite(suggestion.threshold) and st.button("Use the suggestion"):
@@ -176,14 +179,14 @@ if band is not None:
 tab_rates, tab_counts, tab_coverage = st.tabs(
     ["rates (with 95% Wilson bands)", "counts", "coverage (share of real questions answered)"]
 )
-run_text = _ui.figure(figures.run_text, ctx.run_id)
+run_text = _ui.cached(figures.run_text, store, ctx.run_id)
 with tab_rates:
-    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, True, band), "sweep-rates")
+    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, True, band), "sweep-rates")
 with tab_counts:
-    _ui.show_figure(_ui.figure_of(figures.sweep_figure_of, sweep, run_text, config, t, False, band), "sweep-counts")
+    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, False, band), "sweep-counts")
 with tab_coverage:
     st.altair_chart(
-        _ui.pure(charts.coverage_chart, _ui.pure(claims.coverage, sweep), _ui.pure(claims.coverage_at, sweep, t)),
+        _ui.cached(charts.coverage_chart, _ui.cached(claims.coverage, sweep), _ui.cached(claims.coverage_at, sweep, t)),
         theme=None,
         width="content",
         key="chart-coverage",
@@ -195,7 +198,7 @@ with tab_coverage:
 
 st.subheader(f"At t = {t:.3f}")
 st.dataframe(
-    _ui.pure(sweeps.gate_table, sweep, t),
+    _ui.cached(sweeps.gate_table, sweep, t),
     hide_index=True,
     column_config={
         "outcome": st.column_config.TextColumn(width="large"),
@@ -206,9 +209,9 @@ st.dataframe(
 )
 
 st.subheader(f"Per segment at t = {t:.3f}")
-values = _ui.cached(claims.gate_values, ctx.run_id, config)
+values = _ui.cached(claims.gate_values, store, ctx.run_id, config)
 st.dataframe(
-    _ui.pure(claims.segments, values, t),
+    _ui.cached(claims.segments, values, t),
     hide_index=True,
     column_config={
         "segment": st.column_config.TextColumn(width="medium"),
@@ -219,7 +222,7 @@ st.dataframe(
 )
 
 if n_out:
-    bluffs = _ui.cached(sweeps.bluffs_at, ctx.run_id, config, t)
+    bluffs = _ui.cached(sweeps.bluffs_at, store, ctx.run_id, config, t)
     st.subheader(f"Out-of-domain queries that still bluff ({len(bluffs)})")
     if bluffs.empty:
         st.success("No out-of-domain query passes the gate at this threshold.")
@@ -250,22 +253,22 @@ _ui.plain(
     small=True,
     testid="save-as",
 )
-latest_saved = _ui.live(decisions.latest_decision, ctx.run_id, config)
+latest_saved = decisions.latest_decision(store, ctx.run_id, config)
 if latest_saved is not None:
     _ui.plain(f"Latest decision: {latest_saved.describe()}. {latest_saved.claim_text()}", small=True, testid="latest")
 with st.form("decision"):
     note = st.text_area("Note (why this threshold)", key="decision_note")
     if st.form_submit_button(f"Save t = {t:.4f} for {_ui.esc(config.label)}"):
-        saved_id = _ui.guarded(lambda: _ui.live(decisions.save_decision, ctx.run_id, config, t, note, author, claim))
+        saved_id = _ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
         if saved_id:
-            latest = _ui.live(decisions.latest_decision, ctx.run_id, config)
+            latest = decisions.latest_decision(store, ctx.run_id, config)
             _ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
             st.session_state["saved_flash"] = (
                 f"Saved decision {saved_id}: t = {t:.4f} for {config.label} by {authors.shown(author)}. The "
                 "dashboard opens on it from now on."
             )
             st.rerun()
-saved = _ui.live(decisions.decisions, ctx.run_id)
+saved = decisions.decisions(store, ctx.run_id)
 st.caption("Saved decisions for this run (newest first)")
 st.dataframe(
     saved,

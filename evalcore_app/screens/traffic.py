@@ -13,24 +13,26 @@ from datetime import timedelta
 import altair as alt
 import streamlit as st
 
-from evalcore import authors, traffic
+from evalcore import authors
 from evalcore.read import claims
 from evalcore.read import traffic as reads
+from evalcore.traffic import replay as traffic
+from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
+store = _ui.store()
 st.title("Traffic")
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
-stamp = _ui.live(reads.version, ctx.run_id, config)  # the reads below are kept until traffic changes
-held = _ui.cached_at(stamp, reads.stored, ctx.run_id, config)
+held = _ui.cached(reads.stored, store, ctx.run_id, config)
 _ui.plain(
     held.sentence() + " Query texts stay in this store; evalcore traffic forget deletes them.",
     testid="traffic-stored",
 )
 if not held.lines:
-    others = _ui.live(reads.configurations_with_traffic, ctx.run_id)
+    others = reads.configurations_with_traffic(store, ctx.run_id)
     hint = f" This run has traffic for: {', '.join(others)}." if others else ""
     st.info(
         "Import a query log to see it here:\n\n"
@@ -42,7 +44,7 @@ threshold, source = _ui.threshold_state(ctx)
 _ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
 unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
 step = timedelta(days=1 if unit == "day" else 7)
-frame = _ui.cached_at(stamp, reads.periods, ctx.run_id, config, step, threshold)
+frame = _ui.cached(reads.periods, store, ctx.run_id, config, step, threshold)
 
 st.subheader("Volume and refused share")
 shown = frame.assign(period=frame["start"].dt.strftime("%Y-%m-%d"))
@@ -90,8 +92,8 @@ st.dataframe(table, hide_index=True, key="traffic-periods")
 
 periods = [p for p, n in zip(shown["period"], frame["queries"], strict=True) if n]
 chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
-dist = _ui.cached_at(
-    stamp, reads.distributions, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
+dist = _ui.cached(
+    reads.distributions, store, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
 )
 hist = (
     alt.Chart(dist)
@@ -112,7 +114,7 @@ st.altair_chart((hist + rule).properties(height=240), theme=None, width="stretch
 
 st.subheader("Borderline queries")
 band_width = st.slider("Band around t", 0.005, 0.2, 0.05, 0.005, key="traffic_band")
-near = _ui.cached_at(stamp, reads.borderline, ctx.run_id, config, threshold, band_width)
+near = _ui.cached(reads.borderline, store, ctx.run_id, config, threshold, band_width)
 st.caption(f"{len(near)} distinct queries with a gate value within {band_width:g} of t (closest first).")
 for row in near.head(15).itertuples():
     c1, c2 = st.columns([5, 1])
@@ -132,13 +134,13 @@ if not near.empty:
         pick = st.selectbox("Label a borderline query", list(labels), format_func=labels.get)
         value = st.radio("Label", ["answerable", "off-topic"], horizontal=True)
         if st.form_submit_button("Save label"):
-            target = traffic.resolve_target(_ui.store(), f"{ctx.run_id}:{config.label}")
+            target = resolve_target(store, f"{ctx.run_id}:{config.label}")
             who = authors.author_from_headers(st.context.headers)
-            _ui.guarded(lambda: traffic.set_label(_ui.store(), target, pick, value, who))
+            _ui.guarded(lambda: traffic.set_label(store, target, pick, value, who))
             st.success(f"Labelled {value} (by {authors.shown(who)}).")
 
 st.subheader("Labelled traffic")
-rates = _ui.cached_at(stamp, reads.labelled_rates, ctx.run_id, config, threshold)
+rates = _ui.cached(reads.labelled_rates, store, ctx.run_id, config, threshold)
 cols = st.columns(2)
 cols[0].markdown(
     f"**Bluff rate** (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
@@ -149,8 +151,8 @@ cols[1].markdown(
     f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}"
 )
 st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
-real = _ui.guarded(lambda: _ui.cached_at(stamp, reads.traffic_claim, ctx.run_id, config))
-evaluated = _ui.guarded(lambda: _ui.cached(claims.claim_of, ctx.run_id, config))
+real = _ui.guarded(lambda: _ui.cached(reads.traffic_claim, store, ctx.run_id, config))
+evaluated = _ui.guarded(lambda: _ui.cached(claims.claim_of, store, ctx.run_id, config))
 if real is not None:
     _ui.plain(
         f"Threshold claim on the real off-topic queries ({real.n_ood:,} lines): {claims.claim_sentence(real)}",
@@ -167,7 +169,7 @@ with_text = st.checkbox("Include query texts in the download (they may hold pers
 st.download_button(
     "Download the logged queries (CSV)",
     data=lambda: (
-        _ui.cached_at(stamp, reads.export_frame, ctx.run_id, config, threshold, with_text)
+        _ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text)
         .to_csv(index=False)
         .encode("utf-8")
     ),

@@ -15,7 +15,7 @@ from evalcore_app.screens import _ui
 
 def show(ctx: _ui.Context, text_hash: str) -> None:
     threshold, source = _ui.threshold_state(ctx)
-    found = _ui.live(traffic.traffic_query, ctx.run_id, ctx.config, text_hash, threshold)
+    found = traffic.traffic_query(_ui.store(), ctx.run_id, ctx.config, text_hash, threshold)
     if found is None:
         st.warning("This logged query is not stored (any more) for this configuration.")
         return

@@ -12,9 +12,9 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from evalcore.errors import StoreError
+from evalcore.measures.stats import format_p, p_relation
 from evalcore.read import compare, runs
 from evalcore.records import Configuration, RunConfiguration
-from evalcore.stats import format_p, p_relation
 from read.oracle import first_ranks
 
 
@@ -149,7 +149,7 @@ def test_destroyed_counts_in_the_runs_order(store, engine_run_id):
 def test_best_statement_when_no_query_differs_names_no_winner():
     """Two configurations that find exactly the same queries (e.g. the same retriever imported
     and served): the sentence says no query differs instead of naming a winner by order."""
-    from evalcore.stats import Interval
+    from evalcore.measures.stats import Interval
 
     top = compare.Best(
         "ext:sent3/rank_bm25",

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
+from evalcore.measures.threshold import MAX_BLUFF_INTERVAL_WIDTH
+from evalcore.measures.threshold import sweep as exact_sweep
 from evalcore.read import runs, sweeps
 from evalcore.store import Store
-from evalcore.threshold import MAX_BLUFF_INTERVAL_WIDTH
-from evalcore.threshold import sweep as exact_sweep
 
 
 def _brute_gate(store: Store, run_id: str, config, t: float) -> dict[str, int]:

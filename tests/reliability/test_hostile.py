@@ -603,7 +603,7 @@ import json, sys
 from pathlib import Path
 from evalcore import jobs
 from evalcore.store import Store
-from evalcore.uploads import UploadedFile
+from evalcore.inputs.uploads import UploadedFile
 mini, pdf, store = Path(sys.argv[1]), Path(sys.argv[2]), Store(Path(sys.argv[3]))
 files = [UploadedFile(p.name, p.read_bytes()) for p in sorted((mini / "corpus").iterdir())]
 files.append(UploadedFile(pdf.name, pdf.read_bytes()))
@@ -834,7 +834,7 @@ def test_a_ranx_json_key_given_twice_is_refused(files, tmp_path, name, text, key
 def test_an_upload_whose_name_holds_a_nul_byte_is_named(tmp_path):
     from evalcore import jobs
     from evalcore.errors import InputError
-    from evalcore.uploads import UploadedFile
+    from evalcore.inputs.uploads import UploadedFile
 
     store = Store(tmp_path / "runs" / "evalcore.duckdb")
     store.migrate()
@@ -875,7 +875,7 @@ def test_document_cases_that_were_silent(tmp_path):
     expected = f"exit 0 · 6 documents · failed { ({dropped: reason}) }"
     observed = f"exit {ran.code} · {report.get('documents')} documents · failed {failed}"
     check("corpus: NFC and NFD twins of one file name", expected, observed, (twin, long_chars, ran.err))
-    from evalcore.corpus import load_corpus
+    from evalcore.inputs.corpus import load_corpus
 
     chars = None
     if ran.code == 0:  # the corpus loader every run and validation uses (no embedding needed here)
@@ -894,7 +894,8 @@ def test_cancel_ends_a_dashboard_endpoint_job_stalled_by_slowloris(hostile, tmp_
     slot; Cancel (what the Runs page's button does) must end it within seconds."""
     from conftest import MINI
 
-    from evalcore import inputs, jobs
+    from evalcore import jobs
+    from evalcore.inputs import sources as inputs
 
     monkeypatch.setenv(inputs.DATA_ROOTS_ENV, str(MINI))
     monkeypatch.setenv("EVALCORE_ENDPOINTS", hostile.base + "/")

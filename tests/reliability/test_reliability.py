@@ -3,7 +3,9 @@ store, one table row per case (printed at the end of the run: case, expected, ob
 
 Each case states its expectation as the line a user would see (exit code and message)
 plus what must hold of the store: not created, byte for byte unchanged, or its complete
-runs unchanged. Processes are real ``python -m evalcore`` commands and real job processes;
+runs unchanged. A command is the CLI's ``main()`` run in this process as ``python -m
+evalcore`` runs it (see :func:`evalcore`), or a real ``python -m evalcore`` process where the
+process is the point (signals, peak memory, a full disk, a damaged store, job processes);
 where the model is not what is tested they use the keyword embedder
 (``EVALCORE_TEST_EMBEDDER``, see evalcore.testhooks) so that each starts in a second, and
 they pause at a named stage (``EVALCORE_TEST_PAUSE``) to be signalled at that moment.
@@ -25,14 +27,16 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import MINI, ROOT
+from conftest import MINI, ROOT, cli_in_process
 from reliability_table import record
 from zips import deflated_zeros, lying_zip, make_zip
 
-from evalcore import inputs, jobs
+from evalcore import jobs
 from evalcore.errors import InputError
-from evalcore.store import Store, migrations
-from evalcore.uploads import UploadedFile
+from evalcore.inputs import sources as inputs
+from evalcore.inputs.uploads import UploadedFile
+from evalcore.store import Store
+from evalcore.store.migrate import migrations
 
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests" / "reliability"), str(ROOT / "tests")])
 FAKE = {
@@ -72,12 +76,31 @@ def check(case: str, expected: str, observed: str, detail: object = None) -> Non
     assert observed == expected, detail
 
 
-def evalcore(*args: str, store: Path | None = None, env: dict | None = None, timeout: float = 120) -> Ran:
-    cmd = [sys.executable, "-m", "evalcore"] + (["--store", str(store)] if store else []) + list(args)
+def evalcore(
+    *args: str, store: Path | None = None, env: dict | None = None, timeout: float = 120, process: bool = False
+) -> Ran:
+    """``python -m evalcore [--store STORE] ARGS`` with the suite's environment (FAKE, then
+    ``env``) in the repository folder: what it printed and its exit code.
+
+    ``process=True`` starts a real process (killed at ``timeout``): for cases about the
+    process itself, or where a damaged file or a full disk could harm the process that reads
+    it. Otherwise the same ``main()`` runs in this process, as ``python -m evalcore`` would
+    run it, which saves a process start per case: see :func:`in_process`."""
+    argv = (["--store", str(store)] if store else []) + list(args)
+    if not process:
+        return in_process(argv, {**FAKE, **(env or {})})
+    cmd = [sys.executable, "-m", "evalcore", *argv]
     res = subprocess.run(
         cmd, cwd=ROOT, env={**os.environ, **FAKE, **(env or {})}, capture_output=True, text=True, timeout=timeout
     )
     return Ran(res.returncode, res.stdout, res.stderr)
+
+
+def in_process(argv: list[str], env: dict[str, str]) -> Ran:
+    """``evalcore.cli.main(argv)`` in this process as ``python -m evalcore`` runs it (see
+    conftest.cli_in_process)."""
+    done = cli_in_process(argv, env)
+    return Ran(done.returncode, done.stdout, done.stderr)
 
 
 def digest(path: Path) -> str:
@@ -115,7 +138,7 @@ def runs(path: Path) -> list[dict]:
 def base_store(tmp_path_factory) -> Path:
     """A store holding one complete run (strategies A,E; the keyword embedder), made by a CLI process."""
     path = tmp_path_factory.mktemp("base") / "evalcore.duckdb"
-    ran = evalcore(*RUN, "--strategies", "A,E", "--name", "earlier", store=path)
+    ran = evalcore(*RUN, "--strategies", "A,E", "--name", "earlier", store=path, process=True)
     assert ran.code == 0, ran.err
     return path
 
@@ -498,7 +521,7 @@ def test_a_store_evalcore_must_not_use_is_refused_byte_for_byte_untouched(
     path = make(tmp_path / "x.duckdb", base_store)
     before, files = digest(path), listing(tmp_path)
     args = RUN + ["--strategies", "A"] if command == "run" else ["list"]
-    ran = evalcore(*args, store=path)
+    ran = evalcore(*args, store=path, process=True)  # a damaged store must not harm the suite's process
     line = ran.line(tmp_path)
     if name == "truncated store":  # DuckDB names the byte counts; keep the stable part
         line = line[: len(message)]
@@ -869,7 +892,7 @@ def pd_isna(value) -> bool:
 def test_a_job_that_fails_on_its_own_configuration_records_its_reason(store_copy, monkeypatch):
     monkeypatch.setenv(inputs.DATA_ROOTS_ENV, str(MINI))
     job_id = _queued_job(store_copy, "A")
-    ran = evalcore("job", job_id, store=store_copy, env={"EVALCORE_MAX_JOBS": "zero"})
+    ran = evalcore("job", job_id, store=store_copy, env={"EVALCORE_MAX_JOBS": "zero"}, process=True)
     row = jobs.job(Store(store_copy), job_id)
     message = "EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"
     expected = f"exit 2 · error: {message} · job failed: {message}"
@@ -958,10 +981,10 @@ def fill(disk: Path, leave: int = 0) -> Path:
 def test_disk_full_at_store_creation_leaves_nothing_and_the_next_run_works(small_disk):
     filler = fill(small_disk)
     store = small_disk / "runs" / "evalcore.duckdb"
-    ran = evalcore(*RUN, "--strategies", "A", store=store)
+    ran = evalcore(*RUN, "--strategies", "A", store=store, process=True)
     left = [p.name for p in small_disk.rglob("*") if p != filler and p.is_file()]
     filler.unlink()
-    again = evalcore(*RUN, "--strategies", "A", store=store)
+    again = evalcore(*RUN, "--strategies", "A", store=store, process=True)
     expected = (
         "exit 2 · error: TMP/disk/runs/evalcore.duckdb: cannot create the run store: the disk is full "
         "(No space left on device) · nothing left behind · after freeing space: exit 0"
@@ -978,11 +1001,13 @@ def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base
     shutil.copy(base_store, store)
     before = complete_runs(store)
     filler = fill(small_disk, leave=400 * 1024)  # room for the run's row and its mark, not its results
-    ran = evalcore(*RUN, "--strategies", "A,E", store=store)  # its vectors are cached: only the final write is big
+    # its vectors are cached: only the final write is big
+    ran = evalcore(*RUN, "--strategies", "A,E", store=store, process=True)
     fill(small_disk)  # now completely full
-    listed, shown = evalcore("list", store=store), evalcore("show", next(iter(before)), store=store)
+    listed = evalcore("list", store=store, process=True)
+    shown = evalcore("show", next(iter(before)), store=store, process=True)
     from evalcore.read.runs import runs_overview
-    from evalcore.summary import summary_table
+    from evalcore.read.summary import summary_table
 
     try:
         dashboard = len(runs_overview(Store(store))), len(summary_table(Store(store), next(iter(before))))

@@ -1,0 +1,45 @@
+"""What every command does alike: open the store it was given, print JSON, warn about
+excluded needles, write a report file the user named."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import EvalcoreError
+
+if TYPE_CHECKING:
+    from evalcore.records import GroundTruth
+    from evalcore.store import Store
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    """The store of the global ``--store`` (else ``$EVALCORE_STORE``, else the default path)."""
+    from evalcore.store import Store
+
+    return Store(args.store)
+
+
+def print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str))
+
+
+def report_invalid(gt: GroundTruth) -> None:
+    """One warning on stderr per needle left out of the ground truth."""
+    for inv in gt.invalid:
+        print(f"warning: needle of group {inv.group} (line {inv.line}) excluded: {inv.reason}", file=sys.stderr)
+
+
+def write_text(path: Path, text: str, option: str) -> None:
+    """Write a report file the user named; one line naming it when that cannot be done."""
+    if path.is_dir():
+        raise EvalcoreError(f"{option} {path}: is a folder; give a file name")
+    if not path.parent.is_dir():
+        raise EvalcoreError(f"{option} {path}: folder {path.parent} does not exist")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise EvalcoreError(f"{option} {path}: cannot write ({exc.strerror or exc})") from None

@@ -1,0 +1,177 @@
+"""``evalcore dataset ...``: question sets in the store (evalcore.inputs.qsets) and candidate
+needles from a corpus (evalcore.inputs.suggest). The author of a version is the OS user
+(evalcore.authors.os_author)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from evalcore.cli.common import open_store
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from evalcore import authors
+    from evalcore.inputs import qsets
+
+    saved, other = qsets.import_folder(
+        open_store(args), args.folder, args.name, author=authors.os_author(), note=args.note
+    )
+    v = saved.version
+    print(f"{saved.message()}: {v.questions} questions, {v.ood} off-topic, by {authors.shown(v.author)}")
+    if other:
+        print(
+            f"note: {other} line(s) are not in evalcore's canonical form; export writes the same "
+            "items in that form (see docs/QUESTION_SETS.md)"
+        )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from evalcore.inputs import qsets
+
+    version, paths = qsets.export_folder(open_store(args), args.ref, args.output)
+    print(f"wrote {version.label} to " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from evalcore import authors
+    from evalcore.inputs import qsets
+
+    found = qsets.versions(open_store(args))
+    if args.json:
+        print(json.dumps([_row(v) for v in found], indent=2, ensure_ascii=False))
+        return 0
+    if not found:
+        print("no question sets in the store (add one: evalcore dataset import DIR --name NAME)")
+        return 0
+    print(f"{'set':<28} {'parent':>6} {'questions':>9} {'off-topic':>9}  {'saved':<19}  author  note")
+    for v in found:
+        parent = str(v.parent) if v.parent else "-"
+        when = str(v.created_at)[:19]
+        print(f"{v.label:<28} {parent:>6} {v.questions:>9} {v.ood:>9}  {when:<19}  {authors.shown(v.author)}  {v.note}")
+    return 0
+
+
+def _row(v: Any) -> dict[str, Any]:
+    return {
+        "set": v.label,
+        "name": v.name,
+        "version": v.version,
+        "parent": v.parent,
+        "author": v.author,
+        "created_at": str(v.created_at),
+        "note": v.note,
+        "origin": v.origin,
+        "questions": v.questions,
+        "ood": v.ood,
+    }
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from evalcore.inputs import qsets
+
+    qs = qsets.load(open_store(args), args.ref)
+    report = qsets.describe(qs)
+    if args.corpus:
+        from evalcore.inputs.corpus import load_corpus
+
+        gt = qs.ground_truth(load_corpus(args.corpus))
+        report["against"] = str(args.corpus)
+        report["resolved"] = len(gt.spans)
+        report["not_resolving"] = [
+            {"group": i.group, "ids": list(i.query_ids), "line": i.line, "needle": i.needle, "reason": i.reason}
+            for i in gt.invalid
+        ]
+    if args.json:
+        print(json.dumps(report, indent=2, ensure_ascii=False, default=str))
+        return 0
+    for key, value in report.items():
+        if isinstance(value, list):
+            print(f"{key}: {len(value)}")
+            for item in value:
+                print(f"  - {item['group']} (line {item['line']}): {item['reason']}")
+        elif isinstance(value, dict):
+            print(f"{key}: " + ", ".join(f"{k}={n}" for k, n in value.items()))
+        else:
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.inputs.suggest import suggest, write_candidates
+
+    corpus = load_corpus(args.corpus)
+    found = suggest(corpus, args.n, seed=args.seed)
+    write_candidates(found, args.output)
+    docs = len({c.doc_id for c in found})
+    print(f"wrote {len(found)} candidate(s) from {docs} of {len(corpus.documents)} documents to {args.output}")
+    if len(found) < args.n:
+        print(f"note: the corpus holds only {len(found)} valid candidate spans in the length band")
+    return 0
+
+
+def dataset_parser(sub: Any) -> None:
+    """The ``dataset`` command and its subcommands."""
+    p = sub.add_parser(
+        "dataset",
+        help="question sets in the store: import, export, list, show, suggest",
+        description="Question sets: named, versioned questions and off-topic queries kept in the store. "
+        "Every save is a new version; versions are never rewritten.",
+    )
+    dsub = p.add_subparsers(
+        dest="dataset_command", required=True, metavar="SUBCOMMAND", help="import, export, list, show or suggest"
+    )
+
+    sp = dsub.add_parser(
+        "import",
+        help="store a folder's questions.jsonl (+ ood.jsonl) as a set",
+        description="Read DIR/questions.jsonl and, when present, DIR/ood.jsonl (checked as run reads them) "
+        "and store them as a new set NAME, or as a new version of NAME when it exists.",
+    )
+    sp.add_argument("folder", metavar="DIR", help="folder holding questions.jsonl and optionally ood.jsonl")
+    sp.add_argument("--name", required=True, help="the set's name (letters, digits, '.', '_', '-')")
+    sp.add_argument("--note", default="", help="a note kept with the version")
+    sp.set_defaults(func=cmd_import)
+
+    sp = dsub.add_parser(
+        "export",
+        help="write a set version as questions.jsonl + ood.jsonl",
+        description="Write NAME (its newest version) or NAME@VERSION into DIR as questions.jsonl and, "
+        "when it has off-topic queries, ood.jsonl. Existing files are never replaced.",
+    )
+    sp.add_argument("ref", metavar="NAME[@VERSION]")
+    sp.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write into (created)")
+    sp.set_defaults(func=cmd_export)
+
+    sp = dsub.add_parser("list", help="every set version", description="List every question-set version.")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+    sp.set_defaults(func=cmd_list)
+
+    sp = dsub.add_parser(
+        "show",
+        help="one set version's summary",
+        description="Summarise NAME or NAME@VERSION; with --corpus, resolve it there and list the items "
+        "that do not resolve (with the reason).",
+    )
+    sp.add_argument("ref", metavar="NAME[@VERSION]")
+    sp.add_argument("--corpus", default=None, metavar="DIR", help="resolve the set against this corpus")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+    sp.set_defaults(func=cmd_show)
+
+    sp = dsub.add_parser(
+        "suggest",
+        help="candidate answer spans from a corpus, with cloze drafts",
+        description="Write N candidate needles (valid: found once, outside headings; informative: a length "
+        "band with content words), spread over the documents (every document before any gets a "
+        "second) and their sections, each with a cloze draft as a hint for the question's author. "
+        "One JSON object a line: document, start, end, needle, draft.",
+    )
+    sp.add_argument("--corpus", required=True, metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
+    sp.add_argument("-n", type=int, default=50, metavar="N", help="how many candidates (default 50)")
+    sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sp.add_argument("-o", "--output", required=True, metavar="FILE", help="candidates.jsonl to write")
+    sp.set_defaults(func=cmd_suggest)

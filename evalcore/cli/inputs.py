@@ -1,0 +1,147 @@
+"""Commands on inputs, before any run: ``validate`` (check corpus and questions), ``chunks``
+(a strategy's chunks as JSON lines) and ``import-squad`` (a SQuAD-format file turned into
+corpus and questions)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalcore.cli.common import print_json
+from evalcore.cli.options import CORPUS_HELP, json_option
+from evalcore.errors import EvalcoreError
+
+if TYPE_CHECKING:
+    from evalcore.cli.options import Subparsers
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from evalcore.inputs import sources as inputs
+    from evalcore.inputs.groundtruth import validation_report
+
+    if args.demo:
+        corpus, gt = inputs.load_demo()
+    else:
+        if not args.corpus or not args.questions:
+            raise EvalcoreError("validate needs --corpus DIR and --questions FILE (or --demo)")
+        corpus, gt = inputs.load(args.corpus, args.questions, args.ood)
+    report = validation_report(corpus, gt)
+    if args.json:
+        print_json(report)
+        return 0
+    for key, value in report.items():
+        if isinstance(value, list):
+            print(f"{key}: {len(value)}")
+            for item in value:
+                print(f"  - {item}")
+        elif isinstance(value, dict):
+            print(f"{key}: " + ", ".join(f"{k}={v}" for k, v in value.items()))
+        else:
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_chunks(args: argparse.Namespace) -> int:
+    from evalcore.inputs import sources as inputs
+    from evalcore.inputs.corpus import load_corpus
+    from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
+    from evalcore.read.citations import locator, page_range
+
+    corpus = inputs.load_demo()[0] if args.demo else load_corpus(args.corpus)
+    strategies = parse_strategies(args.strategy)
+    if len(strategies) != 1:
+        raise EvalcoreError(f"--strategy takes one strategy, got {args.strategy!r}")
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    page_maps = {d.doc_id: d.page_starts for d in corpus.documents}
+    try:
+        for c in chunk_corpus(corpus, strategies[0]):
+            pages = page_range(page_maps[c.doc_id], c.start, c.end)
+            out.write(
+                json.dumps(
+                    {
+                        "document": c.doc_id,
+                        "text": c.text,
+                        "content": c.content,
+                        "section": c.section,
+                        "from": c.start,
+                        "to": c.end,
+                        "evidence_from": c.evidence_start,
+                        "locator": locator(c.start, c.end, page_maps[c.doc_id]),
+                        "pages": list(pages) if pages else None,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+def cmd_import_squad(args: argparse.Namespace) -> int:
+    from evalcore.inputs.public_sets import import_squad, questions_from_csv
+
+    ood = questions_from_csv(args.ood_csv, args.ood_column, args.ood_kind, args.ood_limit) if args.ood_csv else []
+    report = import_squad(args.input, args.out, ood)
+    out = Path(args.out)
+    print(
+        f"wrote {report.documents} documents to {out / 'corpus'}, {report.questions} questions "
+        f"(exact spans; {report.relocated} answer offsets corrected) and {report.ood} out-of-domain queries"
+    )
+    for line in report.skipped[:10]:
+        print(f"  skipped {line}")
+    if len(report.skipped) > 10:
+        print(f"  ... {len(report.skipped) - 10} more skipped")
+    ood_arg = f" --ood {out / 'ood.jsonl'}" if report.ood else ""
+    print(f"next: python -m evalcore run --corpus {out / 'corpus'} --questions {out / 'questions.jsonl'}{ood_arg}")
+    return 0
+
+
+def add_validate(sub: Subparsers) -> None:
+    sp = sub.add_parser(
+        "validate",
+        help="check inputs without running",
+        description="Check corpus, questions and ood files; report needles and counts.",
+    )
+    sp.add_argument("--corpus", metavar="DIR", help=CORPUS_HELP)
+    sp.add_argument("--questions", metavar="FILE", help="questions.jsonl")
+    sp.add_argument("--ood", metavar="FILE", help="ood.jsonl")
+    sp.add_argument("--demo", action="store_true", help="validate the built-in demo dataset")
+    json_option(sp, "print the report as JSON")
+    sp.set_defaults(func=cmd_validate)
+
+
+def add_chunks(sub: Subparsers) -> None:
+    sp = sub.add_parser(
+        "chunks",
+        help="write a strategy's chunks as JSON lines",
+        description="Write chunks (document, text, content, section, from, to, "
+        "evidence_from, locator, pages) as JSON lines. locator is #page=N "
+        "(the page of the chunk's first character) for PDF documents and "
+        "#char=from,to otherwise; pages is [first, last] for PDF, else null.",
+    )
+    sp.add_argument("--corpus", metavar="DIR", help=CORPUS_HELP)
+    sp.add_argument("--demo", action="store_true", help="chunk the built-in demo corpus")
+    sp.add_argument("--strategy", default="E", help="one strategy: A-F or a custom recipe (default E)")
+    sp.add_argument("-o", "--output", default=None, metavar="FILE", help="write here instead of stdout")
+    sp.set_defaults(func=cmd_chunks)
+
+
+def add_import_squad(sub: Subparsers) -> None:
+    sp = sub.add_parser(
+        "import-squad",
+        help="turn a SQuAD-format QA file into corpus and questions",
+        description="Write corpus/*.md, questions.jsonl (exact spans) and, with --ood-csv, "
+        "ood.jsonl from SQuAD-format JSON (SQuAD v1.1, XQuAD, COVID-QA).",
+    )
+    sp.add_argument("input", help="SQuAD-format JSON file")
+    sp.add_argument("--out", required=True, metavar="DIR", help="empty folder to write into")
+    sp.add_argument("--ood-csv", default=None, metavar="FILE", help="CSV whose questions become out-of-domain queries")
+    sp.add_argument("--ood-column", default="question", help="the CSV column holding the questions")
+    sp.add_argument("--ood-kind", default="far", choices=["near", "far"], help="kind of those queries")
+    sp.add_argument("--ood-limit", type=int, default=None, help="at most this many out-of-domain queries")
+    sp.set_defaults(func=cmd_import_squad)

@@ -1,0 +1,30 @@
+"""``evalcore job``: execute a job the dashboard queued."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from evalcore.cli.common import open_store
+
+if TYPE_CHECKING:
+    from evalcore.cli.options import Subparsers
+
+
+def cmd_job(args: argparse.Namespace) -> int:
+    from evalcore.jobs import run_job
+
+    status = run_job(open_store(args), args.job_id)
+    print(f"job {args.job_id}: {status}")
+    return {"complete": 0, "cancelled": 1}.get(status, 2)
+
+
+def add_job(sub: Subparsers) -> None:
+    sp = sub.add_parser(
+        "job",
+        help="execute a queued dashboard job (started by the dashboard)",
+        description="Wait for a free slot ($EVALCORE_MAX_JOBS, default 1), run the queued "
+        "job JOB_ID and record its outcome. Exit 0 complete, 1 cancelled, 2 failed.",
+    )
+    sp.add_argument("job_id", metavar="JOB_ID", help="id of a queued job in the store")
+    sp.set_defaults(func=cmd_job)

@@ -1,0 +1,59 @@
+"""Command line: ``evalcore COMMAND`` (installed) or ``python -m evalcore COMMAND``, one
+:func:`main`: parse, dispatch to the command, and turn what ends it into the exit code.
+
+Errors the user can fix end with one line on stderr and exit code 2, never a traceback; so does
+an exception evalcore did not foresee. Exit code 1 is reserved for a regression found by ``gate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from evalcore import signals
+from evalcore.cli.parser import build_parser
+from evalcore.errors import EvalcoreError, Interrupted
+
+log = logging.getLogger("evalcore")
+
+
+def unexpected(exc: BaseException) -> str:
+    """The one line of an exception evalcore did not foresee: where it arose and what it says
+    (the full traceback goes to the log with ``-v``)."""
+    import traceback
+
+    log.info("unexpected error", exc_info=exc)
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "evalcore" in f.filename] or frames
+    where = f" in {Path(ours[-1].filename).name}:{ours[-1].lineno}" if ours else ""
+    text = " ".join(str(exc).split())[:300]
+    return f"unexpected {type(exc).__name__}{where}: {text or '(no message)'}; please report this"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from evalcore.pipeline.model_env import NOTE
+
+    logging.basicConfig(level=logging.INFO if args.verbose else NOTE, format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "chunks" and not args.demo and not args.corpus:
+        parser.error("chunks needs --corpus DIR or --demo")
+    try:
+        with signals.handled():  # SIGTERM and SIGINT end any command with one line
+            command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser
+            return command(args)
+    except Interrupted as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 128 + exc.signum
+    except EvalcoreError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # outside the main thread
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one line and exit 2, never a traceback (exit 1 is a regression)
+        print(f"error: {unexpected(exc)}", file=sys.stderr)
+        return 2

@@ -1,0 +1,74 @@
+"""The argument parser of ``evalcore``: the global options, then every command, added by the
+module that runs it in the order ``--help`` lists them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evalcore.cli.compare import add_compare
+from evalcore.cli.dashboard import add_dashboard
+from evalcore.cli.dataset import dataset_parser
+from evalcore.cli.exports import add_export_formats, add_export_run, add_load_run
+from evalcore.cli.external import add_import_run, add_run_endpoint
+from evalcore.cli.gate import add_gate
+from evalcore.cli.inputs import add_chunks, add_import_squad, add_validate
+from evalcore.cli.jobs import add_job
+from evalcore.cli.run import add_demo, add_run
+from evalcore.cli.runs import add_list, add_show
+from evalcore.cli.threshold import add_threshold
+from evalcore.cli.traffic import add_parser as add_traffic
+
+if TYPE_CHECKING:
+    from evalcore.cli.options import Subparsers
+
+#: Every command, in the order of ``evalcore --help``.
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    add_demo,
+    add_run,
+    dataset_parser,
+    add_validate,
+    add_chunks,
+    add_import_run,
+    add_run_endpoint,
+    add_export_formats,
+    add_job,
+    add_import_squad,
+    add_list,
+    add_show,
+    add_gate,
+    add_threshold,
+    add_export_run,
+    add_load_run,
+    add_compare,
+    add_dashboard,
+    add_traffic,
+)
+
+
+def _prog() -> str:
+    """``evalcore`` when started by the console script, else ``python -m evalcore``."""
+    return "evalcore" if Path(sys.argv[0]).stem == "evalcore" else "python -m evalcore"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from evalcore import __version__
+
+    p = argparse.ArgumentParser(
+        prog=_prog(),
+        description="Evaluate the retrieval half of RAG: chunk, embed, retrieve, score, store.",
+    )
+    p.add_argument(
+        "--version", action="version", version=f"evalcore {__version__}", help="print evalcore's version and exit"
+    )
+    p.add_argument(
+        "--store", default=None, help="run store (DuckDB file); default $EVALCORE_STORE or runs/evalcore.duckdb"
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return p

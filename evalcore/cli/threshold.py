@@ -1,0 +1,113 @@
+"""``evalcore threshold``: the refusal threshold claim of each configuration of a run."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from evalcore.cli.common import open_store, print_json
+from evalcore.cli.options import json_option
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+
+if TYPE_CHECKING:
+    from evalcore.cli.options import Subparsers
+
+
+def cmd_threshold(args: argparse.Namespace) -> int:
+    from evalcore.measures.claim import ClaimError
+    from evalcore.read.claims import claims
+    from evalcore.read.refs import parse_ref, resolve_run
+    from evalcore.read.runs import configurations
+    from evalcore.records import Configuration
+
+    for value, option in (
+        (args.max_bluff_rate, "--max-bluff-rate"),
+        (args.max_lost_rate, "--max-lost-rate"),
+        (args.confidence, "--confidence"),
+    ):
+        if not 0.0 < value < 1.0:
+            raise ClaimError(f"{option} must lie strictly between 0 and 1, got {value:g}")
+    if args.splits is not None and args.splits < 1:
+        raise ClaimError(f"--splits must be an integer >= 1, got {args.splits}")
+    store = open_store(args)
+    ref = parse_ref(args.run)
+    run = resolve_run(store, ref.run)
+    known = configurations(store, run["run_id"])
+    if ref.configuration is None:
+        chosen = known
+    else:
+        wanted = Configuration.parse(ref.configuration)
+        if wanted not in known:
+            raise ClaimError(
+                f"run {run['run_id']} has no configuration {wanted.label} (it has {', '.join(c.label for c in known)})"
+            )
+        chosen = [wanted]
+    found = claims(store, run["run_id"], chosen, args.max_bluff_rate, args.max_lost_rate, args.confidence, args.splits)
+    if args.json:
+        print_json([c.to_json() for c in found])
+        return 0
+    from evalcore.read.claims import claim_sentence, separability
+
+    print(
+        f"run {run['run_id']} ({run['name']}): bluffs <= {args.max_bluff_rate:g}, lost <= "
+        f"{args.max_lost_rate:g}, confidence {args.confidence:g}"
+    )
+    header = f"{'configuration':<16} {'ood':>4} {'ans':>4} {'bluff':<9} {'ok up to':>8} {'lost':<9} "
+    header += f"{'ok above':>8} {'feasible':<8} {'t':>6} {'bluffs':>6} {'lost':>5} {'AUC':>5}"
+    if args.splits:
+        header += f" {'held-out':>8}"
+    print(header)
+
+    def num(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3f}"
+
+    for c in found:
+        line = (
+            f"{c.configuration or '':<16} {c.n_ood:>4} {c.n_answerable:>4} {c.bluff_status:<9} "
+            f"{num(c.bluff_ok_up_to):>8} {c.lost_status:<9} {num(c.lost_ok_above):>8} "
+            f"{'yes' if c.feasible else 'no':<8} {num(c.recommended):>6} "
+            f"{'-' if c.bluffs is None else c.bluffs:>6} {'-' if c.lost is None else c.lost:>5} {c.auc:>5.2f}"
+        )
+        if args.splits:
+            line += f" {'-' if c.held_out_share is None else f'{c.held_out_share:.0%}':>8}"
+        print(line)
+    for c in found:
+        print(f"\n{c.configuration}: {claim_sentence(c)} {separability(c)}")
+    if args.splits:
+        print(
+            f"\nheld-out: over {args.splits} seeded splits (ground truths kept together), the share of splits "
+            "whose other half kept bluffs <= the max bluff rate at the first half's threshold. A report, "
+            "not a second guarantee."
+        )
+    return 0
+
+
+def add_threshold(sub: Subparsers) -> None:
+    sp = sub.add_parser(
+        "threshold",
+        help="the refusal threshold claim: bluffs <= alpha with confidence, lost answers <= beta",
+        description="For each configuration of a run, the refusal threshold with a statistical guarantee "
+        "(exact binomial bounds; see docs/METHODS.md): the largest threshold at which the bluff rate "
+        "is at most --max-bluff-rate with --confidence, where the lost rate is at most "
+        "--max-lost-rate, whether both can hold, and how well real and off-topic questions separate "
+        "(AUC). Exit 2 for bad input.",
+    )
+    sp.add_argument("run", metavar="RUN[:CONFIG]", help="run id, id prefix or name; CONFIG like C/dense (default: all)")
+    sp.add_argument(
+        "--max-bluff-rate", type=float, default=DEFAULT_ALPHA, metavar="A", help=f"alpha (default {DEFAULT_ALPHA:.2f})"
+    )
+    sp.add_argument(
+        "--max-lost-rate", type=float, default=DEFAULT_BETA, metavar="B", help=f"beta (default {DEFAULT_BETA:.2f})"
+    )
+    sp.add_argument(
+        "--confidence",
+        type=float,
+        default=DEFAULT_CONFIDENCE,
+        metavar="C",
+        help=f"1 - delta (default {DEFAULT_CONFIDENCE:.2f})",
+    )
+    sp.add_argument(
+        "--splits", type=int, default=None, metavar="N", help="held-out check over N seeded random halvings"
+    )
+    json_option(sp, "print a JSON list, one object per configuration")
+    sp.set_defaults(func=cmd_threshold)

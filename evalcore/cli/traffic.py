@@ -1,0 +1,198 @@
+"""``evalcore traffic import|check|forget|export``: the command-line side of evalcore.traffic.replay.
+
+Registered by :func:`add_parser` from evalcore.cli; errors the user can fix are EvalcoreErrors
+(one line, exit 2) as everywhere in the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from evalcore.cli.common import open_store
+from evalcore.errors import ConfigError, InputError
+from evalcore.measures.stats import ALPHA
+from evalcore.traffic.log import FORMATS
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from evalcore.pipeline.embedding import load_embedder
+    from evalcore.progress import BarProgress
+    from evalcore.traffic.log import Fields
+    from evalcore.traffic.replay import import_log
+
+    embedder = load_embedder(args.model) if args.model else None
+    result = import_log(
+        open_store(args),
+        args.run,
+        args.log,
+        Fields(args.query_field, args.time_field, args.label_field),
+        args.format,
+        embedder=embedder,
+        reranker_path=args.reranker,
+        headers=args.header,
+        progress=BarProgress(enabled=not args.quiet),
+    )
+    for line in result.shown:
+        print(f"warning: {args.log}: {line} (not imported)", file=sys.stderr)
+    if result.problems > len(result.shown):
+        print(f"warning: ... and {result.problems - len(result.shown)} more lines not imported", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, default=str))
+        return 0
+    rate = result.added / result.seconds if result.seconds else 0.0
+    print(
+        f"{result.source} -> run {result.run_id} {result.configuration}: {result.lines} lines read, "
+        f"{result.added} stored ({result.new_texts} distinct texts scored), {result.already} already stored, "
+        f"{result.problems} not usable; {result.seconds:.1f} s ({rate:.0f} lines/s)"
+    )
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from evalcore.traffic.check import run_check
+
+    report = run_check(open_store(args), args.run, args.period, args.threshold, args.max_refused_share)
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2))
+    else:
+        print(report.text())
+    return report.exit_code
+
+
+def _day(text: str) -> datetime:
+    try:
+        stamp = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"--before must be a date like 2026-11-01 (UTC), got {text!r}") from None
+    if stamp.tzinfo is not None:
+        from datetime import UTC
+
+        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+    return stamp
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    from evalcore.traffic.replay import forget
+
+    store = open_store(args)
+    if not store.path.exists():
+        raise InputError(f"{store.path}: no run store there")
+    run_id = None
+    if args.run:
+        from evalcore.read.refs import resolve_run
+
+        run_id = str(resolve_run(store, args.run)["run_id"])
+    before = _day(args.before)
+    done = forget(store, before, run_id)
+    print(
+        f"forgot {done.lines} logged queries asked before {before:%Y-%m-%d %H:%M} UTC and {done.texts} query texts; "
+        f"store rewritten ({done.bytes_before:,} -> {done.bytes_after:,} bytes), so no free page keeps them"
+    )
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from evalcore.read.decisions import latest_decision
+    from evalcore.read.traffic import export_frame
+    from evalcore.traffic.target import resolve_target
+
+    store = open_store(args)
+    target = resolve_target(store, args.run)
+    threshold = args.threshold
+    if threshold is None:
+        decision = latest_decision(store, target.run_id, target.configuration)
+        if decision is None:
+            raise ConfigError(f"{target.configuration.label} has no saved decision; give --threshold T")
+        threshold = decision.threshold
+    frame = export_frame(store, target.run_id, target.configuration, float(threshold), with_text=args.with_text)
+    out = Path(args.output)
+    try:
+        frame.to_csv(out, index=False)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    what = "with query text" if args.with_text else "without query text (give --with-text to include it)"
+    print(f"wrote {len(frame)} logged queries of {target.configuration.label} to {out}, {what}")
+    return 0
+
+
+def add_parser(sub: Any) -> None:
+    """The ``traffic`` command and its subcommands."""
+    tp = sub.add_parser(
+        "traffic",
+        help="replay production queries against a configuration and watch its threshold",
+        description="Import query logs (replayed against one configuration of a run), check the last period "
+        "for a scheduled job, export or forget stored queries. See docs/TRAFFIC.md.",
+    )
+    tsub = tp.add_subparsers(
+        dest="traffic_command", required=True, metavar="SUBCOMMAND", help="import, check, forget or export"
+    )
+
+    sp = tsub.add_parser(
+        "import",
+        help="replay a query log against RUN[:STRATEGY/RETRIEVER] and store it",
+        description="Embed each logged query with the run's model, retrieve it as the run did and store it with "
+        "its time, top hits and gate value. A re-import of the same log adds nothing.",
+    )
+    sp.add_argument("log", help="the log file: .csv, .jsonl or .parquet")
+    sp.add_argument(
+        "--run",
+        required=True,
+        help="RUN or RUN:STRATEGY/RETRIEVER (RUN alone: the configuration of its latest saved decision)",
+    )
+    sp.add_argument("--query-field", default="query", help="the field holding the query text (default query)")
+    sp.add_argument("--time-field", default="time", help="the field holding the time, ISO 8601 or epoch seconds")
+    sp.add_argument("--label-field", default=None, help="an optional field with answerable / off-topic")
+    sp.add_argument("--format", choices=FORMATS, default=None, help="default: from the name")
+    sp.add_argument("--model", default=None, help="the run's model folder (default: the packaged model)")
+    sp.add_argument("--reranker", default=None, help="the cross-encoder folder of a rerank configuration")
+    sp.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="a header an endpoint run sent (repeatable; values are never stored)",
+    )
+    sp.add_argument("--json", action="store_true", help="print the import's counts as JSON")
+    sp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    sp.set_defaults(func=cmd_import)
+
+    sp = tsub.add_parser(
+        "check",
+        help="exit 1 when the last period refuses too much or drifted (for a scheduled job)",
+        description="Cut stored traffic into periods from 00:00 UTC of the earliest query's day; exit 1 when the "
+        f"last period's refused share is above --max-refused-share or its gate values drifted (KS, alpha {ALPHA:g}, "
+        "Holm over the tests run), 0 otherwise, 2 on bad input.",
+    )
+    sp.add_argument("--run", required=True, help="RUN or RUN:STRATEGY/RETRIEVER")
+    sp.add_argument("--period", default="7d", help="period length: 7d, 1d, 12h, 2w (default 7d)")
+    sp.add_argument("--threshold", type=float, default=None, help="default: the configuration's latest decision")
+    sp.add_argument("--max-refused-share", type=float, default=None, help="fail above this share (0..1)")
+    sp.add_argument("--json", action="store_true", help="print the report as JSON")
+    sp.set_defaults(func=cmd_check)
+
+    sp = tsub.add_parser(
+        "forget",
+        help="delete stored queries asked before a date, for real",
+        description="Delete every stored logged query asked before DATE (00:00 UTC), the texts no remaining "
+        "query uses and their hits and labels, then rewrite the store so no free page keeps them.",
+    )
+    sp.add_argument("--before", required=True, help="a date (2026-11-01) or time; UTC")
+    sp.add_argument("--run", default=None, help="only this run's traffic (default: all)")
+    sp.set_defaults(func=cmd_forget)
+
+    sp = tsub.add_parser(
+        "export",
+        help="write the stored queries of a configuration to CSV (no query text unless --with-text)",
+        description="One row per logged query: time, log file and line, text hash, gate value, refused at T, "
+        "label. Query texts may hold personal data: they are left out unless --with-text.",
+    )
+    sp.add_argument("output", help="the CSV file to write")
+    sp.add_argument("--run", required=True, help="RUN or RUN:STRATEGY/RETRIEVER")
+    sp.add_argument("--threshold", type=float, default=None, help="default: the configuration's latest decision")
+    sp.add_argument("--with-text", action="store_true", help="include the query texts")
+    sp.set_defaults(func=cmd_export)

@@ -1,0 +1,1 @@
+"""Figures: Altair charts and every exportable figure assembled once (no streamlit here)."""

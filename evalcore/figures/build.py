@@ -1,0 +1,492 @@
+"""Every exportable figure assembled once: chart, data and provenance (no streamlit here).
+
+The dashboard's pages, its Export screen and review pack, and ``tools/export_figures.py``
+all build figures through these functions, so a chart on screen, its PNG/SVG/CSV and the
+README's pictures are the same figure with the same caption.
+
+A figure's :class:`Provenance` names what a reviewer needs to trace it back: the figure,
+the run(s) (name, id, date), the configuration(s), n, the test, the interval method, the
+threshold where one applies, the date and the evalcore version.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime
+from typing import TYPE_CHECKING, Any
+
+from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
+from evalcore.records import Configuration, RunConfiguration
+
+if TYPE_CHECKING:
+    from evalcore.store import Store
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _version() -> str:
+    from evalcore import __version__
+
+    return f"evalcore {__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a figure comes from, as ordered (name, value) fields."""
+
+    what: str
+    runs: tuple[str, ...]
+    configurations: tuple[str, ...]
+    n: str
+    test: str | None = None
+    interval: str | None = None
+    threshold: float | None = None
+    made: str = field(default_factory=_now)
+    software: str = field(default_factory=_version)
+    note: str | None = None  # how to read the data (printed last, only when given)
+
+    def fields(self) -> list[tuple[str, str]]:
+        """(name, value) pairs, in the order they are printed."""
+        return [
+            ("figure", self.what),
+            ("run", "; ".join(self.runs)),
+            ("configurations", ", ".join(self.configurations) or "all"),
+            ("n", self.n),
+            ("test", self.test or "none"),
+            ("interval", self.interval or "none"),
+            ("threshold", f"t = {self.threshold:.4f}" if self.threshold is not None else "none"),
+            ("made", self.made),
+            ("software", self.software),
+            *([("note", self.note)] if self.note else []),
+        ]
+
+    def text(self) -> str:
+        """One line: ``"<figure> — run ...; configurations ...; n = ...; test: ...; ..."``."""
+        f = dict(self.fields())
+        return (
+            f"{f['figure']} — run {f['run']}; configurations {f['configurations']}; n = {f['n']}; "
+            f"test: {f['test']}; interval: {f['interval']}; threshold: {f['threshold']}; "
+            f"made {f['made']} by {f['software']}"
+        )
+
+    def lines(self, width: int = 110) -> list[str]:
+        """The caption wrapped to ``width`` characters, one field a line (for drawing)."""
+        out: list[str] = []
+        for name, value in self.fields():
+            out += textwrap.wrap(f"{name}: {value}", width=width, subsequent_indent="    ") or [f"{name}:"]
+        return out
+
+    def stamped(self) -> Provenance:
+        """The same provenance, made now (an export is dated when its file is written)."""
+        return replace(self, made=_now())
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One exportable chart: a slug, the chart, its data, its provenance, and the record it
+    was drawn from (``detail``: a Comparison, a DistanceSummary, a sweep frame, ...)."""
+
+    slug: str
+    title: str
+    chart: Any  # an Altair chart
+    data: Any  # pd.DataFrame
+    provenance: Provenance
+    configurations: tuple[str, ...] = ()  # named in file names
+    threshold: float | None = None  # named in file names
+    detail: Any = None
+
+    @property
+    def caption(self) -> str:
+        return self.provenance.text()
+
+
+def runs_text(store: Store, run_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """How a caption names each run (one query for all):
+    ``"demo 20261129-225237-0ff462 (created 2026-11-29 22:52)"``."""
+    ids = list(dict.fromkeys(run_ids))
+    if not ids:
+        return ()
+    rows = store.query(f"SELECT run_id, name, created_at FROM runs WHERE run_id IN ({', '.join('?' * len(ids))})", ids)
+    found = {row.run_id: row for row in rows.itertuples()}
+    out = []
+    for run_id in ids:
+        row = found.get(run_id)
+        if row is None:
+            out.append(str(run_id))
+            continue
+        created = row.created_at
+        when = created.strftime("%Y-%m-%d %H:%M") if isinstance(created, date) else str(created)
+        out.append(f"{row.name} {run_id} (created {when})")
+    return tuple(out)
+
+
+def run_text(store: Store, run_id: str) -> str:
+    """:func:`runs_text` of one run."""
+    return runs_text(store, [run_id])[0]
+
+
+def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[Figure, Figure]:
+    """Recall@k with 95% Wilson intervals of each side (one panel per k), and MRR: one read."""
+    from evalcore.figures import charts
+    from evalcore.read.compare import recall_table
+
+    table = recall_table(store, sides)
+    runs = runs_text(store, [s.run_id for s in sides])
+    labels = tuple(dict.fromkeys(table["label"]))
+    n = int(table["queries"].iloc[0]) if len(table) else 0
+    recall = Figure(
+        "recall",
+        "Recall@k",
+        charts.recall_chart(table) if len(table) else None,
+        table,
+        Provenance("Recall@k per configuration", runs, labels, f"{n} in-domain queries", None, INTERVAL_METHOD),
+        labels,
+    )
+    mrr = table[table["metric"] == "mrr"].reset_index(drop=True)
+    return recall, Figure(
+        "mrr",
+        "MRR",
+        charts.mrr_chart(mrr) if len(mrr) else None,
+        mrr,
+        Provenance("MRR per configuration", runs, labels, f"{n} in-domain queries"),
+        labels,
+    )
+
+
+def destroyed_figure(store: Store, run_id: str) -> Figure:
+    """Destroyed ground truths per strategy of one run."""
+    from evalcore.figures import charts
+    from evalcore.read.compare import destroyed_counts
+
+    counts = destroyed_counts(store, run_id)
+    prov = Provenance(
+        "Destroyed answers per strategy",
+        (run_text(store, run_id),),
+        ("every strategy",),
+        f"{int(counts['destroyed'].sum())} destroyed ground truths over {len(counts)} strategies",
+    )
+    return Figure("destroyed", "Destroyed answers", charts.destroyed_chart(counts), counts, prov)
+
+
+def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adjust: bool) -> Figure:
+    """The win/loss matrix of ``sides`` at hit@k (detail: the :class:`~evalcore.read.compare.Comparison`)."""
+    from evalcore.figures import charts
+    from evalcore.read.compare import compare
+
+    comparison = compare(store, sides, k, adjust)
+    runs = runs_text(store, [s.run_id for s in comparison.sides])
+    pairs = len(comparison.sides) * (len(comparison.sides) - 1) // 2
+    test = PAIRED_TEST + (
+        f", Holm-adjusted over the {pairs} pair{'s' if pairs != 1 else ''} shown" if adjust else ", unadjusted"
+    )
+    prov = Provenance(
+        f"Win/loss matrix at hit@{k}", runs, comparison.labels, f"{comparison.n} in-domain queries (paired)", test
+    )
+    # the data's verdict in the words of the chart's legend (what the screen shows)
+    data = comparison.matrix.assign(
+        verdict=[
+            charts.verdict_of(int(w), int(lost), bool(s))
+            for w, lost, s in zip(
+                comparison.matrix["wins"], comparison.matrix["losses"], comparison.matrix["significant"], strict=True
+            )
+        ]
+    )
+    chart = (
+        charts.heatmap(comparison.matrix, comparison.labels, k, comparison.p_name)
+        if len(comparison.sides) > 1
+        else None
+    )
+    return Figure(
+        f"winloss-hit{k}",
+        f"Win/loss matrix at hit@{k}",
+        chart,
+        data,
+        prov,
+        comparison.labels,
+        detail=comparison,
+    )
+
+
+def distance_figure(store: Store, run_id: str, configuration: Configuration) -> Figure:
+    """Distances in and out of domain of one configuration (detail: (frame, DistanceSummary))."""
+    from evalcore.figures import threshold_charts
+    from evalcore.read.distances import distance_histogram, distance_summary, distances
+
+    frame = distances(store, run_id, configuration)
+    summary = distance_summary(frame)
+    hist = distance_histogram(frame)
+    prov = Provenance(
+        on_axis("Distances in and out of domain", summary.axis),
+        (run_text(store, run_id),),
+        (configuration.label,),
+        summary.n_text(),
+    )
+    chart = (
+        threshold_charts.distance_chart(hist, summary.worst_in, summary.best_out, summary.axis) if len(hist) else None
+    )
+    return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
+
+
+def sweep_figure(store: Store, run_id: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
+    """The threshold sweep (counts, or rates with Wilson bands) with a rule at ``threshold``
+    (detail: the sweep frame)."""
+    from evalcore.read.sweeps import sweep
+
+    return sweep_figure_of(
+        sweep(store, run_id, configuration), run_text(store, run_id), configuration, threshold, rates
+    )
+
+
+def sweep_figures(
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    threshold: float,
+    claim_params: tuple[float, float, float] | None = None,
+) -> tuple[Figure, Figure]:
+    """The sweep as counts and as rates, from one read; with ``claim_params`` (alpha, beta,
+    confidence) the threshold claim's band is shaded and the claim stated in the captions."""
+    from evalcore.read.claims import band_of
+    from evalcore.read.sweeps import sweep
+
+    frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
+    band = band_of(store, run_id, configuration, *claim_params) if claim_params else None
+    return (
+        sweep_figure_of(frame, run, configuration, threshold, False, band),
+        sweep_figure_of(frame, run, configuration, threshold, True, band),
+    )
+
+
+def sweep_figure_of(
+    frame: Any,
+    run: str,
+    configuration: Configuration,
+    threshold: float,
+    rates: bool,
+    band: tuple[float, float, str] | None = None,
+) -> Figure:
+    """:func:`sweep_figure` from a sweep frame already read (a slider move redraws, never rereads).
+
+    ``band``: (from, to, the claim in words) of the thresholds where the threshold claim holds
+    (:func:`evalcore.read.claims.band`), shaded on the chart and stated in the caption."""
+    from evalcore.figures import threshold_charts
+    from evalcore.read.sweeps import sweep_long
+
+    n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
+    n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
+    mode = "rates" if rates else "counts"
+    what = on_axis(f"Threshold sweep ({mode})", axis_of(frame))
+    if band is not None:
+        what += f"; shaded: {band[2]}"
+    prov = Provenance(
+        what,
+        (run,),
+        (configuration.label,),
+        f"{n_in} in-domain and {n_out} out-of-domain queries",
+        None,
+        INTERVAL_METHOD if rates else None,
+        float(threshold),
+        # one caption line: a row's threshold is where its step starts (METHODS: Exports)
+        note=f"a row's counts hold for t above its threshold, up to the next row's (gate: {keep_rule(frame)})",
+    )
+    long = sweep_long(frame)
+    keep = keep_rule(frame)
+    chart = threshold_charts.sweep_chart(long, float(threshold), rates, keep, band) if len(long) else None
+    return Figure(
+        f"sweep-{mode}",
+        f"Threshold sweep ({mode})",
+        chart,
+        long,
+        prov,
+        (configuration.label,),
+        float(threshold),
+        detail=frame,
+    )
+
+
+def axis_of(sweep_frame: Any) -> str:
+    """The axis a sweep frame's thresholds are on: ``cosine distance`` or a run made elsewhere's
+    ``score (higher = closer)`` / ``score (lower = closer)``."""
+    return str(sweep_frame["axis"].iloc[0]) if "axis" in sweep_frame and len(sweep_frame) else "cosine distance"
+
+
+def keep_rule(sweep_frame: Any) -> str:
+    """What the gate keeps, read off a sweep frame: ``distance < t`` (cosine distance),
+    ``score >= t`` or ``score < t`` (a run made elsewhere's own score)."""
+    axis = axis_of(sweep_frame)
+    return {"score (higher = closer)": "score >= t", "score (lower = closer)": "score < t"}.get(axis, "distance < t")
+
+
+def on_axis(what: str, axis: str) -> str:
+    """A figure's name, with its axis when that is not the cosine distance (a retriever's own
+    score), so a caption, an SVG's <desc> and a CSV's first lines say what the numbers are."""
+    return what if axis == "cosine distance" else f"{what}; axis: {axis}"
+
+
+def index_figure(store: Store, run_id: str) -> Figure:
+    """Chunks per strategy with the chunks over the window (detail: the index-health frame)."""
+    from evalcore.figures import charts
+    from evalcore.read.index import index_health
+
+    health = index_health(store, run_id)
+    prov = Provenance(
+        "Index health per strategy",
+        (run_text(store, run_id),),
+        ("every strategy",),
+        f"{int(health['chunks'].sum())} chunks over {len(health)} strategies",
+    )
+    return Figure(
+        "index", "Index health", charts.index_chart(health) if len(health) else None, health, prov, detail=health
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What the screens currently show, so an export equals them.
+
+    ``sides``, ``k``, ``adjust``: the Compare screen's configurations, hit@k and Holm switch;
+    ``configuration``, ``threshold``: the configuration and threshold of the Threshold
+    screen (shared by Query and Export); ``threshold_source`` says where t came from;
+    ``claim_params``: the threshold claim's (alpha, beta, confidence) set there.
+    """
+
+    run_id: str
+    configuration: Configuration
+    threshold: float
+    threshold_source: str
+    sides: tuple[RunConfiguration, ...]
+    k: int
+    adjust: bool
+    claim_params: tuple[float, float, float] = (0.05, 0.20, 0.95)
+
+
+def selection_figures(store: Store, selection: Selection, call: Callable[..., Any] | None = None) -> list[Figure]:
+    """Every figure of the current selection, in the order the Export screen shows them.
+
+    ``call(fn, *args)`` runs ``fn(store, *args)``; the dashboard passes its cache, so the
+    Export screen reuses the figures the other screens already drew.
+    """
+    call = call or (lambda fn, *args: fn(store, *args))
+    figures = [*call(recall_figures, selection.sides), call(destroyed_figure, selection.run_id)]
+    for other in dict.fromkeys(s.run_id for s in selection.sides if s.run_id != selection.run_id):
+        # two runs compared: the other run's destroyed answers too (its own file names)
+        theirs = call(destroyed_figure, other)
+        figures.append(replace(theirs, slug=f"destroyed-{other}", title=f"Destroyed answers · run {other}"))
+    if len(selection.sides) > 1:
+        figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust))
+    figures += [
+        call(distance_figure, selection.run_id, selection.configuration),
+        *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold, selection.claim_params),
+        call(index_figure, selection.run_id),
+    ]
+    return [f for f in figures if f.chart is not None]
+
+
+def review_summary(store: Store, selection: Selection, figures: list[Figure], files: dict[str, list[str]]) -> str:
+    """The review pack's Markdown summary: the decision and the comparison the charts support,
+    what each file shows, and the methods in a few lines. User text (run names, notes) is escaped."""
+    from evalcore.authors import shown as shown_author
+    from evalcore.figures import markdown_text as md
+    from evalcore.measures.claim import Claim, ClaimError
+    from evalcore.read.claims import caption as claim_caption
+    from evalcore.read.claims import claim_of, refuses_most, separability
+    from evalcore.read.compare import best, compare, decided_sentence, significance_text
+    from evalcore.read.decisions import latest_decision
+    from evalcore.read.sweeps import gate_axis, gate_table, ood_support, sentence_at, sweep
+
+    made = _now()
+    run = store.run(selection.run_id)
+    lines = [
+        f"# Review pack: run {md.escape(run['name'])} ({selection.run_id})",
+        "",
+        f"Made {made} by {_version()} from the dashboard's current selection.",
+        "",
+        "## Decision: the refusal threshold",
+        "",
+        f"Configuration **{md.escape(selection.configuration.label)}**, threshold **t = {selection.threshold:.4f}** "
+        f"({md.escape(selection.threshold_source)}).",
+        "",
+    ]
+    decision = latest_decision(store, selection.run_id, selection.configuration)
+    if decision is not None and abs(decision.threshold - selection.threshold) < 1e-12:
+        lines += [f"Saved by {md.escape(shown_author(decision.author))} on {decision.created_at:%Y-%m-%d %H:%M}.", ""]
+        if decision.note:
+            lines += [f"Note saved with the decision: {md.escape(decision.note)}", ""]
+        if decision.claim:
+            lines += [md.escape(decision.claim_text()), ""]
+    lines += ["### The threshold claim", ""]
+    try:
+        claim: Claim | None = claim_of(store, selection.run_id, selection.configuration, *selection.claim_params)
+    except ClaimError as exc:
+        claim = None
+        lines += [f"No threshold claim can be made: {md.escape(exc)}", ""]
+    if claim is not None:
+        lines += [md.escape(claim_caption(claim)), "", md.escape(separability(claim)), ""]
+        region = claim.bluff_region()
+        if claim.bluff_status == "bounded":
+            inside = (
+                selection.threshold > (claim.bluff_ok_up_to or 0.0)
+                if claim.higher_is_closer
+                else selection.threshold <= (claim.bluff_ok_up_to or 0.0)
+            )
+            verdict = "meets" if inside else "does NOT meet"
+            lines += [f"The chosen t = {selection.threshold:.4f} {verdict} the bluff claim ({region}).", ""]
+    frame = sweep(store, selection.run_id, selection.configuration)
+    if len(frame):
+        lines += [sentence_at(frame, selection.threshold), ""]
+        warning = ood_support(frame, selection.threshold)
+        if warning:
+            lines += [f"**Warning:** {warning}", ""]
+        most = refuses_most(frame, selection.threshold, claim)
+        if most:
+            lines += [f"**Warning:** {md.escape(most)}", ""]
+        table = gate_table(frame, selection.threshold)
+        lines += ["| outcome | queries | of | share | 95% Wilson interval |", "|---|---:|---:|---:|---|"]
+        for outcome, queries, of, share, low, high in table.itertuples(index=False, name=None):
+            shown = "n/a" if of == 0 else f"{100 * share:.1f}%"
+            interval = "n/a" if of == 0 else f"{100 * low:.1f}–{100 * high:.1f}%"
+            lines.append(f"| {outcome} | {queries} | {of} | {shown} | {interval} |")
+        lines.append("")
+    lines += ["## Comparison", ""]
+    decided = RunConfiguration(selection.run_id, selection.configuration, str(run["name"]))
+    sides = selection.sides if decided in selection.sides else (decided, *selection.sides)
+    if len(sides) > 1:
+        comparison = compare(store, sides, selection.k, selection.adjust)
+        top = best(comparison)
+        if top is not None:
+            lines += [md.escape(top.sentence(selection.k, comparison.p_name)), ""]
+        lines += [md.escape(decided_sentence(comparison, decided, top)), ""]
+        lines += [
+            md.escape(significance_text(comparison)),
+            "",
+            "Configurations compared: " + ", ".join(md.escape(label) for label in comparison.labels) + ".",
+            "",
+        ]
+    else:
+        lines += ["Fewer than two configurations selected: no paired comparison.", ""]
+    lines += ["## Files", ""]
+    for figure in figures:
+        names = ", ".join(f"`{name}`" for name in files.get(figure.slug, []))
+        lines += [f"- **{md.escape(figure.title)}**: {names}", f"  - {md.escape(figure.provenance.stamped().text())}"]
+    axis = gate_axis(store, selection.run_id, selection.configuration)  # a run made elsewhere: its own score
+    keeps = axis.keeps if axis.column == "distance" else f"{axis.keeps} ({axis.label})"
+    lines += [
+        "",
+        "## Methods",
+        "",
+        "- recall@k: share of in-domain queries with a correct chunk (one whose text holds the whole "
+        "answer) at rank k or better; MRR: mean of 1/rank of the first correct chunk, 0 when none.",
+        f"- Intervals: {INTERVAL_METHOD}.",
+        f"- Paired comparison: {PAIRED_TEST}; ties are not counted; with the Holm switch on, "
+        "p-values are Holm-adjusted over the pairs of the configurations compared.",
+        f"- The gate at t keeps, from a retriever's top 4 hits, those with {keeps}; nothing "
+        "kept means NO ANSWER. Bluff: an out-of-domain query with a hit kept; lost answer: an in-domain "
+        "query with a correct hit in the top 4 that the gate drops.",
+        "- Every definition in full: docs/METHODS.md in the evalcore repository.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,493 @@
+"""A run travels between machines: ``export-run`` writes one file, ``load-run`` stores it again.
+
+The run file (format ``evalcore-run``, version :data:`FORMAT_VERSION`; docs/RUN-FILE.md) is a
+zip archive holding
+
+- ``manifest.json``: ``format``, ``format_version``, ``evalcore_version``, ``schema_version``
+  (the newest store migration of the exporting store), ``run_id``, ``run_name``,
+  ``exported_at``, and per table its member ``file``, ``rows``, ``sha256`` and ``columns``;
+- ``tables/<table>.parquet``: every row of the run in each of :data:`TABLES`, ordered by the
+  table's key (the embedding cache is not included: a stored run never needs it again).
+
+Loading verifies everything before the store is touched (a zip, our format, a version we
+read, each member's size, sha256 and row count, one complete run, every row of that run),
+then inserts all tables in one transaction. A run id already in the store is refused unless
+the stored rows equal the file's, which makes loading the same file twice a no-op.
+Its one write (a loaded run's rows) is :mod:`evalcore.store.loaded_runs`; an export reads the
+store read only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from datetime import UTC
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import EvalcoreError
+from evalcore.inputs import jsontext
+from evalcore.store.basics import one_row
+from evalcore.store.loaded_runs import insert_parquet
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+FORMAT = "evalcore-run"
+FORMAT_VERSION = 2
+MANIFEST = "manifest.json"
+MAX_MANIFEST = 16 * 1024 * 1024  # bytes of manifest.json
+MAX_UNPACKED = 4 * 1024**3  # bytes all tables of one run file may unpack to (default)
+MAX_UNPACKED_ENV = "EVALCORE_MAX_RUN_FILE_BYTES"
+MAX_RATIO = 100  # times a member may expand (when over 1 MiB)
+#: Every table that holds a run's rows, in insertion order, with the key that orders its rows.
+TABLES: dict[str, str] = {
+    "runs": "run_id",
+    "documents": "doc_id",
+    "strategies": "strategy",
+    "chunks": "strategy, chunk_id",
+    "queries": "query_id",
+    "results": "strategy, retriever, query_id",
+    "hits": "strategy, retriever, query_id, rank",
+    "destroyed": "strategy, group_id",
+    "timings": "ALL",
+    "decisions": "created_at, decision_id",
+    "configurations": "strategy, retriever",
+    "failures": "strategy, retriever, query_id",
+}
+#: Tables each format version holds (a version-1 file, written before runs made elsewhere
+#: existed, has no configurations or failures: its configurations read as built-in).
+TABLES_OF_VERSION: dict[int, tuple[str, ...]] = {
+    1: tuple(t for t in TABLES if t not in ("configurations", "failures")),
+    2: tuple(TABLES),
+}
+_MEMBER = re.compile(r"^tables/[a-z_]+\.parquet$")
+
+
+class RunFileError(EvalcoreError):
+    """A run file is unreadable, truncated, foreign, of a newer format, or conflicts with the store."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """What ``export_run`` wrote or ``load_run`` did: run id and name, rows per table, and
+    ``loaded`` (False when the same run was already stored and nothing was written)."""
+
+    run_id: str
+    run_name: str
+    rows: dict[str, int]
+    path: str
+    loaded: bool = True
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+
+def _literal(text: str | Path) -> str:
+    """A SQL string literal (for the file name COPY needs as a literal)."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest migration applied to a store (0 for none)."""
+    return int(one_row(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0])
+
+
+def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    """{column: type} of a store table, in order."""
+    return {name: str(kind) for name, kind, *_ in con.execute(f'DESCRIBE "{table}"').fetchall()}
+
+
+# --- export ---------------------------------------------------------------------------------
+
+
+def export_run(store: Store, run: str, path: str | Path) -> Transfer:
+    """Write the complete run ``run`` (run id, run name or unique id prefix, as
+    :func:`evalcore.read.refs.resolve_run` reads it) to the run file ``path``.
+
+    The file is written next to ``path`` and renamed into place, so a failed export leaves no
+    half file. StoreError for an unknown or incomplete run.
+    """
+    from datetime import datetime
+
+    from evalcore import __version__
+    from evalcore.read.refs import resolve_run
+
+    info = resolve_run(store, run)
+    run_id = str(info["run_id"])
+    path = Path(path)
+    if path.is_dir():
+        raise RunFileError(f"{path}: is a folder; give the run file's name, e.g. {path / (run_id + '.evalcore.zip')}")
+    tables: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
+        with store.read() as con:
+            version = schema_version(con)
+            for table, order in TABLES.items():
+                member = f"tables/{table}.parquet"
+                target = Path(tmp) / f"{table}.parquet"
+                con.execute(
+                    f'COPY (SELECT * FROM "{table}" WHERE run_id = ? ORDER BY {order}) '
+                    f"TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd)",
+                    [run_id],
+                )
+                rows = one_row(con, f'SELECT count(*) FROM "{table}" WHERE run_id = ?', [run_id])[0]
+                tables[table] = {
+                    "file": member,
+                    "rows": int(rows),
+                    "sha256": _sha256(target),
+                    "columns": _columns(con, table),
+                }
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "evalcore_version": __version__,
+            "schema_version": version,
+            "run_id": run_id,
+            "run_name": str(info["name"]),
+            "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "tables": tables,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        try:
+            with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
+                zf.writestr(MANIFEST, json.dumps(manifest, indent=2))
+                for table, meta in tables.items():
+                    zf.write(Path(tmp) / f"{table}.parquet", meta["file"])
+            os.replace(partial, path)
+        finally:
+            partial.unlink(missing_ok=True)
+    return Transfer(run_id, str(info["name"]), {t: m["rows"] for t, m in tables.items()}, str(path))
+
+
+# --- load -----------------------------------------------------------------------------------
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The checked manifest of a run file; RunFileError (one line naming the file) when it is
+    not a zip, not ours, of a newer format version, or malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunFileError(f"{path}: no such file")
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = set(zf.namelist())
+            if MANIFEST not in names:
+                raise RunFileError(f"{path}: not an evalcore run file (no {MANIFEST})")
+            size = zf.getinfo(MANIFEST).file_size
+            if size > MAX_MANIFEST:
+                raise RunFileError(f"{path}: {MANIFEST} declares {size:,} bytes, over the {MAX_MANIFEST:,}-byte limit")
+            with zf.open(MANIFEST) as fh:
+                data = fh.read(MAX_MANIFEST + 1)
+            if len(data) > MAX_MANIFEST:
+                raise RunFileError(f"{path}: {MANIFEST} is larger than the {MAX_MANIFEST:,}-byte limit")
+            manifest = jsontext.loads(data.decode("utf-8"))
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as exc:
+        raise RunFileError(f"{path}: not an evalcore run file, or truncated ({exc})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunFileError(f"{path}: {MANIFEST} is not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else None
+        raise RunFileError(f"{path}: not an evalcore run file (format {found!r}, expected {FORMAT!r})")
+    version = manifest.get("format_version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise RunFileError(f"{path}: {MANIFEST} has no valid format_version (got {version!r})")
+    if version > FORMAT_VERSION:
+        raise RunFileError(
+            f"{path}: run file format version {version} is newer than this evalcore reads "
+            f"(format version {FORMAT_VERSION}; evalcore {manifest.get('evalcore_version', '?')} wrote it); "
+            "upgrade evalcore to load it"
+        )
+    tables = manifest.get("tables")
+    if not isinstance(manifest.get("run_id"), str) or not manifest["run_id"] or not isinstance(tables, dict):
+        raise RunFileError(f"{path}: {MANIFEST} lacks run_id or tables")
+    expected = TABLES_OF_VERSION[version]
+    missing = [t for t in expected if t not in tables]
+    unknown = [t for t in tables if t not in expected]
+    if missing or unknown:
+        raise RunFileError(
+            f"{path}: {MANIFEST} tables differ from format {version}: "
+            f"missing {missing or 'none'}, unknown {unknown or 'none'}"
+        )
+    for table, meta in tables.items():
+        ok = (
+            isinstance(meta, dict)
+            and isinstance(meta.get("file"), str)
+            and _MEMBER.match(meta["file"])
+            and isinstance(meta.get("rows"), int)
+            and meta["rows"] >= 0
+            and isinstance(meta.get("sha256"), str)
+        )
+        if not ok or meta["file"] not in names:
+            raise RunFileError(f"{path}: {MANIFEST} entry for table {table!r} is malformed or its file is missing")
+    return manifest
+
+
+def max_unpacked() -> int:
+    """The most bytes a run file may unpack to: ``$EVALCORE_MAX_RUN_FILE_BYTES`` or 4 GiB."""
+    raw = os.environ.get(MAX_UNPACKED_ENV, "").strip()
+    if not raw:
+        return MAX_UNPACKED
+    if not raw.isdigit() or int(raw) < 1:
+        raise RunFileError(f"{MAX_UNPACKED_ENV} must be a positive number of bytes, got {raw!r}")
+    return int(raw)
+
+
+def _sizes(path: Path, zf: zipfile.ZipFile, manifest: dict[str, Any]) -> None:
+    """The members' declared sizes, before anything is written: within the cap in all, and
+    none expanding more than :data:`MAX_RATIO` times (Parquet is compressed already; a member
+    that deflates far more is a zip bomb)."""
+    cap, total = max_unpacked(), 0
+    for meta in manifest["tables"].values():
+        info = zf.getinfo(meta["file"])
+        total += info.file_size
+        if info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise RunFileError(
+                f"{path}: {meta['file']} expands to {info.file_size:,} bytes from {info.compress_size:,} "
+                f"(over {MAX_RATIO} times); refusing a possible zip bomb"
+            )
+    if total > cap:
+        raise RunFileError(
+            f"{path}: its tables unpack to {total:,} bytes, over the {cap:,}-byte limit (${MAX_UNPACKED_ENV})"
+        )
+
+
+def _unpack(path: Path, manifest: dict[str, Any], folder: Path) -> dict[str, Path]:
+    """Extract each table's member into ``folder`` and check its sha256; {table: file}. The
+    declared sizes are checked first, the actual bytes while streaming (a member that holds
+    more than its header says is refused at that byte)."""
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as zf:
+            _sizes(path, zf, manifest)
+            for table, meta in manifest["tables"].items():
+                target = folder / f"{table}.parquet"
+                declared = zf.getinfo(meta["file"]).file_size
+                h = hashlib.sha256()
+                written = 0
+                with zf.open(meta["file"]) as src, open(target, "wb") as dst:
+                    for block in iter(lambda: src.read(1 << 20), b""):
+                        written += len(block)
+                        if written > declared:
+                            raise RunFileError(
+                                f"{path}: {meta['file']} expands beyond the {declared:,} bytes its header "
+                                "declares; refusing a possible zip bomb"
+                            )
+                        h.update(block)
+                        dst.write(block)
+                if h.hexdigest() != meta["sha256"]:
+                    raise RunFileError(
+                        f"{path}: {meta['file']} does not match its sha256 in {MANIFEST} "
+                        "(the file was changed or damaged)"
+                    )
+                out[table] = target
+    except (zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise RunFileError(f"{path}: damaged or truncated ({exc})") from None
+    return out
+
+
+def _check_tables(path: Path, manifest: dict[str, Any], files: dict[str, Path]) -> None:
+    """Each member is Parquet with the manifest's row count, and every row belongs to the run;
+    the run is complete. Read in a private in-memory database: the store is not touched."""
+    import duckdb
+
+    run_id = manifest["run_id"]
+    con = duckdb.connect()
+    try:
+        for table, file in files.items():
+            member = manifest["tables"][table]["file"]
+            try:
+                cols = [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
+                if "run_id" not in cols:
+                    raise RunFileError(f"{path}: {member} has no run_id column")
+                rows, foreign = one_row(
+                    con,
+                    "SELECT count(*), count(*) FILTER (run_id IS DISTINCT FROM ?) FROM read_parquet(?)",
+                    [run_id, str(file)],
+                )
+            except duckdb.Error as exc:
+                raise RunFileError(f"{path}: {member} is not readable Parquet ({str(exc).splitlines()[0]})") from None
+            if rows != manifest["tables"][table]["rows"]:
+                raise RunFileError(
+                    f"{path}: {member} holds {rows} rows, the manifest says {manifest['tables'][table]['rows']}"
+                )
+            if foreign:
+                raise RunFileError(f"{path}: {member} holds {foreign} rows of another run than {run_id}")
+        status = one_row(con, "SELECT list(status) FROM read_parquet(?)", [str(files["runs"])])[0]
+        if status != ["complete"]:
+            raise RunFileError(f"{path}: the runs table must hold one complete run, found {status}")
+        _check_values(con, path, manifest, files)
+    finally:
+        con.close()
+
+
+_CONTROL = r"[\x00-\x1f\x7f]"
+_NAME_BAD = r"[\x00-\x20\x7f/]"  # a strategy or retriever labels STRATEGY/RETRIEVER
+#: (table, columns the check needs, SQL true for a row that cannot be, what is wrong)
+VALUE_CHECKS: list[tuple[str, tuple[str, ...], str, str]] = [
+    (
+        "runs",
+        ("run_id",),
+        f"run_id = '' OR regexp_matches(run_id, '{_CONTROL}')",
+        "an empty run id or control characters in it",
+    ),
+    ("runs", ("name",), f"regexp_matches(name, '{_CONTROL}')", "control characters in the run name"),
+    ("hits", ("rank",), "rank < 1", "a rank below 1"),
+    ("hits", ("distance",), "isnan(distance) OR isinf(distance)", "a distance that is not a finite number"),
+    ("hits", ("score",), "isnan(score) OR isinf(score)", "a score that is not a finite number"),
+    ("results", ("first_correct_rank",), "first_correct_rank < 1", "a first_correct_rank below 1"),
+    (
+        "results",
+        ("answer_distance", "top_distance"),
+        "isnan(answer_distance) OR isinf(answer_distance) OR isnan(top_distance) OR isinf(top_distance)",
+        "a distance that is not a finite number",
+    ),
+    ("results", ("domain",), "domain NOT IN ('in', 'out')", "a domain other than in or out"),
+    ("queries", ("domain",), "domain NOT IN ('in', 'out')", "a domain other than in or out"),
+    (
+        "queries",
+        ("query_id",),
+        f"query_id = '' OR regexp_matches(query_id, '{_CONTROL}')",
+        "an empty query id or control characters in it",
+    ),
+    ("chunks", ("start", "end"), 'start < 0 OR "end" < start', "offsets outside 0 <= start <= end"),
+    (
+        "documents",
+        ("doc_id",),
+        f"doc_id = '' OR regexp_matches(doc_id, '{_CONTROL}')",
+        "an empty document id or control characters in it",
+    ),
+    ("decisions", ("threshold",), "isnan(threshold) OR isinf(threshold)", "a threshold that is not a finite number"),
+]
+for _table in ("strategies", "chunks", "results", "hits", "destroyed", "decisions", "configurations", "failures"):
+    VALUE_CHECKS.append(
+        (
+            _table,
+            ("strategy",),
+            f"strategy = '' OR regexp_matches(strategy, '{_NAME_BAD}')",
+            "a strategy name with '/', whitespace or control characters",
+        )
+    )
+for _table in ("results", "hits", "decisions", "configurations", "failures"):
+    VALUE_CHECKS.append(
+        (
+            _table,
+            ("retriever",),
+            f"retriever = '' OR regexp_matches(retriever, '{_NAME_BAD}')",
+            "a retriever name with '/', whitespace or control characters",
+        )
+    )
+
+
+def _check_values(con: duckdb.DuckDBPyConnection, path: Path, manifest: dict[str, Any], files: dict[str, Path]) -> None:
+    """Every value a reader relies on is possible: ranks from 1, finite distances and scores,
+    names that can label a configuration, ids without control characters. RunFileError
+    naming the member, the column's problem and the count of rows otherwise."""
+    for table, needs, bad, what in VALUE_CHECKS:
+        if table not in files:
+            continue
+        cols = {c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(files[table])]).fetchall()}
+        if not set(needs) <= cols:
+            continue
+        n = one_row(con, f"SELECT count(*) FROM read_parquet(?) WHERE {bad}", [str(files[table])])[0]
+        if n:
+            member = manifest["tables"][table]["file"]
+            raise RunFileError(f"{path}: {member}: {n} row(s) with {what}; not loaded")
+
+
+def _differences(con: duckdb.DuckDBPyConnection, files: dict[str, Path], run_id: str) -> list[str]:
+    """Tables whose stored rows of ``run_id`` differ from the file's (compared on the file's columns)."""
+    out = []
+    for table, file in files.items():
+        cols = ", ".join(
+            f'"{c[0]}"' for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()
+        )
+        mine = f'SELECT {cols} FROM "{table}" WHERE run_id = ?'
+        theirs = f"SELECT {cols} FROM read_parquet(?)"
+        diff = one_row(
+            con,
+            f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})) + "
+            f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))",
+            [str(file), run_id, run_id, str(file)],
+        )[0]
+        if diff:
+            out.append(table)
+    return out
+
+
+def load_run(store: Store, path: str | Path) -> Transfer:
+    """Verify the run file ``path`` and insert its run into ``store`` in one transaction.
+
+    RunFileError (nothing stored) for a file that is not a run file, damaged, truncated, of a
+    newer format version, holding a column this store does not know, or whose run id is
+    already stored with other rows. When the stored run equals the file's, nothing is written
+    and the result's ``loaded`` is False.
+    """
+    import duckdb
+
+    path = Path(path)
+    manifest = read_manifest(path)
+    run_id = manifest["run_id"]
+    rows = {t: int(m["rows"]) for t, m in manifest["tables"].items()}
+    with tempfile.TemporaryDirectory(prefix="evalcore-load-") as tmp:
+        files = _unpack(path, manifest, Path(tmp))
+        _check_tables(path, manifest, files)
+        with store.transaction() as con:
+            mine = schema_version(con)
+            for table, file in files.items():
+                known = _columns(con, table)
+                theirs = [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
+                extra = [c for c in theirs if c not in known]
+                if extra:
+                    raise RunFileError(
+                        f"{path}: table {table} has column(s) {', '.join(extra)} this store does not know "
+                        f"(file schema version {manifest.get('schema_version')}, store schema version {mine}); "
+                        "upgrade evalcore to load it"
+                    )
+            name = str(one_row(con, "SELECT any_value(name) FROM read_parquet(?)", [str(files["runs"])])[0] or "")
+            shadow = one_row(con, "SELECT min(run_id) FROM runs WHERE name = ? AND run_id <> ?", [run_id, run_id])[0]
+            if shadow:
+                raise RunFileError(
+                    f"{path}: its run id {run_id!r} is the name of run {shadow} in {store.path}; loading it "
+                    "would make that name mean another run; not loaded"
+                )
+            if name and one_row(con, "SELECT count(*) FROM runs WHERE run_id = ? AND run_id <> ?", [name, run_id])[0]:
+                raise RunFileError(
+                    f"{path}: its run name {name!r} is the id of another run in {store.path}; not loaded"
+                )
+            if one_row(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0]:
+                differ = _differences(con, files, run_id)
+                if differ:
+                    raise RunFileError(
+                        f"{path}: run {run_id} is already in {store.path} with other rows "
+                        f"(tables {', '.join(differ)} differ); not loaded"
+                    )
+                return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path), loaded=False)
+            for table, file in files.items():
+                try:
+                    insert_parquet(con, table, file)
+                except duckdb.Error as exc:
+                    raise RunFileError(
+                        f"{path}: table {table} cannot be stored ({str(exc).splitlines()[0]}); nothing was loaded"
+                    ) from None
+    log.info("loaded run %s from %s", run_id, path)
+    return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path))

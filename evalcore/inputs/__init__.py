@@ -1,0 +1,1 @@
+"""A run's inputs: corpus folders and their extraction, ground truth, uploads, question sets, the demo."""

@@ -1,0 +1,85 @@
+"""Extractors turn one file's bytes into a title and a canonical text (SPEC sections 1, 12).
+
+One module per format: :mod:`~evalcore.inputs.extractors.markdown` (``.md``, ``.markdown``,
+``.txt``), :mod:`~evalcore.inputs.extractors.pdf` and :mod:`~evalcore.inputs.extractors.html`. Each has
+``NAME``, ``VERSION`` and ``extract(data, filename) -> Extraction``; the registry that maps
+file suffixes to them is :mod:`evalcore.inputs.extract`. An extractor raises
+:class:`~evalcore.errors.InputError` with a one-line reason when a file cannot be used; the
+corpus records the file as failed and goes on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import importlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from itertools import pairwise
+from types import ModuleType
+
+from evalcore.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What an extractor made of one file.
+
+    ``page_starts[i]`` is the offset in ``text`` where page ``i + 1`` begins (paged formats
+    only; empty otherwise): the page map. ``notes`` are things a reader of the document
+    should know that did not stop it (e.g. pages without text).
+    """
+
+    title: str
+    text: str
+    page_starts: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_page_starts(self.page_starts, len(self.text))
+
+
+def check_page_starts(page_starts: tuple[int, ...], length: int) -> None:
+    """ValueError unless the page map starts at 0 and rises strictly within the text."""
+    if not page_starts:
+        return
+    if page_starts[0] != 0:
+        raise ValueError(f"page map must start at offset 0, got {page_starts[0]}")
+    for a, b in pairwise(page_starts):
+        if b <= a:
+            raise ValueError(f"page map must rise strictly, got {a} then {b}")
+    if page_starts[-1] > length:
+        raise ValueError(f"page map offset {page_starts[-1]} is beyond the text ({length} characters)")
+
+
+def page_of(page_starts: Sequence[int] | None, offset: int) -> int | None:
+    """1-based page of the character at ``offset``; None for a document without pages.
+
+    The blank line that joins two pages belongs to the page before it.
+    """
+    if page_starts is None or len(page_starts) == 0:
+        return None
+    return max(1, bisect.bisect_right(page_starts, offset))
+
+
+def library_version(distribution: str) -> str:
+    """The installed version of the library an extractor is built on (part of its stamp)."""
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:  # pragma: no cover - a requirement
+        return "missing"
+
+
+def require(module: str, extra: str, filename: str) -> ModuleType:
+    """Import ``module``, the library an optional extractor is built on; when it is not
+    installed, InputError saying which extra installs it (the corpus records ``filename`` as
+    failed with that line and goes on)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or exc.name.split(".")[0] != module.split(".")[0]:
+            raise  # the library is there; something it needs is not
+        raise InputError(
+            f"{filename}: reading {extra.upper()} needs {module.split('.')[0]}, which is not "
+            f'installed: pip install "evalcore[{extra}]"'
+        ) from None

@@ -1,0 +1,434 @@
+"""Question sets: named, versioned ground truth kept in the run store (the ``question_set*``
+tables of migration 0008, written by :mod:`evalcore.store.question_sets`).
+
+A set has versions 1, 2, ...; a version is immutable. Every save makes a new version holding
+all its items, with its parent (the version it was edited from), author, time and note, so two
+people who edit the same version never overwrite each other: the second save becomes its own
+version and :class:`Saved` says which versions were saved from the same parent meanwhile.
+
+Items are the records of today's files: in-domain :class:`~evalcore.records.Question` (id,
+question, group, variant, and a needle or an exact span) and off-topic
+:class:`~evalcore.records.OODQuery` (id, query, kind). A set is checked like the files are
+(ids unique across both kinds, one needle per group, kinds near/far); a problem is an
+InputError naming the set, the line (the item's position in the exported file) and the field.
+
+Export writes each item in the canonical form evalcore itself writes: one
+``json.dumps(obj, ensure_ascii=False)`` a line, keys ``id, question, needle, group, variant``
+(or ``id, question, document, start, end, group, variant`` for an exact span), and
+``id, query, kind`` for off-topic queries. A file in that form (the demo's, the importers',
+the tests') comes back byte for byte; another layout comes back with the same content in that
+form (``dataset import`` says how many lines that concerns).
+
+Against a corpus a set resolves like question files do (:func:`evalcore.inputs.groundtruth.resolve`),
+by its needle text, so a set authored on one corpus version is re-resolved against the
+canonical text of the corpus a run uses: items that no longer resolve, or now occur twice, are
+listed with the reason and excluded, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import InputError, StoreError
+from evalcore.inputs.groundtruth import OOD_KINDS, group_questions, read_ood, read_questions, resolve
+from evalcore.records import GroundTruth, OODQuery, Question
+
+if TYPE_CHECKING:
+    from evalcore.records import Corpus
+    from evalcore.store import Store
+
+QUESTIONS_FILE = "questions.jsonl"
+OOD_FILE = "ood.jsonl"
+MAX_NAME = 100
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One stored version of a set (without its items)."""
+
+    name: str
+    version: int
+    parent: int | None
+    author: str | None
+    created_at: datetime
+    note: str
+    origin: str
+    questions: int = 0
+    ood: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionSet:
+    """A version with its items, in order."""
+
+    version: Version
+    questions: tuple[Question, ...]
+    ood: tuple[OODQuery, ...]
+
+    def ground_truth(self, corpus: Corpus) -> GroundTruth:
+        """The set resolved against ``corpus`` (invalid items listed with the reason)."""
+        label = self.version.label
+        spans, invalid = resolve(list(self.questions), corpus, label)
+        source = {"questions": f"question set {label}", "dataset": self.version.name}
+        source["dataset_version"] = str(self.version.version)
+        return GroundTruth(questions=self.questions, spans=spans, invalid=tuple(invalid), ood=self.ood, source=source)
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """What a save made: the new version, and the versions other people saved from the same
+    parent before it (``siblings``: each is kept; nothing was overwritten)."""
+
+    version: Version
+    siblings: tuple[Version, ...] = field(default_factory=tuple)
+    latest_before: int | None = None
+
+    def message(self) -> str:
+        v = self.version
+        text = f"saved {v.label}" + (f" (from version {v.parent})" if v.parent else " (a new set)")
+        if self.siblings:
+            others = ", ".join(f"version {s.version} by {_who(s.author)}" for s in self.siblings)
+            text += (
+                f"; version {v.parent} was also edited meanwhile ({others}): your save is its own "
+                "version, nothing was overwritten"
+            )
+        return text
+
+
+def _who(author: str | None) -> str:
+    from evalcore.authors import shown
+
+    return shown(author)
+
+
+# ----------------------------------------------------------------------- checking
+
+
+def check_name(name: str) -> str:
+    """A set name: letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit."""
+    name = (name or "").strip()
+    if not name or len(name) > MAX_NAME or not _NAME.match(name):
+        raise InputError(
+            f"question set name {name!r}: use letters, digits, '.', '_' or '-' "
+            f"(starting with a letter or digit, at most {MAX_NAME} characters)"
+        )
+    return name
+
+
+def parse_ref(ref: str) -> tuple[str, int | None]:
+    """``NAME`` or ``NAME@VERSION`` -> (name, version or None for the newest)."""
+    name, sep, version = (ref or "").partition("@")
+    if sep:
+        if not version.isdigit() or int(version) < 1:
+            raise InputError(f"question set {ref!r}: the version after '@' must be a number from 1")
+        return check_name(name), int(version)
+    return check_name(name), None
+
+
+def check_items(questions: Sequence[Question], ood: Sequence[OODQuery], where: str) -> None:
+    """InputError "WHERE:LINE: ..." for what read_questions/read_ood refuse in a file."""
+    seen: dict[str, str] = {}
+    if not questions:
+        raise InputError(f"{where}: no questions")
+    for q in questions:
+        at = f"{where}:{q.line}"
+        for key, value in (("id", q.query_id), ("question", q.question), ("group", q.group)):
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{at}: field {key!r} is empty")
+        if q.needle is not None:
+            if not q.needle.strip():
+                raise InputError(f"{at}: field 'needle' is empty")
+        elif q.document is None or q.start is None or q.end is None:
+            raise InputError(f"{at}: missing field 'needle' (or 'document', 'start', 'end')")
+        elif not 0 <= q.start < q.end:
+            raise InputError(f"{at}: span must satisfy 0 <= start < end, got start={q.start}, end={q.end}")
+        if q.query_id in seen:
+            raise InputError(f"{at}: duplicate id {q.query_id!r} (first at {seen[q.query_id]})")
+        seen[q.query_id] = at
+    group_questions(list(questions), where)
+    for o in ood:
+        at = f"{where} (off-topic):{o.line}"
+        for key, value in (("id", o.query_id), ("query", o.query)):
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{at}: field {key!r} is empty")
+        if o.kind not in OOD_KINDS:
+            raise InputError(f"{at}: field 'kind' must be one of {', '.join(OOD_KINDS)}, got {o.kind!r}")
+        if o.query_id in seen:
+            raise InputError(f"{at}: duplicate id {o.query_id!r} (first at {seen[o.query_id]})")
+        seen[o.query_id] = at
+
+
+def numbered(questions: Sequence[Question], ood: Sequence[OODQuery]) -> tuple[list[Question], list[OODQuery]]:
+    """The items with ``line`` = their 1-based position (their line in the exported files)."""
+    return (
+        [replace(q, line=i) for i, q in enumerate(questions, start=1)],
+        [replace(o, line=i) for i, o in enumerate(ood, start=1)],
+    )
+
+
+# ------------------------------------------------------------------- file formats
+
+
+def question_row(q: Question) -> dict[str, Any]:
+    """The canonical JSON object of an in-domain item (what export writes)."""
+    if q.needle is not None:
+        return {"id": q.query_id, "question": q.question, "needle": q.needle, "group": q.group, "variant": q.variant}
+    return {
+        "id": q.query_id,
+        "question": q.question,
+        "document": q.document,
+        "start": q.start,
+        "end": q.end,
+        "group": q.group,
+        "variant": q.variant,
+    }
+
+
+def ood_row(o: OODQuery) -> dict[str, Any]:
+    return {"id": o.query_id, "query": o.query, "kind": o.kind}
+
+
+def to_jsonl(rows: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def read_folder(folder: str | Path) -> tuple[list[Question], list[OODQuery], int]:
+    """questions.jsonl (required) and ood.jsonl (optional) of ``folder``, read and checked as
+    ``run --questions/--ood`` reads them; also the number of lines not in the canonical form."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a folder (expected one holding {QUESTIONS_FILE} and optionally {OOD_FILE})")
+    qpath, opath = folder / QUESTIONS_FILE, folder / OOD_FILE
+    seen: dict[str, str] = {}
+    questions = read_questions(qpath, seen)
+    ood = read_ood(opath, seen) if opath.exists() else []
+    group_questions(questions, qpath)
+    other = _non_canonical(qpath, [question_row(q) for q in questions], [q.line for q in questions])
+    if opath.exists():
+        other += _non_canonical(opath, [ood_row(o) for o in ood], [o.line for o in ood])
+    return questions, ood, other
+
+
+def _non_canonical(path: Path, rows: list[dict[str, Any]], lines: list[int]) -> int:
+    """Lines of ``path`` that export will not write back byte for byte (another key order,
+    escaped characters, a missing field filled with its default; blank lines and a byte
+    order mark count once)."""
+    raw = path.read_bytes()
+    if raw == to_jsonl(rows).encode("utf-8"):
+        return 0
+    text = raw.decode("utf-8-sig").splitlines()
+    differ = sum(
+        1 for row, line in zip(rows, lines, strict=True) if json.dumps(row, ensure_ascii=False) != text[line - 1]
+    )
+    return max(differ, 1)
+
+
+# ---------------------------------------------------------------------- the store
+
+
+def _version(row: tuple[Any, ...]) -> Version:
+    name, version, parent, author, created_at, note, origin, nq, no = row
+    return Version(name, int(version), parent, author, created_at, note or "", origin or "", int(nq), int(no))
+
+
+_VERSIONS = """
+    SELECT v.name, v.version, v.parent, v.author, v.created_at, v.note, v.origin,
+           (SELECT count(*) FROM question_set_items i WHERE i.name = v.name AND i.version = v.version),
+           (SELECT count(*) FROM question_set_ood o WHERE o.name = v.name AND o.version = v.version)
+    FROM question_set_versions v
+"""
+
+
+def versions(store: Store, name: str | None = None) -> list[Version]:
+    """Every version (of ``name``, or of every set), by name then version."""
+    with store.read() as con:
+        if name is None:
+            rows = con.execute(_VERSIONS + " ORDER BY v.name, v.version").fetchall()
+        else:
+            rows = con.execute(_VERSIONS + " WHERE v.name = ? ORDER BY v.version", [name]).fetchall()
+    return [_version(r) for r in rows]
+
+
+def names(store: Store) -> list[str]:
+    with store.read() as con:
+        return [r[0] for r in con.execute("SELECT name FROM question_sets ORDER BY name").fetchall()]
+
+
+def load(store: Store, ref: str) -> QuestionSet:
+    """The items of ``NAME`` (its newest version) or ``NAME@VERSION``; StoreError when unknown."""
+    name, wanted = parse_ref(ref)
+    found = versions(store, name)
+    if not found:
+        known = names(store)
+        hint = f" (sets: {', '.join(known)})" if known else " (the store has no question set; see dataset import)"
+        raise StoreError(f"no question set {name!r}{hint}")
+    if wanted is None:
+        version = found[-1]
+    else:
+        matches = [v for v in found if v.version == wanted]
+        if not matches:
+            raise StoreError(f"question set {name!r} has no version {wanted} (versions 1 to {found[-1].version})")
+        version = matches[0]
+    with store.read() as con:
+        qrows = con.execute(
+            'SELECT position, item_id, question, group_id, variant, needle, doc_id, start, "end" '
+            "FROM question_set_items WHERE name = ? AND version = ? ORDER BY position",
+            [name, version.version],
+        ).fetchall()
+        orows = con.execute(
+            "SELECT position, item_id, query, kind FROM question_set_ood WHERE name = ? AND version = ? "
+            "ORDER BY position",
+            [name, version.version],
+        ).fetchall()
+    questions = tuple(
+        Question(
+            query_id=r[1],
+            question=r[2],
+            group=r[3],
+            variant=r[4],
+            needle=r[5],
+            line=r[0],
+            document=r[6],
+            start=r[7],
+            end=r[8],
+        )  # fmt: skip
+        for r in qrows
+    )
+    ood = tuple(OODQuery(query_id=r[1], query=r[2], kind=r[3], line=r[0]) for r in orows)
+    return QuestionSet(version, questions, ood)
+
+
+def save(
+    store: Store,
+    name: str,
+    questions: Sequence[Question],
+    ood: Sequence[OODQuery],
+    *,
+    parent: int | None,
+    author: str | None,
+    note: str = "",
+    origin: str = "",
+) -> Saved:
+    """Store a new version of ``name`` holding exactly these items (checked first; nothing is
+    written when a check fails). ``parent``: the version they were edited from (None: a new
+    set, refused when the name is taken). The version number is the next free one, taken
+    inside the write's transaction, so concurrent saves never collide."""
+    from evalcore.authors import clean_author
+    from evalcore.store.question_sets import insert_version
+
+    name = check_name(name)
+    questions, ood = numbered(questions, ood)
+    check_items(questions, ood, f"question set {name}")
+    author = clean_author(author)
+    version, created, numbers, sibling_numbers = insert_version(
+        store,
+        name,
+        parent,
+        author,
+        note.strip(),
+        origin,
+        [[q.line, q.query_id, q.question, q.group, q.variant, q.needle, q.document, q.start, q.end] for q in questions],
+        [[o.line, o.query_id, o.query, o.kind] for o in ood],
+    )
+    made = Version(name, version, parent, author, created, note.strip(), origin, len(questions), len(ood))
+    siblings = tuple(v for v in versions(store, name) if v.version in sibling_numbers)
+    return Saved(made, siblings, numbers[-1] if numbers else None)
+
+
+def import_folder(
+    store: Store, folder: str | Path, name: str, *, author: str | None, note: str = ""
+) -> tuple[Saved, int]:
+    """``dataset import``: the folder's files as a new set, or as a new version of ``name``
+    (from its newest version). Returns what was saved and the count of non-canonical lines."""
+    questions, ood, other = read_folder(folder)
+    name = check_name(name)
+    found = versions(store, name)
+    parent = found[-1].version if found else None
+    saved = save(
+        store, name, questions, ood, parent=parent, author=author, note=note, origin=f"import {Path(folder).resolve()}"
+    )
+    return saved, other
+
+
+def export_folder(store: Store, ref: str, folder: str | Path) -> tuple[Version, list[Path]]:
+    """``dataset export``: write questions.jsonl (and ood.jsonl when the version has off-topic
+    items) into ``folder`` (created); refuses to replace existing files."""
+    qs = load(store, ref)
+    folder = Path(folder)
+    targets = [(folder / QUESTIONS_FILE, [question_row(q) for q in qs.questions])]
+    if qs.ood:
+        targets.append((folder / OOD_FILE, [ood_row(o) for o in qs.ood]))
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"{folder}: is a file, not a folder")
+    for path, _ in targets:
+        if path.exists():
+            raise InputError(f"{path}: already exists; export into an empty folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for path, rows in targets:
+            path.write_text(to_jsonl(rows), encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise InputError(f"{folder}: cannot write ({exc.strerror or exc})") from None
+    return qs.version, [p for p, _ in targets]
+
+
+def describe(qs: QuestionSet) -> dict[str, Any]:
+    """What ``dataset show`` prints: the version, its items by group and variant."""
+    v = qs.version
+    groups = {q.group for q in qs.questions}
+    variants: dict[str, int] = {}
+    for q in qs.questions:
+        variants[q.variant or "(none)"] = variants.get(q.variant or "(none)", 0) + 1
+    return {
+        "set": v.label,
+        "parent": v.parent,
+        "author": _who(v.author),
+        "created_at": str(v.created_at),
+        "note": v.note,
+        "origin": v.origin,
+        "questions": len(qs.questions),
+        "ground_truths": len(groups),
+        "variants": variants,
+        "documents": len({q.document for q in qs.questions if q.document}),
+        "ood": {k: sum(o.kind == k for o in qs.ood) for k in OOD_KINDS},
+    }
+
+
+def _present(value: Any) -> bool:
+    """A stored value, not None / NaN / pandas' NA (a runs row read through a DataFrame)."""
+    return value is not None and str(value) not in ("", "nan", "<NA>", "None")
+
+
+def run_label(run: dict[str, Any]) -> str:
+    """Which ground truth a run (its ``runs`` row) used: ``question set NAME@V`` or its files."""
+    name, version = run.get("question_set"), run.get("question_set_version")
+    if _present(name) and _present(version):
+        return f"question set {name}@{int(str(version).split('.')[0])}"
+    path = run.get("questions_path")
+    return f"question files ({path})" if _present(path) else "question files"
+
+
+def versions_note(first: dict[str, Any], second: dict[str, Any]) -> str | None:
+    """A sentence when two runs (their ``runs`` rows) did not use the same question-set
+    version, else None: what Compare and ``gate`` print beside their figures."""
+    a, b = run_label(first), run_label(second)
+    if a == b or (a.startswith("question files") and b.startswith("question files")):
+        return None
+    same_set = _present(first.get("question_set")) and first.get("question_set") == second.get("question_set")
+    what = (
+        f"different versions of question set {first['question_set']}"
+        if same_set
+        else "ground truth from different sources"
+    )
+    return f"the runs used {what}: {first.get('run_id')} {a}, {second.get('run_id')} {b}"

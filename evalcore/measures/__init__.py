@@ -1,0 +1,1 @@
+"""Measures: retrieval metrics, statistics, the refusal threshold and its claim (one home per constant)."""

@@ -1,0 +1,1 @@
+"""The built-in pipeline: chunking, embedding and its runtimes, retrieval, ranking, scoring, the runner."""

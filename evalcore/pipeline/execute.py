@@ -1,0 +1,260 @@
+"""The one way a run is made: :func:`execute` a :class:`~evalcore.pipeline.spec.RunSpec`.
+
+It loads the spec's inputs, then runs the built-in pipeline
+(:func:`evalcore.pipeline.runner.run_evaluation`), a live endpoint
+(:func:`evalcore.external.endpoint.run_endpoint`) or a Python retriever
+(:func:`evalcore.external.live.run_live`), and stores the run. The CLI's run commands, the job
+worker (the New run screen's jobs) and :func:`evalcore.evaluate` all come through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evalcore import testhooks
+from evalcore.errors import ConfigError, RunInterrupted
+from evalcore.pipeline.spec import RunSpec
+
+if TYPE_CHECKING:
+    from evalcore.external.live import LiveResult
+    from evalcore.inputs.qsets import QuestionSet
+    from evalcore.pipeline.embedding import Embedder
+    from evalcore.pipeline.runner import RunResult
+    from evalcore.progress import Progress
+    from evalcore.records import Corpus, GroundTruth
+    from evalcore.store import Store
+
+NO_QUESTION = "no valid in-domain question to score (every needle is invalid)"
+SEE_VALIDATE = "; see validate"
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """A spec's loaded inputs; ``question_set`` when they came from a question set of the store."""
+
+    corpus: Corpus
+    ground_truth: GroundTruth
+    question_set: QuestionSet | None = None
+
+
+def execute(
+    spec: RunSpec,
+    store: Store,
+    progress: Progress | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    *,
+    run_id: str | None = None,
+    on_step: Callable[[str], None] | None = None,
+    on_inputs: Callable[[Inputs], None] | None = None,
+) -> RunResult | LiveResult:
+    """Make the run ``spec`` describes and store it; returns its result (RunResult for the
+    built-in pipeline, LiveResult for an endpoint or a Python retriever).
+
+    ``progress`` receives the run's stages; ``cancelled`` is polled (True stops the run, which
+    ends ``cancelled``); ``run_id`` chooses the id (a job's). ``on_step`` hears the steps before
+    the run's row exists (``loading inputs``, ``loading the model``, ``running``), ``on_inputs``
+    the loaded inputs before anything is run (the CLI reports excluded needles there).
+    Errors are EvalcoreError subclasses naming what to fix (exit code 2 in the CLI)."""
+
+    def step(name: str) -> None:
+        if cancelled is not None and cancelled():
+            raise RunInterrupted("cancelled by the user")
+        if on_step is not None:
+            on_step(name)
+
+    if spec.kind == "endpoint":
+        return _endpoint(spec, store, progress, cancelled, run_id, step, on_inputs)
+    if spec.kind == "python":
+        return _python(spec, store, progress, step, on_inputs, run_id)
+    return _builtin(spec, store, progress, cancelled, run_id, step, on_inputs)
+
+
+def load_inputs(spec: RunSpec, store: Store | None = None) -> Inputs:
+    """A spec's corpus and ground truth: the demo, a corpus with question files, or a corpus
+    with a question set of ``store``; with ``server_paths``, only inside the data roots.
+    With ``store``, PDF and HTML extractions are reused. InputError / ConfigError otherwise."""
+    from evalcore.inputs import sources
+    from evalcore.records import Corpus as CorpusRecord
+
+    if spec.demo:
+        return Inputs(*sources.load_demo())
+    if spec.corpus is None:
+        raise ConfigError("a corpus folder is required (or the demo)")
+    if isinstance(spec.corpus, CorpusRecord):
+        from evalcore.inputs.groundtruth import load_ground_truth
+
+        if spec.questions is None:
+            raise ConfigError("a questions.jsonl file is required")
+        return Inputs(spec.corpus, load_ground_truth(spec.corpus, spec.questions, spec.ood))
+    corpus = _path(spec, spec.corpus, "corpus folder")
+    if spec.dataset is not None:
+        from evalcore.inputs import qsets
+        from evalcore.inputs.corpus import load_corpus
+
+        if store is None:
+            raise ConfigError("a question set is read from a store")
+        qs = qsets.load(store, spec.dataset)
+        loaded = load_corpus(corpus, cache=store)
+        return Inputs(loaded, qs.ground_truth(loaded), qs)
+    if spec.questions is None:
+        raise ConfigError("a questions.jsonl file is required (or a question set)")
+    questions = _path(spec, spec.questions, "questions file")
+    ood = _path(spec, spec.ood, "ood file") if spec.ood else None
+    return Inputs(*sources.load(corpus, questions, ood, cache=store))
+
+
+def _path(spec: RunSpec, raw: Any, what: str, bounded: bool | None = None) -> str:
+    if not (spec.server_paths if bounded is None else bounded):
+        return str(raw)
+    from evalcore.inputs.sources import server_path
+
+    return str(server_path(str(raw), what))
+
+
+def model_folders(spec: RunSpec) -> list[str]:
+    """The spec's model folders (each inside the data roots when the spec is confined); empty:
+    the packaged model."""
+    return [_path(spec, p, "model folder", spec.confined) for p in spec.models]
+
+
+def embedders(spec: RunSpec) -> list[Embedder]:
+    """The spec's embedding models, loaded (on a Ray cluster when ``spec.ray``). Without model
+    folders, the packaged model, or the test embedder of ``$EVALCORE_TEST_EMBEDDER``
+    (evalcore.testhooks; the one place a run reads it)."""
+    from evalcore.pipeline.embedding import load_embedder
+
+    paths = model_folders(spec)
+    loaded = [load_embedder(p, device=spec.device) for p in paths]
+    if not loaded:
+        loaded = [testhooks.embedder() or load_embedder(None, device=spec.device)]
+    if spec.ray:
+        from evalcore.pipeline.distributed import RayEmbedder
+
+        where: list[str | None] = [*paths] or [None]
+        loaded = [
+            RayEmbedder.start(spec.ray, e, device=spec.device, model_path=path)
+            for e, path in zip(loaded, where, strict=True)
+        ]
+    return loaded
+
+
+def _builtin(
+    spec: RunSpec,
+    store: Store,
+    progress: Progress | None,
+    cancelled: Callable[[], bool] | None,
+    run_id: str | None,
+    step: Callable[[str], None],
+    on_inputs: Callable[[Inputs], None] | None,
+) -> RunResult:
+    from evalcore.pipeline.chunking import parse_strategies
+    from evalcore.pipeline.retrieval import parse_retrievers
+    from evalcore.pipeline.runner import RunRequest, run_evaluation
+
+    step("loading inputs")
+    inputs = load_inputs(spec, store)
+    request = RunRequest(
+        corpus=inputs.corpus,
+        ground_truth=inputs.ground_truth,
+        strategies=parse_strategies(spec.strategies),
+        retrievers=parse_retrievers(spec.retrievers),
+        name=spec.run_name,
+        reranker_path=spec.reranker,
+    )
+    if not inputs.ground_truth.valid_questions:
+        raise ConfigError(NO_QUESTION + SEE_VALIDATE)
+    if on_inputs is not None:
+        on_inputs(inputs)
+    step("loading the model")
+    models = embedders(spec)
+    step("running")
+    return run_evaluation(request, store, models, progress=progress, cancelled=cancelled, run_id=run_id)
+
+
+def _endpoint(
+    spec: RunSpec,
+    store: Store,
+    progress: Progress | None,
+    cancelled: Callable[[], bool] | None,
+    run_id: str | None,
+    step: Callable[[str], None],
+    on_inputs: Callable[[Inputs], None] | None,
+) -> LiveResult:
+    from evalcore.external.endpoint import allowed
+    from evalcore.external.endpoint_calls import run_endpoint
+
+    endpoint = spec.endpoint
+    assert endpoint is not None
+    endpoint.check()
+    if spec.confined:
+        allowed(endpoint.url)  # checked again in the job's process
+    step("loading inputs")
+    inputs = load_inputs(spec, store)
+    if on_inputs is not None:
+        on_inputs(inputs)
+    step("running")
+    return run_endpoint(
+        store,
+        inputs.corpus,
+        inputs.ground_truth,
+        endpoint,
+        spec.name or "endpoint",
+        chunker=spec.chunker,
+        retriever=spec.retriever_name,
+        score=spec.score,
+        chunks_path=spec.chunks,
+        max_failures=spec.max_failures,
+        progress=progress,
+        cancelled=cancelled,
+        run_id=run_id,
+    )
+
+
+def _python(
+    spec: RunSpec,
+    store: Store,
+    progress: Progress | None,
+    step: Callable[[str], None],
+    on_inputs: Callable[[Inputs], None] | None,
+    run_id: str | None,
+) -> LiveResult:
+    from evalcore.external.chunks import ChunkSet, read_chunks
+    from evalcore.external.importer import _check_name
+    from evalcore.external.live import run_live
+    from evalcore.external.python_hits import answers
+    from evalcore.pipeline.configurations import external
+
+    fn = spec.function
+    if not callable(fn):
+        raise ConfigError(f"retriever must be a function (query, k) -> hits, got {type(fn).__name__}")
+    k = spec.k
+    if not isinstance(k, int) or k < 1:
+        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
+    _check_name(spec.chunker, "chunker")
+    _check_name(spec.retriever_name, "retriever_name")
+    step("loading inputs")
+    inputs = load_inputs(spec)
+    loaded, gt = inputs.corpus, inputs.ground_truth
+    if not gt.valid_questions:
+        raise ConfigError(NO_QUESTION)
+    if on_inputs is not None:
+        on_inputs(inputs)
+    chunk_set = read_chunks(spec.chunks, loaded) if spec.chunks else ChunkSet(loaded, complete=False)
+    function = getattr(fn, "__qualname__", type(fn).__name__)
+    config = external(spec.chunker, spec.retriever_name, "python", spec.score, {"function": function, "k": k})
+    step("running")
+    return run_live(
+        store,
+        loaded,
+        gt,
+        config,
+        chunk_set,
+        lambda queries: answers(fn, k, loaded, queries, spec.concurrency),
+        spec.run_name,
+        {"function": function, "k": k, "chunks_path": str(spec.chunks) if spec.chunks else None},
+        run_id=run_id,
+        max_failures=spec.max_failures,
+        progress=progress,
+    )

@@ -1,0 +1,159 @@
+"""What one run is: :class:`RunSpec`, frozen, with every default of a run defined once here.
+
+A run measures one of three retrievers on one set of inputs:
+
+- the built-in pipeline (``strategies`` x ``models`` x ``retrievers``; the default);
+- a live search service over HTTP (``endpoint``: an :class:`~evalcore.external.endpoint.Endpoint`);
+- a retriever written in Python (``function``: ``fn(query, k)`` -> hits, see evalcore.external.function).
+
+Its inputs are the built-in demo (``demo=True``), or a corpus folder with ``questions`` (and
+``ood``), or a corpus folder with a question set of the store (``dataset``: ``NAME[@VERSION]``).
+A dashboard user's spec is bounded by what the operator allowed, checked again in the job's
+process: ``confined`` reads model folders only inside the operator's data roots
+(evalcore.inputs.sources) and sends queries only to an endpoint under the operator's prefixes
+(``$EVALCORE_ENDPOINTS``); ``server_paths`` reads the corpus and question files only inside
+the data roots too (a folder typed on the New run screen; an upload's saved files are not).
+
+:func:`evalcore.pipeline.execute.execute` makes the run; the CLI, the job worker, the New run
+screen (through a job) and :func:`evalcore.evaluate` all build a RunSpec for it.
+:meth:`RunSpec.to_json` / :meth:`RunSpec.from_json` carry a spec to a job's process (a Python
+function or a loaded corpus cannot travel; header values are never written).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import ConfigError
+from evalcore.external.record import DEFAULT_MAX_FAILURES
+from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
+from evalcore.pipeline.configurations import EXTERNAL
+
+if TYPE_CHECKING:
+    from evalcore.external.endpoint import Endpoint
+    from evalcore.records import Corpus
+
+DEFAULT_RETRIEVERS = "dense,bm25,hybrid"  # what a run compares when it is not told (the demo adds rerank)
+DEFAULT_DEVICE = "cpu"
+DEFAULT_K = 20  # hits asked of a Python retriever per query (an endpoint's own k is Endpoint.k)
+SIMILARITY = "similarity"  # how an external retriever's scores read unless told (higher = closer)
+PYTHON = "python"  # the name of a run of a Python retriever unless told
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """One run: its inputs, what is measured, and its name (see the module docstring).
+
+    Built-in pipeline: ``strategies`` (A-G or recipes, comma list), ``retrievers`` (comma list),
+    ``models`` (model folders; empty: the packaged all-MiniLM-L6-v2; several: each strategy under
+    each, stored as ``STRATEGY@MODEL``), ``device``, ``ray`` (a Ray address to embed on),
+    ``reranker`` (a local cross-encoder folder for ``rerank``).
+    Endpoint or Python retriever: ``chunker`` and ``retriever_name`` (the configuration's names),
+    ``score`` (``similarity`` or ``distance``), ``chunks`` (the retriever's whole chunk file,
+    optional), ``max_failures`` (share of queries that may fail); a function also ``k`` and
+    ``concurrency`` (threads calling it).
+    """
+
+    corpus: str | Path | Corpus | None = None
+    questions: str | Path | None = None
+    ood: str | Path | None = None
+    dataset: str | None = None
+    demo: bool = False
+    confined: bool = False
+    server_paths: bool = False
+    name: str | None = None
+    strategies: str = DEFAULT_STRATEGIES
+    retrievers: str = DEFAULT_RETRIEVERS
+    models: tuple[str, ...] = ()
+    device: str = DEFAULT_DEVICE
+    ray: str | None = None
+    reranker: str | None = None
+    endpoint: Endpoint | None = None
+    function: Callable[[str, int], Any] | None = field(default=None, compare=False)
+    k: int = DEFAULT_K
+    concurrency: int = 1
+    chunker: str = EXTERNAL
+    retriever_name: str = EXTERNAL
+    score: str = SIMILARITY
+    chunks: str | Path | None = None
+    max_failures: float = DEFAULT_MAX_FAILURES
+
+    def __post_init__(self) -> None:
+        if self.endpoint is not None and self.function is not None:
+            raise ConfigError("a run measures an endpoint or a Python function, not both")
+        if self.demo and (self.corpus is not None or self.questions is not None or self.dataset is not None):
+            raise ConfigError("the demo brings its own corpus and questions: give demo or corpus/questions, not both")
+        if self.dataset is not None and (self.questions is not None or self.ood is not None):
+            raise ConfigError("run takes --dataset or --questions/--ood, not both")
+        object.__setattr__(self, "models", tuple(self.models))
+
+    @property
+    def kind(self) -> str:
+        """``builtin``, ``endpoint`` or ``python``."""
+        return "endpoint" if self.endpoint is not None else "python" if self.function is not None else "builtin"
+
+    @property
+    def run_name(self) -> str:
+        """The name the run is stored under: ``name``, else demo / the corpus folder / python / endpoint."""
+        if self.name:
+            return self.name
+        if self.kind == "python":
+            return PYTHON
+        if self.demo:
+            return "demo"
+        if isinstance(self.corpus, (str, Path)):
+            return Path(self.corpus).resolve().name
+        return "run"
+
+    # -- JSON, for a job's process ---------------------------------------------------------
+    def to_json(self) -> str:
+        """The spec as JSON; ConfigError for what cannot travel (a function, a loaded corpus,
+        an endpoint's header values, which are never written)."""
+        if self.function is not None:
+            raise ConfigError("a Python retriever runs in its caller's process; it cannot be written as JSON")
+        if self.corpus is not None and not isinstance(self.corpus, (str, Path)):
+            raise ConfigError("a loaded corpus cannot be written as JSON; give its folder")
+        data: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "function":
+                continue
+            value = getattr(self, f.name)
+            data[f.name] = str(value) if isinstance(value, Path) else value
+        data["models"] = list(self.models)
+        data["endpoint"] = endpoint_json(self.endpoint) if self.endpoint is not None else None
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSpec:
+        """The spec :meth:`to_json` wrote; ConfigError naming an unknown field."""
+        data = json.loads(text)
+        known = {f.name for f in fields(cls)} - {"function"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"run spec: unknown field(s) {', '.join(unknown)}")
+        data["models"] = tuple(data.get("models") or ())
+        if data.get("endpoint") is not None:
+            data["endpoint"] = endpoint_from_json(data["endpoint"])
+        return cls(**data)
+
+
+def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
+    """An endpoint's fields as JSON values; ConfigError when it has headers (never written)."""
+    from dataclasses import asdict
+
+    if endpoint.headers:
+        raise ConfigError("an endpoint's header values are never written (they may be credentials)")
+    data = asdict(endpoint)
+    data.pop("headers")
+    return data
+
+
+def endpoint_from_json(data: dict[str, Any]) -> Endpoint:
+    """The endpoint :func:`endpoint_json` wrote (``fields`` a dict; no headers)."""
+    from evalcore.external.endpoint import from_spec
+
+    return from_spec(data)

@@ -1,0 +1,1 @@
+"""The regression gate for CI (SPEC section 11) and its reports."""

@@ -1,0 +1,329 @@
+"""The run store's connections: one DuckDB file under ``runs/``, opened for a moment at a time.
+
+Concurrency. DuckDB lets one process hold a database file open for writing at a time.
+Every operation therefore opens the file, does its work in one transaction and closes
+it again, so the lock is held for milliseconds; when another process holds it, the open
+is retried with backoff for up to ``lock_timeout`` seconds before a ``StoreError`` is
+raised. Reads open the file read only, so they work on a full disk, and reading a store
+that does not exist yet sees an empty store without creating a file.
+
+Reaping. This module is the one place that reaps: a run or job whose process on this host is
+gone is marked ``failed`` (looked at every 2 s at most, by any process that uses the store).
+Which module writes which table: :mod:`evalcore.store` (its package docstring).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import StoreError
+from evalcore.store.basics import DUCKDB_CONFIG, first_line, io_reason, is_lock_error, now, one_row
+from evalcore.store.identity import create, inspect, missing_parent
+from evalcore.store.migrate import apply, migrations
+
+if TYPE_CHECKING:
+    import duckdb
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STORE = Path("runs") / "evalcore.duckdb"
+STATUSES = ("running", "complete", "failed", "cancelled")
+REAP_EVERY = 2.0  # seconds between two looks for runs whose process is gone
+NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is failed
+
+
+def default_store_path() -> Path:
+    """``$EVALCORE_STORE`` if set, else ``runs/evalcore.duckdb`` under the working directory."""
+    return Path(os.environ.get("EVALCORE_STORE", DEFAULT_STORE))
+
+
+def pid_alive(pid: int) -> bool:
+    """True when process ``pid`` exists on this host and is not a zombie (Linux /proc state Z)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+        return state != b"Z"
+    except (OSError, IndexError):
+        return True
+
+
+class Connection:
+    """A DuckDB run store at ``path``: its connections, created (atomically) and migrated on first write."""
+
+    def __init__(self, path: str | Path | None = None, lock_timeout: float = 60.0) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        self.lock_timeout = lock_timeout
+        self._ready = False
+        self._reaped_at = -math.inf
+
+    # -- opening ------------------------------------------------------------------
+    def _open(
+        self, read_only: bool, path: Path | None = None, doing: str = "cannot open the run store"
+    ) -> duckdb.DuckDBPyConnection:
+        """A raw connection, retried while another process (or thread) holds the file."""
+        import duckdb
+
+        target = str(path or self.path)
+        deadline = time.monotonic() + self.lock_timeout
+        delay = 0.02
+        while True:
+            try:
+                return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
+            except duckdb.Error as exc:
+                if is_lock_error(exc) and time.monotonic() < deadline:
+                    time.sleep(delay + random.random() * delay)
+                    delay = min(delay * 2, 0.5)
+                    continue
+                if is_lock_error(exc):
+                    raise StoreError(
+                        f"{self.path}: the run store stayed busy for {self.lock_timeout:g} s ({first_line(exc)})"
+                    ) from None
+                raise self._unreadable(exc, doing) from None
+
+    def _unreadable(self, exc: Exception, doing: str) -> StoreError:
+        first = first_line(exc)
+        if "not a valid duckdb" in first.lower() or "could not read enough bytes" in first.lower():
+            return StoreError(f"{self.path}: the run store is damaged or truncated ({first}); left unchanged")
+        return StoreError(f"{self.path}: {doing}: {io_reason(exc) or first}")
+
+    def _ensure(self, write: bool) -> list[str] | None:
+        """Check (and, for a write, create or migrate) the store once per Store object.
+        Returns the names of the migrations applied now; None when there is no store yet
+        and ``write`` is False."""
+        if self._ready:
+            return []
+        if not self.path.exists():
+            blocker = missing_parent(self.path)
+            if blocker is not None:
+                raise StoreError(f"{self.path}: {blocker} is a file, not a folder")
+            if not write:
+                return None
+            applied = create(self)
+        else:
+            done = inspect(self)
+            applied = []
+            if any(number not in done for number, _, _ in migrations()):
+                with closing(self._open(read_only=False)) as con, self._translated("cannot upgrade the run store"):
+                    applied = self._migrate(con)
+        self._ready = True
+        return applied
+
+    @contextmanager
+    def _translated(self, doing: str) -> Iterator[None]:
+        """File errors (a full disk, a failed read) as one-line StoreErrors."""
+        try:
+            yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            if io_reason(exc) is None:
+                raise
+            raise self._unreadable(exc, doing) from exc
+
+    # -- connections -------------------------------------------------------------
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived read-write connection (retried while another process holds the
+        lock); creates the store when there is none yet."""
+        self._ensure(write=True)
+        self._reap_due()  # a long-lived Store (the dashboard's) sees crashed runs too
+        with self._session(self._open(read_only=False), "cannot write the run store") as con:
+            yield con
+
+    @contextmanager
+    def read(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived read-only connection; works on a full disk. It never creates a store
+        (when there is none yet: an empty in-memory store, nothing on disk), never takes the
+        write lock and never reaps (the readers of run and job status call :meth:`reap_if_due`
+        themselves). Only a store of an older schema is upgraded once, on its first use."""
+        import duckdb
+
+        if self._ensure(write=False) is None:
+            con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
+            self._migrate(con)
+        else:
+            con = self._open(read_only=True)
+        with self._session(con, "cannot read the run store") as con:
+            yield con
+
+    @contextmanager
+    def _session(self, con: duckdb.DuckDBPyConnection, doing: str) -> Iterator[duckdb.DuckDBPyConnection]:
+        try:
+            with self._translated(doing):
+                yield con
+        finally:
+            con.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One connection in one transaction: all of it lands, or none of it."""
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def _migrate(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        return apply(con)
+
+    def migrate(self) -> list[str]:
+        """Create or upgrade the store; returns the migrations applied (empty when up to date)."""
+        self._ready = False
+        return self._ensure(write=True) or []
+
+    # -- reaping -----------------------------------------------------------------
+    def _dead(self, con: duckdb.DuckDBPyConnection) -> bool:
+        """Whether any running run or queued/running job of this host has lost its process,
+        or a queued job never got one."""
+        host = socket.gethostname()
+        pids = con.execute(
+            "SELECT pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL UNION ALL "
+            "SELECT pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? AND pid IS NOT NULL",
+            [host, host],
+        ).fetchall()
+        if any(not pid_alive(int(pid)) for (pid,) in pids):
+            return True
+        stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
+        return bool(
+            one_row(
+                con, "SELECT count(*) FROM jobs WHERE status = 'queued' AND pid IS NULL AND created_at < ?", [stale]
+            )[0]
+        )
+
+    def reap_if_due(self) -> None:
+        """:meth:`_reap_due` for a reader: nothing when there is no store (none is created)."""
+        if self._ensure(write=False) is not None:
+            self._reap_due()
+
+    def _reap_due(self) -> None:
+        """At most every ``REAP_EVERY`` seconds: look (read only) for dead runs and jobs; open
+        for writing only when there is one to mark, and only as far as the disk allows. Every
+        write connection does it, and so do the readers that show whether a run or job is
+        still running (:meth:`Store.runs`, :meth:`Store.run`, the run and job overviews), so a
+        long-lived Store (the dashboard's) sees crashed runs too; no other read does."""
+        if time.monotonic() - self._reaped_at <= REAP_EVERY:
+            return
+        self._reaped_at = time.monotonic()
+        try:
+            with closing(self._open(read_only=True)) as con:
+                if not self._dead(con):
+                    return
+            with closing(self._open(read_only=False)) as con:
+                self._reap(con)
+        except Exception as exc:  # noqa: BLE001 - best effort: a read must still work
+            log.warning("%s: could not mark dead runs failed: %s", self.path, exc)
+
+    def _reap(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Mark runs and jobs whose process on this host is gone as failed (a job with its
+        still-running run), and queued jobs that never got a process (no pid after
+        ``NEVER_STARTED_SECONDS``); returns the ids marked."""
+        host = socket.gethostname()
+        gone = []
+        for job_id, run_id, pid in con.execute(
+            "SELECT job_id, run_id, pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? "
+            "AND pid IS NOT NULL",
+            [host],
+        ).fetchall():
+            if pid_alive(int(pid)):
+                continue
+            reason = f"process {pid} ended before the job finished (killed or crashed)"
+            con.execute(
+                "UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? "
+                "WHERE job_id = ? AND status IN ('queued', 'running')",
+                [now(), reason, job_id],
+            )
+            con.execute(
+                "UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
+                "WHERE run_id = ? AND status = 'running'",
+                [now(), reason, run_id],
+            )
+            log.warning("job %s: process %s is gone; marked failed", job_id, pid)
+            gone.append(job_id)
+        stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
+        for (job_id,) in con.execute(
+            "SELECT job_id FROM jobs WHERE status = 'queued' AND pid IS NULL AND created_at < ?", [stale]
+        ).fetchall():
+            con.execute(
+                "UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? WHERE job_id = ?",
+                [now(), f"its process never started (no pid after {NEVER_STARTED_SECONDS} s)", job_id],
+            )
+            gone.append(job_id)
+        for run_id, pid in con.execute(
+            "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host]
+        ).fetchall():
+            if pid_alive(int(pid)):
+                continue
+            con.execute(
+                "UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
+                "WHERE run_id = ? AND status = 'running'",
+                [now(), f"process {pid} ended before the run completed (killed or crashed)", run_id],
+            )
+            log.warning("run %s: process %s is gone; marked failed", run_id, pid)
+            gone.append(run_id)
+        return gone
+
+    def reap(self, con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+        """Reap dead runs and jobs now (inside ``con``'s transaction when given); returns their ids."""
+        if con is not None:
+            return self._reap(con)
+        with self.transaction() as own:
+            return self._reap(own)
+
+    # -- reads -------------------------------------------------------------------
+    def query(self, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+        """Run one read query and return a DataFrame (read only: works on a full disk)."""
+        with self.read() as con:
+            return con.execute(sql, params or []).df()
+
+    def compact(self) -> int:
+        """Rewrite the store into a fresh file and put it in place (bytes before and after).
+
+        DuckDB keeps deleted rows and freed blocks in the file until they are reused, so after
+        deleting data that must not survive (``traffic forget``), the whole store is copied
+        (``COPY FROM DATABASE``: tables, keys, views) into a new file beside it, checkpointed,
+        synced and renamed over the old one; the old file's pages go with it. The copy runs
+        while this process holds the store open for writing, so no other writer can slip in."""
+        before = self.path.stat().st_size if self.path.exists() else 0
+        tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex[:8]}.compact")
+        try:
+            with self.connect() as con:
+                con.execute("CHECKPOINT")
+                source = one_row(con, "SELECT current_database()")[0]
+                con.execute(f"ATTACH '{tmp}' AS evalcore_fresh")
+                con.execute(f'COPY FROM DATABASE "{source}" TO evalcore_fresh')
+                con.execute("DETACH evalcore_fresh")
+                with open(tmp, "rb") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(tmp, self.path)
+            wal = Path(f"{self.path}.wal")
+            if wal.exists() and wal.stat().st_size == 0:
+                wal.unlink()
+        finally:
+            for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+                try:
+                    leftover.unlink()
+                except FileNotFoundError:
+                    pass
+        self._ready = False
+        return before

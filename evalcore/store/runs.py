@@ -1,0 +1,137 @@
+"""The ``runs`` table and a run's lifecycle: started (running), its progress, then complete
+(every result table in one transaction), failed or cancelled; read back as rows.
+
+A run buffers its results in memory and writes them in one transaction at the end, so a reader
+never sees half a run. A run whose process is gone is marked failed by the reaper
+(:mod:`evalcore.store.connection`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import StoreError
+from evalcore.store.basics import now
+from evalcore.store.connection import Connection
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class Runs(Connection):
+    """The writer and reader of ``runs``: a run's row from start to end."""
+
+    # -- reads -------------------------------------------------------------------
+    def runs(self) -> pd.DataFrame:
+        """Every run, newest first (runs whose process is gone marked failed first)."""
+        self.reap_if_due()
+        return self.query("SELECT * FROM runs ORDER BY created_at DESC")
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        """One run's row as a dict; StoreError naming the id when unknown (prefix allowed). A run
+        whose process is gone is marked failed first."""
+        self.reap_if_due()
+        df = self.query(
+            "SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ? ORDER BY created_at DESC",
+            [run_id, run_id + "%"],
+        )
+        exact = df[df["run_id"] == run_id]
+        if len(exact) == 1:
+            df = exact
+        if len(df) == 0:
+            raise StoreError(f"no run {run_id!r} in {self.path}")
+        if len(df) > 1:
+            raise StoreError(f"run id {run_id!r} is ambiguous: {', '.join(df['run_id'])}")
+        row = {str(k): v for k, v in df.iloc[0].to_dict().items()}
+        row["settings"] = json.loads(row["settings"]) if row.get("settings") else {}
+        return row
+
+    def latest_complete(self, name: str | None = None) -> str | None:
+        sql = "SELECT run_id FROM runs WHERE status = 'complete'"
+        params: list[Any] = []
+        if name is not None:
+            sql += " AND name = ?"
+            params.append(name)
+        df = self.query(sql + " ORDER BY created_at DESC LIMIT 1", params)
+        return None if df.empty else str(df.iloc[0, 0])
+
+    # -- writes ------------------------------------------------------------------
+    def start_run(self, row: dict[str, Any]) -> None:
+        """Insert a run in state ``running`` (pid and host recorded for crash detection).
+        ConfigError for a run name with control characters (nothing is written)."""
+        from evalcore.errors import ConfigError, control_characters
+
+        if control_characters(str(row.get("name") or "")):
+            raise ConfigError(f"--name {row.get('name')!r}: a run name without control characters")
+        row = dict(
+            row, status="running", created_at=row.get("created_at") or now(), pid=os.getpid(), host=socket.gethostname()
+        )
+        cols = list(row)
+        with self.transaction() as con:
+            con.execute(
+                f"INSERT INTO runs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [row[c] for c in cols],
+            )
+
+    def progress(self, run_id: str, stage: str, fraction: float | None) -> None:
+        """Set a running run's stage text and overall progress (0..1; None keeps it)."""
+        with self.connect() as con:
+            con.execute(
+                "UPDATE runs SET stage = ?, progress = coalesce(?, progress) WHERE run_id = ? AND status = 'running'",
+                [stage, fraction, run_id],
+            )
+
+    def finish_run(self, run_id: str, status: str, reason: str | None = None) -> None:
+        """Mark a running run failed or cancelled; completed runs are never touched."""
+        if status not in ("failed", "cancelled"):
+            raise ValueError(f"finish_run: status must be failed or cancelled, not {status!r}")
+        with self.connect() as con:
+            con.execute(
+                "UPDATE runs SET status = ?, reason = ?, finished_at = ? WHERE run_id = ? AND status = 'running'",
+                [status, reason, now(), run_id],
+            )
+
+    def complete_run(
+        self,
+        run_id: str,
+        tables: dict[str, pd.DataFrame],
+        updates: dict[str, Any],
+        before_commit: Callable[[], None] | None = None,
+    ) -> None:
+        """Write every result table of a run and mark it complete, in one transaction.
+
+        ``before_commit`` is called after each table and before the commit; whatever it
+        raises (an interrupt) rolls the whole write back. A full disk is a StoreError
+        naming the run; nothing of it is written."""
+        check = before_commit or (lambda: None)
+        try:
+            self._write_run(run_id, tables, updates, check)
+        except StoreError as exc:
+            if str(exc).startswith(f"run {run_id} "):
+                raise
+            raise StoreError(f"run {run_id} was not stored: {exc}") from exc
+
+    def _write_run(
+        self, run_id: str, tables: dict[str, pd.DataFrame], updates: dict[str, Any], check: Callable[[], None]
+    ) -> None:
+        with self.transaction() as con:
+            found = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
+            status = found[0][0] if found else None
+            if status != "running":
+                raise StoreError(f"run {run_id} is not running (status {status}); not written")
+            for table, df in tables.items():
+                if df is None or df.empty:
+                    continue
+                con.register("_frame", df)
+                cols = ", ".join(f'"{c}"' for c in df.columns)
+                con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame")
+                con.unregister("_frame")
+                check()
+            check()
+            updates = dict(updates, status="complete", finished_at=now(), stage=None, progress=1.0)
+            sets = ", ".join(f"{k} = ?" for k in updates)
+            con.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*updates.values(), run_id])

@@ -1,0 +1,93 @@
+"""The traffic tables (migration 0007): imports, log lines, scored texts, their hits and labels.
+:mod:`evalcore.traffic.replay` reads and scores a log; these are its writes, and ``forget``'s
+deletions (the store file is rewritten afterwards by :meth:`Connection.compact`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from evalcore.store.basics import now, one_row
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.store.connection import Connection
+
+#: an import's counts, in the order of ``counts`` below: lines, added, already, problems,
+#: new_texts, problem_lines (JSON)
+COUNTS = "lines = ?, added = ?, already = ?, problems = ?, new_texts = ?, problem_lines = ?"
+
+
+def _insert(con: Any, table: str, frame: pd.DataFrame | None) -> None:
+    if frame is None or frame.empty:
+        return
+    con.register("_frame", frame)
+    cols = ", ".join(f'"{c}"' for c in frame.columns)
+    con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _frame ON CONFLICT DO NOTHING")
+    con.unregister("_frame")
+
+
+def write_batch(
+    store: Connection,
+    row: dict[str, Any] | None,
+    lines: pd.DataFrame,
+    texts: pd.DataFrame | None,
+    hits: pd.DataFrame | None,
+    import_id: str,
+    counts: list[Any],
+) -> None:
+    """One batch in one transaction: the import's row (its first batch), its lines, its new
+    texts and their hits, the import's counts."""
+    with store.transaction() as con:
+        if row is not None:
+            cols = list(row)
+            con.execute(
+                f"INSERT INTO traffic_imports ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [row[c] for c in cols],
+            )
+        _insert(con, "traffic_texts", texts)
+        _insert(con, "traffic_hits", hits)
+        _insert(con, "traffic_queries", lines)
+        con.execute(f"UPDATE traffic_imports SET {COUNTS} WHERE import_id = ?", [*counts, import_id])
+
+
+def finish_import(store: Connection, import_id: str, status: str, counts: list[Any]) -> None:
+    """An import's end: its status, when, and its final counts."""
+    with store.transaction() as con:
+        con.execute(
+            f"UPDATE traffic_imports SET status = ?, finished_at = ?, {COUNTS} WHERE import_id = ?",
+            [status, now(), *counts, import_id],
+        )
+
+
+def set_label(store: Connection, key: list[str], text_hash: str, label: str | None, author: str | None) -> None:
+    """Label one stored text of configuration ``key`` (run id, strategy, retriever); None removes it."""
+    with store.transaction() as con:
+        con.execute(
+            "DELETE FROM traffic_labels WHERE run_id = ? AND strategy = ? AND retriever = ? AND text_hash = ?",
+            [*key, text_hash],
+        )
+        if label is not None:
+            con.execute(
+                "INSERT INTO traffic_labels VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [*key, text_hash, label, author, now()],
+            )
+
+
+def forget(store: Connection, before: datetime, run_id: str | None = None) -> tuple[int, int]:
+    """Delete every log line asked before ``before`` (of one run, or all) and the texts no
+    remaining line uses, with their hits and labels, in one transaction; returns (lines, texts)."""
+    where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
+    params: list[Any] = [before] + ([run_id] if run_id else [])
+    orphan = (
+        "NOT EXISTS (SELECT 1 FROM traffic_queries q WHERE q.run_id = {t}.run_id AND q.strategy = {t}.strategy "
+        "AND q.retriever = {t}.retriever AND q.text_hash = {t}.text_hash)"
+    )
+    with store.transaction() as con:
+        lines = int(one_row(con, f"SELECT count(*) FROM traffic_queries WHERE {where}", params)[0])
+        con.execute(f"DELETE FROM traffic_queries WHERE {where}", params)
+        texts = int(one_row(con, f"SELECT count(*) FROM traffic_texts t WHERE {orphan.format(t='t')}")[0])
+        for table in ("traffic_hits", "traffic_labels", "traffic_texts"):
+            con.execute(f"DELETE FROM {table} WHERE {orphan.format(t=table)}")
+    return lines, texts

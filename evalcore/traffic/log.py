@@ -1,0 +1,273 @@
+"""Reading a query log (csv, jsonl or parquet) a batch at a time, for ``traffic import``.
+
+Each usable line gives a :class:`LogLine`: its line number (csv, jsonl: the physical line
+where the record starts, 1-based; parquet: the row, 1-based), its time in UTC, the query text
+and an optional label (``answerable`` or ``off-topic``). A line without the query field, with
+an unparsable time, an unknown label or bytes that are not UTF-8 is a :class:`Problem`
+naming its line; the others are read on. Memory stays bounded: lines are yielded in batches.
+
+Times: ISO 8601 text (``2026-11-02T09:15:00Z``, ``2026-11-02 09:15:00+01:00``; a time without
+an offset is read as UTC) or a number of seconds since 1970-01-01 UTC.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalcore.errors import InputError
+from evalcore.inputs import jsontext
+
+FORMATS = ("csv", "jsonl", "parquet")
+LABELS = ("answerable", "off-topic")
+BATCH = 16384
+_LABEL_ALIASES = {
+    "answerable": "answerable",
+    "in": "answerable",
+    "in-domain": "answerable",
+    "off-topic": "off-topic",
+    "offtopic": "off-topic",
+    "off_topic": "off-topic",
+    "out": "off-topic",
+    "ood": "off-topic",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    line: int
+    at: datetime  # naive, UTC
+    text: str
+    label: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    line: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"line {self.line}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """Which field holds the query, the time and (optionally) the label."""
+
+    query: str = "query"
+    time: str = "time"
+    label: str | None = None
+
+
+def infer_format(path: str | Path, given: str | None = None) -> str:
+    """``csv``, ``jsonl`` or ``parquet``: ``given``, else from the file name (``.json``,
+    ``.ndjson`` read as jsonl; ``.gz`` is not read). InputError naming the file otherwise."""
+    if given:
+        fmt = given.strip().lower()
+        if fmt not in FORMATS:
+            raise InputError(f"--format must be one of {', '.join(FORMATS)}, got {given!r}")
+        return fmt
+    suffix = Path(path).suffix.lower()
+    found = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".parquet": "parquet"}.get(suffix)
+    if found is None:
+        raise InputError(f"{path}: cannot tell the log's format from its name; give --format csv|jsonl|parquet")
+    return found
+
+
+def parse_time(value: Any) -> datetime:
+    """A log time as a naive UTC datetime; ValueError saying why not."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise ValueError("no time")
+    if isinstance(value, bool):
+        raise ValueError(f"unparsable time {value!r}")
+    if isinstance(value, datetime):
+        stamp = value
+    elif isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError(f"unparsable time {value!r}")
+        try:
+            stamp = datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError(f"unparsable time {value!r}") from None
+    else:
+        text = str(value).strip()
+        if not text:
+            raise ValueError("empty time")
+        try:
+            number = float(text)
+        except ValueError:
+            number = None
+        if number is not None and math.isfinite(number):
+            return parse_time(number)
+        try:
+            stamp = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith(("Z", "z")) else text)
+        except ValueError:
+            raise ValueError(f"unparsable time {text[:40]!r}") from None
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+    return stamp
+
+
+def parse_label(value: Any) -> str | None:
+    """``answerable`` / ``off-topic`` (a few spellings accepted), None when empty; ValueError otherwise."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    text = str(value).strip().lower()
+    if not text:
+        return None
+    found = _LABEL_ALIASES.get(text)
+    if found is None:
+        raise ValueError(f"label must be answerable or off-topic, got {str(value)[:40]!r}")
+    return found
+
+
+def _record(line: int, record: dict[str, Any], fields: Fields) -> LogLine | Problem:
+    text = record.get(fields.query)
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        return Problem(line, f"no {fields.query!r} field")
+    text = str(text)
+    if not text.strip():
+        return Problem(line, f"empty {fields.query!r} field")
+    if fields.time not in record:
+        return Problem(line, f"no {fields.time!r} field")
+    try:
+        at = parse_time(record[fields.time])
+        label = parse_label(record.get(fields.label)) if fields.label else None
+    except ValueError as exc:
+        return Problem(line, str(exc))
+    return LogLine(line, at, text, label)
+
+
+def count_lines(path: Path, fmt: str) -> int | None:
+    """Log lines (rows) in the file, for the progress bar: newlines counted, read in blocks."""
+    if fmt == "parquet":
+        import duckdb
+
+        with duckdb.connect(":memory:", config={"autoinstall_known_extensions": False}) as con:
+            try:
+                found = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()
+            except duckdb.Error:
+                return None
+        return int(found[0]) if found else None
+    n = 0
+    last = b"\n"
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            n += block.count(b"\n")
+            last = block[-1:]
+    n += last != b"\n"
+    return n - 1 if fmt == "csv" else n  # the csv header
+
+
+def _decoded(path: Path, problems: list[Problem], where: list[int]) -> Iterator[str]:
+    """The file's lines decoded as UTF-8; a line that is not is a Problem and is left out."""
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            where[0] = number
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(Problem(number, f"not UTF-8 (byte {exc.start + 1})"))
+                continue
+            if number == 1:
+                text = text.removeprefix("\ufeff")
+            yield text
+
+
+def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> Iterator[list[LogLine | Problem]]:
+    """Batches of usable lines and problems, in file order (see the module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such log file")
+    if fmt == "parquet":
+        yield from _parquet(path, fields, batch)
+        return
+    problems: list[Problem] = []
+    where = [0]
+    out: list[LogLine | Problem] = []
+    if fmt == "jsonl":
+        for text in _decoded(path, problems, where):
+            out += problems
+            problems.clear()
+            if not text.strip():
+                continue
+            try:
+                record = jsontext.loads(text)
+            except ValueError as exc:
+                out.append(Problem(where[0], f"not JSON ({getattr(exc, 'msg', exc)})"))
+                continue
+            if not isinstance(record, dict):
+                out.append(Problem(where[0], "not a JSON object"))
+                continue
+            out.append(_record(where[0], record, fields))
+            if len(out) >= batch:
+                yield out
+                out = []
+        out += problems
+    else:
+        lines = _decoded(path, problems, where)
+        reader = csv.DictReader(lines)
+        try:
+            names = reader.fieldnames or []
+        except csv.Error as exc:
+            raise InputError(f"{path}: not a CSV file ({exc})") from None
+        if fields.query not in names:
+            raise InputError(
+                f"{path}: no {fields.query!r} column in the header (columns: {', '.join(names) or 'none'}); "
+                "give --query-field"
+            )
+        start = where[0] + 1
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                out += problems
+                problems.clear()
+                out.append(Problem(start, f"not CSV ({exc})"))
+                start = where[0] + 1
+                continue
+            out += problems
+            problems.clear()
+            record = {k: v for k, v in row.items() if k is not None}
+            if fields.time in names and record.get(fields.time) is None:
+                record.pop(fields.time, None)
+            out.append(_record(start, record, fields))
+            start = where[0] + 1
+            if len(out) >= batch:
+                yield out
+                out = []
+        out += problems
+    if out:
+        yield out
+
+
+def _parquet(path: Path, fields: Fields, batch: int) -> Iterator[list[LogLine | Problem]]:
+    """Rows of a Parquet file, read by DuckDB (no other dependency) a batch at a time."""
+    import duckdb
+
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
+    try:
+        try:
+            names = [r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()]
+        except duckdb.Error as exc:
+            raise InputError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+        if fields.query not in names:
+            raise InputError(
+                f"{path}: no {fields.query!r} column (columns: {', '.join(names) or 'none'}); give --query-field"
+            )
+        wanted = [c for c in (fields.query, fields.time, fields.label) if c and c in names]
+        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in wanted)
+        cursor = con.execute(
+            f"SELECT file_row_number, {cols} FROM read_parquet(?, file_row_number = true)", [str(path)]
+        )
+        while rows := cursor.fetchmany(batch):
+            yield [_record(int(r[0]) + 1, dict(zip(wanted, r[1:], strict=True)), fields) for r in rows]
+    finally:
+        con.close()

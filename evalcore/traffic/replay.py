@@ -1,0 +1,391 @@
+"""Production queries replayed against one configuration of a run (``evalcore traffic import``).
+
+Each logged query is embedded with the run's model (vectors cached by text hash, as for every
+run), retrieved against that configuration's stored chunks by the run's own code
+(:func:`evalcore.pipeline.ranking.rank_block`: dense, bm25, hybrid, rerank exactly as in the run) and
+stored with its time, its top hits with their distances, and the gate's value: the smallest
+distance among its top 4 hits (SPEC 15). A query text is scored once per configuration, however
+often it was asked; every log line is stored (its time and label) and counted.
+
+Re-importing a log adds nothing: a line's identity is a hash of its time, text and label plus
+its occurrence number in the log (the second identical line is occurrence 2), so an
+interrupted import, run again, goes on where it stopped and a log that grew adds only its new
+lines. Lines are read, scored and written a batch at a time (one transaction each), so memory
+stays bounded; the only state that grows with the log is 8 bytes per line for the occurrence
+numbers.
+
+A live search endpoint's configuration is replayed by sending each new text to the endpoint as
+the run did, through the response cache (a text the cache holds is not sent again); a query the
+endpoint could not answer is kept with the reason and left out of every figure, never counted as
+refused. A run imported from rankings, or one made by a Python function, has no retriever to
+replay and is refused with one line.
+
+The traffic tables (migration 0007: imports, lines, scored texts, hits, labels) are written by
+:mod:`evalcore.store.traffic`, called from here; ``forget`` deletes rows there, then the store
+is rewritten so that no free page still holds a forgotten text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalcore.errors import InputError
+from evalcore.store import traffic as traffic_rows
+from evalcore.traffic.log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
+from evalcore.traffic.replayers import EndpointReplayer, Replayer, endpoint_replayer, replayer
+from evalcore.traffic.target import Target, refuse, resolve_target
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.pipeline.embedding import Embedder
+    from evalcore.progress import Progress
+    from evalcore.store import Store
+
+log = logging.getLogger(__name__)
+
+SHOWN_PROBLEMS = 20
+TABLES = ("traffic_queries", "traffic_texts", "traffic_hits", "traffic_labels", "traffic_imports")
+
+
+# --- line identity ------------------------------------------------------------------------------
+
+
+def line_key(line: LogLine) -> int:
+    """A log line's identity without its position: 8 bytes of blake2b over time, text, label."""
+    digest = hashlib.blake2b(f"{line.at.isoformat()}\0{line.text}\0{line.label or ''}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Occurrences:
+    """Occurrence numbers of line keys across a whole log (1 for the first time a key appears,
+    2 for the second, ...), with 8 bytes of state per line: a sorted array of the keys seen."""
+
+    def __init__(self) -> None:
+        import numpy as np
+
+        self.seen = np.zeros(0, dtype=np.int64)
+
+    def number(self, keys: Sequence[int]) -> list[int]:
+        import numpy as np
+
+        arr = np.asarray(keys, dtype=np.int64)
+        before = np.searchsorted(self.seen, arr, side="right") - np.searchsorted(self.seen, arr, side="left")
+        order = np.argsort(arr, kind="stable")
+        ranks = np.empty(len(arr), dtype=np.int64)
+        sorted_keys = arr[order]
+        starts = np.r_[0, np.flatnonzero(np.diff(sorted_keys)) + 1] if len(arr) else np.zeros(0, np.int64)
+        group_start = np.repeat(starts, np.diff(np.r_[starts, len(arr)]))
+        ranks[order] = np.arange(len(arr)) - group_start
+        self.seen = np.sort(np.concatenate([self.seen, arr]), kind="stable")
+        return [int(x) for x in before + ranks + 1]
+
+
+# --- import -----------------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    """What an import did: lines read, stored now, stored before, problems (first 20 kept)."""
+
+    run_id: str
+    configuration: str
+    source: str
+    lines: int = 0
+    added: int = 0
+    already: int = 0
+    problems: int = 0
+    new_texts: int = 0
+    shown: list[str] = field(default_factory=list)
+    import_id: str | None = None
+    seconds: float = 0.0
+    embedding_seconds: float = 0.0
+    retrieval_seconds: float = 0.0
+    embedded: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "import_id": self.import_id,
+            "run_id": self.run_id,
+            "configuration": self.configuration,
+            "source": self.source,
+            "lines": self.lines,
+            "added": self.added,
+            "already": self.already,
+            "problems": self.problems,
+            "problem_lines": self.shown,
+            "new_texts": self.new_texts,
+            "embedded": self.embedded,
+            "seconds": round(self.seconds, 3),
+            "embedding_seconds": round(self.embedding_seconds, 3),
+            "retrieval_seconds": round(self.retrieval_seconds, 3),
+        }
+
+
+def import_log(
+    store: Store,
+    reference: str,
+    path: str | Path,
+    fields: Fields | None = None,
+    fmt: str | None = None,
+    *,
+    embedder: Embedder | None = None,
+    reranker_path: str | None = None,
+    headers: Sequence[str] = (),
+    progress: Progress | None = None,
+    batch: int = BATCH,
+    author: str | None = None,
+) -> ImportResult:
+    """Import the log at ``path`` into the traffic of ``reference`` (see the module docstring).
+    InputError (nothing stored) when no line of the log is usable."""
+    from evalcore.authors import os_author
+    from evalcore.progress import SilentProgress, Stage
+
+    path = Path(path)
+    fmt = infer_format(path, fmt)
+    fields = fields or Fields()
+    target = resolve_target(store, reference)
+    refuse(target)
+    result = ImportResult(target.run_id, target.configuration.label, path.name)
+    progress = progress or SilentProgress()
+    total = count_lines(path, fmt) if path.is_file() else None
+    progress.stage(Stage(f"traffic {target.configuration.label}", "lines", total or 0, 0.0, 1.0))
+    occurrences = Occurrences()
+    ready: Replayer | EndpointReplayer | None = None
+    import_id = uuid.uuid4().hex[:12]
+    started = False
+    who = author if author is not None else os_author()
+    t0 = time.perf_counter()
+    try:
+        for part in read_log(path, fmt, fields, batch):
+            lines = [x for x in part if isinstance(x, LogLine)]
+            for problem in (x for x in part if isinstance(x, Problem)):
+                result.problems += 1
+                if len(result.shown) < SHOWN_PROBLEMS:
+                    result.shown.append(problem.describe())
+            result.lines += len(part)
+            if lines:
+                keys = [line_key(x) for x in lines]
+                occ = occurrences.number(keys)
+                stored = _stored_lines(store, target, keys, occ)
+                new = [(x, k, o) for x, k, o in zip(lines, keys, occ, strict=True) if (k, o) not in stored]
+                result.already += len(lines) - len(new)
+                if new:
+
+                    def ready_now() -> Replayer | EndpointReplayer:
+                        nonlocal ready
+                        if ready is None:  # loaded only once a text needs scoring
+                            ready = (
+                                endpoint_replayer(store, target, headers)
+                                if target.info.source == "endpoint"
+                                else replayer(store, target, embedder, reranker_path)
+                            )
+                        return ready
+
+                    texts, hits = _score_new(store, target, ready_now, [x.text for x, _, _ in new])
+                    frame = _line_frame(target, import_id, new)
+                    row = None if started else _import_row(target, import_id, path.name, fmt, who)
+                    result.added += len(new)
+                    result.new_texts += 0 if texts is None else len(texts)
+                    traffic_rows.write_batch(store, row, frame, texts, hits, import_id, _counts(result))
+                    started = True
+            progress.advance(len(part))
+    except BaseException as exc:
+        if started:
+            _finish_import(store, import_id, result, "failed")
+        if isinstance(exc, UnicodeDecodeError):
+            raise InputError(f"{path}: {exc}") from None
+        raise
+    finally:
+        progress.close()
+    result.seconds = time.perf_counter() - t0
+    if ready is not None:
+        result.embedding_seconds = ready.clock["query_embedding"]
+        result.retrieval_seconds = ready.clock["retrieval"]
+        result.embedded = ready.embedded
+    usable = result.added + result.already
+    if usable == 0:
+        first = f"; first: {result.shown[0]}" if result.shown else ""
+        raise InputError(f"{path}: no usable line ({result.lines} read, {result.problems} with problems{first})")
+    if started:
+        result.import_id = import_id
+        _finish_import(store, import_id, result, "complete")
+    return result
+
+
+def _stored_lines(store: Store, target: Target, keys: list[int], occ: list[int]) -> set[tuple[int, int]]:
+    import pandas as pd
+
+    with store.read() as con:
+        con.register("_want", pd.DataFrame({"line_key": keys, "occurrence": occ}))
+        rows = con.execute(
+            "SELECT q.line_key, q.occurrence FROM traffic_queries q JOIN _want w USING (line_key, occurrence) "
+            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?",
+            target.key,
+        ).fetchall()
+    return {(int(k), int(o)) for k, o in rows}
+
+
+def _score_new(
+    store: Store, target: Target, ready: Callable[[], Replayer | EndpointReplayer], texts: list[str]
+) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """Rows of the texts not scored yet for ``target`` (each distinct text once) and their hits."""
+    import numpy as np
+    import pandas as pd
+
+    from evalcore.pipeline.embedding import text_hash
+
+    unique = {text_hash(t): t for t in texts}
+    with store.read() as con:
+        con.register("_want", pd.DataFrame({"text_hash": list(unique)}))
+        have = {
+            r[0]
+            for r in con.execute(
+                "SELECT t.text_hash FROM traffic_texts t JOIN _want w USING (text_hash) "
+                "WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ?",
+                target.key,
+            ).fetchall()
+        }
+    todo = [h for h in unique if h not in have]
+    if not todo:
+        return None, None
+    ids, dist, score, gate, failures = ready().score([unique[h] for h in todo])
+    top = ids.shape[1]
+    run_id, strategy, retriever = target.key
+    text_rows = pd.DataFrame(
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "retriever": retriever,
+            "text_hash": todo,
+            "text": [unique[h] for h in todo],
+            "gate_value": gate,
+            "failure": pd.Series([failures.get(i) for i in range(len(todo))], dtype=object),
+        }
+    )
+    hit_rows = pd.DataFrame(
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "retriever": retriever,
+            "text_hash": np.repeat(np.asarray(todo, dtype=object), top),
+            "rank": np.tile(np.arange(1, top + 1), len(todo)),
+            "chunk_id": ids.ravel(),
+            "distance": dist.ravel(),
+            "score": score.ravel(),
+        }
+    )
+    answered = ~(np.isnan(score.ravel()) & np.isnan(dist.ravel()))  # an endpoint may give fewer hits
+    return text_rows, hit_rows[answered].reset_index(drop=True)
+
+
+def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, int]]) -> pd.DataFrame:
+    import pandas as pd
+
+    from evalcore.pipeline.embedding import text_hash
+
+    run_id, strategy, retriever = target.key
+    return pd.DataFrame(
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "retriever": retriever,
+            "line_key": pd.Series([k for _, k, _ in new], dtype="int64"),
+            "occurrence": [o for _, _, o in new],
+            "import_id": import_id,
+            "line": [x.line for x, _, _ in new],
+            "asked_at": pd.Series([x.at for x, _, _ in new], dtype="datetime64[us]"),
+            "text_hash": [text_hash(x.text) for x, _, _ in new],
+            "label": pd.Series([x.label for x, _, _ in new], dtype=object),
+        }
+    )
+
+
+def _import_row(target: Target, import_id: str, source: str, fmt: str, author: str | None) -> dict[str, Any]:
+    from evalcore.store.basics import now
+
+    run_id, strategy, retriever = target.key
+    return {
+        "import_id": import_id,
+        "run_id": run_id,
+        "strategy": strategy,
+        "retriever": retriever,
+        "source": source,
+        "format": fmt,
+        "author": author,
+        "status": "running",
+        "started_at": now(),
+    }
+
+
+def _counts(result: ImportResult) -> list[Any]:
+    return [
+        result.lines,
+        result.added,
+        result.already,
+        result.problems,
+        result.new_texts,
+        json.dumps(result.shown),
+    ]
+
+
+def _finish_import(store: Store, import_id: str, result: ImportResult, status: str) -> None:
+    try:
+        traffic_rows.finish_import(store, import_id, status, _counts(result))
+    except Exception as exc:
+        if status == "complete":
+            raise
+        log.warning("could not mark traffic import %s %s: %s", import_id, status, exc)
+
+
+# --- labels -------------------------------------------------------------------------------------
+
+
+def set_label(store: Store, target: Target, text_hash: str, label: str | None, author: str | None) -> None:
+    """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
+    if label is not None and label not in LABELS:
+        raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
+    traffic_rows.set_label(store, target.key, text_hash, label, author)
+
+
+# --- forgetting ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What ``forget`` removed: log lines, distinct texts (with their hits and labels), bytes of
+    the store file before and after it was rewritten."""
+
+    lines: int
+    texts: int
+    bytes_before: int
+    bytes_after: int
+
+
+def forget(
+    store: Store,
+    before: datetime,
+    run_id: str | None = None,
+    compact: bool = True,
+    on_step: Callable[[str], None] | None = None,
+) -> Forgotten:
+    """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
+    texts no remaining line uses, their hits and labels; then rewrite the store file
+    (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
+    lines, texts = traffic_rows.forget(store, before, run_id)
+    if on_step is not None:
+        on_step(f"deleted {lines} lines and {texts} texts; rewriting the store")
+    size = store.path.stat().st_size if store.path.exists() else 0
+    if compact and store.path.exists():
+        size = store.compact()
+    after = store.path.stat().st_size if store.path.exists() else 0
+    return Forgotten(lines, texts, size, after)
