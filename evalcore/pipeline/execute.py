@@ -200,7 +200,7 @@ def _endpoint(
         inputs.corpus,
         inputs.ground_truth,
         endpoint,
-        spec.name or "endpoint",
+        spec.run_name,
         chunker=spec.chunker,
         retriever=spec.retriever_name,
         score=spec.score,

@@ -103,6 +103,8 @@ class RunSpec:
             return self.name
         if self.kind == "python":
             return PYTHON
+        if self.kind == "endpoint":
+            return "endpoint"
         if self.demo:
             return "demo"
         if isinstance(self.corpus, (str, Path)):
