@@ -221,7 +221,7 @@ def _python(
     run_id: str | None,
 ) -> LiveResult:
     from evalcore.external.chunks import ChunkSet, read_chunks
-    from evalcore.external.importer import _check_name
+    from evalcore.external.importer import check_name
     from evalcore.external.live import run_live
     from evalcore.external.python_hits import answers
     from evalcore.pipeline.configurations import external
@@ -232,8 +232,8 @@ def _python(
     k = spec.k
     if not isinstance(k, int) or k < 1:
         raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-    _check_name(spec.chunker, "chunker")
-    _check_name(spec.retriever_name, "retriever_name")
+    check_name(spec.chunker, "chunker")
+    check_name(spec.retriever_name, "retriever_name")
     step("loading inputs")
     inputs = load_inputs(spec)
     loaded, gt = inputs.corpus, inputs.ground_truth
