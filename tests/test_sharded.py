@@ -58,18 +58,16 @@ def test_a_sharded_demo_run_equals_the_one_machine_run(ray_runtime, real_embedde
     retrievers = ["dense", "bm25", "hybrid", "rerank", "bm25:english", "hybrid:english"]
     runs = []
     for ray_address in (None, "local"):  # the second run reads the first one's cached vectors
-        request = RunRequest(
-            corpus, gt, parse_strategies("A,E"), retrievers, name="demo", ray=ray_address, shards=SHARDS
-        )
+        request = RunRequest(corpus, gt, parse_strategies("E"), retrievers, name="demo", ray=ray_address, shards=SHARDS)
         runs.append(run_evaluation(request, store, embedders=[real_embedder], reranker=reranker).run_id)
     one, sharded = runs
     stages = set(store.query("SELECT stage FROM timings WHERE run_id = ?", [sharded])["stage"])
     assert {"shard_scan", "shard_count", "bm25_build", "bm25_build:english"} <= stages  # it ran on the actors
     order = "strategy, retriever, query_id"
     a, b = _stored(store, one, "results", order), _stored(store, sharded, "results", order)
-    assert set(a["retriever"]) == set(retrievers) and len(a) == 2 * len(retrievers) * 108
+    assert set(a["retriever"]) == set(retrievers) and len(a) == len(retrievers) * 108
     assert a["first_correct_rank"].notna().sum() > 100  # answers are found, at many depths
-    assert a["first_correct_rank"].max() > 100
+    assert a["first_correct_rank"].max() > 50
     pd.testing.assert_frame_equal(a, b)
     order += ", rank"
     pd.testing.assert_frame_equal(_stored(store, one, "hits", order), _stored(store, sharded, "hits", order))
@@ -90,7 +88,7 @@ def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cro
     from evalcore.pipeline.sharded import score_sharded
 
     bench = _bench_scale()
-    n, nq = 200_000, 240
+    n, nq = 200_000, 120
     cvec, qvec, qtexts, correct, n_in, texts = bench.make(n, nq)
     chunk_texts = list(texts())
     reranker = Reranker.load(tiny_cross_encoder)

@@ -201,12 +201,20 @@ class _Query:
         h["outside"] = float(_rrf(a.depth + 1) + out_b) if a.depth < n else -1.0
         d_open = h["rd_lo"] != h["rd_hi"]
         b_open = h["matched"] & (h["rb_lo"] != h["rb_hi"])
-        if not len(self.c_ids):  # only the top k's undecided candidates matter
-            lo = _fused(h["rd_hi"], h["rb_hi"], h["matched"])
-            hi = _fused(h["rd_lo"], h["rb_lo"], h["matched"])
-            kk = min(a.k, len(cand))
-            live = hi >= np.partition(lo, len(lo) - kk)[len(lo) - kk]
-            d_open, b_open = d_open & live, b_open & live
+        lo = _fused(h["rd_hi"], h["rb_hi"], h["matched"])
+        hi = _fused(h["rd_lo"], h["rb_lo"], h["matched"])
+        kk = min(a.k, len(cand))
+        need = hi >= np.partition(lo, len(lo) - kk)[len(lo) - kk]  # may be in the top k
+        if len(self.c_ids):
+            # and may beat the first correct chunk, whose fused score f* lies in [fs_lo, fs_hi]
+            m = self.c_score[name] > 0
+            c_rd, c_rb = _positions(self.gd, self.c_ids), _positions(gbm, self.c_ids)
+            f_lo = _fused(np.where(c_rd > 0, c_rd, n), np.where(c_rb > 0, c_rb, max(self.m[name], 1)), m)
+            f_hi = _fused(np.where(c_rd > 0, c_rd, len(self.gd) + 1), np.where(c_rb > 0, c_rb, len(gbm) + 1), m)
+            fs_lo, fs_hi = float(f_lo.max()), float(f_hi.max())
+            if fs_hi > h["outside"]:  # else the first rank comes from a dump of every chunk
+                need |= (hi >= fs_lo) & (lo <= fs_hi)
+        d_open, b_open = d_open & need, b_open & need
         self.want_d.update(cand[d_open].tolist())
         self.want_b[name].update(cand[b_open].tolist())
         self.want_d.update(self.c_ids.tolist())
@@ -298,10 +306,11 @@ class _Query:
             best = np.lexsort((self.c_ids, -f))[0]
             c_star, f_star = int(self.c_ids[best]), float(f[best])
             h["answer"] = c_star
-            if f_star > h["outside"]:  # every chunk that beats it is a candidate, all exact now
-                if np.any(lo != hi):
-                    raise AssertionError("sharded hybrid: a candidate's rank was left open")
-                h["first"] = int(np.count_nonzero((lo > f_star) | ((lo == f_star) & (cand < c_star)))) + 1
+            if f_star > h["outside"]:  # every chunk that beats it is a candidate, each decided now
+                beats = (lo > f_star) | ((lo == f_star) & (cand < c_star))
+                if np.any(beats != ((hi > f_star) | ((hi == f_star) & (cand < c_star)))):
+                    raise AssertionError("sharded hybrid: a candidate's place was left open")
+                h["first"] = int(np.count_nonzero(beats)) + 1
             else:
                 self.deep[a.analyzer] = (f_star, c_star)
         return head, fused
