@@ -162,6 +162,8 @@ def _builtin(
         retrievers=parse_retrievers(spec.retrievers),
         name=spec.run_name,
         reranker_path=spec.reranker,
+        ray=spec.ray,
+        shards=spec.shards,
     )
     if not inputs.ground_truth.valid_questions:
         raise ConfigError(NO_QUESTION + SEE_VALIDATE)
