@@ -129,6 +129,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert page.get_by_role("button", name="Add to the set").is_disabled()
 
         # a candidate from the corpus: selected for the person, with a cloze hint that is not a question
+        # (and cannot become one unedited)
         page.get_by_text("Candidates from the corpus").click()
         settled(page)
         healthy(page, "questions: candidates")
@@ -138,7 +139,21 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         needle = page.locator('[data-testid="qs-needle"]').inner_text()
         assert first.split(": ", 1)[1] in needle and "Valid needle" in page.locator(".st-key-qs_verdict").inner_text()
         assert "____" in page.locator('[data-testid="qs-hint"]').inner_text()
-        assert page.get_by_label("Questions this span answers (one phrasing a line: one group)").input_value() == ""
+        phrasings = page.get_by_label("Questions this span answers (one phrasing a line: one group)")
+        assert phrasings.input_value() == ""
+        # the draft copied as it is is not a question: refused, said where the add was tried
+        phrasings.fill(page.locator('[data-testid="qs-hint"]').inner_text().split("write your own): ", 1)[1])
+        page.keyboard.press("Tab")
+        settled(page)
+        page.get_by_role("button", name="Add to the set").click()
+        settled(page)
+        refused = page.locator('[data-testid="stAlertContentError"]').filter(has_text="A cloze draft is a hint")
+        assert refused.count() == 1
+        assert page.locator('[data-testid="qs-counts"]').inner_text() == "4 questions in 3 groups, 0 off-topic"
+        phrasings.fill("")
+        page.keyboard.press("Tab")
+        settled(page)
+        assert page.locator('[data-testid="stAlertContentError"]').filter(has_text="A cloze draft").count() == 0
 
         # real queries, triaged: two off-topic, one skipped
         page.get_by_text("From real queries").click()

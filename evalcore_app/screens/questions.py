@@ -244,7 +244,6 @@ def _add_question() -> None:
     if not lines or (hint and hint in lines):  # a cloze draft is a hint, never a question unedited
         ss["qs_draft_refused"] = bool(lines)
         return
-    ss["qs_draft_refused"] = False
     taken = {q.query_id for q in ss["qs_items"]} | {o.query_id for o in ss["qs_ood"]}
     groups = {q.group for q in ss["qs_items"]}
     n = len(groups) + 1
@@ -279,7 +278,7 @@ cols[1].button(
 )
 if verdict is not None and not verdict.valid:
     st.caption("A selection that is not a valid needle cannot be added; select a longer or another span.")
-if ss.get("qs_draft_refused"):
+if ss.pop("qs_draft_refused", False):  # said once, where the add was tried
     st.error("A cloze draft is a hint, not a question: write the question in your own words (or save drafts as "
              "pseudo-queries of variant cloze with `python -m evalcore dataset suggest --save-as NAME`).")  # fmt: skip
 
