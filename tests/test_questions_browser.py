@@ -313,4 +313,19 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert "1 item(s) do not resolve in this corpus" in body
         invalid = page.locator('[data-testid="qs-invalid"]').inner_text()
         assert invalid == "q001 (q001-1, q001-2, line 1): not found"
+
+        # a list of 100,000 real queries (a file) is accepted and paged: 20 shown, the last page reachable
+        big = tmp_path / "queries.txt"
+        big.write_text("".join(f"real query {i}\n" for i in range(100_000)), encoding="utf-8")
+        page.locator('.st-key-qs_real_file input[type="file"]').set_input_files(str(big))
+        settled(page)
+        healthy(page, "questions: 100,000 real queries")
+        assert page.locator('[data-testid="qs-progress"]').inner_text() == "3 of 100,003 queries decided"
+        assert page.locator('[class*="st-key-qs_triage_"]').count() == 20
+        pages = page.get_by_label("Page (of 5,001)")
+        pages.fill("5001")
+        pages.press("Enter")
+        settled(page)
+        assert page.locator('[class*="st-key-qs_triage_"]').count() == 3
+        assert "100,003. real query 99999" in page.locator("body").inner_text()
         browser.close()
