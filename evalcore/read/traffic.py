@@ -277,11 +277,15 @@ def borderline(
     store: Store, run_id: str, configuration: Configuration, threshold: float, band: float, limit: int = 200
 ) -> pd.DataFrame:
     """Distinct texts whose gate value lies within ``band`` of ``threshold``, closest first:
-    text_hash, text, gate_value, asked (lines), last_asked, label, refused (at ``threshold``)."""
+    text_hash, text, gate_value, asked (lines), last_asked, label (the log's, else the
+    screen's), log_unlabelled (lines without a label in the log: the lines a label given on the
+    screen counts for, since the log's label wins), labelled_by (who gave the screen's label),
+    refused (at ``threshold``)."""
     df = store.query(
         f"""
         SELECT t.text_hash, t.text, t.gate_value, count(*) AS asked, max(q.asked_at) AS last_asked,
-               coalesce(max(q.label), max(l.label)) AS label
+               coalesce(max(q.label), max(l.label)) AS label,
+               count(*) - count(q.label) AS log_unlabelled, max(l.author) AS labelled_by
         FROM traffic_texts t
         JOIN traffic_queries q USING (run_id, strategy, retriever, text_hash)
         LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)

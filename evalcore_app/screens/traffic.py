@@ -9,6 +9,7 @@ Shareable: ``/traffic?run_id=RUN&config=E/dense``.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import altair as alt
 import streamlit as st
@@ -20,6 +21,19 @@ from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
 from evalcore_app.screens import _ui
+
+NO_LABEL = "no label"
+LABEL_CHOICES = ["answerable", "off-topic", NO_LABEL]
+
+
+def _choice(row: Any) -> str:
+    """A borderline query as the labelling form lists it: text, gate value, what the gate does,
+    its label now and who gave it."""
+    verdict = "refused" if row.refused else "answered"
+    now = f"labelled {row.label}" if isinstance(row.label, str) else "no label"
+    by = f" by {row.labelled_by}" if isinstance(row.labelled_by, str) else ""
+    return f"{row.text[:100]} · gate {row.gate_value:.4f} ({verdict}) · {now}{by}"
+
 
 ctx = _ui.sidebar()
 store = _ui.store()
@@ -128,28 +142,47 @@ for row in near.head(15).itertuples():
         label="Open on Query",
         query_params={"run_id": ctx.run_id, "config": config.label, "traffic": row.text_hash},
     )
-if not near.empty:
+labellable = near[near["log_unlabelled"] > 0]
+flash = st.session_state.pop("traffic_flash", None)
+if flash:
+    st.success(flash, icon=":material/label:")
+if not labellable.empty:
     with st.form("traffic-label"):
-        labels = {r.text_hash: r.text[:100] for r in near.itertuples()}
-        pick = st.selectbox("Label a borderline query", list(labels), format_func=labels.get)
-        value = st.radio("Label", ["answerable", "off-topic"], horizontal=True)
+        choices = {r.text_hash: _choice(r) for r in labellable.itertuples()}
+        pick = st.selectbox("Label a borderline query", list(choices), format_func=choices.get)
+        value = st.radio("Label", LABEL_CHOICES, horizontal=True)
         if st.form_submit_button("Save label"):
             target = resolve_target(store, f"{ctx.run_id}:{config.label}")
             who = authors.author_from_headers(st.context.headers)
-            _ui.guarded(lambda: traffic.set_label(store, target, pick, value, who))
-            st.success(f"Labelled {value} (by {authors.shown(who)}).")
+            label = None if value == NO_LABEL else value
+
+            def save() -> bool:
+                traffic.set_label(store, target, pick, label, who)
+                return True
+
+            if _ui.guarded(save):
+                text = str(labellable.loc[labellable["text_hash"] == pick, "text"].iloc[0])
+                said = f"Labelled {value}" if label else "Label removed"
+                st.session_state["traffic_flash"] = f"{said}: {_ui.esc(text[:80])} (by {_ui.esc(authors.shown(who))})."
+                st.rerun()
+elif not near.empty:
+    st.caption("Every borderline query here carries a label from the log (the log's label wins).")
 
 st.subheader("Labelled traffic")
 rates = _ui.cached(reads.labelled_rates, store, ctx.run_id, config, threshold)
 cols = st.columns(2)
-cols[0].markdown(
-    f"**Bluff rate** (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
-    f"evaluation: {rates.evaluation_bluff.text()}"
-)
-cols[1].markdown(
-    f"**Lost rate** (answerable refused) · traffic: {rates.traffic_lost.text()} · "
-    f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}"
-)
+with cols[0]:
+    _ui.plain(
+        f"Bluff rate (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
+        f"evaluation: {rates.evaluation_bluff.text()}",
+        testid="traffic-bluff",
+    )
+with cols[1]:
+    _ui.plain(
+        f"Lost rate (answerable refused) · traffic: {rates.traffic_lost.text()} · "
+        f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}",
+        testid="traffic-lost",
+    )
 st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
 real = _ui.guarded(lambda: _ui.cached(reads.traffic_claim, store, ctx.run_id, config))
 evaluated = _ui.guarded(lambda: _ui.cached(claims.claim_of, store, ctx.run_id, config))
