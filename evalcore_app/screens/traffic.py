@@ -107,20 +107,17 @@ st.dataframe(table, hide_index=True, key="traffic-periods")
 periods = [p for p, n in zip(shown["period"], frame["queries"], strict=True) if n]
 chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
 dist = _ui.cached(
-    reads.distributions, store, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
+    reads.histogram, store, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
 )
 hist = (
     alt.Chart(dist)
-    .transform_bin("bin", "gate_value", bin=alt.Bin(maxbins=30))
-    .transform_joinaggregate(total="count()", groupby=["group"])
-    .transform_aggregate(n="count()", total="max(total)", groupby=["group", "bin", "bin_end"])
-    .transform_calculate(share="datum.n / datum.total")
     .mark_bar(opacity=0.5)
     .encode(
-        x=alt.X("bin:Q", title="gate value (smallest top-4 distance)", bin="binned"),
+        x=alt.X("bin_start:Q", title="gate value (smallest top-4 distance)"),
         x2="bin_end:Q",
         y=alt.Y("share:Q", title="share of the group", stack=None),
         color=alt.Color("group:N", title=None),
+        tooltip=["group", "bin_start", "bin_end", "n", alt.Tooltip("share:Q", format=".1%")],
     )
 )
 rule = alt.Chart({"values": [{"t": threshold}]}).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
