@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-import altair as alt
 import streamlit as st
 
 from evalcore import authors
+from evalcore.figures import traffic_charts
 from evalcore.read import claims
 from evalcore.read import traffic as reads
 from evalcore.traffic import replay as traffic
@@ -58,21 +58,14 @@ threshold, source = _ui.threshold_state(ctx)
 _ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
 unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
 step = timedelta(days=1 if unit == "day" else 7)
-frame = _ui.cached(reads.periods, store, ctx.run_id, config, step, threshold)
+frame, volume, refused_share = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
 
 st.subheader("Volume and refused share")
-shown = frame.assign(period=frame["start"].dt.strftime("%Y-%m-%d"))
-base = alt.Chart(shown).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
-volume = base.mark_bar(color="#4c78a8").encode(
-    y=alt.Y("queries:Q", title="queries"), tooltip=["period", "queries", "refused"]
-)
-band = base.mark_errorbar(color="#e45756").encode(
-    y=alt.Y("refused_low:Q", title="refused share (95% Wilson)", scale=alt.Scale(domain=[0, 1])), y2="refused_high:Q"
-)
-point = base.mark_point(color="#e45756", filled=True).encode(y="refused_share:Q", tooltip=["period", "refused_share"])
 cols = st.columns(2)
-cols[0].altair_chart(volume.properties(height=220), theme=None, width="stretch")
-cols[1].altair_chart((band + point).properties(height=220), theme=None, width="stretch")
+with cols[0]:
+    st.vega_lite_chart(volume, theme=None, width="stretch")
+with cols[1]:
+    st.vega_lite_chart(refused_share, theme=None, width="stretch")
 
 st.subheader("Drift")
 st.caption(
@@ -84,10 +77,7 @@ for row in frame[frame["drifted"]].to_dict("records"):
     st.warning(reads.drift_sentence(row), icon=":material/trending_up:")
 if not frame["drifted"].any():
     st.success("No period moved away from the evaluation or from the period before it.")
-table = frame.assign(
-    period=shown["period"],
-    drift=frame["drifted"].map({True: "moved", False: ""}),
-)[
+table = frame.assign(drift=frame["drifted"].map({True: "moved", False: ""}))[
     [
         "period",
         "queries",
@@ -104,24 +94,11 @@ table = frame.assign(
 ]
 st.dataframe(table, hide_index=True, key="traffic-periods")
 
-periods = [p for p, n in zip(shown["period"], frame["queries"], strict=True) if n]
+periods = [p for p, n in zip(frame["period"], frame["queries"], strict=True) if n]
 chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
-dist = _ui.cached(
-    reads.histogram, store, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
-)
-hist = (
-    alt.Chart(dist)
-    .mark_bar(opacity=0.5)
-    .encode(
-        x=alt.X("bin_start:Q", title="gate value (smallest top-4 distance)"),
-        x2="bin_end:Q",
-        y=alt.Y("share:Q", title="share of the group", stack=None),
-        color=alt.Color("group:N", title=None),
-        tooltip=["group", "bin_start", "bin_end", "n", alt.Tooltip("share:Q", format=".1%")],
-    )
-)
-rule = alt.Chart({"values": [{"t": threshold}]}).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
-st.altair_chart((hist + rule).properties(height=240), theme=None, width="stretch")
+start = frame.loc[frame["period"] == chosen, "start"].iloc[0]
+histogram = _ui.cached(traffic_charts.histogram_spec, store, ctx.run_id, config, step, start, threshold)
+st.vega_lite_chart(histogram, theme=None, width="stretch")
 
 st.subheader("Borderline queries")
 band_width = st.slider("Band around t", 0.005, 0.2, 0.05, 0.005, key="traffic_band")
@@ -181,8 +158,8 @@ with cols[1]:
         testid="traffic-lost",
     )
 st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
-real = _ui.guarded(lambda: _ui.cached(reads.traffic_claim, store, ctx.run_id, config))
-evaluated = _ui.guarded(lambda: _ui.cached(claims.claim_of, store, ctx.run_id, config))
+found = _ui.cached(reads.claims, store, ctx.run_id, config)
+real, evaluated = found.traffic, found.evaluation
 if real is not None:
     _ui.plain(
         f"Threshold claim on the real off-topic queries ({real.n_ood:,} lines): {claims.claim_sentence(real)}",
@@ -192,6 +169,8 @@ if real is not None:
         _ui.plain(
             f"On the evaluation's {evaluated.n_ood} off-topic queries: {claims.claim_sentence(evaluated)}", small=True
         )
+elif found.problem:
+    st.caption(f"No threshold claim on real queries: {_ui.esc(found.problem)}")
 else:
     st.caption("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries.")
 
