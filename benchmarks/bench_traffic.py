@@ -8,7 +8,8 @@ Builds a dense configuration of ``--chunks`` real chunks (the mini corpus's docu
 with a numbered line each, strategy C, the real model), writes a log of ``--queries`` short
 distinct queries (real questions with a number) over 60 days, and measures, in one process:
 
-- the embedding stage alone: ``embed_with_cache`` of the same number of fresh texts;
+- the embedding stage alone: ``embed_with_cache`` of as many fresh texts of the same length, before
+  and after the import (their mean is the rate the import is compared with);
 - ``traffic import`` of that log (embedding, retrieval, writes), and the ratio of the two rates
   (the issue asks >= 0.6 at 100,000 queries x 10,000 chunks);
 - ``traffic import`` of a log of ``--lines`` lines (the first log again, then lines asking its
@@ -86,11 +87,17 @@ def main() -> None:
     base = [json.loads(x)["question"] for x in (mini / "questions.jsonl").read_text().splitlines()]
     rng = random.Random(0)
     start = datetime(2026, 9, 1)
-    texts = [f"{rng.choice(base)} (case {i})" for i in range(args.queries)]
-    with Peak() as peak_embed:
+    picked = [rng.choice(base) for _ in range(args.queries)]
+    texts = [f"{q} (case {i})" for i, q in enumerate(picked)]
+
+    def embedding_stage(word: str) -> float:
+        """Seconds to embed texts as long as the log's, but not cached anywhere ("item" for "case")."""
         t0 = time.perf_counter()
-        embed_with_cache(embedder, [f"warm-up {t}" for t in texts], None)
-        embed_s = time.perf_counter() - t0
+        embed_with_cache(embedder, [f"{q} ({word} {i})" for i, q in enumerate(picked)], None)
+        return time.perf_counter() - t0
+
+    with Peak() as peak_embed:
+        embed_before = embedding_stage("item")
 
     def write_log(path: Path, n: int) -> None:
         at = random.Random(1)  # the same times for the same line in both logs
@@ -110,6 +117,8 @@ def main() -> None:
         t0 = time.perf_counter()
         first = import_log(store, ref, log, fields, embedder=embedder)
         import_s = time.perf_counter() - t0
+    embed_after = embedding_stage("unit")  # again after the import: a machine whose load changed shows here
+    embed_s = (embed_before + embed_after) / 2
     total = max(args.lines, args.queries)
     long_log = folder / "lines.jsonl"
     write_log(long_log, total)
@@ -144,12 +153,16 @@ def main() -> None:
         "log lines": total,
         "run seconds": round(run_s, 1),
         "embedding stage (queries/s)": round(args.queries / embed_s, 1),
-        "embedding stage seconds": round(embed_s, 2),
+        "embedding stage seconds, before / after the import": [round(embed_before, 2), round(embed_after, 2)],
         "import (queries/s)": round(args.queries / import_s, 1),
         "import seconds": round(import_s, 2),
         "import embedding seconds": round(first.embedding_seconds, 2),
         "import retrieval seconds": round(first.retrieval_seconds, 2),
         "import / embedding rate": round(embed_s / import_s, 3),
+        "import / embedding rate, against before / after": [
+            round(embed_before / import_s, 3),
+            round(embed_after / import_s, 3),
+        ],
         f"import of {total:,} lines (lines/s)": round(total / lines_s, 1),
         f"import of {total:,} lines seconds": round(lines_s, 2),
         "reads at stored lines": int(reads.stored(store, run.run_id, config).lines),
@@ -161,6 +174,7 @@ def main() -> None:
         "peak RSS MiB: embedding stage": peak_embed.mib,
         "peak RSS MiB: import": peak_import.mib,
         f"peak RSS MiB: import of {total:,} lines": peak_lines.mib,
+        f"RSS MiB at the start of the import of {total:,} lines": peak_lines.start,
         "peak RSS MiB: reads and screen": peak_reads.mib,
         "peak RSS MiB: whole process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "store MiB": round(store.path.stat().st_size / 2**20, 1),
@@ -174,6 +188,7 @@ class Peak:
 
     def __init__(self) -> None:
         self.mib = 0.0
+        self.start = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -184,6 +199,7 @@ class Peak:
                 return
 
     def __enter__(self) -> Peak:
+        self.start = round(_rss_mib(), 1)
         self._thread.start()
         return self
 
