@@ -80,6 +80,27 @@ def _traffic_figures(page) -> dict:
     }
 
 
+def _offered(page) -> list[str]:
+    """The choices of the labelling form, as its opened list shows them (waited for: the list
+    is drawn after the click)."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    box = page.locator('[data-testid="stForm"]').get_by_role("combobox", name="Label a borderline query")
+    options = page.get_by_role("option")
+    for attempt in range(3):  # a rerun that lands just after the click redraws the box closed
+        box.click()
+        try:
+            options.first.wait_for(timeout=5000)
+            break
+        except Timeout:
+            settled(page)
+            if attempt == 2:
+                raise
+    found = options.all_inner_texts()
+    page.keyboard.press("Escape")
+    return found
+
+
 def _label(page, text: str, label: str) -> None:
     """Pick ``text`` in the labelling form, choose ``label``, save."""
     form = page.locator('[data-testid="stForm"]')
@@ -143,10 +164,7 @@ def test_import_open_traffic_see_drift_label_two_queries_open_a_borderline_query
         }
         assert before["claim"] in _traffic_figures(page)["claim"]
         # the form lists only queries whose lines the log left unlabelled (the log's label wins)
-        form = page.locator('[data-testid="stForm"]')
-        form.get_by_role("combobox", name="Label a borderline query").click()
-        offered = page.get_by_role("option").all_inner_texts()
-        page.keyboard.press("Escape")
+        offered = _offered(page)
         assert len(offered) == 3 and all("no label" in o for o in offered), offered
         assert {o.split(" · ")[0] for o in offered} == {*LATER, PRIVATE}
         for text, label in LATER.items():
@@ -168,9 +186,7 @@ def test_import_open_traffic_see_drift_label_two_queries_open_a_borderline_query
         healthy(page, "traffic reloaded after labelling")
         shown = _traffic_figures(page)
         assert (shown["bluff"], shown["lost"]) == (after["bluff"], after["lost"]) and after["claim"] in shown["claim"]
-        page.locator('[data-testid="stForm"]').get_by_role("combobox", name="Label a borderline query").click()
-        offered = page.get_by_role("option").all_inner_texts()
-        page.keyboard.press("Escape")
+        offered = _offered(page)
         for text, label in LATER.items():
             assert any(o.startswith(text) and f"labelled {label} by {PM}" in o for o in offered), offered
         links = page.locator('[data-testid="stPageLink"] a').filter(has_text="Open on Query")
