@@ -1,6 +1,13 @@
 """One query's exact order for one retriever, without sorting every chunk (SPEC sections 4
 and 5): :class:`DenseRow` from its float32 screening row (decided in float64 within the
-screening band, see :mod:`evalcore.pipeline.ranking`), :class:`BM25Row` from its scores."""
+screening band, see :mod:`evalcore.pipeline.ranking`), :class:`BM25Row` from its scores.
+
+Each row keeps a head (its top, sorted: exact ranks and bounds near the top with a search)
+and, once several ranks deep in the row are asked at once, its levels: the values cut into
+up to 2**20 levels by a monotone map, counted with one bincount. A value in a level above
+a threshold's level is above the threshold, so the chunks beating a chunk are the levels
+above its band's top level plus those of its band's levels that beat it in float64 (found
+for every asked chunk in one lookup pass): the same count as a pass over the row."""
 
 from __future__ import annotations
 

@@ -16,12 +16,17 @@ and equal vectors tie exactly (then chunk order decides). Distances are ``1 - si
 float64 and orders compare those distances, as the full sort did.
 
 Hybrid (RRF of the dense order and the BM25 order of the chunks sharing a term with the
-query) is decided from rank bounds: a chunk outside both top-``D`` lists fuses to at
-most ``2 / (61 + D)``, which for ``D = 2K + 60`` is below the K-th best fused score, so
-the top K lie in the union of the two top-D lists; ranks are computed exactly only for
-the chunks whose bounds do not decide. The first correct chunk's hybrid rank is counted
-the same way when it lies within that depth, and otherwise from every matched chunk's
-BM25 rank and dense rank bounds (see :meth:`_Hybrid.first_rank`).
+query) is decided from the two orders' heads, never from a full sort: the dense head is
+the float32 row's top (about 1,000 chunks, sorted; it bounds the rank of any chunk and
+counts it exactly where the chunk's band lies inside), the BM25 head the exactly ordered
+top of the matched scores. A chunk outside both top-``D`` lists fuses to at most
+``2 / (61 + D)``, which for ``D = 2K + 60`` is below the K-th best fused score, so the top
+K lie among the candidates of depth D; the first correct chunk (fused score ``f*``) is
+beaten only by chunks of dense or BM25 rank at most ``R``, the largest rank with
+``2 / (60 + R) >= f*``, so those are counted among the candidates of depth R. A
+candidate's ranks start as bounds and are made exact only where they do not decide; a
+rank deep in a row is counted from the row's levels (see :mod:`evalcore.pipeline.rank_rows`),
+every undecided candidate of a query in one batch.
 
 One query's exact dense and BM25 orders are :mod:`evalcore.pipeline.rank_rows`; this module
 fuses and reranks them and ranks a block of queries (:func:`rank_block`).
