@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 _DELTA = 1e-12  # separates two float64 similarities enough that 1 - s orders them strictly
 _SAMPLE = 8192  # sample size used to guess a top-n threshold on long rows
 _BATCH = 2  # from this many ranks asked at once outside a head, count them by levels
+_ROWS = 8192  # chunk vectors copied to float64 at once by exact_similarities
+_PAIRS = 1 << 21  # (asked chunk, level member) pairs compared at once: bounds the temporaries
 
 
 def exact_similarities(q64: np.ndarray, vectors: np.ndarray, ids: np.ndarray) -> NDArray[np.float64]:
@@ -28,6 +30,8 @@ def exact_similarities(q64: np.ndarray, vectors: np.ndarray, ids: np.ndarray) ->
     contiguous row does not depend on the row's neighbours or alignment)."""
     import numpy as np
 
+    if np.ndim(ids) == 1 and len(ids) > _ROWS:  # a slice at a time: float64 copies stay small
+        return np.concatenate([exact_similarities(q64, vectors, ids[a : a + _ROWS]) for a in range(0, len(ids), _ROWS)])
     rows = np.asarray(vectors[ids], dtype=np.float64)
     if rows.ndim == 1:
         rows = rows.reshape(1, -1)
@@ -119,7 +123,7 @@ class DenseRow:
         for i, (x, dx, sx) in enumerate(zip(ids, d, s, strict=True)):
             lo, hi = self._band(sx, self.eps + _DELTA)
             if h is not None and lo >= h.floor:
-                out[i] = h.rank(int(x), dx, lo, hi)
+                out[i] = h.rank(self, int(x), dx, lo, hi)
             else:
                 far.append(i)
         if len(far) >= _BATCH or (far and self._levels is not None):
@@ -148,10 +152,12 @@ class DenseRow:
         k_hi = lv.level(np.array([b[1] for b in bands], dtype=np.float32))
         idx, keys = lv.members(k_lo, k_hi)
         d_all = self.dist(idx)
-        x, dx = ids[far][:, None], d[far][:, None]
-        inside = (keys >= k_lo[:, None]) & (keys <= k_hi[:, None])  # (far, members): small
-        beat = (d_all < dx) | ((d_all == dx) & (idx < x))
-        out[far] = lv.above[k_hi] + np.count_nonzero(inside & beat, axis=1) + 1
+        step = max(1, _PAIRS // max(1, len(idx)))  # (chunks x members) pairs at a time
+        for a in range(0, len(far), step):
+            f, lo_, hi_ = far[a : a + step], k_lo[a : a + step, None], k_hi[a : a + step, None]
+            x, dx = ids[f][:, None], d[f][:, None]
+            beat = (keys >= lo_) & (keys <= hi_) & ((d_all < dx) | ((d_all == dx) & (idx < x)))
+            out[f] = lv.above[k_hi[a : a + step]] + np.count_nonzero(beat, axis=1) + 1
 
     def head_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) possible rank of each chunk from the head alone (no pass over the
@@ -222,7 +228,6 @@ class _DenseHead:
         idx = _threshold_candidates(row.row, min(n, want), 0.0) if want < n else np.arange(n)
         v = row.row[idx]
         order = np.argsort(v, kind="stable")
-        self.row = row
         self.asc = v[order]  # float32, ascending
         self.ids = idx[order].astype(np.int64)
         self.floor = np.float32(self.asc[0]) if len(idx) < n else np.float32(-np.inf)
@@ -232,23 +237,23 @@ class _DenseHead:
         self.depth = n if len(idx) >= n else above
         self._d64 = np.full(len(idx), np.nan)
 
-    def _dists(self, a: int, b: int) -> NDArray[np.float64]:
+    def _dists(self, row: DenseRow, a: int, b: int) -> NDArray[np.float64]:
         import numpy as np
 
         part = self._d64[a:b]
         miss = np.flatnonzero(np.isnan(part))
         if len(miss):
-            part[miss] = self.row.dist(self.ids[a + miss])
+            part[miss] = row.dist(self.ids[a + miss])
         return part
 
-    def rank(self, x: int, dx: float, lo: np.float32, hi: np.float32) -> int:
+    def rank(self, row: DenseRow, x: int, dx: float, lo: np.float32, hi: np.float32) -> int:
         """The rank of chunk ``x`` (distance ``dx``) whose band [lo, hi] lies above the floor."""
         import numpy as np
 
         size = len(self.asc)
         top = int(np.searchsorted(self.asc, hi, side="right"))
         bottom = int(np.searchsorted(self.asc, lo, side="left"))
-        db = self._dists(bottom, top)
+        db = self._dists(row, bottom, top)
         band = self.ids[bottom:top]
         return size - top + int(np.count_nonzero((db < dx) | ((db == dx) & (band < x)))) + 1
 
@@ -371,6 +376,9 @@ class BM25Row:
         k = lv.level(s[which])
         idx, keys = lv.members(k, k)
         sc, other = self.scores[idx], self.ids[idx]
-        same = keys == k[:, None]  # (which, members sharing a level with one of them)
-        beat = (sc > s[which][:, None]) | ((sc == s[which][:, None]) & (other < ids[which][:, None]))
-        out[which] = lv.above[k] + np.count_nonzero(same & beat, axis=1) + 1
+        step = max(1, _PAIRS // max(1, len(idx)))  # (chunks x members) pairs at a time
+        for a in range(0, len(which), step):
+            w, kw = which[a : a + step], k[a : a + step]
+            sw, xw = s[w][:, None], ids[w][:, None]
+            beat = (keys == kw[:, None]) & ((sc > sw) | ((sc == sw) & (other < xw)))
+            out[w] = lv.above[kw] + np.count_nonzero(beat, axis=1) + 1
