@@ -3,7 +3,8 @@
     python benchmarks/bench_scale.py --chunks 1000000 --queries 10000
     python benchmarks/bench_scale.py --chunks 1000000 --queries 10000 --ray local --shards 4
 
-Prints one JSON line {"chunks", "queries", "seconds", "peak_rss_mb", ...}: the seconds of
+Prints one JSON line {"chunks", "queries", "seconds", "cpu_seconds", "load_average_before",
+"peak_rss_mb", ...}: the seconds (wall, and CPU: the steadier figure on a shared machine) of
 ``evalcore.pipeline.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
 first correct ranks, top 20 hits as result frames) and the process's peak resident memory.
 Then (``--analyzer english``, the default; ``--analyzer ""`` skips it) the BM25 index built
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -171,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         from evalcore.pipeline.sharded import score_sharded
 
         connect(args.ray)  # before the clock: starting a local runtime is not retrieval
-        started = time.perf_counter()
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        started, cpu = time.perf_counter(), time.process_time()
         scored = score_sharded(
             args.ray,
             args.shards,
@@ -194,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_mb_per_actor": scored.peak_rss_mb,
         }
     else:
-        started = time.perf_counter()
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        started, cpu = time.perf_counter(), time.process_time()
         scored = score_queries("bench", "S", texts(), cvec, qvec, qids, qtexts, correct, n_in, retrievers, 20)
     seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu
     ranks = {}
     for frame in scored.results:
         for retr, part in frame.groupby("retriever"):
@@ -209,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                 "chunks": args.chunks,
                 "queries": args.queries,
                 "seconds": round(seconds, 2),
+                "cpu_seconds": round(cpu_seconds, 2),
+                "load_average_before": round(load, 2),
                 "peak_rss_mb": round(peak, 1),
                 **sharding,
                 "stage_seconds": {k: round(v, 2) for k, v in scored.clock.items()},
