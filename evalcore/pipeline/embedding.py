@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -280,8 +280,16 @@ class OnnxEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """As :meth:`SentenceEmbedder.encode`: a long text is given as the head that already
         holds the window's pieces (:func:`window_head`), so memory stays bounded."""
+        return self.onnx.encode(self._heads(texts))
+
+    def embedded(self, texts: Sequence[str]) -> Generator[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`encode` of all ``texts`` in one pass, batch by batch as the model makes them
+        ((positions, vectors); tokenised ahead of the model, batched by tokens)."""
+        return self.onnx.embedded(self._heads(texts))
+
+    def _heads(self, texts: Sequence[str]) -> list[str]:
         room = self.window - self._special
-        return self.onnx.encode([window_head(t, self._count_plain, room) for t in texts])
+        return [window_head(t, self._count_plain, room) for t in texts]
 
     @property
     def _special(self) -> int:
@@ -400,6 +408,7 @@ def embed_with_cache(
     """
     import time
     from collections import Counter
+    from contextlib import closing
 
     import numpy as np
 
@@ -426,14 +435,23 @@ def embed_with_cache(
     if on_progress is not None and len(unique) > len(missing):
         on_progress(sum(n for h, n in uses.items() if have[slot[h]]))
     t0 = time.perf_counter()
-    for i in range(0, len(missing), batch):
+    streamed = getattr(embedder, "embedded", None)  # one pass: batched by tokens, tokenised ahead
+    if streamed is not None and missing:
+        rows = np.fromiter((slot[h] for h in missing), dtype=np.int64, count=len(missing))
+        weight = np.fromiter((uses[h] for h in missing), dtype=np.int64, count=len(missing))
+        with closing(streamed([unique[h] for h in missing])) as batches:
+            for where, vecs in batches:
+                vectors[rows[where]] = vecs
+                if on_progress is not None:
+                    on_progress(int(weight[where].sum()))
+    for i in range(0, len(missing) if streamed is None else 0, batch):
         part = missing[i : i + batch]
         vectors[[slot[h] for h in part]] = embedder.encode([unique[h] for h in part])
         if on_progress is not None:
             on_progress(sum(uses[h] for h in part))
     seconds = time.perf_counter() - t0
     if missing and store is not None:
-        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]].tolist() for h in missing})
+        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]] for h in missing})
     out = vectors[[slot[h] for h in hashes]] if hashes else np.zeros((0, embedder.dim), np.float32)
     return out, EmbedStats(new=len(missing), cached=len(unique) - len(missing), seconds=seconds)
 
