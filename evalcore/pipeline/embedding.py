@@ -283,8 +283,7 @@ class OnnxEmbedder:
         return self.onnx.encode(self._heads(texts))
 
     def embedded(self, texts: Sequence[str]) -> Generator[tuple[np.ndarray, np.ndarray]]:
-        """:meth:`encode` of all ``texts`` in one pass, batch by batch as the model makes them
-        ((positions, vectors); tokenised ahead of the model, batched by tokens)."""
+        """:meth:`encode` in one pass, (positions, vectors) per batch (OnnxModel.embedded)."""
         return self.onnx.embedded(self._heads(texts))
 
     def _heads(self, texts: Sequence[str]) -> list[str]:
@@ -435,20 +434,16 @@ def embed_with_cache(
     if on_progress is not None and len(unique) > len(missing):
         on_progress(sum(n for h, n in uses.items() if have[slot[h]]))
     t0 = time.perf_counter()
+    rows = np.fromiter((slot[h] for h in missing), dtype=np.int64, count=len(missing))
+    weight = np.fromiter((uses[h] for h in missing), dtype=np.int64, count=len(missing))
+    parts = ((i, missing[i : i + batch]) for i in range(0, len(missing), batch))  # without one pass:
+    calls = ((np.arange(i, i + len(p)), embedder.encode([unique[h] for h in p])) for i, p in parts)
     streamed = getattr(embedder, "embedded", None)  # one pass: batched by tokens, tokenised ahead
-    if streamed is not None and missing:
-        rows = np.fromiter((slot[h] for h in missing), dtype=np.int64, count=len(missing))
-        weight = np.fromiter((uses[h] for h in missing), dtype=np.int64, count=len(missing))
-        with closing(streamed([unique[h] for h in missing])) as batches:
-            for where, vecs in batches:
-                vectors[rows[where]] = vecs
-                if on_progress is not None:
-                    on_progress(int(weight[where].sum()))
-    for i in range(0, len(missing) if streamed is None else 0, batch):
-        part = missing[i : i + batch]
-        vectors[[slot[h] for h in part]] = embedder.encode([unique[h] for h in part])
-        if on_progress is not None:
-            on_progress(sum(uses[h] for h in part))
+    with closing(streamed([unique[h] for h in missing]) if streamed and missing else calls) as done:
+        for where, vecs in done:
+            vectors[rows[where]] = vecs
+            if on_progress is not None:
+                on_progress(int(weight[where].sum()))
     seconds = time.perf_counter() - t0
     if missing and store is not None:
         store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]] for h in missing})
