@@ -20,6 +20,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -318,50 +319,35 @@ def time_pages(store_path: Path, run_id: str) -> list[tuple[str, float, float]]:
     return out
 
 
-READS = (
-    "runs_overview",
-    "configurations",
-    "recall_table",
-    "destroyed_counts",
-    "win_loss",
-    "distances",
-    "gate_inputs",
-    "sweep",
-    "search_queries",
-    "query_hits",
-    "index_health",
-    "over_window_chunks",
-    "destroyed_list",
-    "documents",
-    "timings",
-)
-
-
 def time_reads(store_path: Path, run_id: str, repeat: int = 2) -> list[tuple[str, float, float]]:
-    """(read function, first call s, best later call s) for the read side's functions on the
-    big run: which are too slow at this size, without the pages (``evalcore.report`` now)."""
-    from evalcore import report
+    """(read function, first call s, best later call s) for the read side's functions
+    (``evalcore.read``) on the big run: which are too slow at this size, without the pages."""
+    from evalcore.read import compare, distances, index, queries, runs, sweeps
+    from evalcore.records import RunConfiguration
     from evalcore.store import Store
 
     store = Store(store_path)
-    config = report.configurations(store, run_id)[0]
+    config = runs.configurations(store, run_id)[0]
+    sides = [RunConfiguration(run_id, c) for c in runs.configurations(store, run_id)]
     qid = store.query("SELECT query_id FROM queries WHERE run_id = ? LIMIT 1", [run_id]).iloc[0, 0]
-    args = {
-        "runs_overview": (store,),
-        "win_loss": (store, run_id, 20),
-        "distances": (store, run_id, config),
-        "gate_inputs": (store, run_id, config),
-        "sweep": (store, run_id, config),
-        "search_queries": (store, run_id, "question 12"),
-        "query_hits": (store, run_id, qid, config),
-    }
+    calls: list[tuple[str, Any, tuple[Any, ...]]] = [
+        ("runs.runs_overview", runs.runs_overview, (store,)),
+        ("runs.configurations", runs.configurations, (store, run_id)),
+        ("runs.timings", runs.timings, (store, run_id)),
+        ("compare.recall_table", compare.recall_table, (store, sides)),
+        ("compare.destroyed_counts", compare.destroyed_counts, (store, run_id)),
+        ("compare.compare@20", compare.compare, (store, sides, 20)),
+        ("distances.distances", distances.distances, (store, run_id, config)),
+        ("sweeps.sweep", sweeps.sweep, (store, run_id, config)),
+        ("queries.search_queries", queries.search_queries, (store, run_id, "question 12")),
+        ("queries.query_hits", queries.query_hits, (store, run_id, qid, config)),
+        ("index.index_health", index.index_health, (store, run_id)),
+        ("index.over_window_chunks", index.over_window_chunks, (store, run_id)),
+        ("index.destroyed_list", index.destroyed_list, (store, run_id)),
+        ("index.documents", index.documents, (store, run_id)),
+    ]
     out = []
-    for name in READS:
-        fn = getattr(report, name, None)
-        if fn is None:  # the read side moved on: report what is missing, do not guess
-            out.append((name, float("nan"), float("nan")))
-            continue
-        call = args.get(name, (store, run_id))
+    for name, fn, call in calls:
         times = []
         for _ in range(1 + repeat):
             started = time.perf_counter()
@@ -382,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
         "--store", type=Path, default=Path("/tmp/evalcore-bench.duckdb"), help="store to build or reuse"
     )
     parser.add_argument(
-        "--reads", action="store_true", help="time the read functions (evalcore.report) instead of rendering the pages"
+        "--reads", action="store_true", help="time the read functions (evalcore.read) instead of rendering the pages"
     )
     args = parser.parse_args(argv)
     from evalcore.store import Store
@@ -406,9 +392,9 @@ def main(argv: list[str] | None = None) -> int:
             f"in {time.perf_counter() - started:.1f} s"
         )
     if args.reads:
-        print(f"{'read function':<20} {'first s':>8} {'again s':>8}")
+        print(f"{'read function':<26} {'first s':>8} {'again s':>8}")
         for fn, first, again in time_reads(args.store, run_id):
-            print(f"{fn:<20} {first:>8.2f} {again:>8.2f}")
+            print(f"{fn:<26} {first:>8.2f} {again:>8.2f}")
         return 0
     print(
         f"one-off imports of a server process (statsmodels, scipy, altair, vl-convert, tokenizer): "

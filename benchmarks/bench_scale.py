@@ -1,14 +1,22 @@
 """Retrieval and scoring at scale: Q queries over N chunks, no embedding.
 
     python benchmarks/bench_scale.py --chunks 1000000 --queries 10000
+    python benchmarks/bench_scale.py --chunks 1000000 --queries 10000 --ray local --shards 4
 
-Prints one JSON line {"chunks", "queries", "seconds", "peak_rss_mb", ...}: the seconds of
+Prints one JSON line {"chunks", "queries", "seconds", "cpu_seconds", "load_average_before",
+"peak_rss_mb", ...}: the seconds (wall, and CPU: the steadier figure on a shared machine) of
 ``evalcore.pipeline.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
 first correct ranks, top 20 hits as result frames) and the process's peak resident memory.
 Then (``--analyzer english``, the default; ``--analyzer ""`` skips it) the BM25 index built
 twice over the same chunk texts held in a list, as a run holds them: with the chapter's
 tokenizer and with the analyzer (``bm25:english``: Unicode words, each stemmed once), and
 the ratio of the two times ("analyzer_build").
+
+With ``--ray ADDRESS`` (``local``: a Ray runtime on this machine) retrieval runs sharded on
+``--shards N`` Ray actors (``evalcore.pipeline.sharded.score_sharded``): the same figures, with
+``"shards"``, ``"shard_sizes"`` and ``"peak_rss_mb_per_actor"`` (each actor's peak resident
+memory) added to the line; the vectors are generated block by block and streamed to the actors,
+so this process never holds them all (``peak_rss_mb`` is the driver's).
 
 Synthetic data, made to look like a real evaluation: chunk vectors are random unit
 vectors (384 dimensions); an in-domain query (80 %) is its target chunk's vector plus
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import sys
 import time
@@ -55,21 +64,47 @@ def chunk_words(n: int, seed: int, block: int = 20_000):
         yield b0, np.where(ids < VOCAB, ids, rng.integers(0, VOCAB, ids.shape))
 
 
-def make(n: int, q: int, seed: int = 7):
-    """(chunk vectors, query vectors, query texts, correct ids, in-domain count, texts())."""
+def vector_blocks(n: int, rng):
+    """The chunk vectors, 65,536 rows at a time, drawn from ``rng``."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
-    cvec = np.empty((n, DIM), dtype=np.float32)
     for b0 in range(0, n, 65536):
         part = rng.standard_normal((min(n, b0 + 65536) - b0, DIM), dtype=np.float32)
         part /= np.linalg.norm(part, axis=1, keepdims=True)
-        cvec[b0 : b0 + len(part)] = part
+        yield part
+
+
+def make(n: int, q: int, seed: int = 7, stream: bool = False):
+    """(chunk vectors, query vectors, query texts, correct ids, in-domain count, texts()).
+
+    ``stream``: the chunk vectors are not kept; the first item is then a function giving
+    them again block by block (the same values)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    if stream:
+        for _ in vector_blocks(n, rng):
+            pass
+    else:
+        cvec = np.empty((n, DIM), dtype=np.float32)
+        b0 = 0
+        for part in vector_blocks(n, rng):
+            cvec[b0 : b0 + len(part)] = part
+            b0 += len(part)
     n_in = int(q * 0.8)
     targets = rng.integers(0, n, n_in)
     noise = rng.uniform(0.05, 0.4, (n_in, 1)).astype(np.float32)
     qvec = rng.standard_normal((q, DIM), dtype=np.float32)
-    qvec[:n_in] = cvec[targets] + noise * qvec[:n_in]
+    if stream:
+        rows = np.empty((n_in, DIM), dtype=np.float32)
+        b0 = 0
+        for part in vector_blocks(n, np.random.default_rng(seed)):
+            inside = (targets >= b0) & (targets < b0 + len(part))
+            rows[inside] = part[targets[inside] - b0]
+            b0 += len(part)
+        qvec[:n_in] = rows + noise * qvec[:n_in]
+    else:
+        qvec[:n_in] = cvec[targets] + noise * qvec[:n_in]
     qvec /= np.linalg.norm(qvec, axis=1, keepdims=True)
     vocab = vocabulary()
     want = {int(t): [] for t in targets}
@@ -88,6 +123,12 @@ def make(n: int, q: int, seed: int = 7):
             for row in ids:
                 yield " ".join(vocab[w] for w in row)
 
+    if stream:
+
+        def blocks():
+            return vector_blocks(n, np.random.default_rng(seed))
+
+        return blocks, qvec, qtexts, correct, n_in, texts
     return cvec, qvec, qtexts, correct, n_in, texts
 
 
@@ -116,18 +157,51 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=10_000)
     p.add_argument("--retrievers", default="dense,bm25,hybrid")
     p.add_argument("--analyzer", default="english", help="a BM25 analyzer whose index build is timed against bm25's")
+    p.add_argument("--ray", default=None, metavar="ADDRESS", help="retrieve sharded on Ray (local: a local runtime)")
+    p.add_argument("--shards", type=int, default=None, help="with --ray: Ray actors, one shard each")
     args = p.parse_args(argv)
     import numpy as np
 
     from evalcore.pipeline.scoring import score_queries
 
-    cvec, qvec, qtexts, correct, n_in, texts = make(args.chunks, args.queries)
+    cvec, qvec, qtexts, correct, n_in, texts = make(args.chunks, args.queries, stream=bool(args.ray))
     qids = [f"q{i}" for i in range(args.queries)]
-    started = time.perf_counter()
-    scored = score_queries(
-        "bench", "S", texts(), cvec, qvec, qids, qtexts, correct, n_in, args.retrievers.split(","), 20
-    )
+    retrievers = args.retrievers.split(",")
+    sharding = {}
+    if args.ray:
+        from evalcore.pipeline.distributed import connect
+        from evalcore.pipeline.sharded import score_sharded
+
+        connect(args.ray)  # before the clock: starting a local runtime is not retrieval
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        started, cpu = time.perf_counter(), time.process_time()
+        scored = score_sharded(
+            args.ray,
+            args.shards,
+            "bench",
+            "S",
+            texts(),
+            cvec(),
+            qvec,
+            qids,
+            qtexts,
+            correct,
+            n_in,
+            retrievers,
+            20,
+            n_chunks=args.chunks,
+        )
+        sharding = {
+            "shards": len(scored.shard_sizes),
+            "shard_sizes": scored.shard_sizes,
+            "peak_rss_mb_per_actor": scored.peak_rss_mb,
+        }
+    else:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        started, cpu = time.perf_counter(), time.process_time()
+        scored = score_queries("bench", "S", texts(), cvec, qvec, qids, qtexts, correct, n_in, retrievers, 20)
     seconds = time.perf_counter() - started
+    cpu_seconds = time.process_time() - cpu
     ranks = {}
     for frame in scored.results:
         for retr, part in frame.groupby("retriever"):
@@ -140,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
                 "chunks": args.chunks,
                 "queries": args.queries,
                 "seconds": round(seconds, 2),
+                "cpu_seconds": round(cpu_seconds, 2),
+                "load_average_before": round(load, 2),
                 "peak_rss_mb": round(peak, 1),
+                **sharding,
                 "stage_seconds": {k: round(v, 2) for k, v in scored.clock.items()},
                 "median_first_rank": {k: float(np.median(np.concatenate(v))) for k, v in ranks.items()},
                 "recall@20": {k: round(float(np.mean(np.concatenate(v) <= 20)) * 0.8, 3) for k, v in ranks.items()},

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -355,12 +356,34 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
     return path
 
 
+#: The reliability suite's rows as the reports brought them (from pytest-xdist's workers too).
+_RELIABILITY_ROWS: list[tuple[str, str, str, str]] = []
+_rows_sent = 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach the reliability rows a test recorded to its report, so they travel from a worker."""
+    global _rows_sent
+    outcome = yield
+    report = outcome.get_result()
+    table = sys.modules.get("reliability_table")
+    if table is not None and len(table.ROWS) > _rows_sent:
+        report.user_properties.append(("reliability_rows", [list(r) for r in table.ROWS[_rows_sent:]]))
+        _rows_sent = len(table.ROWS)
+
+
+def pytest_runtest_logreport(report):
+    for name, value in getattr(report, "user_properties", ()):
+        if name == "reliability_rows":
+            _RELIABILITY_ROWS.extend(tuple(r) for r in value)
+
+
 def pytest_terminal_summary(terminalreporter):
     """The reliability suite's table (tests/reliability), when it ran."""
-    import sys
+    from reliability.reliability_table import render
 
-    table = sys.modules.get("reliability_table")
-    if table is not None and table.ROWS:
+    if _RELIABILITY_ROWS:
         terminalreporter.write_sep("-", "reliability suite: case, expected, observed")
-        for line in table.render():
+        for line in render(_RELIABILITY_ROWS):
             terminalreporter.write_line(line)

@@ -120,8 +120,17 @@ def _busy(page) -> bool:
         return True  # a navigation replaced the page's context: not settled yet
 
 
+def _log_wait(total: float, busy: float) -> None:
+    """With EVALCORE_TEST_WAITS=FILE, one line per settled page: seconds in all, seconds busy."""
+    log = os.environ.get("EVALCORE_TEST_WAITS")
+    if log:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{total:.3f}\t{busy:.3f}\n")
+
+
 def settled(page, timeout_s: float = 120) -> None:
     """Wait until the app has drawn a title and no script run is in progress."""
+    began = time.monotonic()
     page.wait_for_selector("h1", timeout=timeout_s * 1000)
     deadline = time.monotonic() + timeout_s
     quiet_since = None
@@ -131,6 +140,7 @@ def settled(page, timeout_s: float = 120) -> None:
         elif quiet_since is None:
             quiet_since = time.monotonic()
         elif time.monotonic() - quiet_since > QUIET_S:
+            _log_wait(time.monotonic() - began, quiet_since - began)
             return
         time.sleep(0.1)
     raise TimeoutError("the page kept running")

@@ -171,3 +171,38 @@ def test_a_plain_install_says_once_as_a_note_what_evalcore_fast_gains(
     message = records[0].getMessage()
     assert 'pip install "evalcore[fast]"' in message and "openvino or onnxruntime, onnx, onnxscript" in message
     assert not (tmp_path / "cache" / "onnx").exists()  # no export was attempted
+
+
+def test_one_pass_embeds_what_separate_calls_do_reports_each_batch_and_stops_on_a_cancel(real_embedder, monkeypatch):
+    """embed_with_cache hands every text to one pass (tokenised in a thread ahead of the
+    model): vectors as text-by-text calls give them, progress per batch summing to the texts
+    (duplicates counted), and an error raised by the progress (a cancel) ends the pass and
+    its producer thread."""
+    import threading
+
+    from evalcore.errors import RunInterrupted
+    from evalcore.pipeline.embedding import embed_with_cache
+
+    monkeypatch.setattr(onnx_runtime, "FIRST_WINDOW", 7)  # several windows, several batches
+    monkeypatch.setattr(onnx_runtime, "WINDOW_TEXTS", 20)
+    monkeypatch.setattr(real_embedder.onnx, "token_budget", 256)
+    texts = texts_of_the_mini_corpus()[-60:]
+    texts = texts + texts[:5]  # duplicates are embedded once, counted twice
+    seen: list[int] = []
+    vecs, stats = embed_with_cache(real_embedder, texts, None, on_progress=seen.append)
+    one_by_one = np.vstack([real_embedder.encode([t]) for t in texts])
+    assert stats.new == len(set(texts)) and sum(seen) == len(texts) and len(seen) > 3
+    cos = np.sum(vecs.astype(np.float64) * one_by_one, axis=1)
+    assert cos.min() >= 0.9999, cos.min()
+
+    calls = []
+
+    def cancel(n: int) -> None:
+        calls.append(n)
+        if len(calls) == 2:
+            raise RunInterrupted("cancelled by the user")
+
+    with pytest.raises(RunInterrupted):
+        embed_with_cache(real_embedder, [t + " again" for t in texts], None, on_progress=cancel)
+    assert len(calls) == 2
+    assert not [t for t in threading.enumerate() if t.name == "evalcore-tokenise"]

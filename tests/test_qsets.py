@@ -283,3 +283,38 @@ def test_a_real_query_list_reads_lines_a_csv_column_or_json_lines(tmp_path):
         read_queries("q.jsonl", b'{"query": "a"}\n{oops\n')
     with pytest.raises(InputError, match="^q.txt: not UTF-8 text"):
         read_queries("q.txt", b"\xff\xfe\x00bad")
+
+
+def test_new_run_takes_a_set_pinned_to_its_version_and_no_question_files(tmp_path):
+    from evalcore import jobs
+    from evalcore.errors import ConfigError
+    from evalcore.inputs.uploads import UploadedFile
+
+    store = Store(tmp_path / "runs" / "evalcore.duckdb")
+    files = [UploadedFile(p.name, p.read_bytes()) for p in sorted((MINI / "corpus").iterdir())]
+    with pytest.raises(InputError, match="the store holds no question set yet"):
+        jobs.prepare_upload(store, files, None, None, "A", "dense", dataset="mini")
+    qsets.import_folder(store, MINI, "mini", author="ann")
+    prepared = jobs.prepare_upload(store, files, None, None, "A", "dense", dataset="mini")
+    assert (prepared.spec.dataset, prepared.spec.questions, prepared.spec.ood) == ("mini@1", None, None)
+    spec = prepared.spec.run_spec()
+    assert (spec.dataset, spec.questions, spec.ood, spec.confined) == ("mini@1", None, None, True)
+    saved = jobs.uploads_dir(store) / prepared.job_id
+    assert sorted(p.name for p in saved.iterdir()) == ["corpus"]  # no question file is written
+    # the same validation as the files the set came from
+    as_files = jobs.prepare_upload(
+        store,
+        files,
+        UploadedFile("questions.jsonl", (MINI / "questions.jsonl").read_bytes()),
+        UploadedFile("ood.jsonl", (MINI / "ood.jsonl").read_bytes()),
+        "A",
+        "dense",
+    )
+    for key in ("documents", "ground_truths", "in_domain_queries", "ood", "invalid_ground_truths"):
+        assert prepared.report[key] == as_files.report[key], key
+    with pytest.raises(ConfigError, match="a question set or question files, not both"):
+        jobs.prepare_upload(
+            store, files, UploadedFile("questions.jsonl", b"{}"), None, "A", "dense", dataset="mini"
+        )  # fmt: skip
+    with pytest.raises(StoreError, match="question set 'mini' has no version 4"):
+        jobs.prepare_upload(store, files, None, None, "A", "dense", dataset="mini@4")

@@ -1,24 +1,29 @@
 """The Questions screen in a real browser, walked from an empty store: upload a small corpus,
 author three questions by selecting their answers with the mouse (one with two phrasings,
 one whose needle the blind strategy A destroys: the screen says so and where it cuts), add
-two off-topic questions from a pasted list of real queries, save, download the set and read
-the files, run on the set (the real model), open Compare; then upload a changed document and
-see the affected item listed as no longer resolving.
+two off-topic questions from a pasted list of real queries (the list and its decisions kept in
+the store: a reload shows them), save, download the set and read the files, run on the set
+through New run (a background job, the real model: the same figures as ``run --dataset``),
+answer a real query in a hit of the run's own A/bm25, open Compare; then upload a changed
+document and see the affected item listed as no longer resolving.
 
 Skipped, with the reason, when chromium or the playwright package is absent."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 from conftest import MINI
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
+from evalcore import jobs
 from evalcore.inputs import qsets
 from evalcore.inputs.corpus import load_corpus
 from evalcore.pipeline.chunking import chunk_document, parse_strategies
+from evalcore.read.summary import summary_table
 from evalcore.store import Store
 
 PORT = "The server listens on port 8470 by default."
@@ -55,8 +60,15 @@ def _select_with_mouse(page, needle: str, nth: int = 0) -> None:
     settled(page)
 
 
+def _open(box) -> None:
+    """Open a selectbox's list (a click may only focus it)."""
+    box.click()
+    if box.get_attribute("aria-expanded") != "true":
+        box.press("ArrowDown")
+
+
 def _pick(page, label: str, option: str) -> None:
-    page.get_by_role("combobox", name=label, exact=True).click()
+    _open(page.get_by_role("combobox", name=label, exact=True))
     page.get_by_role("option").filter(has_text=option).first.click()
     settled(page)
 
@@ -117,6 +129,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert page.get_by_role("button", name="Add to the set").is_disabled()
 
         # a candidate from the corpus: selected for the person, with a cloze hint that is not a question
+        # (and cannot become one unedited)
         page.get_by_text("Candidates from the corpus").click()
         settled(page)
         healthy(page, "questions: candidates")
@@ -126,7 +139,21 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         needle = page.locator('[data-testid="qs-needle"]').inner_text()
         assert first.split(": ", 1)[1] in needle and "Valid needle" in page.locator(".st-key-qs_verdict").inner_text()
         assert "____" in page.locator('[data-testid="qs-hint"]').inner_text()
-        assert page.get_by_label("Questions this span answers (one phrasing a line: one group)").input_value() == ""
+        phrasings = page.get_by_label("Questions this span answers (one phrasing a line: one group)")
+        assert phrasings.input_value() == ""
+        # the draft copied as it is is not a question: refused, said where the add was tried
+        phrasings.fill(page.locator('[data-testid="qs-hint"]').inner_text().split("write your own): ", 1)[1])
+        page.keyboard.press("Tab")
+        settled(page)
+        page.get_by_role("button", name="Add to the set").click()
+        settled(page)
+        refused = page.locator('[data-testid="stAlertContentError"]').filter(has_text="A cloze draft is a hint")
+        assert refused.count() == 1
+        assert page.locator('[data-testid="qs-counts"]').inner_text() == "4 questions in 3 groups, 0 off-topic"
+        phrasings.fill("")
+        page.keyboard.press("Tab")
+        settled(page)
+        assert page.locator('[data-testid="stAlertContentError"]').filter(has_text="A cloze draft").count() == 0
 
         # real queries, triaged: two off-topic, one skipped
         page.get_by_text("From real queries").click()
@@ -134,7 +161,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         page.keyboard.press("Tab")
         settled(page)
         for i, decision in ((0, "off-topic (far)"), (1, "off-topic (near)"), (2, "skip")):
-            page.locator(f".st-key-qs_triage_{i}").click()
+            _open(page.locator(f".st-key-qs_triage_{i} input"))
             page.get_by_role("option").filter(has_text=decision).first.click()
             settled(page)
         assert page.locator('[data-testid="qs-progress"]').inner_text() == "3 of 3 queries decided"
@@ -167,23 +194,71 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         stored = qsets.load(Store(store_path), "kettle@1")
         assert stored.version.note == "first draft" and stored.version.origin == "dashboard"
 
-        # run on the set (the CLI, the real model) and open Compare on that run
+        # the triage is kept in the store: a new session (a reload) shows the list and its decisions
+        page.reload(wait_until="domcontentloaded")
+        settled(page)
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(corpus_files)
+        settled(page)
+        _pick(page, "Question set", "kettle")
+        assert page.locator('[data-testid="qs-progress"]').inner_text() == "3 of 3 queries decided"
+        assert [page.locator(f".st-key-qs_triage_{i} input").input_value() for i in range(3)] == [
+            "off-topic (far)",
+            "off-topic (near)",
+            "skip",
+        ]
+
+        # run on the set through New run (a background job, the real model): the newest version is chosen
+        page.goto(url + "/new_run", wait_until="domcontentloaded")
+        settled(page)
+        healthy(page, "new run: a store with a question set")
+        page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(corpus_files)
+        settled(page)
+        page.get_by_text("A question set of the store").click()
+        settled(page)
+        assert page.get_by_role("combobox", name="Version", exact=True).input_value() == "kettle@1"
+        assert page.locator('[data-testid="stFileUploaderDropzoneInput"]').count() == 1  # no question files asked
+        strategies = page.get_by_role("combobox", name="Strategies", exact=True)
+        strategies.click()
+        for _ in range(6):  # A-G minus G, F, ..., B: A is left
+            page.keyboard.press("Backspace")
+        page.keyboard.type("E")
+        page.keyboard.press("Enter")
+        page.keyboard.press("Escape")
+        settled(page)
+        assert page.locator('[data-testid="stMultiSelect"]').first.locator("[data-tag]").all_inner_texts() == ["A", "E"]
+        page.get_by_role("button", name="Validate").click()
+        settled(page)
+        valid = page.locator('[data-testid="stAlertContentSuccess"]').first.inner_text()
+        assert valid.startswith("Valid: Question set kettle@1: 4 documents") and "ground truths 3 of 3 valid" in valid
+        page.get_by_role("button", name="Start run").click()
+        settled(page)
+        store = Store(store_path)
+        job_id = store.query("SELECT job_id FROM jobs")["job_id"].tolist()
+        assert len(job_id) == 1
+        deadline = time.monotonic() + 300
+        while jobs.job(store, job_id[0])["status"] in jobs.ACTIVE and time.monotonic() < deadline:
+            time.sleep(1)
+        assert jobs.job(store, job_id[0])["status"] == "complete"
+        first = job_id[0]
+        run = store.run(first)
+        assert (run["question_set"], int(run["question_set_version"])) == ("kettle", 1)
+        # the same as `run --dataset kettle` in a terminal: the same figures
         from evalcore.cli import main
 
         argv = ["--store", str(store_path), "run", "--corpus", str(MINI / "corpus"), "--dataset", "kettle"]
-        assert main([*argv, "--strategies", "A,E", "--retrievers", "dense,bm25", "-q"]) == 0
-        run = Store(store_path).runs().iloc[0]
-        assert (run["question_set"], int(run["question_set_version"])) == ("kettle", 1)
+        assert main([*argv, "--strategies", "A,E", "--name", "cli", "-q"]) == 0
+        cli_run = store.latest_complete("cli")
+        assert int(store.run(cli_run)["question_set_version"]) == 1
+        assert summary_table(store, first).equals(summary_table(store, cli_run))
+
         # from real queries through the hits view of the run's A/bm25: the answer selected in a hit
         page.goto(url + "/questions", wait_until="domcontentloaded")
         settled(page)
         page.get_by_text("The corpus of the selected run").click()
         settled(page)
         _pick(page, "Question set", "kettle")
-        page.get_by_text("From real queries").click()
-        page.get_by_label("Real user queries (one a line)").fill(REAL[2])
-        page.keyboard.press("Tab")
-        settled(page)
+        assert page.locator('[data-testid="qs-progress"]').inner_text() == "3 of 3 queries decided"
+        _pick(page, "Query", REAL[2])
         _pick(page, "Hits of", "A/bm25")
         hits = page.locator('[data-testid^="qs-hit-"]').all_inner_texts()
         assert len(hits) >= 2 and hits[1].startswith("2. install · ")
@@ -192,6 +267,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert "Not a valid needle: found" in page.locator(".st-key-qs_verdict").inner_text()
         _select_with_mouse(page, "Open that port in the firewall before you start the service", nth=2)
         assert "Valid needle" in page.locator(".st-key-qs_verdict").inner_text()
+        assert page.locator(".st-key-qs_triage_2 input").input_value() == "answer in the corpus"  # kept
         assert (
             page.get_by_label("Questions this span answers (one phrasing a line: one group)").input_value() == REAL[2]
         )
@@ -201,8 +277,9 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         page.locator(".st-key-qs_save button").click()
         settled(page)
         assert page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved kettle@2 (from version 1)")
-        assert main([*argv, "--strategies", "A,E", "--retrievers", "dense,bm25", "-q"]) == 0
-        first, second = Store(store_path).runs()["run_id"].tolist()[::-1]
+        assert main([*argv, "--strategies", "A,E", "--name", "cli", "-q"]) == 0
+        second = store.latest_complete("cli")
+        assert second != cli_run and int(store.run(second)["question_set_version"]) == 2
 
         page.goto(url + f"/compare?run_id={first}", wait_until="domcontentloaded")
         settled(page)
@@ -236,4 +313,19 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert "1 item(s) do not resolve in this corpus" in body
         invalid = page.locator('[data-testid="qs-invalid"]').inner_text()
         assert invalid == "q001 (q001-1, q001-2, line 1): not found"
+
+        # a list of 100,000 real queries (a file) is accepted and paged: 20 shown, the last page reachable
+        big = tmp_path / "queries.txt"
+        big.write_text("".join(f"real query {i}\n" for i in range(100_000)), encoding="utf-8")
+        page.locator('.st-key-qs_real_file input[type="file"]').set_input_files(str(big))
+        settled(page)
+        healthy(page, "questions: 100,000 real queries")
+        assert page.locator('[data-testid="qs-progress"]').inner_text() == "3 of 100,003 queries decided"
+        assert page.locator('[class*="st-key-qs_triage_"]').count() == 20
+        pages = page.get_by_label("Page (of 5,001)")
+        pages.fill("5001")
+        pages.press("Enter")
+        settled(page)
+        assert page.locator('[class*="st-key-qs_triage_"]').count() == 3
+        assert "100,003. real query 99999" in page.locator("body").inner_text()
         browser.close()

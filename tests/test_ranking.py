@@ -127,3 +127,43 @@ def test_exact_similarities_do_not_depend_on_the_batch():
     parts = np.concatenate([exact_similarities(q, c, np.arange(i, min(i + 7, 500))) for i in range(0, 500, 7)])
     single = np.array([exact_similarities(q, c, np.array([i]))[0] for i in range(500)])
     assert np.array_equal(whole, parts) and np.array_equal(whole, single)
+
+
+def brute_hybrid(q, c, texts, qtexts, correct, top):
+    """Full RRF by counting, no sort of fused scores: rank(c*) = 1 + #{x: f(x) > f*, or
+    f(x) == f* and x < c*}; the top hits by a lexsort of every chunk's fused score."""
+    n = len(c)
+    s = BM25.build(texts).scores(qtexts)
+    firsts, heads = [], []
+    ids = np.arange(n)
+    for i in range(len(q)):
+        d = 1.0 - exact_similarities(q[i].astype(np.float64), c, ids)
+        rd = np.empty(n, dtype=np.int64)
+        rd[np.lexsort((ids, d))] = ids + 1
+        m = s[i] > 0
+        rb = np.empty(n, dtype=np.int64)
+        rb[np.lexsort((ids, -s[i]))] = ids + 1  # matched chunks come first, so their ranks hold
+        f = 1.0 / (60 + rd.astype(np.float64)) + np.where(m, 1.0 / (60 + rb.astype(np.float64)), 0.0)
+        heads.append(np.lexsort((ids, -f))[:top])
+        best = None
+        for x in correct[i]:
+            if best is None or f[x] > f[best] or (f[x] == f[best] and x < best):
+                best = x
+        firsts.append(0 if best is None else int(np.count_nonzero((f > f[best]) | ((f == f[best]) & (ids < best)))) + 1)
+    return np.array(firsts), np.stack(heads)
+
+
+@pytest.mark.parametrize("seed,n,dim,distinct,nq", [(11, 60, 4, 6, 40), (12, 700, 8, 30, 40), (13, 3000, 16, None, 30)])
+def test_fused_counting_equals_a_brute_force_rrf(seed, n, dim, distinct, nq):
+    """Random data with ties in both orders and correct chunks at every depth (heads deepened
+    past 1,024): the engine's counted hybrid ranks and top hits equal a brute-force RRF."""
+    q, c, texts, qtexts, correct = make_data(seed, n, nq, dim, distinct)
+    rng = np.random.default_rng(seed)
+    for i in range(2, nq, 3):  # a correct chunk deep in the dense order
+        far = np.argsort(-(c @ q[i]))[rng.integers(n // 2, n)]
+        correct[i] = np.unique(np.append(correct[i], far)).astype(np.int64)
+    first, head = brute_hybrid(q, c, texts, qtexts, correct, 20)
+    got = rank_block(q, c, correct, ["hybrid"], 20, bm25=BM25.build(texts), qtexts=qtexts)["hybrid"]
+    np.testing.assert_array_equal(got.first, first)
+    np.testing.assert_array_equal(got.top_ids, head)
+    assert first.max() > 0.3 * n  # deep ranks were counted

@@ -71,3 +71,39 @@ def test_the_command_writes_one_candidate_object_a_line(tmp_path, capsys):
     assert len({r["document"] for r in rows[:4]}) == 4
     assert main(["dataset", "suggest", "--corpus", str(MINI / "corpus"), "-n", "0", "-o", str(out)]) == 2
     assert "-n must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_drafts_are_saved_as_cloze_pseudo_queries_only_when_asked(tmp_path, capsys):
+    from evalcore.inputs import qsets
+    from evalcore.inputs.suggest import CLOZE
+    from evalcore.store import Store
+
+    store = tmp_path / "s.duckdb"
+    assert main(["--store", str(store), "dataset", "import", str(MINI), "--name", "mini"]) == 0
+    assert main(["--store", str(store), "dataset", "suggest", "--corpus", str(MINI / "corpus"), "-n", "5"]) == 2
+    assert "needs -o FILE (the candidates) or --save-as NAME" in capsys.readouterr().err
+    out = tmp_path / "candidates.jsonl"
+    argv = ["--store", str(store), "dataset", "suggest", "--corpus", str(MINI / "corpus"), "-n", "5", "--seed", "3"]
+    assert main([*argv, "-o", str(out), "--save-as", "mini"]) == 0
+    printed = capsys.readouterr().out
+    before, after = qsets.load(Store(store), "mini@1"), qsets.load(Store(store), "mini@2")
+    known = {q.needle for q in before.questions}
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if r["needle"] not in known]  # a needle the set has already is left out
+    assert 0 < len(rows) <= 5
+    assert (
+        f"saved mini@2 (from version 1): {len(before.questions) + len(rows)} questions, {len(rows)} of them new "
+        "cloze pseudo-queries (variant cloze)" in printed
+    )
+    assert after.questions[: len(before.questions)] == before.questions and after.ood == before.ood
+    drafts = after.questions[len(before.questions) :]
+    assert [(q.question, q.needle, q.variant) for q in drafts] == [(r["draft"], r["needle"], CLOZE) for r in rows]
+    assert all(BLANK in q.question and q.group == q.query_id for q in drafts)
+    assert qsets.describe(after)["variants"][CLOZE] == len(rows)  # every figure can be split by this variant
+    gt = after.ground_truth(load_corpus(MINI / "corpus"))
+    assert {q.group for q in drafts} <= set(gt.spans)  # each draft's needle resolves where it was suggested
+    assert all((gt.spans[q.group].doc_id, gt.spans[q.group].start) == (q.document, q.start) for q in drafts)
+    # asked again: the same needles are in the set already, nothing is saved
+    assert main([*argv, "--save-as", "mini"]) == 2
+    assert "already holds every suggested needle: nothing to save" in capsys.readouterr().err
+    assert [v.version for v in qsets.versions(Store(store), "mini")] == [1, 2]

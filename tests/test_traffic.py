@@ -506,3 +506,23 @@ def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported,
     assert after.unlabelled == 0 and after.traffic_bluff.n == before.traffic_bluff.n + 1
     set_label(work, target, text_hash(rows[0]["query"]), "off-topic", None)  # the log's own label wins
     assert labelled_rates(work, run_id, config, T).traffic_lost.n == before.traffic_lost.n
+
+
+def test_the_histogram_bins_count_every_value_once_with_the_same_edges_for_every_group():
+    import pandas as pd
+
+    from evalcore.traffic.drift import binned_shares
+
+    rng = np.random.default_rng(1)
+    a, b = rng.normal(0.5, 0.1, 500), rng.normal(0.7, 0.05, 120)
+    frame = pd.DataFrame({"group": ["a"] * 500 + ["b"] * 121, "gate_value": [*a, *b, math.nan]})
+    bins = binned_shares(frame, bins=12)
+    low, high = min(a.min(), b.min()), max(a.max(), b.max())
+    for group, values in (("a", a), ("b", b)):
+        part = bins[bins["group"] == group]
+        assert len(part) == 12 and part["n"].sum() == len(values)  # NaN left out, every value in one bin
+        assert part["bin_start"].iloc[0] == pytest.approx(low) and part["bin_end"].iloc[-1] == pytest.approx(high)
+        for start, end, n, share in part[["bin_start", "bin_end", "n", "share"]].itertuples(index=False):
+            last = end == part["bin_end"].iloc[-1]
+            brute = sum(start <= v < end or (last and v == end) for v in values)  # by hand: [start, end)
+            assert n == brute and share == pytest.approx(brute / len(values))

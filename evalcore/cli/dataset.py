@@ -101,14 +101,31 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
+    from evalcore.errors import InputError
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.suggest import suggest, write_candidates
 
+    if args.output is None and args.save_as is None:
+        raise InputError("dataset suggest needs -o FILE (the candidates) or --save-as NAME (their drafts as a set)")
     corpus = load_corpus(args.corpus)
     found = suggest(corpus, args.n, seed=args.seed)
-    write_candidates(found, args.output)
     docs = len({c.doc_id for c in found})
-    print(f"wrote {len(found)} candidate(s) from {docs} of {len(corpus.documents)} documents to {args.output}")
+    if args.output is not None:
+        write_candidates(found, args.output)
+        print(f"wrote {len(found)} candidate(s) from {docs} of {len(corpus.documents)} documents to {args.output}")
+    if args.save_as is not None:
+        from evalcore import authors
+        from evalcore.inputs.suggest import CLOZE, save_drafts
+
+        saved = save_drafts(open_store(args), args.save_as, found, author=authors.os_author())
+        v = saved.version
+        added = int(v.note.split()[0])
+        print(
+            f"{saved.message()}: {v.questions} questions, {added} of them new cloze pseudo-queries "
+            f"(variant {CLOZE}), {v.ood} off-topic, by {authors.shown(v.author)}"
+        )
+        if added < len(found):
+            print(f"note: {len(found) - added} candidate(s) left out: the set already has their needle")
     if len(found) < args.n:
         print(f"note: the corpus holds only {len(found)} valid candidate spans in the length band")
     return 0
@@ -168,10 +185,18 @@ def dataset_parser(sub: Any) -> None:
         description="Write N candidate needles (valid: found once, outside headings; informative: a length "
         "band with content words), spread over the documents (every document before any gets a "
         "second) and their sections, each with a cloze draft as a hint for the question's author. "
-        "One JSON object a line: document, start, end, needle, draft.",
+        "One JSON object a line: document, start, end, needle, draft. With --save-as NAME, the drafts "
+        "themselves are saved as pseudo-queries (in-domain items of variant 'cloze', so every figure can "
+        "be split by it) in a new version of the question set NAME.",
     )
     sp.add_argument("--corpus", required=True, metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
     sp.add_argument("-n", type=int, default=50, metavar="N", help="how many candidates (default 50)")
     sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    sp.add_argument("-o", "--output", required=True, metavar="FILE", help="candidates.jsonl to write")
+    sp.add_argument("-o", "--output", default=None, metavar="FILE", help="candidates.jsonl to write")
+    sp.add_argument(
+        "--save-as",
+        default=None,
+        metavar="NAME",
+        help="save the cloze drafts as pseudo-queries of variant 'cloze' in a new version of the question set NAME",
+    )
     sp.set_defaults(func=cmd_suggest)

@@ -80,8 +80,16 @@ def pipeline_options(sp: argparse.ArgumentParser, strategies: str, retrievers: s
         "--ray",
         default=None,
         metavar="ADDRESS",
-        help="embed on a Ray cluster (ADDRESS, e.g. ray://head:10001 or auto) "
+        help="embed and retrieve on a Ray cluster (ADDRESS, e.g. ray://head:10001 or auto) "
         "or on a local Ray runtime (local); see docs/SCALE.md",
+    )
+    sp.add_argument(
+        "--shards",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --ray: split each strategy's chunks (vectors and BM25 postings) into N shards, "
+        "one Ray actor each (default: one per node, at least two); same figures as one machine",
     )
     json_option(sp, "print a machine-readable summary")
     quiet_option(sp, "no progress bars")

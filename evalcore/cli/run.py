@@ -74,6 +74,7 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
         "models": tuple(args.model or ()),  # --model is repeatable: one model per folder
         "device": args.device,
         "ray": args.ray,
+        "shards": args.shards,
         "reranker": args.reranker,
     }
     if args.command == "demo":

@@ -36,9 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 

@@ -372,14 +372,14 @@ def run_endpoint(
     name chunks by id alone, and destroyed answers can be counted; without it, the chunk set
     is what the service returned. Inputs are checked before the run row is written."""
     from evalcore.external.chunks import ChunkSet, read_chunks
-    from evalcore.external.importer import _check_name
+    from evalcore.external.importer import check_name
     from evalcore.external.live import run_live
     from evalcore.external.record import DEFAULT_MAX_FAILURES
     from evalcore.pipeline.configurations import external
 
     endpoint.check()
-    _check_name(chunker, "--chunker")
-    _check_name(retriever, "--retriever")
+    check_name(chunker, "--chunker")
+    check_name(retriever, "--retriever")
     share = DEFAULT_MAX_FAILURES if max_failures is None else float(max_failures)
     if not 0.0 <= share <= 1.0:
         raise ConfigError(f"--max-failures must lie in [0, 1] (a share of the queries), got {max_failures!r}")

@@ -58,8 +58,8 @@ def import_run(
     from evalcore.external.record import record, resolve_rankings
     from evalcore.store.basics import new_run_id
 
-    _check_name(chunker, "--chunker")
-    _check_name(retriever, "--retriever")
+    check_name(chunker, "--chunker")
+    check_name(retriever, "--retriever")
     if not gt.valid_questions:
         raise InputError("no valid in-domain question to score (every needle is invalid); see validate")
     t0 = time.perf_counter()
@@ -111,7 +111,7 @@ def import_run(
     )
 
 
-def _check_name(value: str, option: str) -> None:
+def check_name(value: str, option: str) -> None:
     from evalcore.errors import ConfigError, control_characters
 
     if (

@@ -16,6 +16,9 @@ as in the inverse-cloze task. The key phrase is the first number or inline code 
 sentence, else its longest run of one to three content words. A draft is a hint for the
 person who writes the question, never a question by itself.
 
+``dataset suggest --save-as NAME`` (:func:`save_drafts`) saves the drafts themselves as
+pseudo-queries of variant ``cloze``: the one way a draft becomes a question without an edit.
+
 Only the documents a candidate is taken from are split into sentences, and uniqueness is
 checked only for the sentences tried, on a whitespace-collapsed copy of the corpus, so a
 10,000-document corpus is served in seconds. A document whose next ``MAX_TRIES`` sentences
@@ -35,7 +38,9 @@ from typing import TYPE_CHECKING
 from evalcore.errors import InputError
 
 if TYPE_CHECKING:
+    from evalcore.inputs.qsets import Saved
     from evalcore.records import Corpus, Document
+    from evalcore.store import Store
 
 MIN_CHARS = 40
 MAX_CHARS = 240
@@ -222,3 +227,59 @@ def write_candidates(candidates: Sequence[Candidate], path: str | Path) -> None:
                 fh.write(json.dumps(c.row(), ensure_ascii=False) + "\n")
     except OSError as exc:
         raise InputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+
+
+CLOZE = "cloze"  # the variant of saved drafts: every figure can be split by it
+
+
+def save_drafts(store: Store, name: str, candidates: Sequence[Candidate], *, author: str | None) -> Saved:
+    """``dataset suggest --save-as NAME``: the candidates' cloze drafts saved as pseudo-queries,
+    in-domain items of variant ``cloze`` (question: the draft; needle: the candidate), as a new
+    version of NAME holding its newest version's items too (a new set when NAME is new). A
+    candidate whose needle the set already has is left out. The one way a draft becomes a
+    question without an edit: asked for explicitly, and labelled so it can be told apart."""
+    from evalcore.inputs import qsets
+    from evalcore.records import Question
+
+    name = qsets.check_name(name)
+    found = qsets.versions(store, name)
+    base = qsets.load(store, found[-1].label) if found else None
+    questions = list(base.questions) if base else []
+    ood = list(base.ood) if base else []
+    taken = {q.query_id for q in questions} | {q.group for q in questions} | {o.query_id for o in ood}
+    needles = {q.needle for q in questions if q.needle is not None}
+    n, added = 0, 0
+    for c in candidates:
+        if c.needle in needles:
+            continue
+        n += 1
+        while f"{CLOZE}-{n:03d}" in taken:
+            n += 1
+        qid = f"{CLOZE}-{n:03d}"
+        questions.append(
+            Question(
+                query_id=qid,
+                question=c.draft,
+                group=qid,
+                variant=CLOZE,
+                needle=c.needle,
+                line=0,
+                document=c.doc_id,
+                start=c.start,
+                end=c.end,
+            )  # fmt: skip
+        )
+        needles.add(c.needle)
+        added += 1
+    if not added:
+        raise InputError(f"question set {name!r} already holds every suggested needle: nothing to save")
+    return qsets.save(
+        store,
+        name,
+        questions,
+        ood,
+        parent=found[-1].version if found else None,
+        author=author,
+        note=f"{added} cloze pseudo-queries (dataset suggest --save-as)",
+        origin="dataset suggest",
+    )

@@ -90,7 +90,7 @@ class SavedUpload:
 
     folder: Path
     corpus: Path
-    questions: Path
+    questions: Path | None  # None: the run reads a question set of the store
     ood: Path | None
     skipped: tuple[str, ...]
     notes: tuple[str, ...] = ()
@@ -339,13 +339,16 @@ def save_upload(
     questions: UploadedFile | None,
     ood: UploadedFile | None,
     limits: Limits = DEFAULT_LIMITS,
+    questions_required: bool = True,
 ) -> SavedUpload:
     """Check everything, then write ``folder/corpus/...``, ``folder/questions.jsonl`` and
-    ``folder/ood.jsonl``. ``folder`` must not exist yet; on any error nothing is left behind."""
-    if questions is None:
+    ``folder/ood.jsonl``. ``folder`` must not exist yet; on any error nothing is left behind.
+    ``questions_required=False``: a corpus alone (the run reads a question set of the store)."""
+    if questions is None and questions_required:
         raise InputError("questions.jsonl is required")
     docs = corpus_files(corpus, limits)
-    check_jsonl(questions, "questions", limits)
+    if questions is not None:
+        check_jsonl(questions, "questions", limits)
     if ood is not None:
         check_jsonl(ood, "ood", limits)
     folder = Path(folder)
@@ -357,8 +360,10 @@ def save_upload(
             target = corpus_dir / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        q_path = folder / "questions.jsonl"
-        q_path.write_bytes(questions.data)
+        q_path = None
+        if questions is not None:
+            q_path = folder / "questions.jsonl"
+            q_path.write_bytes(questions.data)
         o_path = None
         if ood is not None:
             o_path = folder / "ood.jsonl"

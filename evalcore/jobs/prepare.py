@@ -8,6 +8,7 @@ Nothing here writes the store.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import time
 from collections.abc import Sequence
@@ -43,6 +44,7 @@ class JobSpec:
     model: str | None = None
     models: tuple[str, ...] = ()  # several model folders (server paths inside the data roots)
     endpoint: dict[str, Any] | None = None  # a live search service instead of the built-in pipeline
+    dataset: str | None = None  # NAME@VERSION: a question set of the store instead of question files
 
     def run_spec(self, name: str | None = None) -> RunSpec:
         """The run this job makes (what the job's process executes): confined to what the
@@ -61,6 +63,8 @@ class JobSpec:
             common.update(endpoint_options(endpoint))
         if self.source == "demo":
             return RunSpec(demo=True, **common)
+        if self.dataset is not None:
+            return RunSpec(corpus=self.corpus, dataset=self.dataset, **common)
         return RunSpec(corpus=self.corpus, questions=self.questions, ood=self.ood or None, **common)
 
 
@@ -110,11 +114,12 @@ class NothingToScore(InputError):
         self.notes: tuple[str, ...] = ()  # an upload's notes (a zip's top folder left out)
 
 
-def load_inputs(spec: JobSpec, cache: Store | None = None) -> tuple[Corpus, GroundTruth]:
+def load_inputs(spec: JobSpec, cache: Store | None = None, sets: Store | None = None) -> tuple[Corpus, GroundTruth]:
     """``(corpus, ground truth)`` of a spec; InputError / ConfigError otherwise. Server
     folders are checked against the data roots (again in the job's process: the run's
     :func:`evalcore.pipeline.execute.load_inputs`). With ``cache`` (the job's store), PDF and
-    HTML extractions are reused."""
+    HTML extractions are reused. A spec with a question set reads it from ``sets`` (the
+    store, read only) and resolves it against the corpus as the run will."""
     from evalcore.pipeline.execute import load_inputs as load
 
     if spec.source not in SOURCES:
@@ -122,8 +127,19 @@ def load_inputs(spec: JobSpec, cache: Store | None = None) -> tuple[Corpus, Grou
     if spec.source != "demo":
         if not spec.corpus:
             raise InputError("a corpus folder is required")
-        if not spec.questions:
-            raise InputError("a questions.jsonl file is required")
+        if not spec.questions and spec.dataset is None:
+            raise InputError("a questions.jsonl file (or a question set) is required")
+    if spec.dataset is not None:
+        from evalcore.inputs import qsets
+        from evalcore.inputs.corpus import load_corpus
+        from evalcore.inputs.sources import server_path
+
+        if sets is None:
+            raise ConfigError("a question set is read from a store")
+        qs = qsets.load(sets, spec.dataset)
+        root = server_path(spec.corpus, "corpus folder") if spec.source == "folder" else spec.corpus
+        corpus = load_corpus(str(root), cache=cache)
+        return corpus, qs.ground_truth(corpus)
     loaded = load(spec.run_spec(), cache)
     return loaded.corpus, loaded.ground_truth
 
@@ -146,15 +162,15 @@ def model_folders(spec: JobSpec) -> list[str]:
     return folders(spec.run_spec())
 
 
-def validate(spec: JobSpec) -> dict[str, Any]:
+def validate(spec: JobSpec, sets: Store | None = None) -> dict[str, Any]:
     """The ``evalcore validate`` report of a spec's inputs, after checking its strategies and
     retrievers (or its endpoint: options, and a URL the operator allows) and model folders.
     EvalcoreError when the inputs cannot be loaded, :class:`NothingToScore` when no question
-    can be scored."""
-    return _validated(spec)[0]
+    can be scored. ``sets``: the store a spec's question set is read from."""
+    return _validated(spec, sets)[0]
 
 
-def _validated(spec: JobSpec) -> tuple[dict[str, Any], tuple[str, ...]]:
+def _validated(spec: JobSpec, sets: Store | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
     from evalcore.inputs.groundtruth import validation_report
     from evalcore.pipeline.chunking import parse_strategies
@@ -174,7 +190,7 @@ def _validated(spec: JobSpec) -> tuple[dict[str, Any], tuple[str, ...]]:
         if not parse_retrievers(spec.retrievers):
             raise ConfigError("choose at least one retriever")
         model_folders(spec)
-    corpus, gt = load_inputs(spec)
+    corpus, gt = load_inputs(spec, sets=sets)
     report = validation_report(corpus, gt)
     documents = tuple(d.doc_id for d in corpus.documents)
     if not gt.valid_questions:
@@ -194,23 +210,30 @@ def prepare_upload(
     strategies: str,
     retrievers: str,
     limits: Limits | None = None,
+    dataset: str | None = None,
 ) -> Prepared:
     """Check uploads, save them under ``runs/uploads/JOB_ID/`` and validate them; on any
-    error the folder is removed and InputError/ConfigError raised. The store is not written."""
+    error the folder is removed and InputError/ConfigError raised. The store is not written.
+    ``dataset`` (``NAME`` or ``NAME@VERSION``): the questions are that question set of the
+    store (pinned to its version now), not uploaded files."""
     from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
 
+    pinned = _pinned(store, dataset, questions, ood)
     job_id = new_run_id()
-    saved = save_upload(uploads_dir(store) / job_id, corpus, questions, ood, limits or DEFAULT_LIMITS)
+    saved = save_upload(
+        uploads_dir(store) / job_id, corpus, questions, ood, limits or DEFAULT_LIMITS, questions_required=not pinned
+    )
     spec = JobSpec(
         "upload",
         str(saved.corpus.resolve()),
-        str(saved.questions.resolve()),
+        str(saved.questions.resolve()) if saved.questions else None,
         str(saved.ood.resolve()) if saved.ood else None,
         strategies,
         retrievers,
+        dataset=pinned,
     )
     try:
-        report, documents = _validated(spec)
+        report, documents = _validated(spec, store)
     except NothingToScore as exc:
         shutil.rmtree(saved.folder, ignore_errors=True)
         exc.notes = saved.notes
@@ -221,11 +244,44 @@ def prepare_upload(
     return Prepared(job_id, spec, report, saved.skipped, saved.notes, documents)
 
 
-def prepare_paths(corpus: str, questions: str, ood: str | None, strategies: str, retrievers: str) -> Prepared:
+def _pinned(store: Store, dataset: str | None, *files: object) -> str | None:
+    """``NAME@VERSION`` of a question set reference (``NAME``: its newest version), so the job
+    runs the version that was validated; None without one."""
+    if dataset is None:
+        return None
+    if any(f for f in files):
+        raise ConfigError("a run takes a question set or question files, not both")
+    from evalcore.inputs import qsets
+
+    if not store.path.exists():
+        raise InputError("the store holds no question set yet (save one on the Questions page)")
+    return qsets.load(store, dataset).version.label
+
+
+def prepare_paths(
+    corpus: str,
+    questions: str,
+    ood: str | None,
+    strategies: str,
+    retrievers: str,
+    *,
+    dataset: str | None = None,
+    store: Store | None = None,
+) -> Prepared:
     """Validate a corpus folder and jsonl files that are already on the server, inside the
-    operator's data roots (evalcore.inputs.sources); InputError without reading them otherwise."""
-    spec = JobSpec("folder", *_server_paths(corpus, questions, ood), strategies, retrievers)
-    report, documents = _validated(spec)
+    operator's data roots (evalcore.inputs.sources); InputError without reading them otherwise.
+    ``dataset`` with ``store``: a question set of the store instead of the jsonl files."""
+    from evalcore.inputs.sources import server_path
+
+    if dataset is not None:
+        if store is None:
+            raise ConfigError("a question set is read from a store")
+        pinned = _pinned(store, dataset, questions, ood)
+        spec = JobSpec("folder", str(server_path(corpus, "corpus folder")), None, None, strategies, retrievers)
+        spec = dataclasses.replace(spec, dataset=pinned)
+    else:
+        spec = JobSpec("folder", *_server_paths(corpus, questions, ood), strategies, retrievers)
+    report, documents = _validated(spec, store)
     return Prepared(new_run_id(), spec, report, (), (), documents)
 
 
@@ -236,14 +292,17 @@ def prepare_demo(strategies: str, retrievers: str) -> Prepared:
     return Prepared(new_run_id(), spec, report, (), (), documents)
 
 
-def with_options(prepared: Prepared, models: Sequence[str] = (), endpoint: dict[str, Any] | None = None) -> Prepared:
+def with_options(
+    prepared: Prepared,
+    models: Sequence[str] = (),
+    endpoint: dict[str, Any] | None = None,
+    sets: Store | None = None,
+) -> Prepared:
     """The same inputs with model folders (each strategy then runs under each model) or a
     live endpoint (``Endpoint`` fields as JSON values, plus ``score_kind``, ``chunker``,
     ``retriever``, ``max_failures``) instead of the built-in pipeline; validated again."""
-    import dataclasses
-
     spec = dataclasses.replace(prepared.spec, models=tuple(models), endpoint=endpoint)
-    report, documents = _validated(spec)
+    report, documents = _validated(spec, sets)
     return Prepared(prepared.job_id, spec, report, prepared.skipped, prepared.notes, documents)
 
 

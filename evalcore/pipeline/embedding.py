@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -280,8 +280,15 @@ class OnnxEmbedder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """As :meth:`SentenceEmbedder.encode`: a long text is given as the head that already
         holds the window's pieces (:func:`window_head`), so memory stays bounded."""
+        return self.onnx.encode(self._heads(texts))
+
+    def embedded(self, texts: Sequence[str]) -> Generator[tuple[np.ndarray, np.ndarray]]:
+        """:meth:`encode` in one pass, (positions, vectors) per batch (OnnxModel.embedded)."""
+        return self.onnx.embedded(self._heads(texts))
+
+    def _heads(self, texts: Sequence[str]) -> list[str]:
         room = self.window - self._special
-        return self.onnx.encode([window_head(t, self._count_plain, room) for t in texts])
+        return [window_head(t, self._count_plain, room) for t in texts]
 
     @property
     def _special(self) -> int:
@@ -400,6 +407,7 @@ def embed_with_cache(
     """
     import time
     from collections import Counter
+    from contextlib import closing
 
     import numpy as np
 
@@ -426,14 +434,19 @@ def embed_with_cache(
     if on_progress is not None and len(unique) > len(missing):
         on_progress(sum(n for h, n in uses.items() if have[slot[h]]))
     t0 = time.perf_counter()
-    for i in range(0, len(missing), batch):
-        part = missing[i : i + batch]
-        vectors[[slot[h] for h in part]] = embedder.encode([unique[h] for h in part])
-        if on_progress is not None:
-            on_progress(sum(uses[h] for h in part))
+    rows = np.fromiter((slot[h] for h in missing), dtype=np.int64, count=len(missing))
+    weight = np.fromiter((uses[h] for h in missing), dtype=np.int64, count=len(missing))
+    parts = ((i, missing[i : i + batch]) for i in range(0, len(missing), batch))  # without one pass:
+    calls = ((np.arange(i, i + len(p)), embedder.encode([unique[h] for h in p])) for i, p in parts)
+    streamed = getattr(embedder, "embedded", None)  # one pass: batched by tokens, tokenised ahead
+    with closing(streamed([unique[h] for h in missing]) if streamed and missing else calls) as done:
+        for where, vecs in done:
+            vectors[rows[where]] = vecs
+            if on_progress is not None:
+                on_progress(int(weight[where].sum()))
     seconds = time.perf_counter() - t0
     if missing and store is not None:
-        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]].tolist() for h in missing})
+        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]] for h in missing})
     out = vectors[[slot[h] for h in hashes]] if hashes else np.zeros((0, embedder.dim), np.float32)
     return out, EmbedStats(new=len(missing), cached=len(unique) - len(missing), seconds=seconds)
 

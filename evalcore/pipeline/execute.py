@@ -140,6 +140,36 @@ def embedders(spec: RunSpec) -> list[Embedder]:
     return loaded
 
 
+class _Loading:
+    """:func:`embedders` of a spec in a thread, started now: importing the runtime and
+    compiling the model (about a second) overlap reading the corpus and the questions. Its
+    error, if any, is raised by :meth:`result`, after any error of the inputs."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        import threading
+
+        self._models: list[Embedder] = []
+        self._error: BaseException | None = None
+
+        def load() -> None:
+            try:
+                self._models = embedders(spec)
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread by result()
+                self._error = exc
+
+        self._thread = threading.Thread(target=load, name="evalcore-model", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self) -> list[Embedder]:
+        self.wait()
+        if self._error is not None:
+            raise self._error
+        return self._models
+
+
 def _builtin(
     spec: RunSpec,
     store: Store,
@@ -154,21 +184,29 @@ def _builtin(
     from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     step("loading inputs")
-    inputs = load_inputs(spec, store)
-    request = RunRequest(
-        corpus=inputs.corpus,
-        ground_truth=inputs.ground_truth,
-        strategies=parse_strategies(spec.strategies),
-        retrievers=parse_retrievers(spec.retrievers),
-        name=spec.run_name,
-        reranker_path=spec.reranker,
-    )
-    if not inputs.ground_truth.valid_questions:
-        raise ConfigError(NO_QUESTION + SEE_VALIDATE)
-    if on_inputs is not None:
-        on_inputs(inputs)
-    step("loading the model")
-    models = embedders(spec)
+    loading = None if spec.ray else _Loading(spec)  # the model loads while the inputs do
+    try:
+        inputs = load_inputs(spec, store)
+        request = RunRequest(
+            corpus=inputs.corpus,
+            ground_truth=inputs.ground_truth,
+            strategies=parse_strategies(spec.strategies),
+            retrievers=parse_retrievers(spec.retrievers),
+            name=spec.run_name,
+            reranker_path=spec.reranker,
+            ray=spec.ray,
+            shards=spec.shards,
+        )
+        if not inputs.ground_truth.valid_questions:
+            raise ConfigError(NO_QUESTION + SEE_VALIDATE)
+        if on_inputs is not None:
+            on_inputs(inputs)
+        step("loading the model")
+    except BaseException:
+        if loading is not None:  # never left running in native code while the process exits
+            loading.wait()
+        raise
+    models = embedders(spec) if loading is None else loading.result()
     step("running")
     return run_evaluation(request, store, models, progress=progress, cancelled=cancelled, run_id=run_id)
 
@@ -221,7 +259,7 @@ def _python(
     run_id: str | None,
 ) -> LiveResult:
     from evalcore.external.chunks import ChunkSet, read_chunks
-    from evalcore.external.importer import _check_name
+    from evalcore.external.importer import check_name
     from evalcore.external.live import run_live
     from evalcore.external.python_hits import answers
     from evalcore.pipeline.configurations import external
@@ -232,8 +270,8 @@ def _python(
     k = spec.k
     if not isinstance(k, int) or k < 1:
         raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-    _check_name(spec.chunker, "chunker")
-    _check_name(spec.retriever_name, "retriever_name")
+    check_name(spec.chunker, "chunker")
+    check_name(spec.retriever_name, "retriever_name")
     step("loading inputs")
     inputs = load_inputs(spec)
     loaded, gt = inputs.corpus, inputs.ground_truth

@@ -14,10 +14,10 @@ or ``~/.cache/evalcore`` on Linux, ``~/Library/Caches/evalcore`` on macOS,
 ``%LOCALAPPDATA%\\evalcore\\Cache`` on Windows); it is never a folder the user merely named
 on the command line. Later uses load the cached model in about a second.
 
-Encoding: texts are tokenised (a window of texts at a time, the next window in a thread
-while the model runs), sorted by length and cut into batches of about ``TOKEN_BUDGET``
-tokens, so a batch pads little and its matrices stay in cache; ONNX Runtime runs with all
-graph optimisations and one thread per available core (OpenVINO: float32 precision,
+Encoding: texts are tokenised in a producer thread (a window of texts at a time) while the
+model runs, sorted by length and cut into batches of about ``TOKEN_BUDGET`` padded tokens,
+so a batch pads little and its matrices stay in cache; ONNX Runtime runs with all graph
+optimisations and one thread per available core (OpenVINO: float32 precision,
 latency mode, one thread per core).
 """
 
@@ -32,7 +32,8 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,13 +43,15 @@ from evalcore.pipeline.model_env import NOTE, offline
 
 if TYPE_CHECKING:
     import numpy as np
-    from tokenizers import Encoding
 
 log = logging.getLogger(__name__)
+Feeds = dict[str, "np.ndarray"]  # the model's named int64 input matrices
 
 FORMAT = "1"  # bump when the export or its files change
 TOKEN_BUDGET = 4096  # tokens per batch (padded)
-WINDOW_TEXTS = 2048  # texts tokenised at a time (the next window overlaps the model)
+WINDOW_TEXTS = 2048  # texts tokenised at a time (in a thread, while the model runs)
+FIRST_WINDOW = 256  # texts in the first window
+AHEAD = 2  # batches tokenised and padded ahead of the model
 PROBES = [
     "What is a generator expression?",
     "  Leading and trailing spaces, UPPER case, naïve café, 東京, emoji 🙂.  ",
@@ -286,31 +289,22 @@ class OnnxModel:
         prompt = self.meta.get("prompt") or ""
         return [prompt + t for t in texts] if prompt else list(texts)
 
-    def _windows(self, texts: Sequence[str]) -> Iterator[tuple[int, list[Encoding]]]:
-        """(offset, encodings) per window; the next window is tokenised in a thread."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        starts = list(range(0, len(texts), WINDOW_TEXTS))
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(self.tokenizer.encode_batch, self._prepare(texts[:WINDOW_TEXTS]))
-            for k, s in enumerate(starts):
-                enc = pending.result()
-                if k + 1 < len(starts):
-                    nxt = starts[k + 1]
-                    pending = pool.submit(self.tokenizer.encode_batch, self._prepare(texts[nxt : nxt + WINDOW_TEXTS]))
-                yield s, enc
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """L2-normalised float32 vectors, in the order of ``texts``."""
+    def _batches(self, texts: Sequence[str], stop: threading.Event) -> Iterator[tuple[np.ndarray, Feeds]]:
+        """(positions in ``texts``, model feeds) per batch: a window of :data:`WINDOW_TEXTS`
+        texts tokenised at once, sorted by length (longest first), cut into batches of at most
+        ``token_budget`` padded tokens; a short query (~12 pieces) batches by the hundred."""
         import numpy as np
 
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         names = self.meta["inputs"]
-        for offset, enc in self._windows(texts):
+        start, size = 0, FIRST_WINDOW  # a small first window: the model starts sooner
+        while start < len(texts):
+            enc = self.tokenizer.encode_batch(self._prepare(texts[start : start + size]))
             lengths = np.fromiter((len(e.ids) for e in enc), dtype=np.int64, count=len(enc))
             order = np.argsort(-lengths, kind="stable")
             i = 0
             while i < len(order):
+                if stop.is_set():
+                    return
                 longest = int(lengths[order[i]])
                 take = order[i : i + max(1, self.token_budget // max(longest, 1))]
                 i += len(take)
@@ -321,11 +315,66 @@ class OnnxModel:
                     ids[r, : len(e)] = e
                     mask[r, : len(e)] = 1
                 feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-                vecs = self._run({n: feeds[n] for n in names})
-                out[offset + take] = vecs
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        np.divide(out, np.maximum(norms, 1e-12), out=out)
+                yield start + take, {n: feeds[n] for n in names}
+            start, size = start + size, WINDOW_TEXTS
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised float32 vectors, in the order of ``texts``."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        with closing(self.embedded(texts)) as batches:
+            for where, vecs in batches:
+                out[where] = vecs
         return out
+
+    def embedded(self, texts: Sequence[str]) -> Generator[tuple[np.ndarray, np.ndarray]]:
+        """(positions in ``texts``, their L2-normalised float32 vectors) per batch, as the
+        model makes them. A producer thread tokenises and pads the next batches while the
+        model runs this one (the tokenizers library and both runtimes release the GIL), at
+        most :data:`AHEAD` batches ahead; closing the iterator stops it."""
+        import queue
+
+        import numpy as np
+
+        if not texts:
+            return
+        ready: queue.Queue[tuple[np.ndarray, Feeds] | BaseException | None] = queue.Queue(AHEAD)
+        stop = threading.Event()
+
+        def put(item: tuple[np.ndarray, Feeds] | BaseException | None) -> None:
+            while not stop.is_set():
+                try:
+                    ready.put(item, timeout=0.1)
+                    return
+                except queue.Full:
+                    continue
+
+        def produce() -> None:
+            try:
+                for batch in self._batches(texts, stop):
+                    put(batch)
+                put(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+                put(exc)
+
+        producer = threading.Thread(target=produce, name="evalcore-tokenise", daemon=True)
+        producer.start()
+        try:
+            while True:
+                item = ready.get()
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                where, feeds = item
+                vecs = np.asarray(self._run(feeds), dtype=np.float32)
+                norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+                np.divide(vecs, np.maximum(norms, 1e-12), out=vecs)
+                yield where, vecs
+        finally:
+            stop.set()
+            producer.join()
 
     def count_pieces(self, texts: Sequence[str]) -> list[int]:
         """Untruncated word pieces of each text, special tokens included."""

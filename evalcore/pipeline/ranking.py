@@ -16,12 +16,17 @@ and equal vectors tie exactly (then chunk order decides). Distances are ``1 - si
 float64 and orders compare those distances, as the full sort did.
 
 Hybrid (RRF of the dense order and the BM25 order of the chunks sharing a term with the
-query) is decided from rank bounds: a chunk outside both top-``D`` lists fuses to at
-most ``2 / (61 + D)``, which for ``D = 2K + 60`` is below the K-th best fused score, so
-the top K lie in the union of the two top-D lists; ranks are computed exactly only for
-the chunks whose bounds do not decide. The first correct chunk's hybrid rank is counted
-the same way when it lies within that depth, and otherwise from every matched chunk's
-BM25 rank and dense rank bounds (see :meth:`_Hybrid.first_rank`).
+query) is decided from the two orders' heads, never from a full sort: the dense head is
+the float32 row's top (about 1,000 chunks, sorted; it bounds the rank of any chunk and
+counts it exactly where the chunk's band lies inside), the BM25 head the exactly ordered
+top of the matched scores. A chunk outside both top-``D`` lists fuses to at most
+``2 / (61 + D)``, which for ``D = 2K + 60`` is below the K-th best fused score, so the top
+K lie among the candidates of depth D; the first correct chunk (fused score ``f*``) is
+beaten only by chunks of dense or BM25 rank at most ``R``, the largest rank with
+``2 / (60 + R) >= f*``, so those are counted among the candidates of depth R. A
+candidate's ranks start as bounds and are made exact only where they do not decide; a
+rank deep in a row is counted from the row's levels (see :mod:`evalcore.pipeline.rank_rows`),
+every undecided candidate of a query in one batch.
 
 One query's exact dense and BM25 orders are :mod:`evalcore.pipeline.rank_rows`; this module
 fuses and reranks them and ranks a block of queries (:func:`rank_block`).
@@ -68,31 +73,36 @@ def _rrf(rank: np.ndarray | int, k: int = RRF_K) -> NDArray[np.float64]:
 
 
 class _Hybrid:
-    """RRF of a dense and a BM25 order for one query, decided from rank bounds."""
+    """RRF of a dense and a BM25 order for one query, decided from the two orders' heads.
+
+    Candidates are every chunk that may rank within a depth in either order (the dense
+    head's float32 bounds, the BM25 head's exact ranks); each carries bounds on its two
+    ranks, made exact (:meth:`_resolve`) only where they do not decide."""
 
     def __init__(self, dense: DenseRow, bm: BM25Row, k_top: int) -> None:
+        n = dense.n
+        self.dense, self.bm = dense, bm
+        self.depth = min(n, 2 * k_top + RRF_K)
+        # heads deeper than the candidates' depth keep most rank bounds tight
+        deep = min(n, max(8 * self.depth, 1024))
+        dense.head(self.depth, deep)
+        bm.head(deep)
+        self._take(self._candidates(self.depth))
+
+    def _candidates(self, depth: int) -> NDArray[np.int64]:
+        """Every chunk whose dense or BM25 rank may be <= ``depth`` (a superset), by id."""
         import numpy as np
 
-        self.dense, self.bm = dense, bm
-        n = dense.n
-        self.depth = min(n, 2 * k_top + RRF_K)
-        # ranks are known exactly down to a deeper level than the candidates' depth, which
-        # keeps most rank bounds tight without a counting pass
-        deep = min(n, max(8 * self.depth, 1024))
-        a_ids, _ = dense.top(deep)
-        b_ids = bm.top_matched(deep)
-        cand = np.union1d(a_ids[: self.depth], b_ids[: self.depth])
+        h = self.dense.head(depth)
+        lo, _ = self.dense.head_bounds(h.ids)
+        out: NDArray[np.int64] = np.union1d(h.ids[lo <= depth], self.bm.head(depth)[:depth])
+        return out
+
+    def _take(self, cand: NDArray[np.int64]) -> None:
         self.cand = cand
-        self.matched = bm.matched(cand)
-        rd = _positions(a_ids, cand)
-        rb = _positions(b_ids, cand)
-        self.rd_lo = np.where(rd > 0, rd, len(a_ids) + 1)
-        self.rd_hi = np.where(rd > 0, rd, n)
-        self.rb_lo = np.where(rb > 0, rb, len(b_ids) + 1)
-        self.rb_hi = np.where(rb > 0, rb, max(bm.m, 1))
-        # the bound for any chunk outside both top-depth lists
-        outside_b = _rrf(self.depth + 1) if bm.m > self.depth else 0.0
-        self.outside = float(_rrf(self.depth + 1) + outside_b) if self.depth < n else -1.0
+        self.matched = self.bm.matched(cand)
+        self.rd_lo, self.rd_hi = self.dense.head_bounds(cand)
+        self.rb_lo, self.rb_hi = self.bm.rank_bounds(cand)
 
     def _fused(self, rd: np.ndarray, rb: np.ndarray, matched: np.ndarray) -> NDArray[np.float64]:
         import numpy as np
@@ -104,24 +114,37 @@ class _Hybrid:
         lo = self._fused(self.rd_hi, self.rb_hi, self.matched)
         return lo, hi
 
-    def _resolve(self, which: np.ndarray) -> None:
-        """Make the ranks of candidates ``which`` (indices into cand) exact."""
+    def _tighten(self) -> None:
+        """Intersect every candidate's rank bounds with the (deepened) heads' bounds."""
         import numpy as np
 
+        lo, hi = self.dense.head_bounds(self.cand)
+        self.rd_lo, self.rd_hi = np.maximum(self.rd_lo, lo), np.minimum(self.rd_hi, hi)
+        lo, hi = self.bm.rank_bounds(self.cand)
+        self.rb_lo, self.rb_hi = np.maximum(self.rb_lo, lo), np.minimum(self.rb_hi, hi)
+
+    def _resolve(self, which: np.ndarray) -> None:
+        """Make the ranks of candidates ``which`` (indices into cand) exact (from the heads,
+        else from the rows' levels, see :mod:`evalcore.pipeline.rank_rows`)."""
+
+        dense, bm = self.dense, self.bm
         d_open = which[self.rd_lo[which] != self.rd_hi[which]]
+        b_open = which[self.matched[which] & (self.rb_lo[which] != self.rb_hi[which])]
         if len(d_open):
-            r = self.dense.rank(self.cand[d_open])
+            r = dense.rank(self.cand[d_open])
             self.rd_lo[d_open] = r
             self.rd_hi[d_open] = r
-        b_open = which[self.matched[which] & (self.rb_lo[which] != self.rb_hi[which])]
         if len(b_open):
-            r = self.bm.rank(self.cand[b_open])
+            r = bm.rank(self.cand[b_open])
             self.rb_lo[b_open] = r
             self.rb_hi[b_open] = r
-        _ = np
 
     def top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The first ``k`` chunks of the fused order (ids, fused scores)."""
+        """The first ``k`` chunks of the fused order (ids, fused scores).
+
+        The top ``k`` lie among the candidates of depth ``2k + 60``: a chunk below that
+        depth in both orders fuses to at most ``2 / (61 + depth)``, less than the dense
+        top ``k`` chunks' ``1 / (60 + k)`` each."""
         import numpy as np
 
         k = min(k, len(self.cand))
@@ -132,8 +155,8 @@ class _Hybrid:
             open_ = live[lo[live] != hi[live]]
             if not len(open_):
                 break
-            # resolve the most promising first: exact values raise the K-th lower bound
-            self._resolve(open_[np.argsort(-hi[open_], kind="stable")[:8]])
+            # every undecided live candidate at once: one batch of counts per order
+            self._resolve(open_)
         fused = lo[live]
         order = np.lexsort((self.cand[live], -fused))[:k]
         return self.cand[live][order], fused[order]
@@ -149,72 +172,35 @@ class _Hybrid:
         return self._fused(rd, rb, m)
 
     def first_rank(self, correct: np.ndarray) -> tuple[int, int]:
-        """(1-based rank, chunk id) of the best-placed correct chunk."""
+        """(1-based rank, chunk id) of the best-placed correct chunk (after :meth:`top`).
+
+        A chunk beating fused score ``f*`` has a dense or BM25 rank of at most ``R``, the
+        largest rank with ``2 / (60 + R) >= f*`` (below ``R`` in both orders it fuses to
+        less), so it is a candidate of depth ``R``: the chunks beating the best correct
+        one are counted among those, from their rank bounds, exact only where undecided."""
         import numpy as np
 
         f = self.fused_exact(correct)
         best = np.lexsort((correct, -f))[0]
         c_star, f_star = int(correct[best]), float(f[best])
-        if f_star > self.outside:  # every chunk that beats it is a candidate
+        n = self.dense.n
+        r = max(0, min(n, int(2.0 / f_star) - RRF_K))
+        while r + 1 <= n and 2 * _rrf(r + 1) >= f_star:
+            r += 1
+        while r >= 1 and not 2 * _rrf(r) >= f_star:
+            r -= 1
+        if r > self.depth:  # deeper than the top's candidates: a wider set
+            self._take(self._candidates(r))
+            self.depth = r
+        others = self.cand != c_star
+        while True:
             lo, hi = self._bounds()
-            beats_lo = (lo > f_star) | ((lo == f_star) & (self.cand < c_star))
-            beats_hi = (hi > f_star) | ((hi == f_star) & (self.cand < c_star))
+            beats_lo = others & ((lo > f_star) | ((lo == f_star) & (self.cand < c_star)))
+            beats_hi = others & ((hi > f_star) | ((hi == f_star) & (self.cand < c_star)))
             open_ = np.flatnonzero(beats_lo != beats_hi)
-            if len(open_):
-                self._resolve(open_)
-                lo, _ = self._bounds()
-                beats_lo = (lo > f_star) | ((lo == f_star) & (self.cand < c_star))
-            return int(np.count_nonzero(beats_lo)) + 1, c_star
-        return self._deep_rank(c_star, f_star) + 1, c_star
-
-    def _deep_rank(self, c_star: int, f_star: float) -> int:
-        """Chunks beating (f_star, c_star) when it lies below the candidate depth.
-
-        An unmatched chunk fuses to 1/(60 + rd), so it beats f_star exactly when rd <= r_a
-        (the largest rank with 1/(60 + r) > f_star), or at rank r_a + 1 on an exact tie with
-        a smaller id. A matched chunk x beats it when 1/(60 + rd(x)) + 1/(60 + rb(x)) does;
-        rb comes from sorting the matched chunks, rd from bounds on the float32 row, made
-        exact only where the bounds do not decide. The unmatched chunks within rank r_a are
-        r_a minus the matched ones there.
-        """
-        import numpy as np
-
-        dense, bm, n = self.dense, self.bm, self.dense.n
-        r_a = max(0, int(1.0 / f_star - RRF_K))
-        while r_a + 1 <= n and _rrf(r_a + 1) > f_star:
-            r_a += 1
-        while r_a >= 1 and not _rrf(r_a) > f_star:
-            r_a -= 1
-        r_a = min(r_a, n)
-        count = 0
-        if bm.m:
-            ids, rb = bm.ids, bm.all_ranks()
-            lo, hi = dense.rank_bounds(ids)
-            b = _rrf(rb)
-
-            def beats(f: NDArray[np.float64], x: NDArray[np.intp]) -> NDArray[np.bool_]:
-                out: NDArray[np.bool_] = (f > f_star) | ((f == f_star) & (x < c_star))  # ndarray == is untyped
-                return out
-
-            yes = beats(_rrf(hi) + b, ids)  # beats even at its lowest possible rank
-            maybe = beats(_rrf(lo) + b, ids) & ~yes  # beats only at some possible ranks
-            if np.any(maybe):
-                exact = dense.rank(ids[maybe])
-                yes[np.flatnonzero(maybe)] = beats(_rrf(exact) + b[maybe], ids[maybe])
-            count += int(np.count_nonzero(yes))
-            within = hi <= r_a
-            unsure = (lo <= r_a) & ~within
-            if np.any(unsure):
-                within[np.flatnonzero(unsure)] = dense.rank(ids[unsure]) <= r_a
-            matched_within = int(np.count_nonzero(within))
-        else:
-            matched_within = 0
-        count += r_a - matched_within
-        if r_a + 1 <= n and _rrf(r_a + 1) == f_star:
-            e = dense.at_rank(r_a + 1)
-            if e < c_star and not bool(bm.matched(np.array([e]))[0]):
-                count += 1
-        return count
+            if not len(open_):
+                return int(np.count_nonzero(beats_lo)) + 1, c_star
+            self._resolve(open_)
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,8 @@ ANALYZERS = {
 }
 RRF_K = 60
 RERANK_DEPTH = 25
+#: memory for the dense weight rows of a BM25 index's commonest terms (see ``BM25.row``)
+DENSE_BYTES = 256 * 2**20
 _TOKEN = re.compile(r"[a-z0-9]+")
 _WORD = re.compile(r"\w+")
 
@@ -234,6 +236,8 @@ class BM25:
     weights: sparse.csr_matrix[np.float64]  # terms x chunks
     n_chunks: int
     analyzer: Analyzer = field(default_factory=Analyzer)
+    # the weight rows of the commonest terms as dense float64 rows (made on first use)
+    _dense: dict[int, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def build(cls, texts: Iterable[str], k1: float = 1.2, b: float = 0.75, analyzer: str | Analyzer = "") -> BM25:
@@ -327,11 +331,37 @@ class BM25:
         acc = np.zeros(self.n_chunks, dtype=np.float64)
         qm = self._query_matrix([query])
         w = self.weights
+        dense = self._dense_rows()
+        tmp = None
         for j, v in zip(qm.indices, qm.data, strict=True):
+            row = dense.get(int(j))
+            if row is not None:  # adds v * 0.0 = +0.0 where the term is absent: the same sums
+                tmp = np.multiply(row, v, out=tmp)
+                acc += tmp
+                continue
             a, b = w.indptr[j], w.indptr[j + 1]
             idx = w.indices[a:b]
             acc[idx] += v * w.data[a:b]
         return acc
+
+    def _dense_rows(self) -> dict[int, np.ndarray]:
+        """The terms in at least an eighth of the chunks, commonest first, as dense weight
+        rows within :data:`DENSE_BYTES`: a scatter over most of the row costs more than
+        one multiply-add along it."""
+        import numpy as np
+
+        if self._dense is None:
+            n = self.n_chunks
+            df = np.diff(self.weights.indptr)
+            common = np.flatnonzero(df >= max(1, n // 8))
+            common = common[np.argsort(-df[common], kind="stable")][: DENSE_BYTES // max(1, 8 * n)]
+            self._dense = {}
+            for j in common:
+                row = np.zeros(n, dtype=np.float64)
+                a, b = self.weights.indptr[j], self.weights.indptr[j + 1]
+                row[self.weights.indices[a:b]] = self.weights.data[a:b]
+                self._dense[int(j)] = row
+        return self._dense
 
     def scores(self, queries: Sequence[str]) -> np.ndarray:
         """BM25 score of every chunk for every query; shape (queries, chunks)."""

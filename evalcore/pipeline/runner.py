@@ -49,6 +49,8 @@ class RunRequest:
     reranker_path: str | None = None
     top_n: int = TOP_N
     settings: dict[str, Any] = field(default_factory=dict)
+    ray: str | None = None  # a Ray address: retrieval sharded on its actors (evalcore.pipeline.sharded)
+    shards: int | None = None
 
 
 @dataclass
@@ -173,6 +175,7 @@ def _evaluate(
         progress,
         cancelled,
         plan,
+        ray=(request.ray, request.shards) if request.ray else None,
     )
     try:
         store.start_run(row)

@@ -50,7 +50,9 @@ class RunSpec:
 
     Built-in pipeline: ``strategies`` (A-G or recipes, comma list), ``retrievers`` (comma list),
     ``models`` (model folders; empty: the packaged all-MiniLM-L6-v2; several: each strategy under
-    each, stored as ``STRATEGY@MODEL``), ``device``, ``ray`` (a Ray address to embed on),
+    each, stored as ``STRATEGY@MODEL``), ``device``, ``ray`` (a Ray address to embed and retrieve on:
+    the chunks of a strategy are then split into ``shards`` held by Ray actors, see
+    evalcore.pipeline.sharded; ``shards`` None: one per node, at least two),
     ``reranker`` (a local cross-encoder folder for ``rerank``).
     Endpoint or Python retriever: ``chunker`` and ``retriever_name`` (the configuration's names),
     ``score`` (``similarity`` or ``distance``), ``chunks`` (the retriever's whole chunk file,
@@ -71,6 +73,7 @@ class RunSpec:
     models: tuple[str, ...] = ()
     device: str = DEFAULT_DEVICE
     ray: str | None = None
+    shards: int | None = None
     reranker: str | None = None
     endpoint: Endpoint | None = None
     function: Callable[[str, int], Any] | None = field(default=None, compare=False)
@@ -89,6 +92,11 @@ class RunSpec:
             raise ConfigError("the demo brings its own corpus and questions: give demo or corpus/questions, not both")
         if self.dataset is not None and (self.questions is not None or self.ood is not None):
             raise ConfigError("run takes --dataset or --questions/--ood, not both")
+        shards = self.shards
+        if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
+            raise ConfigError(f"shards must be a whole number >= 1, got {shards!r}")
+        if shards is not None and not self.ray:
+            raise ConfigError("shards split retrieval across Ray actors: give --ray ADDRESS (or local) too")
         object.__setattr__(self, "models", tuple(self.models))
 
     @property

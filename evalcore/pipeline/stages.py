@@ -55,11 +55,13 @@ class Work:
         progress: Progress,
         cancelled: Callable[[], bool] | None,
         plan: list[Planned],
+        ray: tuple[str, int | None] | None = None,
     ) -> None:
         self.corpus, self.ground_truth, self.top_n = corpus, ground_truth, top_n
         self.store = store
         self.embedder = embedder  # the first model (documents are stamped with all of them)
         self.plan = plan
+        self.ray = ray  # (address, shards): retrieval sharded on Ray actors
         self.reranker = reranker
         self.retrievers = retrievers
         self.run_id = run_id
@@ -281,7 +283,14 @@ class Work:
             self._check()
             self.progress.advance(done)
 
-        scored = score_queries(
+        score = score_queries
+        if self.ray is not None:
+            from functools import partial
+
+            from evalcore.pipeline.sharded import score_sharded
+
+            score = partial(score_sharded, *self.ray)
+        scored = score(
             self.run_id,
             name,
             [c.text for c in chunks],

@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalcore.inputs import qsets
 
 if TYPE_CHECKING:
     from evalcore.inputs.suggest import Candidate
     from evalcore.inputs.uploads import UploadedFile
+    from evalcore.pipeline.embedding import Embedder
     from evalcore.records import Corpus, Document, Question
     from evalcore.store import Store
+    from evalcore.traffic.replayers import Replayer
 
 
 def versions_note(store: Store, run_id: str, other: str) -> str | None:
@@ -210,7 +213,7 @@ def not_resolving(corpus: Corpus, questions: Sequence[Question]) -> list[dict[st
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One hit of a real query under a run's BM25 configuration: the chunk and its place."""
+    """One hit of a real query under a run's configuration: the chunk and its place."""
 
     rank: int
     doc_id: str
@@ -221,36 +224,76 @@ class Hit:
     content: str
 
 
-def bm25_strategies(store: Store, run_id: str) -> list[str]:
-    """Strategies of a run whose BM25 ranking can be reproduced here (built-in chunks with offsets)."""
-    with store.read() as con:
-        rows = con.execute(
-            "SELECT DISTINCT c.strategy FROM configurations c WHERE c.run_id = ? AND c.source = 'builtin' "
-            "AND c.retriever = 'bm25' ORDER BY c.strategy",
-            [run_id],
-        ).fetchall()
-    return [r[0] for r in rows]
+def hit_configurations(store: Store, run_id: str) -> tuple[list[str], str | None]:
+    """The configurations ``STRATEGY/RETRIEVER`` of a run whose hits a new query can get
+    exactly as the run ranked its own (built-in ones: the run's model, chunks, BM25 index and
+    cross-encoder), and, when there is none, the one line that says why."""
+    from evalcore.pipeline.configurations import read
+
+    configs = read(store, run_id)
+    usable = sorted(info.label for info in configs.values() if info.source == "builtin")
+    if usable or not configs:
+        return usable, None if usable else f"run {run_id} has no configuration with results"
+    sources = {info.source for info in configs.values()}
+    if sources <= {"import", "python"}:
+        why = "has no retriever here (its rankings were made elsewhere: imported, or by a Python function)"
+    else:
+        why = "ranked with a live search endpoint, which this view does not call"
+    return [], f"No hits for real queries: run {run_id} {why}."
 
 
-def bm25_hits(store: Store, run_id: str, strategy: str, query: str, k: int = 5) -> list[Hit]:
-    """The top ``k`` chunks of ``strategy`` for ``query`` by BM25 over the run's chunk texts
-    (the index a run builds: evalcore.pipeline.retrieval.BM25 over each chunk's embedded text)."""
-    from evalcore.pipeline.retrieval import BM25, order_by
+_READY: dict[tuple[str, str, str], Any] = {}  # (store, run, configuration) -> its replayer
+_READY_LOCK = threading.Lock()
+_READY_MAX = 4
 
-    with store.read() as con:
-        rows = con.execute(
-            "SELECT chunk_id, doc_id, coalesce(section, ''), start, \"end\", content, text FROM chunks "
-            "WHERE run_id = ? AND strategy = ? AND start IS NOT NULL ORDER BY chunk_id",
-            [run_id, strategy],
-        ).fetchall()
-    if not rows:
+
+def _replayer(store: Store, run_id: str, configuration: str, embedder: Embedder | None) -> Replayer:
+    """The configuration made ready to rank new queries (evalcore.traffic.replayers: the code
+    traffic import replays with), kept for the next query: a complete run never changes. Its
+    query vectors are computed, never written to the store's cache (a read writes nothing)."""
+    from dataclasses import replace
+
+    from evalcore.traffic.replayers import replayer
+    from evalcore.traffic.target import resolve_target
+
+    key = (str(store.path.resolve()), run_id, configuration)
+    with _READY_LOCK:
+        ready = _READY.get(key)
+        if ready is None or (embedder is not None and ready.embedder is not embedder):
+            target = resolve_target(store, f"{run_id}:{configuration}")
+            ready = replace(replayer(store, target, embedder), store=None)  # type: ignore[arg-type]
+            while len(_READY) >= _READY_MAX:
+                _READY.pop(next(iter(_READY)))
+            _READY[key] = ready
+    return ready
+
+
+def config_hits(
+    store: Store, run_id: str, configuration: str, query: str, k: int = 5, embedder: Embedder | None = None
+) -> list[Hit]:
+    """The top ``k`` chunks of ``query`` under the run's configuration ``STRATEGY/RETRIEVER``
+    (dense, bm25, hybrid, rerank, any analyzer), ranked exactly as the run ranked its own
+    questions: the same hits as the run stored for a question of the same text. ``score``: the
+    retriever's score (cosine similarity for dense). ConfigError for an imported configuration."""
+    ready = _replayer(store, run_id, configuration, embedder)
+    ids, _, scores, _, _ = ready.score([query])
+    chosen = [int(i) for i in ids[0][:k] if int(i) >= 0]
+    if not chosen:
         return []
-    scores = BM25.build([r[6] for r in rows]).scores([query])[0]
-    order = order_by(scores, descending=True)[:k]
+    strategy = configuration.split("/", 1)[0]
+    with store.read() as con:
+        rows = {
+            int(r[0]): r[1:]
+            for r in con.execute(
+                "SELECT chunk_id, doc_id, coalesce(section, ''), start, \"end\", content FROM chunks "
+                "WHERE run_id = ? AND strategy = ? AND chunk_id IN (SELECT unnest(?::INTEGER[]))",
+                [run_id, strategy, chosen],
+            ).fetchall()
+        }
     return [
-        Hit(rank, rows[i][1], rows[i][2], int(rows[i][3]), int(rows[i][4]), float(scores[i]), rows[i][5])
-        for rank, i in enumerate(order, start=1)
-        if scores[i] > 0
+        Hit(rank, rows[c][0], rows[c][1], int(rows[c][2]), int(rows[c][3]), float(scores[0][rank - 1]), rows[c][4])
+        for rank, c in enumerate(chosen, start=1)
+        if c in rows and rows[c][2] is not None
     ]
 
 

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from evalcore.measures.stats import ALPHA, format_p_plain, wilson_interval
+from evalcore.measures.stats import ALPHA, format_p_plain, wilson_interval, wilson_intervals
 from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.traffic.drift import first_start, holm, ks_test, period_index, psi
+from evalcore.traffic.log import LABELS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -143,13 +144,22 @@ def lines(store: Store, run_id: str, configuration: Configuration, with_text: bo
     )
 
 
-def _gates(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
-    return store.query(
-        "SELECT q.asked_at, t.gate_value FROM traffic_queries q "
-        "JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash) "
-        "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL",
-        _key(run_id, configuration),
-    )
+def _gates(
+    store: Store, run_id: str, configuration: Configuration, window: tuple[datetime, datetime] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``asked_at`` (datetime64[us]), ``gate_value`` (NaN: no hit) of the answered lines (in ``window``), as numpy."""
+    import numpy as np
+
+    with store.read() as con:
+        got = con.execute(
+            "SELECT epoch_us(q.asked_at) AS at, coalesce(t.gate_value, 'NaN'::DOUBLE) AS gate_value "
+            "FROM traffic_queries q JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash) "
+            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL"
+            + (" AND q.asked_at >= ? AND q.asked_at < ?" if window else ""),
+            [*_key(run_id, configuration), *(window or ())],
+        ).fetchnumpy()
+    at = np.asarray(got["at"], dtype=np.int64).view("datetime64[us]")
+    return at, np.asarray(got["gate_value"], dtype=np.float64)
 
 
 def periods(
@@ -164,31 +174,32 @@ def periods(
     import numpy as np
     import pandas as pd
 
-    gates = _gates(store, run_id, configuration)
+    times, values = _gates(store, run_id, configuration)
     columns = [
         "start", "end", "queries", "refused", "refused_share", "refused_low", "refused_high",
         "ks_statistic", "ks_pvalue", "prev_statistic", "prev_pvalue", "ks_padj", "prev_padj", "psi", "drifted",
     ]  # fmt: skip
-    if gates.empty:
+    if not len(times):
         return pd.DataFrame(columns=columns)
     ax = axis(store, run_id, configuration)
     reference = reference_values(store, run_id, configuration)
-    times = gates["asked_at"].to_numpy(dtype="datetime64[us]")
-    values = gates["gate_value"].astype("float64").to_numpy()
     start = first_start(pd.Timestamp(times.min()).to_pydatetime())
     index = period_index(times, start, period)
     order = np.argsort(index, kind="stable")
     index, values = index[order], values[order]
     count = int(index.max()) + 1
     bounds = np.searchsorted(index, np.arange(count + 1))
+    sizes = np.diff(bounds)
+    refusals = np.bincount(index, weights=refused(values, threshold, ax.higher_is_closer), minlength=count)
+    has, lows, highs = sizes > 0, np.full(count, math.nan), np.full(count, math.nan)
+    if has.any():  # every period's Wilson interval in one vectorised statsmodels call
+        lows[has], highs[has] = wilson_intervals(refusals[has], sizes[has])
     rows: list[dict[str, Any]] = []
     previous: np.ndarray | None = None
     for i in range(count):
         g = values[bounds[i] : bounds[i + 1]]
         finite = g[np.isfinite(g)]
-        n = len(g)
-        k = int(refused(g, threshold, ax.higher_is_closer).sum())
-        ci = wilson_interval(k, n) if n else None
+        n, k = int(sizes[i]), int(refusals[i])
         vs_eval = ks_test(finite, reference)
         vs_prev = ks_test(finite, previous) if previous is not None else None
         ps = [t.pvalue for t in (vs_eval, vs_prev) if t is not None]
@@ -202,8 +213,8 @@ def periods(
                 "queries": n,
                 "refused": k,
                 "refused_share": k / n if n else math.nan,
-                "refused_low": ci.low if ci else math.nan,
-                "refused_high": ci.high if ci else math.nan,
+                "refused_low": float(lows[i]),
+                "refused_high": float(highs[i]),
                 "ks_statistic": vs_eval.statistic if vs_eval else math.nan,
                 "ks_pvalue": vs_eval.pvalue if vs_eval else math.nan,
                 "prev_statistic": vs_prev.statistic if vs_prev else math.nan,
@@ -246,8 +257,7 @@ def drift_sentence(row: Any) -> str:
 def distributions(
     store: Store, run_id: str, configuration: Configuration, period: timedelta, start: datetime | None = None
 ) -> pd.DataFrame:
-    """Long frame ``group, gate_value`` for the histogram: the evaluation's in-domain and
-    off-topic queries and the traffic of the period starting at ``start`` (default: the last)."""
+    """``group, gate_value``: the evaluation's in-domain, off-topic queries, the period from ``start`` (or the last)."""
     import numpy as np
     import pandas as pd
 
@@ -260,14 +270,12 @@ def distributions(
             }
         )
     ]
-    gates = _gates(store, run_id, configuration)
-    if not gates.empty:
-        times = gates["asked_at"].to_numpy(dtype="datetime64[us]")
-        first = first_start(pd.Timestamp(times.min()).to_pydatetime())
-        index = period_index(times, first, period)
-        want = int(index.max()) if start is None else int((start - first) // period)
-        chosen = gates["gate_value"].astype("float64").to_numpy()[index == want]
-        parts.append(pd.DataFrame({"group": f"traffic: {first + want * period:%Y-%m-%d}", "gate_value": chosen}))
+    held = stored(store, run_id, configuration)
+    if held.since is not None and held.until is not None:  # only the chosen period leaves DuckDB
+        first = first_start(held.since)
+        lo = first + ((held.until - first) // period if start is None else (start - first) // period) * period
+        _, chosen = _gates(store, run_id, configuration, (lo, lo + period))
+        parts.append(pd.DataFrame({"group": f"traffic: {lo:%Y-%m-%d}", "gate_value": chosen}))
     out = pd.concat(parts, ignore_index=True)
     kept: pd.DataFrame = out[np.isfinite(out["gate_value"])].reset_index(drop=True)
     return kept
@@ -277,11 +285,15 @@ def borderline(
     store: Store, run_id: str, configuration: Configuration, threshold: float, band: float, limit: int = 200
 ) -> pd.DataFrame:
     """Distinct texts whose gate value lies within ``band`` of ``threshold``, closest first:
-    text_hash, text, gate_value, asked (lines), last_asked, label, refused (at ``threshold``)."""
+    text_hash, text, gate_value, asked (lines), last_asked, label (the log's, else the
+    screen's), log_unlabelled (lines without a label in the log: the lines a label given on the
+    screen counts for, since the log's label wins), labelled_by (who gave the screen's label),
+    refused (at ``threshold``)."""
     df = store.query(
         f"""
         SELECT t.text_hash, t.text, t.gate_value, count(*) AS asked, max(q.asked_at) AS last_asked,
-               coalesce(max(q.label), max(l.label)) AS label
+               coalesce(max(q.label), max(l.label)) AS label,
+               count(*) - count(q.label) AS log_unlabelled, max(l.author) AS labelled_by
         FROM traffic_texts t
         JOIN traffic_queries q USING (run_id, strategy, retriever, text_hash)
         LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
@@ -340,28 +352,53 @@ def labelled_rates(store: Store, run_id: str, configuration: Configuration, thre
     from evalcore.read.sweeps import top_hits
 
     ax = axis(store, run_id, configuration)
-    df = lines(store, run_id, configuration)
-    gates = df["gate_value"].astype("float64").to_numpy()
-    no = refused(gates, threshold, ax.higher_is_closer)
-    off = (df["label"] == "off-topic").to_numpy()
-    ans = (df["label"] == "answerable").to_numpy()
+    kept = ">=" if ax.higher_is_closer else "<"
+    counts = store.query(  # counted in DuckDB: no row of the (possibly millions of) lines leaves it
+        f"""
+        SELECT coalesce(q.label, l.label) AS label, count(*) AS n,
+               count(*) FILTER (WHERE t.gate_value {kept} ? AND NOT isnan(t.gate_value)) AS answered
+        FROM traffic_queries q
+        JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash)
+        LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
+        WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL
+        GROUP BY 1
+        """,
+        [float(threshold), *_key(run_id, configuration)],
+    )
+    by: dict[str | None, tuple[int, int]] = {
+        (label if isinstance(label, str) else None): (int(n), int(k))
+        for label, n, k in zip(counts["label"], counts["n"], counts["answered"], strict=True)
+    }
+    off_n, off_answered = by.get("off-topic", (0, 0))
+    ans_n, ans_answered = by.get("answerable", (0, 0))
     hits = top_hits(store, run_id, configuration)
     in_domain, out_domain = split_hits(hits, column=ax.column)
     c = counts_at(in_domain, out_domain, threshold, DEFAULT_TOP, ax.higher_is_closer)
     return LabelledRates(
-        _rate(int((off & ~no).sum()), int(off.sum())),
-        _rate(int((ans & no).sum()), int(ans.sum())),
+        _rate(off_answered, off_n),
+        _rate(ans_n - ans_answered, ans_n),
         _rate(c.bluffs, c.out_domain),
         _rate(c.lost, c.answerable),
-        int(len(df) - off.sum() - ans.sum()),
+        sum(n for label, (n, _) in by.items() if label not in LABELS),
     )
 
 
 def off_topic_minima(store: Store, run_id: str, configuration: Configuration) -> list[float]:
     """The gate value of every off-topic-labelled log line (for a threshold claim on real traffic)."""
-    df = lines(store, run_id, configuration)
-    values = df.loc[df["label"] == "off-topic", "gate_value"].astype("float64")
-    return [float(v) for v in values if math.isfinite(v)]
+    import numpy as np
+
+    with store.read() as con:
+        got = con.execute(
+            """
+            SELECT t.gate_value FROM traffic_queries q
+            JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash)
+            LEFT JOIN traffic_labels l USING (run_id, strategy, retriever, text_hash)
+            WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL
+              AND coalesce(q.label, l.label) = 'off-topic' AND isfinite(t.gate_value)
+            """,
+            _key(run_id, configuration),
+        ).fetchnumpy()
+    return [float(v) for v in np.asarray(got["gate_value"], dtype=np.float64)]
 
 
 def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Claim | None:
@@ -381,6 +418,31 @@ def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Cl
     values = gate_values(store, run_id, configuration)
     found = threshold_claim(ood, values.answerable_min, values.in_domain_min, axis=values.axis)
     return replace(found, configuration=configuration.label)
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """The claim on the real off-topic lines and the evaluation's (None: cannot be made), and why not."""
+
+    traffic: Claim | None
+    evaluation: Claim | None
+    problem: str | None
+
+
+def claims(store: Store, run_id: str, configuration: Configuration) -> Claims:
+    """:func:`traffic_claim` and ``claim_of``, a ClaimError kept as its message (cacheable, unlike a raise)."""
+    from evalcore.measures.claim import ClaimError
+    from evalcore.read.claims import claim_of
+
+    found: list[Claim | None] = []
+    problem = None
+    for make in (traffic_claim, claim_of):
+        try:
+            found.append(make(store, run_id, configuration))
+        except ClaimError as exc:
+            found.append(None)
+            problem = problem or str(exc)
+    return Claims(found[0], found[1], problem)
 
 
 def traffic_query(

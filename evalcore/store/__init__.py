@@ -8,7 +8,8 @@
   :mod:`~evalcore.store.runs` (``runs`` and a run's lifecycle), :mod:`~evalcore.store.decisions`,
   :mod:`~evalcore.store.caches` (embeddings, extractions), :mod:`~evalcore.store.jobs` (the job
   queue), :mod:`~evalcore.store.traffic` (imported traffic, labels, forget),
-  :mod:`~evalcore.store.question_sets`, :mod:`~evalcore.store.responses` (the endpoint response
+  :mod:`~evalcore.store.question_sets`, :mod:`~evalcore.store.triage` (the kept triage of real
+  queries), :mod:`~evalcore.store.responses` (the endpoint response
   cache), :mod:`~evalcore.store.loaded_runs` (a run file's rows); :mod:`~evalcore.store.rows`
   shapes the documents and queries rows every kind of run stores.
 

@@ -25,9 +25,11 @@ from evalcore.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
 PSI_BINS = 10
 PSI_FLOOR = 1e-4
+HISTOGRAM_BINS = 30
 _PERIOD = re.compile(r"^\s*(\d+)\s*([hdw])\s*$", re.I)
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
 
@@ -124,3 +126,26 @@ def psi_words(value: float) -> str:
     if value <= 0.25:
         return "some change"
     return "a large shift"
+
+
+def binned_shares(frame: pd.DataFrame, bins: int = HISTOGRAM_BINS) -> pd.DataFrame:
+    """A long ``group, gate_value`` frame as a histogram: ``bins`` equal-width bins over the
+    finite values of all groups together (the same edges for every group), one row per group and
+    bin: group, bin_start, bin_end, n, share (of the group's values). Binned here, so a chart of
+    a period with a million queries carries ``bins`` rows a group, not a million."""
+    import numpy as np
+    import pandas as pd
+
+    values = frame["gate_value"].to_numpy(dtype=np.float64)
+    finite = np.isfinite(values)
+    cols = ["group", "bin_start", "bin_end", "n", "share"]
+    if not finite.any():
+        return pd.DataFrame(columns=cols)
+    low, high = float(values[finite].min()), float(values[finite].max())
+    edges = np.linspace(low, high if high > low else low + 1e-9, bins + 1)
+    rows = []
+    for group, part in frame[finite].groupby("group", sort=False):
+        counts, _ = np.histogram(part["gate_value"].to_numpy(dtype=np.float64), edges)
+        for i in range(bins):
+            rows.append([group, edges[i], edges[i + 1], int(counts[i]), counts[i] / len(part)])
+    return pd.DataFrame(rows, columns=cols)

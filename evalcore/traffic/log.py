@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -79,6 +80,18 @@ def infer_format(path: str | Path, given: str | None = None) -> str:
     return found
 
 
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _number(text: str) -> float | None:
+    """``text`` as a finite number of seconds, or None."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def parse_time(value: Any) -> datetime:
     """A log time as a naive UTC datetime; ValueError saying why not."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -98,16 +111,16 @@ def parse_time(value: Any) -> datetime:
         text = str(value).strip()
         if not text:
             raise ValueError("empty time")
-        try:
-            number = float(text)
-        except ValueError:
-            number = None
-        if number is not None and math.isfinite(number):
+        number = _number(text) if _NUMBER.match(text) else None  # most logs: ISO text, no exception raised
+        if number is not None:
             return parse_time(number)
         try:
             stamp = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith(("Z", "z")) else text)
         except ValueError:
-            raise ValueError(f"unparsable time {text[:40]!r}") from None
+            number = _number(text)  # what float() reads that the pattern does not ("1_000", "١٢٣")
+            if number is None:
+                raise ValueError(f"unparsable time {text[:40]!r}") from None
+            return parse_time(number)
     if stamp.tzinfo is not None:
         stamp = stamp.astimezone(UTC).replace(tzinfo=None)
     return stamp

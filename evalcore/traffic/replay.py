@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import InputError
+from evalcore.pipeline.embedding import text_hash
 from evalcore.store import traffic as traffic_rows
 from evalcore.traffic.log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
 from evalcore.traffic.replayers import EndpointReplayer, Replayer, endpoint_replayer, replayer
@@ -176,8 +177,11 @@ def import_log(
             if lines:
                 keys = [line_key(x) for x in lines]
                 occ = occurrences.number(keys)
-                stored = _stored_lines(store, target, keys, occ)
-                new = [(x, k, o) for x, k, o in zip(lines, keys, occ, strict=True) if (k, o) not in stored]
+                hashes = [text_hash(x.text) for x in lines]
+                stored, have = _lookup(store, target, keys, occ, hashes)
+                new = [
+                    (x, k, o, h) for x, k, o, h in zip(lines, keys, occ, hashes, strict=True) if (k, o) not in stored
+                ]
                 result.already += len(lines) - len(new)
                 if new:
 
@@ -191,7 +195,7 @@ def import_log(
                             )
                         return ready
 
-                    texts, hits = _score_new(store, target, ready_now, [x.text for x, _, _ in new])
+                    texts, hits = _score_new(target, ready_now, {h: x.text for x, _, _, h in new if h not in have})
                     frame = _line_frame(target, import_id, new)
                     row = None if started else _import_row(target, import_id, path.name, fmt, who)
                     result.added += len(new)
@@ -222,7 +226,11 @@ def import_log(
     return result
 
 
-def _stored_lines(store: Store, target: Target, keys: list[int], occ: list[int]) -> set[tuple[int, int]]:
+def _lookup(
+    store: Store, target: Target, keys: list[int], occ: list[int], hashes: list[str]
+) -> tuple[set[tuple[int, int]], set[str]]:
+    """Which of a batch's lines are stored already (line key, occurrence), and which of its
+    texts are scored already, for ``target``: both in one read-only connection."""
     import pandas as pd
 
     with store.read() as con:
@@ -232,30 +240,24 @@ def _stored_lines(store: Store, target: Target, keys: list[int], occ: list[int])
             "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?",
             target.key,
         ).fetchall()
-    return {(int(k), int(o)) for k, o in rows}
+        con.register("_texts", pd.DataFrame({"text_hash": list(dict.fromkeys(hashes))}))
+        have = con.execute(
+            "SELECT t.text_hash FROM traffic_texts t JOIN _texts w USING (text_hash) "
+            "WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ?",
+            target.key,
+        ).fetchall()
+    return {(int(k), int(o)) for k, o in rows}, {str(r[0]) for r in have}
 
 
 def _score_new(
-    store: Store, target: Target, ready: Callable[[], Replayer | EndpointReplayer], texts: list[str]
+    target: Target, ready: Callable[[], Replayer | EndpointReplayer], unique: dict[str, str]
 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """Rows of the texts not scored yet for ``target`` (each distinct text once) and their hits."""
+    """Rows of the texts not scored yet for ``target`` (``unique``: text hash -> text, each
+    distinct text once) and their hits."""
     import numpy as np
     import pandas as pd
 
-    from evalcore.pipeline.embedding import text_hash
-
-    unique = {text_hash(t): t for t in texts}
-    with store.read() as con:
-        con.register("_want", pd.DataFrame({"text_hash": list(unique)}))
-        have = {
-            r[0]
-            for r in con.execute(
-                "SELECT t.text_hash FROM traffic_texts t JOIN _want w USING (text_hash) "
-                "WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ?",
-                target.key,
-            ).fetchall()
-        }
-    todo = [h for h in unique if h not in have]
+    todo = list(unique)
     if not todo:
         return None, None
     ids, dist, score, gate, failures = ready().score([unique[h] for h in todo])
@@ -288,10 +290,8 @@ def _score_new(
     return text_rows, hit_rows[answered].reset_index(drop=True)
 
 
-def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, int]]) -> pd.DataFrame:
+def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, int, str]]) -> pd.DataFrame:
     import pandas as pd
-
-    from evalcore.pipeline.embedding import text_hash
 
     run_id, strategy, retriever = target.key
     return pd.DataFrame(
@@ -299,13 +299,13 @@ def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, in
             "run_id": run_id,
             "strategy": strategy,
             "retriever": retriever,
-            "line_key": pd.Series([k for _, k, _ in new], dtype="int64"),
-            "occurrence": [o for _, _, o in new],
+            "line_key": pd.Series([k for _, k, _, _ in new], dtype="int64"),
+            "occurrence": [o for _, _, o, _ in new],
             "import_id": import_id,
-            "line": [x.line for x, _, _ in new],
-            "asked_at": pd.Series([x.at for x, _, _ in new], dtype="datetime64[us]"),
-            "text_hash": [text_hash(x.text) for x, _, _ in new],
-            "label": pd.Series([x.label for x, _, _ in new], dtype=object),
+            "line": [x.line for x, _, _, _ in new],
+            "asked_at": pd.Series([x.at for x, _, _, _ in new], dtype="datetime64[us]"),
+            "text_hash": [h for _, _, _, h in new],
+            "label": pd.Series([x.label for x, _, _, _ in new], dtype=object),
         }
     )
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import copy
 import html
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -54,7 +54,7 @@ from evalcore.figures import markdown_text as markdown
 from evalcore.figures.build import Figure, Selection
 from evalcore.read import runs
 from evalcore.read import selection as defaults
-from evalcore.records import Configuration, RunConfiguration
+from evalcore.records import Configuration, Corpus, Document, RunConfiguration
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
 from evalcore_app import screen
@@ -138,7 +138,18 @@ def _stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
 
 
 def _key(arg: object) -> object:
-    return ("store", str(arg.path), _stamp(arg.path)) if isinstance(arg, Store) else arg
+    """What identifies an argument in the cache key: a store by its path and change stamp; a
+    corpus, a document or a tuple of records (frozen dataclasses) by Python's hash of its
+    fields (the hash of each text is computed once and kept by the string), not by hashing its
+    content again at every rerun (seconds for a 10,000-document corpus); anything else as it is."""
+    if isinstance(arg, Store):
+        return ("store", str(arg.path), _stamp(arg.path))
+    if isinstance(arg, Corpus | Document) or (isinstance(arg, tuple) and arg and is_dataclass(arg[0])):
+        try:
+            return ("record", type(arg).__name__, len(arg) if isinstance(arg, tuple) else 0, hash(arg))
+        except TypeError:  # a record with an unhashable field: hashed by content, as before
+            return arg
+    return arg
 
 
 @st.cache_resource(show_spinner=False, max_entries=1024)

@@ -3,7 +3,9 @@
 A job runs in its own process (evalcore.jobs), so leaving this page, reloading it or
 opening another tab does not stop it. Page-local session keys (widget keys, not kept
 when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``nr_ood``,
-``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_strategies``,
+``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_questions_from`` (question
+files or a question set of the store), ``nr_set``, ``nr_set_version`` (the set and its version,
+newest first), ``nr_strategies``,
 ``nr_custom`` (empty by default: A-G are in ``nr_strategies``), ``nr_retrievers``, ``nr_languages``
 (BM25 analyzers),
 ``nr_name``, ``nr_mode`` (built-in or endpoint), ``nr_models`` (model folders), ``nr_url``,
@@ -30,6 +32,7 @@ from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPE
 from evalcore.pipeline.configurations import EXTERNAL
 from evalcore.pipeline.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
 from evalcore.pipeline.spec import DEFAULT_RETRIEVERS, SIMILARITY
+from evalcore.read import qsets as question_sets
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()
@@ -62,6 +65,35 @@ def _one(item) -> uploads.UploadedFile | None:
 
 
 source = st.radio("Inputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source", on_change=_forget)
+set_names = (_ui.guarded(lambda: _ui.cached(question_sets.set_names, store)) or []) if store_exists else []
+QUESTIONS_FROM = {"files": "Question files", "set": "A question set of the store"}
+from_set = False
+dataset: str | None = None
+if source != "demo" and set_names:
+    from_set = (
+        st.radio(
+            "Questions",
+            list(QUESTIONS_FROM),
+            format_func=QUESTIONS_FROM.get,
+            horizontal=True,
+            key="nr_questions_from",
+            on_change=_forget,
+        )
+        == "set"
+    )
+if from_set:
+    cols = st.columns(2)
+    set_name = cols[0].selectbox("Question set", set_names, key="nr_set", on_change=_forget)
+    labels = [v.label for v in _ui.cached(question_sets.set_versions, store, set_name)][::-1]
+    if st.session_state.get("nr_set_version") not in labels:
+        st.session_state["nr_set_version"] = labels[0]
+    dataset = cols[1].selectbox(
+        "Version", labels, key="nr_set_version", on_change=_forget, help="The newest first; a run records it."
+    )
+    st.caption(
+        f"The run reads {_ui.esc(dataset)} as `python -m evalcore run --dataset {_ui.esc(dataset)}` does: "
+        "its needles are resolved against this corpus, and those that no longer resolve are listed and excluded."
+    )
 if source == "upload":
     st.caption(
         "Limits: " + uploads.DEFAULT_LIMITS.describe() + ". Text files that are not UTF-8, "
@@ -75,15 +107,18 @@ if source == "upload":
         accept_multiple_files=True,
         on_change=_forget,
     )
-    cols = st.columns(2)
-    questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)
-    ood_up = cols[1].file_uploader("ood.jsonl (optional)", type=["jsonl"], key="nr_ood", on_change=_forget)
+    questions_up = ood_up = None
+    if not from_set:
+        cols = st.columns(2)
+        questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)
+        ood_up = cols[1].file_uploader("ood.jsonl (optional)", type=["jsonl"], key="nr_ood", on_change=_forget)
 elif source == "folder":
     st.caption("Only inside the folders the operator allows: " + ", ".join(f"`{r}`" for r in roots))
     st.text_input("Corpus folder on the server", key="nr_corpus_dir", on_change=_forget)
-    cols = st.columns(2)
-    cols[0].text_input("questions.jsonl path", key="nr_questions_path", on_change=_forget)
-    cols[1].text_input("ood.jsonl path (optional)", key="nr_ood_path", on_change=_forget)
+    if not from_set:
+        cols = st.columns(2)
+        cols[0].text_input("questions.jsonl path", key="nr_questions_path", on_change=_forget)
+        cols[1].text_input("ood.jsonl path (optional)", key="nr_ood_path", on_change=_forget)
 else:
     st.caption("The Python language reference (pydoc topics) with its built-in questions.")
 
@@ -199,9 +234,14 @@ retriever_list = ",".join(retrievers)
 def _inputs() -> jobs.Prepared:
     if source == "upload":
         return jobs.prepare_upload(
-            store, _files(corpus_up), _one(questions_up), _one(ood_up), strategies, retriever_list
+            store, _files(corpus_up), _one(questions_up), _one(ood_up), strategies, retriever_list, dataset=dataset
         )
     if source == "folder":
+        if dataset is not None:
+            return jobs.prepare_paths(
+                st.session_state.get("nr_corpus_dir", ""), "", None, strategies, retriever_list,
+                dataset=dataset, store=store,
+            )  # fmt: skip
         return jobs.prepare_paths(
             st.session_state.get("nr_corpus_dir", ""),
             st.session_state.get("nr_questions_path", ""),
@@ -217,7 +257,7 @@ def _prepare() -> jobs.Prepared:
     if endpoint_spec is None and not model_folders:
         return prepared
     try:
-        return jobs.with_options(prepared, models=model_folders, endpoint=endpoint_spec)
+        return jobs.with_options(prepared, models=model_folders, endpoint=endpoint_spec, sets=store)
     except BaseException:
         jobs.discard(store, prepared)
         raise
@@ -295,7 +335,8 @@ def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
     rows += [
         {
             "what": "ground truth excluded",
-            "where": f"questions line {item['line']}, group {item['group']}",
+            "where": f"{'question set' if prepared.spec.dataset else 'questions'} line {item['line']}, "
+            f"group {item['group']}",
             "message": f"needle {item['reason']}",
         }
         for item in rep["invalid_ground_truths"]
@@ -310,7 +351,8 @@ if prepared is not None:
     found = problems(prepared)
     service = jobs.endpoint_options(prepared.spec.endpoint) if prepared.spec.endpoint else None
     summary = (
-        f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
+        (f"Question set {prepared.spec.dataset}: " if prepared.spec.dataset else "")
+        + f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
         f"{rep['sections']} sections, "
         f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
         f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "

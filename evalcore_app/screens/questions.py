@@ -5,15 +5,17 @@ section, select the answer with the mouse (a components-v2 text selector) or sea
 and pick one of its occurrences; the verdict shows at once (found once, outside headings, and
 which strategies would destroy it, with the cut). Phrasings (one a line, one group) and a
 variant make in-domain items; off-topic queries are typed or pasted with their kind, or
-triaged from a pasted list of real queries. Save makes a new version (author: the trusted
-header, evalcore.authors); the saved version downloads as questions.jsonl / ood.jsonl.
+triaged from a pasted list of real queries (kept in the store, hits from the run's own
+retriever). Save makes a new version (author: the trusted header, evalcore.authors); the saved
+version downloads as questions.jsonl / ood.jsonl.
 
 Session keys: ``qs_source``, ``qs_upload``, ``qs_set``, ``qs_new_name``, ``qs_doc_search``,
 ``qs_doc``, ``qs_section``, ``qs_phrase``, ``qs_occurrence``, ``qs_phrasings``, ``qs_variant``,
-``qs_ood_text``, ``qs_ood_kind``, ``qs_real``, ``qs_real_page``, ``qs_note``; ``qs_sel``
+``qs_ood_text``, ``qs_ood_kind``, ``qs_note`` (and those of screens/_triage.py); ``qs_sel``
 (doc, start, end) the current selection; ``qs_items`` / ``qs_ood`` the draft;
 ``qs_parent`` the version the draft came from; ``qs_loaded`` which version was loaded;
-``qs_saved`` the last save's message; ``qs_triage`` the decisions on real queries.
+``qs_saved`` the last save's message. The list of real queries and the decisions on it are
+kept in the store (screens/_triage.py).
 """
 
 from __future__ import annotations
@@ -28,9 +30,8 @@ from evalcore.inputs import qsets, uploads
 from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 from evalcore.read import qsets as rq
 from evalcore.records import OODQuery, Question
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _triage, _ui
 
-PAGE = 20  # real queries shown at once
 NEW = "(new set)"
 
 SELECTOR_JS = """
@@ -94,7 +95,6 @@ ss = st.session_state
 ss.setdefault("qs_items", [])
 ss.setdefault("qs_ood", [])
 ss.setdefault("qs_parent", None)
-ss.setdefault("qs_triage", {})
 
 # --- the corpus -------------------------------------------------------------------------------
 SOURCES = {"upload": "Upload files"}
@@ -159,7 +159,7 @@ else:
 # --- select an answer -------------------------------------------------------------------------
 st.subheader("Select an answer in a document")
 search = st.text_input("Find a document (title or text)", key="qs_doc_search")
-matches = rq.find_documents(corpus, search)
+matches = _ui.cached(rq.find_documents, corpus, search)
 if not matches:
     st.info("No document holds that text.")
     st.stop()
@@ -167,7 +167,7 @@ doc_id = st.selectbox(
     "Document", matches, key="qs_doc", format_func=lambda d: f"{docs[d].title} · {d}" if docs[d].title != d else d
 )
 doc = docs[doc_id]
-parts = rq.sections(doc)
+parts = _ui.cached(rq.sections, doc)
 titles = [f"{i + 1}. {t}" for i, (t, _, _) in enumerate(parts)]
 if ss.get("qs_section") not in titles:
     ss["qs_section"] = titles[0]
@@ -190,7 +190,7 @@ if picked and isinstance(picked, dict):
 with st.expander("Without a mouse: search a phrase and pick an occurrence"):
     phrase = st.text_input("Phrase", key="qs_phrase")
     if phrase.strip():
-        found_at = rq.occurrences(corpus, phrase)
+        found_at = _ui.cached(rq.occurrences, corpus, phrase)
         if not found_at:
             st.warning("The phrase does not occur in the corpus.")
         else:
@@ -219,7 +219,7 @@ with st.expander("Candidates from the corpus: valid needles spread over the docu
 verdict = None
 if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     d, a, b = ss["qs_sel"]
-    verdict = rq.check(corpus, d, a, b, strategies)
+    verdict = _ui.cached(rq.check, corpus, d, a, b, list(strategies))
     _ui.plain(f"Selected in {d} (characters {verdict.start}-{verdict.end}): “{verdict.needle}”", testid="qs-needle")
     box = st.success if verdict.valid and not verdict.destroyed else st.warning if verdict.valid else st.error
     with st.container(key="qs_verdict"):
@@ -240,7 +240,9 @@ def _add_question() -> None:
     if verdict is None or not verdict.valid:
         return
     lines = [line.strip() for line in ss.get("qs_phrasings", "").splitlines() if line.strip()]
-    if not lines:
+    hint = (ss.get("qs_hint") or "").strip()
+    if not lines or (hint and hint in lines):  # a cloze draft is a hint, never a question unedited
+        ss["qs_draft_refused"] = bool(lines)
         return
     taken = {q.query_id for q in ss["qs_items"]} | {o.query_id for o in ss["qs_ood"]}
     groups = {q.group for q in ss["qs_items"]}
@@ -276,6 +278,9 @@ cols[1].button(
 )
 if verdict is not None and not verdict.valid:
     st.caption("A selection that is not a valid needle cannot be added; select a longer or another span.")
+if ss.pop("qs_draft_refused", False):  # said once, where the add was tried
+    st.error("A cloze draft is a hint, not a question: write the question in your own words (or save drafts as "
+             "pseudo-queries of variant cloze with `python -m evalcore dataset suggest --save-as NAME`).")  # fmt: skip
 
 # --- off-topic --------------------------------------------------------------------------------
 st.subheader("Off-topic questions")
@@ -306,79 +311,28 @@ def _add_typed() -> None:
 
 
 cols[1].button("Add off-topic", key="qs_add_ood", on_click=_add_typed)
+try:
+    triage_name = qsets.check_name(name) if (name or "").strip() else ""
+except EvalcoreError:
+    triage_name = ""
+who = authors.author_from_headers(st.context.headers) or ""
+_triage.restore(store, triage_name, who, _add_ood)
 
-with st.expander("From real queries: paste user queries and triage them", expanded=bool(ss.get("qs_real"))):
-    c = st.columns([3, 2])
-    c[0].text_area("Real user queries (one a line)", key="qs_real")
-    listed = c[1].file_uploader(
-        "…or a file: .txt (one a line), .csv or .jsonl (field below)", type=["txt", "csv", "jsonl"], key="qs_real_file"
-    )
-    column = c[1].text_input("CSV column / JSON field", value="query", key="qs_real_column")
-    real = list(dict.fromkeys(q.strip() for q in ss.get("qs_real", "").splitlines() if q.strip()))
-    if listed is not None:
-        try:
-            real = list(dict.fromkeys([*real, *rq.read_queries(listed.name, listed.getvalue(), column.strip())]))
-        except EvalcoreError as exc:
-            st.error(str(exc))
-    if real:
-        pages = (len(real) + PAGE - 1) // PAGE
-        page_no = st.number_input(f"Page (of {pages})", 1, pages, 1, key="qs_real_page") if pages > 1 else 1
-        done = sum(1 for q in real if ss["qs_triage"].get(q))
-        _ui.plain(f"{done} of {len(real)} queries decided", testid="qs-progress")
-        choices = ["", "off-topic (near)", "off-topic (far)", "answer in the corpus", "skip"]
-        for i, query in enumerate(real[(page_no - 1) * PAGE : page_no * PAGE]):
-            c = st.columns([4, 2])
-            c[0].markdown(_ui.esc(query))
-            was = ss["qs_triage"].get(query, "")
-            key = f"qs_triage_{(page_no - 1) * PAGE + i}"
-            forced = ss.get("qs_triage_set", {}).pop(query, None)  # decided through a hit below
-            if forced is not None or key not in ss:  # or on another page of the list
-                ss[key] = forced if forced is not None else was
-            decision = c[1].selectbox(
-                "Decision",
-                choices,
-                key=key,
-                label_visibility="collapsed",
-            )
-            if decision != was:
-                ss["qs_triage"][query] = decision
-                if decision.startswith("off-topic"):
-                    _add_ood([query], "near" if "near" in decision else "far")
-                elif decision == "answer in the corpus":
-                    ss["qs_pending"] = query
-                st.rerun()
-        st.caption("“answer in the corpus” puts the query among the phrasings above: select its answer and add it.")
-        shown = real[(page_no - 1) * PAGE : page_no * PAGE]
-        configs = _ui.cached(rq.bm25_strategies, store, ctx.run_id) if source == "run" and ctx.run_id else []
-        if not configs:
-            st.caption(
-                "Hits: choose “The corpus of the selected run” above (a run with a BM25 configuration) to see "
-                "what the run's configurations return for these queries."
-            )
-        else:
-            c = st.columns(2)
-            config = c[0].selectbox("Hits of", configs, format_func=lambda x: f"{x}/bm25", key="qs_hits_config")
-            look = c[1].selectbox("Query", shown, key="qs_hits_query")
-            hits = _ui.cached(rq.bm25_hits, store, ctx.run_id, config, look)
-            if not hits:
-                st.info("No chunk shares a word with this query.")
-            st.caption("Select the answer in a hit's text to make the query an in-domain question with that span.")
-            for h in hits:
-                if h.doc_id not in docs:
-                    continue
-                _ui.plain(f"{h.rank}. {h.doc_id} · {h.section} (BM25 score {h.score:.2f})", testid=f"qs-hit-{h.rank}")
-                got = selector(
-                    data={"text": docs[h.doc_id].text[h.start : h.end], "base": h.start, "mark": None},
-                    key=f"qs_hit_{config}_{h.doc_id}_{h.start}",
-                    on_selection_change=lambda: None,
-                )
-                sel = getattr(got, "selection", None)
-                if sel and isinstance(sel, dict):
-                    ss["qs_sel"] = (h.doc_id, int(sel["start"]), int(sel["end"]))
-                    ss["qs_pending"] = look
-                    ss["qs_triage"][look] = "answer in the corpus"
-                    ss.setdefault("qs_triage_set", {})[look] = "answer in the corpus"
-                    st.rerun()
+
+def _remove_ood(query: str) -> None:
+    ss["qs_ood"] = [o for o in ss["qs_ood"] if o.query != query]
+
+
+_triage.draw(
+    store,
+    triage_name,
+    who,
+    run_id=ctx.run_id if source == "run" else None,
+    docs=docs,
+    selector=selector,
+    add_ood=_add_ood,
+    remove_ood=_remove_ood,
+)
 
 # --- the draft, coverage, save ----------------------------------------------------------------
 st.subheader("The set")
@@ -396,7 +350,7 @@ if items:
 if ood:
     st.dataframe([{"id": o.query_id, "kind": o.kind, "query": o.query} for o in ood], hide_index=True)
 if items:
-    invalid = rq.not_resolving(corpus, items)
+    invalid = _ui.cached(rq.not_resolving, corpus, tuple(items))
     if invalid:
         st.error(f"{len(invalid)} item(s) do not resolve in this corpus; a run on it lists and excludes them:")
         _ui.plain(
@@ -405,7 +359,7 @@ if items:
         )
         st.dataframe(invalid, hide_index=True)
     with st.expander("Coverage: documents and sections without a question"):
-        st.dataframe(rq.coverage(corpus, items), hide_index=True)
+        st.dataframe(_ui.cached(rq.coverage, corpus, tuple(items)), hide_index=True)
 
 note = st.text_input("Note for this version", key="qs_note")
 

@@ -9,17 +9,31 @@ Shareable: ``/traffic?run_id=RUN&config=E/dense``.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-import altair as alt
 import streamlit as st
 
 from evalcore import authors
+from evalcore.figures import traffic_charts
 from evalcore.read import claims
 from evalcore.read import traffic as reads
 from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
 from evalcore_app.screens import _ui
+
+NO_LABEL = "no label"
+LABEL_CHOICES = ["answerable", "off-topic", NO_LABEL]
+
+
+def _choice(row: Any) -> str:
+    """A borderline query as the labelling form lists it: text, gate value, what the gate does,
+    its label now and who gave it."""
+    verdict = "refused" if row.refused else "answered"
+    now = f"labelled {row.label}" if isinstance(row.label, str) else "no label"
+    by = f" by {row.labelled_by}" if isinstance(row.labelled_by, str) else ""
+    return f"{row.text[:100]} · gate {row.gate_value:.4f} ({verdict}) · {now}{by}"
+
 
 ctx = _ui.sidebar()
 store = _ui.store()
@@ -44,21 +58,14 @@ threshold, source = _ui.threshold_state(ctx)
 _ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
 unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
 step = timedelta(days=1 if unit == "day" else 7)
-frame = _ui.cached(reads.periods, store, ctx.run_id, config, step, threshold)
+frame, volume, refused_share = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
 
 st.subheader("Volume and refused share")
-shown = frame.assign(period=frame["start"].dt.strftime("%Y-%m-%d"))
-base = alt.Chart(shown).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
-volume = base.mark_bar(color="#4c78a8").encode(
-    y=alt.Y("queries:Q", title="queries"), tooltip=["period", "queries", "refused"]
-)
-band = base.mark_errorbar(color="#e45756").encode(
-    y=alt.Y("refused_low:Q", title="refused share (95% Wilson)", scale=alt.Scale(domain=[0, 1])), y2="refused_high:Q"
-)
-point = base.mark_point(color="#e45756", filled=True).encode(y="refused_share:Q", tooltip=["period", "refused_share"])
 cols = st.columns(2)
-cols[0].altair_chart(volume.properties(height=220), theme=None, width="stretch")
-cols[1].altair_chart((band + point).properties(height=220), theme=None, width="stretch")
+with cols[0]:
+    st.vega_lite_chart(volume, theme=None, width="stretch")
+with cols[1]:
+    st.vega_lite_chart(refused_share, theme=None, width="stretch")
 
 st.subheader("Drift")
 st.caption(
@@ -70,10 +77,7 @@ for row in frame[frame["drifted"]].to_dict("records"):
     st.warning(reads.drift_sentence(row), icon=":material/trending_up:")
 if not frame["drifted"].any():
     st.success("No period moved away from the evaluation or from the period before it.")
-table = frame.assign(
-    period=shown["period"],
-    drift=frame["drifted"].map({True: "moved", False: ""}),
-)[
+table = frame.assign(drift=frame["drifted"].map({True: "moved", False: ""}))[
     [
         "period",
         "queries",
@@ -90,27 +94,11 @@ table = frame.assign(
 ]
 st.dataframe(table, hide_index=True, key="traffic-periods")
 
-periods = [p for p, n in zip(shown["period"], frame["queries"], strict=True) if n]
+periods = [p for p, n in zip(frame["period"], frame["queries"], strict=True) if n]
 chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
-dist = _ui.cached(
-    reads.distributions, store, ctx.run_id, config, step, frame.loc[shown["period"] == chosen, "start"].iloc[0]
-)
-hist = (
-    alt.Chart(dist)
-    .transform_bin("bin", "gate_value", bin=alt.Bin(maxbins=30))
-    .transform_joinaggregate(total="count()", groupby=["group"])
-    .transform_aggregate(n="count()", total="max(total)", groupby=["group", "bin", "bin_end"])
-    .transform_calculate(share="datum.n / datum.total")
-    .mark_bar(opacity=0.5)
-    .encode(
-        x=alt.X("bin:Q", title="gate value (smallest top-4 distance)", bin="binned"),
-        x2="bin_end:Q",
-        y=alt.Y("share:Q", title="share of the group", stack=None),
-        color=alt.Color("group:N", title=None),
-    )
-)
-rule = alt.Chart({"values": [{"t": threshold}]}).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
-st.altair_chart((hist + rule).properties(height=240), theme=None, width="stretch")
+start = frame.loc[frame["period"] == chosen, "start"].iloc[0]
+histogram = _ui.cached(traffic_charts.histogram_spec, store, ctx.run_id, config, step, start, threshold)
+st.vega_lite_chart(histogram, theme=None, width="stretch")
 
 st.subheader("Borderline queries")
 band_width = st.slider("Band around t", 0.005, 0.2, 0.05, 0.005, key="traffic_band")
@@ -128,31 +116,50 @@ for row in near.head(15).itertuples():
         label="Open on Query",
         query_params={"run_id": ctx.run_id, "config": config.label, "traffic": row.text_hash},
     )
-if not near.empty:
+labellable = near[near["log_unlabelled"] > 0]
+flash = st.session_state.pop("traffic_flash", None)
+if flash:
+    st.success(flash, icon=":material/label:")
+if not labellable.empty:
     with st.form("traffic-label"):
-        labels = {r.text_hash: r.text[:100] for r in near.itertuples()}
-        pick = st.selectbox("Label a borderline query", list(labels), format_func=labels.get)
-        value = st.radio("Label", ["answerable", "off-topic"], horizontal=True)
+        choices = {r.text_hash: _choice(r) for r in labellable.itertuples()}
+        pick = st.selectbox("Label a borderline query", list(choices), format_func=choices.get)
+        value = st.radio("Label", LABEL_CHOICES, horizontal=True)
         if st.form_submit_button("Save label"):
             target = resolve_target(store, f"{ctx.run_id}:{config.label}")
             who = authors.author_from_headers(st.context.headers)
-            _ui.guarded(lambda: traffic.set_label(store, target, pick, value, who))
-            st.success(f"Labelled {value} (by {authors.shown(who)}).")
+            label = None if value == NO_LABEL else value
+
+            def save() -> bool:
+                traffic.set_label(store, target, pick, label, who)
+                return True
+
+            if _ui.guarded(save):
+                text = str(labellable.loc[labellable["text_hash"] == pick, "text"].iloc[0])
+                said = f"Labelled {value}" if label else "Label removed"
+                st.session_state["traffic_flash"] = f"{said}: {_ui.esc(text[:80])} (by {_ui.esc(authors.shown(who))})."
+                st.rerun()
+elif not near.empty:
+    st.caption("Every borderline query here carries a label from the log (the log's label wins).")
 
 st.subheader("Labelled traffic")
 rates = _ui.cached(reads.labelled_rates, store, ctx.run_id, config, threshold)
 cols = st.columns(2)
-cols[0].markdown(
-    f"**Bluff rate** (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
-    f"evaluation: {rates.evaluation_bluff.text()}"
-)
-cols[1].markdown(
-    f"**Lost rate** (answerable refused) · traffic: {rates.traffic_lost.text()} · "
-    f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}"
-)
+with cols[0]:
+    _ui.plain(
+        f"Bluff rate (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
+        f"evaluation: {rates.evaluation_bluff.text()}",
+        testid="traffic-bluff",
+    )
+with cols[1]:
+    _ui.plain(
+        f"Lost rate (answerable refused) · traffic: {rates.traffic_lost.text()} · "
+        f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}",
+        testid="traffic-lost",
+    )
 st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
-real = _ui.guarded(lambda: _ui.cached(reads.traffic_claim, store, ctx.run_id, config))
-evaluated = _ui.guarded(lambda: _ui.cached(claims.claim_of, store, ctx.run_id, config))
+found = _ui.cached(reads.claims, store, ctx.run_id, config)
+real, evaluated = found.traffic, found.evaluation
 if real is not None:
     _ui.plain(
         f"Threshold claim on the real off-topic queries ({real.n_ood:,} lines): {claims.claim_sentence(real)}",
@@ -162,6 +169,8 @@ if real is not None:
         _ui.plain(
             f"On the evaluation's {evaluated.n_ood} off-topic queries: {claims.claim_sentence(evaluated)}", small=True
         )
+elif found.problem:
+    st.caption(f"No threshold claim on real queries: {_ui.esc(found.problem)}")
 else:
     st.caption("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries.")
 

@@ -10,9 +10,11 @@ def record(case: str, expected: str, observed: str) -> None:
     ROWS.append((case, expected, observed, "held" if expected == observed else "FAILED"))
 
 
-def render() -> list[str]:
+def render(rows: list[tuple[str, str, str, str]] | None = None) -> list[str]:
+    """The table of ``rows`` (default: this process's own)."""
+    rows = ROWS if rows is None else rows
     lines = ["| case | expected | observed | |", "|---|---|---|---|"]
-    lines += [f"| {c} | {e} | {'(same)' if o == e else o} | {r} |" for c, e, o, r in ROWS]
-    held = sum(r == "held" for *_, r in ROWS)
-    lines.append(f"\n{len(ROWS)} cases: {held} held, {len(ROWS) - held} failed")
+    lines += [f"| {c} | {e} | {'(same)' if o == e else o} | {r} |" for c, e, o, r in rows]
+    held = sum(r == "held" for *_, r in rows)
+    lines.append(f"\n{len(rows)} cases: {held} held, {len(rows) - held} failed")
     return lines

@@ -467,7 +467,8 @@ def _truncated(path: Path, base: Path) -> Path:
 
 def _newer(path: Path, base: Path) -> Path:
     shutil.copy(base, path)
-    return _duckdb(path, "INSERT INTO schema_migrations VALUES (9, '0009_future', now())")
+    future = migrations()[-1][0] + 1
+    return _duckdb(path, f"INSERT INTO schema_migrations VALUES ({future}, '{future:04d}_future', now())")
 
 
 NOT_OURS = "a DuckDB database that is not an evalcore run store; refusing to use it (left unchanged)"
@@ -506,7 +507,7 @@ STORES = [
     (
         "store newer than the code",
         _newer,
-        "error: TMP/x.duckdb: this store has schema version 9, newer than "
+        f"error: TMP/x.duckdb: this store has schema version {migrations()[-1][0] + 1}, newer than "
         f"this evalcore knows (schema version {migrations()[-1][0]}); upgrade "
         "evalcore to use it (left unchanged)",
     ),

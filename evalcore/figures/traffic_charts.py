@@ -1,0 +1,86 @@
+"""The Traffic screen's charts (Altair, no streamlit here), returned as Vega-Lite specs: built
+once per stored traffic and cached by the screen, so a warm rerun neither rebuilds nor validates
+an Altair chart (that alone took most of a second a rerun).
+
+- volume and refused share per period (:func:`evalcore.read.traffic.periods`), the share with its
+  95% Wilson interval as an error bar;
+- the gate values of one period beside the evaluation's in-domain and off-topic ones, binned on
+  the read side (:func:`evalcore.traffic.drift.binned_shares`: 30 bins a group, however many
+  queries the period holds), with the threshold as a dashed rule.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from evalcore.records import Configuration
+    from evalcore.store import Store
+
+HEIGHT = 220
+
+
+def period_view(
+    store: Store, run_id: str, configuration: Configuration, period: timedelta, threshold: float, unit: str
+) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
+    """The periods frame (:func:`evalcore.read.traffic.periods`, with a ``period`` label
+    column), the volume chart's spec and the refused share chart's spec."""
+    import altair as alt
+
+    from evalcore.read.traffic import periods
+
+    frame = periods(store, run_id, configuration, period, threshold)
+    shown = frame.assign(period=frame["start"].map(lambda d: f"{d:%Y-%m-%d}"))
+    data = shown[["period", "queries", "refused", "refused_share", "refused_low", "refused_high"]]
+    base = alt.Chart(data).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
+    volume = base.mark_bar(color="#4c78a8").encode(
+        y=alt.Y("queries:Q", title="queries"), tooltip=["period", "queries", "refused"]
+    )
+    band = base.mark_errorbar(color="#e45756").encode(
+        y=alt.Y("refused_low:Q", title="refused share (95% Wilson)", scale=alt.Scale(domain=[0, 1])),
+        y2="refused_high:Q",
+    )
+    point = base.mark_point(color="#e45756", filled=True).encode(
+        y="refused_share:Q", tooltip=["period", alt.Tooltip("refused_share:Q", format=".1%")]
+    )
+    return (
+        shown,
+        volume.properties(height=HEIGHT).to_dict(),
+        (band + point).properties(height=HEIGHT).to_dict(),
+    )
+
+
+def histogram_spec(
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    period: timedelta,
+    start: datetime | None,
+    threshold: float,
+) -> dict[str, Any]:
+    """The binned gate values of the period starting at ``start`` (default: the last) beside
+    the evaluation's, and the threshold."""
+    import altair as alt
+    import pandas as pd
+
+    from evalcore.read.traffic import distributions
+    from evalcore.traffic.drift import binned_shares
+
+    bins = binned_shares(distributions(store, run_id, configuration, period, start))
+    hist = (
+        alt.Chart(bins)
+        .mark_bar(opacity=0.5)
+        .encode(
+            x=alt.X("bin_start:Q", title="gate value (smallest top-4 distance)"),
+            x2="bin_end:Q",
+            y=alt.Y("share:Q", title="share of the group", stack=None),
+            color=alt.Color("group:N", title=None),
+            tooltip=["group", "bin_start", "bin_end", "n", alt.Tooltip("share:Q", format=".1%")],
+        )
+    )
+    rule = alt.Chart(pd.DataFrame({"t": [float(threshold)]})).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
+    spec: dict[str, Any] = (hist + rule).properties(height=240).to_dict()
+    return spec
