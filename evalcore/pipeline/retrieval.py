@@ -223,6 +223,40 @@ def cosine_distances(queries: np.ndarray, chunks: np.ndarray) -> np.ndarray:
 
 
 # -- bm25 --------------------------------------------------------------------------
+
+
+def count_words(
+    texts: Iterable[str], read: Callable[[str], list[str]]
+) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each text's words as ``read`` gives them, counted: (vocabulary in order of first
+    appearance, term ids, their counts, CSR row pointers, words per text). BM25's build and
+    a Ray shard's count both start here."""
+    from array import array
+    from collections import Counter
+
+    import numpy as np
+
+    vocab: dict[str, int] = {}
+    terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
+    for text in texts:
+        toks = read(text)
+        counts = Counter(toks)
+        for term in counts:
+            if term not in vocab:
+                vocab[term] = len(vocab)
+        terms.extend(vocab[term] for term in counts)
+        freqs.extend(counts.values())
+        indptr.append(len(terms))
+        lengths.append(len(toks))
+    return (
+        vocab,
+        np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32),
+        np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32),
+        np.frombuffer(indptr, dtype=np.int64),
+        np.frombuffer(lengths, dtype=np.float64) if len(lengths) else np.zeros(0),
+    )
+
+
 @dataclass
 class BM25:
     """Okapi BM25 over chunk texts as a sparse term x chunk weight matrix.
@@ -247,32 +281,15 @@ class BM25:
         Term ids are given in order of first appearance, so a query's terms are summed in
         the same order whatever the corpus size.
         """
-        from array import array
-        from collections import Counter
 
         import numpy as np
         from scipy import sparse
 
         analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
-        vocab: dict[str, int] = {}
-        terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
-        read = analyze.words  # a stemming analyzer: words now, their stems once at the end
-        for text in texts:
-            toks = read(text)
-            counts = Counter(toks)
-            for term in counts:
-                if term not in vocab:
-                    vocab[term] = len(vocab)
-            terms.extend(vocab[term] for term in counts)
-            freqs.extend(counts.values())
-            indptr.append(len(terms))
-            lengths.append(len(toks))
-        n = len(lengths)
-        lengths_a = np.frombuffer(lengths, dtype=np.float64) if n else np.zeros(0)
+        # a stemming analyzer: words now, their stems once at the end
+        vocab, r, freq, ptr, lengths_a = count_words(texts, analyze.words)
+        n = len(lengths_a)
         avg = float(lengths_a.mean()) if n else 0.0
-        r = np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32)
-        freq = np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32)
-        ptr = np.frombuffer(indptr, dtype=np.int64)
         if analyze.stems:
             vocab, r, freq, ptr = _merge_stems(analyze, vocab, r, freq, ptr)
         df = np.bincount(r, minlength=len(vocab)).astype(np.float64)

@@ -71,32 +71,10 @@ class Shard:
         """Count the words of the shard's texts as ``analyzer`` reads them (before stemming);
         returns the shard's words in order of first appearance (the driver orders them
         globally, as :meth:`BM25.build` numbers terms over the whole corpus)."""
-        from array import array
-        from collections import Counter
+        from evalcore.pipeline.retrieval import Analyzer, count_words
 
-        import numpy as np
-
-        from evalcore.pipeline.retrieval import Analyzer
-
-        read = Analyzer(analyzer).words
-        vocab: dict[str, int] = {}
-        terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
-        for text in self.texts:
-            toks = read(text)
-            counts = Counter(toks)
-            for term in counts:
-                if term not in vocab:
-                    vocab[term] = len(vocab)
-            terms.extend(vocab[term] for term in counts)
-            freqs.extend(counts.values())
-            indptr.append(len(terms))
-            lengths.append(len(toks))
-        self._words[analyzer] = (
-            np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32),
-            np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32),
-            np.frombuffer(indptr, dtype=np.int64),
-            np.frombuffer(lengths, dtype=np.float64) if len(lengths) else np.zeros(0),
-        )
+        vocab, terms, freqs, ptr, lengths = count_words(self.texts, Analyzer(analyzer).words)
+        self._words[analyzer] = (terms, freqs, ptr, lengths)
         return list(vocab)
 
     def terms(self, analyzer: str, to_term: np.ndarray, n_terms: int, stems: bool) -> tuple[np.ndarray, np.ndarray]:
