@@ -196,6 +196,7 @@ def _builtin(
             reranker_path=spec.reranker,
             ray=spec.ray,
             shards=spec.shards,
+            device=spec.device,
         )
         if not inputs.ground_truth.valid_questions:
             raise ConfigError(NO_QUESTION + SEE_VALIDATE)
