@@ -150,10 +150,14 @@ def blas_kernel() -> str:
     except ImportError:
         return "unknown (threadpoolctl is not installed)"
 
-    for info in threadpool_info():
-        if info.get("internal_api") == "openblas":
-            return f"OpenBLAS {info.get('version')} {info.get('architecture')}, {info.get('num_threads')} threads"
-    return "no OpenBLAS"
+    import numpy
+
+    found = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    mine = [i for i in found if "numpy" in str(i.get("filepath", ""))] or found  # numpy's, not scipy's
+    if not mine:
+        return "no OpenBLAS"
+    i = mine[0]
+    return f"OpenBLAS {i.get('version')} {i.get('architecture')}, {i.get('num_threads')} threads (numpy {numpy.__version__})"
 
 
 def analyzer_build(texts: list[str], analyzer: str) -> dict[str, dict[str, float]]:

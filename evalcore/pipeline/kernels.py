@@ -223,18 +223,25 @@ def band_members(row: Any, lo: Any, hi: Any) -> Any:
     idx = np.empty(total, dtype=np.int64)
     owner = np.empty(total, dtype=np.int64)
     got = 0
-    if m <= 5:
+    if m <= 5:  # a pass per band, a piece of 64 values read again only if it holds a member
         for j in range(m):
             if at_least[j] == above[j]:
                 continue
             h = hi[j]
             low = lo[j]
-            for i in range(n):
-                x = row[i]
-                if x >= low and x <= h:
-                    idx[got] = i
-                    owner[got] = j
-                    got += 1
+            for p0 in range(0, n, _PIECE):
+                piece = row[p0 : p0 + _PIECE]
+                c = _ZERO
+                for k in range(piece.shape[0]):
+                    x = piece[k]
+                    c += _ONE if (x >= low) & (x <= h) else _ZERO
+                if c:
+                    for k in range(piece.shape[0]):
+                        x = piece[k]
+                        if x >= low and x <= h:
+                            idx[got] = p0 + k
+                            owner[got] = j
+                            got += 1
         return above, idx[:got], owner[:got]
     gmin = np.float64(lo[0])
     gmax = np.float64(hi[0])
