@@ -157,7 +157,8 @@ def blas_kernel() -> str:
     if not mine:
         return "no OpenBLAS"
     i = mine[0]
-    return f"OpenBLAS {i.get('version')} {i.get('architecture')}, {i.get('num_threads')} threads (numpy {numpy.__version__})"
+    threads = f"{i.get('num_threads')} threads (numpy {numpy.__version__})"
+    return f"OpenBLAS {i.get('version')} {i.get('architecture')}, {threads}"
 
 
 def analyzer_build(texts: list[str], analyzer: str) -> dict[str, dict[str, float]]:

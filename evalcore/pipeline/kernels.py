@@ -320,6 +320,7 @@ def word_ids(
     ids: Any,
     got: int,
     slots: Any,
+    slot_hash: Any,
     offs: Any,
     lens: Any,
     hashes: Any,
@@ -332,8 +333,9 @@ def word_ids(
     words are numbered in order of first appearance.
 
     The vocabulary lives in arrays that persist between calls: ``slots``, an open-addressing
-    table of word ids (-1: empty; a power of two, kept at most half full), and per word its
-    bytes in ``pool`` (``offs``, ``lens``) and its hash. A word matches a slot only when its
+    table of word ids (-1: empty; a power of two, kept at most half full) with each slot's
+    hash beside it (``slot_hash``: a probe reads no per-word array until the hashes match),
+    and per word its bytes in ``pool`` (``offs``, ``lens``) and its hash. A word matches a slot only when its
     bytes equal the stored ones, so the numbering is exact whatever the hashes. When a new word
     does not fit, the pass stops before it; the caller grows the arrays and calls again.
     Returns (position reached, ids written, words, pool bytes used, 1 if stopped to grow)."""
@@ -362,7 +364,7 @@ def word_ids(
         found = -1
         while slots[s] >= 0:
             w = slots[s]
-            if hashes[w] == h and lens[w] == size:
+            if slot_hash[s] == h and lens[w] == size:
                 o = offs[w]
                 k = 0
                 while k < size and pool[o + k] == buf[a + k]:
@@ -381,6 +383,7 @@ def word_ids(
             hashes[n_words] = h
             used += size
             slots[s] = n_words
+            slot_hash[s] = h
             found = n_words
             n_words += 1
         ids[got] = found
@@ -390,15 +393,18 @@ def word_ids(
 
 @njit(**_JIT)  # type: ignore[untyped-decorator]
 def word_slots(hashes: Any, n_words: int, size: int) -> Any:
-    """A new open-addressing table of ``size`` slots holding words ``0 .. n_words - 1``."""
+    """A new open-addressing table of ``size`` slots holding words ``0 .. n_words - 1``, and
+    each slot's hash."""
     slots = np.full(size, -1, dtype=np.int64)
+    slot_hash = np.zeros(size, dtype=np.uint64)
     mask = size - 1
     for w in range(n_words):
         t = _slot(hashes[w], size)
         while slots[t] >= 0:
             t = (t + 1) & mask
         slots[t] = w
-    return slots
+        slot_hash[t] = hashes[w]
+    return slots, slot_hash
 
 
 @njit(**_JIT)  # type: ignore[untyped-decorator]

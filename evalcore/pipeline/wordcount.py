@@ -57,6 +57,8 @@ class _Words:
         import numpy as np
 
         self.slots = np.full(1 << 16, -1, dtype=np.int64)
+        self.slot_hash = np.zeros(1 << 16, dtype=np.uint64)
+        self.ids_buffer = np.empty(0, dtype=np.int64)
         self.offs = np.zeros(1 << 14, dtype=np.int64)
         self.lens = np.zeros(1 << 14, dtype=np.int64)
         self.hashes = np.zeros(1 << 14, dtype=np.uint64)
@@ -70,11 +72,24 @@ class _Words:
         from evalcore.pipeline import kernels
 
         buf = np.frombuffer(data, dtype=np.uint8)
-        ids = np.empty(len(buf), dtype=np.int64)  # a word or a separator: one byte at least
+        if len(self.ids_buffer) < len(buf):  # a word or a separator: one byte at least
+            self.ids_buffer = np.empty(2 * len(buf), dtype=np.int64)
+        ids = self.ids_buffer
         at, got = 0, 0
         while True:
             at, got, self.n, self.used, full = kernels.word_ids(
-                buf, at, ids, got, self.slots, self.offs, self.lens, self.hashes, self.pool, self.n, self.used
+                buf,
+                at,
+                ids,
+                got,
+                self.slots,
+                self.slot_hash,
+                self.offs,
+                self.lens,
+                self.hashes,
+                self.pool,
+                self.n,
+                self.used,
             )
             if not full:
                 return ids[:got]
@@ -83,7 +98,7 @@ class _Words:
                     np.concatenate([a, np.zeros_like(a)]) for a in (self.offs, self.lens, self.hashes)
                 )
             if 2 * (self.n + 1) > len(self.slots):
-                self.slots = kernels.word_slots(self.hashes, self.n, 2 * len(self.slots))
+                self.slots, self.slot_hash = kernels.word_slots(self.hashes, self.n, 2 * len(self.slots))
             if self.used + len(buf) > len(self.pool):
                 self.pool = np.concatenate([self.pool, np.zeros(max(len(self.pool), len(buf)), dtype=np.uint8)])
 
