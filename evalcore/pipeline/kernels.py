@@ -490,3 +490,51 @@ def levels_of(values: Any, lo: float, scale: float, size: int) -> Any:
     """The level of each value, as the kernels compute it (numpy, for a few values)."""
     k = (np.asarray(values, dtype=np.float64) - lo) * scale
     return np.clip(k, 0.0, float(size - 1)).astype(np.int64)
+
+
+def warm() -> None:
+    """Load every kernel a run uses, with the argument types it uses them with (compiled on a
+    machine's first run, read from numba's cache afterwards: about half a second of loading,
+    which a run does in a thread while it embeds, instead of at its first query)."""
+    f32, f64, i32, i64 = np.float32, np.float64, np.int32, np.int64
+    row32, row64 = np.zeros(64, dtype=f32), np.zeros(64, dtype=f64)
+    ids = np.arange(3, dtype=i64)
+    exact_sims(np.zeros(8, dtype=f64), np.zeros((4, 8), dtype=f32), ids)
+    for row in (row32, row64):
+        select_ge(row, f64(0.5))
+        level_counts(row, 0.0, 1.0, 1024)
+    count_above(row64, 0.0)
+    band = np.zeros(1, dtype=f32)
+    band_members(row32, band, band)
+    band_members(row32, np.zeros(8, dtype=f32), np.zeros(8, dtype=f32))
+    score_beats(row64, np.zeros(1, dtype=f64), ids[:1])
+    level_members(np.zeros(64, dtype=np.uint16), np.zeros(1024, dtype=np.bool_))
+    indptr32 = np.zeros(2, dtype=i32)
+    bm25_row(indptr32, np.zeros(0, dtype=i32), np.zeros(0, dtype=f64), ids[:1] * 0, np.ones(1, dtype=f64), 4)
+    bm25_postings(
+        np.zeros(0, dtype=i32),
+        np.zeros(0, dtype=i32),
+        np.zeros(2, dtype=i64),
+        np.zeros(1, dtype=f64),
+        np.zeros(1, dtype=f64),
+        1.2,
+        1,
+        indptr32,
+        np.zeros(0, dtype=i32),
+        np.zeros(0, dtype=f64),
+    )
+    slots, slot_hash = word_slots(np.zeros(1, dtype=np.uint64), 0, 4)
+    word_ids(
+        np.frombuffer(b"a b\x00", dtype=np.uint8),
+        0,
+        np.zeros(4, dtype=i64),
+        0,
+        slots,
+        slot_hash,
+        np.zeros(4, dtype=i64),
+        np.zeros(4, dtype=i64),
+        np.zeros(4, dtype=np.uint64),
+        np.zeros(16, dtype=np.uint8),
+        0,
+        0,
+    )
