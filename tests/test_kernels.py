@@ -90,6 +90,18 @@ def test_bm25_rows_equal_the_sparse_product():
         assert np.array_equal(index.row(q), sparse[i])
 
 
+def test_the_word_table_is_res_word_class():
+    """An analyzer's words are ``\\w+`` runs: the table the compiled pass reads says, for every
+    code point, what Python's ``re`` says."""
+    import re
+
+    from evalcore.pipeline.wordcount import _word_table
+
+    table = _word_table()
+    word = re.compile(r"\w")
+    assert all(bool(word.fullmatch(chr(c))) == table[c] for c in range(0x110000))
+
+
 def reference_count(texts, analyzer):
     """The count BM25's build made before it was batched: text by text, a Counter each."""
     vocab, terms, freqs, ptr, lengths = {}, [], [], [0], []

@@ -523,6 +523,7 @@ def warm() -> None:
         np.zeros(0, dtype=i32),
         np.zeros(0, dtype=f64),
     )
+    word_characters(np.frombuffer(b"a b\x00", dtype=np.uint8), np.ones(0x80, dtype=np.bool_))
     slots, slot_hash = word_slots(np.zeros(1, dtype=np.uint64), 0, 4)
     word_ids(
         np.frombuffer(b"a b\x00", dtype=np.uint8),
@@ -538,3 +539,35 @@ def warm() -> None:
         0,
         0,
     )
+
+
+@njit(**_JIT)  # type: ignore[untyped-decorator]
+def word_characters(buf: Any, is_word: Any) -> Any:
+    """``buf`` (UTF-8, lone surrogates passed through) with every byte of a character that is
+    no word character (``is_word[code point]`` false: not ``\\w``) made a space; NUL bytes stay.
+    A word is then a run of bytes other than space, as :func:`word_ids` reads them."""
+    n = buf.shape[0]
+    out = np.empty(n, dtype=np.uint8)
+    i = 0
+    while i < n:
+        b = np.int64(buf[i])
+        if b < 0x80:
+            size = 1
+            cp = b
+        elif b < 0xE0:
+            size = 2
+            cp = b & 0x1F
+        elif b < 0xF0:
+            size = 3
+            cp = b & 0x0F
+        else:
+            size = 4
+            cp = b & 0x07
+        size = min(size, n - i)
+        for k in range(1, size):
+            cp = (cp << 6) | (np.int64(buf[i + k]) & 0x3F)
+        keep = b == 0 or (cp < is_word.shape[0] and is_word[cp])
+        for k in range(size):
+            out[i + k] = buf[i + k] if keep else np.uint8(32)
+        i += size
+    return out
