@@ -72,6 +72,21 @@ _MANY = 8  # from this many chunks at once, their bounds come from the row's lev
 _LEVELS = 1 << 16  # levels of a row (at most; fewer for short rows)
 
 
+def _bounds(
+    above: np.ndarray, at_least: np.ndarray, ids: np.ndarray, known: dict[int, int]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Rank bounds from counts: ``above[j]`` chunks surely beat chunk ``ids[j]`` and at most
+    ``at_least[j]`` (the chunk itself among them) can; a rank counted before is both bounds."""
+    import numpy as np
+
+    low, high = (above + 1).astype(np.int64), np.asarray(at_least).astype(np.int64)
+    for j, x in enumerate(ids.tolist()):
+        r = known.get(x)
+        if r is not None:
+            low[j] = high[j] = r
+    return low, high
+
+
 class _Levels:
     """A row's values counted by level in one compiled pass (:func:`kernels.level_counts`): a
     value's level is monotone in it, so the values in levels above a value's level are above
@@ -261,12 +276,7 @@ class DenseRow:
         else:
             lo, hi = self._band(self.sims(ids), self.eps + _DELTA)
             above, at_least = kernels.band_counts(self.row, lo, hi)
-        low, high = (above + 1).astype(np.int64), at_least.astype(np.int64)
-        for j, x in enumerate(ids.tolist()):
-            r = self._ranks.get(x)
-            if r is not None:
-                low[j] = high[j] = r
-        return low, high
+        return _bounds(above, at_least, ids, self._ranks)
 
     def head_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) possible rank of each chunk from the head alone (no pass over the
@@ -407,12 +417,7 @@ class BM25Row:
             self._levels = _Levels(self.row)
         s = self.score(ids)
         above, at_least = self._levels.bounds(s, s)
-        low, high = (above + 1).astype(np.int64), at_least.astype(np.int64)
-        for j, x in enumerate(ids.tolist()):
-            known = self._ranks.get(x)
-            if known is not None:
-                low[j] = high[j] = known
-        return low, high
+        return _bounds(above, at_least, ids, self._ranks)
 
     def _head_pos(self, ids: NDArray[np.intp]) -> NDArray[np.int64]:
         """1-based position of each of ``ids`` in the head (0 where absent)."""
