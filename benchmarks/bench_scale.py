@@ -242,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     stages = {k: round(v, 2) for k, v in scored.clock.items()}
     stages["frames"] = round(seconds - sum(scored.clock.values()), 2)
-    scan = scored.clock.get("vector_scan") or scored.clock.get("shard_scan") or float("nan")
-    dense_rate = 2.0 * args.chunks * qvec.shape[1] * args.queries / scan / 1e9
+    scan = scored.clock.get("vector_scan")  # a sharded run's scan holds BM25 too: no dense rate
+    dense_rate = 2.0 * args.chunks * qvec.shape[1] * args.queries / scan / 1e9 if scan else float("nan")
     inputs = scored.clock.get("vector_scan", 0.0) + scored.clock.get("bm25", 0.0)
     builds = analyzer_build(list(texts()), args.analyzer) if args.analyzer else {}
     print(
@@ -259,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
                 "stage_seconds": stages,
                 "sgemm_limit_gflops": round(limit, 1),
                 "openblas_kernel": blas_kernel(),
-                "dense_scan_gflops": round(dense_rate, 1),
-                "dense_scan_ratio": round(dense_rate / limit, 3),
+                "dense_scan_gflops": round(dense_rate, 1) if scan else None,
+                "dense_scan_ratio": round(dense_rate / limit, 3) if scan else None,
                 "fusion_share": round(scored.clock["fusion"] / inputs, 3)
                 if "fusion" in scored.clock and inputs
                 else None,
