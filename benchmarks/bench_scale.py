@@ -6,7 +6,18 @@
 Prints one JSON line {"chunks", "queries", "seconds", "cpu_seconds", "load_average_before",
 "peak_rss_mb", ...}: the seconds (wall, and CPU: the steadier figure on a shared machine) of
 ``evalcore.pipeline.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
-first correct ranks, top 20 hits as result frames) and the process's peak resident memory.
+first correct ranks, top 20 hits as result frames) and the process's peak resident memory;
+``stage_seconds`` splits them (``bm25_build``, ``vector_scan``: the dense matrix products and
+the dense rows, ``bm25``, ``fusion``; ``frames``: the result and hit frames, the rest).
+
+The machine's limit is measured in the same run, before the work: ``sgemm_limit_gflops``, the
+best single-precision matrix multiply rate of numpy here (OpenBLAS picking its own kernel: a
+child process with ``OPENBLAS_CORETYPE`` and ``OPENBLAS_L2_SIZE`` unset, as
+``bench_embed.py`` measures it). ``dense_scan_ratio`` is the dense stage's rate (``2 x chunks
+x dim`` FLOPs per query over ``vector_scan`` seconds) against it; ``openblas_kernel`` is the
+kernel this process's numpy runs (a machine that forces an older one through those variables
+slows the work, not the limit: unset them for this command to compare like with like).
+``fusion_share`` is the fusion stage over dense and bm25 together.
 Then (``--analyzer english``, the default; ``--analyzer ""`` skips it) the BM25 index built
 twice over the same chunk texts held in a list, as a run holds them: with the chapter's
 tokenizer and with the analyzer (``bm25:english``: Unicode words, each stemmed once), and
@@ -120,8 +131,8 @@ def make(n: int, q: int, seed: int = 7, stream: bool = False):
 
     def texts():
         for _, ids in chunk_words(n, seed):
-            for row in ids:
-                yield " ".join(vocab[w] for w in row)
+            for row in ids.tolist():
+                yield " ".join(map(vocab.__getitem__, row))
 
     if stream:
 
@@ -130,6 +141,24 @@ def make(n: int, q: int, seed: int = 7, stream: bool = False):
 
         return blocks, qvec, qtexts, correct, n_in, texts
     return cvec, qvec, qtexts, correct, n_in, texts
+
+
+def blas_kernel() -> str:
+    """The OpenBLAS kernel this process's numpy runs (threadpoolctl), or what runs instead."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown (threadpoolctl is not installed)"
+
+    import numpy
+
+    found = [i for i in threadpool_info() if i.get("internal_api") == "openblas"]
+    mine = [i for i in found if "numpy" in str(i.get("filepath", ""))] or found  # numpy's, not scipy's
+    if not mine:
+        return "no OpenBLAS"
+    i = mine[0]
+    threads = f"{i.get('num_threads')} threads (numpy {numpy.__version__})"
+    return f"OpenBLAS {i.get('version')} {i.get('architecture')}, {threads}"
 
 
 def analyzer_build(texts: list[str], analyzer: str) -> dict[str, dict[str, float]]:
@@ -161,8 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shards", type=int, default=None, help="with --ray: Ray actors, one shard each")
     args = p.parse_args(argv)
     import numpy as np
+    from bench_embed import numpy_rate
 
+    from evalcore.pipeline.ranking import workers
     from evalcore.pipeline.scoring import score_queries
+
+    limit = numpy_rate(3) / 1e9  # before anything else runs: the machine's best sgemm rate
 
     cvec, qvec, qtexts, correct, n_in, texts = make(args.chunks, args.queries, stream=bool(args.ray))
     qids = [f"q{i}" for i in range(args.queries)]
@@ -207,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         for retr, part in frame.groupby("retriever"):
             ranks.setdefault(retr, []).append(part["first_correct_rank"].dropna().to_numpy(dtype=np.int64))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    stages = {k: round(v, 2) for k, v in scored.clock.items()}
+    stages["frames"] = round(seconds - sum(scored.clock.values()), 2)
+    scan = scored.clock.get("vector_scan")  # a sharded run's scan holds BM25 too: no dense rate
+    dense_rate = 2.0 * args.chunks * qvec.shape[1] * args.queries / scan / 1e9 if scan else float("nan")
+    inputs = scored.clock.get("vector_scan", 0.0) + scored.clock.get("bm25", 0.0)
     builds = analyzer_build(list(texts()), args.analyzer) if args.analyzer else {}
     print(
         json.dumps(
@@ -218,7 +256,15 @@ def main(argv: list[str] | None = None) -> int:
                 "load_average_before": round(load, 2),
                 "peak_rss_mb": round(peak, 1),
                 **sharding,
-                "stage_seconds": {k: round(v, 2) for k, v in scored.clock.items()},
+                "stage_seconds": stages,
+                "sgemm_limit_gflops": round(limit, 1),
+                "openblas_kernel": blas_kernel(),
+                "dense_scan_gflops": round(dense_rate, 1) if scan else None,
+                "dense_scan_ratio": round(dense_rate / limit, 3) if scan else None,
+                "fusion_share": round(scored.clock["fusion"] / inputs, 3)
+                if "fusion" in scored.clock and inputs
+                else None,
+                "threads": workers(),
                 "median_first_rank": {k: float(np.median(np.concatenate(v))) for k, v in ranks.items()},
                 "recall@20": {k: round(float(np.mean(np.concatenate(v) <= 20)) * 0.8, 3) for k, v in ranks.items()},
                 **builds,

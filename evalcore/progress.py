@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STORE_EVERY = 0.5  # seconds between two progress writes to the store (stage ends always written)
+SPACING = 25  # a write within a stage waits at least this many times the last write's duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +143,10 @@ class BarProgress:
 class StoreProgress:
     """Writes the stage text with counts and the overall fraction to the run's row: at each
     stage start, at most every ``interval`` seconds while it runs, and at its end. Best
-    effort with a short lock timeout: a busy store delays a progress bar, never a run."""
+    effort with a short lock timeout: a busy store delays a progress bar, never a run. A write
+    opens the store file (tens of milliseconds), so writes within a stage are also kept at
+    least :data:`SPACING` times the last write's duration apart: they take at most a few per
+    cent of a run, however slow the disk."""
 
     def __init__(self, store: Store, run_id: str, interval: float = STORE_EVERY) -> None:
         from evalcore.store import Store as _Store
@@ -153,6 +157,7 @@ class StoreProgress:
         self.done = 0
         self.writes = 0
         self._last = float("-inf")
+        self._took = 0.0  # the last write's seconds
 
     def _write(self) -> None:
         if self.current is None:
@@ -163,6 +168,7 @@ class StoreProgress:
             self.writes += 1
         except EvalcoreError:
             log.debug("progress update failed", exc_info=True)
+        self._took = time.monotonic() - self._last
 
     def stage(self, stage: Stage) -> None:
         self.current, self.done = stage, 0
@@ -171,7 +177,8 @@ class StoreProgress:
     def advance(self, n: int = 1) -> None:
         self.done += n
         total = self.current.total if self.current else 0
-        if time.monotonic() - self._last >= self.interval or self.done >= total:
+        wait = max(self.interval, SPACING * self._took)
+        if time.monotonic() - self._last >= wait or self.done >= total:
             self._write()
 
     def close(self) -> None:

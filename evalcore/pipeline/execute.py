@@ -18,6 +18,8 @@ from evalcore.errors import ConfigError, RunInterrupted
 from evalcore.pipeline.spec import RunSpec
 
 if TYPE_CHECKING:
+    from threading import Thread
+
     from evalcore.external.live import LiveResult
     from evalcore.inputs.qsets import QuestionSet
     from evalcore.pipeline.embedding import Embedder
@@ -140,6 +142,25 @@ def embedders(spec: RunSpec) -> list[Embedder]:
     return loaded
 
 
+def _warm_kernels() -> Thread:
+    """:func:`evalcore.pipeline.kernels.warm` in a thread, started now (a failure there only
+    leaves the loading to the first query)."""
+    import logging
+    import threading
+
+    def warm() -> None:
+        try:
+            from evalcore.pipeline import kernels
+
+            kernels.warm()
+        except Exception:
+            logging.getLogger(__name__).debug("warming the kernels failed", exc_info=True)
+
+    thread = threading.Thread(target=warm, name="evalcore-kernels", daemon=True)
+    thread.start()
+    return thread
+
+
 class _Loading:
     """:func:`embedders` of a spec in a thread, started now: importing the runtime and
     compiling the model (about a second) overlap reading the corpus and the questions. Its
@@ -196,6 +217,7 @@ def _builtin(
             reranker_path=spec.reranker,
             ray=spec.ray,
             shards=spec.shards,
+            device=spec.device,
         )
         if not inputs.ground_truth.valid_questions:
             raise ConfigError(NO_QUESTION + SEE_VALIDATE)
@@ -206,9 +228,13 @@ def _builtin(
         if loading is not None:  # never left running in native code while the process exits
             loading.wait()
         raise
-    models = embedders(spec) if loading is None else loading.result()
-    step("running")
-    return run_evaluation(request, store, models, progress=progress, cancelled=cancelled, run_id=run_id)
+    warming = _warm_kernels()  # retrieval's compiled kernels load while the model embeds
+    try:
+        models = embedders(spec) if loading is None else loading.result()
+        step("running")
+        return run_evaluation(request, store, models, progress=progress, cancelled=cancelled, run_id=run_id)
+    finally:
+        warming.join()  # never left compiling in native code while the process exits
 
 
 def _endpoint(

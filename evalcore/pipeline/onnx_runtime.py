@@ -49,6 +49,7 @@ Feeds = dict[str, "np.ndarray"]  # the model's named int64 input matrices
 
 FORMAT = "1"  # bump when the export or its files change
 TOKEN_BUDGET = 4096  # tokens per batch (padded)
+STREAM_TOKEN_BUDGET = 1024  # tokens per batch when each core runs its own batch (OpenVINO streams)
 WINDOW_TEXTS = 2048  # texts tokenised at a time (in a thread, while the model runs)
 FIRST_WINDOW = 256  # texts in the first window
 AHEAD = 2  # batches tokenised and padded ahead of the model
@@ -246,6 +247,7 @@ class OnnxModel:
         threads = self.threads or _cores()
         # the runtimes are untyped: a feed of named int64 matrices in, the embedding matrix out
         self._run: Callable[[dict[str, np.ndarray]], np.ndarray]
+        self._streams: Any = None  # OpenVINO's queue of infer requests, one per stream
         if self.backend == "openvino":
             import openvino as ov
 
@@ -254,13 +256,24 @@ class OnnxModel:
                 core.set_property({"CACHE_DIR": str(self.folder / "openvino")})
             except Exception:
                 log.debug("no OpenVINO model cache", exc_info=True)
+            # one stream per core, each a batch at a time on one thread: small matrices keep a
+            # core busier than one batch split over every core (measured: docs/SCALE.md)
             compiled = core.compile_model(
                 str(self.folder / "model.onnx"),
                 "CPU",
-                {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY"},
+                {
+                    "INFERENCE_PRECISION_HINT": "f32",
+                    "INFERENCE_NUM_THREADS": threads,
+                    "PERFORMANCE_HINT": "THROUGHPUT",
+                    "NUM_STREAMS": threads,
+                },
             )
             request = compiled.create_infer_request()
             self._run = lambda feeds: request.infer(feeds)[0]
+            if threads > 1:
+                self._streams = ov.AsyncInferQueue(compiled, threads)
+                if self.token_budget == TOKEN_BUDGET:
+                    self.token_budget = STREAM_TOKEN_BUDGET
         else:
             import onnxruntime as ort
 
@@ -332,7 +345,9 @@ class OnnxModel:
         """(positions in ``texts``, their L2-normalised float32 vectors) per batch, as the
         model makes them. A producer thread tokenises and pads the next batches while the
         model runs this one (the tokenizers library and both runtimes release the GIL), at
-        most :data:`AHEAD` batches ahead; closing the iterator stops it."""
+        most :data:`AHEAD` batches ahead; with OpenVINO's streams each core runs a batch of its
+        own, and a batch is yielded when it completes (not always in order). Closing the
+        iterator stops it."""
         import queue
 
         import numpy as np
@@ -360,20 +375,39 @@ class OnnxModel:
 
         producer = threading.Thread(target=produce, name="evalcore-tokenise", daemon=True)
         producer.start()
+        streams = self._streams
+        finished: queue.SimpleQueue[tuple[np.ndarray, np.ndarray]] = queue.SimpleQueue()
+        if streams is not None:  # each request's output is copied out as it completes
+            streams.set_callback(lambda req, where: finished.put((where, req.get_output_tensor(0).data.copy())))
+
+        def normalised(where: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            vecs = np.asarray(out, dtype=np.float32)
+            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+            np.divide(vecs, np.maximum(norms, 1e-12), out=vecs)
+            return where, vecs
+
         try:
             while True:
                 item = ready.get()
                 if item is None:
-                    return
+                    break
                 if isinstance(item, BaseException):
                     raise item
                 where, feeds = item
-                vecs = np.asarray(self._run(feeds), dtype=np.float32)
-                norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-                np.divide(vecs, np.maximum(norms, 1e-12), out=vecs)
-                yield where, vecs
+                if streams is None:
+                    yield normalised(where, self._run(feeds))
+                    continue
+                streams.start_async(feeds, where)  # waits for an idle stream
+                while not finished.empty():
+                    yield normalised(*finished.get())
+            if streams is not None:
+                streams.wait_all()
+                while not finished.empty():
+                    yield normalised(*finished.get())
         finally:
             stop.set()
+            if streams is not None:
+                streams.wait_all()  # no request left running on a buffer of this call
             producer.join()
 
     def count_pieces(self, texts: Sequence[str]) -> list[int]:

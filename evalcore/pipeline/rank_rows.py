@@ -2,16 +2,19 @@
 and 5): :class:`DenseRow` from its float32 screening row (decided in float64 within the
 screening band, see :mod:`evalcore.pipeline.ranking`), :class:`BM25Row` from its scores.
 
-Each row keeps a head (its top, sorted: exact ranks and bounds near the top with a search)
-and, once several ranks deep in the row are asked at once, its levels: the values cut into
-up to 2**20 levels by a monotone map, counted with one bincount. A value in a level above
-a threshold's level is above the threshold, so the chunks beating a chunk are the levels
-above its band's top level plus those of its band's levels that beat it in float64 (found
-for every asked chunk in one lookup pass): the same count as a pass over the row."""
+Each row keeps a head (its top, sorted: exact ranks and bounds near the top with a search).
+A rank deep in a row is counted by a compiled pass over the row (:mod:`evalcore.pipeline.kernels`),
+all the ranks a query asks at once in one blocked pass: the row is read from memory once and
+compared with every asked value from the cache. A dense rank counts the chunks above the
+chunk's screening band and decides the band's own chunks in float64; its bounds (the counts
+above the band and from its bottom up) need no float64 at all. Every pass releases the GIL.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from evalcore.pipeline import kernels
 
 if TYPE_CHECKING:
     import numpy as np
@@ -19,24 +22,27 @@ if TYPE_CHECKING:
 
 _DELTA = 1e-12  # separates two float64 similarities enough that 1 - s orders them strictly
 _SAMPLE = 8192  # sample size used to guess a top-n threshold on long rows
-_BATCH = 2  # from this many ranks asked at once outside a head, count them by levels
-_ROWS = 8192  # chunk vectors copied to float64 at once by exact_similarities
-_PAIRS = 1 << 21  # (asked chunk, level member) pairs compared at once: bounds the temporaries
 
 
 def exact_similarities(q64: np.ndarray, vectors: np.ndarray, ids: np.ndarray) -> NDArray[np.float64]:
     """float64 dot products of ``q64`` with ``vectors[ids]``, the same bits for a pair
-    whatever else is asked with it (products are exact; numpy's pairwise sum along a
-    contiguous row does not depend on the row's neighbours or alignment)."""
+    whatever else is asked with it: exact products summed in numpy's pairwise order (the
+    bits of ``(vectors[ids].astype(float64) * q64).sum(axis=1)``)."""
     import numpy as np
 
-    if np.ndim(ids) == 1 and len(ids) > _ROWS:  # a slice at a time: float64 copies stay small
-        return np.concatenate([exact_similarities(q64, vectors, ids[a : a + _ROWS]) for a in range(0, len(ids), _ROWS)])
-    rows = np.asarray(vectors[ids], dtype=np.float64)
-    if rows.ndim == 1:
-        rows = rows.reshape(1, -1)
-    sims: NDArray[np.float64] = np.multiply(rows, q64, out=rows).sum(axis=1)
-    return sims
+    ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+    q = np.ascontiguousarray(q64, dtype=np.float64)
+    if (
+        getattr(vectors, "dtype", None) == np.float32
+        and getattr(vectors, "ndim", 0) == 2
+        and q.size <= kernels.PAIRWISE_MAX
+    ):
+        v = vectors if vectors.flags.c_contiguous else np.ascontiguousarray(vectors)
+        out: NDArray[np.float64] = kernels.exact_sims(q, v, ids)
+        return out
+    rows = np.asarray(vectors[ids], dtype=np.float64).reshape(len(ids), -1)
+    sums: NDArray[np.float64] = np.multiply(rows, q, out=rows).sum(axis=1)
+    return sums
 
 
 def _threshold_candidates(values: np.ndarray, n: int, margin: float) -> NDArray[np.intp]:
@@ -52,26 +58,99 @@ def _threshold_candidates(values: np.ndarray, n: int, margin: float) -> NDArray[
         sample = values[::step]
         want = min(len(sample), int(n * len(sample) / size * 4) + 16)
         guess = np.float64(np.partition(sample, len(sample) - want)[len(sample) - want])
-        idx = np.flatnonzero(values >= guess - margin)
+        idx = kernels.select_ge(values, guess - margin)
         vals = values[idx]
         if np.count_nonzero(vals >= guess) >= n:  # the guess is below the true n-th value
             kth = np.float64(np.partition(vals, len(vals) - n)[len(vals) - n])
-            return idx[vals >= kth - margin]
+            out: NDArray[np.intp] = idx[vals >= kth - margin]
+            return out
     kth = np.float64(np.partition(values, size - n)[size - n])
-    return np.flatnonzero(values >= kth - margin)
+    return kernels.select_ge(values, kth - margin)  # type: ignore[no-any-return]
+
+
+_MANY = 8  # from this many chunks at once, their bounds come from the row's levels
+_LEVELS = 1 << 16  # levels of a row (at most; fewer for short rows)
+
+
+def _bounds(
+    above: np.ndarray, at_least: np.ndarray, ids: np.ndarray, known: dict[int, int]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Rank bounds from counts: ``above[j]`` chunks surely beat chunk ``ids[j]`` and at most
+    ``at_least[j]`` (the chunk itself among them) can; a rank counted before is both bounds."""
+    import numpy as np
+
+    low, high = (above + 1).astype(np.int64), np.asarray(at_least).astype(np.int64)
+    for j, x in enumerate(ids.tolist()):
+        r = known.get(x)
+        if r is not None:
+            low[j] = high[j] = r
+    return low, high
+
+
+class _Levels:
+    """A row's values counted by level in one compiled pass (:func:`kernels.level_counts`): a
+    value's level is monotone in it, so the values in levels above a value's level are above
+    it and those below are below; ``above[k]`` counts the values in levels above ``k``."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        import numpy as np
+
+        self.values = values
+        self.n = len(values)
+        self.size = int(min(_LEVELS, max(1 << 10, self.n // 8)))
+        lo, hi = (float(values.min()), float(values.max())) if self.n else (0.0, 0.0)
+        self.lo = lo
+        self.scale = (self.size - 1) / (hi - lo) if hi > lo else 0.0
+        counts, self.keys = kernels.level_counts(values, self.lo, self.scale, self.size)
+        self.above: NDArray[np.int64] = self.n - np.cumsum(counts)
+
+    def level(self, v: np.ndarray) -> NDArray[np.int64]:
+        out: NDArray[np.int64] = kernels.levels_of(v, self.lo, self.scale, self.size)
+        return out
+
+    def at_least(self, k: np.ndarray) -> NDArray[np.int64]:
+        """Number of values whose level is ``k`` or above."""
+        import numpy as np
+
+        out: NDArray[np.int64] = np.where(k > 0, self.above[np.maximum(k - 1, 0)], self.n)
+        return out
+
+    def bounds(self, lo: np.ndarray, hi: np.ndarray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(values surely above ``hi``, values possibly at or above ``lo``) for each pair."""
+        return self.above[self.level(hi)], self.at_least(self.level(lo))
+
+    def members(self, lo: np.ndarray, hi: np.ndarray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(positions, levels) of the values in the levels of any range [lo[j], hi[j]], in one pass."""
+        import numpy as np
+
+        k_lo, k_hi = self.level(lo), self.level(hi)
+        edge = np.zeros(self.size + 1, dtype=np.int64)
+        np.add.at(edge, k_lo, 1)
+        np.add.at(edge, k_hi + 1, -1)
+        wanted = np.cumsum(edge[:-1]) > 0
+        idx, keys = kernels.level_members(self.keys, wanted)
+        return idx, keys
 
 
 class DenseRow:
     """The exact dense order of one query over all chunks, from its float32 screening row."""
 
     def __init__(self, row32: np.ndarray, q64: np.ndarray, vectors: np.ndarray, eps: float) -> None:
+        import numpy as np
+
         self.row = row32
-        self.q64 = q64
+        self.q64 = np.ascontiguousarray(q64, dtype=np.float64)
         self.vectors = vectors
         self.eps = eps
         self.n = len(row32)
         self._head: _DenseHead | None = None
         self._levels: _Levels | None = None
+        self._ranks: dict[int, int] = {}  # exact ranks already counted
+
+    def levels(self) -> _Levels:
+        if self._levels is None:
+            self._levels = _Levels(self.row)
+        return self._levels
 
     def sims(self, ids: np.ndarray) -> np.ndarray:
         return exact_similarities(self.q64, self.vectors, ids)
@@ -83,18 +162,26 @@ class DenseRow:
         """The first ``n`` chunks of the order (ids, distances)."""
         import numpy as np
 
-        idx = _threshold_candidates(self.row, n, 2 * self.eps + _DELTA)
+        margin = 2 * self.eps + _DELTA
+        h = self._head
+        if h is not None and min(h.depth, len(h.asc)) >= n > 0:
+            # the head holds every value at or above the n-th largest minus the margin
+            kth = np.float64(h.asc[len(h.asc) - n])
+            idx = h.ids[h.asc >= kth - margin]
+        else:
+            idx = _threshold_candidates(self.row, n, margin)
         d = self.dist(idx)
         order = np.lexsort((idx, d))[:n]
         return idx[order], d[order]
 
-    def _band(self, centre: np.ndarray, wide: float) -> tuple[np.float32, np.float32]:
+    def _band(self, centre: np.ndarray, wide: float) -> tuple[np.ndarray, np.ndarray]:
         """float32 bounds enclosing [centre - wide, centre + wide] (one step wider each way),
         so the row is compared in float32 without copying it."""
         import numpy as np
 
-        lo = np.nextafter(np.float32(centre - wide), np.float32(-np.inf))
-        hi = np.nextafter(np.float32(centre + wide), np.float32(np.inf))
+        c = np.asarray(centre, dtype=np.float64)
+        lo = np.nextafter((c - wide).astype(np.float32), np.float32(-np.inf))
+        hi = np.nextafter((c + wide).astype(np.float32), np.float32(np.inf))
         return lo, hi
 
     def head(self, depth: int, size: int = 0) -> _DenseHead:
@@ -110,54 +197,86 @@ class DenseRow:
 
     def rank(self, ids: np.ndarray) -> np.ndarray:
         """1-based rank of each chunk in ``ids``: a chunk whose band lies in the head is
-        counted there (a search and the band's float64 similarities), any other by one
-        counting pass over the row. Both count the same chunks."""
+        counted there (a search and the band's float64 similarities), all the others by one
+        blocked counting pass over the row. Each counts the same chunks."""
         import numpy as np
 
         ids = np.asarray(ids, dtype=np.int64)
-        d = self.dist(ids)
-        s = 1.0 - d
         out = np.empty(len(ids), dtype=np.int64)
-        h = self._head
-        far: list[int] = []
-        for i, (x, dx, sx) in enumerate(zip(ids, d, s, strict=True)):
-            lo, hi = self._band(sx, self.eps + _DELTA)
-            if h is not None and lo >= h.floor:
-                out[i] = h.rank(self, int(x), dx, lo, hi)
-            else:
-                far.append(i)
-        if len(far) >= _BATCH or (far and self._levels is not None):
-            self._rank_by_levels(ids, d, s, np.array(far, dtype=np.int64), out)
+        known = self._ranks
+        todo = [i for i, x in enumerate(ids.tolist()) if x not in known]
+        for i, x in enumerate(ids.tolist()):
+            if x in known:
+                out[i] = known[x]
+        if not todo:
             return out
-        for i in far:
-            x, dx = ids[i], d[i]
-            lo, hi = self._band(s[i], self.eps + _DELTA)
-            sure = int(np.count_nonzero(self.row > hi))  # exactly above: float32 error < eps
-            band = np.flatnonzero((self.row >= lo) & (self.row <= hi))
-            db = self.dist(band)
-            out[i] = sure + int(np.count_nonzero((db < dx) | ((db == dx) & (band < x)))) + 1
+        want = np.array(todo, dtype=np.int64)
+        x_ids = ids[want]
+        d = self.dist(x_ids)
+        s = 1.0 - d
+        lo, hi = self._band(s, self.eps + _DELTA)
+        h = self._head
+        in_head = (lo >= h.floor) if h is not None else np.zeros(len(want), dtype=bool)
+        far: list[int] = []
+        for j in range(len(want)):
+            if in_head[j]:
+                assert h is not None
+                out[want[j]] = h.rank(self, int(x_ids[j]), float(d[j]), lo[j], hi[j])
+            else:
+                far.append(j)
+        if far:
+            f = np.array(far, dtype=np.int64)
+            out[want[f]] = self._count(x_ids[f], d[f], lo[f], hi[f])
+        for j in range(len(want)):
+            known[int(x_ids[j])] = int(out[want[j]])
         return out
 
-    def _rank_by_levels(self, ids: np.ndarray, d: np.ndarray, s: np.ndarray, far: np.ndarray, out: np.ndarray) -> None:
-        """The ranks of ``ids[far]`` counted from the row's levels: the chunks in levels above
-        a band's top level beat the chunk exactly; those in the band's levels are decided in
-        float64 (a superset of the band, found for every chunk in one lookup pass)."""
+    def _count(self, x: np.ndarray, d: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> NDArray[np.int64]:
+        """Exact ranks by one pass over the row: the chunks above each band beat the chunk
+        exactly; the band's own chunks are decided by their float64 distances. With the row's
+        levels, the chunks in levels above a band's top level are counted from them and only
+        the band's levels are read (else a blocked pass counts and collects, see kernels)."""
         import numpy as np
 
-        if self._levels is None:
-            self._levels = _Levels(self.row)
-        lv = self._levels
-        bands = [self._band(s[i], self.eps + _DELTA) for i in far]
-        k_lo = lv.level(np.array([b[0] for b in bands], dtype=np.float32))
-        k_hi = lv.level(np.array([b[1] for b in bands], dtype=np.float32))
-        idx, keys = lv.members(k_lo, k_hi)
-        d_all = self.dist(idx)
-        step = max(1, _PAIRS // max(1, len(idx)))  # (chunks x members) pairs at a time
-        for a in range(0, len(far), step):
-            f, lo_, hi_ = far[a : a + step], k_lo[a : a + step, None], k_hi[a : a + step, None]
-            x, dx = ids[f][:, None], d[f][:, None]
-            beat = (keys >= lo_) & (keys <= hi_) & ((d_all < dx) | ((d_all == dx) & (idx < x)))
-            out[f] = lv.above[k_hi[a : a + step]] + np.count_nonzero(beat, axis=1) + 1
+        if self._levels is None and len(x) < _MANY:
+            above, idx, owner = kernels.band_members(self.row, lo, hi)
+        else:
+            lv = self.levels()
+            idx_all, keys = lv.members(lo, hi)
+            v = self.row[idx_all]
+            k_lo, k_hi = lv.level(lo), lv.level(hi)
+            above = lv.above[k_hi].copy()
+            parts, owners = [], []
+            for j in range(len(x)):
+                sel = (keys >= k_lo[j]) & (keys <= k_hi[j])
+                vj, ij = v[sel], idx_all[sel]
+                above[j] += int(np.count_nonzero(vj > hi[j]))
+                band = ij[(vj >= lo[j]) & (vj <= hi[j])]
+                parts.append(band)
+                owners.append(np.full(len(band), j, dtype=np.int64))
+            idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+            owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+        db = self.dist(idx)
+        beat = (db < d[owner]) | ((db == d[owner]) & (idx < x[owner]))
+        counted: NDArray[np.int64] = above + np.bincount(owner[beat], minlength=len(x)) + 1
+        return counted
+
+    def narrow_bounds(self, ids: np.ndarray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(lowest, highest) possible rank of each chunk by one counting pass and no float64
+        beyond each chunk's own similarity: the chunks above its screening band beat it, and
+        only those from the band's bottom up can (the chunk itself among them). Many chunks
+        at once are bounded from the row's levels (the band's levels widen it a little)."""
+        import numpy as np
+
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) >= _MANY:
+            v = self.row[ids].astype(np.float64)
+            lo, hi = self._band(v, 2 * self.eps + _DELTA)  # around the float32 value: no float64
+            above, at_least = self.levels().bounds(lo, hi)
+        else:
+            lo, hi = self._band(self.sims(ids), self.eps + _DELTA)
+            above, at_least = kernels.band_counts(self.row, lo, hi)
+        return _bounds(above, at_least, ids, self._ranks)
 
     def head_bounds(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) possible rank of each chunk from the head alone (no pass over the
@@ -172,45 +291,6 @@ class DenseRow:
         lo = size - np.searchsorted(h.asc, v + wide, side="right") + 1
         hi = np.where(v - wide >= h.floor, size - np.searchsorted(h.asc, v - wide, side="left"), self.n)
         return lo.astype(np.int64), hi.astype(np.int64)
-
-
-class _Levels:
-    """A row's values cut into levels by a monotone float map (v - min) * scale, in the
-    row's own dtype (one pass and one bincount): the count of values in the levels above
-    any level is then known, and a value above a threshold's level is above the threshold."""
-
-    def __init__(self, values: np.ndarray) -> None:
-        import numpy as np
-
-        self.values = values
-        self.size = int(min(1 << 20, max(1 << 12, len(values) // 4)))
-        kind = values.dtype.type
-        lo, hi = (values.min(), values.max()) if len(values) else (kind(0), kind(0))
-        self.lo = kind(lo)
-        self.scale = kind((self.size - 1) / (float(hi) - float(lo))) if hi > lo else kind(0)
-        self.key = self.level(values)
-        self.above: NDArray[np.int64] = len(values) - np.cumsum(np.bincount(self.key, minlength=self.size))
-
-    def level(self, v: np.ndarray) -> NDArray[np.intp]:
-        """The level of each value (monotone: a larger value never gets a lower level)."""
-        import numpy as np
-
-        k = np.subtract(np.asarray(v, dtype=self.values.dtype), self.lo)
-        k *= self.scale
-        np.clip(k, 0, self.size - 1, out=k)
-        out: NDArray[np.intp] = k.astype(np.intp)
-        return out
-
-    def members(self, k_lo: np.ndarray, k_hi: np.ndarray) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
-        """(positions, levels) of the values in any level range [k_lo[j], k_hi[j]], in one pass."""
-        import numpy as np
-
-        edge = np.zeros(self.size + 1, dtype=np.int64)
-        np.add.at(edge, k_lo, 1)
-        np.add.at(edge, k_hi + 1, -1)
-        wanted = np.cumsum(edge[:-1]) > 0
-        idx = np.flatnonzero(wanted[self.key])
-        return idx, self.key[idx]
 
 
 class _DenseHead:
@@ -263,16 +343,13 @@ class BM25Row:
     (descending, ties by chunk order), then every other chunk in chunk order."""
 
     def __init__(self, row: NDArray[np.float64]) -> None:
-        import numpy as np
-
         self.row = row  # score of every chunk (0: shares no term)
-        self.ids = np.flatnonzero(row > 0)  # matched chunks, by id
-        self.scores = row[self.ids]
         self.n = len(row)
-        self.m = len(self.ids)
+        self.m = kernels.count_above(row, 0.0)  # chunks sharing a term with the query
+        self._levels: _Levels | None = None
         self._head: NDArray[np.intp] | None = None  # the first matched chunks, in order
         self._head_by_id: tuple[NDArray[np.intp], NDArray[np.intp]] | None = None
-        self._levels: _Levels | None = None
+        self._ranks: dict[int, int] = {}  # exact ranks already counted
 
     def score(self, ids: NDArray[np.intp]) -> NDArray[np.float64]:
         """BM25 score of each chunk (0.0 for a chunk sharing no term)."""
@@ -281,15 +358,24 @@ class BM25Row:
     def matched(self, ids: NDArray[np.intp]) -> NDArray[np.bool_]:
         return self.row[ids] > 0
 
-    def top_matched(self, n: int) -> NDArray[np.intp]:
-        """The first ``min(n, m)`` matched chunks, in order."""
+    def _ordered(self, want: int) -> NDArray[np.intp]:
+        """Every matched chunk scoring at least the ``want``-th best matched score (all of
+        them when fewer match), in order: score descending, then chunk id."""
         import numpy as np
 
+        if self.m <= want:
+            idx = kernels.select_ge(self.row, np.nextafter(0.0, 1.0))
+        else:  # the want-th best score is positive, so the threshold keeps matched chunks only
+            idx = _threshold_candidates(self.row, want, 0.0)
+        order = np.lexsort((idx, -self.row[idx]))
+        out: NDArray[np.intp] = idx[order]
+        return out
+
+    def top_matched(self, n: int) -> NDArray[np.intp]:
+        """The first ``min(n, m)`` matched chunks, in order."""
         if self._head is not None and len(self._head) >= min(n, self.m):
             return self._head[:n]
-        idx = _threshold_candidates(self.scores, n, 0.0)
-        order = np.lexsort((self.ids[idx], -self.scores[idx]))[:n]
-        return self.ids[idx[order]]
+        return self._ordered(n)[:n]
 
     def head(self, depth: int) -> NDArray[np.intp]:
         """Every matched chunk scoring at least the ``depth``-th best score, in order (so
@@ -299,9 +385,7 @@ class BM25Row:
         h = self._head
         if h is None or (len(h) < min(depth, self.m)):
             want = depth if h is None else max(depth, 4 * len(h))
-            idx = _threshold_candidates(self.scores, min(want, self.m), 0.0)
-            order = np.lexsort((self.ids[idx], -self.scores[idx]))
-            h = self._head = self.ids[idx[order]]
+            h = self._head = self._ordered(min(want, self.m))
             by_id = np.argsort(h)
             self._head_by_id = (h[by_id], by_id)
         return h
@@ -317,6 +401,23 @@ class BM25Row:
         lo = np.where(pos > 0, pos, size + 1).astype(np.int64)
         hi = np.where(pos > 0, pos, max(self.m, 1)).astype(np.int64)
         return lo, hi
+
+    def narrow_bounds(self, ids: NDArray[np.intp]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(lowest, highest) possible rank of each matched chunk of ``ids``: a few are ranked
+        exactly (a BM25 rank costs one blocked counting pass, the price of its bounds); many
+        at once are bounded from the row's levels (one pass): the chunks in levels above its
+        score's level beat it, those below do not."""
+        import numpy as np
+
+        ids = np.asarray(ids, dtype=np.int64)
+        if len(ids) < _MANY:
+            r = self.rank(ids)
+            return r, r.copy()
+        if self._levels is None:
+            self._levels = _Levels(self.row)
+        s = self.score(ids)
+        above, at_least = self._levels.bounds(s, s)
+        return _bounds(above, at_least, ids, self._ranks)
 
     def _head_pos(self, ids: NDArray[np.intp]) -> NDArray[np.int64]:
         """1-based position of each of ``ids`` in the head (0 where absent)."""
@@ -342,43 +443,24 @@ class BM25Row:
         return np.concatenate([head, rest])
 
     def rank(self, ids: np.ndarray) -> np.ndarray:
-        """1-based rank of each chunk in ``ids`` (one counting pass each)."""
+        """1-based rank of each chunk in ``ids``: a head position, a rank counted before, or
+        (all the others at once) one blocked counting pass over the row. An unmatched chunk
+        ranks after the ``m`` matched ones, in chunk order."""
         import numpy as np
 
         ids = np.asarray(ids, dtype=np.int64)
         s = self.score(ids)
-        is_m = self.matched(ids)
-        out = np.empty(len(ids), dtype=np.int64)
-        known = self._head_pos(ids) if self._head_by_id is not None else np.zeros(len(ids), dtype=np.int64)
-        deep = np.flatnonzero((known == 0) & is_m)
-        if len(deep) >= _BATCH or (len(deep) and self._levels is not None):
-            self._rank_by_levels(ids, s, deep, out)
-            known[deep] = out[deep]
-        for i, (x, sx, mx) in enumerate(zip(ids, s, is_m, strict=True)):
-            if known[i]:  # in the head (its position there) or counted by levels
-                out[i] = known[i]
-                continue
-            before = int(np.searchsorted(self.ids, x))  # matched chunks with a smaller id
-            if mx:
-                out[i] = int(np.count_nonzero(self.scores > sx) + np.count_nonzero(self.scores[:before] == sx)) + 1
-            else:
-                out[i] = self.m + int(x) - before + 1
+        out = self._head_pos(ids) if self._head_by_id is not None else np.zeros(len(ids), dtype=np.int64)
+        for i, x in enumerate(ids.tolist()):
+            r = self._ranks.get(x)
+            if r is not None:
+                out[i] = r
+        todo = np.flatnonzero(out == 0)
+        if not len(todo):
+            return out
+        # the chunks scoring more, and those scoring the same with a smaller id; an unmatched
+        # chunk (score 0) thus ranks after the m matched ones, then by id among the rest
+        out[todo] = kernels.score_beats(self.row, s[todo], ids[todo]) + 1
+        for i in todo.tolist():
+            self._ranks[int(ids[i])] = int(out[i])
         return out
-
-    def _rank_by_levels(self, ids: np.ndarray, s: np.ndarray, which: np.ndarray, out: np.ndarray) -> None:
-        """Ranks of the matched chunks ``ids[which]``: the scores in levels above a chunk's
-        level beat it; those sharing its level are compared exactly (ties by chunk order)."""
-        import numpy as np
-
-        if self._levels is None:
-            self._levels = _Levels(self.scores)
-        lv = self._levels
-        k = lv.level(s[which])
-        idx, keys = lv.members(k, k)
-        sc, other = self.scores[idx], self.ids[idx]
-        step = max(1, _PAIRS // max(1, len(idx)))  # (chunks x members) pairs at a time
-        for a in range(0, len(which), step):
-            w, kw = which[a : a + step], k[a : a + step]
-            sw, xw = s[w][:, None], ids[w][:, None]
-            beat = (keys == kw[:, None]) & ((sc > sw) | ((sc == sw) & (other < xw)))
-            out[w] = lv.above[kw] + np.count_nonzero(beat, axis=1) + 1

@@ -16,191 +16,40 @@ and equal vectors tie exactly (then chunk order decides). Distances are ``1 - si
 float64 and orders compare those distances, as the full sort did.
 
 Hybrid (RRF of the dense order and the BM25 order of the chunks sharing a term with the
-query) is decided from the two orders' heads, never from a full sort: the dense head is
-the float32 row's top (about 1,000 chunks, sorted; it bounds the rank of any chunk and
-counts it exactly where the chunk's band lies inside), the BM25 head the exactly ordered
-top of the matched scores. A chunk outside both top-``D`` lists fuses to at most
-``2 / (61 + D)``, which for ``D = 2K + 60`` is below the K-th best fused score, so the top
-K lie among the candidates of depth D; the first correct chunk (fused score ``f*``) is
-beaten only by chunks of dense or BM25 rank at most ``R``, the largest rank with
-``2 / (60 + R) >= f*``, so those are counted among the candidates of depth R. A
-candidate's ranks start as bounds and are made exact only where they do not decide; a
-rank deep in a row is counted from the row's levels (see :mod:`evalcore.pipeline.rank_rows`),
-every undecided candidate of a query in one batch.
+query) is decided from the two orders' heads and rank counts (:mod:`evalcore.pipeline.fusion`).
 
-One query's exact dense and BM25 orders are :mod:`evalcore.pipeline.rank_rows`; this module
-fuses and reranks them and ranks a block of queries (:func:`rank_block`).
+One query's exact dense and BM25 orders are :mod:`evalcore.pipeline.rank_rows`, their fusion
+:mod:`evalcore.pipeline.fusion`; this module screens a block of queries, works on its queries
+a group at a time on several threads, and reranks (:func:`rank_block`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evalcore.pipeline.fusion import Hybrid
 from evalcore.pipeline.rank_rows import BM25Row, DenseRow
-from evalcore.pipeline.retrieval import BM25, RERANK_DEPTH, RRF_K, retriever_name
+from evalcore.pipeline.retrieval import BM25, RERANK_DEPTH, retriever_name
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-BLOCK_BYTES = 256 * 2**20  # the float32 screening scores of one block of queries
+#: the float32 screening scores of one block of queries: 256 queries up to a million chunks
+#: (a matrix product of 256 queries runs near the machine's limit; one of 64 at half of it)
+BLOCK_BYTES = 2**30
+#: the float32 screening scores of one block on a shard (which also holds its BM25 rows)
+SHARD_BLOCK_BYTES = 256 * 2**20
+_SLICE = 16384  # chunks multiplied at once: the product's output stays in the cache
 
 
 def block_queries(n_chunks: int, budget: int = BLOCK_BYTES, cap: int = 256) -> int:
     """Queries per block so that a block's float32 scores fit in ``budget`` bytes."""
     return max(1, min(cap, budget // max(1, 4 * n_chunks)))
-
-
-def _positions(order: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """1-based position of each of ``ids`` in ``order`` (0 where absent)."""
-    import numpy as np
-
-    if not len(order):
-        return np.zeros(len(ids), dtype=np.int64)
-    by_id = np.argsort(order)
-    pos = np.minimum(np.searchsorted(order[by_id], ids), len(order) - 1)
-    found = order[by_id][pos] == ids
-    return np.where(found, by_id[pos] + 1, 0).astype(np.int64)
-
-
-def _rrf(rank: np.ndarray | int, k: int = RRF_K) -> NDArray[np.float64]:
-    """1 / (k + rank) in float64, as ``retrieval.rrf_scores`` computes it."""
-    import numpy as np
-
-    return 1.0 / (k + np.asarray(rank, dtype=np.float64))
-
-
-class _Hybrid:
-    """RRF of a dense and a BM25 order for one query, decided from the two orders' heads.
-
-    Candidates are every chunk that may rank within a depth in either order (the dense
-    head's float32 bounds, the BM25 head's exact ranks); each carries bounds on its two
-    ranks, made exact (:meth:`_resolve`) only where they do not decide."""
-
-    def __init__(self, dense: DenseRow, bm: BM25Row, k_top: int) -> None:
-        n = dense.n
-        self.dense, self.bm = dense, bm
-        self.depth = min(n, 2 * k_top + RRF_K)
-        # heads deeper than the candidates' depth keep most rank bounds tight
-        deep = min(n, max(8 * self.depth, 1024))
-        dense.head(self.depth, deep)
-        bm.head(deep)
-        self._take(self._candidates(self.depth))
-
-    def _candidates(self, depth: int) -> NDArray[np.int64]:
-        """Every chunk whose dense or BM25 rank may be <= ``depth`` (a superset), by id."""
-        import numpy as np
-
-        h = self.dense.head(depth)
-        lo, _ = self.dense.head_bounds(h.ids)
-        out: NDArray[np.int64] = np.union1d(h.ids[lo <= depth], self.bm.head(depth)[:depth])
-        return out
-
-    def _take(self, cand: NDArray[np.int64]) -> None:
-        self.cand = cand
-        self.matched = self.bm.matched(cand)
-        self.rd_lo, self.rd_hi = self.dense.head_bounds(cand)
-        self.rb_lo, self.rb_hi = self.bm.rank_bounds(cand)
-
-    def _fused(self, rd: np.ndarray, rb: np.ndarray, matched: np.ndarray) -> NDArray[np.float64]:
-        import numpy as np
-
-        return _rrf(rd) + np.where(matched, _rrf(np.maximum(rb, 1)), 0.0)
-
-    def _bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        hi = self._fused(self.rd_lo, self.rb_lo, self.matched)
-        lo = self._fused(self.rd_hi, self.rb_hi, self.matched)
-        return lo, hi
-
-    def _tighten(self) -> None:
-        """Intersect every candidate's rank bounds with the (deepened) heads' bounds."""
-        import numpy as np
-
-        lo, hi = self.dense.head_bounds(self.cand)
-        self.rd_lo, self.rd_hi = np.maximum(self.rd_lo, lo), np.minimum(self.rd_hi, hi)
-        lo, hi = self.bm.rank_bounds(self.cand)
-        self.rb_lo, self.rb_hi = np.maximum(self.rb_lo, lo), np.minimum(self.rb_hi, hi)
-
-    def _resolve(self, which: np.ndarray) -> None:
-        """Make the ranks of candidates ``which`` (indices into cand) exact (from the heads,
-        else from the rows' levels, see :mod:`evalcore.pipeline.rank_rows`)."""
-
-        dense, bm = self.dense, self.bm
-        d_open = which[self.rd_lo[which] != self.rd_hi[which]]
-        b_open = which[self.matched[which] & (self.rb_lo[which] != self.rb_hi[which])]
-        if len(d_open):
-            r = dense.rank(self.cand[d_open])
-            self.rd_lo[d_open] = r
-            self.rd_hi[d_open] = r
-        if len(b_open):
-            r = bm.rank(self.cand[b_open])
-            self.rb_lo[b_open] = r
-            self.rb_hi[b_open] = r
-
-    def top(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The first ``k`` chunks of the fused order (ids, fused scores).
-
-        The top ``k`` lie among the candidates of depth ``2k + 60``: a chunk below that
-        depth in both orders fuses to at most ``2 / (61 + depth)``, less than the dense
-        top ``k`` chunks' ``1 / (60 + k)`` each."""
-        import numpy as np
-
-        k = min(k, len(self.cand))
-        while True:
-            lo, hi = self._bounds()
-            kth = np.partition(lo, len(lo) - k)[len(lo) - k]
-            live = np.flatnonzero(hi >= kth)
-            open_ = live[lo[live] != hi[live]]
-            if not len(open_):
-                break
-            # every undecided live candidate at once: one batch of counts per order
-            self._resolve(open_)
-        fused = lo[live]
-        order = np.lexsort((self.cand[live], -fused))[:k]
-        return self.cand[live][order], fused[order]
-
-    def fused_exact(self, ids: np.ndarray) -> np.ndarray:
-        """Exact fused score of arbitrary chunks (exact dense and BM25 ranks)."""
-        import numpy as np
-
-        ids = np.asarray(ids, dtype=np.int64)
-        rd = self.dense.rank(ids)
-        m = self.bm.matched(ids)
-        rb = np.where(m, self.bm.rank(ids), 1)
-        return self._fused(rd, rb, m)
-
-    def first_rank(self, correct: np.ndarray) -> tuple[int, int]:
-        """(1-based rank, chunk id) of the best-placed correct chunk (after :meth:`top`).
-
-        A chunk beating fused score ``f*`` has a dense or BM25 rank of at most ``R``, the
-        largest rank with ``2 / (60 + R) >= f*`` (below ``R`` in both orders it fuses to
-        less), so it is a candidate of depth ``R``: the chunks beating the best correct
-        one are counted among those, from their rank bounds, exact only where undecided."""
-        import numpy as np
-
-        f = self.fused_exact(correct)
-        best = np.lexsort((correct, -f))[0]
-        c_star, f_star = int(correct[best]), float(f[best])
-        n = self.dense.n
-        r = max(0, min(n, int(2.0 / f_star) - RRF_K))
-        while r + 1 <= n and 2 * _rrf(r + 1) >= f_star:
-            r += 1
-        while r >= 1 and not 2 * _rrf(r) >= f_star:
-            r -= 1
-        if r > self.depth:  # deeper than the top's candidates: a wider set
-            self._take(self._candidates(r))
-            self.depth = r
-        others = self.cand != c_star
-        while True:
-            lo, hi = self._bounds()
-            beats_lo = others & ((lo > f_star) | ((lo == f_star) & (self.cand < c_star)))
-            beats_hi = others & ((hi > f_star) | ((hi == f_star) & (self.cand < c_star)))
-            open_ = np.flatnonzero(beats_lo != beats_hi)
-            if not len(open_):
-                return int(np.count_nonzero(beats_lo)) + 1, c_star
-            self._resolve(open_)
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +103,106 @@ def max_norm(vectors: np.ndarray, block: int = 65536) -> float:
     return float(np.sqrt(best))
 
 
+def workers() -> int:
+    """Threads that work on the queries of a block at once: the cores this process may use
+    (``EVALCORE_THREADS`` overrides); the row kernels release the GIL."""
+    import os
+
+    env = os.environ.get("EVALCORE_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+_POOL: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool(n: int) -> ThreadPoolExecutor:
+    """One shared pool of ``n`` threads (made on first use, kept for the process)."""
+    with _POOL_LOCK:
+        pool = _POOL.get(n)
+        if pool is None:
+            pool = _POOL[n] = ThreadPoolExecutor(n, thread_name_prefix="evalcore-rank")
+        return pool
+
+
+_POOL_LOCK = threading.Lock()
+_GROUP = 8  # queries worked on together, stage by stage (their BM25 rows are held at once)
+
+
+def screen(q32: np.ndarray, cvec: np.ndarray, out: np.ndarray | None = None) -> NDArray[np.float32]:
+    """``q32 @ cvec.T`` in float32, a slice of chunks at a time (the same error bound: each
+    value is one float32 dot product), into ``out`` when given (its first rows)."""
+    import numpy as np
+
+    if out is None:
+        out = np.empty((len(q32), len(cvec)), dtype=np.float32)
+    else:
+        out = out[: len(q32)]
+    for a in range(0, len(cvec), _SLICE):
+        b = min(len(cvec), a + _SLICE)
+        np.matmul(q32, cvec[a:b].T, out=out[:, a:b])
+    return out
+
+
+class NumpyScreen:
+    """:func:`screen` into one buffer kept from block to block: a fresh gigabyte would cost the
+    system's zeroed pages at every block (a fifth of the product's time at a million chunks).
+    A block's scores are overwritten by the next block's."""
+
+    def __init__(self) -> None:
+        self.buffer: np.ndarray | None = None
+
+    def __call__(self, q32: np.ndarray, cvec: np.ndarray) -> NDArray[np.float32]:
+        import numpy as np
+
+        b = self.buffer
+        if b is None or b.shape[0] < len(q32) or b.shape[1] != len(cvec):
+            b = self.buffer = np.empty((len(q32), len(cvec)), dtype=np.float32)
+        return screen(q32, cvec, b)
+
+
+class TorchScreen:
+    """The screening's matrix products on a torch device (a CUDA GPU): the chunk vectors are
+    copied there once, each block's float32 scores come back. TF32 is off, so each score is a
+    float32 dot product of the 384 products, whatever order the GPU sums them in: within the
+    same bound ``eps`` as on the CPU, and every decision is then made in float64 on the CPU as
+    before, so the figures are the same."""
+
+    def __init__(self, cvec: np.ndarray, device: str) -> None:
+        import numpy as np
+        import torch
+
+        self.torch = torch
+        self.device = torch.device(device)
+        self.chunks = torch.from_numpy(np.ascontiguousarray(cvec, dtype=np.float32)).to(self.device)
+
+    def __call__(self, q32: np.ndarray, cvec: np.ndarray) -> NDArray[np.float32]:
+        import numpy as np
+
+        torch = self.torch
+        with torch.no_grad():
+            old = torch.backends.cuda.matmul.allow_tf32
+            torch.backends.cuda.matmul.allow_tf32 = False
+            try:
+                q = torch.from_numpy(np.ascontiguousarray(q32)).to(self.device)
+                out: NDArray[np.float32] = (q @ self.chunks.T).cpu().numpy()
+            finally:
+                torch.backends.cuda.matmul.allow_tf32 = old
+        return out
+
+
+def screener(cvec: np.ndarray, device: str = "cpu") -> Callable[[np.ndarray, np.ndarray], NDArray[np.float32]]:
+    """How the blocks' float32 scores are made: :class:`NumpyScreen` on the CPU, or
+    :class:`TorchScreen` on ``device`` (``cuda``, ``cuda:1``)."""
+    if device == "cpu":
+        return NumpyScreen()
+    return TorchScreen(cvec, device)
+
+
 def rank_block(
     qvec: np.ndarray,
     cvec: np.ndarray,
@@ -266,6 +215,8 @@ def rank_block(
     rerank: Callable[[int, np.ndarray], Sequence[float]] | None = None,
     cmax: float | None = None,
     clock: dict[str, float] | None = None,
+    threads: int | None = None,
+    screening: Callable[[np.ndarray, np.ndarray], NDArray[np.float32]] | None = None,
 ) -> dict[str, Ranked]:
     """Top hits and first correct rank of a block of queries under each retriever.
 
@@ -273,8 +224,14 @@ def rank_block(
     ``correct[i]`` the chunk ids correct for query i (empty: none). ``bm25`` is one index
     (its analyzer's retrievers: ``bm25``, ``hybrid``, ``rerank`` or ``bm25:german``, ...) or
     one per analyzer (``{"": chapter's, "german": ...}``). ``rerank(i, ids)`` scores a
-    hybrid head of query i with the cross-encoder. Memory: one float32 row per query of the
-    block, and one float64 BM25 row at a time.
+    hybrid head of query i with the cross-encoder (called from this thread, in query order).
+
+    The queries are worked on in groups of 8, stage by stage (dense, then each analyzer's
+    BM25, then its fusion), each stage on ``threads`` threads at once (default
+    :func:`workers`); ``clock`` is charged each stage's wall time. ``screening`` makes the
+    block's float32 scores (:func:`screener`; default :func:`screen`, numpy). Every query's answer is
+    computed on its own, so it does not depend on the threads. Memory: one float32 row per
+    query of the block, and the float64 BM25 rows of one group.
     """
     import time
 
@@ -282,6 +239,7 @@ def rank_block(
 
     clock = clock if clock is not None else {}
     tick = time.perf_counter
+    n_threads = workers() if threads is None else max(1, threads)
 
     def charge(stage: str, since: float) -> float:
         now = tick()
@@ -294,7 +252,8 @@ def rank_block(
     q64 = q32.astype(np.float64)
     cmax = max_norm(cvec) if cmax is None else cmax
     eps = screening_error(q32, cmax)
-    scores32 = q32 @ np.asarray(cvec).T  # (nb, n) float32: the block's one large buffer
+    cvec = np.asarray(cvec)
+    scores32 = (screening or screen)(q32, cvec)  # (nb, n) float32: the block's one large buffer
     top = min(top, n)
     indexes: Mapping[str, BM25] = {} if bm25 is None else {bm25.analyzer.name: bm25} if isinstance(bm25, BM25) else bm25
     out = {name: _Collect(nb, top) for name in retrievers if name == "dense"}
@@ -312,9 +271,15 @@ def rank_block(
         if want_rr and nhy not in out:
             out["\0" + nhy] = _Collect(nb, top)  # a private hybrid the rerank reads
         plans.append((index, nb25, nhy, nrr, want_hy, want_rr))
-    t = charge("vector_scan", t)
-    for i in range(nb):
-        row = DenseRow(scores32[i], q64[i], cvec, float(eps[i]))
+    rows: list[DenseRow | None] = [None] * nb
+    # the hybrid's heads, made first when a hybrid is wanted: the top hits are read off them
+    fused_k = max((min(n, max(top, RERANK_DEPTH) if p[5] else top) for p in plans if p[4]), default=0)
+    heads_at = Hybrid.head_sizes(n, fused_k) if fused_k else None
+
+    def dense(i: int) -> None:
+        row = rows[i] = DenseRow(scores32[i], q64[i], cvec, float(eps[i]))
+        if heads_at is not None:
+            row.head(*heads_at)
         ci = correct[i]
         if "dense" in out:
             col = out["dense"]
@@ -325,34 +290,80 @@ def rank_block(
                 best = np.lexsort((ci, dc))[0]
                 col.answer[i], col.answer_dist[i] = ci[best], dc[best]
                 col.first[i] = row.rank(ci[best : best + 1])[0]
+
+    pool = _pool(n_threads) if n_threads > 1 else None
+
+    def each(fn: Callable[[int], object], group: range) -> None:
+        if pool is None or len(group) == 1:
+            for i in group:
+                fn(i)
+        else:
+            for _ in pool.map(fn, group):  # re-raises the first error
+                pass
+
+    t = charge("vector_scan", t)
+    for g0 in range(0, nb, _GROUP):
+        group = range(g0, min(nb, g0 + _GROUP))
+        each(dense, group)
         t = charge("vector_scan", t)
         for index, nb25, nhy, nrr, want_hy, want_rr in plans:
-            bm = BM25Row(index.row(qtexts[i]))
-            if nb25 in out:
-                col = out[nb25]
-                ids = bm.top(top)
-                col.ids[i], col.dist[i], col.score[i] = ids, row.dist(ids), bm.score(ids)
+            bms: dict[int, BM25Row] = {}
+            heads: dict[int, np.ndarray] = {}
+
+            def lexical(i: int, index: BM25 = index, nb25: str = nb25, bms: dict[int, BM25Row] = bms) -> None:
+                row = rows[i]
+                assert row is not None
+                ci = correct[i]
+                bm = bms[i] = BM25Row(index.row(qtexts[i]))
+                if heads_at is not None:
+                    bm.head(heads_at[1])
+                if nb25 in out:
+                    col = out[nb25]
+                    ids = bm.top(top)
+                    col.ids[i], col.dist[i], col.score[i] = ids, row.dist(ids), bm.score(ids)
+                    if len(ci):
+                        best = np.lexsort((ci, -bm.score(ci)))[0]
+                        col.answer[i], col.answer_dist[i] = ci[best], row.dist(ci[best : best + 1])[0]
+                        col.first[i] = bm.rank(ci[best : best + 1])[0]
+
+            def fusion(
+                i: int,
+                nhy: str = nhy,
+                want_rr: bool = want_rr,
+                bms: dict[int, BM25Row] = bms,
+                heads: dict[int, np.ndarray] = heads,
+            ) -> None:
+                row = rows[i]
+                assert row is not None
+                ci = correct[i]
+                hy = out.get(nhy) or out["\0" + nhy]
+                k = min(n, max(top, RERANK_DEPTH) if want_rr else top)
+                h = Hybrid(row, bms[i], k)
+                head, fused = h.top(k)
+                heads[i] = head
+                hy.ids[i], hy.dist[i], hy.score[i] = head[:top], row.dist(head[:top]), fused[:top]
                 if len(ci):
-                    best = np.lexsort((ci, -bm.score(ci)))[0]
-                    col.answer[i], col.answer_dist[i] = ci[best], row.dist(ci[best : best + 1])[0]
-                    col.first[i] = bm.rank(ci[best : best + 1])[0]
+                    r, c = h.first_rank(ci)
+                    hy.first[i], hy.answer[i] = r, c
+                    hy.answer_dist[i] = row.dist(np.array([c]))[0]
+
+            each(lexical, group)
             t = charge("bm25", t)
             if not want_hy:
                 continue
-            hy = out.get(nhy) or out["\0" + nhy]
-            k = min(n, max(top, RERANK_DEPTH) if want_rr else top)
-            h = _Hybrid(row, bm, k)
-            head, fused = h.top(k)
-            hy.ids[i], hy.dist[i], hy.score[i] = head[:top], row.dist(head[:top]), fused[:top]
-            if len(ci):
-                r, c = h.first_rank(ci)
-                hy.first[i], hy.answer[i] = r, c
-                hy.answer_dist[i] = row.dist(np.array([c]))[0]
+            each(fusion, group)
+            bms.clear()
             t = charge("fusion", t)
             if want_rr:
                 assert rerank is not None  # want_rr requires it
-                _rerank_one(out[nrr], i, head, hy, row, ci, top, rerank)
+                hy = out.get(nhy) or out["\0" + nhy]
+                for i in group:
+                    row = rows[i]
+                    assert row is not None
+                    _rerank_one(out[nrr], i, heads[i], hy, row, correct[i], top, rerank)
                 t = charge("rerank", t)
+        for i in group:
+            rows[i] = None
     return {name: out[name].done() for name in retrievers if name in out}
 
 

@@ -42,8 +42,6 @@ ANALYZERS = {
 }
 RRF_K = 60
 RERANK_DEPTH = 25
-#: memory for the dense weight rows of a BM25 index's commonest terms (see ``BM25.row``)
-DENSE_BYTES = 256 * 2**20
 _TOKEN = re.compile(r"[a-z0-9]+")
 _WORD = re.compile(r"\w+")
 
@@ -225,38 +223,6 @@ def cosine_distances(queries: np.ndarray, chunks: np.ndarray) -> np.ndarray:
 # -- bm25 --------------------------------------------------------------------------
 
 
-def count_words(
-    texts: Iterable[str], read: Callable[[str], list[str]]
-) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each text's words as ``read`` gives them, counted: (vocabulary in order of first
-    appearance, term ids, their counts, CSR row pointers, words per text). BM25's build and
-    a Ray shard's count both start here."""
-    from array import array
-    from collections import Counter
-
-    import numpy as np
-
-    vocab: dict[str, int] = {}
-    terms, freqs, indptr, lengths = array("i"), array("i"), array("q", [0]), array("d")
-    for text in texts:
-        toks = read(text)
-        counts = Counter(toks)
-        for term in counts:
-            if term not in vocab:
-                vocab[term] = len(vocab)
-        terms.extend(vocab[term] for term in counts)
-        freqs.extend(counts.values())
-        indptr.append(len(terms))
-        lengths.append(len(toks))
-    return (
-        vocab,
-        np.frombuffer(terms, dtype=np.int32) if len(terms) else np.zeros(0, dtype=np.int32),
-        np.frombuffer(freqs, dtype=np.int32) if len(freqs) else np.zeros(0, dtype=np.int32),
-        np.frombuffer(indptr, dtype=np.int64),
-        np.frombuffer(lengths, dtype=np.float64) if len(lengths) else np.zeros(0),
-    )
-
-
 @dataclass
 class BM25:
     """Okapi BM25 over chunk texts as a sparse term x chunk weight matrix.
@@ -270,8 +236,6 @@ class BM25:
     weights: sparse.csr_matrix[np.float64]  # terms x chunks
     n_chunks: int
     analyzer: Analyzer = field(default_factory=Analyzer)
-    # the weight rows of the commonest terms as dense float64 rows (made on first use)
-    _dense: dict[int, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def build(cls, texts: Iterable[str], k1: float = 1.2, b: float = 0.75, analyzer: str | Analyzer = "") -> BM25:
@@ -283,35 +247,19 @@ class BM25:
         """
 
         import numpy as np
-        from scipy import sparse
+
+        from evalcore.pipeline.wordcount import count_words, postings
 
         analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
         # a stemming analyzer: words now, their stems once at the end
-        vocab, r, freq, ptr, lengths_a = count_words(texts, analyze.words)
+        vocab, r, freq, ptr, lengths_a = count_words(texts, analyze.name)
         n = len(lengths_a)
         avg = float(lengths_a.mean()) if n else 0.0
         if analyze.stems:
             vocab, r, freq, ptr = _merge_stems(analyze, vocab, r, freq, ptr)
         df = np.bincount(r, minlength=len(vocab)).astype(np.float64)
         idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        # the length norm of each chunk (the same expression per element as per posting)
-        doc_norm = k1 * (1.0 - b + b * lengths_a / avg) if avg > 0 else np.full(n, k1)
-        w = np.empty(len(r), dtype=np.float64)
-        step = 1 << 16  # chunks at a time: temporaries stay small at millions of chunks
-        for d0 in range(0, n, step):
-            d1 = min(n, d0 + step)
-            lo, hi = ptr[d0], ptr[d1]
-            f = freq[lo:hi].astype(np.float64)
-            norm = np.repeat(doc_norm[d0:d1], np.diff(ptr[d0 : d1 + 1]))
-            w[lo:hi] = idf[r[lo:hi]] * (f * (k1 + 1.0)) / (f + norm)
-        # chunks x terms, then its transpose in CSR form: a term's row lists its chunks
-        index_dtype = np.int32 if len(r) < 2**31 else np.int64
-        by_chunk = sparse.csr_matrix(
-            (w, r.astype(index_dtype, copy=False), ptr.astype(index_dtype)), shape=(n, len(vocab))
-        )
-        del w
-        weights = by_chunk.tocsc().T.tocsr(copy=False)
-        del by_chunk
+        weights = postings(r, freq, ptr, lengths_a, idf, avg, k1, b)
         return cls(vocab=vocab, weights=weights, n_chunks=n, analyzer=analyze)
 
     def _query_matrix(self, queries: Sequence[str]) -> sparse.csr_matrix[np.float64]:
@@ -342,43 +290,17 @@ class BM25:
 
     def row(self, query: str) -> np.ndarray:
         """BM25 score of every chunk for one query (float64, length n_chunks), summed term by
-        term in index order: the same arithmetic, bit for bit, as :meth:`match`."""
+        term in index order: the same arithmetic, bit for bit, as :meth:`match` (one compiled
+        pass over the query terms' postings)."""
         import numpy as np
 
-        acc = np.zeros(self.n_chunks, dtype=np.float64)
+        from evalcore.pipeline import kernels
+
         qm = self._query_matrix([query])
         w = self.weights
-        dense = self._dense_rows()
-        tmp = None
-        for j, v in zip(qm.indices, qm.data, strict=True):
-            row = dense.get(int(j))
-            if row is not None:  # adds v * 0.0 = +0.0 where the term is absent: the same sums
-                tmp = np.multiply(row, v, out=tmp)
-                acc += tmp
-                continue
-            a, b = w.indptr[j], w.indptr[j + 1]
-            idx = w.indices[a:b]
-            acc[idx] += v * w.data[a:b]
-        return acc
-
-    def _dense_rows(self) -> dict[int, np.ndarray]:
-        """The terms in at least an eighth of the chunks, commonest first, as dense weight
-        rows within :data:`DENSE_BYTES`: a scatter over most of the row costs more than
-        one multiply-add along it."""
-        import numpy as np
-
-        if self._dense is None:
-            n = self.n_chunks
-            df = np.diff(self.weights.indptr)
-            common = np.flatnonzero(df >= max(1, n // 8))
-            common = common[np.argsort(-df[common], kind="stable")][: DENSE_BYTES // max(1, 8 * n)]
-            self._dense = {}
-            for j in common:
-                row = np.zeros(n, dtype=np.float64)
-                a, b = self.weights.indptr[j], self.weights.indptr[j + 1]
-                row[self.weights.indices[a:b]] = self.weights.data[a:b]
-                self._dense[int(j)] = row
-        return self._dense
+        terms = qm.indices.astype(np.int64)
+        out: np.ndarray = kernels.bm25_row(w.indptr, w.indices, w.data, terms, qm.data, self.n_chunks)
+        return out
 
     def scores(self, queries: Sequence[str]) -> np.ndarray:
         """BM25 score of every chunk for every query; shape (queries, chunks)."""

@@ -51,6 +51,7 @@ class RunRequest:
     settings: dict[str, Any] = field(default_factory=dict)
     ray: str | None = None  # a Ray address: retrieval sharded on its actors (evalcore.pipeline.sharded)
     shards: int | None = None
+    device: str = "cpu"  # cuda: the dense screening's matrix products on the GPU too
 
 
 @dataclass
@@ -176,6 +177,7 @@ def _evaluate(
         cancelled,
         plan,
         ray=(request.ray, request.shards) if request.ray else None,
+        device=request.device,
     )
     try:
         store.start_run(row)

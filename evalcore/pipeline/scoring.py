@@ -149,19 +149,22 @@ def score_queries(
     top_n: int,
     rerank: Callable[[str, np.ndarray], Sequence[float]] | None = None,
     on_block: Callable[[int], None] | None = None,
+    device: str = "cpu",
 ) -> Scored:
     """Retrieve for every query under every retriever and score it (SPEC sections 4-5).
 
     Queries ``[0, n_in)`` are in-domain; ``correct[i]`` holds query i's correct chunk ids.
     Works a block of queries at a time, blocks sized by memory (:mod:`evalcore.pipeline.ranking`);
     ``on_block(n)`` is called after each block (it may raise to stop). ``chunk_texts`` is
-    read once, to build the BM25 index, and only when a retriever needs it.
+    read once, to build the BM25 index, and only when a retriever needs it. ``device``:
+    where the dense screening's matrix products run (``cuda``: on the GPU, see
+    :func:`evalcore.pipeline.ranking.screener`; every decision stays exact, on the CPU).
     """
     import time
 
     import numpy as np
 
-    from evalcore.pipeline.ranking import block_queries, max_norm, rank_block
+    from evalcore.pipeline.ranking import block_queries, max_norm, rank_block, screener
     from evalcore.pipeline.retrieval import BM25, Analyzer, analyzers_of, split_retriever
 
     out = Scored()
@@ -183,6 +186,7 @@ def score_queries(
         clock["rerank"] = 0.0
     cvec = np.asarray(cvec, dtype=np.float32)
     cmax = max_norm(cvec)
+    screening = screener(cvec, device)
     nq = len(qids)
     block = block_queries(len(cvec))
     for b0 in range(0, nq, block):
@@ -199,6 +203,7 @@ def score_queries(
             rerank=scorer,
             cmax=cmax,
             clock=clock,
+            screening=screening,
         )
         results, hits = block_frames(run_id, strategy, ranked, qids[b0:b1], np.arange(b0, b1) < n_in, correct[b0:b1])
         out.results += results

@@ -71,9 +71,9 @@ class Shard:
         """Count the words of the shard's texts as ``analyzer`` reads them (before stemming);
         returns the shard's words in order of first appearance (the driver orders them
         globally, as :meth:`BM25.build` numbers terms over the whole corpus)."""
-        from evalcore.pipeline.retrieval import Analyzer, count_words
+        from evalcore.pipeline.wordcount import count_words
 
-        vocab, terms, freqs, ptr, lengths = count_words(self.texts, Analyzer(analyzer).words)
+        vocab, terms, freqs, ptr, lengths = count_words(self.texts, analyzer)
         self._words[analyzer] = (terms, freqs, ptr, lengths)
         return list(vocab)
 
@@ -96,27 +96,12 @@ class Shard:
     def build(self, analyzer: str, vocab: dict[str, int], idf: np.ndarray, avg: float, k1: float, b: float) -> int:
         """The shard's BM25 index with the global ``idf`` and average length: weights are the
         expression of :meth:`BM25.build`, element by element, so each is the same float."""
-        import numpy as np
-        from scipy import sparse
-
         from evalcore.pipeline.retrieval import BM25, Analyzer
+        from evalcore.pipeline.wordcount import postings
 
         r, freq, ptr, lengths = self._terms.pop(analyzer)
         n = self.size
-        doc_norm = k1 * (1.0 - b + b * lengths / avg) if avg > 0 else np.full(n, k1)
-        w = np.empty(len(r), dtype=np.float64)
-        step = 1 << 16
-        for d0 in range(0, n, step):
-            d1 = min(n, d0 + step)
-            lo, hi = ptr[d0], ptr[d1]
-            f = freq[lo:hi].astype(np.float64)
-            norm = np.repeat(doc_norm[d0:d1], np.diff(ptr[d0 : d1 + 1]))
-            w[lo:hi] = idf[r[lo:hi]] * (f * (k1 + 1.0)) / (f + norm)
-        index_dtype = np.int32 if len(r) < 2**31 else np.int64
-        by_chunk = sparse.csr_matrix(
-            (w, r.astype(index_dtype, copy=False), ptr.astype(index_dtype)), shape=(n, len(vocab))
-        )
-        weights = by_chunk.tocsc().T.tocsr(copy=False)
+        weights = postings(r, freq, ptr, lengths, idf, avg, k1, b)
         self.index[analyzer] = BM25(vocab=vocab, weights=weights, n_chunks=n, analyzer=Analyzer(analyzer))
         return len(r)
 
@@ -141,13 +126,13 @@ class Shard:
         import numpy as np
 
         from evalcore.pipeline.rank_rows import BM25Row, DenseRow
-        from evalcore.pipeline.ranking import screening_error
+        from evalcore.pipeline.ranking import screen, screening_error
 
         off, n = self.offset, self.size
         q32 = np.asarray(qvec, dtype=np.float32)
         q64 = q32.astype(np.float64)
         eps = screening_error(q32, cmax)
-        scores32 = q32 @ self.vectors.T
+        scores32 = screen(q32, self.vectors)
         rows = {a: [self.index[a].row(t) for t in qtexts] for a in bm25_depth}
         self._block = {"scores32": scores32, "q64": q64, "eps": eps, "rows": rows, "sorted": {}}
         nb = len(q32)

@@ -229,7 +229,7 @@ def score_sharded(
     import ray
 
     from evalcore.pipeline.distributed import connect
-    from evalcore.pipeline.ranking import block_queries
+    from evalcore.pipeline.ranking import SHARD_BLOCK_BYTES, block_queries
     from evalcore.pipeline.retrieval import analyzers_of, split_retriever
     from evalcore.pipeline.scoring import block_frames
     from evalcore.pipeline.sharded_merge import Plan, rank_block_sharded
@@ -257,7 +257,7 @@ def score_sharded(
         ray.get([a.drop_texts.remote() for a in group.actors])
         plan = Plan.of(retrievers, top_n, n, rerank is not None)
         largest = max(size for _, size in group.ranges)
-        block = block_queries(largest * (1 + 2 * len(wanted)))
+        block = block_queries(largest * (1 + 2 * len(wanted)), SHARD_BLOCK_BYTES)
         clock = {"shard_scan": 0.0, "shard_count": 0.0, "merge": 0.0}
         if plan.reranks:
             clock["rerank"] = 0.0

@@ -56,8 +56,10 @@ class Work:
         cancelled: Callable[[], bool] | None,
         plan: list[Planned],
         ray: tuple[str, int | None] | None = None,
+        device: str = "cpu",
     ) -> None:
         self.corpus, self.ground_truth, self.top_n = corpus, ground_truth, top_n
+        self.device = device  # where the dense screening runs (cuda: on the GPU)
         self.store = store
         self.embedder = embedder  # the first model (documents are stamped with all of them)
         self.plan = plan
@@ -283,10 +285,10 @@ class Work:
             self._check()
             self.progress.advance(done)
 
-        score = score_queries
-        if self.ray is not None:
-            from functools import partial
+        from functools import partial
 
+        score: Callable[..., Any] = partial(score_queries, device=self.device)
+        if self.ray is not None:
             from evalcore.pipeline.sharded import score_sharded
 
             score = partial(score_sharded, *self.ray)
