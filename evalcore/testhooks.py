@@ -4,7 +4,7 @@
   :class:`~evalcore.progress.Stage` name such as ``"E: embedding"``, or ``"writing
   results"``, which pauses inside the final write's transaction), it writes the file
   MARKER and waits there for up to 60 s, so that a test can signal the process at that
-  exact moment.
+  exact moment, or watch the stage from outside and remove MARKER to let the run go on.
 - ``EVALCORE_TEST_EMBEDDER="module:factory"``: the embedder is ``factory()`` from that
   module instead of the real model (for tests where the model is not what is tested).
 """
@@ -33,9 +33,10 @@ def pause(stage: str) -> None:
     spec = os.environ.get(PAUSE_ENV)
     if not spec or spec.split("=", 1)[0] != stage:
         return
-    Path(spec.split("=", 1)[1]).write_text(f"{os.getpid()}\n")
+    marker = Path(spec.split("=", 1)[1])
+    marker.write_text(f"{os.getpid()}\n")
     deadline = time.monotonic() + PAUSE_SECONDS
-    while time.monotonic() < deadline and signals.received() is None:
+    while time.monotonic() < deadline and signals.received() is None and marker.exists():
         time.sleep(0.02)
 
 

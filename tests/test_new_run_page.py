@@ -56,8 +56,13 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monk
     status = [*at.success, *at.warning]  # the mini questions hold one invalid needle: valid with a problem
     assert len(status) == 1 and "4 documents" in status[0].value, [e.value for e in at.error]
     at.text_input(key="nr_name").set_value("uploaded")
+    # the mini job takes a second or two: it holds at E's embedding until the page has shown
+    # that stage, so that a busy machine cannot finish it between two redraws
+    paused = tmp_path / "paused"
+    monkeypatch.setenv("EVALCORE_TEST_PAUSE", f"E: embedding={paused}")
     at.button(key="nr_start").click()
     at.run()
+    monkeypatch.delenv("EVALCORE_TEST_PAUSE")  # the job's process has it; the CLI run below does not
     job_id = at.session_state["nr_last_job"]
     seen: list[tuple[float, str]] = []
     deadline = time.monotonic() + 180
@@ -68,10 +73,14 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monk
         if not bars:
             break
         seen.extend(bars)
+        if paused.exists() and any("running · E: embedding" in text for _, text in bars):
+            paused.unlink()  # seen on the page: let the job go on
         time.sleep(0.3)
     stages = [text for _, text in seen]
     print(f"\nprogress seen on the page: {len(seen)} redraws; " + " | ".join(dict.fromkeys(stages)))
-    assert any("running" in text for text in stages) and all(job_id in text for text in stages)
+    ended = jobs.job(Store(store_path), job_id)
+    assert any("running · E: embedding" in text for text in stages), (stages, ended)
+    assert all(job_id in text for text in stages)
     values = [v for v, _ in seen]
     assert values == sorted(values)  # progress only moves forward
     store = Store(store_path)
