@@ -137,37 +137,42 @@ _PIECE = 64  # a block's values are read again a piece at a time, only where a p
 
 
 @njit(**_JIT)  # type: ignore[untyped-decorator]
+def _grown(out: Any, used: int, need: int) -> Any:
+    """``out`` with room for ``need`` values (its first ``used`` kept): doubled when full."""
+    if need <= out.shape[0]:
+        return out
+    bigger = np.empty(max(2 * out.shape[0], need), dtype=out.dtype)
+    bigger[:used] = out[:used]
+    return bigger
+
+
+@njit(**_JIT)  # type: ignore[untyped-decorator]
 def select_ge(values: Any, threshold: Any) -> Any:
-    """``np.flatnonzero(values >= threshold)``: blocks counted first (vector compares), then
-    only the pieces of the blocks holding a value at or above the threshold read again."""
+    """``np.flatnonzero(values >= threshold)`` in one pass: each block is counted (vector
+    compares) and, if it holds a value at or above the threshold, its pieces holding one are
+    read again at once, from the cache."""
     n = values.shape[0]
-    nblocks = (n + _BLOCK - 1) // _BLOCK
-    per = np.zeros(nblocks, dtype=np.int64)
-    total = 0
-    for b in range(nblocks):
-        blk = values[b * _BLOCK : (b + 1) * _BLOCK]
+    out = np.empty(1024, dtype=np.int64)
+    at = 0
+    for b0 in range(0, n, _BLOCK):
+        blk = values[b0 : b0 + _BLOCK]
         c = _ZERO
         for k in range(blk.shape[0]):
             c += _ONE if blk[k] >= threshold else _ZERO
-        per[b] = c
-        total += c
-    out = np.empty(total, dtype=np.int64)
-    at = 0
-    for b in range(nblocks):
-        if not per[b]:
+        if not c:
             continue
-        b1 = min(n, (b + 1) * _BLOCK)
-        for p0 in range(b * _BLOCK, b1, _PIECE):
-            piece = values[p0 : min(b1, p0 + _PIECE)]
+        out = _grown(out, at, at + c)
+        for p0 in range(0, blk.shape[0], _PIECE):
+            piece = blk[p0 : p0 + _PIECE]
             c = _ZERO
             for k in range(piece.shape[0]):
                 c += _ONE if piece[k] >= threshold else _ZERO
             if c:
                 for k in range(piece.shape[0]):
                     if piece[k] >= threshold:
-                        out[at] = p0 + k
+                        out[at] = b0 + p0 + k
                         at += 1
-    return out
+    return out[:at]
 
 
 @njit(**_JIT)  # type: ignore[untyped-decorator]
@@ -208,11 +213,46 @@ def _cell(v: Any, gmin: float, scale: float) -> int:
 @njit(**_JIT)  # type: ignore[untyped-decorator]
 def band_members(row: Any, lo: Any, hi: Any) -> Any:
     """For each band j: ``np.count_nonzero(row > hi[j])``, and every ``(i, j)`` with
-    ``lo[j] <= row[i] <= hi[j]``, positions ascending. The counts are vector compares
-    (:func:`band_counts`); the members of a few bands are found by a pass per band, those of
-    many in one pass over a grid of cells that marks which bands each cell meets."""
+    ``lo[j] <= row[i] <= hi[j]`` (in no promised order). The counts are vector compares; the
+    members of a few bands are collected block by block in the same pass, those of many in a
+    pass over a grid of cells that marks which bands each cell meets (after a counting pass)."""
     n = row.shape[0]
     m = lo.shape[0]
+    if m <= 5:  # one pass: a block's members are collected while it is in the cache
+        above = np.zeros(m, dtype=np.int64)
+        idx = np.empty(256, dtype=np.int64)
+        owner = np.empty(256, dtype=np.int64)
+        got = 0
+        for b0 in range(0, n, _BLOCK):
+            blk = row[b0 : b0 + _BLOCK]
+            for j in range(m):
+                h = hi[j]
+                low = lo[j]
+                a = _ZERO
+                c = _ZERO
+                for k in range(blk.shape[0]):
+                    x = blk[k]
+                    a += _ONE if x > h else _ZERO
+                    c += _ONE if (x >= low) & (x <= h) else _ZERO
+                above[j] += a
+                if not c:
+                    continue
+                idx = _grown(idx, got, got + c)
+                owner = _grown(owner, got, got + c)
+                for p0 in range(0, blk.shape[0], _PIECE):
+                    piece = blk[p0 : p0 + _PIECE]
+                    c = _ZERO
+                    for k in range(piece.shape[0]):
+                        x = piece[k]
+                        c += _ONE if (x >= low) & (x <= h) else _ZERO
+                    if c:
+                        for k in range(piece.shape[0]):
+                            x = piece[k]
+                            if x >= low and x <= h:
+                                idx[got] = b0 + p0 + k
+                                owner[got] = j
+                                got += 1
+        return above, idx[:got], owner[:got]
     above, at_least = band_counts(row, lo, hi)
     total = 0
     for j in range(m):
@@ -220,26 +260,6 @@ def band_members(row: Any, lo: Any, hi: Any) -> Any:
     idx = np.empty(total, dtype=np.int64)
     owner = np.empty(total, dtype=np.int64)
     got = 0
-    if m <= 5:  # a pass per band, a piece of 64 values read again only if it holds a member
-        for j in range(m):
-            if at_least[j] == above[j]:
-                continue
-            h = hi[j]
-            low = lo[j]
-            for p0 in range(0, n, _PIECE):
-                piece = row[p0 : p0 + _PIECE]
-                c = _ZERO
-                for k in range(piece.shape[0]):
-                    x = piece[k]
-                    c += _ONE if (x >= low) & (x <= h) else _ZERO
-                if c:
-                    for k in range(piece.shape[0]):
-                        x = piece[k]
-                        if x >= low and x <= h:
-                            idx[got] = p0 + k
-                            owner[got] = j
-                            got += 1
-        return above, idx[:got], owner[:got]
     gmin = np.float64(lo[0])
     gmax = np.float64(hi[0])
     for j in range(m):
