@@ -185,17 +185,22 @@ def band_counts(row: Any, lo: Any, hi: Any) -> Any:
     for b0 in range(0, n, _BLOCK):
         blk = row[b0 : b0 + _BLOCK]
         for j in range(m):
-            h = hi[j]
-            low = lo[j]
-            a = _ZERO
-            c = _ZERO
-            for k in range(blk.shape[0]):
-                x = blk[k]
-                a += _ONE if x > h else _ZERO
-                c += _ONE if x >= low else _ZERO
+            a, c = _block_counts(blk, lo[j], hi[j])
             above[j] += a
             at_least[j] += c
     return above, at_least
+
+
+@njit(inline="always", **_JIT)  # type: ignore[untyped-decorator]
+def _block_counts(blk: Any, low: Any, h: Any) -> Any:
+    """(values > h, values >= low) of one block, as vector compares."""
+    a = _ZERO
+    c = _ZERO
+    for k in range(blk.shape[0]):
+        x = blk[k]
+        a += _ONE if x > h else _ZERO
+        c += _ONE if x >= low else _ZERO
+    return a, c
 
 
 _CELLS = 1 << 16  # cells of the grid that finds the members of many bands in one pass
@@ -228,13 +233,9 @@ def band_members(row: Any, lo: Any, hi: Any) -> Any:
             for j in range(m):
                 h = hi[j]
                 low = lo[j]
-                a = _ZERO
-                c = _ZERO
-                for k in range(blk.shape[0]):
-                    x = blk[k]
-                    a += _ONE if x > h else _ZERO
-                    c += _ONE if (x >= low) & (x <= h) else _ZERO
+                a, c = _block_counts(blk, low, h)
                 above[j] += a
+                c -= a  # the band's members (lo <= hi)
                 if not c:
                     continue
                 idx = _grown(idx, got, got + c)
