@@ -172,9 +172,8 @@ def test_word_numbering_grows_its_table_and_pool_exactly():
 
 
 def test_a_blocks_answers_do_not_depend_on_the_threads():
-    """Two threads also screen the block's slices side by side (70,000 chunks: 5 slices)."""
     rng = np.random.default_rng(6)
-    n, d = 70_000, 16
+    n, d = 20_000, 16
     c = rng.standard_normal((n, d)).astype(np.float32)
     c /= np.linalg.norm(c, axis=1, keepdims=True)
     c[1::7] = c[::7][: len(c[1::7])]  # exact ties
@@ -191,23 +190,6 @@ def test_a_blocks_answers_do_not_depend_on_the_threads():
     for name in one:
         for field in ("top_ids", "top_dist", "top_score", "first", "answer", "answer_dist"):
             assert np.array_equal(getattr(one[name], field), getattr(two[name], field), equal_nan=True), (name, field)
-
-
-def test_screening_on_threads_is_within_the_bound_and_gives_blas_its_threads_back():
-    from threadpoolctl import threadpool_info
-
-    from evalcore.pipeline.ranking import max_norm, screen, screening_error
-
-    rng = np.random.default_rng(8)
-    c = rng.standard_normal((50_000, 384)).astype(np.float32)
-    q = rng.standard_normal((64, 384)).astype(np.float32)
-    before = [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
-    two = screen(q, c, threads=2)
-    assert [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"] == before
-    exact = q.astype(np.float64) @ c.astype(np.float64).T
-    eps = screening_error(q, max_norm(c))
-    assert (np.abs(two - exact) <= eps[:, None]).all()
-    assert (np.abs(screen(q, c) - exact) <= eps[:, None]).all()
 
 
 def test_screening_with_torch_gives_the_same_answers():

@@ -26,11 +26,10 @@ a group at a time on several threads, and reranks (:func:`rank_block`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalcore.pipeline.fusion import Hybrid
 from evalcore.pipeline.rank_rows import BM25Row, DenseRow
@@ -134,50 +133,19 @@ _POOL_LOCK = threading.Lock()
 _GROUP = 8  # queries worked on together, stage by stage (their BM25 rows are held at once)
 
 
-def screen(q32: np.ndarray, cvec: np.ndarray, out: np.ndarray | None = None, threads: int = 1) -> NDArray[np.float32]:
+def screen(q32: np.ndarray, cvec: np.ndarray, out: np.ndarray | None = None) -> NDArray[np.float32]:
     """``q32 @ cvec.T`` in float32, a slice of chunks at a time (the same error bound: each
-    value is one float32 dot product), into ``out`` when given (its first rows).
-
-    ``threads`` > 1: the slices are multiplied on that many threads at once, each product on
-    one BLAS thread (:func:`_one_blas_thread`). A product of 256 queries by a slice of chunks
-    splits badly between BLAS threads (its narrow side is the queries); whole slices side by
-    side ran 1.15-1.2 times as fast here (291 against 250 GFLOP/s on two cores)."""
+    value is one float32 dot product), into ``out`` when given (its first rows)."""
     import numpy as np
 
     if out is None:
         out = np.empty((len(q32), len(cvec)), dtype=np.float32)
     else:
         out = out[: len(q32)]
-    starts = range(0, len(cvec), _SLICE)
-
-    def part(a: int) -> None:
+    for a in range(0, len(cvec), _SLICE):
         b = min(len(cvec), a + _SLICE)
         np.matmul(q32, cvec[a:b].T, out=out[:, a:b])
-
-    if threads <= 1 or len(starts) < 2 * threads:
-        for a in starts:
-            part(a)
-        return out
-    with _one_blas_thread():
-        for _ in _pool(threads).map(part, starts):
-            pass
     return out
-
-
-_BLAS: list[Any] = []  # threadpoolctl's controller, made on first use
-_BLAS_LOCK = threading.Lock()
-
-
-@contextmanager
-def _one_blas_thread() -> Iterator[None]:
-    """BLAS on one thread while the block is screened (the process's BLAS setting, put back after)."""
-    with _BLAS_LOCK:
-        if not _BLAS:
-            from threadpoolctl import ThreadpoolController
-
-            _BLAS.append(ThreadpoolController())
-        with _BLAS[0].limit(limits=1, user_api="blas"):
-            yield
 
 
 class NumpyScreen:
@@ -194,7 +162,7 @@ class NumpyScreen:
         b = self.buffer
         if b is None or b.shape[0] < len(q32) or b.shape[1] != len(cvec):
             b = self.buffer = np.empty((len(q32), len(cvec)), dtype=np.float32)
-        return screen(q32, cvec, b, threads=workers())
+        return screen(q32, cvec, b)
 
 
 class TorchScreen:
@@ -285,7 +253,7 @@ def rank_block(
     cmax = max_norm(cvec) if cmax is None else cmax
     eps = screening_error(q32, cmax)
     cvec = np.asarray(cvec)
-    scores32 = screening(q32, cvec) if screening else screen(q32, cvec, threads=n_threads)  # the one large buffer
+    scores32 = (screening or screen)(q32, cvec)  # (nb, n) float32: the block's one large buffer
     top = min(top, n)
     indexes: Mapping[str, BM25] = {} if bm25 is None else {bm25.analyzer.name: bm25} if isinstance(bm25, BM25) else bm25
     out = {name: _Collect(nb, top) for name in retrievers if name == "dense"}
