@@ -79,15 +79,6 @@ class Hybrid:
         lo = self._fused(self.rd_hi, self.rb_hi, self.matched)
         return lo, hi
 
-    def _tighten(self) -> None:
-        """Intersect every candidate's rank bounds with the (deepened) heads' bounds."""
-        import numpy as np
-
-        lo, hi = self.dense.head_bounds(self.cand)
-        self.rd_lo, self.rd_hi = np.maximum(self.rd_lo, lo), np.minimum(self.rd_hi, hi)
-        lo, hi = self.bm.rank_bounds(self.cand)
-        self.rb_lo, self.rb_hi = np.maximum(self.rb_lo, lo), np.minimum(self.rb_hi, hi)
-
     def _narrow(self, which: np.ndarray) -> None:
         """Narrow the rank bounds of candidates ``which`` (indices into cand) by one counting
         pass over each row (no float64 similarity beyond the candidates' own)."""
