@@ -192,6 +192,20 @@ def test_a_blocks_answers_do_not_depend_on_the_threads():
             assert np.array_equal(getattr(one[name], field), getattr(two[name], field), equal_nan=True), (name, field)
 
 
+@pytest.mark.parametrize("value", ["abc", "0", "-2", "1 2", "\u00b2", "x\x1b[31m"])
+def test_a_bad_thread_count_stops_the_run_before_anything_is_stored(tmp_path, value):
+    from conftest import MINI_ARGS, cli_in_process
+
+    store = tmp_path / "s.duckdb"
+    argv = ["--store", str(store), "run", *MINI_ARGS, "--strategies", "E", "--retrievers", "dense", "-q"]
+    ran = cli_in_process(argv, env={"EVALCORE_THREADS": value})
+    assert ran.returncode == 2
+    assert ran.stderr.strip().splitlines() == [
+        f"error: EVALCORE_THREADS must be a positive whole number, got {value!r}"
+    ]
+    assert not store.exists()
+
+
 def test_screening_with_torch_gives_the_same_answers():
     """``--device cuda`` makes a block's float32 scores with torch on the GPU; the decisions stay
     exact on the CPU. Run here on torch's CPU device (no GPU on the test machines), the path is

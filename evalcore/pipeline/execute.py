@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
 from evalcore.errors import ConfigError, RunInterrupted
-from evalcore.pipeline.spec import RunSpec
+from evalcore.pipeline.spec import RunSpec, retrieval_threads
 
 if TYPE_CHECKING:
     from threading import Thread
@@ -204,6 +204,7 @@ def _builtin(
     from evalcore.pipeline.retrieval import parse_retrievers
     from evalcore.pipeline.runner import RunRequest, run_evaluation
 
+    retrieval_threads()  # a bad $EVALCORE_THREADS stops the run here, not after embedding
     step("loading inputs")
     loading = None if spec.ray else _Loading(spec)  # the model loads while the inputs do
     try:

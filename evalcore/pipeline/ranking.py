@@ -105,12 +105,15 @@ def max_norm(vectors: np.ndarray, block: int = 65536) -> float:
 
 def workers() -> int:
     """Threads that work on the queries of a block at once: the cores this process may use
-    (``EVALCORE_THREADS`` overrides); the row kernels release the GIL."""
+    (``EVALCORE_THREADS`` overrides, see :func:`evalcore.pipeline.spec.retrieval_threads`);
+    the row kernels release the GIL."""
     import os
 
-    env = os.environ.get("EVALCORE_THREADS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
+    from evalcore.pipeline.spec import retrieval_threads
+
+    chosen = retrieval_threads()
+    if chosen is not None:
+        return chosen
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
