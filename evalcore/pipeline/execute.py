@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
 from evalcore.errors import ConfigError, RunInterrupted
-from evalcore.pipeline.spec import RunSpec, retrieval_threads
+from evalcore.pipeline.spec import RunSpec
+from evalcore.pipeline.threads import retrieval_threads
 
 if TYPE_CHECKING:
     from threading import Thread

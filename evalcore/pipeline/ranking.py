@@ -105,11 +105,11 @@ def max_norm(vectors: np.ndarray, block: int = 65536) -> float:
 
 def workers() -> int:
     """Threads that work on the queries of a block at once: the cores this process may use
-    (``EVALCORE_THREADS`` overrides, see :func:`evalcore.pipeline.spec.retrieval_threads`);
+    (``EVALCORE_THREADS`` overrides, see :func:`evalcore.pipeline.threads.retrieval_threads`);
     the row kernels release the GIL."""
     import os
 
-    from evalcore.pipeline.spec import retrieval_threads
+    from evalcore.pipeline.threads import retrieval_threads
 
     chosen = retrieval_threads()
     if chosen is not None:

@@ -167,16 +167,3 @@ def endpoint_from_json(data: dict[str, Any]) -> Endpoint:
     from evalcore.external.endpoint import from_spec
 
     return from_spec(data)
-
-
-def retrieval_threads() -> int | None:
-    """``$EVALCORE_THREADS``: threads that work on a block's queries at once (None when unset:
-    the cores); ConfigError when set and not a positive whole number."""
-    import os
-
-    raw = os.environ.get("EVALCORE_THREADS", "").strip()
-    if not raw:
-        return None
-    if not raw.isdecimal() or int(raw) < 1:
-        raise ConfigError(f"EVALCORE_THREADS must be a positive whole number, got {raw!r}")
-    return int(raw)
