@@ -148,6 +148,34 @@ def test_a_long_lived_store_notices_a_run_that_died_later(tmp_path):
 # --- creation: nothing on disk until a write, and then whole (identity cases: tests/reliability) ----
 
 
+def test_a_write_marks_a_dead_run_failed_on_its_own_connection(tmp_path, monkeypatch):
+    """A writer (a run's progress, another run's start) reaps in the connection it opened
+    for its write: the file is opened once, and the dead run is failed all the same."""
+    path = tmp_path / "s.duckdb"
+    s = Store(path)
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    s.start_run({"run_id": "r1", "name": "x"})
+    with s.connect() as con:
+        con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [proc.pid])
+    opens: list[bool] = []
+    real = duckdb.connect
+
+    def counted(*args, **kwargs):
+        opens.append(bool(kwargs.get("read_only")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counted)
+    fresh = Store(path)
+    fresh.start_run({"run_id": "r2", "name": "y"})  # a write: the first use of this Store reaps
+    monkeypatch.setattr(duckdb, "connect", real)
+    assert opens.count(False) == 1 and opens.count(True) <= 1  # the store's check, then one write
+    con = duckdb.connect(str(path), read_only=True)
+    rows = dict(con.execute("SELECT run_id, status FROM runs").fetchall())
+    con.close()
+    assert rows == {"r1": "failed", "r2": "running"}
+
+
 def test_reading_a_store_that_does_not_exist_creates_nothing(tmp_path):
     path = tmp_path / "runs" / "s.duckdb"
     assert Store(path).runs().empty

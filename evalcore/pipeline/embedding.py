@@ -467,8 +467,13 @@ def normalisation_check(vectors: np.ndarray, n: int = 200) -> float:
     if len(v) == 0:
         return float("nan")
     cos_dist = 1.0 - v @ v.T
-    sq = ((v[:, None, :] - v[None, :, :]) ** 2).sum(axis=2)
-    return float(np.max(np.abs(sq / 2.0 - cos_dist)))
+    worst = 0.0
+    # 16 rows against all at a time: the same sums (each over one contiguous row of
+    # differences) as the whole n x n x d cube, without its 120 MB (0.7 s here)
+    for a in range(0, len(v), 16):
+        sq = ((v[a : a + 16, None, :] - v[None, :, :]) ** 2).sum(axis=2)
+        worst = max(worst, float(np.max(np.abs(sq / 2.0 - cos_dist[a : a + 16]))))
+    return worst
 
 
 @lru_cache(maxsize=1)

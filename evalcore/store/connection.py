@@ -144,8 +144,8 @@ class Connection:
         """A short-lived read-write connection (retried while another process holds the
         lock); creates the store when there is none yet."""
         self._ensure(write=True)
-        self._reap_due()  # a long-lived Store (the dashboard's) sees crashed runs too
         with self._session(self._open(read_only=False), "cannot write the run store") as con:
+            self._reap_due(con)  # a long-lived Store (the dashboard's) sees crashed runs too
             yield con
 
     @contextmanager
@@ -216,22 +216,28 @@ class Connection:
         if self._ensure(write=False) is not None:
             self._reap_due()
 
-    def _reap_due(self) -> None:
-        """At most every ``REAP_EVERY`` seconds: look (read only) for dead runs and jobs; open
-        for writing only when there is one to mark, and only as far as the disk allows. Every
-        write connection does it, and so do the readers that show whether a run or job is
+    def _reap_due(self, writer: duckdb.DuckDBPyConnection | None = None) -> None:
+        """At most every ``REAP_EVERY`` seconds: look for dead runs and jobs and mark them.
+        Every write connection does it on itself (``writer``: no second open of the file, which
+        costs tens of milliseconds), and so do the readers that show whether a run or job is
         still running (:meth:`Store.runs`, :meth:`Store.run`, the run and job overviews), so a
-        long-lived Store (the dashboard's) sees crashed runs too; no other read does."""
+        long-lived Store (the dashboard's) sees crashed runs too; no other read does. A reader
+        looks read only and opens for writing only when there is one to mark, and only as far
+        as the disk allows."""
         if time.monotonic() - self._reaped_at <= REAP_EVERY:
             return
         self._reaped_at = time.monotonic()
         try:
+            if writer is not None:
+                if self._dead(writer):
+                    self._reap(writer)
+                return
             with closing(self._open(read_only=True)) as con:
                 if not self._dead(con):
                     return
             with closing(self._open(read_only=False)) as con:
                 self._reap(con)
-        except Exception as exc:  # noqa: BLE001 - best effort: a read must still work
+        except Exception as exc:  # noqa: BLE001 - best effort: a read or write must still work
             log.warning("%s: could not mark dead runs failed: %s", self.path, exc)
 
     def _reap(self, con: duckdb.DuckDBPyConnection) -> list[str]:
