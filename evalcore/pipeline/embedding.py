@@ -457,10 +457,8 @@ def count_pieces(texts: Sequence[str], model_path: str | Path | None = None) -> 
 
 
 def normalisation_check(vectors: np.ndarray, n: int = 200) -> float:
-    """max |L2(a,b)^2 / 2 - (1 - a.b)| over the first ``n`` x ``n`` vector pairs.
-
-    For unit vectors the two are equal; a large value means vectors are not normalised.
-    """
+    """max |L2(a,b)^2 / 2 - (1 - a.b)| over the first ``n`` x ``n`` vector pairs: for unit
+    vectors the two are equal; a large value means vectors are not normalised."""
     import numpy as np
 
     v = np.asarray(vectors[:n], dtype=np.float64)
