@@ -79,6 +79,32 @@ def test_levels_are_monotone_and_counted():
     assert np.array_equal(idx, np.flatnonzero(wanted[keys])) and np.array_equal(got, keys[idx])
 
 
+def test_level_member_kernels_equal_numpy():
+    """level_members and split_members (a dense rank's bands within their levels) against the
+    numpy expressions, with ties and bands sharing levels."""
+    rng = np.random.default_rng(4)
+    row = (rng.standard_normal(40_000) * 0.05).astype(np.float32)
+    row[::53] = row[7]  # exact ties
+    lo_all, size = float(row.min()), 2048
+    scale = (size - 1) / (float(row.max()) - lo_all)
+    _, keys_all = kernels.level_counts(row, lo_all, scale, size)
+    for m in (1, 3, 12):
+        lo = np.sort(rng.choice(row, m)).astype(np.float32)
+        hi = (lo + np.float32(3e-4)).astype(np.float32)
+        lo[0], hi[0] = row[7], row[7]
+        k_lo, k_hi = kernels.levels_of(lo, lo_all, scale, size), kernels.levels_of(hi, lo_all, scale, size)
+        wanted = np.zeros(size, dtype=bool)
+        for a, b in zip(k_lo, k_hi, strict=True):
+            wanted[a : b + 1] = True
+        idx, keys = kernels.level_members(keys_all, wanted)
+        assert np.array_equal(idx, np.flatnonzero(wanted[keys_all])) and np.array_equal(keys, keys_all[idx])
+        above, members, owner = kernels.split_members(row[idx], idx, keys, k_lo, k_hi, lo, hi)
+        for j in range(m):
+            in_levels = (keys_all >= k_lo[j]) & (keys_all <= k_hi[j])
+            assert above[j] == np.count_nonzero(in_levels & (row > hi[j]))
+            assert np.array_equal(members[owner == j], np.flatnonzero(in_levels & (row >= lo[j]) & (row <= hi[j])))
+
+
 def test_bm25_rows_equal_the_sparse_product():
     rng = np.random.default_rng(4)
     words = [f"w{i}" for i in range(300)]

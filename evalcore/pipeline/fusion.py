@@ -145,7 +145,9 @@ class Hybrid:
         ids = np.asarray(ids, dtype=np.int64)
         rd = self.dense.rank(ids)
         m = self.bm.matched(ids)
-        rb = np.where(m, self.bm.rank(ids), 1)
+        rb = np.ones(len(ids), dtype=np.int64)  # an unmatched chunk's BM25 rank is not used
+        if m.any():
+            rb[m] = self.bm.rank(ids[m])
         return self._fused(rd, rb, m)
 
     def first_rank(self, correct: np.ndarray) -> tuple[int, int]:

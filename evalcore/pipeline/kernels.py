@@ -28,23 +28,33 @@ _JIT: dict[str, Any] = {"nogil": True, "cache": True, "boundscheck": False}
 
 
 @njit(**_JIT)  # type: ignore[untyped-decorator]
-def _leaf(row: Any, q: Any, lo: int, n: int, r: Any) -> Any:
-    """numpy's pairwise-sum leaf (n <= 128) over the products ``row[i] * q[i]``: eight running
-    sums (``r``, scratch) combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the rest."""
+def _leaf(v: Any, row: int, q: Any, lo: int, n: int) -> Any:
+    """numpy's pairwise-sum leaf (n <= 128) over the products ``v[row, i] * q[i]``: eight
+    running sums combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the rest. The sums are
+    locals and the row is indexed in ``v`` itself (no view of it made): the loop compiles to
+    vector instructions, about three times as fast as through a scratch array and a view."""
     if n < 8:
         res = 0.0
         for i in range(lo, lo + n):
-            res += np.float64(row[i]) * q[i]
+            res += np.float64(v[row, i]) * q[i]
         return res
-    for j in range(8):
-        r[j] = np.float64(row[lo + j]) * q[lo + j]
+    r0, r1 = np.float64(v[row, lo]) * q[lo], np.float64(v[row, lo + 1]) * q[lo + 1]
+    r2, r3 = np.float64(v[row, lo + 2]) * q[lo + 2], np.float64(v[row, lo + 3]) * q[lo + 3]
+    r4, r5 = np.float64(v[row, lo + 4]) * q[lo + 4], np.float64(v[row, lo + 5]) * q[lo + 5]
+    r6, r7 = np.float64(v[row, lo + 6]) * q[lo + 6], np.float64(v[row, lo + 7]) * q[lo + 7]
     m = n - (n % 8)
     for i in range(lo + 8, lo + m, 8):
-        for j in range(8):
-            r[j] += np.float64(row[i + j]) * q[i + j]
-    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        r0 += np.float64(v[row, i]) * q[i]
+        r1 += np.float64(v[row, i + 1]) * q[i + 1]
+        r2 += np.float64(v[row, i + 2]) * q[i + 2]
+        r3 += np.float64(v[row, i + 3]) * q[i + 3]
+        r4 += np.float64(v[row, i + 4]) * q[i + 4]
+        r5 += np.float64(v[row, i + 5]) * q[i + 5]
+        r6 += np.float64(v[row, i + 6]) * q[i + 6]
+        r7 += np.float64(v[row, i + 7]) * q[i + 7]
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     for i in range(lo + m, lo + n):
-        res += np.float64(row[i]) * q[i]
+        res += np.float64(v[row, i]) * q[i]
     return res
 
 
@@ -54,12 +64,12 @@ def _halving(inner: Any) -> Any:
     numba cannot cache a recursive function, so each depth is a function of its own."""
 
     @njit(**_JIT)  # type: ignore[untyped-decorator]
-    def step(row: Any, q: Any, lo: int, n: int, r: Any) -> float:
+    def step(v: Any, row: int, q: Any, lo: int, n: int) -> float:
         if n <= 128:
-            return _leaf(row, q, lo, n, r)
+            return _leaf(v, row, q, lo, n)
         n2 = n // 2
         n2 -= n2 % 8
-        return inner(row, q, lo, n2, r) + inner(row, q, lo + n2, n - n2, r)
+        return inner(v, row, q, lo, n2) + inner(v, row, q, lo + n2, n - n2)
 
     return step
 
@@ -82,18 +92,22 @@ def exact_sims(q64: Any, vectors: Any, ids: Any) -> Any:
     n = ids.shape[0]
     out = np.empty(n, dtype=np.float64)
     d = q64.shape[0]
-    r = np.empty(8, dtype=np.float64)
     touched = 0.0
     for j in range(min(_AHEAD, n)):
-        ahead = vectors[ids[j]]
+        a = ids[j]
         for k in range(0, d, 16):
-            touched += ahead[k]
+            touched += vectors[a, k]
     for j in range(n):
         if j + _AHEAD < n:
-            ahead = vectors[ids[j + _AHEAD]]
+            a = ids[j + _AHEAD]
             for k in range(0, d, 16):
-                touched += ahead[k]
-        out[j] = 0.0 + _pairwise(vectors[ids[j]], q64, 0, d, r)
+                touched += vectors[a, k]
+        r = ids[j]
+        if d == 384:  # the model's width, its four leaves with constant bounds: inlined whole
+            left = _leaf(vectors, r, q64, 0, 96) + _leaf(vectors, r, q64, 96, 96)
+            out[j] = 0.0 + (left + (_leaf(vectors, r, q64, 192, 96) + _leaf(vectors, r, q64, 288, 96)))
+        else:
+            out[j] = 0.0 + _pairwise(vectors, r, q64, 0, d)
     if n and touched == np.inf:  # keeps the touches (never true for finite unit vectors)
         out[0] = out[0] + 0.0
     return out
@@ -352,6 +366,34 @@ def level_members(keys: Any, wanted: Any) -> Any:
     return idx, out
 
 
+@njit(**_JIT)  # type: ignore[untyped-decorator]
+def split_members(v: Any, idx: Any, keys: Any, k_lo: Any, k_hi: Any, lo: Any, hi: Any) -> Any:
+    """For the members ``idx`` (values ``v``, levels ``keys``) of some bands' levels: for each
+    band j, how many members in its levels ``[k_lo[j], k_hi[j]]`` are above ``hi[j]``, and every
+    ``(idx[i], j)`` with such a member inside ``[lo[j], hi[j]]``, in member order (the loop
+    ``DenseRow._count`` ran in Python, band by band)."""
+    m = lo.shape[0]
+    above = np.zeros(m, dtype=np.int64)
+    got = 0
+    for i in range(v.shape[0]):
+        for j in range(m):
+            if keys[i] >= k_lo[j] and keys[i] <= k_hi[j] and v[i] >= lo[j] and v[i] <= hi[j]:
+                got += 1
+    out = np.empty(got, dtype=np.int64)
+    owner = np.empty(got, dtype=np.int64)
+    got = 0
+    for j in range(m):
+        for i in range(v.shape[0]):
+            if keys[i] >= k_lo[j] and keys[i] <= k_hi[j]:
+                if v[i] > hi[j]:
+                    above[j] += 1
+                elif v[i] >= lo[j]:
+                    out[got] = idx[i]
+                    owner[got] = j
+                    got += 1
+    return above, out, owner
+
+
 def levels_of(values: Any, lo: float, scale: float, size: int) -> Any:
     """The level of each value, as the kernels compute it (numpy, for a few values)."""
     k = (np.asarray(values, dtype=np.float64) - lo) * scale
@@ -375,6 +417,7 @@ def warm() -> None:
     band_members(row32, np.zeros(8, dtype=f32), np.zeros(8, dtype=f32))
     score_beats(row64, np.zeros(1, dtype=f64), ids[:1])
     level_members(np.zeros(64, dtype=np.uint16), np.zeros(1024, dtype=np.bool_))
+    split_members(row32[:3], ids, ids, ids[:1], ids[:1], band, band)
     indptr32 = np.zeros(2, dtype=i32)
     bm25_row(indptr32, np.zeros(0, dtype=i32), np.zeros(0, dtype=f64), ids[:1] * 0, np.ones(1, dtype=f64), 4)
     from evalcore.pipeline import index_kernels

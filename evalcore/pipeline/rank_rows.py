@@ -92,13 +92,19 @@ class _Levels:
     value's level is monotone in it, so the values in levels above a value's level are above
     it and those below are below; ``above[k]`` counts the values in levels above ``k``."""
 
-    def __init__(self, values: np.ndarray) -> None:
+    def __init__(self, values: np.ndarray, lo: float | None = None, hi: float | None = None) -> None:
+        """``lo``, ``hi``: the row's least and greatest value when the row already knows them
+        (each a pass over a million values saved); else they are read from the row."""
         import numpy as np
 
         self.values = values
         self.n = len(values)
         self.size = int(min(_LEVELS, max(1 << 10, self.n // 8)))
-        lo, hi = (float(values.min()), float(values.max())) if self.n else (0.0, 0.0)
+        if not self.n:
+            lo, hi = 0.0, 0.0
+        else:
+            lo = float(values.min()) if lo is None else lo
+            hi = float(values.max()) if hi is None else hi
         self.lo = lo
         self.scale = (self.size - 1) / (hi - lo) if hi > lo else 0.0
         counts, self.keys = kernels.level_counts(values, self.lo, self.scale, self.size)
@@ -148,8 +154,9 @@ class DenseRow:
         self._ranks: dict[int, int] = {}  # exact ranks already counted
 
     def levels(self) -> _Levels:
-        if self._levels is None:
-            self._levels = _Levels(self.row)
+        if self._levels is None:  # the head's first value is the row's greatest
+            h = self._head
+            self._levels = _Levels(self.row, hi=float(h.asc[-1]) if h is not None and len(h.asc) else None)
         return self._levels
 
     def sims(self, ids: np.ndarray) -> np.ndarray:
@@ -243,19 +250,9 @@ class DenseRow:
         else:
             lv = self.levels()
             idx_all, keys = lv.members(lo, hi)
-            v = self.row[idx_all]
             k_lo, k_hi = lv.level(lo), lv.level(hi)
-            above = lv.above[k_hi].copy()
-            parts, owners = [], []
-            for j in range(len(x)):
-                sel = (keys >= k_lo[j]) & (keys <= k_hi[j])
-                vj, ij = v[sel], idx_all[sel]
-                above[j] += int(np.count_nonzero(vj > hi[j]))
-                band = ij[(vj >= lo[j]) & (vj <= hi[j])]
-                parts.append(band)
-                owners.append(np.full(len(band), j, dtype=np.int64))
-            idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-            owner = np.concatenate(owners) if owners else np.zeros(0, dtype=np.int64)
+            more, idx, owner = kernels.split_members(self.row[idx_all], idx_all, keys, k_lo, k_hi, lo, hi)
+            above = lv.above[k_hi] + more
         db = self.dist(idx)
         beat = (db < d[owner]) | ((db == d[owner]) & (idx < x[owner]))
         counted: NDArray[np.int64] = above + np.bincount(owner[beat], minlength=len(x)) + 1
@@ -413,8 +410,13 @@ class BM25Row:
         if len(ids) < _MANY:
             r = self.rank(ids)
             return r, r.copy()
-        if self._levels is None:
-            self._levels = _Levels(self.row)
+        if self._levels is None:  # the unmatched chunks score 0; the head's first is the greatest
+            h = self._head
+            self._levels = _Levels(
+                self.row,
+                lo=0.0 if self.m < self.n else None,
+                hi=float(self.row[h[0]]) if h is not None and len(h) else None,
+            )
         s = self.score(ids)
         above, at_least = self._levels.bounds(s, s)
         return _bounds(above, at_least, ids, self._ranks)
