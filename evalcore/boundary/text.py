@@ -1,0 +1,120 @@
+"""Text a user gives that comes back to a person: names, notes, labels, authors, shown queries.
+
+Two kinds of text, two rules:
+
+- **A name** (a question set's name, a run's name, a label) is an identifier a person reads
+  and types: :func:`check_name` normalises it to NFC, strips it and refuses it when it is
+  empty, longer than its cap, starts with ``-`` (a command line would read it as an option),
+  or holds a control character, a bidirectional override or isolate, or a zero-width
+  character (each would make the name read differently from what it is).
+- **Free text** (a note, a question, a needle) may hold anything a person writes, HTML and
+  formulas included, so it is kept as written: :func:`clean_text` normalises it to NFC and
+  refuses only NUL and control characters other than tab and newline, and a text over its
+  cap. Such text is escaped wherever it is shown instead: :func:`for_terminal` here, Markdown
+  escaping in :mod:`evalcore.figures.markdown_text`, CSV cells in
+  :mod:`evalcore.boundary.csvcells`.
+
+Every refusal is an :class:`~evalcore.errors.InputError` naming the field and the character's
+position, so the message says what to fix.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from evalcore.errors import InputError
+
+# Bidirectional embeddings, overrides and isolates: text after them reads in another order.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+# Characters that take no width: a name holding one looks like another name.
+ZERO_WIDTH = frozenset("\u200b\u200c\u200d\u2060\ufeff\u180e")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+
+
+def _nfc(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{field}: expected text, got {type(value).__name__}")
+    return unicodedata.normalize("NFC", value)
+
+
+def _describe(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    return f"U+{ord(ch):04X}" + (f" {name}" if name else "")
+
+
+def _refused_in_name(ch: str) -> bool:
+    return ch in BIDI_CONTROLS or ch in ZERO_WIDTH or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs")
+
+
+def check_name(value: str, *, field: str, max_len: int = 200) -> str:
+    """``value`` as a name: NFC, stripped; InputError naming ``field`` when it is empty, over
+    ``max_len`` characters, starts with ``-``, or holds a control, bidirectional or zero-width
+    character."""
+    text = _nfc(value, field).strip()
+    if not text:
+        raise InputError(f"{field}: is empty")
+    if len(text) > max_len:
+        raise InputError(f"{field}: {len(text):,} characters, more than the {max_len:,} allowed")
+    if text.startswith("-"):
+        raise InputError(f"{field}: {for_terminal(text)!s} starts with '-' (it would read as an option)")
+    for pos, ch in enumerate(text, start=1):
+        if _refused_in_name(ch):
+            raise InputError(
+                f"{field}: character {pos} is {_describe(ch)} (control, bidirectional and zero-width "
+                "characters are not allowed in a name)"
+            )
+    return text
+
+
+def clean_text(value: str, *, field: str, max_len: int) -> str:
+    """``value`` as free text: NFC; InputError naming ``field`` when it holds NUL or a control
+    character other than tab and newline (ESC, carriage return, DEL, C1), or is longer than
+    ``max_len`` characters. Anything else (HTML, a formula, bidirectional marks) is kept as
+    written and escaped where it is shown."""
+    text = _nfc(value, field)
+    if len(text) > max_len:
+        raise InputError(f"{field}: {len(text):,} characters, more than the {max_len:,} allowed")
+    for pos, ch in enumerate(text, start=1):
+        if ch not in "\t\n" and unicodedata.category(ch) == "Cc":
+            raise InputError(
+                f"{field}: character {pos} is {_describe(ch)} (control characters other than tab and "
+                "newline are not allowed)"
+            )
+    return text
+
+
+def _visible(ch: str) -> str:
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    code = ord(ch)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def for_terminal(value: object) -> str:
+    """``str(value)`` as one line that is safe to print: control characters (ESC, CR, LF, tab,
+    DEL, C1), bidirectional controls, zero-width and other format characters, and line or
+    paragraph separators are written as visible escapes (``\\x1b``, ``\\n``, ``\\u202e``);
+    a backslash is doubled only where it would otherwise read as one of those escapes.
+    Everything else is printed as it is."""
+    text = str(value)
+    if not any(_hidden(ch) for ch in text):
+        return text
+    out = []
+    for ch in text:
+        if _hidden(ch):
+            out.append(_visible(ch))
+        elif ch == "\\":
+            out.append("\\\\")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _hidden(ch: str) -> bool:
+    if ch in BIDI_CONTROLS or ch in ZERO_WIDTH:
+        return True
+    return unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp", "Cs")
