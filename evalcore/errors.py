@@ -9,6 +9,8 @@ def control_characters(text: str) -> bool:
     XML, or read differently than it is."""
     import unicodedata
 
+    if text.isprintable():  # the quick answer: no Cc or Cf character is printable
+        return False
     return any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 

@@ -139,6 +139,7 @@ class Question:
     document: str | None = None
     start: int | None = None
     end: int | None = None
+    extra: str | None = None  # the line's other fields, as the JSON text of an object (None: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +150,7 @@ class OODQuery:
     query: str
     kind: str
     line: int
+    extra: str | None = None  # the line's other fields, as the JSON text of an object (None: none)
 
 
 @dataclass(frozen=True, slots=True)

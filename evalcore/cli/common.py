@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.text import for_terminal
 from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
@@ -30,7 +31,8 @@ def print_json(obj: Any) -> None:
 def report_invalid(gt: GroundTruth) -> None:
     """One warning on stderr per needle left out of the ground truth."""
     for inv in gt.invalid:
-        print(f"warning: needle of group {inv.group} (line {inv.line}) excluded: {inv.reason}", file=sys.stderr)
+        group, reason = for_terminal(inv.group), for_terminal(inv.reason)
+        print(f"warning: needle of group {group} (line {inv.line}) excluded: {reason}", file=sys.stderr)
 
 
 def write_text(path: Path, text: str, option: str) -> None:

@@ -6,20 +6,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.common import open_store
+
+LARGE = 1_000_000  # bytes of a questions file from which an import prints progress lines on stderr
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from evalcore import authors
     from evalcore.inputs import qsets
 
+    def said(line: str) -> None:
+        print(for_terminal(line), file=sys.stderr, flush=True)
+
     saved, other = qsets.import_folder(
-        open_store(args), args.folder, args.name, author=authors.os_author(), note=args.note
+        open_store(args),
+        args.folder,
+        args.name,
+        author=authors.os_author(),
+        note=args.note,
+        said=said if _large(args.folder) else None,
     )
     v = saved.version
-    print(f"{saved.message()}: {v.questions} questions, {v.ood} off-topic, by {authors.shown(v.author)}")
+    who = for_terminal(authors.shown(v.author))
+    print(f"{for_terminal(saved.message())}: {v.questions} questions, {v.ood} off-topic, by {who}")
     if other:
         print(
             f"note: {other} line(s) are not in evalcore's canonical form; export writes the same "
@@ -28,11 +41,21 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _large(folder: str) -> bool:
+    """Whether the folder's questions file is large enough for progress lines."""
+    from pathlib import Path
+
+    try:
+        return (Path(folder) / "questions.jsonl").stat().st_size > LARGE
+    except OSError:
+        return False
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     from evalcore.inputs import qsets
 
     version, paths = qsets.export_folder(open_store(args), args.ref, args.output)
-    print(f"wrote {version.label} to " + ", ".join(str(p) for p in paths))
+    print(f"wrote {version.label} to " + ", ".join(for_terminal(p) for p in paths))
     return 0
 
 
@@ -51,7 +74,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for v in found:
         parent = str(v.parent) if v.parent else "-"
         when = str(v.created_at)[:19]
-        print(f"{v.label:<28} {parent:>6} {v.questions:>9} {v.ood:>9}  {when:<19}  {authors.shown(v.author)}  {v.note}")
+        who, note = for_terminal(authors.shown(v.author)), for_terminal(v.note)
+        print(f"{v.label:<28} {parent:>6} {v.questions:>9} {v.ood:>9}  {when:<19}  {who}  {note}")
     return 0
 
 
@@ -92,11 +116,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         if isinstance(value, list):
             print(f"{key}: {len(value)}")
             for item in value:
-                print(f"  - {item['group']} (line {item['line']}): {item['reason']}")
+                print(f"  - {for_terminal(item['group'])} (line {item['line']}): {for_terminal(item['reason'])}")
         elif isinstance(value, dict):
-            print(f"{key}: " + ", ".join(f"{k}={n}" for k, n in value.items()))
+            print(f"{key}: " + ", ".join(f"{for_terminal(k)}={n}" for k, n in value.items()))
         else:
-            print(f"{key}: {value}")
+            print(f"{key}: {for_terminal(value)}")
     return 0
 
 

@@ -7,6 +7,12 @@ File format (one JSON object a line, blank lines allowed):
   ``variant`` (default ``""``). All queries of one group share one ground truth.
 - ood: ``id``, ``query``, ``kind`` (``near`` or ``far``).
 
+Any other field of a line is kept beside the item as it was given (``Question.extra``,
+``OODQuery.extra``: the JSON text of those fields), so a question set exported again gives it
+back. A text field is normalised to NFC and refused when it holds NUL or another control
+character than tab and newline, or more than ``MAX_TEXT`` characters; HTML, a formula or a
+bidirectional mark is kept as written and escaped wherever it is shown.
+
 Problems with the files themselves (bad JSON, a missing or ill-typed field, a duplicate
 id across both files, two needles in one group) raise InputError ``"FILE:LINE: ..."``.
 Problems of a ground truth against the corpus make it *invalid*: it is reported as an
@@ -30,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalcore.boundary.files import iter_text_lines
+from evalcore.boundary.text import clean_text
 from evalcore.errors import InputError
 from evalcore.inputs import jsontext
 from evalcore.records import Corpus, Document, GroundTruth, InvalidNeedle, OODQuery, Question, Span
@@ -37,6 +45,10 @@ from evalcore.records import Corpus, Document, GroundTruth, InvalidNeedle, OODQu
 logger = logging.getLogger(__name__)
 
 OOD_KINDS = ("near", "far")
+QUESTION_FIELDS = ("id", "question", "needle", "document", "start", "end", "group", "variant")
+OOD_FIELDS = ("id", "query", "kind")
+MAX_FILE_BYTES = 1 << 30  # a question, ood or ranking file is read up to 1 GiB
+MAX_TEXT = 100_000  # characters of one text field (a question, a needle, a query)
 _WS_RUN = re.compile(r"\s+")
 _HEADING_LINE = re.compile(r"^#+ [^\n]*", re.MULTILINE)
 _SEP = "\0"  # between documents in the search text; never inside a canonical text
@@ -46,16 +58,12 @@ _MAX_LISTED = 5
 # ------------------------------------------------------------------------ reading
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for every non-blank line; InputError "FILE:LINE: ..." otherwise."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
+def read_jsonl(path: Path, max_bytes: int = MAX_FILE_BYTES) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line; InputError "FILE:LINE: ..." otherwise.
+    The file is read as :func:`evalcore.boundary.files.iter_text_lines` reads a user's file: a
+    regular file only (links resolved), at most ``max_bytes``, streamed, UTF-8 checked by line."""
     rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in iter_text_lines(path, max_bytes=max_bytes):
         if not line.strip():
             continue
         try:
@@ -83,9 +91,18 @@ def _field(obj: dict[str, Any], key: str, kind: type, where: str, *, required: b
         raise InputError(
             f"{where}: field {key!r} must be {'an integer' if kind is int else 'a string'}, got {json.dumps(value)}"
         )
-    if kind is str and key not in ("variant",) and not value.strip():
-        raise InputError(f"{where}: field {key!r} is empty")
+    if kind is str:
+        value = clean_text(value, field=f"{where}: field {key!r}", max_len=MAX_TEXT)
+        if key not in ("variant",) and not value.strip():
+            raise InputError(f"{where}: field {key!r} is empty")
     return value
+
+
+def _extra(obj: dict[str, Any], known: tuple[str, ...]) -> str | None:
+    """The fields of ``obj`` evalcore does not read, as the JSON text of an object in the
+    file's order (None when there are none): kept with the item so an export gives them back."""
+    rest = {k: v for k, v in obj.items() if k not in known}
+    return json.dumps(rest, ensure_ascii=False) if rest else None
 
 
 def _check_id(query_id: str, where: str, seen: dict[str, str]) -> None:
@@ -136,6 +153,7 @@ def read_questions(path: str | Path, seen: dict[str, str] | None = None) -> list
                 document=document,
                 start=start,
                 end=end,
+                extra=_extra(obj, QUESTION_FIELDS),
             )
         )
     if not out:
@@ -156,7 +174,7 @@ def read_ood(path: str | Path, seen: dict[str, str] | None = None) -> list[OODQu
         if kind not in OOD_KINDS:
             raise InputError(f"{where}: field 'kind' must be one of {', '.join(OOD_KINDS)}, got {kind!r}")
         _check_id(query_id, where, seen)
-        out.append(OODQuery(query_id=query_id, query=query, kind=kind, line=number))
+        out.append(OODQuery(query_id=query_id, query=query, kind=kind, line=number, extra=_extra(obj, OOD_FIELDS)))
     return out
 
 

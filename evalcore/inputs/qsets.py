@@ -12,12 +12,8 @@ question, group, variant, and a needle or an exact span) and off-topic
 (ids unique across both kinds, one needle per group, kinds near/far); a problem is an
 InputError naming the set, the line (the item's position in the exported file) and the field.
 
-Export writes each item in the canonical form evalcore itself writes: one
-``json.dumps(obj, ensure_ascii=False)`` a line, keys ``id, question, needle, group, variant``
-(or ``id, question, document, start, end, group, variant`` for an exact span), and
-``id, query, kind`` for off-topic queries. A file in that form (the demo's, the importers',
-the tests') comes back byte for byte; another layout comes back with the same content in that
-form (``dataset import`` says how many lines that concerns).
+Export and import read and write the canonical JSON lines of :mod:`evalcore.inputs.qset_files`,
+every field an import accepted kept (the names re-exported here are that module's).
 
 Against a corpus a set resolves like question files do (:func:`evalcore.inputs.groundtruth.resolve`),
 by its needle text, so a set authored on one corpus version is re-resolved against the
@@ -27,25 +23,33 @@ listed with the reason and excluded, never dropped silently.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary import text as boundary_text
+from evalcore.boundary.files import write_file_atomic
 from evalcore.errors import InputError, StoreError
-from evalcore.inputs.groundtruth import OOD_KINDS, group_questions, read_ood, read_questions, resolve
+from evalcore.inputs.groundtruth import MAX_TEXT, OOD_KINDS, group_questions, resolve
+from evalcore.inputs.qset_files import MAX_ITEMS as MAX_ITEMS
+from evalcore.inputs.qset_files import OOD_FILE as OOD_FILE
+from evalcore.inputs.qset_files import QUESTIONS_FILE as QUESTIONS_FILE
+from evalcore.inputs.qset_files import ood_row as ood_row
+from evalcore.inputs.qset_files import question_row as question_row
+from evalcore.inputs.qset_files import read_folder as read_folder
+from evalcore.inputs.qset_files import to_jsonl as to_jsonl
 from evalcore.records import GroundTruth, OODQuery, Question
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus
     from evalcore.store import Store
 
-QUESTIONS_FILE = "questions.jsonl"
-OOD_FILE = "ood.jsonl"
 MAX_NAME = 100
+MAX_NOTE = 2_000  # characters of a version's note
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -93,6 +97,7 @@ class Saved:
     version: Version
     siblings: tuple[Version, ...] = field(default_factory=tuple)
     latest_before: int | None = None
+    lock_seconds: float = 0.0  # how long the store was held for writing
 
     def message(self) -> str:
         v = self.version
@@ -116,9 +121,10 @@ def _who(author: str | None) -> str:
 
 
 def check_name(name: str) -> str:
-    """A set name: letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit."""
-    name = (name or "").strip()
-    if not name or len(name) > MAX_NAME or not _NAME.match(name):
+    """A set name: letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit (the
+    rules every name follows, :func:`evalcore.boundary.text.check_name`, and these)."""
+    name = boundary_text.check_name(name or "", field="question set name", max_len=MAX_NAME)
+    if not _NAME.match(name):
         raise InputError(
             f"question set name {name!r}: use letters, digits, '.', '_' or '-' "
             f"(starting with a letter or digit, at most {MAX_NAME} characters)"
@@ -141,10 +147,14 @@ def check_items(questions: Sequence[Question], ood: Sequence[OODQuery], where: s
     seen: dict[str, str] = {}
     if not questions:
         raise InputError(f"{where}: no questions")
+    if len(questions) + len(ood) > MAX_ITEMS:
+        raise InputError(f"{where}: {len(questions) + len(ood):,} items, more than the {MAX_ITEMS:,} a set holds")
     for q in questions:
         at = f"{where}:{q.line}"
+        _check_texts(at, (("id", q.query_id), ("question", q.question), ("group", q.group), ("variant", q.variant)))
+        _check_texts(at, (("needle", q.needle), ("document", q.document)))
         for key, value in (("id", q.query_id), ("question", q.question), ("group", q.group)):
-            if not isinstance(value, str) or not value.strip():
+            if not value.strip():
                 raise InputError(f"{at}: field {key!r} is empty")
         if q.needle is not None:
             if not q.needle.strip():
@@ -159,8 +169,9 @@ def check_items(questions: Sequence[Question], ood: Sequence[OODQuery], where: s
     group_questions(list(questions), where)
     for o in ood:
         at = f"{where} (off-topic):{o.line}"
+        _check_texts(at, (("id", o.query_id), ("query", o.query), ("kind", o.kind)))
         for key, value in (("id", o.query_id), ("query", o.query)):
-            if not isinstance(value, str) or not value.strip():
+            if not value.strip():
                 raise InputError(f"{at}: field {key!r} is empty")
         if o.kind not in OOD_KINDS:
             raise InputError(f"{at}: field 'kind' must be one of {', '.join(OOD_KINDS)}, got {o.kind!r}")
@@ -169,69 +180,31 @@ def check_items(questions: Sequence[Question], ood: Sequence[OODQuery], where: s
         seen[o.query_id] = at
 
 
+def _check_texts(at: str, fields: Sequence[tuple[str, object]]) -> None:
+    """Each text field as :func:`evalcore.boundary.text.clean_text` checks it (None: absent):
+    an item typed on a screen is held to what a file is held to. One quick look at all the
+    fields together first; the exact check only when that finds something."""
+    texts = [value for _, value in fields if value is not None]
+    strings = [value for value in texts if isinstance(value, str)]
+    if (
+        len(strings) == len(texts)
+        and all(len(v) <= MAX_TEXT for v in strings)
+        and boundary_text.plain("".join(strings))
+    ):
+        return
+    for key, value in fields:
+        if value is not None:
+            if not isinstance(value, str):
+                raise InputError(f"{at}: field {key!r} must be a string, got {type(value).__name__}")
+            boundary_text.clean_text(value, field=f"{at}: field {key!r}", max_len=MAX_TEXT)
+
+
 def numbered(questions: Sequence[Question], ood: Sequence[OODQuery]) -> tuple[list[Question], list[OODQuery]]:
     """The items with ``line`` = their 1-based position (their line in the exported files)."""
     return (
-        [replace(q, line=i) for i, q in enumerate(questions, start=1)],
-        [replace(o, line=i) for i, o in enumerate(ood, start=1)],
+        [q if q.line == i else replace(q, line=i) for i, q in enumerate(questions, start=1)],
+        [o if o.line == i else replace(o, line=i) for i, o in enumerate(ood, start=1)],
     )
-
-
-# ------------------------------------------------------------------- file formats
-
-
-def question_row(q: Question) -> dict[str, Any]:
-    """The canonical JSON object of an in-domain item (what export writes)."""
-    if q.needle is not None:
-        return {"id": q.query_id, "question": q.question, "needle": q.needle, "group": q.group, "variant": q.variant}
-    return {
-        "id": q.query_id,
-        "question": q.question,
-        "document": q.document,
-        "start": q.start,
-        "end": q.end,
-        "group": q.group,
-        "variant": q.variant,
-    }
-
-
-def ood_row(o: OODQuery) -> dict[str, Any]:
-    return {"id": o.query_id, "query": o.query, "kind": o.kind}
-
-
-def to_jsonl(rows: Sequence[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-
-
-def read_folder(folder: str | Path) -> tuple[list[Question], list[OODQuery], int]:
-    """questions.jsonl (required) and ood.jsonl (optional) of ``folder``, read and checked as
-    ``run --questions/--ood`` reads them; also the number of lines not in the canonical form."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise InputError(f"{folder}: not a folder (expected one holding {QUESTIONS_FILE} and optionally {OOD_FILE})")
-    qpath, opath = folder / QUESTIONS_FILE, folder / OOD_FILE
-    seen: dict[str, str] = {}
-    questions = read_questions(qpath, seen)
-    ood = read_ood(opath, seen) if opath.exists() else []
-    group_questions(questions, qpath)
-    other = _non_canonical(qpath, [question_row(q) for q in questions], [q.line for q in questions])
-    if opath.exists():
-        other += _non_canonical(opath, [ood_row(o) for o in ood], [o.line for o in ood])
-    return questions, ood, other
-
-
-def _non_canonical(path: Path, rows: list[dict[str, Any]], lines: list[int]) -> int:
-    """Lines of ``path`` that export will not write back byte for byte (another key order,
-    escaped characters, a missing field filled with its default; blank lines and a byte
-    order mark count once)."""
-    raw = path.read_bytes()
-    if raw == to_jsonl(rows).encode("utf-8"):
-        return 0
-    text = raw.decode("utf-8-sig").splitlines()
-    differ = sum(
-        1 for row, line in zip(rows, lines, strict=True) if json.dumps(row, ensure_ascii=False) != text[line - 1]
-    )
-    return max(differ, 1)
 
 
 # ---------------------------------------------------------------------- the store
@@ -282,12 +255,12 @@ def load(store: Store, ref: str) -> QuestionSet:
         version = matches[0]
     with store.read() as con:
         qrows = con.execute(
-            'SELECT position, item_id, question, group_id, variant, needle, doc_id, start, "end" '
+            'SELECT position, item_id, question, group_id, variant, needle, doc_id, start, "end", extra '
             "FROM question_set_items WHERE name = ? AND version = ? ORDER BY position",
             [name, version.version],
         ).fetchall()
         orows = con.execute(
-            "SELECT position, item_id, query, kind FROM question_set_ood WHERE name = ? AND version = ? "
+            "SELECT position, item_id, query, kind, extra FROM question_set_ood WHERE name = ? AND version = ? "
             "ORDER BY position",
             [name, version.version],
         ).fetchall()
@@ -302,10 +275,11 @@ def load(store: Store, ref: str) -> QuestionSet:
             document=r[6],
             start=r[7],
             end=r[8],
+            extra=r[9],
         )  # fmt: skip
         for r in qrows
     )
-    ood = tuple(OODQuery(query_id=r[1], query=r[2], kind=r[3], line=r[0]) for r in orows)
+    ood = tuple(OODQuery(query_id=r[1], query=r[2], kind=r[3], line=r[0], extra=r[4]) for r in orows)
     return QuestionSet(version, questions, ood)
 
 
@@ -328,59 +302,111 @@ def save(
     from evalcore.store.question_sets import insert_version
 
     name = check_name(name)
+    note = boundary_text.clean_text(note or "", field="note", max_len=MAX_NOTE).strip()
     questions, ood = numbered(questions, ood)
     check_items(questions, ood, f"question set {name}")
     author = clean_author(author)
-    version, created, numbers, sibling_numbers = insert_version(
-        store,
-        name,
-        parent,
-        author,
-        note.strip(),
-        origin,
-        [[q.line, q.query_id, q.question, q.group, q.variant, q.needle, q.document, q.start, q.end] for q in questions],
-        [[o.line, o.query_id, o.query, o.kind] for o in ood],
+    items, off_topic = _frames(questions, ood)  # prepared before the store is opened for writing
+    done = insert_version(store, name, parent, author, note, origin, items, off_topic)
+    made = Version(name, done.version, parent, author, done.created, note, origin, len(questions), len(ood))
+    siblings = tuple(v for v in versions(store, name) if v.version in done.siblings)
+    return Saved(made, siblings, done.before[-1] if done.before else None, done.lock_seconds)
+
+
+def _frames(questions: Sequence[Question], ood: Sequence[OODQuery]) -> tuple[Any, Any]:
+    """The rows the store inserts, as the frames :func:`evalcore.store.question_sets.frame` makes."""
+    from evalcore.store.question_sets import ITEM_COLUMNS, OOD_COLUMNS, frame
+
+    items = frame(
+        ITEM_COLUMNS,
+        {
+            "position": [q.line for q in questions],
+            "item_id": [q.query_id for q in questions],
+            "question": [q.question for q in questions],
+            "group_id": [q.group for q in questions],
+            "variant": [q.variant for q in questions],
+            "needle": [q.needle for q in questions],
+            "doc_id": [q.document for q in questions],
+            "start": [q.start for q in questions],
+            "end": [q.end for q in questions],
+            "extra": [q.extra for q in questions],
+        },
     )
-    made = Version(name, version, parent, author, created, note.strip(), origin, len(questions), len(ood))
-    siblings = tuple(v for v in versions(store, name) if v.version in sibling_numbers)
-    return Saved(made, siblings, numbers[-1] if numbers else None)
+    off_topic = frame(
+        OOD_COLUMNS,
+        {
+            "position": [o.line for o in ood],
+            "item_id": [o.query_id for o in ood],
+            "query": [o.query for o in ood],
+            "kind": [o.kind for o in ood],
+            "extra": [o.extra for o in ood],
+        },
+    )
+    return items, off_topic
 
 
 def import_folder(
-    store: Store, folder: str | Path, name: str, *, author: str | None, note: str = ""
+    store: Store,
+    folder: str | Path,
+    name: str,
+    *,
+    author: str | None,
+    note: str = "",
+    said: Callable[[str], None] | None = None,
 ) -> tuple[Saved, int]:
     """``dataset import``: the folder's files as a new set, or as a new version of ``name``
-    (from its newest version). Returns what was saved and the count of non-canonical lines."""
-    questions, ood, other = read_folder(folder)
+    (from its newest version). Returns what was saved and the count of non-canonical lines.
+    The name and the note are checked before the files are read; ``said`` hears a line as
+    each step ends (a progress line for a large set)."""
     name = check_name(name)
+    boundary_text.clean_text(note or "", field="--note", max_len=MAX_NOTE)
+    t0 = time.perf_counter()
+    questions, ood, other = read_folder(folder, said)
     found = versions(store, name)
     parent = found[-1].version if found else None
     saved = save(
         store, name, questions, ood, parent=parent, author=author, note=note, origin=f"import {Path(folder).resolve()}"
     )
+    if said:
+        said(
+            f"stored {saved.version.label} in {time.perf_counter() - t0:.1f} s "
+            f"(the store was held for writing {saved.lock_seconds:.2f} s of it)"
+        )
     return saved, other
 
 
 def export_folder(store: Store, ref: str, folder: str | Path) -> tuple[Version, list[Path]]:
     """``dataset export``: write questions.jsonl (and ood.jsonl when the version has off-topic
-    items) into ``folder`` (created); refuses to replace existing files."""
+    items) into ``folder`` (created); refuses to replace an existing file, and never writes
+    through a symbolic link (:func:`evalcore.boundary.files.write_file_atomic`)."""
     qs = load(store, ref)
     folder = Path(folder)
-    targets = [(folder / QUESTIONS_FILE, [question_row(q) for q in qs.questions])]
+    targets = [(QUESTIONS_FILE, [question_row(q) for q in qs.questions])]
     if qs.ood:
-        targets.append((folder / OOD_FILE, [ood_row(o) for o in qs.ood]))
+        targets.append((OOD_FILE, [ood_row(o) for o in qs.ood]))
+    if folder.is_symlink():
+        raise InputError(f"{folder}: is a symbolic link; export into a real folder")
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder}: is a file, not a folder")
-    for path, _ in targets:
+    for file, _ in targets:
+        path = folder / file
+        if path.is_symlink():
+            raise InputError(f"{path}: is a symbolic link; evalcore never writes through one")
         if path.exists():
             raise InputError(f"{path}: already exists; export into an empty folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        for path, rows in targets:
-            path.write_text(to_jsonl(rows), encoding="utf-8", newline="\n")
     except OSError as exc:
         raise InputError(f"{folder}: cannot write ({exc.strerror or exc})") from None
-    return qs.version, [p for p, _ in targets]
+    written: list[Path] = []
+    try:
+        for file, rows in targets:
+            written.append(write_file_atomic(folder, file, to_jsonl(rows), exist_ok=False))
+    except InputError:
+        for path in written:  # all the files or none
+            path.unlink(missing_ok=True)
+        raise
+    return qs.version, written
 
 
 def describe(qs: QuestionSet) -> dict[str, Any]:
