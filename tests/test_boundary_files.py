@@ -170,3 +170,20 @@ def test_a_refused_write_leaves_the_old_file_and_no_temporary_file(tmp_path):
         write_file_atomic(tmp_path, "one", "new", exist_ok=False)
     assert (tmp_path / "one").read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one"]
+
+
+def test_a_store_whose_path_holds_quotes_is_compacted_not_broken(tmp_path):
+    """The store's path reaches SQL only through the one quoting helper (ATTACH takes no
+    parameter): a quote in a folder's name neither breaks the statement nor changes it."""
+    from evalcore.inputs import qsets as sets
+    from evalcore.store import Store
+
+    folder = tmp_path / "it's \"odd'); DROP TABLE runs; --"
+    folder.mkdir()
+    store = Store(folder / "s'x.duckdb")
+    store.migrate()
+    questions, ood, _ = sets.read_folder(Path(__file__).parent / "fixtures" / "mini")
+    sets.save(store, "kept", questions, ood, parent=None, author=None)
+    store.compact()
+    assert [v.label for v in sets.versions(Store(folder / "s'x.duckdb"))] == ["kept@1"]
+    assert sorted(p.name for p in folder.iterdir()) == ["s'x.duckdb"]

@@ -27,6 +27,22 @@ def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None =
     return row
 
 
+def sql_string(value: str) -> str:
+    """``value`` as an SQL string literal (single quotes doubled): the one quoting helper, for
+    the few statements DuckDB takes no parameter in (``ATTACH``). Everywhere else a value is
+    a parameter (``?``), never formatted into the statement."""
+    if "\0" in value:
+        raise StoreError("a value with a NUL character cannot be given to the store")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_identifier(name: str) -> str:
+    """``name`` as a quoted SQL identifier (double quotes doubled)."""
+    if "\0" in name:
+        raise StoreError("a name with a NUL character cannot be given to the store")
+    return '"' + name.replace('"', '""') + '"'
+
+
 def now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 

@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import StoreError
-from evalcore.store.basics import DUCKDB_CONFIG, first_line, io_reason, is_lock_error, now, one_row
+from evalcore.store.basics import (
+    DUCKDB_CONFIG,
+    first_line,
+    io_reason,
+    is_lock_error,
+    now,
+    one_row,
+    sql_identifier,
+    sql_string,
+)
 from evalcore.store.identity import create, inspect, missing_parent
 from evalcore.store.migrate import apply, migrations
 
@@ -316,8 +325,8 @@ class Connection:
             with self.connect() as con:
                 con.execute("CHECKPOINT")
                 source = one_row(con, "SELECT current_database()")[0]
-                con.execute(f"ATTACH '{tmp}' AS evalcore_fresh")
-                con.execute(f'COPY FROM DATABASE "{source}" TO evalcore_fresh')
+                con.execute(f"ATTACH {sql_string(str(tmp))} AS evalcore_fresh")
+                con.execute(f"COPY FROM DATABASE {sql_identifier(source)} TO evalcore_fresh")
                 con.execute("DETACH evalcore_fresh")
                 with open(tmp, "rb") as fh:
                     os.fsync(fh.fileno())
