@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.files import write_file_atomic
 from evalcore.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -174,34 +175,29 @@ def _write_dataset(
         # named tuples of the frame's columns (fields known at run time), missing cells as None
         return frame.astype(object).where(frame.notna(), None).itertuples()
 
-    with open(out / "corpus.jsonl", "w", encoding="utf-8") as fh:
-        for r in rows(chunks):
-            meta: dict[str, Any] = {"document": r.doc_id, "section": r.section}
-            if r.evidence_start is not None:
-                meta.update(start=int(r.evidence_start), end=int(r.end))
-            fh.write(
-                json.dumps(
-                    {"_id": keys[int(r.chunk_id)], "title": r.title or r.doc_id, "text": r.text, "metadata": meta},
-                    ensure_ascii=False,
-                )
-                + "\n"
-            )
-    with open(out / "queries.jsonl", "w", encoding="utf-8") as fh:
-        for r in rows(queries):
-            meta = (
-                {"domain": r.domain, "kind": r.kind}
-                if r.domain == "out"
-                else {"domain": r.domain, "variant": r.variant, "group": r.group_id, "scored": bool(r.valid)}
-            )
-            fh.write(json.dumps({"_id": str(r.query_id), "text": r.text, "metadata": meta}, ensure_ascii=False) + "\n")
-    with open(out / "qrels" / "test.tsv", "w", encoding="utf-8") as fh:
-        fh.write("query-id\tcorpus-id\tscore\n")
-        for q, rel in qrels.items():
-            fh.writelines(f"{q}\t{c}\t{v}\n" for c, v in rel.items())
-    with open(out / "qrels.trec", "w", encoding="utf-8") as fh:
-        for q, rel in qrels.items():
-            fh.writelines(f"{q} 0 {c} {v}\n" for c, v in rel.items())
-    (out / "qrels.json").write_text(json.dumps(qrels, ensure_ascii=False), encoding="utf-8")
+    corpus: list[str] = []
+    for r in rows(chunks):
+        meta: dict[str, Any] = {"document": r.doc_id, "section": r.section}
+        if r.evidence_start is not None:
+            meta.update(start=int(r.evidence_start), end=int(r.end))
+        item = {"_id": keys[int(r.chunk_id)], "title": r.title or r.doc_id, "text": r.text, "metadata": meta}
+        corpus.append(json.dumps(item, ensure_ascii=False) + "\n")
+    write_file_atomic(out, "corpus.jsonl", "".join(corpus))
+    lines: list[str] = []
+    for r in rows(queries):
+        meta = (
+            {"domain": r.domain, "kind": r.kind}
+            if r.domain == "out"
+            else {"domain": r.domain, "variant": r.variant, "group": r.group_id, "scored": bool(r.valid)}
+        )
+        lines.append(json.dumps({"_id": str(r.query_id), "text": r.text, "metadata": meta}, ensure_ascii=False) + "\n")
+    write_file_atomic(out, "queries.jsonl", "".join(lines))
+    tsv = ["query-id\tcorpus-id\tscore\n"] + [f"{q}\t{c}\t{v}\n" for q, rel in qrels.items() for c, v in rel.items()]
+    write_file_atomic(out / "qrels", "test.tsv", "".join(tsv))
+    write_file_atomic(
+        out, "qrels.trec", "".join(f"{q} 0 {c} {v}\n" for q, rel in qrels.items() for c, v in rel.items())
+    )
+    write_file_atomic(out, "qrels.json", json.dumps(qrels, ensure_ascii=False))
     return [str(out / n) for n in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "qrels.trec", "qrels.json")]
 
 
@@ -246,11 +242,13 @@ def _ranking(
 
 def _write_run(folder: Path, stem: str, tag: str, ranking: dict[str, list[str]]) -> list[str]:
     tag = folder_name(tag)
-    with open(folder / f"{stem}.trec", "w", encoding="utf-8") as fh:
-        for q, chunks in ranking.items():
-            fh.writelines(f"{q} Q0 {c} {rank} {1.0 / rank!r} {tag}\n" for rank, c in enumerate(chunks, start=1))
-    (folder / f"{stem}.json").write_text(
+    trec = "".join(
+        f"{q} Q0 {c} {rank} {1.0 / rank!r} {tag}\n" for q, chunks in ranking.items() for rank, c in enumerate(chunks, 1)
+    )
+    write_file_atomic(folder, f"{stem}.trec", trec)
+    write_file_atomic(
+        folder,
+        f"{stem}.json",
         json.dumps({q: {c: 1.0 / rank for rank, c in enumerate(chunks, start=1)} for q, chunks in ranking.items()}),
-        encoding="utf-8",
     )
     return [str(folder / f"{stem}.trec"), str(folder / f"{stem}.json")]
