@@ -62,11 +62,16 @@ class Runs(Connection):
     # -- writes ------------------------------------------------------------------
     def start_run(self, row: dict[str, Any]) -> None:
         """Insert a run in state ``running`` (pid and host recorded for crash detection).
-        ConfigError for a run name with control characters (nothing is written)."""
+        ConfigError for a run name with control characters, InputError for one that breaks
+        another rule of names (:func:`evalcore.boundary.text.check_name`: a leading ``-``, over
+        200 characters); nothing is written."""
+        from evalcore.boundary.text import check_name
         from evalcore.errors import ConfigError, control_characters
 
         if control_characters(str(row.get("name") or "")):
             raise ConfigError(f"--name {row.get('name')!r}: a run name without control characters")
+        if row.get("name"):
+            row = dict(row, name=check_name(str(row["name"]), field="--name"))
         row = dict(
             row, status="running", created_at=row.get("created_at") or now(), pid=os.getpid(), host=socket.gethostname()
         )

@@ -245,3 +245,15 @@ def test_a_large_import_does_not_lock_other_readers_out(tmp_path):
         assert con.execute("SELECT count(*) FROM question_set_items WHERE name = 'big'").fetchone() == (n,)
     finally:
         con.close()
+
+
+def test_a_run_name_with_a_leading_dash_is_refused(tmp_path):
+    store = tmp_path / "s.duckdb"
+    ran = evalcore("run", "--corpus", str(CORPUS), "--questions", str(QUESTIONS), "--name=-rf", "-q", store=store)
+    runs = Store(store).runs() if store.exists() else None
+    check(
+        "run --name=-rf",
+        "exit 2 · error: --name: -rf starts with '-' (it would read as an option) · no run stored",
+        f"exit {ran.code} · {ran.line(tmp_path)} · "
+        + ("no run stored" if runs is None or runs.empty else f"{len(runs)} run(s) stored"),
+    )
