@@ -170,7 +170,7 @@ def test_replaying_the_runs_own_questions_reproduces_its_hits(traffic_run, tmp_p
 
 
 def test_periods_refused_share_and_ks_equal_a_brute_force_computation(imported):
-    from evalcore.read.traffic import periods
+    from evalcore.read.traffic_periods import periods
 
     store, run_id, rows, _, _ = imported
     frame = periods(store, run_id, Configuration("E", "dense"), timedelta(days=7), T)
