@@ -300,18 +300,24 @@ def test_forget_takes_the_text_out_of_the_embedding_cache_and_the_file(store_cop
     _import(store_copy, _jsonl(tmp_path / "log.jsonl", rows))
     digest = text_hash(secret)
     cached = _count(store_copy, "SELECT count(*) FROM embeddings WHERE text_hash = ?", [digest])
+
+    def on_disk() -> bytes:
+        return store_copy.read_bytes() + b"".join(p.read_bytes() for p in store_copy.parent.glob("*.wal"))
+
+    duckdb.connect(str(store_copy)).close()  # a checkpoint: what the file holds before forget
+    before = [w for w in (digest.encode(), b"Quibblesworth") if w in on_disk()]
     ran = evalcore("traffic", "forget", "--before", "2026-11-01", store=store_copy)
     left = _count(store_copy, "SELECT count(*) FROM embeddings WHERE text_hash = ?", [digest])
     stays = _count(
         store_copy, "SELECT count(*) FROM embeddings WHERE text_hash = ?", [text_hash("a later question that stays")]
     )
-    data = store_copy.read_bytes() + b"".join(p.read_bytes() for p in store_copy.parent.glob("*.wal"))
-    found = [w for w in (secret.encode(), digest.encode(), b"Quibblesworth") if w in data]
+    found = [w for w in (secret.encode(), digest.encode(), b"Quibblesworth") if w in on_disk()]
     check(
         "traffic forget: the text's sha256 -> vector in the embedding cache, and the file's bytes",
-        "exit 0; cached 1 -> 0 (the kept text's vector stays); neither text nor hash in the file",
+        "exit 0; cached 1 -> 0 (the kept text's vector stays); text and hash in the file before, neither after",
         f"exit {ran.code}; cached {cached} -> {left} (the kept text's vector {'stays' if stays else 'GONE'}); "
-        + ("neither text nor hash in the file" if not found else f"found {found}"),
+        + ("text and hash in the file before" if len(before) == 2 else f"before only {before}")
+        + (", neither after" if not found else f", found after {found}"),
     )
 
 
@@ -354,3 +360,83 @@ def test_a_killed_import_is_marked_failed_and_the_reimport_completes(store_copy,
         again.err,
     )
     assert "ended before the import finished" in reason
+
+
+# --- an endpoint that stopped answering -----------------------------------------------------------
+
+PIXEL = "/pixel.png"
+
+
+def _malformed_server(port: int):
+    """A service on ``port`` answering every search with a body that is not JSON and names an
+    image in Markdown (the image itself is a 404; requests for it are counted)."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    fetched = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            fetched.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = f"oops ![x](http://127.0.0.1:{port}{PIXEL}) **bold**".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    return server, fetched
+
+
+def test_every_replayed_query_failed_and_the_failure_shows_as_text(mini_inputs, tmp_path, monkeypatch):
+    import threading
+
+    from hostile import Hostile
+    from streamlit.testing.v1 import AppTest
+    from test_hostile import endpoint_args
+
+    store = tmp_path / "runs" / "evalcore.duckdb"
+    store.parent.mkdir()
+    with Hostile(*mini_inputs) as service:
+        made = evalcore(*endpoint_args(service.url("ok")), store=store)
+        port = service.server.server_address[1]
+    assert made.code == 0, made.err
+    server, _ = _malformed_server(port)  # the same address now answers with a malformed body
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        rows = [{"time": (NOVEMBER + timedelta(hours=i)).isoformat() + "Z", "query": f"question {i}"} for i in range(6)]
+        run_id = str(Store(store).runs()["run_id"].iloc[0])
+        config = Store(store).query("SELECT strategy || '/' || retriever AS c FROM results LIMIT 1")["c"].iloc[0]
+        ran = evalcore("traffic", "import", str(_jsonl(tmp_path / "log.jsonl", rows)), "--run", f"{run_id}:{config}",
+                       "-q", store=store)  # fmt: skip
+        failed = _count(store, "SELECT count(*) FROM traffic_texts WHERE failure IS NOT NULL")
+        monkeypatch.setenv("EVALCORE_STORE", str(store))
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+        at.query_params.update({"run_id": run_id, "config": config})
+        at.run()
+        at.switch_page("evalcore_app/screens/traffic.py").run()
+        screen = "an exception" if at.exception else "says every query failed"
+        if not at.exception and not any("failed at the endpoint" in str(e.value) for e in at.info):
+            screen = "no word of the failures"
+        at.query_params["traffic"] = text_hash("question 0")
+        at.switch_page("evalcore_app/screens/query.py").run()
+        warned = [str(e.value) for e in at.warning if "could not answer" in str(e.value)]
+        shown = "escaped" if warned and "\\!\\[x\\]" in warned[0] and "\\*\\*bold" in warned[0] else f"{warned}"
+    finally:
+        server.shutdown()
+        server.server_close()
+    check(
+        "traffic of an endpoint that answers every query with a malformed body naming a Markdown image",
+        "import exit 0, 6 failed; Traffic screen says every query failed; Query view: the failure's Markdown escaped",
+        f"import exit {ran.code}, {failed} failed; Traffic screen {screen}; Query view: the failure's Markdown {shown}",
+        [ran.err, [e.value for e in at.exception]],
+    )
