@@ -15,6 +15,7 @@ import streamlit as st
 
 from evalcore import authors
 from evalcore.boundary.csvcells import neutralise_frame
+from evalcore.errors import ConfigError
 from evalcore.figures import traffic_charts
 from evalcore.read import claims
 from evalcore.read import traffic as reads
@@ -60,7 +61,11 @@ threshold, source = _ui.threshold_state(ctx)
 _ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
 unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
 step = timedelta(days=1 if unit == "day" else 7)
-view = _ui.guarded(lambda: _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit))
+try:  # too many periods to build: said (the log's file name escaped), and the rest of the screen goes on
+    view = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
+except ConfigError as exc:
+    view = None
+    st.warning(_ui.esc(exc), icon=":material/calendar_month:")
 frame = None if view is None else view[0]
 if frame is not None and frame.empty:
     st.info("Every stored query failed at the endpoint: no period has an answered query to chart or test.")

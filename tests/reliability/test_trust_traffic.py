@@ -180,7 +180,7 @@ def test_a_line_at_time_0_among_november_does_not_build_half_a_million_periods(s
     )
 
 
-def test_the_traffic_screen_charts_never_get_more_rows_than_they_draw(store_copy, tmp_path):
+def test_the_traffic_screen_charts_never_get_more_rows_than_they_draw(store_copy, tmp_path, monkeypatch):
     from evalcore.errors import ConfigError
     from evalcore.figures.traffic_charts import CHART_PERIODS, period_view
     from evalcore.records import Configuration
@@ -199,12 +199,30 @@ def test_the_traffic_screen_charts_never_get_more_rows_than_they_draw(store_copy
         day = "refused" if "periods of 1 day" in str(exc) else str(exc)
     frame, volume, share = period_view(store, run_id, Configuration("E", "dense"), timedelta(days=7), 0.5, "week")
     drawn = max(len(next(iter(spec["datasets"].values()))) for spec in (volume, share))
-    observed = f"day view {day}; week view {len(frame)} periods, charts draw {drawn}"
+    at = _traffic_screen(store_copy, run_id, "E/dense", monkeypatch)
+    week = "an exception" if at.exception else "drawn"
+    at.radio(key="traffic_period").set_value("day").run()
+    said = [str(e.value) for e in at.warning if "periods of 1 day" in str(e.value)]
+    screen = "an exception" if at.exception else ("says why" if said else "no word")
+    observed = f"day view {day}; week view {len(frame)} periods, charts draw {drawn}; screen: week {week}, day {screen}"
     check(
         "Traffic screen, one line at time 0 among 500 of November 2026 (day view raised MaxRowsError)",
-        f"day view refused; week view {len(frame)} periods, charts draw {CHART_PERIODS}",
+        f"day view refused; week view {len(frame)} periods, charts draw {CHART_PERIODS}; screen: week drawn, "
+        "day says why",
         observed,
+        [e.value for e in at.exception],
     )
+
+
+def _traffic_screen(store: Path, run_id: str, config: str, monkeypatch):
+    """The dashboard's Traffic screen (Streamlit's AppTest) on ``store``'s run and configuration."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("EVALCORE_STORE", str(store))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params.update({"run_id": run_id, "config": config})
+    at.run()
+    return at.switch_page("evalcore_app/screens/traffic.py").run()
 
 
 # --- labels and identity --------------------------------------------------------------------------
@@ -401,7 +419,6 @@ def test_every_replayed_query_failed_and_the_failure_shows_as_text(mini_inputs, 
     import threading
 
     from hostile import Hostile
-    from streamlit.testing.v1 import AppTest
     from test_hostile import endpoint_args
 
     store = tmp_path / "runs" / "evalcore.duckdb"
@@ -419,11 +436,7 @@ def test_every_replayed_query_failed_and_the_failure_shows_as_text(mini_inputs, 
         ran = evalcore("traffic", "import", str(_jsonl(tmp_path / "log.jsonl", rows)), "--run", f"{run_id}:{config}",
                        "-q", store=store)  # fmt: skip
         failed = _count(store, "SELECT count(*) FROM traffic_texts WHERE failure IS NOT NULL")
-        monkeypatch.setenv("EVALCORE_STORE", str(store))
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-        at.query_params.update({"run_id": run_id, "config": config})
-        at.run()
-        at.switch_page("evalcore_app/screens/traffic.py").run()
+        at = _traffic_screen(store, run_id, config, monkeypatch)
         screen = "an exception" if at.exception else "says every query failed"
         if not at.exception and not any("failed at the endpoint" in str(e.value) for e in at.info):
             screen = "no word of the failures"
