@@ -72,7 +72,7 @@ def _day(text: str) -> datetime:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from evalcore.traffic.replay import forget
+    from evalcore.traffic.forgetting import forget
 
     store = open_store(args)
     if not store.path.exists():

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.store.basics import now, one_row
 from evalcore.store.caches import forget_vectors
+from evalcore.store.responses import forget_requests
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,11 +90,14 @@ def set_label(store: Connection, key: list[str], text_hash: str, label: str | No
             )
 
 
-def forget(store: Connection, before: datetime, run_id: str | None = None) -> tuple[int, int]:
+def forget(
+    store: Connection, before: datetime, run_id: str | None = None, requests: pd.DataFrame | None = None
+) -> tuple[int, int]:
     """Delete every log line asked before ``before`` (of one run, or all) and the texts no
-    remaining line uses, with their hits and labels and the embedding cache's vectors of those
-    texts (:func:`evalcore.store.caches.forget_vectors`), in one transaction; returns (lines,
-    texts)."""
+    remaining line uses, with their hits and labels, the embedding cache's vectors of those
+    texts (:func:`evalcore.store.caches.forget_vectors`) and the response cache's answers to
+    ``requests`` (method, url, body: :func:`evalcore.store.responses.forget_requests`), in one
+    transaction; returns (lines, texts)."""
     where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
     params: list[Any] = [before] + ([run_id] if run_id else [])
     orphan = (
@@ -110,4 +114,8 @@ def forget(store: Connection, before: datetime, run_id: str | None = None) -> tu
         con.register("_forgotten", forgotten)
         forget_vectors(con, "_forgotten")
         con.unregister("_forgotten")
+        if requests is not None and not requests.empty:
+            con.register("_requests", requests)
+            forget_requests(con, "_requests")
+            con.unregister("_requests")
     return lines, texts

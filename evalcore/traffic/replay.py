@@ -25,8 +25,7 @@ refused. A run imported from rankings, or one made by a Python function, has no 
 replay and is refused with one line.
 
 The traffic tables (migration 0007: imports, lines, scored texts, hits, labels) are written by
-:mod:`evalcore.store.traffic`, called from here; ``forget`` deletes rows there, then the store
-is rewritten so that no free page still holds a forgotten text.
+:mod:`evalcore.store.traffic`, called from here; forgetting is :mod:`evalcore.traffic.forgetting`.
 """
 
 from __future__ import annotations
@@ -414,37 +413,3 @@ def set_label(store: Store, target: Target, text_hash: str, label: str | None, a
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
     traffic_rows.set_label(store, target.key, text_hash, label, author)
-
-
-# --- forgetting ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Forgotten:
-    """What ``forget`` removed: log lines, distinct texts (with their hits and labels), bytes of
-    the store file before and after it was rewritten."""
-
-    lines: int
-    texts: int
-    bytes_before: int
-    bytes_after: int
-
-
-def forget(
-    store: Store,
-    before: datetime,
-    run_id: str | None = None,
-    compact: bool = True,
-    on_step: Callable[[str], None] | None = None,
-) -> Forgotten:
-    """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
-    texts no remaining line uses, their hits and labels; then rewrite the store file
-    (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
-    lines, texts = traffic_rows.forget(store, before, run_id)
-    if on_step is not None:
-        on_step(f"deleted {lines} lines and {texts} texts; rewriting the store")
-    size = store.path.stat().st_size if store.path.exists() else 0
-    if compact and store.path.exists():
-        size = store.compact()
-    after = store.path.stat().st_size if store.path.exists() else 0
-    return Forgotten(lines, texts, size, after)

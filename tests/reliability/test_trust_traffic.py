@@ -415,7 +415,9 @@ def _malformed_server(port: int):
     return server, fetched
 
 
-def test_every_replayed_query_failed_and_the_failure_shows_as_text(mini_inputs, tmp_path, monkeypatch):
+def test_every_replayed_query_failed_the_failure_shows_as_text_and_forget_empties_the_response_cache(
+    mini_inputs, tmp_path, monkeypatch
+):
     import threading
 
     from hostile import Hostile
@@ -430,7 +432,10 @@ def test_every_replayed_query_failed_and_the_failure_shows_as_text(mini_inputs, 
     server, _ = _malformed_server(port)  # the same address now answers with a malformed body
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        rows = [{"time": (NOVEMBER + timedelta(hours=i)).isoformat() + "Z", "query": f"question {i}"} for i in range(6)]
+        rows = [
+            {"time": (NOVEMBER + timedelta(hours=i)).isoformat() + "Z", "query": f"zebrafinch question {i}"}
+            for i in range(6)
+        ]
         run_id = str(Store(store).runs()["run_id"].iloc[0])
         config = Store(store).query("SELECT strategy || '/' || retriever AS c FROM results LIMIT 1")["c"].iloc[0]
         ran = evalcore("traffic", "import", str(_jsonl(tmp_path / "log.jsonl", rows)), "--run", f"{run_id}:{config}",
@@ -440,13 +445,25 @@ def test_every_replayed_query_failed_and_the_failure_shows_as_text(mini_inputs, 
         screen = "an exception" if at.exception else "says every query failed"
         if not at.exception and not any("failed at the endpoint" in str(e.value) for e in at.info):
             screen = "no word of the failures"
-        at.query_params["traffic"] = text_hash("question 0")
+        at.query_params["traffic"] = text_hash("zebrafinch question 0")
         at.switch_page("evalcore_app/screens/query.py").run()
         warned = [str(e.value) for e in at.warning if "could not answer" in str(e.value)]
         shown = "escaped" if warned and "\\!\\[x\\]" in warned[0] and "\\*\\*bold" in warned[0] else f"{warned}"
     finally:
         server.shutdown()
         server.server_close()
+    cached = _count(store, "SELECT count(*) FROM responses WHERE body LIKE '%zebrafinch%'")
+    others = _count(store, "SELECT count(*) FROM responses WHERE body NOT LIKE '%zebrafinch%'")
+    gone = evalcore("traffic", "forget", "--before", "2027-01-01", store=store)
+    left = _count(store, "SELECT count(*) FROM responses WHERE body LIKE '%zebrafinch%'")
+    kept = _count(store, "SELECT count(*) FROM responses WHERE body NOT LIKE '%zebrafinch%'")
+    check(
+        "traffic forget of an endpoint's traffic: the response cache's requests and answers",
+        f"exit 0; traffic requests 6 -> 0; the evaluation's {others} kept; the text not in the file",
+        f"exit {gone.code}; traffic requests {cached} -> {left}; the evaluation's {kept} kept; the text "
+        + ("not in the file" if b"zebrafinch" not in store.read_bytes() else "IN THE FILE"),
+        gone.err,
+    )
     check(
         "traffic of an endpoint that answers every query with a malformed body naming a Markdown image",
         "import exit 0, 6 failed; Traffic screen says every query failed; Query view: the failure's Markdown escaped",
