@@ -36,3 +36,11 @@ def neutralise_frame(df: pd.DataFrame) -> pd.DataFrame:
             safe[column] = safe[column].map(csv_cell)
     safe.columns = [csv_cell(str(c)) for c in safe.columns]
     return safe
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV text, neutralised (:func:`neutralise_frame`), without the index, with
+    RFC 4180 line ends: a cell holding a carriage return or a line break is quoted, so it never
+    splits a row."""
+    text: str = neutralise_frame(df).to_csv(index=False, lineterminator="\r\n")
+    return text

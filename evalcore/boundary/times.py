@@ -32,7 +32,7 @@ from evalcore.errors import InputError
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 RANGE = "1970-01-01T00:00:00Z .. 9999-12-31T23:59:59.999999Z"
-_MAX_SECONDS = (LATEST - EARLIEST).total_seconds()
+_END_SECONDS = 253_402_300_800  # 10000-01-01T00:00:00Z in seconds since 1970: the first second refused
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 _SHOWN = 40
 _FORMS = "an ISO 8601 time like 2026-11-02T09:15:00Z or seconds since 1970"
@@ -52,9 +52,12 @@ def _seconds(number: float | int, field: str, value: object) -> datetime:
     (an int is compared exactly, however large)."""
     if isinstance(number, float) and not math.isfinite(number):
         raise _refuse(field, f"not a time ({_FORMS})", value)
-    if not 0 <= number <= _MAX_SECONDS:
+    if not 0 <= number < _END_SECONDS:
         raise _refuse(field, f"out of the allowed range {RANGE}", value)
-    return EARLIEST + timedelta(seconds=float(number))
+    try:  # a float just below the end may round up to it in microseconds
+        return EARLIEST + timedelta(seconds=float(number))
+    except OverflowError:
+        raise _refuse(field, f"out of the allowed range {RANGE}", value) from None
 
 
 def _in_range(stamp: datetime, field: str, value: object) -> datetime:

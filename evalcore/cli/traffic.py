@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from evalcore.boundary.csvcells import neutralise_frame
+from evalcore.boundary.csvcells import csv_text
 from evalcore.boundary.times import parse_time
 from evalcore.cli.common import open_store
 from evalcore.errors import ConfigError, InputError
@@ -107,7 +107,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     frame = export_frame(store, target.run_id, target.configuration, float(threshold), with_text=args.with_text)
     out = Path(args.output)
     try:
-        neutralise_frame(frame).to_csv(out, index=False)
+        out.write_text(csv_text(frame), encoding="utf-8", newline="")
     except OSError as exc:
         raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
     what = (

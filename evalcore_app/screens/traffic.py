@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 
 from evalcore import authors
-from evalcore.boundary.csvcells import neutralise_frame
+from evalcore.boundary.csvcells import csv_text
 from evalcore.errors import ConfigError
 from evalcore.figures import traffic_charts
 from evalcore.read import claims
@@ -207,10 +207,8 @@ with_text = st.checkbox("Include query texts in the download (they may hold pers
 st.caption("A cell a spreadsheet would run as a formula (=, +, -, @, a tab) is written with a leading '.")
 st.download_button(
     "Download the logged queries (CSV)",
-    data=lambda: (
-        neutralise_frame(_ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text))
-        .to_csv(index=False)
-        .encode("utf-8")
+    data=lambda: csv_text(_ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text)).encode(
+        "utf-8"
     ),
     file_name=f"traffic-{ctx.run_id}-{config.label.replace('/', '-')}.csv",
     mime="text/csv",

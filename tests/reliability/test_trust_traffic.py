@@ -274,7 +274,14 @@ def test_a_reimport_with_labels_of_a_log_stored_without_them_adds_labels_not_lin
 
 # --- CSV cells ------------------------------------------------------------------------------------
 
-FORMULAS = ["=cmd|' /C calc'!A0", '=HYPERLINK("http://127.0.0.1:9/x","click")', "+1+1", "@SUM(A1:A2)", "\tTAB led"]
+FORMULAS = [
+    "=cmd|' /C calc'!A0",
+    '=HYPERLINK("http://127.0.0.1:9/x","click")',
+    "+1+1",
+    "@SUM(A1:A2)",
+    "\tTAB led",
+    "\rCR led",
+]
 
 
 def test_export_with_text_writes_no_live_formula(store_copy, tmp_path):
@@ -295,13 +302,15 @@ def test_export_with_text_writes_no_live_formula(store_copy, tmp_path):
         store=store_copy,
     )
     with open(out, newline="", encoding="utf-8") as fh:
-        cells = [cell for row in csv.reader(fh) for cell in row]
+        rows = list(csv.reader(fh))
+    cells = [cell for row in rows for cell in row]
     live = [c for c in cells if c.startswith(("=", "+", "-", "@", "\t", "\r"))]
     kept = sorted(c[1:] for c in cells if c.startswith("'"))
     check(
-        "traffic export --with-text of queries =cmd|..., =HYPERLINK(...), +, @, TAB-led",
-        "exit 0; no live formula; 5 texts kept behind '",
-        f"exit {ran.code}; {'no live formula' if not live else live}; {len(kept)} texts kept behind '",
+        "traffic export --with-text of queries =cmd|..., =HYPERLINK(...), +, @, TAB-led, CR-led",
+        "exit 0; no live formula; 6 texts kept behind ', no row split",
+        f"exit {ran.code}; {'no live formula' if not live else live}; {len(kept)} texts kept behind '"
+        + (", no row split" if len(rows) == len(FORMULAS) + 1 else f", {len(rows)} rows"),
     )
     assert kept == sorted(FORMULAS)
 
