@@ -351,18 +351,13 @@ def test_forget_takes_the_text_out_of_the_embedding_cache_and_the_file(store_cop
 # --- a killed import ------------------------------------------------------------------------------
 
 
-def test_a_killed_import_is_marked_failed_and_the_reimport_completes(store_copy, tmp_path):
-    lines = 40_000  # three batches of 16,384: killed after the first is written
-    rows = [
-        {"time": (NOVEMBER + timedelta(seconds=37 * i)).isoformat() + "Z", "query": f"question {i % 50}"}
-        for i in range(lines)
-    ]
-    log = _jsonl(tmp_path / "big.jsonl", rows)
-    marker = tmp_path / "paused"
+def _killed_after_a_batch(store: Path, log: Path, marker: Path) -> None:
+    """A real ``traffic import`` process, SIGKILLed once it has written a batch."""
+    marker.unlink(missing_ok=True)
     env = {**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"traffic: batch written={marker}"}
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(store_copy), "traffic", "import", str(log)]
+    cmd = [sys.executable, "-m", "evalcore", "--store", str(store), "traffic", "import", str(log)]
     proc = subprocess.Popen(
-        [*cmd, "--run", _target(store_copy), "-q"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [*cmd, "--run", _target(store), "-q"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -370,23 +365,40 @@ def test_a_killed_import_is_marked_failed_and_the_reimport_completes(store_copy,
     assert marker.exists(), proc.communicate()[1]
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    running = _count(store_copy, "SELECT count(*) FROM traffic_imports WHERE status = 'running'")
-    partial = _count(store_copy, "SELECT count(*) FROM traffic_queries")
+
+
+def test_imports_killed_twice_are_marked_failed_and_the_third_completes(store_copy, tmp_path):
+    lines = 40_000  # three batches of 16,384: the first import is killed after batch 1, the second after batch 2
+    rows = [
+        {"time": (NOVEMBER + timedelta(seconds=37 * i)).isoformat() + "Z", "query": f"question {i % 50}"}
+        for i in range(lines)
+    ]
+    log = _jsonl(tmp_path / "big.jsonl", rows)
+    seen = []
+    for _ in range(2):
+        _killed_after_a_batch(store_copy, log, tmp_path / "paused")
+        seen.append(
+            (
+                _count(store_copy, "SELECT count(*) FROM traffic_imports WHERE status = 'running'"),
+                _count(store_copy, "SELECT count(*) FROM traffic_queries"),
+            )
+        )
     again = _import(store_copy, log, process=True)
     statuses = Store(store_copy).query("SELECT status, reason FROM traffic_imports ORDER BY started_at")
     total = _count(store_copy, "SELECT count(*) FROM traffic_queries")
-    reason = str(statuses["reason"].iloc[0])
     observed = (
-        f"after the kill: {running} running, {partial} lines; re-import exit {again.code}: {total} lines; "
-        f"imports {'/'.join(statuses['status'])}"
+        f"after the kills: {seen[0][0]} then {seen[1][0]} running, {seen[0][1]} then {seen[1][1]} lines; "
+        f"third import exit {again.code}: {total} lines; imports {'/'.join(statuses['status'])}"
     )
     check(
-        "SIGKILL of a 40,000-line import after its first batch, then the same import again",
-        f"after the kill: 1 running, 16384 lines; re-import exit 0: {lines} lines; imports failed/complete",
+        "SIGKILL of a 40,000-line import after its first batch, of the same import again after its next, "
+        "then the same import a third time",
+        f"after the kills: 1 then 1 running, 16384 then 32768 lines; third import exit 0: {lines} lines; "
+        "imports failed/failed/complete",
         observed,
         again.err,
     )
-    assert "ended before the import finished" in reason
+    assert all("ended before the import finished" in str(r) for r in statuses["reason"].iloc[:2])
 
 
 # --- an endpoint that stopped answering -----------------------------------------------------------
