@@ -57,6 +57,7 @@ def main() -> None:
     from evalcore.pipeline.embedding import embed_with_cache, load_embedder
     from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.read import traffic as reads
+    from evalcore.read import traffic_periods as periods_read
     from evalcore.records import Configuration
     from evalcore.store import Store
     from evalcore.traffic.log import Fields
@@ -133,7 +134,7 @@ def main() -> None:
     week = timedelta(days=7)
     reads_ = {
         "stored": lambda: reads.stored(store, run.run_id, config),
-        "periods (week)": lambda: reads.periods(store, run.run_id, config, week, t),
+        "periods (week)": lambda: periods_read.periods(store, run.run_id, config, week, t),
         "histogram (chart spec)": lambda: traffic_charts.histogram_spec(store, run.run_id, config, week, None, t),
         "borderline": lambda: reads.borderline(store, run.run_id, config, t, 0.05),
         "labelled rates": lambda: reads.labelled_rates(store, run.run_id, config, t),

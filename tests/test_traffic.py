@@ -170,7 +170,7 @@ def test_replaying_the_runs_own_questions_reproduces_its_hits(traffic_run, tmp_p
 
 
 def test_periods_refused_share_and_ks_equal_a_brute_force_computation(imported):
-    from evalcore.read.traffic import periods
+    from evalcore.read.traffic_periods import periods
 
     store, run_id, rows, _, _ = imported
     frame = periods(store, run_id, Configuration("E", "dense"), timedelta(days=7), T)
@@ -279,7 +279,8 @@ def test_bad_lines_are_reported_by_number_and_a_log_without_usable_lines_stores_
     assert main([*argv[:4], str(mixed), *argv[5:], "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["added"] == 1
-    assert "line 2: unparsable time 'yesterday'" in captured.err and "line 3: not UTF-8" in captured.err
+    assert "line 2: time: not an ISO 8601 time" in captured.err and "got 'yesterday'" in captured.err
+    assert "line 3: not UTF-8" in captured.err
 
 
 def test_check_prints_the_exact_keys_and_exits_1_0_or_2(imported, tmp_path, capsys):

@@ -13,6 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalcore.boundary.csvcells import csv_text
+from evalcore.boundary.times import parse_time
 from evalcore.cli.common import open_store
 from evalcore.errors import ConfigError, InputError
 from evalcore.measures.stats import ALPHA
@@ -30,7 +32,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         open_store(args),
         args.run,
         args.log,
-        Fields(args.query_field, args.time_field, args.label_field),
+        Fields(args.query_field, args.time_field, args.label_field or None),
         args.format,
         embedder=embedder,
         reranker_path=args.reranker,
@@ -65,19 +67,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def _day(text: str) -> datetime:
-    try:
-        stamp = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(f"--before must be a date like 2026-11-01 (UTC), got {text!r}") from None
-    if stamp.tzinfo is not None:
-        from datetime import UTC
-
-        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
-    return stamp
+    """``--before`` as a naive UTC datetime (:func:`evalcore.boundary.times.parse_time`)."""
+    return parse_time(text, field="--before").replace(tzinfo=None)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from evalcore.traffic.replay import forget
+    from evalcore.traffic.forgetting import forget
 
     store = open_store(args)
     if not store.path.exists():
@@ -112,10 +107,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     frame = export_frame(store, target.run_id, target.configuration, float(threshold), with_text=args.with_text)
     out = Path(args.output)
     try:
-        frame.to_csv(out, index=False)
+        out.write_text(csv_text(frame), encoding="utf-8", newline="")
     except OSError as exc:
         raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
-    what = "with query text" if args.with_text else "without query text (give --with-text to include it)"
+    what = (
+        "with query text (a text a spreadsheet would run as a formula starts with ')"
+        if args.with_text
+        else "without query text (give --with-text to include it)"
+    )
     print(f"wrote {len(frame)} logged queries of {target.configuration.label} to {out}, {what}")
     return 0
 
@@ -146,7 +145,11 @@ def add_parser(sub: Any) -> None:
     )
     sp.add_argument("--query-field", default="query", help="the field holding the query text (default query)")
     sp.add_argument("--time-field", default="time", help="the field holding the time, ISO 8601 or epoch seconds")
-    sp.add_argument("--label-field", default=None, help="an optional field with answerable / off-topic")
+    sp.add_argument(
+        "--label-field",
+        default="label",
+        help="the field with answerable / off-topic, read when a line has it (default label; '' reads no label)",
+    )
     sp.add_argument("--format", choices=FORMATS, default=None, help="default: from the name")
     sp.add_argument("--model", default=None, help="the run's model folder (default: the packaged model)")
     sp.add_argument("--reranker", default=None, help="the cross-encoder folder of a rerank configuration")
@@ -181,7 +184,9 @@ def add_parser(sub: Any) -> None:
         description="Delete every stored logged query asked before DATE (00:00 UTC), the texts no remaining "
         "query uses and their hits and labels, then rewrite the store so no free page keeps them.",
     )
-    sp.add_argument("--before", required=True, help="a date (2026-11-01) or time; UTC")
+    sp.add_argument(
+        "--before", required=True, help="a date (2026-11-01) or ISO 8601 time; without an offset read as UTC"
+    )
     sp.add_argument("--run", default=None, help="only this run's traffic (default: all)")
     sp.set_defaults(func=cmd_forget)
 

@@ -2,8 +2,10 @@
 once per stored traffic and cached by the screen, so a warm rerun neither rebuilds nor validates
 an Altair chart (that alone took most of a second a rerun).
 
-- volume and refused share per period (:func:`evalcore.read.traffic.periods`), the share with its
-  95% Wilson interval as an error bar;
+- volume and refused share per period (:func:`evalcore.read.traffic_periods.periods`), the
+  share with its 95% Wilson interval as an error bar; a chart draws the last
+  :data:`CHART_PERIODS` periods at most (the table beside it holds them all), so it is never
+  handed more rows than it can draw;
 - the gate values of one period beside the evaluation's in-domain and off-topic ones, binned on
   the read side (:func:`evalcore.traffic.drift.binned_shares`: 30 bins a group, however many
   queries the period holds), with the threshold as a dashed rule.
@@ -21,20 +23,23 @@ if TYPE_CHECKING:
     from evalcore.store import Store
 
 HEIGHT = 220
+CHART_PERIODS = 400  # bars a chart draws at most: the last ones (Altair refuses 5,000 rows)
 
 
 def period_view(
     store: Store, run_id: str, configuration: Configuration, period: timedelta, threshold: float, unit: str
 ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
-    """The periods frame (:func:`evalcore.read.traffic.periods`, with a ``period`` label
-    column), the volume chart's spec and the refused share chart's spec."""
+    """The periods frame (:func:`evalcore.read.traffic_periods.periods`, with a ``period`` label
+    column), the volume chart's spec and the refused share chart's spec (the last
+    :data:`CHART_PERIODS` periods). ConfigError when there are too many periods to build."""
     import altair as alt
 
-    from evalcore.read.traffic import periods
+    from evalcore.read.traffic_periods import periods
 
     frame = periods(store, run_id, configuration, period, threshold)
-    shown = frame.assign(period=frame["start"].map(lambda d: f"{d:%Y-%m-%d}"))
-    data = shown[["period", "queries", "refused", "refused_share", "refused_low", "refused_high"]]
+    label = "%Y-%m-%d" if period >= timedelta(days=1) else "%Y-%m-%d %H:%M"
+    shown = frame.assign(period=[f"{d:{label}}" for d in frame["start"]])
+    data = shown[["period", "queries", "refused", "refused_share", "refused_low", "refused_high"]].tail(CHART_PERIODS)
     base = alt.Chart(data).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
     volume = base.mark_bar(color="#4c78a8").encode(
         y=alt.Y("queries:Q", title="queries"), tooltip=["period", "queries", "refused"]
@@ -66,7 +71,7 @@ def histogram_spec(
     import altair as alt
     import pandas as pd
 
-    from evalcore.read.traffic import distributions
+    from evalcore.read.traffic_periods import distributions
     from evalcore.traffic.drift import binned_shares
 
     bins = binned_shares(distributions(store, run_id, configuration, period, start))

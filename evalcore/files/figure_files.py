@@ -26,12 +26,13 @@ import struct
 import zlib
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.csvcells import neutralise_frame
+
 if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.figures.build import Figure, Provenance
 
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 CAPTION_WIDTH = 110  # characters per caption line drawn into an image
 
 
@@ -124,19 +125,12 @@ def svg_with_title(svg: str, title: str, description: str) -> str:
     return svg[: match.end()] + head + svg[match.end() :]
 
 
-def safe_cell(value: Any) -> Any:
-    """A cell a spreadsheet shows as text: strings starting with ``=``, ``+``, ``-``, ``@``,
-    a tab or a carriage return get a leading apostrophe; numbers and the rest are unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
-
-
 def to_csv(figure_or_frame: Figure | pd.DataFrame, provenance: Provenance | None = None) -> bytes:
     """UTF-8 CSV (RFC 4180 line ends): ``# name: value`` provenance lines (when known), the
     header, the data.
 
-    Text cells that would be formulas are neutralised (:func:`safe_cell`), header included.
+    Text cells that would be formulas are neutralised
+    (:func:`evalcore.boundary.csvcells.neutralise_frame`), header included.
     """
     import pandas as pd
 
@@ -145,11 +139,7 @@ def to_csv(figure_or_frame: Figure | pd.DataFrame, provenance: Provenance | None
     else:
         frame = figure_or_frame.data
         provenance = (provenance or figure_or_frame.provenance).stamped()
-    safe = frame.copy()
-    for column in safe.columns:
-        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
-            safe[column] = safe[column].map(safe_cell)
-    safe.columns = [safe_cell(str(c)) for c in safe.columns]
+    safe = neutralise_frame(frame)
     buffer = io.StringIO()
     if provenance is not None:  # raw lines, never CSV-quoted: every one starts with "#"
         for name, value in provenance.fields():

@@ -1,5 +1,6 @@
-"""Stored traffic read back: volume and refused share per period, drift against the evaluation,
-borderline queries, labelled rates, one query's hits (the Traffic screen and ``traffic check``).
+"""Stored traffic read back: what is stored, borderline queries, labelled rates, one query's hits,
+the export (the Traffic screen and ``traffic export``); periods and drift are in
+:mod:`evalcore.read.traffic_periods`.
 
 A logged query is read like an off-topic query of its configuration (SPEC 15): its gate value
 is the smallest distance among its top 4 hits (for a configuration gating on its own
@@ -16,12 +17,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.measures.stats import ALPHA, format_p_plain, wilson_interval, wilson_intervals
+from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP
-from evalcore.traffic.drift import first_start, holm, ks_test, period_index, psi
 from evalcore.traffic.log import LABELS
 
 if TYPE_CHECKING:
@@ -142,143 +142,6 @@ def lines(store: Store, run_id: str, configuration: Configuration, with_text: bo
         """,
         _key(run_id, configuration),
     )
-
-
-def _gates(
-    store: Store, run_id: str, configuration: Configuration, window: tuple[datetime, datetime] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """``asked_at`` (datetime64[us]), ``gate_value`` (NaN: no hit) of the answered lines (in ``window``), as numpy."""
-    import numpy as np
-
-    with store.read() as con:
-        got = con.execute(
-            "SELECT epoch_us(q.asked_at) AS at, coalesce(t.gate_value, 'NaN'::DOUBLE) AS gate_value "
-            "FROM traffic_queries q JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash) "
-            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL"
-            + (" AND q.asked_at >= ? AND q.asked_at < ?" if window else ""),
-            [*_key(run_id, configuration), *(window or ())],
-        ).fetchnumpy()
-    at = np.asarray(got["at"], dtype=np.int64).view("datetime64[us]")
-    return at, np.asarray(got["gate_value"], dtype=np.float64)
-
-
-def periods(
-    store: Store, run_id: str, configuration: Configuration, period: timedelta, threshold: float
-) -> pd.DataFrame:
-    """One row per period ``[start, end)`` from 00:00 UTC of the earliest query's day to the
-    period of the latest (empty ones included): queries, refused, refused_share with its Wilson
-    ``refused_low``/``refused_high``; the KS test against the evaluation (``ks_statistic``,
-    ``ks_pvalue``) and against the previous period (``prev_statistic``, ``prev_pvalue``), both
-    Holm-adjusted within the period (``ks_padj``, ``prev_padj``); ``psi`` against the
-    evaluation; ``drifted`` when an adjusted p is below 0.05."""
-    import numpy as np
-    import pandas as pd
-
-    times, values = _gates(store, run_id, configuration)
-    columns = [
-        "start", "end", "queries", "refused", "refused_share", "refused_low", "refused_high",
-        "ks_statistic", "ks_pvalue", "prev_statistic", "prev_pvalue", "ks_padj", "prev_padj", "psi", "drifted",
-    ]  # fmt: skip
-    if not len(times):
-        return pd.DataFrame(columns=columns)
-    ax = axis(store, run_id, configuration)
-    reference = reference_values(store, run_id, configuration)
-    start = first_start(pd.Timestamp(times.min()).to_pydatetime())
-    index = period_index(times, start, period)
-    order = np.argsort(index, kind="stable")
-    index, values = index[order], values[order]
-    count = int(index.max()) + 1
-    bounds = np.searchsorted(index, np.arange(count + 1))
-    sizes = np.diff(bounds)
-    refusals = np.bincount(index, weights=refused(values, threshold, ax.higher_is_closer), minlength=count)
-    has, lows, highs = sizes > 0, np.full(count, math.nan), np.full(count, math.nan)
-    if has.any():  # every period's Wilson interval in one vectorised statsmodels call
-        lows[has], highs[has] = wilson_intervals(refusals[has], sizes[has])
-    rows: list[dict[str, Any]] = []
-    previous: np.ndarray | None = None
-    for i in range(count):
-        g = values[bounds[i] : bounds[i + 1]]
-        finite = g[np.isfinite(g)]
-        n, k = int(sizes[i]), int(refusals[i])
-        vs_eval = ks_test(finite, reference)
-        vs_prev = ks_test(finite, previous) if previous is not None else None
-        ps = [t.pvalue for t in (vs_eval, vs_prev) if t is not None]
-        adjusted = holm(ps) if ps else []
-        padj_eval = adjusted[0] if vs_eval is not None else math.nan
-        padj_prev = adjusted[-1] if vs_prev is not None else math.nan
-        rows.append(
-            {
-                "start": start + i * period,
-                "end": start + (i + 1) * period,
-                "queries": n,
-                "refused": k,
-                "refused_share": k / n if n else math.nan,
-                "refused_low": float(lows[i]),
-                "refused_high": float(highs[i]),
-                "ks_statistic": vs_eval.statistic if vs_eval else math.nan,
-                "ks_pvalue": vs_eval.pvalue if vs_eval else math.nan,
-                "prev_statistic": vs_prev.statistic if vs_prev else math.nan,
-                "prev_pvalue": vs_prev.pvalue if vs_prev else math.nan,
-                "ks_padj": padj_eval,
-                "prev_padj": padj_prev,
-                "psi": psi(finite, reference),
-                "drifted": any(p < ALPHA for p in adjusted),
-            }
-        )
-        if len(finite):
-            previous = finite
-    return pd.DataFrame(rows, columns=columns)
-
-
-def drift_sentence(row: Any) -> str:
-    """One plain sentence about a period's drift."""
-    day = f"{row['start']:%Y-%m-%d}"
-    if not row["queries"]:
-        return f"The period from {day} has no queries."
-    if not row["drifted"]:
-        return (
-            f"The period from {day} sits where the evaluation's queries did "
-            f"(KS D = {row['ks_statistic']:.3f}, p = {format_p_plain(row['ks_pvalue'])}; PSI {row['psi']:.2f})."
-        )
-    parts = []
-    if row["ks_padj"] < ALPHA:
-        parts.append(
-            f"away from the evaluation's queries (KS D = {row['ks_statistic']:.3f}, "
-            f"Holm-adjusted p = {format_p_plain(row['ks_padj'])})"
-        )
-    if row["prev_padj"] < ALPHA:
-        parts.append(
-            f"away from the previous period (KS D = {row['prev_statistic']:.3f}, "
-            f"Holm-adjusted p = {format_p_plain(row['prev_padj'])})"
-        )
-    return f"The period from {day} moved " + " and ".join(parts) + f"; PSI against the evaluation {row['psi']:.2f}."
-
-
-def distributions(
-    store: Store, run_id: str, configuration: Configuration, period: timedelta, start: datetime | None = None
-) -> pd.DataFrame:
-    """``group, gate_value``: the evaluation's in-domain, off-topic queries, the period from ``start`` (or the last)."""
-    import numpy as np
-    import pandas as pd
-
-    ev = evaluation_gate_values(store, run_id, configuration)
-    parts = [
-        pd.DataFrame(
-            {
-                "group": np.where(ev["domain"] == "in", "evaluation: in-domain", "evaluation: off-topic"),
-                "gate_value": ev["gate_value"].astype("float64"),
-            }
-        )
-    ]
-    held = stored(store, run_id, configuration)
-    if held.since is not None and held.until is not None:  # only the chosen period leaves DuckDB
-        first = first_start(held.since)
-        lo = first + ((held.until - first) // period if start is None else (start - first) // period) * period
-        _, chosen = _gates(store, run_id, configuration, (lo, lo + period))
-        parts.append(pd.DataFrame({"group": f"traffic: {lo:%Y-%m-%d}", "gate_value": chosen}))
-    out = pd.concat(parts, ignore_index=True)
-    kept: pd.DataFrame = out[np.isfinite(out["gate_value"])].reset_index(drop=True)
-    return kept
 
 
 def borderline(

@@ -9,9 +9,25 @@ from evalcore.store.basics import now
 from evalcore.store.connection import Connection
 
 if TYPE_CHECKING:
+    import duckdb
     import numpy as np
 
     from evalcore.inputs.extractors import Extraction
+
+
+def forget_vectors(con: duckdb.DuckDBPyConnection, forgotten: str) -> int:
+    """Inside ``con``'s transaction: delete the cached vectors (every model) of the text hashes
+    in the registered view or table ``forgotten`` (column ``text_hash``) that no stored traffic
+    text still uses, so that a forgotten text's hash and vector leave the cache (``traffic
+    forget``); returns how many rows went. A text an evaluation shares is simply embedded again
+    when next needed."""
+    where = (
+        f"text_hash IN (SELECT text_hash FROM {forgotten}) "
+        "AND NOT EXISTS (SELECT 1 FROM traffic_texts t WHERE t.text_hash = embeddings.text_hash)"
+    )
+    found = con.execute(f"SELECT count(*) FROM embeddings WHERE {where}").fetchone()
+    con.execute(f"DELETE FROM embeddings WHERE {where}")
+    return int(found[0]) if found else 0
 
 
 class Caches(Connection):

@@ -7,8 +7,9 @@ is retried with backoff for up to ``lock_timeout`` seconds before a ``StoreError
 raised. Reads open the file read only, so they work on a full disk, and reading a store
 that does not exist yet sees an empty store without creating a file.
 
-Reaping. This module is the one place that reaps: a run or job whose process on this host is
-gone is marked ``failed`` (looked at every 2 s at most, by any process that uses the store).
+Reaping. This module is the one place that reaps: a run, job or traffic import whose process on
+this host is gone is marked ``failed`` (looked at every 2 s at most, by any process that uses
+the store).
 Which module writes which table: :mod:`evalcore.store` (its package docstring).
 """
 
@@ -208,8 +209,9 @@ class Connection:
         host = socket.gethostname()
         pids = con.execute(
             "SELECT pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL UNION ALL "
-            "SELECT pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? AND pid IS NOT NULL",
-            [host, host],
+            "SELECT pid FROM jobs WHERE status IN ('queued', 'running') AND host = ? AND pid IS NOT NULL UNION ALL "
+            "SELECT pid FROM traffic_imports WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
+            [host, host, host],
         ).fetchall()
         if any(not pid_alive(int(pid)) for (pid,) in pids):
             return True
@@ -250,8 +252,8 @@ class Connection:
             log.warning("%s: could not mark dead runs failed: %s", self.path, exc)
 
     def _reap(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        """Mark runs and jobs whose process on this host is gone as failed (a job with its
-        still-running run), and queued jobs that never got a process (no pid after
+        """Mark runs, jobs and traffic imports whose process on this host is gone as failed (a
+        job with its still-running run), and queued jobs that never got a process (no pid after
         ``NEVER_STARTED_SECONDS``); returns the ids marked."""
         host = socket.gethostname()
         gone = []
@@ -296,6 +298,19 @@ class Connection:
             )
             log.warning("run %s: process %s is gone; marked failed", run_id, pid)
             gone.append(run_id)
+        for import_id, pid in con.execute(
+            "SELECT import_id, pid FROM traffic_imports WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
+            [host],
+        ).fetchall():
+            if pid_alive(int(pid)):
+                continue
+            con.execute(
+                "UPDATE traffic_imports SET status = 'failed', finished_at = ?, reason = ? "
+                "WHERE import_id = ? AND status = 'running'",
+                [now(), f"process {pid} ended before the import finished (killed or crashed)", import_id],
+            )
+            log.warning("traffic import %s: process %s is gone; marked failed", import_id, pid)
+            gone.append(import_id)
         return gone
 
     def reap(self, con: duckdb.DuckDBPyConnection | None = None) -> list[str]:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 from evalcore.store.basics import now
 
 if TYPE_CHECKING:
+    import duckdb
+
     from evalcore.store.connection import Connection
 
 
@@ -21,3 +23,16 @@ def keep(store: Connection, rows: list[tuple[str, str, str, str | None, int, str
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [key, method, url, body, status, text, seconds, stamp],
             )
+
+
+def forget_requests(con: duckdb.DuckDBPyConnection, requests: str) -> int:
+    """Inside ``con``'s transaction: delete the kept answers to the requests in the registered
+    view or table ``requests`` (columns method, url, body; whichever headers they were sent
+    with), for ``traffic forget``; returns how many rows went."""
+    where = (
+        f"EXISTS (SELECT 1 FROM {requests} w WHERE w.method = responses.method AND w.url = responses.url "
+        "AND w.body IS NOT DISTINCT FROM responses.body)"
+    )
+    found = con.execute(f"SELECT count(*) FROM responses WHERE {where}").fetchone()
+    con.execute(f"DELETE FROM responses WHERE {where}")
+    return int(found[0]) if found else 0

@@ -8,6 +8,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from evalcore.store.basics import now, one_row
+from evalcore.store.caches import forget_vectors
+from evalcore.store.responses import forget_requests
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,9 +38,11 @@ def write_batch(
     hits: pd.DataFrame | None,
     import_id: str,
     counts: list[Any],
+    labels: pd.DataFrame | None = None,
 ) -> None:
     """One batch in one transaction: the import's row (its first batch), its lines, its new
-    texts and their hits, the import's counts."""
+    texts and their hits, the labels the log gives to lines stored before without one
+    (``labels``: run_id, strategy, retriever, asked_at, text_hash, occurrence, label), the import's counts."""
     with store.transaction() as con:
         if row is not None:
             cols = list(row)
@@ -49,6 +53,17 @@ def write_batch(
         _insert(con, "traffic_texts", texts)
         _insert(con, "traffic_hits", hits)
         _insert(con, "traffic_queries", lines)
+        if labels is not None and not labels.empty:
+            con.register("_labels", labels)
+            same = " AND ".join(
+                f"traffic_queries.{c} = l.{c}"
+                for c in ("run_id", "strategy", "retriever", "asked_at", "text_hash", "occurrence")
+            )
+            con.execute(
+                "UPDATE traffic_queries SET label = l.label FROM _labels l "
+                f"WHERE {same} AND traffic_queries.label IS NULL"
+            )
+            con.unregister("_labels")
         con.execute(f"UPDATE traffic_imports SET {COUNTS} WHERE import_id = ?", [*counts, import_id])
 
 
@@ -75,9 +90,14 @@ def set_label(store: Connection, key: list[str], text_hash: str, label: str | No
             )
 
 
-def forget(store: Connection, before: datetime, run_id: str | None = None) -> tuple[int, int]:
+def forget(
+    store: Connection, before: datetime, run_id: str | None = None, requests: pd.DataFrame | None = None
+) -> tuple[int, int]:
     """Delete every log line asked before ``before`` (of one run, or all) and the texts no
-    remaining line uses, with their hits and labels, in one transaction; returns (lines, texts)."""
+    remaining line uses, with their hits and labels, the embedding cache's vectors of those
+    texts (:func:`evalcore.store.caches.forget_vectors`) and the response cache's answers to
+    ``requests`` (method, url, body: :func:`evalcore.store.responses.forget_requests`), in one
+    transaction; returns (lines, texts)."""
     where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
     params: list[Any] = [before] + ([run_id] if run_id else [])
     orphan = (
@@ -87,7 +107,15 @@ def forget(store: Connection, before: datetime, run_id: str | None = None) -> tu
     with store.transaction() as con:
         lines = int(one_row(con, f"SELECT count(*) FROM traffic_queries WHERE {where}", params)[0])
         con.execute(f"DELETE FROM traffic_queries WHERE {where}", params)
+        forgotten = con.execute(f"SELECT DISTINCT text_hash FROM traffic_texts t WHERE {orphan.format(t='t')}").df()
         texts = int(one_row(con, f"SELECT count(*) FROM traffic_texts t WHERE {orphan.format(t='t')}")[0])
         for table in ("traffic_hits", "traffic_labels", "traffic_texts"):
             con.execute(f"DELETE FROM {table} WHERE {orphan.format(t=table)}")
+        con.register("_forgotten", forgotten)
+        forget_vectors(con, "_forgotten")
+        con.unregister("_forgotten")
+        if requests is not None and not requests.empty:
+            con.register("_requests", requests)
+            forget_requests(con, "_requests")
+            con.unregister("_requests")
     return lines, texts

@@ -35,6 +35,7 @@ class CheckReport:
     failed: bool = False
     reasons: list[str] = field(default_factory=list)
     threshold_source: str = ""
+    adjusted: list[float | None] = field(default_factory=list)  # each period's Holm-adjusted KS p (text only)
 
     def as_json(self) -> dict[str, Any]:
         """Exactly the keys the scheduled job reads (docs/TRAFFIC.md)."""
@@ -52,11 +53,12 @@ class CheckReport:
 
     def text(self) -> str:
         out = [f"traffic check of {self.configuration} at t = {self.threshold:.4f} ({self.threshold_source})"]
-        for p in self.periods:
+        for p, padj in zip(self.periods, self.adjusted or [None] * len(self.periods), strict=True):
             ks = (
                 "n/a"
                 if p["ks_pvalue"] is None
                 else f"D = {p['ks_statistic']:.3f}, p = {format_p_plain(p['ks_pvalue'])}"
+                + (f", Holm-adjusted p = {format_p_plain(padj)}" if padj is not None else "")
             )
             share = "n/a" if p["refused_share"] is None else f"{p['refused_share']:.1%}"
             out.append(
@@ -80,7 +82,7 @@ def run_check(
 ) -> CheckReport:
     """The check of the module docstring."""
     from evalcore.read.decisions import latest_decision
-    from evalcore.read.traffic import periods as period_rows
+    from evalcore.read.traffic_periods import periods as period_rows
     from evalcore.traffic.drift import holm, parse_period
     from evalcore.traffic.target import resolve_target
 
@@ -116,6 +118,7 @@ def run_check(
                 "ks_pvalue": _number(row["ks_pvalue"]),
             }
         )
+        report.adjusted.append(_number(row["ks_padj"]))
     last = frame.iloc[-1]
     share = float(last["refused_share"])
     if max_refused_share is not None and share > max_refused_share:

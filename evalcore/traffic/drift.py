@@ -32,6 +32,7 @@ PSI_FLOOR = 1e-4
 HISTOGRAM_BINS = 30
 _PERIOD = re.compile(r"^\s*(\d+)\s*([hdw])\s*$", re.I)
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+LONGEST_PERIOD = timedelta(days=3660)  # ten years: longer would be one period for any real log
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,14 +63,19 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def parse_period(text: str) -> timedelta:
-    """``"7d"`` -> 7 days (``h`` hours, ``d`` days, ``w`` weeks; ``day`` and ``week`` too);
-    ConfigError naming the value otherwise."""
+    """``"7d"`` -> 7 days (``h`` hours, ``d`` days, ``w`` weeks; ``day`` and ``week`` too), at
+    most :data:`LONGEST_PERIOD`; ConfigError naming the value otherwise."""
     raw = str(text).strip().lower()
     raw = {"day": "1d", "week": "7d", "hour": "1h"}.get(raw, raw)
-    m = _PERIOD.match(raw)
+    m = _PERIOD.match(raw[:40])
     if not m or int(m.group(1)) < 1:
-        raise ConfigError(f"a period looks like 7d, 1d, 12h or 2w (a positive whole number and a unit), got {text!r}")
-    return int(m.group(1)) * _UNITS[m.group(2)]
+        raise ConfigError(
+            f"--period looks like 7d, 1d, 12h or 2w (a positive whole number and a unit), got {text[:40]!r}"
+        )
+    unit = _UNITS[m.group(2).lower()]
+    if int(m.group(1)) > LONGEST_PERIOD // unit:
+        raise ConfigError(f"--period must be at most {LONGEST_PERIOD.days} days, got {text[:40]!r}")
+    return int(m.group(1)) * unit
 
 
 def first_start(earliest: datetime) -> datetime:

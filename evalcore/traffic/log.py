@@ -6,21 +6,28 @@ and an optional label (``answerable`` or ``off-topic``). A line without the quer
 an unparsable time, an unknown label or bytes that are not UTF-8 is a :class:`Problem`
 naming its line; the others are read on. Memory stays bounded: lines are yielded in batches.
 
-Times: ISO 8601 text (``2026-11-02T09:15:00Z``, ``2026-11-02 09:15:00+01:00``; a time without
-an offset is read as UTC) or a number of seconds since 1970-01-01 UTC.
+Times are read by :func:`evalcore.boundary.times.parse_time`: ISO 8601 text
+(``2026-11-02T09:15:00Z``, ``2026-11-02 09:15:00+01:00``; a time without an offset is read as
+UTC) or a number of seconds since 1970-01-01 UTC, from 1970-01-01 to 9999-12-31 UTC once the
+offset is applied. A time outside that range, a date that does not exist, a word, a boolean,
+NaN, an infinity or a list is a :class:`Problem` naming its line, never an exception.
+
+Fields: ``query``, ``time`` and ``label`` are read by default (each can be renamed; a log
+without a ``label`` field simply has no labels). What a line *is* (its identity, see
+:func:`evalcore.traffic.replay.line_key`) never depends on these options.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalcore.boundary.times import parse_time
 from evalcore.errors import InputError
 from evalcore.inputs import jsontext
 
@@ -62,7 +69,7 @@ class Fields:
 
     query: str = "query"
     time: str = "time"
-    label: str | None = None
+    label: str | None = "label"
 
 
 def infer_format(path: str | Path, given: str | None = None) -> str:
@@ -78,52 +85,6 @@ def infer_format(path: str | Path, given: str | None = None) -> str:
     if found is None:
         raise InputError(f"{path}: cannot tell the log's format from its name; give --format csv|jsonl|parquet")
     return found
-
-
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-
-
-def _number(text: str) -> float | None:
-    """``text`` as a finite number of seconds, or None."""
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def parse_time(value: Any) -> datetime:
-    """A log time as a naive UTC datetime; ValueError saying why not."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        raise ValueError("no time")
-    if isinstance(value, bool):
-        raise ValueError(f"unparsable time {value!r}")
-    if isinstance(value, datetime):
-        stamp = value
-    elif isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ValueError(f"unparsable time {value!r}")
-        try:
-            stamp = datetime.fromtimestamp(float(value), UTC)
-        except (OverflowError, OSError, ValueError):
-            raise ValueError(f"unparsable time {value!r}") from None
-    else:
-        text = str(value).strip()
-        if not text:
-            raise ValueError("empty time")
-        number = _number(text) if _NUMBER.match(text) else None  # most logs: ISO text, no exception raised
-        if number is not None:
-            return parse_time(number)
-        try:
-            stamp = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith(("Z", "z")) else text)
-        except ValueError:
-            number = _number(text)  # what float() reads that the pattern does not ("1_000", "١٢٣")
-            if number is None:
-                raise ValueError(f"unparsable time {text[:40]!r}") from None
-            return parse_time(number)
-    if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
-    return stamp
 
 
 def parse_label(value: Any) -> str | None:
@@ -149,9 +110,9 @@ def _record(line: int, record: dict[str, Any], fields: Fields) -> LogLine | Prob
     if fields.time not in record:
         return Problem(line, f"no {fields.time!r} field")
     try:
-        at = parse_time(record[fields.time])
+        at = parse_time(record[fields.time], field=fields.time).replace(tzinfo=None)
         label = parse_label(record.get(fields.label)) if fields.label else None
-    except ValueError as exc:
+    except (InputError, ValueError) as exc:
         return Problem(line, str(exc))
     return LogLine(line, at, text, label)
 

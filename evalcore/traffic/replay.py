@@ -7,12 +7,16 @@ stored with its time, its top hits with their distances, and the gate's value: t
 distance among its top 4 hits (SPEC 15). A query text is scored once per configuration, however
 often it was asked; every log line is stored (its time and label) and counted.
 
-Re-importing a log adds nothing: a line's identity is a hash of its time, text and label plus
-its occurrence number in the log (the second identical line is occurrence 2), so an
+Re-importing a log adds nothing: a line's identity is its time and text plus its occurrence
+number in the log (the second line with the same time and text is occurrence 2), so an
 interrupted import, run again, goes on where it stopped and a log that grew adds only its new
-lines. Lines are read, scored and written a batch at a time (one transaction each), so memory
-stays bounded; the only state that grows with the log is 8 bytes per line for the occurrence
-numbers.
+lines. The identity never depends on import options: a label is what a line says, not what it
+is, so importing the same log with or without its labels stores the same lines; a label the
+log gives to a line stored before without one is added to it. Lines are read, scored and
+written a batch at a time (one transaction each), so memory stays bounded; the only state that
+grows with the log is 8 bytes per line for the occurrence numbers. An import whose process is
+killed stays ``running`` only until the store's reaper sees its process gone and marks it
+failed; importing the log again goes on where it stopped.
 
 A live search endpoint's configuration is replayed by sending each new text to the endpoint as
 the run did, through the response cache (a text the cache holds is not sent again); a query the
@@ -21,8 +25,7 @@ refused. A run imported from rankings, or one made by a Python function, has no 
 replay and is refused with one line.
 
 The traffic tables (migration 0007: imports, lines, scored texts, hits, labels) are written by
-:mod:`evalcore.store.traffic`, called from here; ``forget`` deletes rows there, then the store
-is rewritten so that no free page still holds a forgotten text.
+:mod:`evalcore.store.traffic`, called from here; forgetting is :mod:`evalcore.traffic.forgetting`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -38,6 +43,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore import testhooks
 from evalcore.errors import InputError
 from evalcore.pipeline.embedding import text_hash
 from evalcore.store import traffic as traffic_rows
@@ -62,8 +68,10 @@ TABLES = ("traffic_queries", "traffic_texts", "traffic_hits", "traffic_labels", 
 
 
 def line_key(line: LogLine) -> int:
-    """A log line's identity without its position: 8 bytes of blake2b over time, text, label."""
-    digest = hashlib.blake2b(f"{line.at.isoformat()}\0{line.text}\0{line.label or ''}".encode(), digest_size=8).digest()
+    """A log line's identity without its position: 8 bytes of blake2b over its time and text
+    (never its label; the trailing separator keeps the keys of lines stored before labels were
+    left out)."""
+    digest = hashlib.blake2b(f"{line.at.isoformat()}\0{line.text}\0".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -96,7 +104,8 @@ class Occurrences:
 
 @dataclass
 class ImportResult:
-    """What an import did: lines read, stored now, stored before, problems (first 20 kept)."""
+    """What an import did: lines read, stored now, stored before, problems (first 20 kept),
+    lines stored before without a label that the log's label was added to."""
 
     run_id: str
     configuration: str
@@ -106,6 +115,7 @@ class ImportResult:
     already: int = 0
     problems: int = 0
     new_texts: int = 0
+    labelled: int = 0
     shown: list[str] = field(default_factory=list)
     import_id: str | None = None
     seconds: float = 0.0
@@ -125,6 +135,7 @@ class ImportResult:
             "problems": self.problems,
             "problem_lines": self.shown,
             "new_texts": self.new_texts,
+            "labelled": self.labelled,
             "embedded": self.embedded,
             "seconds": round(self.seconds, 3),
             "embedding_seconds": round(self.embedding_seconds, 3),
@@ -178,11 +189,15 @@ def import_log(
                 keys = [line_key(x) for x in lines]
                 occ = occurrences.number(keys)
                 hashes = [text_hash(x.text) for x in lines]
-                stored, have = _lookup(store, target, keys, occ, hashes)
-                new = [
-                    (x, k, o, h) for x, k, o, h in zip(lines, keys, occ, hashes, strict=True) if (k, o) not in stored
-                ]
+                stored, have = _lookup(store, target, lines, occ, hashes)
+                new, relabel = [], []
+                for x, k, o, h in zip(lines, keys, occ, hashes, strict=True):
+                    if (x.at, h, o) not in stored:
+                        new.append((x, k, o, h))
+                    elif x.label is not None and stored[(x.at, h, o)] is None:
+                        relabel.append((x, o, h))
                 result.already += len(lines) - len(new)
+                texts = hits = None
                 if new:
 
                     def ready_now() -> Replayer | EndpointReplayer:
@@ -196,12 +211,23 @@ def import_log(
                         return ready
 
                     texts, hits = _score_new(target, ready_now, {h: x.text for x, _, _, h in new if h not in have})
-                    frame = _line_frame(target, import_id, new)
+                if new or relabel:
                     row = None if started else _import_row(target, import_id, path.name, fmt, who)
                     result.added += len(new)
+                    result.labelled += len(relabel)
                     result.new_texts += 0 if texts is None else len(texts)
-                    traffic_rows.write_batch(store, row, frame, texts, hits, import_id, _counts(result))
+                    traffic_rows.write_batch(
+                        store,
+                        row,
+                        _line_frame(target, import_id, new),
+                        texts,
+                        hits,
+                        import_id,
+                        _counts(result),
+                        _label_frame(target, relabel),
+                    )
                     started = True
+                    testhooks.pause("traffic: batch written")
             progress.advance(len(part))
     except BaseException as exc:
         if started:
@@ -227,16 +253,26 @@ def import_log(
 
 
 def _lookup(
-    store: Store, target: Target, keys: list[int], occ: list[int], hashes: list[str]
-) -> tuple[set[tuple[int, int]], set[str]]:
-    """Which of a batch's lines are stored already (line key, occurrence), and which of its
-    texts are scored already, for ``target``: both in one read-only connection."""
+    store: Store, target: Target, lines: list[LogLine], occ: list[int], hashes: list[str]
+) -> tuple[dict[tuple[datetime, str, int], str | None], set[str]]:
+    """Which of a batch's lines are stored already for ``target``, by their identity (time,
+    text hash, occurrence), with the label stored for each; and which of its texts are scored
+    already: both in one read-only connection. The identity is matched on stored columns, so
+    lines stored by an earlier version (whose key hashed the label too) are recognised."""
     import pandas as pd
 
+    want = pd.DataFrame(
+        {
+            "asked_at": pd.Series([x.at for x in lines], dtype="datetime64[us]"),
+            "text_hash": hashes,
+            "occurrence": occ,
+        }
+    )
     with store.read() as con:
-        con.register("_want", pd.DataFrame({"line_key": keys, "occurrence": occ}))
+        con.register("_want", want)
         rows = con.execute(
-            "SELECT q.line_key, q.occurrence FROM traffic_queries q JOIN _want w USING (line_key, occurrence) "
+            "SELECT q.asked_at, q.text_hash, q.occurrence, q.label FROM traffic_queries q "
+            "JOIN _want w USING (asked_at, text_hash, occurrence) "
             "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?",
             target.key,
         ).fetchall()
@@ -246,7 +282,7 @@ def _lookup(
             "WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ?",
             target.key,
         ).fetchall()
-    return {(int(k), int(o)) for k, o in rows}, {str(r[0]) for r in have}
+    return {(at, str(h), int(o)): label for at, h, o, label in rows}, {str(r[0]) for r in have}
 
 
 def _score_new(
@@ -310,6 +346,26 @@ def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, in
     )
 
 
+def _label_frame(target: Target, relabel: list[tuple[LogLine, int, str]]) -> pd.DataFrame | None:
+    """Labels the log gives to lines stored before without one: identity and label."""
+    import pandas as pd
+
+    if not relabel:
+        return None
+    run_id, strategy, retriever = target.key
+    return pd.DataFrame(
+        {
+            "run_id": run_id,
+            "strategy": strategy,
+            "retriever": retriever,
+            "asked_at": pd.Series([x.at for x, _, _ in relabel], dtype="datetime64[us]"),
+            "text_hash": [h for _, _, h in relabel],
+            "occurrence": [o for _, o, _ in relabel],
+            "label": [x.label for x, _, _ in relabel],
+        }
+    )
+
+
 def _import_row(target: Target, import_id: str, source: str, fmt: str, author: str | None) -> dict[str, Any]:
     from evalcore.store.basics import now
 
@@ -324,6 +380,8 @@ def _import_row(target: Target, import_id: str, source: str, fmt: str, author: s
         "author": author,
         "status": "running",
         "started_at": now(),
+        "host": socket.gethostname(),  # the reaper marks the import failed when this process is gone
+        "pid": os.getpid(),
     }
 
 
@@ -355,37 +413,3 @@ def set_label(store: Store, target: Target, text_hash: str, label: str | None, a
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
     traffic_rows.set_label(store, target.key, text_hash, label, author)
-
-
-# --- forgetting ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Forgotten:
-    """What ``forget`` removed: log lines, distinct texts (with their hits and labels), bytes of
-    the store file before and after it was rewritten."""
-
-    lines: int
-    texts: int
-    bytes_before: int
-    bytes_after: int
-
-
-def forget(
-    store: Store,
-    before: datetime,
-    run_id: str | None = None,
-    compact: bool = True,
-    on_step: Callable[[str], None] | None = None,
-) -> Forgotten:
-    """Delete every stored log line with a time before ``before`` (UTC; of one run, or all), the
-    texts no remaining line uses, their hits and labels; then rewrite the store file
-    (:meth:`evalcore.store.Store.compact`) so the deleted text is not left in free pages."""
-    lines, texts = traffic_rows.forget(store, before, run_id)
-    if on_step is not None:
-        on_step(f"deleted {lines} lines and {texts} texts; rewriting the store")
-    size = store.path.stat().st_size if store.path.exists() else 0
-    if compact and store.path.exists():
-        size = store.compact()
-    after = store.path.stat().st_size if store.path.exists() else 0
-    return Forgotten(lines, texts, size, after)

@@ -183,7 +183,7 @@ def replayer(
     refuse(target)
     model = target.info.model
     embedder = embedder or testhooks.embedder() or load_embedder()
-    if model and embedder.name not in [m.strip() for m in model.split(",")]:
+    if model and embedder.name not in {model.strip(), *(m.strip() for m in model.split(","))}:
         raise ModelError(
             f"run {target.run_id} configuration {target.configuration.label} was embedded with {model}, "
             f"not {embedder.name}: vectors of two models are never compared (give --model PATH to that model)"

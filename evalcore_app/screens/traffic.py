@@ -14,9 +14,12 @@ from typing import Any
 import streamlit as st
 
 from evalcore import authors
+from evalcore.boundary.csvcells import csv_text
+from evalcore.errors import ConfigError
 from evalcore.figures import traffic_charts
 from evalcore.read import claims
 from evalcore.read import traffic as reads
+from evalcore.read import traffic_periods as periods_read
 from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
@@ -58,47 +61,73 @@ threshold, source = _ui.threshold_state(ctx)
 _ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
 unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
 step = timedelta(days=1 if unit == "day" else 7)
-frame, volume, refused_share = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
+try:  # too many periods to build: said (the log's file name escaped), and the rest of the screen goes on
+    view = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
+except ConfigError as exc:
+    view = None
+    st.warning(_ui.esc(exc), icon=":material/calendar_month:")
+frame = None if view is None else view[0]
+if frame is not None and frame.empty:
+    st.info("Every stored query failed at the endpoint: no period has an answered query to chart or test.")
+elif view is not None:
+    frame, volume, refused_share = view
+    st.subheader("Volume and refused share")
+    if len(frame) > traffic_charts.CHART_PERIODS:
+        st.caption(
+            f"The charts draw the last {traffic_charts.CHART_PERIODS} of {len(frame):,} periods; "
+            "the drift table below holds them all."
+        )
+    cols = st.columns(2)
+    with cols[0]:
+        st.vega_lite_chart(volume, theme=None, width="stretch")
+    with cols[1]:
+        st.vega_lite_chart(refused_share, theme=None, width="stretch")
 
-st.subheader("Volume and refused share")
-cols = st.columns(2)
-with cols[0]:
-    st.vega_lite_chart(volume, theme=None, width="stretch")
-with cols[1]:
-    st.vega_lite_chart(refused_share, theme=None, width="stretch")
-
-st.subheader("Drift")
-st.caption(
-    "Two-sample Kolmogorov-Smirnov test of each period's gate values (smallest top-4 distance) against the "
-    "evaluation's in-domain + off-topic queries and against the previous period, Holm-adjusted within the period; "
-    "PSI against the evaluation beside it (< 0.1 little change, > 0.25 a large shift)."
-)
-for row in frame[frame["drifted"]].to_dict("records"):
-    st.warning(reads.drift_sentence(row), icon=":material/trending_up:")
-if not frame["drifted"].any():
-    st.success("No period moved away from the evaluation or from the period before it.")
-table = frame.assign(drift=frame["drifted"].map({True: "moved", False: ""}))[
-    [
-        "period",
-        "queries",
-        "refused",
-        "refused_share",
-        "refused_low",
-        "refused_high",
-        "ks_statistic",
-        "ks_pvalue",
-        "prev_pvalue",
-        "psi",
-        "drift",
+    st.subheader("Drift")
+    st.caption(
+        "**moved** (the flag): a two-sample Kolmogorov-Smirnov test of the period's gate values (smallest top-4 "
+        "distance) against the evaluation's in-domain + off-topic queries, and one against the previous period, "
+        "Holm-adjusted within the period; the period moved when an adjusted p is below 0.05. The table shows those "
+        "adjusted p-values (KS p vs evaluation, KS p vs previous). **PSI** (population stability index against the "
+        "evaluation, ten bins; < 0.1 little change, 0.1-0.25 some, > 0.25 a large shift) is a size of shift, not a "
+        "test, and does not raise the flag: with few queries in a period it is large by chance (a bin the period "
+        "leaves empty alone adds about 0.69)."
+    )
+    for row in frame[frame["drifted"].astype(bool)].to_dict("records"):
+        st.warning(_ui.esc(periods_read.drift_sentence(row)), icon=":material/trending_up:")
+    if not frame["drifted"].astype(bool).any():
+        st.success("No period moved away from the evaluation or from the period before it.")
+    table = frame.assign(drift=frame["drifted"].map({True: "moved", False: ""}))
+    table = table.rename(
+        columns={
+            "ks_padj": "KS p vs evaluation (Holm)",
+            "prev_padj": "KS p vs previous (Holm)",
+            "psi_reading": "PSI reads",
+        }
+    )[
+        [
+            "period",
+            "queries",
+            "refused",
+            "refused_share",
+            "refused_low",
+            "refused_high",
+            "ks_statistic",
+            "KS p vs evaluation (Holm)",
+            "KS p vs previous (Holm)",
+            "psi",
+            "PSI reads",
+            "drift",
+        ]
     ]
-]
-st.dataframe(table, hide_index=True, key="traffic-periods")
+    st.dataframe(table, hide_index=True, key="traffic-periods")
 
-periods = [p for p, n in zip(frame["period"], frame["queries"], strict=True) if n]
-chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
-start = frame.loc[frame["period"] == chosen, "start"].iloc[0]
-histogram = _ui.cached(traffic_charts.histogram_spec, store, ctx.run_id, config, step, start, threshold)
-st.vega_lite_chart(histogram, theme=None, width="stretch")
+    periods = [p for p, n in zip(frame["period"], frame["queries"], strict=True) if n]
+    chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
+    starts = frame.loc[frame["period"] == chosen, "start"]
+    start = starts.iloc[0] if len(starts) else None
+    histogram = _ui.cached(traffic_charts.histogram_spec, store, ctx.run_id, config, step, start, threshold)
+    st.vega_lite_chart(histogram, theme=None, width="stretch")
 
 st.subheader("Borderline queries")
 band_width = st.slider("Band around t", 0.005, 0.2, 0.05, 0.005, key="traffic_band")
@@ -175,12 +204,11 @@ else:
     st.caption("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries.")
 
 with_text = st.checkbox("Include query texts in the download (they may hold personal data)", key="traffic_text")
+st.caption("A cell a spreadsheet would run as a formula (=, +, -, @, a tab) is written with a leading '.")
 st.download_button(
     "Download the logged queries (CSV)",
-    data=lambda: (
-        _ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text)
-        .to_csv(index=False)
-        .encode("utf-8")
+    data=lambda: csv_text(_ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text)).encode(
+        "utf-8"
     ),
     file_name=f"traffic-{ctx.run_id}-{config.label.replace('/', '-')}.csv",
     mime="text/csv",

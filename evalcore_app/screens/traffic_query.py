@@ -29,16 +29,15 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
     )
     hits = found["hits"]
     if isinstance(found["failure"], str):
-        st.warning(f"The endpoint could not answer this query: {found['failure']}")
+        st.warning(f"The endpoint could not answer this query: {_ui.esc(found['failure'])}")
     verdict = (
         f"The gate keeps {found['kept']} of the top 4 hits ({found['keep_rule']})."
         if found["kept"]
         else "No hit in the top 4 passes the gate, so the user gets NO ANSWER."
     )
-    _ui.plain(
-        f"Gate value {found['gate_value']:.4f} at t = {threshold:.4f} ({source}). {verdict}",
-        testid="threshold-state",
-    )
+    gate = found["gate_value"]
+    shown = "none (no answer)" if gate is None or gate != gate else f"{gate:.4f}"
+    _ui.plain(f"Gate value {shown} at t = {threshold:.4f} ({source}). {verdict}", testid="threshold-state")
     hits = hits.assign(locator=[queries.locator(s, e) for s, e in zip(hits["start"], hits["end"], strict=True)])
     st.dataframe(hits[["rank", "distance", "score", "doc_id", "section", "locator"]], hide_index=True, height=240)
     for hit in hits.head(4).itertuples():
