@@ -74,7 +74,7 @@ st.caption(
     "PSI against the evaluation beside it (< 0.1 little change, > 0.25 a large shift)."
 )
 for row in frame[frame["drifted"]].to_dict("records"):
-    st.warning(reads.drift_sentence(row), icon=":material/trending_up:")
+    st.warning(_ui.esc(reads.drift_sentence(row)), icon=":material/trending_up:")
 if not frame["drifted"].any():
     st.success("No period moved away from the evaluation or from the period before it.")
 table = frame.assign(drift=frame["drifted"].map({True: "moved", False: ""}))[

@@ -29,7 +29,7 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
     )
     hits = found["hits"]
     if isinstance(found["failure"], str):
-        st.warning(f"The endpoint could not answer this query: {found['failure']}")
+        st.warning(f"The endpoint could not answer this query: {_ui.esc(found['failure'])}")
     verdict = (
         f"The gate keeps {found['kept']} of the top 4 hits ({found['keep_rule']})."
         if found["kept"]

@@ -14,8 +14,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from conftest import MINI
 from header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 from test_reliability import base_store, check  # noqa: F401 - base_store: the shared one-run store
 
 from evalcore.authors import MAX_AUTHOR, NOT_RECORDED
@@ -36,7 +37,7 @@ def dashboard(base_store, tmp_path_factory):  # noqa: F811 - the imported fixtur
     run_id = Store(store).runs()["run_id"].iloc[0]
     log = folder / "streamlit.log"
     with streamlit_app(store, log, {"EVALCORE_USER_HEADER": HEADER}) as url:
-        yield urlsplit(url).port, run_id, log
+        yield urlsplit(url).port, run_id, log, url
 
 
 def _saved_by(port: int, run_id: str, added: bytes, sent: dict[str, str]) -> str:
@@ -59,20 +60,20 @@ def _saved_by(port: int, run_id: str, added: bytes, sent: dict[str, str]) -> str
 
 
 def test_a_header_appended_after_the_visitors_records_no_author(dashboard):
-    port, run_id, log = dashboard
+    port, run_id, log, _ = dashboard
     seen = _saved_by(port, run_id, f"{HEADER}: alice@corp\r\n".encode(), {HEADER: "mallory"})
     check("trusted header twice: visitor's mallory, the proxy's alice@corp appended", NOT_RECORDED, seen)
     assert f"the trusted header {HEADER} arrived 2 times" in log.read_text(encoding="utf-8", errors="replace")
 
 
 def test_a_utf8_display_name_is_stored_as_sent(dashboard):
-    port, run_id, _ = dashboard
+    port, run_id, _, _ = dashboard
     seen = _saved_by(port, run_id, f"{HEADER}: José Müller\r\n".encode(), {})
     check("trusted header holds a UTF-8 display name", "José Müller", seen)
 
 
 def test_a_long_name_is_cut_visibly(dashboard):
-    port, run_id, _ = dashboard
+    port, run_id, _, _ = dashboard
     seen = _saved_by(port, run_id, f"{HEADER}: {'é' * 500}\r\n".encode(), {})
     check("trusted header of 500 characters", "é" * (MAX_AUTHOR - 1) + "…", seen)
 
@@ -84,4 +85,82 @@ def test_the_deploy_guide_names_the_variable_and_says_set():
         "docs/DEPLOY.md on the trusted header",
         "named, set (replace), exactly once",
         ("named, set (replace), exactly once" if said else "missing"),
+    )
+
+
+# --- uploads: file names, queries and error messages are text, never Markdown -----------------
+
+XSS_NAME = "![t](xss-name.png) [c](xss-link) list.txt"
+XSS_QUERIES = [
+    '<img src="xss-img.png" onerror="alert(1)">',
+    "![q](xss-query.png) a Markdown image",
+    "<script>alert(1)</script>",
+    '=HYPERLINK("http://example.org/xss-formula","go")',
+    "\u202egnp.slx an RLO query",
+]
+_INJECTED_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] img, [data-testid="stMain"] a')]
+    .map(e => e.getAttribute('src') || e.getAttribute('href') || '')
+    .filter(u => u.includes('xss'))"""
+
+
+def _upload_real_queries(url: str, name: str, data: bytes) -> tuple[str, list[str], list[str]]:
+    """On the Questions screen: the mini corpus uploaded, a set named, then the list ``name``
+    holding ``data`` uploaded as real queries. Returns the page's text, the injected images and
+    links found (their src/href), and every URL the browser asked for."""
+    from playwright.sync_api import sync_playwright
+
+    corpus = sorted(str(p) for p in (MINI / "corpus").glob("*.md"))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            requested: list[str] = []
+            page.on("request", lambda request: requested.append(request.url))
+            page.goto(url + "/questions", wait_until="domcontentloaded")
+            settled(page)
+            page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(corpus)
+            settled(page)
+            page.get_by_label("Name of the new set").fill("hostile")
+            page.keyboard.press("Tab")
+            settled(page)
+            if not page.locator(".st-key-qs_real_file").is_visible():  # the expander is closed
+                page.get_by_text("From real queries: paste user queries and triage them").click()
+                settled(page)
+            page.locator('.st-key-qs_real_file input[type="file"]').set_input_files(
+                {"name": name, "mimeType": "text/plain", "buffer": data}
+            )
+            settled(page)
+            healthy(page, "questions: hostile list")
+            injected = page.evaluate(_INJECTED_JS)
+            text = page.locator('[data-testid="stMain"]').inner_text()
+        finally:
+            browser.close()
+    return text, injected, requested
+
+
+def test_a_hostile_list_name_and_queries_show_as_text(dashboard):
+    *_, url = dashboard
+    text, injected, requested = _upload_real_queries(url, XSS_NAME, "\n".join(XSS_QUERIES).encode())
+    fetched = [u for u in requested if "xss" in u]
+    check(
+        "real-queries list named with a Markdown image and link, holding HTML, a Markdown image, "
+        "a script, a formula and RLO",
+        "name and queries shown as text; nothing fetched",
+        "name and queries shown as text; nothing fetched"
+        if not injected and not fetched and f"of {XSS_NAME} added" in text and XSS_QUERIES[2] in text
+        else f"images/links {injected}, fetched {fetched}, text {text[-1500:]!r}",
+    )
+
+
+def test_a_list_that_is_not_utf8_names_itself_as_text(dashboard):
+    *_, url = dashboard
+    name = "![t](xss-name.png) latin1.txt"
+    text, injected, requested = _upload_real_queries(url, name, "caf\xe9 au lait\n".encode("latin-1"))
+    fetched = [u for u in requested if "xss" in u]
+    check(
+        "real-queries list of non-UTF-8 bytes named with a Markdown image",
+        "error names the file as text; nothing fetched",
+        "error names the file as text; nothing fetched"
+        if not injected and not fetched and f"{name}: not UTF-8 text" in text
+        else f"images/links {injected}, fetched {fetched}, text {text[-300:]!r}",
     )
