@@ -10,6 +10,7 @@ from the page."""
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,7 +18,7 @@ import pytest
 from conftest import MINI
 from header_proxy import HeaderProxy
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
-from test_reliability import base_store, check  # noqa: F401 - base_store: the shared one-run store
+from test_reliability import RUN, base_store, check, evalcore  # noqa: F401 - base_store: the shared one-run store
 
 from evalcore.authors import MAX_AUTHOR, NOT_RECORDED
 from evalcore.store import Store
@@ -164,3 +165,44 @@ def test_a_list_that_is_not_utf8_names_itself_as_text(dashboard):
         if not injected and not fetched and f"{name}: not UTF-8 text" in text
         else f"images/links {injected}, fetched {fetched}, text {text[-300:]!r}",
     )
+
+
+# --- run options: a Ray address nobody serves, a shard count beyond reason ---------------------
+
+RAY_CASES = [
+    ("127.0.0.1:1", "error: --ray 127.0.0.1:1: no Ray cluster answers at 127.0.0.1:1: Connection refused"),
+    (
+        "ray://nonexistent.invalid:10001",
+        "error: --ray ray://nonexistent.invalid:10001: no Ray cluster answers at nonexistent.invalid:10001: "
+        "the host nonexistent.invalid is not known",
+    ),
+    ("", "error: --ray needs an address: local, auto, HOST:PORT or ray://HOST[:PORT]; got ''"),
+    ("auto", "error: --ray auto: no Ray cluster runs on this machine"),
+]
+
+
+@pytest.mark.parametrize("address, said", RAY_CASES, ids=[c[0] or "empty" for c in RAY_CASES])
+def test_a_ray_address_nobody_serves_fails_fast_naming_it(tmp_path, address, said):
+    store = tmp_path / "s.duckdb"
+    t0 = time.monotonic()
+    ran = evalcore(*RUN, "--ray", address, store=store, env={"RAY_ADDRESS": ""}, process=True, timeout=120)
+    wall = time.monotonic() - t0
+    line = ran.line()
+    observed = f"exit {ran.code} · {'names the address' if line.startswith(said) else line} · " + (
+        "within 30 s" if wall < 30 else f"{wall:.0f} s"
+    )
+    check(f"run --ray {address!r} without a cluster", "exit 2 · names the address · within 30 s", observed, ran.err)
+    assert len(ran.err.strip().splitlines()) == 1 and not store.exists()
+
+
+def test_a_million_shards_are_refused_before_ray_starts(tmp_path):
+    store = tmp_path / "s.duckdb"
+    ran = evalcore(*RUN, "--ray", "local", "--shards", "1000000", store=store, process=True, timeout=120)
+    check(
+        "run --shards 1000000 --ray local",
+        "exit 2 · error: --shards must be a whole number in [1, 256] (one Ray actor each; a run uses at most one "
+        "per CPU of the cluster); got 1000000",
+        f"exit {ran.code} · {ran.line()}",
+        ran.err,
+    )
+    assert "ray" not in ran.err.lower().replace("--ray", "").replace("ray actor", "") and not store.exists()
