@@ -48,6 +48,9 @@ from evalcore.pipeline.scoring import Scored
 
 log = logging.getLogger(__name__)
 
+SHARDS_PER_CPU = 2  # the most shards (actors) a run puts on one CPU of the cluster
+MIN_CAP = 4  # ... but a small cluster may always hold this many
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -84,16 +87,18 @@ def default_shards() -> int:
 
 def shard_count(asked: int | None, n: int) -> int:
     """The shards a strategy of ``n`` chunks gets on the connected cluster: ``asked`` (default
-    one per node, at least two), at most one per CPU of the cluster (each shard is an actor that
-    holds a CPU) and one per chunk. A cut of an asked number is logged with its reason."""
+    one per node, at least two), at most ``SHARDS_PER_CPU`` per CPU of the cluster (at least
+    ``MIN_CAP``: each shard is an actor, a process of its own) and one per chunk. A cut of an
+    asked number is logged with its reason."""
     import ray
 
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]  # ray leaves it unannotated
     wanted = asked or default_shards()
-    used = max(1, min(wanted, cpus, n or 1))
+    cap = max(MIN_CAP, SHARDS_PER_CPU * cpus)
+    used = max(1, min(wanted, cap, n or 1))
     if asked and used < asked:
-        why = f"the cluster has {cpus} CPUs" if used == cpus else f"the strategy has {n} chunks"
-        log.warning("--shards %d: %d shards used (%s; one actor per CPU at most)", asked, used, why)
+        why = f"the cluster has {cpus} CPUs, {cap} shards at most" if used == cap else f"the strategy has {n} chunks"
+        log.warning("--shards %d: %d shards used (%s)", asked, used, why)
     return used
 
 

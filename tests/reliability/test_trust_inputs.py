@@ -200,8 +200,8 @@ def test_a_million_shards_are_refused_before_ray_starts(tmp_path):
     ran = evalcore(*RUN, "--ray", "local", "--shards", "1000000", store=store, process=True, timeout=120)
     check(
         "run --shards 1000000 --ray local",
-        "exit 2 · error: --shards must be a whole number in [1, 256] (one Ray actor each; a run uses at most one "
-        "per CPU of the cluster); got 1000000",
+        "exit 2 · error: --shards must be a whole number in [1, 256] (one Ray actor each; a run uses at most "
+        "two per CPU of the cluster); got 1000000",
         f"exit {ran.code} · {ran.line()}",
         ran.err,
     )
