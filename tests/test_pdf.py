@@ -111,12 +111,18 @@ def test_page_map_has_every_page_and_each_page_text_is_that_page(printed, pdf_co
 def test_markdown_needles_resolve_in_the_pdf_of_the_same_document(printed, pdf_corpora, capsys):
     """Every sentence of the Markdown prose that the printed PDF holds (by pdftotext) resolves
     exactly where it should; the share is reported. Misses are sentences that are not printed
-    (a closed <details> element, an entity written as text)."""
+    (a closed <details> element, an entity written as text).
+
+    Where a line breaks depends on the machine's fonts: a compound whose own hyphen falls at a
+    line end ("upper-" / "bound") is joined without it, as PDFium cannot tell it from a word
+    hyphenated there (docs/DECISIONS.md, "Hyphenation"). Such a needle resolves with that
+    hyphen left out, in its own document; it is counted and reported apart, never as a
+    miss."""
     lines = []
     for name, corpus in pdf_corpora.items():
         index = NeedleIndex(corpus.documents)
         found = total = 0
-        not_printed = []
+        not_printed, joined = [], []
         for d in corpus.documents:
             whole = (
                 squash(
@@ -131,13 +137,20 @@ def test_markdown_needles_resolve_in_the_pdf_of_the_same_document(printed, pdf_c
                 total += 1
                 if any(o.doc_id == d.doc_id for o in index.find(needle)):
                     found += 1
+                elif any(
+                    o.doc_id == d.doc_id
+                    for i, ch in enumerate(needle)
+                    if ch == "-"
+                    for o in index.find(needle[:i] + needle[i + 1 :])
+                ):
+                    joined.append(needle)
                 else:
                     assert whole is not None and squash(needle) not in whole, (d.doc_id, needle)
                     not_printed.append(needle)
-        assert total > 100 and found / total >= 0.95
+        assert total > 100 and (found + len(joined)) / total >= 0.95
         lines.append(
-            f"{name}: {found}/{total} Markdown needles resolve in the PDF ({found / total:.1%}); "
-            f"not printed: {not_printed}"
+            f"{name}: {found}/{total} Markdown needles resolve in the PDF ({found / total:.1%}), "
+            f"{len(joined)} with a line-end hyphen joined {joined}; not printed: {not_printed}"
         )
     with capsys.disabled():
         print("\n" + "\n".join(lines))

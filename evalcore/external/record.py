@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import platform
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -151,6 +152,7 @@ def tables(
     """Every table of the run (documents, queries, strategies, chunks, results, hits,
     destroyed, failures, configurations, timings) as DataFrames. ``timings``:
     (stage, seconds, items)."""
+    import numpy as np
     import pandas as pd
 
     from evalcore.store.rows import document_rows, query_rows
@@ -164,7 +166,10 @@ def tables(
     group_of = {q.query_id: q.group for q in gt.valid_questions}
     texts = corpus.by_id()
 
-    results, hit_rows, failure_rows = [], [], []
+    results, failure_rows = [], []
+    # the hits table column by column: a million hits are a few arrays, not a million dicts
+    hit_queries: list[str] = []
+    hit_ranks, hit_chunks, hit_scores, hit_correct = array("q"), array("q"), array("d"), array("b")
     for qid, domain, _text in query_order(gt):
         key = {"run_id": run_id, "strategy": strategy, "retriever": retriever, "query_id": qid}
         if qid in failures:
@@ -188,9 +193,11 @@ def tables(
             }
         )
         for rank, ((chunk_id, score), flag) in enumerate(zip(ranked, flags, strict=True), start=1):
-            hit_rows.append(
-                {**key, "rank": rank, "chunk_id": chunk_id, "distance": None, "score": float(score), "correct": flag}
-            )
+            hit_queries.append(qid)
+            hit_ranks.append(rank)
+            hit_chunks.append(chunk_id)
+            hit_scores.append(float(score))
+            hit_correct.append(flag)
 
     chunk_rows = []
     for c in chunks.chunks:
@@ -255,7 +262,21 @@ def tables(
         )
         if results
         else pd.DataFrame(),
-        "hits": pd.DataFrame(hit_rows).astype({"distance": "float64"}) if hit_rows else pd.DataFrame(),
+        "hits": pd.DataFrame(
+            {
+                "run_id": run_id,
+                "strategy": strategy,
+                "retriever": retriever,
+                "query_id": hit_queries,
+                "rank": np.frombuffer(hit_ranks, dtype=np.int64),
+                "chunk_id": np.frombuffer(hit_chunks, dtype=np.int64),
+                "distance": np.full(len(hit_ranks), np.nan),
+                "score": np.frombuffer(hit_scores, dtype=np.float64),
+                "correct": np.frombuffer(hit_correct, dtype=np.int8).astype(bool),
+            }
+        )
+        if hit_ranks
+        else pd.DataFrame(),
         "chunks": pd.DataFrame(chunk_rows).astype(
             {"start": "Int64", "end": "Int64", "evidence_start": "Int64", "pieces": "Int64", "header_pieces": "Int64"}
         )

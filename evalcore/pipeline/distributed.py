@@ -10,14 +10,27 @@ the driver, so vectors are cached under the same model name and text hash as loc
 
 Every worker needs evalcore and the model: the packaged model is found in each worker's
 own environment; a ``--model PATH`` folder must exist at that path on every node.
+
+Before Ray is asked to join a cluster, :func:`check_address` makes sure one answers there:
+Ray itself retries an address that nobody serves for minutes, printing its own log lines.
+The address is parsed (``HOST:PORT``, ``ray://HOST[:PORT]``, ``auto``: ``$RAY_ADDRESS`` or
+the cluster that ``ray start`` recorded on this machine), its host resolved and its port
+connected to within ``CONNECT_TIMEOUT_S`` seconds; otherwise one line names the address
+and why.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import tempfile
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
 
 from evalcore.errors import ModelError
 
@@ -29,6 +42,76 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BATCH_TEXTS = 256  # texts per Ray Data batch (each worker length-sorts within it)
+CONNECT_TIMEOUT_S = 10.0  # how long a cluster's address may take to answer before the run fails
+CLIENT_PORT = 10001  # Ray Client's port when a ray:// address names none
+ADDRESSES = "local, auto, HOST:PORT (a cluster's head) or ray://HOST[:PORT]"
+
+
+def _endpoint(address: str) -> tuple[str, int]:
+    """``(host, port)`` of a cluster address; ModelError naming it when it is not one."""
+    bad = ModelError(f"--ray {address!r}: not a Ray address (give {ADDRESSES})")
+    if address.startswith("ray://"):
+        try:
+            parts = urlsplit(address)
+            host, port = parts.hostname, parts.port or CLIENT_PORT
+        except ValueError:
+            raise bad from None
+    else:
+        host, sep, number = address.rpartition(":")
+        if not sep or not number.isdigit():
+            raise bad
+        port = int(number)
+    if not host or not 0 < port < 65536:
+        raise bad
+    return host.strip("[]"), port
+
+
+def _auto_address() -> str:
+    """The cluster ``auto`` means: ``$RAY_ADDRESS``, else the one ``ray start`` recorded here."""
+    named = os.environ.get("RAY_ADDRESS", "").strip()
+    if named and named != "auto":
+        return named
+    recorded = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+    try:
+        found = recorded.read_text(encoding="utf-8").strip()
+    except OSError:
+        found = ""
+    if not found:
+        raise ModelError(
+            "--ray auto: no Ray cluster runs on this machine (no RAY_ADDRESS, none recorded by "
+            "`ray start`); start one with `ray start --head`, or use --ray local"
+        )
+    return found
+
+
+def check_address(address: str | None, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """ModelError, within ``timeout`` seconds, unless ``address`` is ``local`` or a cluster
+    answers there (its host resolves and its port accepts a connection)."""
+    given = "" if address is None else address.strip()
+    if given == "local":
+        return
+    if not given:
+        raise ModelError(f"--ray '': give an address ({ADDRESSES})")
+    target = _auto_address() if given == "auto" else given
+    host, port = _endpoint(target)
+    failure: list[str] = ["no answer"]
+
+    def attempt() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                failure.clear()
+        except socket.gaierror as exc:
+            failure[0] = f"the host {host} is not known ({exc.strerror})"
+        except OSError as exc:
+            failure[0] = exc.strerror or type(exc).__name__
+
+    worker = threading.Thread(target=attempt, daemon=True)  # a name lookup has no timeout of its own
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive() or failure:
+        why = f"no answer within {timeout:g} s" if worker.is_alive() else failure[0]
+        via = f" (auto: {target})" if given == "auto" else ""
+        raise ModelError(f"--ray {given}{via}: no Ray cluster answers at {host}:{port}: {why}")
 
 
 class _Encoder:
@@ -51,6 +134,7 @@ def connect(address: str, num_cpus: int | None = None) -> None:
         raise ModelError('--ray needs Ray, which is not installed: pip install "evalcore[ray]"') from exc
     if ray.is_initialized():
         return
+    check_address(address)
     try:
         if address == "local":
             ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
 from evalcore.errors import ConfigError, RunInterrupted
+from evalcore.pipeline.distributed import check_address
 from evalcore.pipeline.spec import RunSpec
 from evalcore.pipeline.threads import retrieval_threads
 
@@ -206,6 +207,8 @@ def _builtin(
     from evalcore.pipeline.runner import RunRequest, run_evaluation
 
     retrieval_threads()  # a bad $EVALCORE_THREADS stops the run here, not after embedding
+    if spec.ray:
+        check_address(spec.ray)  # an address nobody serves fails now, within seconds, not after the inputs
     step("loading inputs")
     loading = None if spec.ray else _Loading(spec)  # the model loads while the inputs do
     try:

@@ -38,12 +38,18 @@ actors' counts. Rerank re-sorts the merged hybrid head on the driver, as on one 
 from __future__ import annotations
 
 import inspect
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalcore.pipeline.scoring import Scored
+
+log = logging.getLogger(__name__)
+
+SHARDS_PER_CPU = 2  # the most shards (actors) a run puts on one CPU of the cluster
+MIN_CAP = 4  # ... but a small cluster may always hold this many
 
 if TYPE_CHECKING:
     import numpy as np
@@ -77,6 +83,23 @@ def default_shards() -> int:
     import ray
 
     return max(2, len([n for n in ray.nodes() if n.get("Alive")]))  # type: ignore[no-untyped-call]  # ray leaves it unannotated
+
+
+def shard_count(asked: int | None, n: int) -> int:
+    """The shards a strategy of ``n`` chunks gets on the connected cluster: ``asked`` (default
+    one per node, at least two), at most ``SHARDS_PER_CPU`` per CPU of the cluster (at least
+    ``MIN_CAP``: each shard is an actor, a process of its own) and one per chunk. A cut of an
+    asked number is logged with its reason."""
+    import ray
+
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]  # ray leaves it unannotated
+    wanted = asked or default_shards()
+    cap = max(MIN_CAP, SHARDS_PER_CPU * cpus)
+    used = max(1, min(wanted, cap, n or 1))
+    if asked and used < asked:
+        why = f"the cluster has {cpus} CPUs, {cap} shards at most" if used == cap else f"the strategy has {n} chunks"
+        log.warning("--shards %d: %d shards used (%s)", asked, used, why)
+    return used
 
 
 def _blocks(vectors: np.ndarray | Iterable[np.ndarray]) -> Iterator[np.ndarray]:
@@ -244,7 +267,7 @@ def score_sharded(
     wanted = analyzers_of(retrievers)
     tick = time.perf_counter
     t0 = tick()
-    group = Shards(n, dim, shards or default_shards())
+    group = Shards(n, dim, shard_count(shards, n))
     try:
         group.load_vectors(cvec)
         if wanted:

@@ -42,6 +42,9 @@ DEFAULT_DEVICE = "cpu"
 DEFAULT_K = 20  # hits asked of a Python retriever per query (an endpoint's own k is Endpoint.k)
 SIMILARITY = "similarity"  # how an external retriever's scores read unless told (higher = closer)
 PYTHON = "python"  # the name of a run of a Python retriever unless told
+#: The most shards a run may ask for: each is a Ray actor (a process of its own, some 150 MB
+#: before its chunks). A run uses at most two per CPU of the cluster (at least 4) and one per chunk.
+MAX_SHARDS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,13 @@ class RunSpec:
         shards = self.shards
         if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
             raise ConfigError(f"shards must be a whole number >= 1, got {shards!r}")
+        if shards is not None and shards > MAX_SHARDS:
+            raise ConfigError(
+                f"--shards must be a whole number in [1, {MAX_SHARDS}] (one Ray actor each; a run uses at most "
+                f"two per CPU of the cluster); got {shards}"
+            )
+        if self.ray is not None and not self.ray.strip():
+            raise ConfigError("--ray needs an address: local, auto, HOST:PORT or ray://HOST[:PORT]; got ''")
         if shards is not None and not self.ray:
             raise ConfigError("shards split retrieval across Ray actors: give --ray ADDRESS (or local) too")
         object.__setattr__(self, "models", tuple(self.models))

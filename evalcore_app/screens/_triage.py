@@ -107,10 +107,10 @@ def draw(
                     queries = rq.read_queries(listed.name, data, column.strip())
                     added = writer.add_queries(store, set_name, author, queries)
                 except EvalcoreError as exc:
-                    st.error(str(exc))
+                    _ui.show_error(exc)
                 else:
                     ss["qs_real_file_done"] = (digest, set_name, author)
-                    st.success(f"{added:,} new queries of {listed.name} added to the list.")
+                    st.success(f"{added:,} new queries of {_ui.esc(listed.name)} added to the list.")
                     total = _ui.cached(rt.progress, store, set_name, author)
         if not total.total:
             return

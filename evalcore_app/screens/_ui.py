@@ -270,7 +270,7 @@ def sidebar() -> Context:
         try:
             overview = runs.runs_overview(store())
         except EvalcoreError as exc:
-            st.error(str(exc))
+            show_error(exc)
             return Context(path, None, None, None, ())
         if overview.empty:
             st.caption(f"Store: {esc(path)}")
@@ -480,7 +480,9 @@ def downloads(figure: Figure, key: str) -> None:
 
 
 def show_error(exc: Exception) -> None:
-    st.error(str(exc))
+    """An error's message as text: it may name a file, a query or a value a user chose, so it
+    is escaped for Markdown (``st.error`` reads Markdown)."""
+    st.error(esc(exc))
 
 
 def guarded(fn: Callable[[], Any]) -> Any:

@@ -57,7 +57,7 @@ if other:
         st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
     reason = compare.comparable(store, ctx.run_id, other)
     if reason:
-        st.error(f"Cannot compare with run {other}: {reason}.")
+        st.error(f"Cannot compare with run {_ui.esc(other)}: {_ui.esc(reason)}.")
         st.stop()
 
 available, default = _ui.compare_sides(ctx)

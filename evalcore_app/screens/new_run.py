@@ -26,6 +26,7 @@ import streamlit as st
 from evalcore import jobs
 from evalcore.errors import EvalcoreError
 from evalcore.external.endpoint import DEFAULT_BODY, Endpoint, Fields, allowed_prefixes
+from evalcore.figures import markdown_text
 from evalcore.inputs import sources as inputs
 from evalcore.inputs import uploads
 from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
@@ -113,7 +114,7 @@ if source == "upload":
         questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)
         ood_up = cols[1].file_uploader("ood.jsonl (optional)", type=["jsonl"], key="nr_ood", on_change=_forget)
 elif source == "folder":
-    st.caption("Only inside the folders the operator allows: " + ", ".join(f"`{r}`" for r in roots))
+    st.caption("Only inside the folders the operator allows: " + ", ".join(markdown_text.code(r) for r in roots))
     st.text_input("Corpus folder on the server", key="nr_corpus_dir", on_change=_forget)
     if not from_set:
         cols = st.columns(2)
@@ -137,7 +138,7 @@ if mode == "endpoint":
         st.stop()
     st.caption(
         "Every query is sent to the service (answers are cached in the store: a second run sends nothing). "
-        "Allowed: " + ", ".join(f"`{p}`" for p in endpoint_prefixes)
+        "Allowed: " + ", ".join(markdown_text.code(p) for p in endpoint_prefixes)
     )
     url = st.text_input("URL", key="nr_url", on_change=_forget, placeholder=endpoint_prefixes[0] + "search")
     body = st.text_input(
@@ -214,7 +215,7 @@ else:
     )
     retrievers = with_analyzers(retrievers, analyzers)
     if analyzers not in ([], [""]):
-        st.caption("Retrievers to run: " + ", ".join(retrievers))
+        st.caption("Retrievers to run: " + _ui.esc(", ".join(retrievers)))
 model_folders: list[str] = []
 if mode == "builtin" and roots:
     models_text = st.text_area(
@@ -288,7 +289,7 @@ SHOWN_ROWS = 25  # up to this many invalid needles are a plain table, more a scr
 def documents_found(documents: list[str] | tuple[str, ...]) -> str:
     """One line: the corpus's document ids (the first SHOWN_IDS), which a needle's
     ``document`` must name."""
-    shown = ", ".join(f"`{d}`" for d in documents[:SHOWN_IDS])
+    shown = ", ".join(markdown_text.code(d) for d in documents[:SHOWN_IDS])
     more = f", … ({len(documents) - SHOWN_IDS:,} more)" if len(documents) > SHOWN_IDS else ""
     return f"Document ids in this corpus ({len(documents):,}): {shown}{more}"
 
@@ -310,7 +311,7 @@ nothing = st.session_state.get("nr_nothing")
 if nothing is not None:
     rows = needle_rows(nothing["report"])
     st.error(
-        f"{nothing['message']}: {len(rows):,} ground truth{'' if len(rows) == 1 else 's'}, "
+        f"{_ui.esc(nothing['message'])}: {len(rows):,} ground truth{'' if len(rows) == 1 else 's'}, "
         "each excluded for the reason below; nothing can be run."
     )
     for note in nothing["notes"]:

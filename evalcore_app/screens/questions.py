@@ -26,6 +26,7 @@ import streamlit as st
 
 from evalcore import authors
 from evalcore.errors import EvalcoreError
+from evalcore.figures import markdown_text
 from evalcore.inputs import qsets, uploads
 from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 from evalcore.read import qsets as rq
@@ -118,7 +119,7 @@ if source == "upload":
                 ss["qs_corpus"] = rq.corpus_from_upload(got)
                 ss["qs_corpus_key"] = digest
             except EvalcoreError as exc:
-                st.error(str(exc))
+                _ui.show_error(exc)
                 st.stop()
         corpus = ss["qs_corpus"]
 else:
@@ -196,7 +197,7 @@ with st.expander("Without a mouse: search a phrase and pick an occurrence"):
         else:
             labels_at = [f"{d} · characters {a}-{b}: …{docs[d].text[max(0, a - 30) : a]}" for d, a, b in found_at[:50]]
             pick = st.radio(
-                "Occurrence", range(len(labels_at)), format_func=lambda i: labels_at[i], key="qs_occurrence"
+                "Occurrence", range(len(labels_at)), format_func=lambda i: _ui.esc(labels_at[i]), key="qs_occurrence"
             )
             if st.button("Use this occurrence", key="qs_use_occurrence"):
                 ss["qs_sel"] = found_at[int(pick)]
@@ -209,7 +210,9 @@ with st.expander("Candidates from the corpus: valid needles spread over the docu
     found_c = _ui.cached(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
     if found_c:
         labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
-        which = st.radio("Candidate", range(len(found_c)), format_func=labels_c.__getitem__, key="qs_candidate")
+        which = st.radio(
+            "Candidate", range(len(found_c)), format_func=lambda i: _ui.esc(labels_c[i]), key="qs_candidate"
+        )
         if st.button("Use this candidate", key="qs_use_candidate"):
             chosen_c = found_c[int(which)]
             ss["qs_sel"] = (chosen_c.doc_id, chosen_c.start, chosen_c.end)
@@ -395,4 +398,4 @@ if chosen != NEW and ss.get("qs_loaded"):
             mime="application/jsonl",
             key=f"qs_download_{file.split('.')[0]}",
         )
-    st.caption(f"Run on it: python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}")
+    st.caption("Run on it: " + markdown_text.code(f"python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}"))

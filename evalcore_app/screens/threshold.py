@@ -128,7 +128,7 @@ _ui.plain(
 )
 warning = _ui.cached(sweeps.ood_support, sweep, t)
 if warning:
-    st.warning(warning)
+    st.warning(_ui.esc(warning))
 most = _ui.cached(claims.refuses_most, sweep, t, claim)
 if most:
     st.warning(_ui.esc(most))
@@ -164,7 +164,7 @@ with st.expander("Suggest a threshold by cost (second to the claim)", expanded=F
         cols[2].markdown(f"Suggested **t = {suggestion.threshold:g}**. {_ui.esc(suggestion.rule)}")
         other = _ui.cached(sweeps.ood_support, sweep, suggestion.threshold)
         if other and other != warning:
-            st.warning(other)
+            st.warning(_ui.esc(other))
         refuses = _ui.cached(claims.refuses_most, sweep, suggestion.threshold, claim)
         if refuses:
             st.warning(_ui.esc(f"The suggestion refuses most real questions. {refuses}"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import importlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -19,6 +20,34 @@ from itertools import pairwise
 from types import ModuleType
 
 from evalcore.errors import InputError
+
+# --- characters an extraction leaves behind ------------------------------------------------
+
+#: PDFium's mark for a hyphen at a line end whose two lines it joined (its text gives U+FFFE
+#: there and U+0002 as the character's own code); also what it gives for a glyph that has no
+#: Unicode value at all.
+PDFIUM_HYPHEN = "\ufffe"
+#: C1 code points that a font without a Unicode map hands over for Windows-1252 bytes
+#: (0x93 is a left double quote there, 0x96 an en dash): what they stand for.
+_CP1252 = {cp: bytes([cp]).decode("cp1252") for cp in range(0x80, 0xA0) if cp not in (0x81, 0x8D, 0x8F, 0x90, 0x9D)}
+_NON_CHARACTERS = "\ufdd0-\ufdef" + "".join(
+    f"{chr(plane + 0xFFFE)}{chr(plane + 0xFFFF)}" for plane in range(0, 0x110000, 0x10000)
+)
+#: Removed: C0 controls but tab and newline, DEL, the C1 codes Windows-1252 leaves undefined,
+#: lone surrogates and every Unicode non-character (U+FDD0..U+FDEF, U+xxFFFE, U+xxFFFF).
+_ARTEFACTS = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x81\x8d\x8f\x90\x9d\ud800-\udfff{_NON_CHARACTERS}]")
+
+
+def plain_characters(text: str) -> str:
+    """``text`` without the artefacts extraction leaves, the same in every extractor: line
+    endings become ``\\n``; PDFium's line-end hyphen mark (U+FFFE) and its code U+0002 go (the
+    word is already joined: ``manip-``/``ulation`` reads ``manipulation``); a C1 code point
+    becomes the Windows-1252 character it stands for (U+0093 -> “); every other control
+    character except tab and newline, lone surrogates and every non-character go. So extracted
+    text never holds a non-character, and no control character but tab and newline."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = _ARTEFACTS.sub("", text)
+    return text.translate(_CP1252) if any("\x80" <= ch <= "\x9f" for ch in text) else text
 
 
 @dataclass(frozen=True, slots=True)

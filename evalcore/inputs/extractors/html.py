@@ -27,7 +27,10 @@ is one space; ``&nbsp;`` stays); ``pre`` verbatim; a blank line around paragraph
 headings, lists, tables, block quotes, ``pre`` and ``hr``; a line break at ``br``, list
 items, table rows, ``dt``/``dd`` and other blocks; table cells separated by a tab (what
 a browser's copy gives). Lines are stripped at the end (and at the start outside
-``pre``); at most one blank line in a row. No Unicode normalisation.
+``pre``); at most one blank line in a row. Characters as every extractor cleans them
+(:func:`~evalcore.inputs.extractors.plain_characters`: no control character but tab and
+newline, no non-character; a C1 code becomes its Windows-1252 character, as HTML reads
+``&#x93;``); no Unicode normalisation.
 
 **Headings** (``h1``-``h6`` with text, in the main content): when the highest level used
 occurs once and is the first heading, it is the title line (``# ``) and the next level
@@ -48,12 +51,12 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.inputs.extractors import Extraction, library_version, require
+from evalcore.inputs.extractors import Extraction, library_version, plain_characters, require
 
 logger = logging.getLogger(__name__)
 
 NAME = "html"
-RULES = "1"
+RULES = "2"  # 2: one character rule for every extractor
 # The library's version is part of the stamp: another lxml can read a file differently.
 VERSION = f"{RULES}+lxml-{library_version('lxml')}"
 
@@ -312,7 +315,7 @@ class _Writer:
         self.pending = 0
 
     def text(self) -> str:
-        lines = [line.rstrip() for line in "".join(self.parts).split("\n")]
+        lines = [line.rstrip() for line in plain_characters("".join(self.parts)).split("\n")]
         out: list[str] = []
         for line in lines:
             if not line.strip():
@@ -394,5 +397,5 @@ def extract(data: bytes, filename: str) -> Extraction:
     text = out.text()
     if not text.strip():
         raise InputError(f"{filename}: no text in the page's main content")
-    title = title_text or " ".join(head_title.split()) or PurePath(filename).stem
+    title = " ".join(plain_characters(title_text or head_title).split()) or PurePath(filename).stem
     return Extraction(title=title, text=text)

@@ -15,11 +15,15 @@ The canonical text of a PDF, in this order:
    pages (both pages of a two-page document); then the next line the same way, two lines
    deep at each edge. "11/30/26, 9:24 AM FAQ" and "file:///x.html 2/5" on every page of a
    browser print, a page number alone, "Chapter 2: Naming 7" on a chapter's pages.
-3. **Characters**: PDFium's mark for a hyphen at a line end (U+FFFE; PDFium has already
-   joined the two lines) is removed, so ``manip-`` / ``ulation`` becomes
-   ``manipulation``. The Latin ligatures U+FB00..U+FB06 become their letters (ﬁ -> fi).
-   Other control characters are removed; each line is stripped. Nothing else is
-   normalised (no NFKC: ², ½, ™ and non-breaking spaces stay as printed).
+3. **Characters**: the ones every extractor cleans
+   (:func:`~evalcore.inputs.extractors.plain_characters`): PDFium's mark for a hyphen at a
+   line end (U+FFFE in its text, U+0002 as the character's code; PDFium has already joined
+   the two lines) is removed, so ``manip-`` / ``ulation`` becomes ``manipulation``; a C1
+   code (a font without a Unicode map) becomes its Windows-1252 character; other control
+   characters, surrogates and non-characters are removed. The Latin ligatures
+   U+FB00..U+FB06 become their letters (ﬁ -> fi). Each line is stripped. Nothing else is
+   normalised (no NFKC: ², ½, ™ and non-breaking spaces stay as printed). Outline and
+   metadata titles are cleaned the same way.
 4. **Sections** (``## `` lines, so every chunker works unchanged): from the outline
    (bookmarks) when it has entries: with exactly one top-level entry, that entry is the
    document title (its line gets ``# ``) and its children, if any, are the sections;
@@ -54,12 +58,12 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.inputs.extractors import Extraction, library_version, require
+from evalcore.inputs.extractors import Extraction, library_version, plain_characters, require
 
 logger = logging.getLogger(__name__)
 
 NAME = "pdf"
-RULES = "1"  # bump when a rule above changes
+RULES = "2"  # bump when a rule above changes (2: one character rule for every extractor)
 # The library's version is part of the stamp: another PDFium can read a file differently.
 VERSION = f"{RULES}+pypdfium2-{library_version('pypdfium2')}"
 
@@ -71,7 +75,6 @@ HEADING_FACTOR = 1.15
 HEADING_MAX_CHARS = 200
 MAX_SECTION_SHARE = 0.2
 
-_HYPHEN_MARK = "\ufffe"
 _LIGATURES = str.maketrans(
     {
         "\ufb00": "ff",
@@ -81,10 +84,8 @@ _LIGATURES = str.maketrans(
         "\ufb04": "ffl",
         "\ufb05": "st",
         "\ufb06": "st",
-        _HYPHEN_MARK: None,
     }
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _LINE = re.compile(r"[^\r\n]+")
 _DIGITS = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
@@ -105,8 +106,9 @@ class _Line:
 
 
 def clean(text: str) -> str:
-    """One line's characters after rule 3: hyphen marks removed, ligatures split, controls gone."""
-    return _CONTROL.sub("", text.translate(_LIGATURES)).strip()
+    """One line's characters after rule 3: hyphen marks removed, ligatures split, no control
+    character or non-character left."""
+    return plain_characters(text.translate(_LIGATURES)).strip()
 
 
 def _squash(text: str) -> str:
@@ -268,7 +270,7 @@ def _outline(doc: Any) -> list[tuple[int, str, int | None, float | None]]:
                     top = float(view[1]) if len(view) > 1 and view[1] else None
                 except Exception:  # noqa: BLE001 - a malformed view only loses the position
                     top = None
-            out.append((mark.level, mark.get_title() or "", index, top))
+            out.append((mark.level, plain_characters(mark.get_title() or ""), index, top))
     except Exception as exc:  # noqa: BLE001 - a broken outline is no reason to fail the document
         logger.warning("outline unreadable: %s", exc)
         return []
@@ -435,7 +437,7 @@ def extract(data: bytes, filename: str) -> Extraction:
         if not sections_from_outline(doc, pages, notes):
             sections_from_layout(pages, notes)
         texts = [page_text(lines) for lines in pages]
-        metadata_title = (doc.get_metadata_dict().get("Title") or "").strip()
+        metadata_title = " ".join(plain_characters(doc.get_metadata_dict().get("Title") or "").split())
     finally:
         doc.close()
     empty = [i + 1 for i, t in enumerate(texts) if not t]
