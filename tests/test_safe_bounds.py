@@ -57,6 +57,7 @@ CONFIDENCE = 0.95
 STRATEGIES = "C"
 RETRIEVERS = ["dense", "bm25", "hybrid"]
 NUMBER = r"(-?\d+(?:\.\d+)?)"
+GATE_WORDS = rf"holds for t <= {NUMBER}; t = {NUMBER} (meets it|no longer meets it)"
 VERDICT = rf"The chosen t = {NUMBER} (meets|does NOT meet) the bluff claim \(t <= {NUMBER}\)"
 
 
@@ -287,4 +288,36 @@ def test_the_slider_offers_a_threshold_that_meets_the_claim(many_store, monkeypa
     assert on_grid >= 3 and not math.isnan(t)
     at.slider(key="w_threshold").set_value(t + 0.0101).run()  # off the grid, as a browser may send
     moved = float(at.session_state["threshold"])
-    assert moved == float(f"{t + 0.0101:.3f}") and f"Threshold t = {moved:.3f} " in shown_text(at)
+    assert moved == float(f"{t + 0.0101:.3f}") and f"Threshold t = {moved:.4f} " in shown_text(at)
+
+
+def test_the_gate_words_agree_with_its_verdict_on_a_bit_identical_run(many_store, tmp_path, capsys):
+    """The issue's case: a decision saved at the bound as shown passes the gate on the same run;
+    one saved at the bound rounded to the nearest (past it) fails; the exact bound passes; and
+    each message reads its t against the bound the way the verdict does."""
+    from evalcore.read.claims import claim_of
+    from evalcore.read.decisions import save_decision
+    from evalcore.records import Configuration
+
+    path, run_id = many_store
+    copy = tmp_path / "gate.duckdb"
+    shutil.copy(path, copy)
+    store = Store(copy)
+    config = Configuration.parse(f"{STRATEGIES}/hybrid")
+    claim = claim_of(store, run_id, config)
+    assert claim.bluff_status == "bounded" and claim.bluff_ok_up_to is not None
+    exact = claim.bluff_ok_up_to
+    shown = float(re.search(rf"t <= {NUMBER}", claim.bluff_region(())).group(1))
+    nearest = round(exact, 3)
+    cases = [(shown, False), (exact, False)] + ([(nearest, True)] if nearest > exact else [])
+    for t, fails in cases:
+        save_decision(store, run_id, config, t, f"at {t!r}", claim=claim)
+        argv = ["--store", str(copy), "gate", "--baseline", f"{run_id}:{config.label}"]
+        code = main([*argv, "--candidate", f"{run_id}:{config.label}", "--threshold-from-decision", "--format", "json"])
+        report = json.loads(capsys.readouterr().out)
+        contract = report["configurations"][0]["refusal_contract"]
+        assert contract["claim_failed"] == fails and code == (1 if fails else 0), (t, contract)
+        words = re.search(GATE_WORDS, contract["claim_note"])
+        assert words, contract["claim_note"]
+        bound, said_t, verdict = float(words.group(1)), float(words.group(2)), words.group(3)
+        assert said_t == t and (said_t <= bound) == (verdict == "meets it") == (not fails), contract["claim_note"]

@@ -75,7 +75,7 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
         "## Decision: the refusal threshold",
         "",
         f"Configuration **{md.escape(selection.configuration.label)}**, threshold "
-        f"**t = {threshold_text(selection.threshold)}** "
+        f"**t = {threshold_text(selection.threshold, 4)}** "
         f"({md.escape(selection.threshold_source)}).",
         "",
     ]

@@ -70,12 +70,12 @@ def safe_decimal(value: float, op: str, digits: int = DIGITS) -> Decimal:
         return exact.quantize(step, rounding=ROUND_FLOOR if upper else ROUND_CEILING)
 
 
-def threshold_text(t: float) -> str:
-    """A threshold as the number it is: ``0.113`` when three decimals are exactly ``t``, else
-    the shortest decimal that reads back as ``t`` (``0.11371``); ``inf`` / ``-inf`` as such."""
+def threshold_text(t: float, digits: int = DIGITS) -> str:
+    """A threshold as the number it is: ``0.113`` when ``digits`` decimals are exactly ``t``,
+    else the shortest decimal that reads back as ``t`` (``0.11371``); ``inf`` / ``-inf`` as such."""
     if not math.isfinite(t):
         return str(t)
-    short = f"{t:.{DIGITS}f}"
+    short = f"{t:.{digits}f}"
     if float(short) == t:
         return short
     text = repr(float(t))

@@ -133,7 +133,7 @@ t = _ui.bound(
 )
 _ui.plain(_ui.cached(sweeps.sentence_at, sweep, t), strong=True, testid="sentence-at-t")
 _ui.plain(
-    f"Threshold t = {threshold_text(t)} · {st.session_state.get('threshold_source', source)}",
+    f"Threshold t = {threshold_text(t, 4)} · {st.session_state.get('threshold_source', source)}",
     small=True,
     testid="threshold-state",
 )
@@ -269,13 +269,13 @@ if latest_saved is not None:
     _ui.plain(f"Latest decision: {latest_saved.describe()}. {latest_saved.claim_text()}", small=True, testid="latest")
 with st.form("decision"):
     note = st.text_area("Note (why this threshold)", key="decision_note")
-    if st.form_submit_button(f"Save t = {threshold_text(t)} for {_ui.esc(config.label)}"):
+    if st.form_submit_button(f"Save t = {threshold_text(t, 4)} for {_ui.esc(config.label)}"):
         saved_id = _ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
         if saved_id:
             latest = decisions.latest_decision(store, ctx.run_id, config)
             _ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
             st.session_state["saved_flash"] = (
-                f"Saved decision {saved_id}: t = {threshold_text(t)} for {config.label} by "
+                f"Saved decision {saved_id}: t = {threshold_text(t, 4)} for {config.label} by "
                 f"{authors.shown(author)}. The dashboard opens on it from now on."
             )
             st.rerun()
