@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom, mannwhitneyu, norm
 
-from evalcore.measures.claim import ClaimError, held_out, threshold_claim
+from evalcore.measures.claim import ClaimError, threshold_claim
+from evalcore.measures.claim_held_out import held_out
 
 
 def _k_star(n: int, rate: float, delta: float) -> int | None:

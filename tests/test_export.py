@@ -14,6 +14,7 @@ from PIL import Image
 
 from evalcore import __version__
 from evalcore.figures import build as figures
+from evalcore.figures.review import review_summary
 from evalcore.files import figure_files as export
 from evalcore.read import runs
 from evalcore.records import Configuration
@@ -140,7 +141,7 @@ def test_review_pack_holds_every_figure_and_the_summary(scratch_store, engine_ru
     selection = figures.Selection(engine_run_id, config, 0.4321, "saved decision", sides, 4, True)
     shown = figures.selection_figures(scratch_store, selection)
     pack = export.review_pack(
-        shown, engine_run_id, lambda files: figures.review_summary(scratch_store, selection, shown, files)
+        shown, engine_run_id, lambda files: review_summary(scratch_store, selection, shown, files)
     )
     with zipfile.ZipFile(io.BytesIO(pack)) as z:
         names = set(z.namelist())

@@ -411,7 +411,8 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     quoted = answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
     assert quoted.answered and quoted.citations["quote"].tolist() == ["not in the corpus"]
     assert quoted.citations["fragment"].tolist() == [""]
-    from evalcore.figures.build import Selection, review_summary
+    from evalcore.figures.build import Selection
+    from evalcore.figures.review import review_summary
 
     pack = review_summary(s, Selection(run_id, config, 5.0, "set", (), 4, True), [], {})
     gate_line = next(line for line in pack.splitlines() if line.startswith("- The gate at t keeps"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -19,6 +20,14 @@ from evalcore.store import Store
 def _run_json(capsys, store, *argv: str) -> list[dict]:
     assert main(["--store", str(store), "threshold", *argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def _grid_at_or_below(x: float) -> float:
+    """The multiple of 0.001 nearest to ``x`` when its float is at most ``x``, else the one
+    below (exact rational arithmetic)."""
+    exact = Fraction(x) * 1000
+    nearest = Fraction(round(exact), 1000)
+    return float(nearest) if float(nearest) <= x else float(Fraction(math.floor(exact), 1000))
 
 
 def _expected(store_path, run_id: str, config: str, alpha=0.05, beta=0.20, confidence=0.95) -> dict:
@@ -58,10 +67,11 @@ def _expected(store_path, run_id: str, config: str, alpha=0.05, beta=0.20, confi
     b, lo = out["bluff_ok_up_to"], out["lost_ok_above"]
     out["feasible"] = b is not None and lo is not None and lo < b
     if out["feasible"]:
-        out["recommended"] = b
-        out["bluffs"] = int((ood < b).sum())
-        out["lost"] = int((ans >= b).sum())
-        out["refused"] = int((inside >= b).sum())
+        grid = _grid_at_or_below(b)  # the slider's grid, when it keeps both claims
+        t = out["recommended"] = grid if grid > lo else b
+        out["bluffs"] = int((ood < t).sum())
+        out["lost"] = int((ans >= t).sum())
+        out["refused"] = int((inside >= t).sum())
         out["answered_correct"] = len(ans) - out["lost"]
         out["answered_wrong"] = len(inside) - out["refused"] - out["answered_correct"]
     return out

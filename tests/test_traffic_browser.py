@@ -9,7 +9,9 @@ the file. Skipped when chromium or playwright is absent.
 
 from __future__ import annotations
 
+import math
 import shutil
+from fractions import Fraction
 
 import pytest
 from scipy.stats import binom
@@ -63,12 +65,20 @@ def _expected(store, run_id: str) -> dict:
     return {
         "bluff": worded(sum(any(x < T for x in d) for d in off), len(off)),
         "lost": worded(sum(not any(x < T for x in d) for d in ans), len(ans)),
-        "claim": f"({len(m):,} lines): t <= {m[j]:.3f} keeps bluffs <= 5%",
+        "claim": f"({len(m):,} lines): t <= {_down(m[j])} keeps bluffs <= 5%",  # rounded on the safe side
         "labels": {
             h: (lab, who)
             for h, lab, who in s.query("SELECT text_hash, label, author FROM traffic_labels").itertuples(index=False)
         },
     }
+
+
+def _down(x: float) -> str:
+    """The largest number of three decimals that reads back as a float at most ``x``."""
+    d = math.floor(Fraction(x) * 1000)
+    while float(Fraction(d + 1, 1000)) <= x:
+        d += 1
+    return f"{float(Fraction(d, 1000)):.3f}"
 
 
 def _traffic_figures(page) -> dict:

@@ -15,17 +15,22 @@ if TYPE_CHECKING:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
+    from evalcore.boundary.numbers import bounded_float
     from evalcore.regression.gate import run_gate
     from evalcore.regression.report import render, to_junit
 
+    alpha = bounded_float(args.alpha, option="--alpha", low=0.0, high=1.0, low_open=True, high_open=True)
+    min_effect = (
+        None if args.min_effect is None else bounded_float(args.min_effect, option="--min-effect", low=0.0, high=1.0)
+    )
     report = run_gate(
         open_store(args),
         args.baseline,
         args.candidate,
         metric=args.metric,
-        alpha=args.alpha,
+        alpha=alpha,
         holm=args.holm,
-        min_effect=args.min_effect,
+        min_effect=min_effect,
         threshold_from_decision=args.threshold_from_decision,
     )
     if args.junit:
@@ -59,8 +64,9 @@ def add_gate(sub: Subparsers) -> None:
         "configuration both runs have is compared",
     )
     sp.add_argument("--metric", default=DEFAULT_METRIC, help=f"hit@k or recall@k (default {DEFAULT_METRIC})")
+    # numbers are read by evalcore.boundary.numbers in cmd_gate (one message for a bad value)
     sp.add_argument(
-        "--alpha", type=float, default=DEFAULT_ALPHA, help=f"significance level (default {DEFAULT_ALPHA:g})"
+        "--alpha", default=repr(DEFAULT_ALPHA), help=f"significance level in (0, 1) (default {DEFAULT_ALPHA:g})"
     )
     sp.add_argument(
         "--holm",
@@ -70,10 +76,9 @@ def add_gate(sub: Subparsers) -> None:
     )
     sp.add_argument(
         "--min-effect",
-        type=float,
         default=None,
         metavar="D",
-        help="also fail when the candidate's metric is lower by D or more (e.g. 0.05), significant or not",
+        help="also fail when the candidate's metric is lower by D or more (D in [0, 1], e.g. 0.05), significant or not",
     )
     sp.add_argument(
         "--threshold-from-decision",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store, print_json
@@ -14,21 +15,23 @@ if TYPE_CHECKING:
 
 
 def cmd_threshold(args: argparse.Namespace) -> int:
+    from evalcore.boundary.numbers import bounded_float, bounded_int
     from evalcore.measures.claim import ClaimError
+    from evalcore.measures.rounding import threshold_text
     from evalcore.read.claims import claims
     from evalcore.read.refs import parse_ref, resolve_run
     from evalcore.read.runs import configurations
     from evalcore.records import Configuration
 
-    for value, option in (
-        (args.max_bluff_rate, "--max-bluff-rate"),
-        (args.max_lost_rate, "--max-lost-rate"),
-        (args.confidence, "--confidence"),
-    ):
-        if not 0.0 < value < 1.0:
-            raise ClaimError(f"{option} must lie strictly between 0 and 1, got {value:g}")
-    if args.splits is not None and args.splits < 1:
-        raise ClaimError(f"--splits must be an integer >= 1, got {args.splits}")
+    alpha, beta, confidence = (
+        bounded_float(text, option=option, low=0.0, high=1.0, low_open=True, high_open=True)
+        for text, option in (
+            (args.max_bluff_rate, "--max-bluff-rate"),
+            (args.max_lost_rate, "--max-lost-rate"),
+            (args.confidence, "--confidence"),
+        )
+    )
+    splits = None if args.splits is None else bounded_int(args.splits, option="--splits", low=1, high=math.inf)
     store = open_store(args)
     ref = parse_ref(args.run)
     run = resolve_run(store, ref.run)
@@ -42,40 +45,33 @@ def cmd_threshold(args: argparse.Namespace) -> int:
                 f"run {run['run_id']} has no configuration {wanted.label} (it has {', '.join(c.label for c in known)})"
             )
         chosen = [wanted]
-    found = claims(store, run["run_id"], chosen, args.max_bluff_rate, args.max_lost_rate, args.confidence, args.splits)
+    found = claims(store, run["run_id"], chosen, alpha, beta, confidence, splits)
     if args.json:
         print_json([c.to_json() for c in found])
         return 0
     from evalcore.read.claims import claim_sentence, separability
 
-    print(
-        f"run {run['run_id']} ({run['name']}): bluffs <= {args.max_bluff_rate:g}, lost <= "
-        f"{args.max_lost_rate:g}, confidence {args.confidence:g}"
-    )
+    print(f"run {run['run_id']} ({run['name']}): bluffs <= {alpha!r}, lost <= {beta!r}, confidence {confidence!r}")
     header = f"{'configuration':<16} {'ood':>4} {'ans':>4} {'bluff':<9} {'ok up to':>8} {'lost':<9} "
     header += f"{'ok above':>8} {'feasible':<8} {'t':>6} {'bluffs':>6} {'lost':>5} {'AUC':>5}"
-    if args.splits:
+    if splits:
         header += f" {'held-out':>8}"
     print(header)
-
-    def num(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    for c in found:
+    for c in found:  # bounds rounded on their safe side, as in the sentences below
         line = (
             f"{c.configuration or '':<16} {c.n_ood:>4} {c.n_answerable:>4} {c.bluff_status:<9} "
-            f"{num(c.bluff_ok_up_to):>8} {c.lost_status:<9} {num(c.lost_ok_above):>8} "
-            f"{'yes' if c.feasible else 'no':<8} {num(c.recommended):>6} "
+            f"{c.bluff_bound_text():>8} {c.lost_status:<9} {c.lost_bound_text():>8} "
+            f"{'yes' if c.feasible else 'no':<8} {'-' if c.recommended is None else threshold_text(c.recommended):>6} "
             f"{'-' if c.bluffs is None else c.bluffs:>6} {'-' if c.lost is None else c.lost:>5} {c.auc:>5.2f}"
         )
-        if args.splits:
+        if splits:
             line += f" {'-' if c.held_out_share is None else f'{c.held_out_share:.0%}':>8}"
         print(line)
     for c in found:
         print(f"\n{c.configuration}: {claim_sentence(c)} {separability(c)}")
-    if args.splits:
+    if splits:
         print(
-            f"\nheld-out: over {args.splits} seeded splits (ground truths kept together), the share of splits "
+            f"\nheld-out: over {splits} seeded splits (ground truths kept together), the share of splits "
             "whose other half kept bluffs <= the max bluff rate at the first half's threshold. A report, "
             "not a second guarantee."
         )
@@ -93,21 +89,19 @@ def add_threshold(sub: Subparsers) -> None:
         "(AUC). Exit 2 for bad input.",
     )
     sp.add_argument("run", metavar="RUN[:CONFIG]", help="run id, id prefix or name; CONFIG like C/dense (default: all)")
+    # numbers are read by evalcore.boundary.numbers in cmd_threshold (one message for a bad value)
     sp.add_argument(
-        "--max-bluff-rate", type=float, default=DEFAULT_ALPHA, metavar="A", help=f"alpha (default {DEFAULT_ALPHA:.2f})"
+        "--max-bluff-rate", default=repr(DEFAULT_ALPHA), metavar="A", help=f"alpha, in (0, 1) (default {DEFAULT_ALPHA})"
     )
     sp.add_argument(
-        "--max-lost-rate", type=float, default=DEFAULT_BETA, metavar="B", help=f"beta (default {DEFAULT_BETA:.2f})"
+        "--max-lost-rate", default=repr(DEFAULT_BETA), metavar="B", help=f"beta, in (0, 1) (default {DEFAULT_BETA})"
     )
     sp.add_argument(
         "--confidence",
-        type=float,
-        default=DEFAULT_CONFIDENCE,
+        default=repr(DEFAULT_CONFIDENCE),
         metavar="C",
-        help=f"1 - delta (default {DEFAULT_CONFIDENCE:.2f})",
+        help=f"1 - delta, in (0, 1) (default {DEFAULT_CONFIDENCE})",
     )
-    sp.add_argument(
-        "--splits", type=int, default=None, metavar="N", help="held-out check over N seeded random halvings"
-    )
+    sp.add_argument("--splits", default=None, metavar="N", help="held-out check over N seeded random halvings")
     json_option(sp, "print a JSON list, one object per configuration")
     sp.set_defaults(func=cmd_threshold)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -56,9 +57,14 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from evalcore.boundary.numbers import bounded_float
     from evalcore.traffic.check import run_check
 
-    report = run_check(open_store(args), args.run, args.period, args.threshold, args.max_refused_share)
+    share = args.max_refused_share
+    share = None if share is None else bounded_float(share, option="--max-refused-share", low=0.0, high=1.0)
+    t = args.threshold
+    t = None if t is None else bounded_float(t, option="--threshold", low=-math.inf, high=math.inf)
+    report = run_check(open_store(args), args.run, args.period, t, share)
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:
@@ -173,8 +179,8 @@ def add_parser(sub: Any) -> None:
     )
     sp.add_argument("--run", required=True, help="RUN or RUN:STRATEGY/RETRIEVER")
     sp.add_argument("--period", default="7d", help="period length: 7d, 1d, 12h, 2w (default 7d)")
-    sp.add_argument("--threshold", type=float, default=None, help="default: the configuration's latest decision")
-    sp.add_argument("--max-refused-share", type=float, default=None, help="fail above this share (0..1)")
+    sp.add_argument("--threshold", default=None, help="a number (default: the configuration's latest decision)")
+    sp.add_argument("--max-refused-share", default=None, help="fail above this share, in [0, 1]")
     sp.add_argument("--json", action="store_true", help="print the report as JSON")
     sp.set_defaults(func=cmd_check)
 

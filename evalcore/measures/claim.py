@@ -23,16 +23,24 @@ Distance axis: ``bluffs(t) = #{m_q < t}``, ``lost(t) = #{c_q >= t}``.
   statuses; ``lost_ok_above`` = the ``(j*+1)``-th largest ``c_q``: every ``t >
   lost_ok_above`` loses at most ``j*`` answers.
 - **Feasible** when neither side is ``too_few`` and ``lost_ok_above < bluff_ok_up_to`` (an
-  unbounded side sets no limit); ``recommended = bluff_ok_up_to``.
+  unbounded side sets no limit); ``recommended`` = ``bluff_ok_up_to`` rounded down to the
+  slider's grid (0.001) when that still lies above ``lost_ok_above``, else ``bluff_ok_up_to``
+  itself (an unbounded bluff side: the grid value above every observed one, keeping all).
 
 Score axis (higher = closer), every inequality mirrored: ``bluffs(t) = #{m_q >= t}``,
 ``lost(t) = #{c_q < t}``; ``bluff_ok_up_to`` = the ``(k*+1)``-th *largest* ``m_q`` and the
 bluff claim holds for every ``t`` strictly *above* it (the gate keeps ``score >= t``, so a
 hit at exactly that score is kept); ``lost_ok_above`` = the ``(j*+1)``-th *smallest*
 ``c_q`` and the lost claim holds for every ``t`` at or *below* it. Feasible when
-``bluff_ok_up_to < lost_ok_above``; ``recommended`` = the smallest observed gate value
-above ``bluff_ok_up_to`` (every ``t`` in between gives the same counts), which is at most
-``lost_ok_above`` when feasible.
+``bluff_ok_up_to < lost_ok_above``; ``recommended`` = the smallest grid value (0.001)
+above ``bluff_ok_up_to`` when it is at most ``lost_ok_above``, else the smallest observed
+gate value above ``bluff_ok_up_to`` (every ``t`` in between gives the same counts), which is
+at most ``lost_ok_above`` when feasible.
+
+**In words**, a bound is rounded only on its safe side (:mod:`evalcore.measures.rounding`):
+``t <= x`` shows ``x`` rounded down, ``t > x`` rounded up, so that the shown value read
+back meets the claim; the exact values stay in the fields (and ``--json``). The held-out
+check is :mod:`evalcore.measures.claim_held_out`.
 
 **Separability.** ``auc = P(m_ood > m_in) + P(m_ood = m_in) / 2`` over every in-domain query
 (on a score axis ``P(m_ood < m_in) + ...``): Mann-Whitney ``U / (n_in n_ood)``; its 95%
@@ -43,10 +51,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
+from evalcore.measures.rounding import bound_text, grid_above, grid_at_or_below, rate_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -137,53 +146,86 @@ class Claim:
             out[key] = value
         return out
 
-    def bluff_region(self) -> str:
-        """Where the bluff claim holds: ``t <= 0.470`` (distance) or ``t > 0.470`` (score)."""
+    def _against(self, against: Sequence[float] | None) -> Sequence[float]:
+        return (self.recommended,) if against is None and self.recommended is not None else (against or ())
+
+    def bluff_op(self) -> str:
+        """How the bluff claim reads a threshold: ``<=`` (distance) or ``>`` (score)."""
+        return ">" if self.higher_is_closer else "<="
+
+    def lost_op(self) -> str:
+        """How the lost claim reads a threshold: ``>`` (distance) or ``<=`` (score)."""
+        return "<=" if self.higher_is_closer else ">"
+
+    def bluff_bound_text(self, against: Sequence[float] | None = None) -> str:
+        """``bluff_ok_up_to`` rounded on its safe side (down on a distance axis, up on a score
+        axis; :func:`evalcore.measures.rounding.bound_text`), with the decimals it takes to
+        read the thresholds ``against`` (default: the recommendation) right; ``-`` when none."""
+        if self.bluff_ok_up_to is None:
+            return "-"
+        return bound_text(self.bluff_ok_up_to, self.bluff_op(), against=self._against(against))
+
+    def lost_bound_text(self, against: Sequence[float] | None = None) -> str:
+        """``lost_ok_above`` rounded on its safe side (up on a distance axis, down on a score
+        axis), as :meth:`bluff_bound_text`."""
+        if self.lost_ok_above is None:
+            return "-"
+        return bound_text(self.lost_ok_above, self.lost_op(), against=self._against(against))
+
+    def bluff_region(self, against: Sequence[float] | None = None) -> str:
+        """Where the bluff claim holds: ``t <= 0.470`` (distance) or ``t > 0.470`` (score), the
+        bound rounded on its safe side (:meth:`bluff_bound_text`)."""
         if self.bluff_status == "unbounded":
             return "every t"
         if self.bluff_ok_up_to is None:
             return "no t"
-        return f"t {'>' if self.higher_is_closer else '<='} {self.bluff_ok_up_to:.3f}"
+        return f"t {self.bluff_op()} {self.bluff_bound_text(against)}"
 
-    def lost_region(self) -> str:
-        """Where the lost claim holds: ``t > 0.300`` (distance) or ``t <= 0.300`` (score)."""
+    def lost_region(self, against: Sequence[float] | None = None) -> str:
+        """Where the lost claim holds: ``t > 0.300`` (distance) or ``t <= 0.300`` (score), the
+        bound rounded on its safe side (:meth:`lost_bound_text`)."""
         if self.lost_status == "unbounded":
             return "every t"
         if self.lost_ok_above is None:
             return "no t"
-        return f"t {'<=' if self.higher_is_closer else '>'} {self.lost_ok_above:.3f}"
+        return f"t {self.lost_op()} {self.lost_bound_text(against)}"
 
     def problem(self) -> str | None:
         """Which claim cannot be met and what would be needed, in words; None when feasible."""
         if self.feasible:
             return None
-        conf = f"{self.confidence:.0%}"
+        conf = rate_text(self.confidence)
         if self.bluff_status == "too_few":
             return (
                 f"{self.n_ood} off-topic questions support at best 'bluffs <= {self.best_bluff_rate:.1%}'; "
-                f"{self.ood_needed} are needed for {self.max_bluff_rate:.0%} at {conf}. Add off-topic "
-                "questions or loosen the max bluff rate."
+                f"{_count(self.ood_needed)} are needed for {rate_text(self.max_bluff_rate)} at {conf}. Add "
+                "off-topic questions or loosen the max bluff rate."
             )
         if self.lost_status == "too_few":
             return (
                 f"{self.n_answerable} answerable questions support at best 'lost <= {self.best_lost_rate:.1%}'; "
-                f"{self.answerable_needed} are needed for {self.max_lost_rate:.0%} at {conf}. Add questions "
-                "or loosen the max lost rate."
+                f"{_count(self.answerable_needed)} are needed for {rate_text(self.max_lost_rate)} at {conf}. Add "
+                "questions or loosen the max lost rate."
             )
         return (
-            f"No threshold meets both claims: bluffs <= {self.max_bluff_rate:.0%} needs "
-            f"{self.bluff_region()}, lost <= {self.max_lost_rate:.0%} needs {self.lost_region()}. "
+            f"No threshold meets both claims: bluffs <= {rate_text(self.max_bluff_rate)} needs "
+            f"{self.bluff_region()}, lost <= {rate_text(self.max_lost_rate)} needs {self.lost_region()}. "
             "Loosen alpha or beta, or use a retriever that separates real from off-topic questions better."
         )
+
+
+def _count(n: int | None) -> str:
+    """A number of questions needed: in digits, or about so many when astronomically large."""
+    return str(n) if n is None or n < 10**12 else f"about {float(n):.3g}"
 
 
 def _rate(value: float, name: str) -> float:
     try:
         x = float(value)
-    except (TypeError, ValueError):
-        raise ClaimError(f"{name} must be a number strictly between 0 and 1, got {value!r}") from None
-    if not (0.0 < x < 1.0):
-        raise ClaimError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    except (TypeError, ValueError, OverflowError):
+        x = math.nan
+    if isinstance(value, bool) or not (0.0 < x < 1.0):
+        raise ClaimError(f"{name} must be a number in (0, 1); got {str(value)!r}")
     return x
 
 
@@ -211,7 +253,7 @@ def allowed(n: int, rate: float, delta: float) -> int | None:
 
 def needed(rate: float, delta: float) -> int:
     """``ceil(ln delta / ln(1 - rate))``: the set size that supports ``rate`` with none failing."""
-    return math.ceil(math.log(delta) / math.log(1.0 - rate))
+    return math.ceil(math.log(delta) / math.log1p(-rate))  # log1p: no 0 for a tiny rate
 
 
 def best_rate(n: int, delta: float) -> float:
@@ -233,6 +275,38 @@ def _bound(
         return "unbounded", None, k
     ordered = np.sort(values)
     return "bounded", float(ordered[k] if smallest else ordered[len(values) - 1 - k]), k
+
+
+def _recommended(bluff: float | None, lost: float | None, finite: NDArray[np.float64], higher: bool) -> float:
+    """The threshold a feasible claim recommends: the loosest gate both claims allow, on the
+    slider's grid (0.001) where a grid value lies in the band, else the exact value (see the
+    module docstring). ``bluff`` / ``lost``: the bounds (None: unbounded); ``finite``: the
+    sorted distinct finite gate values."""
+    if higher:  # the bluff claim holds for t > bluff, the lost claim for t <= lost
+        edge = bluff if bluff is not None else -math.inf
+        above = finite[finite > edge]
+        if len(above):
+            exact = float(above[0])
+        else:  # nothing observed above: keep nothing
+            exact = math.nextafter(edge, math.inf) if math.isfinite(edge) else 0.0
+        grid: float | None = None
+        if bluff is not None:
+            grid = grid_above(bluff)
+        elif len(finite):
+            grid = grid_at_or_below(float(finite[0]))
+        ok = grid is not None and (lost is None or grid <= lost)
+    else:  # the bluff claim holds for t <= bluff, the lost claim for t > lost
+        if bluff is not None:
+            exact = bluff
+        else:  # every threshold meets the bluff claim: keep every hit
+            exact = math.nextafter(float(finite[-1]), math.inf) if len(finite) else math.inf
+        grid = None
+        if bluff is not None:
+            grid = grid_at_or_below(bluff)
+        elif len(finite):
+            grid = grid_above(float(finite[-1]))
+        ok = grid is not None and (lost is None or grid > lost)
+    return grid if ok and grid is not None else exact
 
 
 def auc_interval(ood: NDArray[np.float64], inside: NDArray[np.float64]) -> tuple[float, float, float]:
@@ -302,17 +376,7 @@ def threshold_claim(
         feasible = bluff_edge < lost_edge if higher else lost_edge < bluff_edge
     recommended: float | None = None
     if feasible:
-        if higher:
-            edge = bluff_edge if bluff_edge is not None else -math.inf
-            above = finite[finite > edge]
-            if len(above):
-                recommended = float(above[0])
-            else:  # nothing observed above: keep nothing
-                recommended = math.nextafter(edge, math.inf) if math.isfinite(edge) else 0.0
-        elif bluff_edge is not None:
-            recommended = bluff_edge
-        else:  # every threshold meets the bluff claim: keep every hit
-            recommended = math.nextafter(float(finite[-1]), math.inf) if len(finite) else math.inf
+        recommended = _recommended(bluff_edge, lost_edge, finite, higher)
 
     counts: dict[str, int | None] = dict.fromkeys(("bluffs", "lost", "refused", "answered_correct", "answered_wrong"))
     if recommended is not None:
@@ -359,113 +423,4 @@ def threshold_claim(
         auc_method=AUC_METHOD,
         method=METHOD,
         **counts,
-    )
-
-
-# --- Held-out check ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class HeldOut:
-    """The held-out check: over ``splits`` random halvings, ``used`` made a bounded bluff claim
-    on the calibration half; ``share`` of those kept the other half's bluff rate <= alpha at
-    the calibration threshold; the median held-out bluff and lost rates. A report, not a
-    second guarantee."""
-
-    splits: int
-    used: int
-    share: float | None
-    median_bluff_rate: float | None
-    median_lost_rate: float | None
-
-
-def held_out(
-    ood_min: Values,
-    in_domain_correct_min: Values,
-    in_domain_groups: Sequence[str],
-    *,
-    axis: str,
-    alpha: float = DEFAULT_ALPHA,
-    beta: float = DEFAULT_BETA,
-    confidence: float = DEFAULT_CONFIDENCE,
-    splits: int = DEFAULT_SPLITS,
-    seed: int = 0,
-) -> HeldOut:
-    """Split the queries in halves ``splits`` times (seeded): in-domain queries by their ground
-    truth group (``in_domain_groups``, one per entry of ``in_domain_correct_min``; every
-    phrasing of one ground truth on the same side), off-topic queries at random. On the first
-    half compute the bluff claim's threshold (``recommended`` of the bluff side alone: the
-    boundary on a distance axis, the next observed value above it on a score axis); on the
-    second half measure the bluff rate and the lost rate (over its answerable queries) at it.
-
-    ``in_domain_correct_min``: per in-domain query ``c_q``, ``inf`` (``-inf`` on a score axis)
-    when it is not answerable. A split whose first half is too small for a bounded claim is
-    not used. ClaimError for bad options (as :func:`threshold_claim`).
-    """
-    import numpy as np
-
-    if axis not in AXES:
-        raise ClaimError(f"axis must be 'distance' or 'score', got {axis!r}")
-    if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
-        raise ClaimError(f"--splits must be an integer >= 1, got {splits!r}")
-    alpha = _rate(alpha, "max bluff rate (alpha)")
-    _rate(beta, "max lost rate (beta)")
-    delta = 1.0 - _rate(confidence, "confidence")
-    higher = axis == "score"
-    ood = _array(ood_min, "off-topic gate values", higher)
-    correct = _array(in_domain_correct_min, "in-domain correct gate values", higher)
-    groups = np.asarray([str(g) for g in in_domain_groups], dtype=object)
-    if len(groups) != len(correct):
-        raise ClaimError("in_domain_groups must name one group per in-domain query")
-    unique, group_index = np.unique(groups, return_inverse=True) if len(groups) else (groups, groups)
-    rng = np.random.default_rng(seed)
-    bluff_rates: list[float] = []
-    lost_rates: list[float] = []
-    ok = 0
-    for _ in range(splits):
-        ood_side = rng.permutation(len(ood)) < (len(ood) + 1) // 2
-        group_side = rng.permutation(len(unique)) < (len(unique) + 1) // 2
-        in_side = group_side[group_index] if len(groups) else np.zeros(0, dtype=bool)
-        calibration, test = ood[ood_side], ood[~ood_side]
-        status, edge, _ = _bound(calibration, alpha, delta, smallest=not higher)
-        if status != "bounded" or edge is None or len(test) == 0:
-            continue
-        if higher:
-            observed = np.concatenate([calibration, correct[in_side]])
-            observed = observed[np.isfinite(observed) & (observed > edge)]
-            t = float(observed.min()) if len(observed) else math.nextafter(edge, math.inf)
-            bluffs = int((test >= t).sum())
-            held = correct[~in_side]
-            held = held[np.isfinite(held)]
-            lost = int((held < t).sum())
-        else:
-            t = edge
-            bluffs = int((test < t).sum())
-            held = correct[~in_side]
-            held = held[np.isfinite(held)]
-            lost = int((held >= t).sum())
-        bluff_rate = bluffs / len(test)
-        bluff_rates.append(bluff_rate)
-        ok += bluff_rate <= alpha
-        if len(held):
-            lost_rates.append(lost / len(held))
-    used = len(bluff_rates)
-    return HeldOut(
-        splits,
-        used,
-        ok / used if used else None,
-        float(np.median(bluff_rates)) if used else None,
-        float(np.median(lost_rates)) if lost_rates else None,
-    )
-
-
-def with_held_out(claim: Claim, check: HeldOut) -> Claim:
-    """``claim`` with the held-out fields of ``check`` filled in."""
-    return replace(
-        claim,
-        splits=check.splits,
-        held_out_splits_used=check.used,
-        held_out_share=check.share,
-        held_out_bluff_rate=check.median_bluff_rate,
-        held_out_lost_rate=check.median_lost_rate,
     )

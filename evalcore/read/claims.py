@@ -16,10 +16,10 @@ from evalcore.measures.claim import (
     POOR_SEPARATION,
     Claim,
     ClaimError,
-    held_out,
     threshold_claim,
-    with_held_out,
 )
+from evalcore.measures.claim_held_out import held_out, with_held_out
+from evalcore.measures.rounding import rate_text, threshold_text
 from evalcore.measures.threshold import DEFAULT_TOP
 
 if TYPE_CHECKING:
@@ -168,23 +168,25 @@ def _pct(x: float) -> str:
 
 def claim_sentence(claim: Claim) -> str:
     """The claim in one sentence a product manager can sign, e.g. "t <= 0.470 keeps bluffs <=
-    5% with 95% confidence; there, 14% [11%, 18%] of answerable questions lose their answer
-    (lost <= 20% is met: t > 0.300)." Or what stands in the way."""
+    5% with 95% confidence; there (t = 0.470), 14% [11%, 18%] of answerable questions lose their
+    answer (14 of 98; the claim 'lost <= 20%' holds for t > 0.300)." Or what stands in the way.
+    Bounds are rounded on their safe side, with the decimals the recommendation needs
+    (:meth:`Claim.bluff_region`)."""
     from evalcore.measures.stats import wilson_interval
 
-    conf = _pct(claim.confidence)
+    conf = rate_text(claim.confidence)
     if claim.bluff_status == "too_few":
         return claim.problem() or ""
     if claim.bluff_status == "unbounded":
-        head = f"Every threshold keeps bluffs <= {_pct(claim.max_bluff_rate)} with {conf} confidence"
+        head = f"Every threshold keeps bluffs <= {rate_text(claim.max_bluff_rate)} with {conf} confidence"
     else:
-        head = f"{claim.bluff_region()} keeps bluffs <= {_pct(claim.max_bluff_rate)} with {conf} confidence"
+        head = f"{claim.bluff_region()} keeps bluffs <= {rate_text(claim.max_bluff_rate)} with {conf} confidence"
     if claim.feasible and claim.lost is not None and claim.recommended is not None:
         low, high = wilson_interval(claim.lost, claim.n_answerable)
         return (
-            f"{head}; there (t = {claim.recommended:.3f}), {_pct(claim.lost / claim.n_answerable)} "
+            f"{head}; there (t = {threshold_text(claim.recommended)}), {_pct(claim.lost / claim.n_answerable)} "
             f"[{_pct(low)}, {_pct(high)}] of answerable questions lose their answer "
-            f"({claim.lost} of {claim.n_answerable}; the claim 'lost <= {_pct(claim.max_lost_rate)}' "
+            f"({claim.lost} of {claim.n_answerable}; the claim 'lost <= {rate_text(claim.max_lost_rate)}' "
             f"holds for {claim.lost_region()})."
         )
     problem = claim.problem() or ""
@@ -216,7 +218,7 @@ def caption(claim: Claim | None) -> str:
         return "No threshold claim (no off-topic or no answerable question)."
     return (
         f"Claim ({claim.configuration}, {claim.n_ood} off-topic / {claim.n_answerable} answerable questions, "
-        f"alpha {claim.max_bluff_rate:g}, beta {claim.max_lost_rate:g}, confidence {claim.confidence:g}): "
+        f"alpha {claim.max_bluff_rate!r}, beta {claim.max_lost_rate!r}, confidence {claim.confidence!r}): "
         f"bluff {claim.bluff_status}, lost {claim.lost_status}, "
         f"{'feasible' if claim.feasible else 'not feasible'}. {claim_sentence(claim)}"
     )
@@ -227,7 +229,8 @@ def band(claim: Claim | None) -> tuple[float, float, str] | None:
     sides bounded), for the sweep chart; None otherwise. Distance axis: ``from < t <= to``
     (from = lost_ok_above, to = bluff_ok_up_to); score axis, the same form (the bluff claim holds
     strictly above bluff_ok_up_to, the lost claim at or below lost_ok_above): from =
-    bluff_ok_up_to, to = lost_ok_above."""
+    bluff_ok_up_to, to = lost_ok_above. The numbers are exact; the words round both ends inward
+    (their safe side)."""
     if claim is None or not claim.feasible or claim.bluff_ok_up_to is None or claim.lost_ok_above is None:
         return None
     low, high = (
@@ -235,10 +238,16 @@ def band(claim: Claim | None) -> tuple[float, float, str] | None:
         if claim.higher_is_closer
         else (claim.lost_ok_above, claim.bluff_ok_up_to)
     )
+    # in words, both ends rounded inward (the low end up, the high end down)
+    low_text, high_text = (
+        (claim.bluff_bound_text(), claim.lost_bound_text())
+        if claim.higher_is_closer
+        else (claim.lost_bound_text(), claim.bluff_bound_text())
+    )
     words = (
-        f"the claim (bluffs <= {_pct(claim.max_bluff_rate)} with {_pct(claim.confidence)} confidence, lost <= "
-        f"{_pct(claim.max_lost_rate)}; {claim.n_ood} off-topic, {claim.n_answerable} answerable) holds for "
-        f"{low:.3f} < t <= {high:.3f}"
+        f"the claim (bluffs <= {rate_text(claim.max_bluff_rate)} with {rate_text(claim.confidence)} confidence, "
+        f"lost <= {rate_text(claim.max_lost_rate)}; {claim.n_ood} off-topic, {claim.n_answerable} answerable) "
+        f"holds for {low_text} < t <= {high_text}"
     )
     return low, high, words
 
@@ -351,6 +360,6 @@ def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None) 
         else ""
     )
     return (
-        f"At t = {threshold:.3f} the gate refuses {_pct(c.refused / c.in_domain)} of real questions "
+        f"At t = {threshold_text(threshold)} the gate refuses {_pct(c.refused / c.in_domain)} of real questions "
         f"({c.refused} of {c.in_domain}) and loses {c.lost} of {c.answerable} answerable ones.{why}"
     )

@@ -46,15 +46,25 @@ class Decision:
         )
 
     def claim_text(self) -> str:
-        """The claim the decision was saved under, in one line, or that none was stored."""
+        """The claim the decision was saved under, in one line, or that none was stored; the
+        bluff bound rounded on its safe side, with the decimals the decided t needs."""
+        from evalcore.measures.rounding import rate_text, region_text
+
         c = self.claim
         if not c:
             return "No threshold claim stored with this decision."
+        bound = c.get("bluff_ok_up_to")
+        op = ">" if c.get("axis") == "score" else "<="
         return (
-            f"Saved under the claim: bluffs <= {c['max_bluff_rate']:.0%} and lost <= {c['max_lost_rate']:.0%} "
-            f"with {c['confidence']:.0%} confidence, on {c['n_ood']} off-topic and {c['n_answerable']} answerable "
-            f"questions: bluff {c['bluff_status']}, lost {c['lost_status']}"
-            + (f", bluff claim up to {c['bluff_ok_up_to']:.3f}" if c.get("bluff_ok_up_to") is not None else "")
+            f"Saved under the claim: bluffs <= {rate_text(c['max_bluff_rate'])} and lost <= "
+            f"{rate_text(c['max_lost_rate'])} with {rate_text(c['confidence'])} confidence, on {c['n_ood']} "
+            f"off-topic and {c['n_answerable']} answerable questions: bluff {c['bluff_status']}, lost "
+            f"{c['lost_status']}"
+            + (
+                f", the bluff claim holding for {region_text(op, float(bound), against=(self.threshold,))}"
+                if bound is not None
+                else ""
+            )
             + f" ({c['method']})."
         )
 

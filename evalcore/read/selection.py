@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evalcore.measures.rounding import rate_text
 from evalcore.measures.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
 from evalcore.read import compare, decisions, runs, sweeps
 from evalcore.records import Configuration, RunConfiguration
@@ -91,7 +92,8 @@ def default_threshold(
     if claim is not None and claim.feasible and claim.recommended is not None:
         return float(claim.recommended), (
             f"the threshold claim's recommendation for {label} (bluffs <= "
-            f"{claim.max_bluff_rate:.0%} with {claim.confidence:.0%} confidence; no decision saved for it yet)"
+            f"{rate_text(claim.max_bluff_rate)} with {rate_text(claim.confidence)} confidence; no decision saved "
+            "for it yet)"
         )
     fallback = FALLBACK_THRESHOLD, f"the fallback {FALLBACK_THRESHOLD:g} (nothing to suggest from)"
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
 
@@ -193,7 +194,7 @@ def sentence_at(sweep_df: pd.DataFrame, threshold: float) -> str:
         parts.append(
             f"{_share(c.answered_wrong, c.in_domain)} ({c.answered_wrong}) are answered from wrong sources only"
         )
-    text = f"At t = {threshold:.3f}: " + ", ".join(parts)
+    text = f"At t = {threshold_text(threshold)}: " + ", ".join(parts)
     if c.out_domain:
         text += (
             f"; {_share(c.bluffs, c.out_domain)} of off-topic questions ({c.bluffs} of {c.out_domain}) "
@@ -220,7 +221,7 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
     if interval.high - interval.low <= MAX_BLUFF_INTERVAL_WIDTH:
         return None
     return (
-        f"Only {c.out_domain} out-of-domain queries: at t = {threshold:.3f}, {c.bluffs} bluff "
+        f"Only {c.out_domain} out-of-domain queries: at t = {threshold_text(threshold)}, {c.bluffs} bluff "
         f"({_share(c.bluffs, c.out_domain)}), but the 95% Wilson interval of that rate runs from "
         f"{100 * interval.low:.0f}% to {100 * interval.high:.0f}%. Too few off-topic questions to "
         "support this threshold; add more before deciding."

@@ -55,15 +55,18 @@ def claim_check(store: Store, run_id: str, configuration: str, threshold: float,
     """(failed, words): does ``threshold`` still meet the decision's stored bluff claim
     (``claim``: its JSON object) on the configuration of ``run_id``? The claim is recomputed
     there with the stored alpha, beta and confidence (SPEC 13); a decision stored without a
-    bounded bluff claim is not checked (never failed)."""
+    bounded bluff claim is not checked (never failed). The check compares ``threshold`` with
+    the exact bound; the words round the bound on its safe side, with the decimals it takes
+    to read ``threshold`` the same way (they never contradict the verdict)."""
     from evalcore.measures.claim import ClaimError
+    from evalcore.measures.rounding import rate_text, threshold_text
     from evalcore.read.claims import claim_of
     from evalcore.records import Configuration
 
     if not claim or claim.get("bluff_status") not in ("bounded", "unbounded"):
         return False, "the decision stored no bluff claim (too few off-topic questions, or saved before claims)"
     alpha, confidence = float(claim["max_bluff_rate"]), float(claim["confidence"])
-    stated = f"'bluffs <= {alpha:.0%} with {confidence:.0%} confidence'"
+    stated = f"'bluffs <= {rate_text(alpha)} with {rate_text(confidence)} confidence'"
     try:
         cand = claim_of(
             store, run_id, Configuration.parse(configuration), alpha, float(claim["max_lost_rate"]), confidence
@@ -76,9 +79,9 @@ def claim_check(store: Store, run_id: str, configuration: str, threshold: float,
         met = threshold > cand.bluff_ok_up_to if cand.higher_is_closer else threshold <= cand.bluff_ok_up_to
     else:
         met = False
-    where = cand.problem() if cand.bluff_status == "too_few" else f"it holds for {cand.bluff_region()}"
+    where = cand.problem() if cand.bluff_status == "too_few" else f"it holds for {cand.bluff_region((threshold,))}"
     verdict = "meets it" if met else "no longer meets it"
     return (not met), (
         f"the decision's claim {stated}: on the candidate ({cand.n_ood} off-topic questions) {where}; "
-        f"t = {threshold:.4g} {verdict}"
+        f"t = {threshold_text(threshold)} {verdict}"
     )

@@ -16,6 +16,7 @@ import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import GATE_TEST, format_p_plain
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _bluff_verdict(b: BluffCheck) -> str:
 
 def _bluff_line(b: BluffCheck, configuration: str) -> str:
     return (
-        f"{configuration}: threshold {b.threshold:.4g} (baseline decision {b.decision_id}"
+        f"{configuration}: threshold {threshold_text(b.threshold)} (baseline decision {b.decision_id}"
         f"{': ' + b.note if b.note else ''}): bluffs {b.baseline_bluffs} -> {b.candidate_bluffs} of "
         f"{b.out_domain} out-of-domain queries; {b.new} new, {b.fixed} fixed; "
         f"p {format_p_plain(b.p_value)}, adjusted {format_p_plain(b.p_adjusted)}"
@@ -226,7 +227,7 @@ def to_markdown(report: GateReport) -> str:
                 f" (unadjusted {format_p_plain(x.p_value)})" if x.p_adjusted != x.p_value else ""
             )
             out.append(
-                f"| {_code(r.name)} | {x.threshold:.4g} | {x.baseline_bluffs} of {x.out_domain} | "
+                f"| {_code(r.name)} | {threshold_text(x.threshold)} | {x.baseline_bluffs} of {x.out_domain} | "
                 f"{x.candidate_bluffs} of {x.out_domain} | {x.new} / {x.fixed} | {p} | {verdict} |"
             )
         out.append("")

@@ -28,7 +28,8 @@ Session state keys (the only ones the app uses):
 - ``threshold_source`` str  where it came from (saved decision, suggestion, the slider)
 - ``rule``, ``cost_ratio``, ``max_bluff_rate``  the suggestion rule on the Threshold screen
 - ``query_search``, ``query_id``  the Query screen's search text and chosen query
-- ``_params``      tuple the URL query parameters already applied
+- ``_params``      tuple the URL query parameters already applied (run, configuration, query)
+- ``_compare_params`` tuple the Compare parameters of the URL already applied (see ``_url``)
 - ``_statuses``    dict  run id -> status last drawn on the Runs screen (a change redraws all)
 - ``_last_cell``   tuple the last heatmap click applied
 
@@ -58,6 +59,7 @@ from evalcore.records import Configuration, Corpus, Document, RunConfiguration
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
 from evalcore_app import screen
+from evalcore_app.screens import _url
 
 DEMO_COMMAND = "python -m evalcore demo"
 P = ParamSpec("P")
@@ -217,40 +219,9 @@ class Context:
     configs: tuple[Configuration, ...]
 
 
-def _apply_url() -> None:
-    """Apply ``?run_id=&query_id=&config=`` once per distinct set of parameters (a shared link)."""
-    params = {k: st.query_params[k] for k in ("run_id", "query_id", "config") if k in st.query_params}
-    marker = tuple(sorted(params.items()))
-    if not params or st.session_state.get("_params") == marker:
-        return
-    if "run_id" in params:
-        st.session_state["run_id"] = params["run_id"]
-    if "query_id" in params:
-        st.session_state["query_id"] = params["query_id"]
-        st.session_state["query_search"] = ""
-    if "config" in params:
-        st.session_state["config"] = params["config"]
-        st.session_state["config_run"] = params.get("run_id", st.session_state.get("run_id"))
-        st.session_state["config_why"] = "the link's configuration"
-    st.session_state["_params"] = marker
-
-
-def _write_url(run_id: str, config: str | None) -> None:
-    """Put the run and configuration in the URL (a reload restores both), and mark those
-    parameters as applied so they are not applied again."""
-    want = {"run_id": run_id, **({"config": config} if config else {})}
-    for key, value in want.items():
-        if st.query_params.get(key) != value:
-            st.query_params[key] = value
-    if not config and "config" in st.query_params:
-        del st.query_params["config"]
-    params = {k: st.query_params[k] for k in ("run_id", "query_id", "config") if k in st.query_params}
-    st.session_state["_params"] = tuple(sorted(params.items()))
-
-
 def sidebar() -> Context:
     """Store (when several exist), run and configuration pickers; returns what the pages show."""
-    _apply_url()
+    _url.apply_url()
     with st.sidebar:
         choices = store_choices()
         store_path()
@@ -310,7 +281,7 @@ def sidebar() -> Context:
                 st.session_state["config_run"] = run_id
                 if st.session_state.get("config_why") == "the link's configuration":
                     st.session_state["config_why"] = defaults.why_linked(store(), run_id, label)
-        _write_url(run_id, config.label if config is not None else None)
+        _url.write_url(run_id, config.label if config is not None else None)
         st.caption(f"Store: {esc(path)}")
     return Context(path, run_id, row, config, configs)
 

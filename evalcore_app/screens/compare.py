@@ -9,7 +9,7 @@ from evalcore.figures import build as figures
 from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.read import compare, qsets, runs
 from evalcore.read import selection as defaults
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _ui, _url
 
 ctx = _ui.sidebar()
 store = _ui.store()
@@ -78,6 +78,7 @@ chosen = _ui.bound(
     + ". Fewer configurations mean fewer pairs for the Holm correction to pay for.",
 )
 sides = tuple(by_key[key] for key in chosen)
+_url.write_compare()  # the choice in the address: a reload (and Export after one) keeps it
 if not sides:
     st.info("Pick at least one configuration.")
     st.stop()

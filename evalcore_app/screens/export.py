@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore.figures import build as figures
+from evalcore.figures import review
 from evalcore.files import figure_files as export
 from evalcore_app.screens import _ui
 
@@ -39,7 +40,7 @@ if not shown:
 
 
 def _pack() -> bytes:
-    return export.review_pack(shown, ctx.run_id, lambda files: figures.review_summary(store, selection, shown, files))
+    return export.review_pack(shown, ctx.run_id, lambda files: review.review_summary(store, selection, shown, files))
 
 
 st.download_button(

@@ -14,6 +14,7 @@ from evalcore import authors
 from evalcore.figures import build as figures
 from evalcore.figures import charts
 from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
+from evalcore.measures.rounding import DIGITS, threshold_text
 from evalcore.measures.threshold import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
 from evalcore_app import screen
@@ -107,8 +108,9 @@ else:
             small=True,
             testid="held-out",
         )
-    if claim.feasible and claim.recommended is not None and st.button(f"Use the claim's t = {claim.recommended:.3f}"):
-        _ui.set_threshold(ctx, claim.recommended, f"the claim's recommendation: {claims.claim_sentence(claim)}")
+    offered = claim.recommended if claim.feasible else None  # on the slider's grid where the band allows
+    if offered is not None and st.button(f"Use the claim's t = {threshold_text(offered)}", key="use-claim"):
+        _ui.set_threshold(ctx, offered, f"the claim's recommendation: {claims.claim_sentence(claim)}")
         st.rerun()
 
 t, source = _ui.threshold_state(ctx)
@@ -117,14 +119,23 @@ lo, hi = min(lo, math.floor(t * 1000) / 1000), max(hi, math.ceil(t * 1000) / 100
 
 
 def _moved() -> None:
+    # the slider's value on its grid exactly (the browser's arithmetic may leave 0.11300000000000002),
+    # so that the t a bound's words name is the t the gate uses
+    st.session_state["threshold"] = float(f"{float(st.session_state['threshold']):.{DIGITS}f}")
     st.session_state["threshold_source"] = "set on the Threshold screen (not saved)"
     st.session_state["threshold_for"] = f"{ctx.run_id}|{config.label}"
 
 
-t = _ui.bound(st.slider, "Threshold t", lo, hi, step=0.001, key="threshold", format="%.3f", on_change=_moved)
+# a t off the grid (an exact bound) is shown with the decimals it has, never rounded past its bound
+decimals = max(DIGITS, len(threshold_text(t).partition(".")[2]) if math.isfinite(t) else DIGITS)
+t = _ui.bound(
+    st.slider, "Threshold t", lo, hi, step=0.001, key="threshold", format=f"%.{min(decimals, 12)}f", on_change=_moved
+)
 _ui.plain(_ui.cached(sweeps.sentence_at, sweep, t), strong=True, testid="sentence-at-t")
 _ui.plain(
-    f"Threshold t = {t:.4f} · {st.session_state.get('threshold_source', source)}", small=True, testid="threshold-state"
+    f"Threshold t = {threshold_text(t, 4)} · {st.session_state.get('threshold_source', source)}",
+    small=True,
+    testid="threshold-state",
 )
 warning = _ui.cached(sweeps.ood_support, sweep, t)
 if warning:
@@ -196,7 +207,7 @@ with tab_coverage:
         "read off how many off-topic questions get an answer and how many real ones get a right source."
     )
 
-st.subheader(f"At t = {t:.3f}")
+st.subheader(f"At t = {threshold_text(t)}")
 st.dataframe(
     _ui.cached(sweeps.gate_table, sweep, t),
     hide_index=True,
@@ -208,7 +219,7 @@ st.dataframe(
     },
 )
 
-st.subheader(f"Per segment at t = {t:.3f}")
+st.subheader(f"Per segment at t = {threshold_text(t)}")
 values = _ui.cached(claims.gate_values, store, ctx.run_id, config)
 st.dataframe(
     _ui.cached(claims.segments, values, t),
@@ -258,14 +269,14 @@ if latest_saved is not None:
     _ui.plain(f"Latest decision: {latest_saved.describe()}. {latest_saved.claim_text()}", small=True, testid="latest")
 with st.form("decision"):
     note = st.text_area("Note (why this threshold)", key="decision_note")
-    if st.form_submit_button(f"Save t = {t:.4f} for {_ui.esc(config.label)}"):
+    if st.form_submit_button(f"Save t = {threshold_text(t, 4)} for {_ui.esc(config.label)}"):
         saved_id = _ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
         if saved_id:
             latest = decisions.latest_decision(store, ctx.run_id, config)
             _ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
             st.session_state["saved_flash"] = (
-                f"Saved decision {saved_id}: t = {t:.4f} for {config.label} by {authors.shown(author)}. The "
-                "dashboard opens on it from now on."
+                f"Saved decision {saved_id}: t = {threshold_text(t, 4)} for {config.label} by "
+                f"{authors.shown(author)}. The dashboard opens on it from now on."
             )
             st.rerun()
 saved = decisions.decisions(store, ctx.run_id)
