@@ -133,6 +133,8 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     path = Path(path)
     if path.is_dir():
         raise RunFileError(f"{path}: is a folder; give the run file's name, e.g. {path / (run_id + '.evalcore.zip')}")
+    if path.exists() and not path.is_file():
+        raise RunFileError(f"{path}: not a regular file (a FIFO or a device); give the run file's name")
     tables: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
         with store.read() as con:
@@ -153,7 +155,10 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
             "tables": tables,
             **extras,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFileError(f"{path}: cannot make its folder ({exc.strerror or exc})") from None
         partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
             with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
