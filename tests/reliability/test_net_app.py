@@ -88,6 +88,12 @@ UPLOADS = [
     ("[a](javascript:alert(1)).md", b"\xff\xfe not utf-8 \x80"),
     ("../../outside.md", b""),
 ]
+#: (page, input key, value or upload name) -> why it fails today, fixed by another change;
+#: strict: a listed row that holds fails the test until it is taken off.
+KNOWN_OPEN: dict[tuple[str, str, str], str] = {
+    ("questions", "qs_upload", "[a](javascript:alert(1)).md"): "an uploaded file's name reaches Markdown "
+    "unescaped (uploads' Markdown)",
+}
 #: Values tried per input, rotating with the input's place (each AppTest rerun takes seconds).
 SAMPLE = 3
 #: What must never reach a Markdown body unescaped: it would become an element.
@@ -160,7 +166,8 @@ def test_every_input_on_the_page_takes_hostile_values(two_runs_net, page, monkey
     assert all(_listed(k) for k in seen if k), (
         f"inputs on {page} the net does not list: {[k for k in seen if not _listed(k)]}"
     )
-    problems = []
+    problems: list[str] = []
+    fixed: list[tuple[str, str, str]] = []
     typed = [("text_input", w.key) for w in at.text_input] + [("text_area", w.key) for w in at.text_area]
     for n, (widget_kind, key) in enumerate(typed):
         plain = key.removeprefix("w_")
@@ -180,26 +187,35 @@ def test_every_input_on_the_page_takes_hostile_values(two_runs_net, page, monkey
                 if live:
                     got = f"shown live: {live[0][:200]!r}"
             record(f"dashboard net: {page} {key}={value[:40]!r}", "held", got)
-            if got != "held":
+            if (page, key, value) in KNOWN_OPEN:
+                if got == "held":
+                    fixed.append((page, key, value))
+            elif got != "held":
                 problems.append(f"{key}={value[:40]!r}: {got}")
-    uploaders = [(u.key, u.accept_multiple_files) for u in at.file_uploader]
-    for n, (key, many) in enumerate(uploaders):
-        for name, data in [UPLOADS[(n + i) % len(UPLOADS)] for i in range(min(SAMPLE, len(UPLOADS)))]:
+    uploaders = [(u.key, u.accept_multiple_files, list(u.allowed_type or [])) for u in at.file_uploader]
+    for n, (key, many, allowed) in enumerate(uploaders):
+        for stem, data in [UPLOADS[(n + i) % len(UPLOADS)] for i in range(min(SAMPLE, len(UPLOADS)))]:
             found = [u for u in at.file_uploader if u.key == key]
             if not found:
                 continue
+            suffix = allowed[0] if allowed else ".md"  # a type the uploader takes, as a browser would send
+            name = stem.removesuffix(".md") + (suffix if suffix.startswith(".") else "." + suffix)
             files = [(name, data, "text/markdown")]
             found[0].set_value(files if many else files[0])
             at.run()
             got = "held"
             if at.exception:
                 got = f"exception {at.exception[0].value[:200]}"
-            elif any(LIVE.search(t) and name in t for t in shown(at)):
-                got = "the file's name shown live"
-            record(f"dashboard net: {page} {key} upload {name!r}", "held", got)
-            if got != "held":
+            elif live := [t for t in shown(at) if LIVE.search(t) and stem.removesuffix(".md") in t]:
+                got = f"the file's name shown live: {live[0][:150]!r}"
+            record(f"dashboard net: {page} {key} upload {stem!r}", "held", got)
+            if (page, key, stem) in KNOWN_OPEN:
+                if got == "held":
+                    fixed.append((page, key, stem))
+            elif got != "held":
                 problems.append(f"{key} upload {name!r}: {got}")
     assert not problems, "\n".join(problems)
+    assert not fixed, f"KNOWN_OPEN rows that now hold (take them off the list): {fixed}"
 
 
 # --- in a real browser ---------------------------------------------------------------------------

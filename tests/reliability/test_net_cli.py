@@ -495,7 +495,7 @@ with open(out_path, "w") as sink:
         errors = [x for x in lines if "error:" in x]
         row = {"id": case["id"], "code": code, "out": printed[-1000:], "err": said[:300] + " ... " + said[-700:]}
         row.update(lines=len(lines), errors=len(errors), error_last=bool(lines) and lines[-1] in errors)
-        row.update(traceback="Traceback" in said + printed, unexpected="unexpected" in said)
+        row.update(traceback="Traceback (most recent call last)" in said, unexpected="unexpected" in said)
         sink.write(json.dumps({**row, "seconds": seconds, "changed": changed}) + "\n")
         sink.flush()
 hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")][0].split()[1]
@@ -699,7 +699,7 @@ def _drawn(store: Path, argv: list[str], command: str) -> None:
         "lines": len(lines),
         "errors": len(errors),
         "error_last": bool(lines) and lines[-1] in errors,
-        "traceback": "Traceback" in done.stderr + done.stdout,
+        "traceback": "Traceback (most recent call last)" in done.stderr,
         "unexpected": "unexpected" in done.stderr,
         "seconds": time.monotonic() - t0,
         "changed": [] if done.returncode != 2 or _counts(store) == before else ["some table"],
