@@ -13,6 +13,7 @@ from test_app import PAGES, no_exception, open_page
 
 from evalcore.cli import main
 from evalcore.files.run_files import FORMAT_VERSION, TABLES, export_run, load_run
+from evalcore.files.run_travel import TRAFFIC_TABLES
 from evalcore.regression.gate import run_gate
 from evalcore.regression.report import to_dict
 from evalcore.store import Store
@@ -58,7 +59,7 @@ def test_every_table_travels_whole(exported):
         rid = run_id(source, name)
         for table in TABLES:
             a, b = rows(source, table, rid), rows(loaded, table, rid)
-            assert len(a) > 0 or table in ("destroyed", "decisions", "failures")
+            assert len(a) > 0 or table in ("destroyed", "decisions", "failures", *TRAFFIC_TABLES)
             assert a.equals(b), table
     assert manifest["tables"]["decisions"]["rows"] == 1 and manifest["tables"]["hits"]["rows"] == len(
         rows(source, "hits", run_id(source, "base"))

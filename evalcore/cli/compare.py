@@ -13,6 +13,18 @@ from evalcore.regression.gate import DEFAULT_METRIC
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
 
+MIN_WIDTH, MAX_WIDTH = 20, 10_000
+
+
+def columns(value: str) -> int:
+    """``--width``: a whole number of columns from :data:`MIN_WIDTH` to :data:`MAX_WIDTH`."""
+    text = value.strip()
+    if not text.isdigit() or not MIN_WIDTH <= int(text) <= MAX_WIDTH:
+        raise argparse.ArgumentTypeError(
+            f"must be a whole number of columns from {MIN_WIDTH} to {MAX_WIDTH}; got {value[:40]!r}"
+        )
+    return int(text)
+
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from evalcore.cli.compare_text import compare_text
@@ -39,9 +51,9 @@ def add_compare(sub: Subparsers) -> None:
     sp.add_argument("--holm", action="store_true", help="Holm-adjust the matrix's p-values over all its pairs")
     sp.add_argument(
         "--width",
-        type=int,
+        type=columns,
         default=None,
         metavar="COLUMNS",
-        help="fit the output to this many columns (default: the terminal's width)",
+        help=f"fit the output to this many columns, {MIN_WIDTH} to {MAX_WIDTH} (default: the terminal's width)",
     )
     sp.set_defaults(func=cmd_compare)

@@ -38,6 +38,8 @@ def cmd_export_run(args: argparse.Namespace) -> int:
         f"wrote run {done.run_id} ({done.run_name}) to {done.path}: "
         + ", ".join(f"{n} {t}" for t, n in done.rows.items() if n)
     )
+    for note in done.notes:
+        print(note)
     return 0
 
 
@@ -53,6 +55,8 @@ def cmd_load_run(args: argparse.Namespace) -> int:
             f"loaded run {done.run_id} ({done.run_name}) into {store.path}: {done.total_rows} rows in "
             f"{sum(1 for n in done.rows.values() if n)} tables"
         )
+    for note in done.notes:
+        print(note)
     return 0
 
 
@@ -83,8 +87,10 @@ def add_export_run(sub: Subparsers) -> None:
         "export-run",
         help="write one complete run to a file (for CI artifacts or another machine)",
         description="Write every stored row of a complete run (runs, documents, strategies, chunks, queries, "
-        "results, hits, destroyed, timings, decisions; not the embedding cache) to one run file: "
-        "a zip of Parquet tables with a manifest (docs/RUN-FILE.md).",
+        "results, hits, destroyed, timings, configurations, failures, decisions with their authors, its "
+        "traffic with its labels, and the question-set version it used) to one run file: a zip of Parquet "
+        "tables with a manifest that also lists what did not travel (the embedding cache, always) "
+        "(docs/RUN-FILE.md). Traffic holds real users' query texts: so does the file.",
     )
     run_ref(sp)
     sp.add_argument(
@@ -102,8 +108,10 @@ def add_load_run(sub: Subparsers) -> None:
         "load-run",
         help="store a run from a file written by export-run",
         description="Verify a run file (format, version, checksums, row counts) and store its run in one "
-        "transaction. A bad, truncated or foreign file, or a run id already stored with other "
-        "rows, ends with one line and exit 2, nothing stored; the same run again is a no-op.",
+        "transaction, with the question-set version it used unless the store has it. A bad, truncated or "
+        "foreign file, a run id already stored with other rows, or a question set of that name that is "
+        "another set ends with one line and exit 2, nothing stored; the same run again is a no-op. What "
+        "the file says did not travel is printed, one line each.",
     )
     sp.add_argument("file", help="a run file written by export-run")
     sp.set_defaults(func=cmd_load_run)

@@ -8,11 +8,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from evalcore.cli.common import print_json
 from evalcore.cli.options import CORPUS_HELP, json_option
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, InputError
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
@@ -44,6 +44,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _output(name: str) -> TextIO:
+    """The file ``--output`` names, opened for writing; InputError naming it when it is a
+    folder, a FIFO or a device (never opened: writing to a FIFO waits for a reader) or
+    cannot be written."""
+    path = Path(name)
+    if path.exists() and not path.is_file():
+        raise InputError(f"--output {name!r}: not a regular file; give the name of a file to write")
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"--output {name!r}: cannot be written ({exc.strerror or exc})") from None
+
+
 def cmd_chunks(args: argparse.Namespace) -> int:
     from evalcore.inputs import sources as inputs
     from evalcore.inputs.corpus import load_corpus
@@ -54,7 +67,7 @@ def cmd_chunks(args: argparse.Namespace) -> int:
     strategies = parse_strategies(args.strategy)
     if len(strategies) != 1:
         raise EvalcoreError(f"--strategy takes one strategy, got {args.strategy!r}")
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    out = _output(args.output) if args.output else sys.stdout
     page_maps = {d.doc_id: d.page_starts for d in corpus.documents}
     try:
         for c in chunk_corpus(corpus, strategies[0]):

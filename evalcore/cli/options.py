@@ -5,6 +5,7 @@ the built-in pipeline's options, an external run's inputs, the run reference, ``
 from __future__ import annotations
 
 import argparse
+import re
 from typing import TYPE_CHECKING
 
 from evalcore.inputs.demo import RETRIEVERS as DEMO_RETRIEVERS
@@ -46,6 +47,14 @@ def run_ref(sp: argparse.ArgumentParser, help: str = RUN_REF_HELP) -> None:
     sp.add_argument("run", help=help)
 
 
+def device(value: str) -> str:
+    """``--device``: ``cpu``, ``cuda`` or ``cuda:N``, checked before anything loads (whether a
+    CUDA GPU is there is checked when the model loads)."""
+    if re.fullmatch(r"cpu|cuda(:[0-9]{1,3})?", value):
+        return value
+    raise argparse.ArgumentTypeError(f"unknown device {value[:40]!r} (use cpu, cuda or cuda:N)")
+
+
 def pipeline_options(sp: argparse.ArgumentParser, strategies: str, retrievers: str) -> None:
     """The built-in pipeline's options (``demo``, ``run``): what to chunk, embed and retrieve
     with, where to embed, and how to report."""
@@ -74,7 +83,10 @@ def pipeline_options(sp: argparse.ArgumentParser, strategies: str, retrievers: s
         "repeat it to compare models: each strategy is then stored as STRATEGY@FOLDER",
     )
     sp.add_argument(
-        "--device", default=DEFAULT_DEVICE, help="cpu (default) or cuda (needs a CUDA GPU and torch with CUDA)"
+        "--device",
+        default=DEFAULT_DEVICE,
+        type=device,
+        help="cpu (default) or cuda (needs a CUDA GPU and torch with CUDA)",
     )
     sp.add_argument(
         "--ray",

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.files import write_file_atomic
-from evalcore.errors import ConfigError
+from evalcore.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -108,6 +108,20 @@ def _frames(store: Store, run_id: str, strategy: str) -> dict[str, pd.DataFrame]
     return {"chunks": chunks, "relevant": relevant}
 
 
+def _writable_folder(folder: Path) -> Path:
+    """``folder``, made when missing; InputError naming it when it is something else (a file,
+    a FIFO, a broken link) or cannot be made, before anything is read or written."""
+    if folder.is_symlink() and not folder.exists():
+        raise InputError(f"--output {str(folder)!r}: a broken symbolic link, not a folder")
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--output {str(folder)!r}: not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--output {str(folder)!r}: cannot make the folder ({exc.strerror or exc})") from None
+    return folder
+
+
 def export_formats(store: Store, run: str, folder: str | Path, configurations: list[str] | None = None) -> Exported:
     """Write ``run`` (run id, name or unique prefix; complete) in the standard formats into
     ``folder`` (see the module docstring). ``configurations`` (``["E/dense", ...]``) limits
@@ -124,7 +138,7 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
         if label not in have:
             raise ConfigError(f"run {run_id} has no configuration {label!r}; it has {', '.join(have)}")
     pairs = [(label.rpartition("/")[0], label.rpartition("/")[2]) for label in wanted]
-    folder = Path(folder)
+    folder = _writable_folder(Path(folder))
     queries = store.query(
         "SELECT query_id, domain, text, kind, variant, group_id, valid FROM queries "
         "WHERE run_id = ? ORDER BY domain, query_id",

@@ -5,14 +5,18 @@ zip archive holding
 
 - ``manifest.json``: ``format``, ``format_version``, ``evalcore_version``, ``schema_version``
   (the newest store migration of the exporting store), ``run_id``, ``run_name``,
-  ``exported_at``, and per table its member ``file``, ``rows``, ``sha256`` and ``columns``;
-- ``tables/<table>.parquet``: every row of the run in each of :data:`TABLES`, ordered by the
-  table's key (the embedding cache is not included: a stored run never needs it again).
+  ``exported_at``, per table its member ``file``, ``rows``, ``sha256`` and ``columns``, the
+  ``question_set`` the run used and ``not_carried`` (:mod:`evalcore.files.run_travel`);
+- ``tables/<table>.parquet``: every row of the run in each of :data:`TABLES` (its results,
+  decisions and traffic), ordered by the table's key;
+- ``sets/<table>.parquet``: the question-set version the run used, when it used one.
 
 Loading verifies everything before the store is touched (a zip, our format, a version we
 read, each member's size, sha256 and row count, one complete run, every row of that run),
-then inserts all tables in one transaction. A run id already in the store is refused unless
-the stored rows equal the file's, which makes loading the same file twice a no-op.
+then inserts all tables in one transaction (:mod:`evalcore.files.run_file_tables` holds the
+checks of the members, :mod:`evalcore.files.run_travel` what travels beyond the results). A
+run id already in the store is refused unless the stored rows equal the file's, which makes
+loading the same file twice a no-op.
 Its one write (a loaded run's rows) is :mod:`evalcore.store.loaded_runs`; an export reads the
 store read only.
 """
@@ -31,7 +35,16 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import EvalcoreError
+from evalcore import testhooks
+from evalcore.files import run_travel
+from evalcore.files.run_file_tables import (
+    RunFileError,
+    check_run_tables,
+    differences,
+    parquet_columns,
+    table_columns,
+    write_member,
+)
 from evalcore.inputs import jsontext
 from evalcore.store.basics import one_row
 from evalcore.store.loaded_runs import insert_parquet
@@ -44,7 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FORMAT = "evalcore-run"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 MAX_MANIFEST = 16 * 1024 * 1024  # bytes of manifest.json
 MAX_UNPACKED = 4 * 1024**3  # bytes all tables of one run file may unpack to (default)
@@ -64,57 +77,40 @@ TABLES: dict[str, str] = {
     "decisions": "created_at, decision_id",
     "configurations": "strategy, retriever",
     "failures": "strategy, retriever, query_id",
+    **run_travel.TRAFFIC_TABLES,
 }
 #: Tables each format version holds (a version-1 file, written before runs made elsewhere
-#: existed, has no configurations or failures: its configurations read as built-in).
+#: existed, has no configurations or failures: its configurations read as built-in; a
+#: version-2 file has no traffic and no question set).
 TABLES_OF_VERSION: dict[int, tuple[str, ...]] = {
-    1: tuple(t for t in TABLES if t not in ("configurations", "failures")),
-    2: tuple(TABLES),
+    1: tuple(t for t in TABLES if t not in ("configurations", "failures", *run_travel.TRAFFIC_TABLES)),
+    2: tuple(t for t in TABLES if t not in run_travel.TRAFFIC_TABLES),
+    3: tuple(TABLES),
 }
 _MEMBER = re.compile(r"^tables/[a-z_]+\.parquet$")
 
 
-class RunFileError(EvalcoreError):
-    """A run file is unreadable, truncated, foreign, of a newer format, or conflicts with the store."""
-
-
 @dataclass(frozen=True, slots=True)
 class Transfer:
-    """What ``export_run`` wrote or ``load_run`` did: run id and name, rows per table, and
-    ``loaded`` (False when the same run was already stored and nothing was written)."""
+    """What ``export_run`` wrote or ``load_run`` did: run id and name, rows per table,
+    ``loaded`` (False when the same run was already stored and nothing was written), and
+    ``notes``: what did not travel, and a question set stored with the run (one line each)."""
 
     run_id: str
     run_name: str
     rows: dict[str, int]
     path: str
     loaded: bool = True
+    notes: tuple[str, ...] = ()
 
     @property
     def total_rows(self) -> int:
         return sum(self.rows.values())
 
 
-def _literal(text: str | Path) -> str:
-    """A SQL string literal (for the file name COPY needs as a literal)."""
-    return "'" + str(text).replace("'", "''") + "'"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     """The newest migration applied to a store (0 for none)."""
     return int(one_row(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0])
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
-    """{column: type} of a store table, in order."""
-    return {name: str(kind) for name, kind, *_ in con.execute(f'DESCRIBE "{table}"').fetchall()}
 
 
 # --- export ---------------------------------------------------------------------------------
@@ -137,25 +133,17 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     path = Path(path)
     if path.is_dir():
         raise RunFileError(f"{path}: is a folder; give the run file's name, e.g. {path / (run_id + '.evalcore.zip')}")
+    if path.exists() and not path.is_file():
+        raise RunFileError(f"{path}: not a regular file (a FIFO or a device); give the run file's name")
     tables: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
         with store.read() as con:
             version = schema_version(con)
             for table, order in TABLES.items():
-                member = f"tables/{table}.parquet"
-                target = Path(tmp) / f"{table}.parquet"
-                con.execute(
-                    f'COPY (SELECT * FROM "{table}" WHERE run_id = ? ORDER BY {order}) '
-                    f"TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd)",
-                    [run_id],
+                tables[table] = write_member(
+                    con, table, "run_id = ?", [run_id], order, Path(tmp), f"tables/{table}.parquet"
                 )
-                rows = one_row(con, f'SELECT count(*) FROM "{table}" WHERE run_id = ?', [run_id])[0]
-                tables[table] = {
-                    "file": member,
-                    "rows": int(rows),
-                    "sha256": _sha256(target),
-                    "columns": _columns(con, table),
-                }
+            extras = run_travel.export_extras(con, run_id, Path(tmp))
         manifest = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -165,18 +153,23 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
             "run_name": str(info["name"]),
             "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tables": tables,
+            **extras,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFileError(f"{path}: cannot make its folder ({exc.strerror or exc})") from None
         partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
         try:
             with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
                 zf.writestr(MANIFEST, json.dumps(manifest, indent=2))
-                for table, meta in tables.items():
+                for table, meta in {**tables, **run_travel.set_members(manifest)}.items():
                     zf.write(Path(tmp) / f"{table}.parquet", meta["file"])
             os.replace(partial, path)
         finally:
             partial.unlink(missing_ok=True)
-    return Transfer(run_id, str(info["name"]), {t: m["rows"] for t, m in tables.items()}, str(path))
+    notes = tuple(f"not carried: {n['what']}: {n['why']}" for n in extras["not_carried"])
+    return Transfer(run_id, str(info["name"]), {t: m["rows"] for t, m in tables.items()}, str(path), notes=notes)
 
 
 # --- load -----------------------------------------------------------------------------------
@@ -239,6 +232,7 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         )
         if not ok or meta["file"] not in names:
             raise RunFileError(f"{path}: {MANIFEST} entry for table {table!r} is malformed or its file is missing")
+    run_travel.check_manifest_extras(path, manifest, names)
     return manifest
 
 
@@ -257,7 +251,7 @@ def _sizes(path: Path, zf: zipfile.ZipFile, manifest: dict[str, Any]) -> None:
     none expanding more than :data:`MAX_RATIO` times (Parquet is compressed already; a member
     that deflates far more is a zip bomb)."""
     cap, total = max_unpacked(), 0
-    for meta in manifest["tables"].values():
+    for meta in _members(manifest).values():
         info = zf.getinfo(meta["file"])
         total += info.file_size
         if info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1):
@@ -271,6 +265,11 @@ def _sizes(path: Path, zf: zipfile.ZipFile, manifest: dict[str, Any]) -> None:
         )
 
 
+def _members(manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{table: manifest entry} of every member: the run's tables, then the question set's."""
+    return {**manifest["tables"], **run_travel.set_members(manifest)}
+
+
 def _unpack(path: Path, manifest: dict[str, Any], folder: Path) -> dict[str, Path]:
     """Extract each table's member into ``folder`` and check its sha256; {table: file}. The
     declared sizes are checked first, the actual bytes while streaming (a member that holds
@@ -279,7 +278,7 @@ def _unpack(path: Path, manifest: dict[str, Any], folder: Path) -> dict[str, Pat
     try:
         with zipfile.ZipFile(path) as zf:
             _sizes(path, zf, manifest)
-            for table, meta in manifest["tables"].items():
+            for table, meta in _members(manifest).items():
                 target = folder / f"{table}.parquet"
                 declared = zf.getinfo(meta["file"]).file_size
                 h = hashlib.sha256()
@@ -305,142 +304,29 @@ def _unpack(path: Path, manifest: dict[str, Any], folder: Path) -> dict[str, Pat
     return out
 
 
-def _check_tables(path: Path, manifest: dict[str, Any], files: dict[str, Path]) -> None:
-    """Each member is Parquet with the manifest's row count, and every row belongs to the run;
-    the run is complete. Read in a private in-memory database: the store is not touched."""
+def _verify(path: Path, manifest: dict[str, Any], files: dict[str, Path]) -> list[str]:
+    """Every member checked in a private in-memory database (the store is not touched); the
+    lines ``load-run`` reports of what did not travel."""
     import duckdb
 
-    run_id = manifest["run_id"]
     con = duckdb.connect()
     try:
-        for table, file in files.items():
-            member = manifest["tables"][table]["file"]
-            try:
-                cols = [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
-                if "run_id" not in cols:
-                    raise RunFileError(f"{path}: {member} has no run_id column")
-                rows, foreign = one_row(
-                    con,
-                    "SELECT count(*), count(*) FILTER (run_id IS DISTINCT FROM ?) FROM read_parquet(?)",
-                    [run_id, str(file)],
-                )
-            except duckdb.Error as exc:
-                raise RunFileError(f"{path}: {member} is not readable Parquet ({str(exc).splitlines()[0]})") from None
-            if rows != manifest["tables"][table]["rows"]:
-                raise RunFileError(
-                    f"{path}: {member} holds {rows} rows, the manifest says {manifest['tables'][table]['rows']}"
-                )
-            if foreign:
-                raise RunFileError(f"{path}: {member} holds {foreign} rows of another run than {run_id}")
-        status = one_row(con, "SELECT list(status) FROM read_parquet(?)", [str(files["runs"])])[0]
-        if status != ["complete"]:
-            raise RunFileError(f"{path}: the runs table must hold one complete run, found {status}")
-        _check_values(con, path, manifest, files)
+        check_run_tables(con, path, manifest, files)
+        run_travel.check_set_tables(con, path, manifest, files)
+        return run_travel.load_notes(con, manifest, files)
     finally:
         con.close()
 
 
-_CONTROL = r"[\x00-\x1f\x7f]"
-_NAME_BAD = r"[\x00-\x20\x7f/]"  # a strategy or retriever labels STRATEGY/RETRIEVER
-#: (table, columns the check needs, SQL true for a row that cannot be, what is wrong)
-VALUE_CHECKS: list[tuple[str, tuple[str, ...], str, str]] = [
-    (
-        "runs",
-        ("run_id",),
-        f"run_id = '' OR regexp_matches(run_id, '{_CONTROL}')",
-        "an empty run id or control characters in it",
-    ),
-    ("runs", ("name",), f"regexp_matches(name, '{_CONTROL}')", "control characters in the run name"),
-    ("hits", ("rank",), "rank < 1", "a rank below 1"),
-    ("hits", ("distance",), "isnan(distance) OR isinf(distance)", "a distance that is not a finite number"),
-    ("hits", ("score",), "isnan(score) OR isinf(score)", "a score that is not a finite number"),
-    ("results", ("first_correct_rank",), "first_correct_rank < 1", "a first_correct_rank below 1"),
-    (
-        "results",
-        ("answer_distance", "top_distance"),
-        "isnan(answer_distance) OR isinf(answer_distance) OR isnan(top_distance) OR isinf(top_distance)",
-        "a distance that is not a finite number",
-    ),
-    ("results", ("domain",), "domain NOT IN ('in', 'out')", "a domain other than in or out"),
-    ("queries", ("domain",), "domain NOT IN ('in', 'out')", "a domain other than in or out"),
-    (
-        "queries",
-        ("query_id",),
-        f"query_id = '' OR regexp_matches(query_id, '{_CONTROL}')",
-        "an empty query id or control characters in it",
-    ),
-    ("chunks", ("start", "end"), 'start < 0 OR "end" < start', "offsets outside 0 <= start <= end"),
-    (
-        "documents",
-        ("doc_id",),
-        f"doc_id = '' OR regexp_matches(doc_id, '{_CONTROL}')",
-        "an empty document id or control characters in it",
-    ),
-    ("decisions", ("threshold",), "isnan(threshold) OR isinf(threshold)", "a threshold that is not a finite number"),
-]
-for _table in ("strategies", "chunks", "results", "hits", "destroyed", "decisions", "configurations", "failures"):
-    VALUE_CHECKS.append(
-        (
-            _table,
-            ("strategy",),
-            f"strategy = '' OR regexp_matches(strategy, '{_NAME_BAD}')",
-            "a strategy name with '/', whitespace or control characters",
-        )
-    )
-for _table in ("results", "hits", "decisions", "configurations", "failures"):
-    VALUE_CHECKS.append(
-        (
-            _table,
-            ("retriever",),
-            f"retriever = '' OR regexp_matches(retriever, '{_NAME_BAD}')",
-            "a retriever name with '/', whitespace or control characters",
-        )
-    )
-
-
-def _check_values(con: duckdb.DuckDBPyConnection, path: Path, manifest: dict[str, Any], files: dict[str, Path]) -> None:
-    """Every value a reader relies on is possible: ranks from 1, finite distances and scores,
-    names that can label a configuration, ids without control characters. RunFileError
-    naming the member, the column's problem and the count of rows otherwise."""
-    for table, needs, bad, what in VALUE_CHECKS:
-        if table not in files:
-            continue
-        cols = {c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(files[table])]).fetchall()}
-        if not set(needs) <= cols:
-            continue
-        n = one_row(con, f"SELECT count(*) FROM read_parquet(?) WHERE {bad}", [str(files[table])])[0]
-        if n:
-            member = manifest["tables"][table]["file"]
-            raise RunFileError(f"{path}: {member}: {n} row(s) with {what}; not loaded")
-
-
-def _differences(con: duckdb.DuckDBPyConnection, files: dict[str, Path], run_id: str) -> list[str]:
-    """Tables whose stored rows of ``run_id`` differ from the file's (compared on the file's columns)."""
-    out = []
-    for table, file in files.items():
-        cols = ", ".join(
-            f'"{c[0]}"' for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()
-        )
-        mine = f'SELECT {cols} FROM "{table}" WHERE run_id = ?'
-        theirs = f"SELECT {cols} FROM read_parquet(?)"
-        diff = one_row(
-            con,
-            f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})) + "
-            f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))",
-            [str(file), run_id, run_id, str(file)],
-        )[0]
-        if diff:
-            out.append(table)
-    return out
-
-
 def load_run(store: Store, path: str | Path) -> Transfer:
-    """Verify the run file ``path`` and insert its run into ``store`` in one transaction.
+    """Verify the run file ``path`` and insert its run into ``store`` in one transaction, with
+    the question-set version it used when the store lacks it.
 
     RunFileError (nothing stored) for a file that is not a run file, damaged, truncated, of a
-    newer format version, holding a column this store does not know, or whose run id is
-    already stored with other rows. When the stored run equals the file's, nothing is written
-    and the result's ``loaded`` is False.
+    newer format version, holding a column this store does not know, whose run id is
+    already stored with other rows, or whose question set conflicts with the store's. When the
+    stored run equals the file's, nothing is written and the result's ``loaded`` is False.
+    The result's ``notes`` say what the file could not carry.
     """
     import duckdb
 
@@ -448,15 +334,15 @@ def load_run(store: Store, path: str | Path) -> Transfer:
     manifest = read_manifest(path)
     run_id = manifest["run_id"]
     rows = {t: int(m["rows"]) for t, m in manifest["tables"].items()}
+    run_name = str(manifest.get("run_name", ""))
     with tempfile.TemporaryDirectory(prefix="evalcore-load-") as tmp:
         files = _unpack(path, manifest, Path(tmp))
-        _check_tables(path, manifest, files)
+        notes = _verify(path, manifest, files)
         with store.transaction() as con:
             mine = schema_version(con)
             for table, file in files.items():
-                known = _columns(con, table)
-                theirs = [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
-                extra = [c for c in theirs if c not in known]
+                known = table_columns(con, table)
+                extra = [c for c in parquet_columns(con, file) if c not in known]
                 if extra:
                     raise RunFileError(
                         f"{path}: table {table} has column(s) {', '.join(extra)} this store does not know "
@@ -474,20 +360,24 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                 raise RunFileError(
                     f"{path}: its run name {name!r} is the id of another run in {store.path}; not loaded"
                 )
+            stored_set = run_travel.store_set(con, path, manifest, files, str(store.path))
+            if stored_set:
+                notes.append(stored_set)
             if one_row(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0]:
-                differ = _differences(con, files, run_id)
+                differ = differences(con, files, {t: ("run_id = ?", [run_id]) for t in manifest["tables"]})
                 if differ:
                     raise RunFileError(
                         f"{path}: run {run_id} is already in {store.path} with other rows "
                         f"(tables {', '.join(differ)} differ); not loaded"
                     )
-                return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path), loaded=False)
-            for table, file in files.items():
+                return Transfer(run_id, run_name, rows, str(path), loaded=False, notes=tuple(notes))
+            for table in manifest["tables"]:
                 try:
-                    insert_parquet(con, table, file)
+                    insert_parquet(con, table, files[table])
                 except duckdb.Error as exc:
                     raise RunFileError(
                         f"{path}: table {table} cannot be stored ({str(exc).splitlines()[0]}); nothing was loaded"
                     ) from None
+            testhooks.pause("loading a run")  # inside the transaction: a kill here must leave nothing
     log.info("loaded run %s from %s", run_id, path)
-    return Transfer(run_id, str(manifest.get("run_name", "")), rows, str(path))
+    return Transfer(run_id, run_name, rows, str(path), notes=tuple(notes))

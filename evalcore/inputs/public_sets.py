@@ -63,15 +63,20 @@ def import_squad(source: str | Path, out_dir: str | Path, ood: Iterable[tuple[st
     paragraph are skipped and listed in the report. Raises InputError for a file that is
     not SQuAD-format JSON, or an ``out_dir`` that already holds a corpus.
     """
-    source, out = Path(source), Path(out_dir)
+    source, out = _regular(source), Path(out_dir)
     try:
         data = json.loads(Path(source).read_text(encoding="utf-8"))["data"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"{source}: not a SQuAD-format JSON file ({exc})") from exc
     corpus = out / "corpus"
+    if (out.exists() or out.is_symlink()) and not out.is_dir():
+        raise InputError(f"{out}: not a folder (a file, a FIFO or a broken link); give a folder to write into")
     if corpus.exists() and any(corpus.iterdir()):
         raise InputError(f"{corpus}: already holds files; import into an empty folder")
-    corpus.mkdir(parents=True, exist_ok=True)
+    try:
+        corpus.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{corpus}: cannot make the folder ({exc.strerror or exc})") from None
     report = ImportReport()
     taken: set[str] = set()
     rows: list[dict[str, Any]] = []
@@ -146,6 +151,23 @@ def questions_from_csv(
     """(id, query, kind) for the distinct non-empty values of ``column`` in a CSV file."""
     if kind not in ("near", "far"):
         raise InputError(f"kind must be near or far, got {kind!r}")
+    try:
+        return _csv_questions(_regular(path), column, kind, limit, prefix)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"{path}: not a readable UTF-8 CSV file ({exc})") from None
+
+
+def _regular(path: str | Path) -> Path:
+    """``path`` when it is a regular file (after links); InputError naming it otherwise (a
+    folder, a FIFO, which would wait for a writer, or nothing)."""
+    path = Path(path)
+    if not path.is_file():
+        what = "no such file" if not path.exists() else "not a regular file"
+        raise InputError(f"{path}: {what}")
+    return path
+
+
+def _csv_questions(path: Path, column: str, kind: str, limit: int | None, prefix: str) -> list[tuple[str, str, str]]:
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
         if column not in (reader.fieldnames or []):

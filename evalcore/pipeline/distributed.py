@@ -141,7 +141,8 @@ def connect(address: str, num_cpus: int | None = None) -> None:
         else:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as exc:
-        raise ModelError(f"--ray {address}: cannot connect to Ray: {exc}") from exc
+        said = " ".join(str(exc).split())[:300]  # Ray's messages span lines: one line here
+        raise ModelError(f"--ray {address!r}: cannot connect to Ray: {said}") from exc
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # evalcore shows its own progress
     for name in ("ray", "ray.data"):
