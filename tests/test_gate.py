@@ -171,8 +171,8 @@ def test_runs_on_different_queries_exit_2(gate_store, capsys):
         (["--baseline", "base:G", "--candidate", "cand"], None),  # a name with a colon: unknown run
         (["--baseline", "base", "--candidate", "cand", "--metric", "mrr"], "mrr has no such outcome"),
         (["--baseline", "base", "--candidate", "cand", "--metric", "ndcg@4"], "unknown metric 'ndcg@4'"),
-        (["--baseline", "base", "--candidate", "cand", "--alpha", "1.5"], "alpha must lie strictly between"),
-        (["--baseline", "base", "--candidate", "cand", "--min-effect", "2"], "--min-effect must lie in [0, 1]"),
+        (["--baseline", "base", "--candidate", "cand", "--alpha", "1.5"], "--alpha must be a number in (0, 1)"),
+        (["--baseline", "base", "--candidate", "cand", "--min-effect", "2"], "--min-effect must be a number in [0, 1]"),
         (["--baseline", "base:E/dense", "--candidate", "cand:nope/dense"], "has no configuration 'nope/dense'"),
     ],
 )

@@ -301,7 +301,7 @@ def test_check_prints_the_exact_keys_and_exits_1_0_or_2(imported, tmp_path, caps
     assert main([*base, "--json"]) == 1  # T from the decision now
     assert json.loads(capsys.readouterr().out)["threshold"] == T
     assert main([*base, "--period", "nonsense"]) == 2
-    assert "a period looks like 7d" in capsys.readouterr().err
+    assert "--period looks like 7d" in capsys.readouterr().err
 
 
 def test_check_passes_on_traffic_like_the_evaluation_and_fails_on_the_refused_share(
