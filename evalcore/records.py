@@ -1,7 +1,7 @@
 """Small typed records shared by every layer.
 
 Offsets are Unicode code point offsets into a document's canonical text, half-open
-``[start, end)`` (SPEC section 1). Field names follow the field: ``doc_id``,
+``[start, end)`` (METHODS.md "The words"). Field names follow the field: ``doc_id``,
 ``query_id``, ``chunk_id``, ``run_id``.
 """
 
@@ -86,7 +86,7 @@ class Corpus:
 
 @dataclass(frozen=True, slots=True)
 class Strategy:
-    """A chunking strategy made of three independent ingredients (SPEC section 3)."""
+    """A chunking strategy made of three independent ingredients (METHODS.md "The words")."""
 
     name: str
     boundaries: bool

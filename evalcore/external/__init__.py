@@ -1,4 +1,4 @@
-"""Runs made elsewhere (SPEC 10): another system's chunks and rankings, scored like ours.
+"""Runs made elsewhere (METHODS.md "Runs made elsewhere"): another system's chunks and rankings, scored like ours.
 
 - :mod:`~evalcore.external.chunks`: chunks read from a file (or seen in responses) and
   located in the corpus; a chunk that cannot be located is kept, reported, never correct.

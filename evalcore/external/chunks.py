@@ -1,4 +1,4 @@
-"""Chunks made elsewhere, located in the corpus (SPEC 10).
+"""Chunks made elsewhere, located in the corpus (METHODS.md "Runs made elsewhere").
 
 A chunk with offsets ``[start, end)`` into its document's canonical text has that evidence
 range. A chunk with text only is located in its document as a needle is (any run of
@@ -223,7 +223,7 @@ class ChunkSet:
         return ids, [self.chunks[i].as_chunk() for i in ids]
 
     def correct(self, spans: dict[str, Span]) -> dict[str, set[int]]:
-        """{group: chunk ids whose evidence range holds the group's span} (SPEC 5)."""
+        """{group: chunk ids whose evidence range holds the group's span} (METHODS.md "Correct hits")."""
         from evalcore.pipeline.scoring import correct_sets
 
         ids, chunks = self.located_chunks()

@@ -1,12 +1,12 @@
 """Chunks and rankings made elsewhere -> one stored run, in the tables a built-in run fills.
 
 The run is one configuration: strategy = the chunker's name, retriever = the retriever's
-name (both ``external`` by default). Scoring follows SPEC 5 and 10 over the hits the run
-gives: a hit is correct when its chunk is located in the needle's document and its evidence
-range holds the needle's span; the first correct rank is taken among the given hits (none
-when the correct chunk is not among them); a ground truth is destroyed when no chunk of the
-(complete) chunk set holds it. Hits carry the retriever's own score and no cosine distance;
-the gate reads the score (``configurations.gate_on = 'score'``).
+name (both ``external`` by default). Scoring follows METHODS.md "Correct hits" and "Runs made
+elsewhere" over the hits the run gives: a hit is correct when its chunk is located in the
+needle's document and its evidence range holds the needle's span; the first correct rank is
+taken among the given hits (none when the correct chunk is not among them); a ground truth
+is destroyed when no chunk of the (complete) chunk set holds it. Hits carry the retriever's
+own score and no cosine distance; the gate reads the score (``configurations.gate_on = 'score'``).
 
 A query the retriever could not answer (a failed endpoint call, an exception of a Python
 retriever) is written to ``failures`` with its reason and has no results row, so it is never

@@ -12,7 +12,7 @@ For each strategy of the run, a folder ``<strategy>/`` that is a BEIR dataset wi
     <strategy>/runs/<retriever>.json   ranx Run JSON {query_id: {chunk_id: score}}
 
 Relevance: a chunk is relevant to an in-domain query when its evidence range holds the
-query's answer (SPEC 5), so evaluators see exactly evalcore's correct hits. The export is
+query's answer (METHODS.md "Correct hits"), so evaluators see exactly evalcore's correct hits. The export is
 exact for evalcore's figures, with three choices made for that:
 
 - the score column is ``1/rank``: evaluators sort by score (and break ties their own way),

@@ -1,4 +1,4 @@
-"""Load a corpus folder into documents with canonical texts (SPEC section 1).
+"""Load a corpus folder into documents with canonical texts (METHODS.md "The words").
 
 Files: ``*.md``, ``*.markdown`` (source type ``markdown``), ``*.txt`` (``text``), ``*.pdf``
 (``pdf``) and ``*.html``, ``*.htm`` (``html``) — the registry is :mod:`evalcore.inputs.extract` —

@@ -1,4 +1,4 @@
-"""The extractor registry: which extractor reads which file, and their stamps (SPEC 1, 12).
+"""The extractor registry: which extractor reads which file, and their stamps (METHODS.md "The words").
 
 =============================  ===========  =========================================
 suffixes (case ignored)        source type  extractor (module)

@@ -1,4 +1,4 @@
-"""Read questions.jsonl / ood.jsonl and resolve needles to spans (SPEC section 2).
+"""Read questions.jsonl / ood.jsonl and resolve needles to spans (METHODS.md "The words").
 
 File format (one JSON object a line, blank lines allowed):
 

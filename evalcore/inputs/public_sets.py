@@ -3,7 +3,7 @@
 ``import_squad`` reads SQuAD-format JSON (SQuAD v1.1, XQuAD, the COVID-QA snapshot) and
 writes one Markdown document per article (``# Title``, then its paragraphs separated by
 blank lines), ``questions.jsonl`` with exact spans (``document``, ``start``, ``end``:
-SPEC section 2) and, when out-of-domain questions are given, ``ood.jsonl``.
+METHODS.md "The words") and, when out-of-domain questions are given, ``ood.jsonl``.
 
 Offsets are code points into the canonical text the Markdown extractor makes of the
 written file; the importer writes text that is already canonical (``\\n`` line endings,

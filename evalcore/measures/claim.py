@@ -1,4 +1,4 @@
-"""A refusal threshold with a statistical guarantee (SPEC section 13): the threshold claim.
+"""A refusal threshold with a statistical guarantee (METHODS.md "The threshold claim"): the threshold claim.
 
 Pure computation over plain arrays of gate values; nothing here reads the store
 (:mod:`evalcore.read.claims` gathers the arrays of a stored configuration).

@@ -1,4 +1,4 @@
-"""Retrieval metrics over the rank of each query's first correct hit (SPEC section 5).
+"""Retrieval metrics over the rank of each query's first correct hit (METHODS.md "Correct hits").
 
 A query's *first rank* is the 1-based rank of its first correct hit over the full ranking,
 or None when there is none (including destroyed ground truths). Pandas' missing values

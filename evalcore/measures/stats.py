@@ -1,4 +1,4 @@
-"""Intervals and paired tests (SPEC section 5), and what a sample of a given size can show.
+"""Intervals and paired tests (METHODS.md "Correct hits"), and what a sample of a given size can show.
 
 Every proportion gets a 95% Wilson interval (statsmodels' formula, computed here: importing
 statsmodels costs a command about a second); two configurations that answered

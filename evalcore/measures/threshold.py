@@ -1,4 +1,5 @@
-"""The refusal threshold (SPEC sections 7 and 10): the gate, its exact sweep, a suggested threshold.
+"""The refusal threshold (METHODS.md "The refusal threshold" and "Runs made elsewhere"): the
+gate, its exact sweep, a suggested threshold.
 
 The gate at threshold ``t`` keeps, from a retriever's top 4 (``top``), the hits whose cosine
 distance is *strictly* below ``t``; nothing kept means NO ANSWER before any model is called.
@@ -42,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOP = 4  #: the gate looks at a retriever's top 4 (SPEC section 7)
+DEFAULT_TOP = 4  #: the gate looks at a retriever's top 4 (METHODS.md "The refusal threshold")
 #: The suggestion's default weighting: one bluff costs as much as 3 lost answers.
 DEFAULT_COST_RATIO = 3.0
 #: The threshold used when a sweep offers nothing to suggest from (no scored queries).

@@ -1,4 +1,4 @@
-"""Chunking strategies: blind, boundaries, header, overlap (SPEC section 3).
+"""Chunking strategies: blind, boundaries, header, overlap (METHODS.md "The words").
 
 Offsets are code points into the document's canonical text. Every chunk satisfies
 
@@ -26,7 +26,7 @@ reproduced where they differ from Python's:
 - sizes are compared in code points (the seed counts UTF-16 code units; the two only
   differ on texts with characters outside the BMP, e.g. emoji).
 
-Seed behaviour kept on purpose (the SPEC makes the seed the reference): when a
+Seed behaviour kept on purpose (the chapter's code is the reference): when a
 document has ``## `` headings, the text before the first one (the ``# Title`` line
 and any introduction) is not chunked by boundaries strategies; a ``## `` line inside a
 fenced code block counts as a heading; a heading line at the very end of the document
@@ -82,7 +82,7 @@ STANDARD_STRATEGIES: dict[str, Strategy] = {
     "F": Strategy("F", boundaries=True, header=True, overlap=OVERLAP, size=SIZE),
 }
 
-#: Every strategy known by name: the SPEC's six, and G, the reference chunker with our
+#: Every strategy known by name: the chapter's six, and G, the reference chunker with our
 #: ``intro`` ingredient (it also chunks the text before a document's first ``## `` heading).
 NAMED_STRATEGIES: dict[str, Strategy] = {
     **STANDARD_STRATEGIES,

@@ -5,7 +5,7 @@ it came from (``source``: the built-in pipeline, an imported run, a live search 
 Python retriever function), how its hits' ``score`` reads (``score_kind``: a similarity,
 higher = closer, or a distance, lower = closer), what its refusal gate thresholds
 (``gate_on``: the cosine distance of built-in hits, or the retriever's own score of external
-ones, SPEC 10), and its embedding model and chunker. Runs stored before this table existed
+ones, METHODS.md "Runs made elsewhere"), and its embedding model and chunker. Runs stored before this table existed
 (or loaded from older run files) have no rows: they read as built-in configurations.
 
 The ``failures`` table holds the queries a configuration could not answer (an endpoint call

@@ -1,6 +1,6 @@
 """Embedding with all-MiniLM-L6-v2, loaded offline, with a store-backed cache.
 
-Vectors are mean-pooled and L2-normalised (SPEC section 4). The model reads at most
+Vectors are mean-pooled and L2-normalised (METHODS.md "The words"). The model reads at most
 256 word pieces ([CLS] and [SEP] included); longer texts are cut by the model, so
 ``count_pieces`` counts the untruncated pieces and the index health reports them.
 """

@@ -1,6 +1,6 @@
 """RRF of one query's dense and BM25 orders, decided from the two orders' heads and rank counts
-(SPEC sections 4 and 5), never from a full sort: the dense head is the float32 row's top (about
-1,000 chunks, sorted; it bounds the rank of any chunk and counts it exactly where the chunk's
+(METHODS.md "The words" and "Correct hits"), never from a full sort: the dense head is the
+float32 row's top (about 1,000 chunks, sorted; it bounds the rank of any chunk and counts it exactly where the chunk's
 band lies inside), the BM25 head the exactly ordered top of the matched scores. A chunk outside
 both top-``D`` lists fuses to at most ``2 / (61 + D)``, which for ``D = 2K + 60`` is below the
 K-th best fused score, so the top K lie among the candidates of depth D; the first correct

@@ -1,4 +1,4 @@
-"""One query's exact order for one retriever, without sorting every chunk (SPEC sections 4
+"""One query's exact order for one retriever, without sorting every chunk (METHODS.md "The words"
 and 5): :class:`DenseRow` from its float32 screening row (decided in float64 within the
 screening band, see :mod:`evalcore.pipeline.ranking`), :class:`BM25Row` from its scores.
 

@@ -1,4 +1,4 @@
-"""Exact rankings without sorting every chunk (SPEC sections 4 and 5).
+"""Exact rankings without sorting every chunk (METHODS.md "The words"; METHODS.md "Correct hits").
 
 A query needs two things from each retriever's total order (ties broken by chunk order):
 its top hits, and the rank of its first correct chunk. Neither needs a full sort. The top

@@ -1,4 +1,4 @@
-"""Retrievers (SPEC section 4): dense, bm25, hybrid (RRF), rerank.
+"""Retrievers (METHODS.md "The words"): dense, bm25, hybrid (RRF), rerank.
 
 Every ranking is total and deterministic: ties are broken by chunk order (chunk_id).
 A ranking is an array of chunk ids, best first; every hit also carries its cosine

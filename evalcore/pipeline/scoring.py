@@ -1,4 +1,4 @@
-"""Which chunks answer a ground truth (SPEC section 5).
+"""Which chunks answer a ground truth (METHODS.md "Correct hits").
 
 A hit is correct when it is a chunk of the needle's document whose evidence range
 ``[evidence_start, end)`` contains the needle's whole span. A ground truth is destroyed
@@ -78,7 +78,7 @@ def block_frames(
     in_domain: np.ndarray,
     correct: Sequence[np.ndarray],
 ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
-    """Result and hit rows of one block of queries for every retriever (SPEC section 5).
+    """Result and hit rows of one block of queries for every retriever (METHODS.md "Correct hits").
 
     ``ranked[retriever]`` is an :class:`evalcore.pipeline.ranking.Ranked`; ``correct[i]`` the chunk
     ids correct for query i. A hit is correct when its chunk is one of them.
@@ -151,7 +151,7 @@ def score_queries(
     on_block: Callable[[int], None] | None = None,
     device: str = "cpu",
 ) -> Scored:
-    """Retrieve for every query under every retriever and score it (SPEC sections 4-5).
+    """Retrieve for every query under every retriever and score it (METHODS.md "The words"; METHODS.md "Correct hits").
 
     Queries ``[0, n_in)`` are in-domain; ``correct[i]`` holds query i's correct chunk ids.
     Works a block of queries at a time, blocks sized by memory (:mod:`evalcore.pipeline.ranking`);

@@ -1,11 +1,11 @@
-"""Citations and the prompt (SPEC section 8); the seed's ``buildContext`` is the reference.
+"""Citations and the prompt (METHODS.md "One query"); the seed's ``buildContext`` is the reference.
 
 The hits that pass the gate are numbered [1]..[n]. Each citation carries the document id and
 name, a label (the section, or the document name when the chunk has no section), a locator
 fragment, the quote and the distance.
 
-Locators (SPEC 8, 12): a chunk of a paged document (PDF: its page map ``page_starts``) is
-cited as ``#page=N``, N the page of its first content character; its label ends with the
+Locators (METHODS.md "One query" and "The words"): a chunk of a paged document (PDF: its page
+map ``page_starts``) is cited as ``#page=N``, N the page of its first content character; its label ends with the
 pages it covers (``p. 3``, or ``pp. 3-4`` for a chunk that runs onto the next page). Any
 other chunk is cited as ``#char=from,to`` over the canonical text (RFC 5147). The quote is
 the chunk's ``content`` — its own words at ``[start, end)`` of the canonical text — never

@@ -1,4 +1,4 @@
-"""The threshold claim of stored configurations (SPEC section 13): each query's gate values
+"""The threshold claim of stored configurations (METHODS.md "The threshold claim"): each query's gate values
 read from the store, :func:`evalcore.measures.claim.threshold_claim` and the held-out check on them,
 per-segment figures at a threshold, and the claim's sentences for screens and captions.
 """

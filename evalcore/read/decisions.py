@@ -1,6 +1,6 @@
 """Saved threshold decisions: listed, the latest one read back, and a new one stored.
 
-A decision is a product choice (SPEC 7): one configuration of a complete run, the
+A decision is a product choice (METHODS.md "The refusal threshold"): one configuration of a complete run, the
 threshold chosen for it, and the note saying why. The dashboard opens on the latest one.
 """
 

@@ -1,4 +1,5 @@
-"""Distances side by side (SPEC 7): in-domain answers and top hits against out-of-domain top hits."""
+"""Distances side by side (METHODS.md "The refusal threshold"): in-domain answers and top hits
+against out-of-domain top hits."""
 
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def distances(store: Store, run_id: str, configuration: Configuration) -> pd.Dat
     measure is ``"in: answer"`` (cosine distance of the best-ranked correct
     chunk, at any rank; in-domain queries whose answer is not destroyed), ``"in: top hit"``
     (every scored in-domain query) or ``"out: top hit"``. For a configuration whose gate
-    reads the retriever's own score (a run made elsewhere, SPEC 10), ``distance`` holds that
+    reads the retriever's own score (a run made elsewhere, METHODS.md "Runs made elsewhere"), ``distance`` holds that
     score; the column ``axis`` names what it holds (:class:`evalcore.measures.threshold.Axis`).
     """
     from evalcore.pipeline.configurations import info

@@ -1,4 +1,4 @@
-"""Index health of a run (SPEC 6): per strategy chunks, word pieces, header share, chunks
+"""Index health of a run (METHODS.md "Index health"): per strategy chunks, word pieces, header share, chunks
 over the model's window, destroyed answers with the cut that split them, the normalisation
 check; and the documents with their stamp and staleness."""
 
@@ -110,7 +110,7 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
         reasons.append("; ".join(why))
     df["stale"] = [bool(r) for r in reasons]
     df["stale_reason"] = reasons
-    # chunks per document, counted by the system after chunking (SPEC 1): one column a strategy
+    # chunks per document, counted by the system after chunking (METHODS.md "The words"): one column a strategy
     counts = store.query("SELECT doc_id, strategy, count(*) AS n FROM chunks WHERE run_id = ? GROUP BY ALL", [run_id])
     if not counts.empty:
         order = strategies_of(store, run_id)

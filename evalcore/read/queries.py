@@ -1,5 +1,5 @@
 """One query read back: its hits in a configuration, the needle inside them, what the gate
-does with them at a threshold, and the answer it leads to (citations and prompt, SPEC 8)."""
+does with them at a threshold, and the answer it leads to (citations and prompt, METHODS.md "One query")."""
 
 from __future__ import annotations
 

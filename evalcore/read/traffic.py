@@ -2,15 +2,15 @@
 the export (the Traffic screen and ``traffic export``); periods and drift are in
 :mod:`evalcore.read.traffic_periods`.
 
-A logged query is read like an off-topic query of its configuration (SPEC 15): its gate value
+A logged query is read like an off-topic query of its configuration (METHODS.md "Real traffic"): its gate value
 is the smallest distance among its top 4 hits (for a configuration gating on its own
 similarity score, the largest score), and at threshold t it is refused when no top-4 hit
 passes the gate. Every log line counts, duplicates included.
 
 Labelled traffic (a label in the log, else one given on the screen): the **bluff rate** is the
 share of off-topic lines the gate answers (a hit kept), the **lost rate** the share of
-answerable lines it refuses. The evaluation's rates beside them are its bluff rate (SPEC 7) and
-its lost rate among answerable in-domain queries (a correct hit in the top 4 lost to the gate).
+answerable lines it refuses. The evaluation's rates beside them are its bluff rate (METHODS.md "The refusal
+threshold") and its lost rate among answerable in-domain queries (a correct hit in the top 4 lost to the gate).
 """
 
 from __future__ import annotations
@@ -265,7 +265,8 @@ def off_topic_minima(store: Store, run_id: str, configuration: Configuration) ->
 
 
 def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Claim | None:
-    """The threshold claim (SPEC 13, :func:`evalcore.measures.claim.threshold_claim`) recomputed with the
+    """The threshold claim (METHODS.md "The threshold claim",
+    :func:`evalcore.measures.claim.threshold_claim`) recomputed with the
     real off-topic queries: ``m_q`` = the gate value of every off-topic-labelled log line
     (duplicates included: each line is one draw of production traffic); the lost side keeps the
     evaluation's answerable queries (traffic has no needle to tell a correct hit). None when no

@@ -1,1 +1,1 @@
-"""The regression gate for CI (SPEC section 11) and its reports."""
+"""The regression gate for CI (CI.md "What the gate decides") and its reports."""

@@ -1,5 +1,6 @@
-"""The gate's refusal contract (SPEC 7, 11, 13): the baseline's saved threshold applied to the
-out-of-domain queries of a run, and whether it still meets the decision's bluff claim."""
+"""The gate's refusal contract (METHODS.md "The refusal threshold" and "The threshold claim";
+CI.md "What the gate decides"): the baseline's saved threshold applied to the out-of-domain
+queries of a run, and whether it still meets the decision's bluff claim."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ def axis_of(store: Store, run_id: str, configuration: str) -> Axis:
 def bluff_outcomes(
     store: Store, run_id: str, configuration: str, ood: dict[str, str], threshold: float, skip: Set[str] = frozenset()
 ) -> dict[str, bool]:
-    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (SPEC 7; on an
-    external configuration's own score, SPEC 10). A query the configuration could not answer
-    (a failed endpoint call) is left out."""
+    """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (METHODS.md "The refusal
+    threshold"; on an external configuration's own score, METHODS.md "Runs made elsewhere"). A
+    query the configuration could not answer (a failed endpoint call) is left out."""
     from evalcore.measures.threshold import DEFAULT_TOP, gate, split_hits
     from evalcore.read.sweeps import top_hits
     from evalcore.records import Configuration
@@ -54,7 +55,7 @@ def saved_threshold(store: Store, run_id: str, configuration: str) -> dict[str, 
 def claim_check(store: Store, run_id: str, configuration: str, threshold: float, claim: Any) -> tuple[bool, str]:
     """(failed, words): does ``threshold`` still meet the decision's stored bluff claim
     (``claim``: its JSON object) on the configuration of ``run_id``? The claim is recomputed
-    there with the stored alpha, beta and confidence (SPEC 13); a decision stored without a
+    there with the stored alpha, beta and confidence (METHODS.md "The threshold claim"); a decision stored without a
     bounded bluff claim is not checked (never failed). The check compares ``threshold`` with
     the exact bound; the words round the bound on its safe side, with the decimals it takes
     to read ``threshold`` the same way (they never contradict the verdict)."""

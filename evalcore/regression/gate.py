@@ -1,8 +1,8 @@
-"""The regression gate (SPEC section 11): is a candidate run significantly worse than a baseline?
+"""The regression gate (CI.md "What the gate decides"): is a candidate run significantly worse than a baseline?
 
 Baseline and candidate answered the same queries. For hit@k and each configuration compared,
 the candidate is paired with the baseline query by query: **wins** are queries only the
-candidate gets, **losses** queries only the baseline gets, ties the rest (SPEC 5, candidate
+candidate gets, **losses** queries only the baseline gets, ties the rest (METHODS.md "Correct hits", candidate
 first); p is the two-sided exact sign test on the discordant queries
 (:func:`evalcore.measures.stats.sign_test`, scipy's ``binomtest``). With several configurations, p is
 Holm-adjusted over them. A configuration **regresses** when ``losses > wins`` and its
@@ -12,7 +12,7 @@ Holm-adjusted over them. A configuration **regresses** when ``losses > wins`` an
   (``(baseline hits - candidate hits) / n >= D``), significant or not;
 - the refusal contract (``threshold_from_decision``): the baseline's latest saved threshold
   t for that configuration is applied to both runs' out-of-domain queries (the gate of
-  SPEC 7: a bluff is an out-of-domain query with a top-4 hit at distance < t). Paired on
+  METHODS.md "The refusal threshold": a bluff is an out-of-domain query with a top-4 hit at distance < t). Paired on
   those queries, **new bluffs** are queries only the candidate answers, **fixed** ones queries
   only the baseline answers; the candidate fails when new > fixed and the sign test's p
   (Holm-adjusted over the configurations checked) is below ``alpha``.

@@ -1,7 +1,7 @@
 """Has traffic moved away from the evaluation? Periods, the two-sample KS test, the PSI.
 
 - Periods are half-open windows ``[start, start + P)``; the first starts at 00:00 UTC of the
-  earliest query's day (SPEC 15), so weeks run from that day, not from a Monday.
+  earliest query's day (METHODS.md "Real traffic"), so weeks run from that day, not from a Monday.
 - The drift test of a period is the two-sample Kolmogorov-Smirnov test (two-sided, scipy's
   ``ks_2samp`` with its default exact/asymptotic choice) of the period's gate values against a
   reference sample: the evaluation's in-domain and off-topic gate values together, or the

@@ -4,7 +4,7 @@ Each logged query is embedded with the run's model (vectors cached by text hash,
 run), retrieved against that configuration's stored chunks by the run's own code
 (:func:`evalcore.pipeline.ranking.rank_block`: dense, bm25, hybrid, rerank exactly as in the run) and
 stored with its time, its top hits with their distances, and the gate's value: the smallest
-distance among its top 4 hits (SPEC 15). A query text is scored once per configuration, however
+distance among its top 4 hits (METHODS.md "Real traffic"). A query text is scored once per configuration, however
 often it was asked; every log line is stored (its time and label) and counted.
 
 Re-importing a log adds nothing: a line's identity is its time and text plus its occurrence

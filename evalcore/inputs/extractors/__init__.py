@@ -1,4 +1,4 @@
-"""Extractors turn one file's bytes into a title and a canonical text (SPEC sections 1, 12).
+"""Extractors turn one file's bytes into a title and a canonical text (METHODS.md "The words").
 
 One module per format: :mod:`~evalcore.inputs.extractors.markdown` (``.md``, ``.markdown``,
 ``.txt``), :mod:`~evalcore.inputs.extractors.pdf` and :mod:`~evalcore.inputs.extractors.html`. Each has

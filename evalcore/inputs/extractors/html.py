@@ -1,4 +1,4 @@
-"""The HTML extractor (SPEC section 12): the page's main content, headings as sections.
+"""The HTML extractor (METHODS.md "The words"): the page's main content, headings as sections.
 
 Parsing is lxml's HTML parser (libxml2; BSD-3, maintained); the main-content rule and the
 text rule are ours, measured against trafilatura and readability-lxml on real pages

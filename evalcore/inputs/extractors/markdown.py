@@ -1,4 +1,4 @@
-"""The Markdown/plain-text extractor (SPEC section 1).
+"""The Markdown/plain-text extractor (METHODS.md "The words").
 
 Every offset in the product is a code point offset into the canonical text, so the
 canonical text must be reproducible from the file and the extractor stamp

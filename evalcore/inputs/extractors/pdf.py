@@ -1,4 +1,4 @@
-"""The PDF extractor (SPEC section 12), built on PDFium through pypdfium2 (Apache-2.0 / BSD-3).
+"""The PDF extractor (METHODS.md "The words"), built on PDFium through pypdfium2 (Apache-2.0 / BSD-3).
 
 Why PDFium: measured against pypdf, pdfminer.six and pdfplumber on real PDFs
 (``benchmarks/bench_pdf.py``, figures in docs/DECISIONS.md) it is 10 to 40 times faster at

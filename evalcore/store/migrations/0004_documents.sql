@@ -1,4 +1,4 @@
--- 0004_documents: documents beyond Markdown (SPEC 12): PDF page maps, extraction notes,
+-- 0004_documents: documents beyond Markdown (METHODS.md "The words"): PDF page maps, extraction notes,
 -- the file hash, and the extraction cache shared by every run.
 
 -- Page map of a paged document: page i + 1 begins at offset page_starts[i] of documents.text
