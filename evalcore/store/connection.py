@@ -54,6 +54,15 @@ REAP_EVERY = 2.0  # seconds between two looks for runs whose process is gone
 NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is failed
 
 
+#: Tables whose running rows name the process that writes them (table, id column, what the
+#: log calls a row, what a dead process left unfinished): the reaper marks a row failed when
+#: its process on this host is gone. Fixed names, never a user's value.
+_PROCESS_TABLES = (
+    ("runs", "run_id", "run", "the run completed"),
+    ("traffic_imports", "import_id", "traffic import", "the import finished"),
+)
+
+
 def default_store_path() -> Path:
     """``$EVALCORE_STORE`` if set, else ``runs/evalcore.duckdb`` under the working directory."""
     return Path(os.environ.get("EVALCORE_STORE", DEFAULT_STORE))
@@ -286,31 +295,20 @@ class Connection:
                 [now(), f"its process never started (no pid after {NEVER_STARTED_SECONDS} s)", job_id],
             )
             gone.append(job_id)
-        for run_id, pid in con.execute(
-            "SELECT run_id, pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host]
-        ).fetchall():
-            if pid_alive(int(pid)):
-                continue
-            con.execute(
-                "UPDATE runs SET status = 'failed', finished_at = ?, reason = ? "
-                "WHERE run_id = ? AND status = 'running'",
-                [now(), f"process {pid} ended before the run completed (killed or crashed)", run_id],
-            )
-            log.warning("run %s: process %s is gone; marked failed", run_id, pid)
-            gone.append(run_id)
-        for import_id, pid in con.execute(
-            "SELECT import_id, pid FROM traffic_imports WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
-            [host],
-        ).fetchall():
-            if pid_alive(int(pid)):
-                continue
-            con.execute(
-                "UPDATE traffic_imports SET status = 'failed', finished_at = ?, reason = ? "
-                "WHERE import_id = ? AND status = 'running'",
-                [now(), f"process {pid} ended before the import finished (killed or crashed)", import_id],
-            )
-            log.warning("traffic import %s: process %s is gone; marked failed", import_id, pid)
-            gone.append(import_id)
+        # a run and a traffic import record their process the same way: one rule for both
+        for table, key, what, unfinished in _PROCESS_TABLES:
+            for item_id, pid in con.execute(
+                f"SELECT {key}, pid FROM {table} WHERE status = 'running' AND host = ? AND pid IS NOT NULL", [host]
+            ).fetchall():
+                if pid_alive(int(pid)):
+                    continue
+                con.execute(
+                    f"UPDATE {table} SET status = 'failed', finished_at = ?, reason = ? "
+                    f"WHERE {key} = ? AND status = 'running'",
+                    [now(), f"process {pid} ended before {unfinished} (killed or crashed)", item_id],
+                )
+                log.warning("%s %s: process %s is gone; marked failed", what, item_id, pid)
+                gone.append(item_id)
         return gone
 
     def reap(self, con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
