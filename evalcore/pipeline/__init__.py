@@ -1,1 +1,0 @@
-"""The built-in pipeline: chunking, embedding and its runtimes, retrieval, ranking, scoring, the runner."""
