@@ -16,11 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evalcore.chunking import DEFAULT_STRATEGIES, parse_strategies
+from evalcore.embedding.embedder import load_embedder
 from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH, load_demo_corpus
 from evalcore.inputs.groundtruth import load_ground_truth
-from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, parse_strategies
-from evalcore.pipeline.embedding import load_embedder
-from evalcore.pipeline.runner import RunRequest, run_evaluation
+from evalcore.run.runner import RunRequest, run_evaluation
 from evalcore.store import Store
 
 

@@ -150,7 +150,7 @@ def useful_flops(texts: list[str]) -> float:
     """Transformer FLOPs of the unpadded, truncated tokens of ``texts`` (see the docstring)."""
     from tokenizers import Tokenizer
 
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     folder = default_model_path()
     cfg = json.loads((folder / "config.json").read_text())
@@ -167,8 +167,8 @@ def useful_flops(texts: list[str]) -> float:
 
 
 def demo_e_texts() -> list[str]:
+    from evalcore.chunking import chunk_corpus, parse_strategies
     from evalcore.inputs.demo import load_demo_corpus
-    from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
 
     return [c.text for c in chunk_corpus(load_demo_corpus(), parse_strategies("E")[0])]
 
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from sentence_transformers import SentenceTransformer
 
-    from evalcore.pipeline.embedding import default_model_path, load_embedder
+    from evalcore.embedding.embedder import default_model_path, load_embedder
 
     texts = demo_e_texts()
     flops = useful_flops(texts)
@@ -326,9 +326,9 @@ def main(argv: list[str] | None = None) -> int:
         if not XQUAD.exists():
             print(f"whole run: skipped ({XQUAD} is not present)")
             return 0
+        from evalcore.chunking import chunk_corpus, parse_strategies
         from evalcore.inputs.corpus import load_corpus
         from evalcore.inputs.public_sets import import_squad
-        from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
 
         folder = Path(tempfile.mkdtemp(prefix="bench-xquad-"))
         import_squad(XQUAD, folder)

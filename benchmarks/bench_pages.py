@@ -280,7 +280,7 @@ def warm_imports() -> float:
     import statsmodels.stats.proportion  # noqa: F401
     import vl_convert  # noqa: F401
 
-    from evalcore.pipeline.embedding import piece_counter
+    from evalcore.embedding.embedder import piece_counter
 
     piece_counter()
     return time.perf_counter() - started

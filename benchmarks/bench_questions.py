@@ -40,9 +40,9 @@ logging.getLogger("streamlit").setLevel(logging.ERROR)  # no runtime here: the c
 
 from bench_suggest import sentences  # noqa: E402
 
+from evalcore.chunking import DEFAULT_STRATEGIES  # noqa: E402
 from evalcore.inputs.corpus import load_corpus  # noqa: E402
 from evalcore.inputs.suggest import suggest  # noqa: E402
-from evalcore.pipeline.chunking import DEFAULT_STRATEGIES  # noqa: E402
 from evalcore.read import qsets as rq  # noqa: E402
 from evalcore.read import triage as rt  # noqa: E402
 from evalcore.records import Corpus, Question  # noqa: E402

@@ -5,7 +5,7 @@
 
 Prints one JSON line {"chunks", "queries", "seconds", "cpu_seconds", "load_average_before",
 "peak_rss_mb", ...}: the seconds (wall, and CPU: the steadier figure on a shared machine) of
-``evalcore.pipeline.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
+``evalcore.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
 first correct ranks, top 20 hits as result frames) and the process's peak resident memory;
 ``stage_seconds`` splits them (``bm25_build``, ``vector_scan``: the dense matrix products and
 the dense rows, ``bm25``, ``fusion``; ``frames``: the result and hit frames, the rest).
@@ -24,7 +24,7 @@ tokenizer and with the analyzer (``bm25:english``: Unicode words, each stemmed o
 the ratio of the two times ("analyzer_build").
 
 With ``--ray ADDRESS`` (``local``: a Ray runtime on this machine) retrieval runs sharded on
-``--shards N`` Ray actors (``evalcore.pipeline.sharded.score_sharded``): the same figures, with
+``--shards N`` Ray actors (``evalcore.retrieval.sharded.driver.score_sharded``): the same figures, with
 ``"shards"``, ``"shard_sizes"`` and ``"peak_rss_mb_per_actor"`` (each actor's peak resident
 memory) added to the line; the vectors are generated block by block and streamed to the actors,
 so this process never holds them all (``peak_rss_mb`` is the driver's).
@@ -164,7 +164,7 @@ def blas_kernel() -> str:
 def analyzer_build(texts: list[str], analyzer: str) -> dict[str, dict[str, float]]:
     """Seconds (wall and CPU: on a shared machine the CPU time is the steadier figure) of
     the BM25 index build with the chapter's tokenizer and with ``analyzer``, and their ratios."""
-    from evalcore.pipeline.retrieval import BM25
+    from evalcore.retrieval.bm25 import BM25
 
     out: dict[str, float] = {}
     for name in ("", analyzer):
@@ -192,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     from bench_embed import numpy_rate
 
-    from evalcore.pipeline.ranking import workers
-    from evalcore.pipeline.scoring import score_queries
+    from evalcore.retrieval.ranking import workers
+    from evalcore.scoring import score_queries
 
     limit = numpy_rate(3) / 1e9  # before anything else runs: the machine's best sgemm rate
 
@@ -202,8 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     retrievers = args.retrievers.split(",")
     sharding = {}
     if args.ray:
-        from evalcore.pipeline.distributed import connect
-        from evalcore.pipeline.sharded import score_sharded
+        from evalcore.embedding.distributed import connect
+        from evalcore.retrieval.sharded.driver import score_sharded
 
         connect(args.ray)  # before the clock: starting a local runtime is not retrieval
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -50,15 +50,15 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=20000, help="lines of the long log, stored for the screen timings")
     args = ap.parse_args()
 
+    from evalcore.chunking import parse_strategies
+    from evalcore.embedding.embedder import embed_with_cache, load_embedder
     from evalcore.figures import traffic_charts
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.groundtruth import load_ground_truth
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.embedding import embed_with_cache, load_embedder
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.read import traffic as reads
     from evalcore.read import traffic_periods as periods_read
     from evalcore.records import Configuration
+    from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
     from evalcore.traffic.log import Fields
     from evalcore.traffic.replay import import_log

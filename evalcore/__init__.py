@@ -40,12 +40,12 @@ PIPELINE_VERSION = "evalcore-pipeline/1"
 
 #: public name -> (module, name there)
 _LAZY = {
-    "RunSpec": ("evalcore.pipeline.spec", "RunSpec"),
-    "execute": ("evalcore.pipeline.execute", "execute"),
-    "RunResult": ("evalcore.pipeline.runner", "RunResult"),
+    "RunSpec": ("evalcore.run.spec", "RunSpec"),
+    "execute": ("evalcore.run.execute", "execute"),
+    "RunResult": ("evalcore.run.runner", "RunResult"),
     "LiveResult": ("evalcore.external.live", "LiveResult"),
-    "evaluate": ("evalcore.external.function", "evaluate"),
-    "Evaluation": ("evalcore.external.function", "Evaluation"),
+    "evaluate": ("evalcore.run.evaluate", "evaluate"),
+    "Evaluation": ("evalcore.run.evaluate", "Evaluation"),
     "compare": ("evalcore.read.compare", "compare"),
     "Comparison": ("evalcore.read.compare", "Comparison"),
     "Configuration": ("evalcore.records", "Configuration"),

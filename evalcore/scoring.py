@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from evalcore.pipeline.ranking import Ranked
+    from evalcore.retrieval.ranking import Ranked
 
 
 def is_correct(chunk: Chunk, span: Span) -> bool:
@@ -80,7 +80,7 @@ def block_frames(
 ) -> tuple[list[pd.DataFrame], list[pd.DataFrame]]:
     """Result and hit rows of one block of queries for every retriever (METHODS.md "Correct hits").
 
-    ``ranked[retriever]`` is an :class:`evalcore.pipeline.ranking.Ranked`; ``correct[i]`` the chunk
+    ``ranked[retriever]`` is an :class:`evalcore.retrieval.ranking.Ranked`; ``correct[i]`` the chunk
     ids correct for query i. A hit is correct when its chunk is one of them.
     """
     import numpy as np
@@ -154,18 +154,18 @@ def score_queries(
     """Retrieve for every query under every retriever and score it (METHODS.md "The words"; METHODS.md "Correct hits").
 
     Queries ``[0, n_in)`` are in-domain; ``correct[i]`` holds query i's correct chunk ids.
-    Works a block of queries at a time, blocks sized by memory (:mod:`evalcore.pipeline.ranking`);
+    Works a block of queries at a time, blocks sized by memory (:mod:`evalcore.retrieval.ranking`);
     ``on_block(n)`` is called after each block (it may raise to stop). ``chunk_texts`` is
     read once, to build the BM25 index, and only when a retriever needs it. ``device``:
     where the dense screening's matrix products run (``cuda``: on the GPU, see
-    :func:`evalcore.pipeline.ranking.screener`; every decision stays exact, on the CPU).
+    :func:`evalcore.retrieval.ranking.screener`; every decision stays exact, on the CPU).
     """
     import time
 
     import numpy as np
 
-    from evalcore.pipeline.ranking import block_queries, max_norm, rank_block, screener
-    from evalcore.pipeline.retrieval import BM25, Analyzer, analyzers_of, split_retriever
+    from evalcore.retrieval.bm25 import BM25, Analyzer, analyzers_of, split_retriever
+    from evalcore.retrieval.ranking import block_queries, max_norm, rank_block, screener
 
     out = Scored()
     retrievers = [r for r in retrievers if split_retriever(r)[0] != "rerank" or rerank is not None]

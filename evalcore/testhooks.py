@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from evalcore.pipeline.embedding import Embedder
+    from evalcore.embedding.embedder import Embedder
 
 PAUSE_ENV = "EVALCORE_TEST_PAUSE"
 EMBEDDER_ENV = "EVALCORE_TEST_EMBEDDER"

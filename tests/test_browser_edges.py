@@ -113,9 +113,9 @@ def served(tmp_path_factory, real_embedder):
     pytest.importorskip(
         "playwright.sync_api", reason="the playwright package is not installed (pip install playwright)"
     )
+    from evalcore.chunking import parse_strategies
     from evalcore.inputs import sources as inputs
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     folder = tmp_path_factory.mktemp("edges")
     _articles(folder / "corpus")

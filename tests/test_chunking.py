@@ -13,9 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcore.errors import ConfigError
-from evalcore.inputs.corpus import load_corpus
-from evalcore.pipeline.chunking import (
+from evalcore.chunking import (
     JS_WHITESPACE,
     STANDARD_STRATEGIES,
     boundary_ranges,
@@ -24,6 +22,8 @@ from evalcore.pipeline.chunking import (
     js_trim,
     parse_strategies,
 )
+from evalcore.errors import ConfigError
+from evalcore.inputs.corpus import load_corpus
 from evalcore.records import Document, Strategy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -252,7 +252,7 @@ def test_parse_strategies():
 
 
 def test_g_is_a_named_default_strategy():
-    from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES
+    from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES
 
     g = Strategy("G", boundaries=True, header=True, overlap=0, size=512, intro=True)
     assert parse_strategies("G") == [g] == parse_strategies("g")
@@ -406,7 +406,7 @@ def test_paragraph_pattern_matches_the_seeds_one_character_form(text):
     one-character form); its matches are the seed's /[^\\n]([^\\n]|\\n(?!\\n))*/g exactly."""
     import re
 
-    from evalcore.pipeline.chunking import _PARAGRAPH
+    from evalcore.chunking import _PARAGRAPH
 
     seed = re.compile(r"[^\n](?:[^\n]|\n(?!\n))*")
     assert [m.span() for m in _PARAGRAPH.finditer(text)] == [m.span() for m in seed.finditer(text)]

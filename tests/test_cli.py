@@ -130,7 +130,7 @@ def test_run_json_list_and_show(tmp_path):
 
 
 def test_chunks_accepts_every_default_strategy_by_name(tmp_path):
-    from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
+    from evalcore.chunking import DEFAULT_STRATEGIES
 
     for name in DEFAULT_STRATEGIES.split(","):
         out = tmp_path / f"{name}.jsonl"

@@ -13,7 +13,7 @@ ray = pytest.importorskip("ray")
 
 @pytest.fixture(scope="session")
 def local_ray():
-    from evalcore.pipeline.distributed import connect
+    from evalcore.embedding.distributed import connect
 
     connect("local", num_cpus=2)
     yield
@@ -21,7 +21,7 @@ def local_ray():
 
 
 def test_ray_vectors_equal_the_local_ones(local_ray, real_embedder):
-    from evalcore.pipeline.distributed import RayEmbedder
+    from evalcore.embedding.distributed import RayEmbedder
 
     texts = [f"chunk {i}: the prompt cache keeps {i % 7} keys" for i in range(300)] + ["", "x " * 400]
     remote = RayEmbedder.start("local", real_embedder, workers=1)
@@ -32,9 +32,9 @@ def test_ray_vectors_equal_the_local_ones(local_ray, real_embedder):
 
 
 def test_a_run_through_ray_caches_vectors_under_the_model_name(local_ray, real_embedder, mini_inputs, tmp_path):
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.distributed import RayEmbedder
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.chunking import parse_strategies
+    from evalcore.embedding.distributed import RayEmbedder
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     corpus, gt = mini_inputs
     store = Store(tmp_path / "s.duckdb")

@@ -18,12 +18,12 @@ from conftest import MINI, ROOT, cli_in_process
 from real_documents import markdown_needles
 
 from evalcore import jobs
+from evalcore.chunking import chunk_corpus, parse_strategies
 from evalcore.errors import InputError
 from evalcore.inputs import extract
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.groundtruth import NeedleIndex
 from evalcore.inputs.uploads import UploadedFile
-from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
 from evalcore.read.citations import Source, build_context, locator, page_range, pages_label
 from evalcore.store import Store
 
@@ -58,7 +58,7 @@ def test_registry_maps_suffixes_to_extractors_and_stamps():
 
 
 def test_a_changed_extractor_version_makes_stored_documents_stale(printed, tmp_path, monkeypatch, real_embedder):
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     folder = tmp_path / "corpus"
     folder.mkdir()

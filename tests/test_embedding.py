@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from conftest import MINI
 
-from evalcore.pipeline import onnx_runtime
-from evalcore.pipeline.embedding import OnnxEmbedder, SentenceEmbedder, load_embedder
+from evalcore.embedding import onnx_runtime
+from evalcore.embedding.embedder import OnnxEmbedder, SentenceEmbedder, load_embedder
 
 
 def texts_of_the_mini_corpus() -> list[str]:
+    from evalcore.chunking import chunk_corpus, parse_strategies
     from evalcore.inputs.corpus import load_corpus
-    from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
 
     corpus = load_corpus(MINI / "corpus")
     chunks = [c.text for s in parse_strategies("A,F") for c in chunk_corpus(corpus, s)]
@@ -28,7 +28,7 @@ def texts_of_the_mini_corpus() -> list[str]:
 def reference():
     from sentence_transformers import SentenceTransformer
 
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     return SentenceTransformer(str(default_model_path()), device="cpu")
 
@@ -56,7 +56,7 @@ def test_word_pieces_match_the_transformers_tokenizer(real_embedder, reference):
 
 
 def test_the_export_is_cached_by_folder_hash_and_not_redone(real_embedder, monkeypatch):
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     folder = onnx_runtime.export_dir(default_model_path())
     assert (folder / "model.onnx").exists() and folder.parent.parent == onnx_runtime.cache_root()
@@ -96,7 +96,7 @@ def tiny_sentence_model(tmp_path_factory):
     from sentence_transformers.models import Pooling, Transformer
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     bert = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
@@ -157,7 +157,7 @@ def test_a_plain_install_says_once_as_a_note_what_evalcore_fast_gains(
     warning, no failed export attempt; a second load says nothing more."""
     import logging
 
-    from evalcore.pipeline import embedding
+    from evalcore.embedding import embedder as embedding
 
     monkeypatch.setenv("EVALCORE_CACHE", str(tmp_path / "cache"))  # no cached export
     for name in ("openvino", "onnxruntime", "onnx", "onnxscript"):
@@ -180,8 +180,8 @@ def test_one_pass_embeds_what_separate_calls_do_reports_each_batch_and_stops_on_
     its producer thread."""
     import threading
 
+    from evalcore.embedding.embedder import embed_with_cache
     from evalcore.errors import RunInterrupted
-    from evalcore.pipeline.embedding import embed_with_cache
 
     monkeypatch.setattr(onnx_runtime, "FIRST_WINDOW", 7)  # several windows, several batches
     monkeypatch.setattr(onnx_runtime, "WINDOW_TEXTS", 20)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcore.pipeline.embedding import segments, window_head
+from evalcore.embedding.embedder import segments, window_head
 
 # characters that stress BERT's normaliser and pre-tokeniser: accents and combining marks,
 # CJK, punctuation, control characters, odd whitespace, emoji
@@ -21,7 +21,7 @@ def tokenizer():
     """The model folder's tokenizer read by transformers (an independent reader)."""
     from transformers import AutoTokenizer
 
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     return AutoTokenizer.from_pretrained(str(default_model_path()))
 
@@ -29,7 +29,7 @@ def tokenizer():
 @pytest.fixture(scope="module", params=["exported", "sentence-transformers"])
 def embedder(request, real_embedder):
     """Both runtimes the product uses: the exported model and sentence-transformers (torch)."""
-    from evalcore.pipeline.embedding import SentenceEmbedder
+    from evalcore.embedding.embedder import SentenceEmbedder
 
     return real_embedder if request.param == "exported" else SentenceEmbedder.load()
 
@@ -68,7 +68,7 @@ def test_the_window_head_gives_the_model_the_same_input_and_vector(embedder, tok
         return tokenizer(t, truncation=True, max_length=embedder.window)["input_ids"]
 
     assert model_input(head) == model_input(text)
-    from evalcore.pipeline.embedding import SentenceEmbedder
+    from evalcore.embedding.embedder import SentenceEmbedder
 
     ours = embedder.encode([text])[0]
     # sentence-transformers on the whole text: the model's own truncation

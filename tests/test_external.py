@@ -356,7 +356,7 @@ def test_front_door_is_small_and_lazy():
     assert set(evalcore.__all__) >= {"evaluate", "import_run", "run_endpoint", "export_formats", "Store"}
     code = (
         "import sys, evalcore; assert 'pandas' not in sys.modules and 'duckdb' not in sys.modules; "
-        "evalcore.evaluate; assert 'evalcore.external.function' in sys.modules"
+        "evalcore.evaluate; assert 'evalcore.run.evaluate' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
@@ -369,8 +369,8 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     every page renders."""
     from test_app import PAGES, open_page
 
+    from evalcore.configurations import info
     from evalcore.measures.threshold import counts_at, state_at
-    from evalcore.pipeline.configurations import info
     from evalcore.read.distances import distance_summary, distances
     from evalcore.read.queries import answer, query_view
     from evalcore.read.sweeps import suggest, sweep

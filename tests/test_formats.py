@@ -75,8 +75,8 @@ def evaluators(folder: Path, retriever: str) -> dict[str, dict[str, float]]:
 def test_builtin_run_exports_exactly(tmp_path, mini_inputs, real_embedder, capsys):
     """A built-in run (real model) with E and a strategy T that cuts every 60 characters: many
     first correct ranks of T lie beyond the 20 stored hits, and placeholders keep MRR exact."""
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.chunking import parse_strategies
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     corpus, gt = mini_inputs
     store = tmp_path / "s.duckdb"

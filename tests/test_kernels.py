@@ -1,4 +1,4 @@
-"""The compiled row kernels (evalcore.pipeline.kernels) against the numpy expressions they
+"""The compiled row kernels (evalcore.retrieval.engine.kernels) against the numpy expressions they
 replace, bit for bit; the batched word counting against a text-by-text count (the way BM25's
 build counted before), on real corpora and on text made to break it; a block's answers the
 same on one thread and on two."""
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from conftest import SHARED_DATA, shared_data
 
-from evalcore.pipeline import kernels
-from evalcore.pipeline.rank_rows import exact_similarities
-from evalcore.pipeline.ranking import rank_block
-from evalcore.pipeline.retrieval import BM25, Analyzer
-from evalcore.pipeline.wordcount import count_words
+from evalcore.retrieval.bm25 import BM25, Analyzer
+from evalcore.retrieval.engine import kernels
+from evalcore.retrieval.engine.rank_rows import exact_similarities
+from evalcore.retrieval.engine.wordcount import count_words
+from evalcore.retrieval.ranking import rank_block
 
 
 @pytest.mark.parametrize("dim", [1, 7, 8, 9, 100, 128, 129, 136, 255, 384, 385, 768, 1000, 1536, 4096, 8192])
@@ -121,7 +121,7 @@ def test_the_word_table_is_res_word_class():
     code point, what Python's ``re`` says."""
     import re
 
-    from evalcore.pipeline.wordcount import _word_table
+    from evalcore.retrieval.engine.wordcount import _word_table
 
     table = _word_table()
     word = re.compile(r"\w")
@@ -176,7 +176,7 @@ def corpora():
 
 @pytest.mark.parametrize("analyzer", ["", "unicode", "german", "english"])
 def test_batched_word_counts_equal_a_text_by_text_count(analyzer, monkeypatch):
-    from evalcore.pipeline import wordcount
+    from evalcore.retrieval.engine import wordcount
 
     texts = corpora()
     monkeypatch.setattr(wordcount, "_BATCH_TEXTS", 97)  # many batches, words new in each
@@ -237,7 +237,7 @@ def test_screening_with_torch_gives_the_same_answers():
     exact on the CPU. Run here on torch's CPU device (no GPU on the test machines), the path is
     the same but for where the product runs: every answer equals numpy's screening."""
     pytest.importorskip("torch")
-    from evalcore.pipeline.ranking import TorchScreen
+    from evalcore.retrieval.ranking import TorchScreen
 
     rng = np.random.default_rng(7)
     n, d = 5_000, 32

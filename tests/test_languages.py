@@ -30,8 +30,8 @@ RETRIEVERS = ["dense", "bm25", "bm25:english", "hybrid", "hybrid:english"]
 
 @pytest.fixture(scope="module")
 def lang_store(tmp_path_factory, real_embedder, mini_inputs) -> tuple[Path, str]:
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.chunking import parse_strategies
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     path = tmp_path_factory.mktemp("languages") / "evalcore.duckdb"
     corpus, gt = mini_inputs

@@ -54,7 +54,7 @@ def test_screens_hold_no_sql_and_no_statistics():
         for module, names in _imports(path):
             top = module.split(".")[0]
             assert top not in {"scipy", "statsmodels", "duckdb"}, f"{path.name} imports {module}"
-            if module in {"evalcore.measures.stats", "evalcore.measures.metrics", "evalcore.pipeline.scoring"}:
+            if module in {"evalcore.measures.stats", "evalcore.measures.metrics", "evalcore.scoring"}:
                 # a constant (e.g. the k values offered) is fine; a function computing one is not
                 assert names and all(n.isupper() for n in names), (
                     f"{path.name} imports {names} from {module}: statistics are computed in evalcore.read"
@@ -102,7 +102,7 @@ def test_the_top_of_the_package_shows_the_architecture():
     top = sorted(p.name for p in LIBRARY.glob("*.py") if p.name not in {"__init__.py", "__main__.py"})
     assert len(top) <= 12, f"{len(top)} modules at the top of evalcore/ (at most 12): {top}"
     packages = sorted(p.name for p in LIBRARY.iterdir() if (p / "__init__.py").exists())
-    for name in ("inputs", "pipeline", "measures", "store", "read", "regression", "files", "cli"):
+    for name in ("inputs", "run", "retrieval", "embedding", "external", "measures", "store", "read", "regression", "files", "cli"):
         assert name in packages, f"evalcore/{name}/ is missing: {packages}"
 
 
@@ -180,11 +180,11 @@ def test_the_front_door_gives_a_run_in_one_import():
 def test_one_way_to_make_a_run():
     # the CLI, the job worker and evaluate() build a RunSpec and call execute; only execute
     # assembles the pipeline (run_evaluation) or an external run (run_endpoint/score_function)
-    for rel in ("evalcore/cli/run.py", "evalcore/jobs/worker.py", "evalcore/external/function.py"):
+    for rel in ("evalcore/cli/run.py", "evalcore/jobs/worker.py", "evalcore/run/evaluate.py"):
         imported = {(m, n) for m, names in _imports(ROOT / rel) for n in names}
-        assert ("evalcore.pipeline.execute", "execute") in imported, f"{rel} does not call execute"
+        assert ("evalcore.run.execute", "execute") in imported, f"{rel} does not call execute"
     callers = []
     for path in PACKAGES + sorted((ROOT / "evalcore_app").rglob("*.py")):
         if re.search(r"\brun_evaluation\(", path.read_text(encoding="utf-8")):
             callers.append(path.relative_to(ROOT).as_posix())
-    assert callers == ["evalcore/pipeline/execute.py", "evalcore/pipeline/runner.py"], callers
+    assert callers == ["evalcore/run/execute.py", "evalcore/run/runner.py"], callers

@@ -17,7 +17,7 @@ def tiny_model(tmp_path_factory):
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
     from transformers import AutoTokenizer, BertConfig, BertModel
 
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     raw = tmp_path_factory.mktemp("tiny-bert")
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
@@ -45,7 +45,7 @@ def test_two_models_are_two_stored_strategies_compared_paired(
     from conftest import MINI_ARGS
 
     from evalcore.cli import main
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     store = tmp_path / "s.duckdb"
     args = [

@@ -156,7 +156,7 @@ def test_bad_upload_shows_its_message_and_changes_nothing(tmp_path, monkeypatch)
 def test_strategies_default_to_a_g_and_only_the_chosen_run(tmp_path, monkeypatch):
     """G is one of the strategies, not a pre-filled custom text that sneaks into a run where
     only E was chosen."""
-    from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
+    from evalcore.chunking import DEFAULT_STRATEGIES
 
     at = open_new_run(tmp_path / "runs" / "evalcore.duckdb", monkeypatch)
     assert at.multiselect(key="nr_strategies").value == DEFAULT_STRATEGIES.split(",")

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from real_documents import markdown_needles
 
+from evalcore.chunking import chunk_corpus, parse_strategies
 from evalcore.errors import InputError
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.extract import extract_file
 from evalcore.inputs.extractors import pdf as pdf_extractor
 from evalcore.inputs.groundtruth import NeedleIndex
-from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
 from evalcore.read.citations import locator, page_range
 
 PDFTOTEXT = shutil.which("pdftotext")

@@ -8,9 +8,9 @@ from itertools import pairwise
 import pytest
 from conftest import KeywordEmbedder
 
-from evalcore.pipeline.chunking import parse_strategies
-from evalcore.pipeline.runner import RunRequest, run_evaluation
+from evalcore.chunking import parse_strategies
 from evalcore.progress import Scale, Stage
+from evalcore.run.runner import RunRequest, run_evaluation
 from evalcore.store import Store
 
 

@@ -160,11 +160,11 @@ def test_saves_make_immutable_versions_and_a_second_save_from_one_parent_is_its_
 def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_the_versions_differ(
     tmp_path, real_embedder, mini_inputs, capsys
 ):
+    from evalcore.chunking import parse_strategies
     from evalcore.cli.compare_text import compare_text
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
     from evalcore.read.summary import summary_table
     from evalcore.regression.gate import run_gate
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     store = Store(tmp_path / "s.duckdb")
     corpus, gt_files = mini_inputs

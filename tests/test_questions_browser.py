@@ -20,9 +20,9 @@ from conftest import MINI
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
 from evalcore import jobs
+from evalcore.chunking import chunk_document, parse_strategies
 from evalcore.inputs import qsets
 from evalcore.inputs.corpus import load_corpus
-from evalcore.pipeline.chunking import chunk_document, parse_strategies
 from evalcore.read.summary import summary_table
 from evalcore.store import Store
 

@@ -1,4 +1,4 @@
-"""Exact top-k and first-correct ranks (evalcore.pipeline.ranking) against full sorts.
+"""Exact top-k and first-correct ranks (evalcore.retrieval.ranking) against full sorts.
 
 The oracle sorts every chunk the way the engine did before (stable argsort of the float64
 distances, of the BM25 scores, of the RRF scores from ``retrieval.rrf_scores``), with the
@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalcore.pipeline.rank_rows import exact_similarities
-from evalcore.pipeline.ranking import rank_block
-from evalcore.pipeline.retrieval import BM25, RERANK_DEPTH, order_by, rerank_order, rrf_scores
+from evalcore.retrieval.bm25 import BM25, RERANK_DEPTH, order_by, rerank_order, rrf_scores
+from evalcore.retrieval.engine.rank_rows import exact_similarities
+from evalcore.retrieval.ranking import rank_block
 
 WORDS = "cache prompt token model vector index chunk query answer the a of error kv".split()
 

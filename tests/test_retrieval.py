@@ -12,7 +12,7 @@ import pytest
 from scipy.spatial.distance import cosine
 
 from evalcore.errors import ConfigError, ModelError
-from evalcore.pipeline.retrieval import (
+from evalcore.retrieval.bm25 import (
     BM25,
     Reranker,
     cosine_distances,

@@ -25,9 +25,9 @@ import duckdb
 import pytest
 from conftest import MINI, ROOT, KeywordEmbedder, cli_in_process
 
+from evalcore.embedding.embedder import text_hash
 from evalcore.files.run_files import TABLES
 from evalcore.files.run_travel import SET_TABLES, TRAFFIC_TABLES
-from evalcore.pipeline.embedding import text_hash
 from evalcore.store import Store
 from evalcore.store import traffic as traffic_rows
 

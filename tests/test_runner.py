@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from conftest import KeywordEmbedder
 
+from evalcore.chunking import parse_strategies
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.groundtruth import load_ground_truth
 from evalcore.measures.metrics import mrr, recall_at_k
-from evalcore.pipeline.chunking import parse_strategies
-from evalcore.pipeline.runner import RunRequest, run_evaluation
 from evalcore.read.summary import summary_json, summary_table
+from evalcore.run.runner import RunRequest, run_evaluation
 from evalcore.store import Store
 
 DOC1 = "# One\n\n## Alpha\n\nalpha alpha beta.\n\n## Gamma\n\ngamma words here.\n"
@@ -205,7 +205,7 @@ def test_stored_locators_slice_the_stored_canonical_text(engine_store, engine_ru
 
 
 def test_word_pieces_and_normalisation_are_real(real_embedder):
-    from evalcore.pipeline.embedding import normalisation_check
+    from evalcore.embedding.embedder import normalisation_check
 
     texts = ["short", "a " * 300]
     pieces = real_embedder.count_pieces(texts)
@@ -225,7 +225,7 @@ def test_normalisation_check_against_scipy_distances():
     """
     from scipy.spatial.distance import cdist
 
-    from evalcore.pipeline.embedding import normalisation_check
+    from evalcore.embedding.embedder import normalisation_check
 
     rng = np.random.default_rng(5)
     v = rng.normal(size=(250, 24))
@@ -282,7 +282,7 @@ def test_stored_word_pieces_and_header_share_match_the_hf_tokenizer(engine_store
     """Index health figures recounted with transformers' AutoTokenizer on the stored texts."""
     from transformers import AutoTokenizer
 
-    from evalcore.pipeline.embedding import default_model_path
+    from evalcore.embedding.embedder import default_model_path
 
     tok = AutoTokenizer.from_pretrained(str(default_model_path()))
     store = Store(engine_store)

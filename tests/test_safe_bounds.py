@@ -62,8 +62,8 @@ VERDICT = rf"The chosen t = {NUMBER} (meets|does NOT meet) the bluff claim \(t <
 
 
 def _run(path, corpus, gt, name, embedder) -> str:
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.chunking import parse_strategies
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     request = RunRequest(corpus, gt, parse_strategies(STRATEGIES), RETRIEVERS, name=name)
     return run_evaluation(request, Store(path), embedders=[embedder]).run_id

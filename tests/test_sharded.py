@@ -1,4 +1,4 @@
-"""Retrieval sharded on Ray actors (evalcore.pipeline.sharded) against the one-machine path.
+"""Retrieval sharded on Ray actors (evalcore.retrieval.sharded.driver) against the one-machine path.
 
 One local Ray runtime (2 CPUs) for the module; every sharded run uses 4 actors. The results
 and hits must equal the one-machine run's row for row, every column, bit for bit: on the
@@ -26,7 +26,7 @@ SHARDS = 4
 
 @pytest.fixture(scope="module")
 def ray_runtime():
-    from evalcore.pipeline.distributed import connect
+    from evalcore.embedding.distributed import connect
 
     started = not ray.is_initialized()
     connect("local", num_cpus=2)
@@ -47,10 +47,10 @@ def _stored(store: Store, run_id: str, table: str, order: str) -> pd.DataFrame:
 
 
 def test_a_sharded_demo_run_equals_the_one_machine_run(ray_runtime, real_embedder, tiny_cross_encoder, tmp_path):
+    from evalcore.chunking import parse_strategies
     from evalcore.inputs.sources import load_demo
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.retrieval import Reranker
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.retrieval.bm25 import Reranker
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     corpus, gt = load_demo()
     store = Store(tmp_path / "s.duckdb")
@@ -83,9 +83,9 @@ def _bench_scale():
 
 
 def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cross_encoder):
-    from evalcore.pipeline.retrieval import Reranker
-    from evalcore.pipeline.scoring import score_queries
-    from evalcore.pipeline.sharded import score_sharded
+    from evalcore.retrieval.bm25 import Reranker
+    from evalcore.retrieval.sharded.driver import score_sharded
+    from evalcore.scoring import score_queries
 
     bench = _bench_scale()
     n, nq = 200_000, 120
@@ -115,8 +115,8 @@ def test_hard_data_sharded_equals_one_machine(ray_runtime):
     shards' counting and the exact deep hybrid rank), uneven shards."""
     from test_ranking import make_data
 
-    from evalcore.pipeline.scoring import score_queries
-    from evalcore.pipeline.sharded import score_sharded
+    from evalcore.retrieval.sharded.driver import score_sharded
+    from evalcore.scoring import score_queries
 
     for seed, n, nq, dim, distinct in ((3, 4001, 60, 8, None), (4, 3000, 60, 16, 40)):
         q, c, texts, qtexts, correct = make_data(seed, n, nq, dim, distinct)

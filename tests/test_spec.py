@@ -15,7 +15,7 @@ from evalcore.errors import ConfigError, EvalcoreError
 
 def test_a_run_spec_travels_to_a_job_as_json_and_back():
     from evalcore.external.endpoint import Endpoint, Fields
-    from evalcore.pipeline.spec import DEFAULT_RETRIEVERS, RunSpec
+    from evalcore.run.spec import DEFAULT_RETRIEVERS, RunSpec
 
     builtin = RunSpec(
         corpus=Path("docs"),
@@ -62,8 +62,8 @@ def test_a_dashboard_job_becomes_a_confined_run_spec(tmp_path, monkeypatch):
     inside the operator's data roots, in the job's process too."""
     from evalcore import jobs
     from evalcore.errors import InputError
-    from evalcore.pipeline.execute import load_inputs
-    from evalcore.pipeline.spec import RunSpec
+    from evalcore.run.execute import load_inputs
+    from evalcore.run.spec import RunSpec
     from evalcore.store import Store
 
     monkeypatch.setenv("EVALCORE_DATA_ROOTS", str(MINI))

@@ -130,9 +130,9 @@ def test_bad_options_exit_2_naming_the_option(engine_store, engine_run_id, capsy
 def test_a_run_without_off_topic_questions_exits_2_naming_it(tmp_path, mini_inputs, capsys):
     from conftest import KeywordEmbedder
 
+    from evalcore.chunking import parse_strategies
     from evalcore.inputs.groundtruth import load_ground_truth
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     corpus, _ = mini_inputs
     from conftest import MINI

@@ -23,7 +23,7 @@ from scipy.stats import ks_2samp
 from statsmodels.stats.proportion import proportion_confint
 
 from evalcore.cli import main
-from evalcore.pipeline.embedding import text_hash
+from evalcore.embedding.embedder import text_hash
 from evalcore.records import Configuration
 from evalcore.store import Store
 
@@ -33,10 +33,10 @@ T = 0.55
 
 @pytest.fixture(scope="module")
 def traffic_run(tmp_path_factory, real_embedder):
+    from evalcore.chunking import parse_strategies
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.groundtruth import load_ground_truth
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     path = tmp_path_factory.mktemp("traffic") / "evalcore.duckdb"
     corpus = load_corpus(MINI / "corpus")

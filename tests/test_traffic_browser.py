@@ -20,7 +20,7 @@ from statsmodels.stats.proportion import proportion_confint
 from test_traffic import T, _log_rows, _write_jsonl, traffic_run  # noqa: F401 - the run fixture
 
 from evalcore.cli import main
-from evalcore.pipeline.embedding import text_hash
+from evalcore.embedding.embedder import text_hash
 from evalcore.store import Store
 
 PRIVATE = "my name is Ada Quill, account 4711-0815, which port does kettle use"

@@ -141,7 +141,7 @@ def compare_text(
     from evalcore.regression.gate import gate_metric
 
     width = width or terminal_width()
-    from evalcore.pipeline.configurations import model_label
+    from evalcore.configurations import model_label
 
     k = int(gate_metric(metric).k)  # type: ignore[arg-type]
     first = resolve_run(store, run)

@@ -58,9 +58,9 @@ def _output(name: str) -> TextIO:
 
 
 def cmd_chunks(args: argparse.Namespace) -> int:
+    from evalcore.chunking import chunk_corpus, parse_strategies
     from evalcore.inputs import sources as inputs
     from evalcore.inputs.corpus import load_corpus
-    from evalcore.pipeline.chunking import chunk_corpus, parse_strategies
     from evalcore.read.citations import locator, page_range
 
     corpus = inputs.load_demo()[0] if args.demo else load_corpus(args.corpus)

@@ -36,7 +36,7 @@ def unexpected(exc: BaseException) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from evalcore.pipeline.model_env import NOTE
+    from evalcore.embedding.model_env import NOTE
 
     logging.basicConfig(level=logging.INFO if args.verbose else NOTE, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "chunks" and not args.demo and not args.corpus:

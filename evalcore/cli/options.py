@@ -8,10 +8,10 @@ import argparse
 import re
 from typing import TYPE_CHECKING
 
+from evalcore.chunking import DEFAULT_STRATEGIES
+from evalcore.configurations import EXTERNAL, SCORE_KINDS
 from evalcore.inputs.demo import RETRIEVERS as DEMO_RETRIEVERS
-from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
-from evalcore.pipeline.configurations import EXTERNAL, SCORE_KINDS
-from evalcore.pipeline.spec import DEFAULT_DEVICE, SIMILARITY
+from evalcore.run.spec import DEFAULT_DEVICE, SIMILARITY
 
 if TYPE_CHECKING:
     #: What ``add_subparsers`` returns: each command module adds its commands to it.

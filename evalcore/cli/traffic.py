@@ -23,7 +23,7 @@ from evalcore.traffic.log import FORMATS
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from evalcore.pipeline.embedding import load_embedder
+    from evalcore.embedding.embedder import load_embedder
     from evalcore.progress import BarProgress
     from evalcore.traffic.log import Fields
     from evalcore.traffic.replay import import_log

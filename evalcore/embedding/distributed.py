@@ -3,7 +3,7 @@
 ``python -m evalcore run ... --ray ADDRESS`` (``ray://head:10001``, ``auto`` inside a
 cluster) or ``--ray local`` (a Ray runtime on this machine). Texts go out as a Ray
 dataset; a pool of actors, each holding one copy of the model (loaded once per actor with
-:func:`evalcore.pipeline.embedding.load_embedder`: ONNX Runtime on CPU workers, torch with
+:func:`evalcore.embedding.embedder.load_embedder`: ONNX Runtime on CPU workers, torch with
 ``--device cuda`` on GPU workers), embeds batches; the driver puts the vectors back in
 order. Everything else (chunking, the store's vector cache, retrieval, scoring) stays on
 the driver, so vectors are cached under the same model name and text hash as local ones.
@@ -37,7 +37,7 @@ from evalcore.errors import ModelError
 if TYPE_CHECKING:
     import numpy as np
 
-    from evalcore.pipeline.embedding import Embedder
+    from evalcore.embedding.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class _Encoder:
     """A Ray Data actor: loads the model once, then embeds batch after batch."""
 
     def __init__(self, model_path: str | None, device: str) -> None:
-        from evalcore.pipeline.embedding import load_embedder
+        from evalcore.embedding.embedder import load_embedder
 
         self.embedder = load_embedder(model_path, device=device)
 
@@ -151,7 +151,7 @@ def connect(address: str, num_cpus: int | None = None) -> None:
 
 @dataclass
 class RayEmbedder:
-    """An :class:`evalcore.pipeline.embedding.Embedder` whose ``encode`` runs on Ray workers.
+    """An :class:`evalcore.embedding.embedder.Embedder` whose ``encode`` runs on Ray workers.
 
     ``local`` is the same model loaded here: it gives the name, size and word-piece counts.
     """

@@ -16,15 +16,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from evalcore.embedding.model_env import NOTE, offline
 from evalcore.errors import ModelError
-from evalcore.pipeline.model_env import NOTE, offline
 
 if TYPE_CHECKING:
     import numpy as np
     from sentence_transformers import SentenceTransformer
     from tokenizers import Tokenizer
 
-    from evalcore.pipeline.onnx_runtime import OnnxModel
+    from evalcore.embedding.onnx_runtime import OnnxModel
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -250,7 +250,7 @@ def model_name(model_path: str | Path | None) -> str:
 
 @dataclass
 class OnnxEmbedder:
-    """The same model through ONNX Runtime (:mod:`evalcore.pipeline.onnx_runtime`): same vectors
+    """The same model through ONNX Runtime (:mod:`evalcore.embedding.onnx_runtime`): same vectors
     (cosine >= 0.9999 to sentence-transformers', checked at export), same word pieces."""
 
     path: str
@@ -259,7 +259,7 @@ class OnnxEmbedder:
 
     @classmethod
     def load(cls, model_path: str | Path | None = None, threads: int = 0, backend: str = "") -> OnnxEmbedder:
-        from evalcore.pipeline import onnx_runtime
+        from evalcore.embedding import onnx_runtime
 
         path = Path(model_path) if model_path else default_model_path()
         _check_folder(path)
@@ -347,7 +347,7 @@ def _fast_path_missing(model_path: str | Path | None) -> list[str]:
     cached export) lacks here; empty when it can run. A plain install has none of them."""
     import importlib.util
 
-    from evalcore.pipeline import onnx_runtime
+    from evalcore.embedding import onnx_runtime
 
     def absent(name: str) -> bool:
         try:
@@ -477,7 +477,7 @@ def piece_counter() -> Callable[[str], int] | None:
     truncation), or None when the model is not installed (the page then says "n/a").
 
     Reads the model folder's ``tokenizer.json`` with the ``tokenizers`` library (padding and
-    truncation off), which counts exactly as :func:`evalcore.pipeline.embedding.count_pieces` but
+    truncation off), which counts exactly as :func:`evalcore.embedding.embedder.count_pieces` but
     loads in milliseconds instead of loading the whole model; falls back to that function.
     Built once per process.
     """

@@ -1,6 +1,6 @@
 """What every embedding runtime shares: the offline switches and the NOTE log level.
 
-Both :mod:`evalcore.pipeline.embedding` and :mod:`evalcore.pipeline.onnx_runtime` import
+Both :mod:`evalcore.embedding.embedder` and :mod:`evalcore.embedding.onnx_runtime` import
 this module, so neither needs the other for it.
 """
 

@@ -21,7 +21,7 @@ from evalcore.errors import ConfigError
 from evalcore.records import Strategy
 
 if TYPE_CHECKING:
-    from evalcore.pipeline.embedding import Embedder
+    from evalcore.embedding.embedder import Embedder
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 

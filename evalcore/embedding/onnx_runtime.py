@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.embedding.model_env import NOTE, offline
 from evalcore.errors import ModelError
-from evalcore.pipeline.model_env import NOTE, offline
 
 if TYPE_CHECKING:
     import numpy as np

@@ -9,6 +9,6 @@
 - :mod:`~evalcore.external.endpoint`, :mod:`~evalcore.external.endpoint_calls` and
   :mod:`~evalcore.external.responses`: ``run-endpoint`` (a live search service: what it is and
   how its answers read, the requests sent, a response cache in the store).
-- :mod:`~evalcore.external.function`: ``evalcore.evaluate(retriever=fn)`` (a Python function),
+- :mod:`~evalcore.run.evaluate`: ``evalcore.evaluate(retriever=fn)`` (a Python function),
   whose returned hits :mod:`~evalcore.external.python_hits` reads.
 """

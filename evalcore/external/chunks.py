@@ -111,7 +111,7 @@ class ChunkSet:
     def _section(self, doc_id: str, offset: int) -> str | None:
         """The ``## `` section holding ``offset`` (None before the first heading)."""
         if doc_id not in self._headings:
-            from evalcore.pipeline.chunking import headings
+            from evalcore.chunking import headings
 
             found = headings(self._docs[doc_id].text)
             self._headings[doc_id] = ([o for o, _ in found], [t for _, t in found])
@@ -224,7 +224,7 @@ class ChunkSet:
 
     def correct(self, spans: dict[str, Span]) -> dict[str, set[int]]:
         """{group: chunk ids whose evidence range holds the group's span} (METHODS.md "Correct hits")."""
-        from evalcore.pipeline.scoring import correct_sets
+        from evalcore.scoring import correct_sets
 
         ids, chunks = self.located_chunks()
         return {g: {ids[i] for i in found} for g, found in correct_sets(chunks, spans).items()}
@@ -233,7 +233,7 @@ class ChunkSet:
         """(group, cut) of the ground truths no chunk holds; None when the set is not complete."""
         if not self.complete:
             return None
-        from evalcore.pipeline.scoring import destroyed_cut
+        from evalcore.scoring import destroyed_cut
 
         _, chunks = self.located_chunks()
         return [(g, destroyed_cut(chunks, spans[g])) for g in sorted(spans) if not correct[g]]

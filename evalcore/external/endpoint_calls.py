@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from evalcore import __version__
+from evalcore.configurations import EXTERNAL
 from evalcore.errors import ConfigError
 from evalcore.external.endpoint import Endpoint, parse
 from evalcore.external.hits import BadHits
 from evalcore.external.record import Failure
 from evalcore.external.responses import Response
-from evalcore.pipeline.configurations import EXTERNAL
 
 if TYPE_CHECKING:
     from email.message import Message
@@ -371,11 +371,11 @@ def run_endpoint(
     ``chunks_path`` (optional) is the service's whole chunk set as a chunk file: hits may then
     name chunks by id alone, and destroyed answers can be counted; without it, the chunk set
     is what the service returned. Inputs are checked before the run row is written."""
+    from evalcore.configurations import external
     from evalcore.external.chunks import ChunkSet, read_chunks
     from evalcore.external.importer import check_name
     from evalcore.external.live import run_live
     from evalcore.external.record import DEFAULT_MAX_FAILURES
-    from evalcore.pipeline.configurations import external
 
     endpoint.check()
     check_name(chunker, "--chunker")

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalcore.configurations import EXTERNAL, external
 from evalcore.errors import InputError
-from evalcore.pipeline.configurations import EXTERNAL, external
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, GroundTruth

@@ -22,8 +22,8 @@ from evalcore.external.hits import BadHits, RawHit, resolve
 from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure, check_failures, query_order, run_row, tables
 
 if TYPE_CHECKING:
+    from evalcore.configurations import ConfigInfo
     from evalcore.external.chunks import ChunkSet
-    from evalcore.pipeline.configurations import ConfigInfo
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
@@ -67,9 +67,9 @@ def run_live(
     """Ask ``answer`` for every query, score and store the run (see the module docstring).
     TooManyFailures (the run marked failed) past ``max_failures``."""
     from evalcore import signals
-    from evalcore.pipeline.runner import fail_run
     from evalcore.progress import Fanout, SilentProgress, Stage, StoreProgress
     from evalcore.store.basics import new_run_id
+    from evalcore.store.runs import fail_run
 
     cancelled = cancelled or (lambda: False)
     run_id = run_id or new_run_id()

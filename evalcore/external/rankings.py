@@ -228,7 +228,7 @@ def _read_json(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
 def read_rankings(path: str | Path, kind: str = "similarity", fmt: str | None = None) -> RankingFile:
     """Read ``path`` (format detected unless ``fmt``) and rank each query's hits (see the
     module docstring). ``kind`` is ``similarity`` (higher first) or ``distance``."""
-    from evalcore.pipeline.configurations import score_kind
+    from evalcore.configurations import score_kind
 
     path = Path(path)
     kind = score_kind(kind)

@@ -30,9 +30,9 @@ from evalcore.measures.threshold import DEFAULT_TOP
 if TYPE_CHECKING:
     import pandas as pd
 
+    from evalcore.configurations import ConfigInfo
     from evalcore.external.chunks import ChunkSet
     from evalcore.external.rankings import RankingFile
-    from evalcore.pipeline.configurations import ConfigInfo
     from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
 
@@ -338,7 +338,7 @@ def record(
     try:
         store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, failures, timings), {})
     except BaseException as exc:  # noqa: BLE001 - any end (signals too) marks the run; fail_run re-raises
-        from evalcore.pipeline.runner import fail_run
+        from evalcore.store.runs import fail_run
 
         fail_run(store, run_id, "writing results", exc)
     return run_id

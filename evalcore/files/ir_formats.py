@@ -126,7 +126,7 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
     """Write ``run`` (run id, name or unique prefix; complete) in the standard formats into
     ``folder`` (see the module docstring). ``configurations`` (``["E/dense", ...]``) limits
     the runs written; their strategies' datasets are written whole."""
-    from evalcore.pipeline.configurations import failures
+    from evalcore.configurations import failures
     from evalcore.read.refs import resolve_run
     from evalcore.read.runs import configurations as run_configurations
 

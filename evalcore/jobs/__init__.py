@@ -3,7 +3,7 @@
 One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
 
 - :mod:`~evalcore.jobs.prepare`: what a job evaluates (:class:`JobSpec`, which becomes the
-  job's :class:`~evalcore.pipeline.spec.RunSpec`, stored as JSON in its row) and the inputs
+  job's :class:`~evalcore.run.spec.RunSpec`, stored as JSON in its row) and the inputs
   checked before it is queued: uploads saved under ``runs/uploads/JOB_ID/``, server folders
   inside the operator's data roots, or the demo.
 - :mod:`~evalcore.jobs.queue`: the ``jobs`` table: :func:`submit`, :func:`cancel`, the
@@ -13,7 +13,7 @@ One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
   detached (a new session, output to ``runs/jobs/JOB_ID.log``), so a page rerun, a
   reload, another tab or a restart of Streamlit never stops it.
 - :mod:`~evalcore.jobs.worker`: the job's own process: wait for a slot,
-  :func:`evalcore.pipeline.execute.execute` its RunSpec with a cancel check, and record how it ended,
+  :func:`evalcore.run.execute.execute` its RunSpec with a cancel check, and record how it ended,
   its own errors and signals included.
 
 A job whose process is gone is marked ``failed`` (with its run) by the store's reaper

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import EXTERNAL
 from evalcore.errors import ConfigError, InputError
-from evalcore.pipeline.configurations import EXTERNAL
-from evalcore.pipeline.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
+from evalcore.run.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
 from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
@@ -117,10 +117,10 @@ class NothingToScore(InputError):
 def load_inputs(spec: JobSpec, cache: Store | None = None, sets: Store | None = None) -> tuple[Corpus, GroundTruth]:
     """``(corpus, ground truth)`` of a spec; InputError / ConfigError otherwise. Server
     folders are checked against the data roots (again in the job's process: the run's
-    :func:`evalcore.pipeline.execute.load_inputs`). With ``cache`` (the job's store), PDF and
+    :func:`evalcore.run.execute.load_inputs`). With ``cache`` (the job's store), PDF and
     HTML extractions are reused. A spec with a question set reads it from ``sets`` (the
     store, read only) and resolves it against the corpus as the run will."""
-    from evalcore.pipeline.execute import load_inputs as load
+    from evalcore.run.execute import load_inputs as load
 
     if spec.source not in SOURCES:
         raise ConfigError(f"unknown job source {spec.source!r}; known: {', '.join(SOURCES)}")
@@ -157,7 +157,7 @@ def _server_paths(corpus: str | None, questions: str | None, ood: str | None) ->
 def model_folders(spec: JobSpec) -> list[str]:
     """The spec's model folders, each inside the operator's data roots (checked again in the
     job's process); empty for the packaged model."""
-    from evalcore.pipeline.execute import model_folders as folders
+    from evalcore.run.execute import model_folders as folders
 
     return folders(spec.run_spec())
 
@@ -172,13 +172,13 @@ def validate(spec: JobSpec, sets: Store | None = None) -> dict[str, Any]:
 
 def _validated(spec: JobSpec, sets: Store | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
+    from evalcore.chunking import parse_strategies
     from evalcore.inputs.groundtruth import validation_report
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.retrieval import parse_retrievers
+    from evalcore.retrieval.bm25 import parse_retrievers
 
     if spec.endpoint is not None:
+        from evalcore.configurations import score_kind
         from evalcore.external.endpoint import allowed
-        from evalcore.pipeline.configurations import score_kind
 
         options = endpoint_options(spec.endpoint)
         options["endpoint"].check()

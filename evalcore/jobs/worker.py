@@ -82,8 +82,8 @@ def _record(store: Store, job_id: str, status: str, reason: str) -> None:
 
 
 def _run(store: Store, job_id: str, slots: int | None) -> str:
-    from evalcore.pipeline.execute import execute
-    from evalcore.pipeline.spec import RunSpec
+    from evalcore.run.execute import execute
+    from evalcore.run.spec import RunSpec
     from evalcore.store import Store as _Store
 
     found = store.query("SELECT run_id, name, spec FROM jobs WHERE job_id = ?", [job_id])

@@ -69,7 +69,7 @@ def gate_values(store: Store, run_id: str, configuration: Configuration) -> Gate
     minima :func:`evalcore.read.sweeps.sweep` sweeps)."""
     import numpy as np
 
-    from evalcore.pipeline.configurations import info
+    from evalcore.configurations import info
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"

@@ -84,7 +84,7 @@ def distances(store: Store, run_id: str, configuration: Configuration) -> pd.Dat
     reads the retriever's own score (a run made elsewhere, METHODS.md "Runs made elsewhere"), ``distance`` holds that
     score; the column ``axis`` names what it holds (:class:`evalcore.measures.threshold.Axis`).
     """
-    from evalcore.pipeline.configurations import info
+    from evalcore.configurations import info
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     answer, top = ("answer_score", "top_score") if gate.column == "score" else ("answer_distance", "top_distance")

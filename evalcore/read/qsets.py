@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from evalcore.inputs import qsets
 
 if TYPE_CHECKING:
+    from evalcore.embedding.embedder import Embedder
     from evalcore.inputs.suggest import Candidate
     from evalcore.inputs.uploads import UploadedFile
-    from evalcore.pipeline.embedding import Embedder
     from evalcore.records import Corpus, Document, Question
     from evalcore.store import Store
     from evalcore.traffic.replayers import Replayer
@@ -86,10 +86,10 @@ def check(corpus: Corpus, doc_id: str, start: int, end: int, strategies: Sequenc
     """The selection ``[start, end)`` of ``doc_id`` as a needle: stripped of surrounding
     whitespace, then resolved over the whole corpus exactly as a run resolves it (found once,
     no heading line touched), and chunked with each strategy to list those that destroy it."""
+    from evalcore.chunking import chunk_document, parse_strategies
     from evalcore.inputs.groundtruth import resolve
-    from evalcore.pipeline.chunking import chunk_document, parse_strategies
-    from evalcore.pipeline.scoring import destroyed_cut, is_correct
     from evalcore.records import Question
+    from evalcore.scoring import destroyed_cut, is_correct
 
     doc = corpus.by_id()[doc_id]
     start, end = max(0, min(start, end)), min(len(doc.text), max(start, end))
@@ -180,7 +180,7 @@ def run_corpus(store: Store, run_id: str) -> Corpus:
 
 def run_strategies(store: Store, run_id: str) -> list[str]:
     """The named strategies (A-G) of a run, the ones a selection can be checked against."""
-    from evalcore.pipeline.chunking import NAMED_STRATEGIES
+    from evalcore.chunking import NAMED_STRATEGIES
 
     names = str(store.run(run_id).get("strategies") or "").split(",")
     return [n for n in names if n in NAMED_STRATEGIES]
@@ -228,7 +228,7 @@ def hit_configurations(store: Store, run_id: str) -> tuple[list[str], str | None
     """The configurations ``STRATEGY/RETRIEVER`` of a run whose hits a new query can get
     exactly as the run ranked its own (built-in ones: the run's model, chunks, BM25 index and
     cross-encoder), and, when there is none, the one line that says why."""
-    from evalcore.pipeline.configurations import read
+    from evalcore.configurations import read
 
     configs = read(store, run_id)
     usable = sorted(info.label for info in configs.values() if info.source == "builtin")

@@ -238,8 +238,8 @@ class QueryView:
 def query_view(store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float) -> QueryView:
     """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps
     (on the configuration's axis: the cosine distance, or a run made elsewhere's own score)."""
+    from evalcore.configurations import info
     from evalcore.measures.threshold import gate
-    from evalcore.pipeline.configurations import info
 
     res = store.query(
         "SELECT q.domain, q.kind, r.first_correct_rank, r.destroyed FROM queries q "
@@ -300,7 +300,7 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     and its word pieces, or the NO ANSWER line)."""
     import pandas as pd
 
-    from evalcore.pipeline.embedding import piece_counter
+    from evalcore.embedding.embedder import piece_counter
     from evalcore.read.citations import NoAnswer, Source, context_for_query
 
     top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
@@ -354,8 +354,8 @@ def query_tokens(
     """
     import pandas as pd
 
-    from evalcore.pipeline.configurations import info
-    from evalcore.pipeline.retrieval import ANALYZED, Analyzer, split_retriever, tokens, words
+    from evalcore.configurations import info
+    from evalcore.retrieval.bm25 import ANALYZED, Analyzer, split_retriever, tokens, words
 
     base, analyzer = split_retriever(configuration.retriever)
     if base not in ANALYZED or info(store, run_id, configuration.strategy, configuration.retriever).source != "builtin":

@@ -6,8 +6,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import model_label
 from evalcore.errors import StoreError
-from evalcore.pipeline.configurations import model_label
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:

@@ -62,7 +62,7 @@ def summary_json(store: Store, run_id: str) -> dict[str, Any]:
     """Machine-readable summary: the run id and, per configuration, the figures of the table."""
     import pandas as pd
 
-    from evalcore.pipeline.configurations import read
+    from evalcore.configurations import read
 
     run = store.run(run_id)
     table = summary_table(store, run_id)

@@ -37,12 +37,12 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
 
     The store gives each query's smallest top-4 distance and smallest correct one in one
     query; :func:`evalcore.measures.threshold.sweep_from_minima` does the rest. A configuration made
-    elsewhere gates on its own score (:func:`evalcore.pipeline.configurations.ConfigInfo.axis`): then
+    elsewhere gates on its own score (:func:`evalcore.configurations.ConfigInfo.axis`): then
     the largest scores of a similarity, and the frame's ``higher_is_closer`` column says so."""
     import numpy as np
 
+    from evalcore.configurations import info
     from evalcore.measures.threshold import sweep_from_minima
-    from evalcore.pipeline.configurations import info
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
@@ -77,7 +77,7 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
 def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
     """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`): the cosine
     distance of a built-in configuration, or a run made elsewhere's own score."""
-    from evalcore.pipeline.configurations import info
+    from evalcore.configurations import info
 
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
@@ -231,7 +231,7 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
 def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold: float) -> pd.DataFrame:
     """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
     each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
-    from evalcore.pipeline.configurations import info
+    from evalcore.configurations import info
     from evalcore.read.queries import locator
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis

@@ -41,7 +41,7 @@ def _key(run_id: str, configuration: Configuration) -> list[str]:
 
 
 def axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
-    from evalcore.pipeline.configurations import info
+    from evalcore.configurations import info
 
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def axis_of(store: Store, run_id: str, configuration: str) -> Axis:
     """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`)."""
-    from evalcore.pipeline.configurations import info
+    from evalcore.configurations import info
     from evalcore.records import Configuration
 
     parsed = Configuration.parse(configuration)

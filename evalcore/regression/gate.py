@@ -153,7 +153,7 @@ def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
 
 def _failed(store: Store, run_id: str) -> dict[str, set[str]]:
     """{configuration: ids of the queries it could not answer} (failed endpoint calls)."""
-    from evalcore.pipeline.configurations import failures
+    from evalcore.configurations import failures
 
     out: dict[str, set[str]] = {}
     for row in failures(store, run_id).itertuples(index=False):
@@ -384,7 +384,7 @@ def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any], pairs: l
             name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
             notes.append(f"strategy {name}: {old} -> {new}")
     if base_run.get("model") != cand_run.get("model"):
-        from evalcore.pipeline.configurations import model_label
+        from evalcore.configurations import model_label
 
         notes.append(f"{model_label(base_run)} -> {model_label(cand_run)}")
     return notes

@@ -248,7 +248,7 @@ class BM25:
 
         import numpy as np
 
-        from evalcore.pipeline.wordcount import count_words, postings
+        from evalcore.retrieval.engine.wordcount import count_words, postings
 
         analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
         # a stemming analyzer: words now, their stems once at the end
@@ -294,7 +294,7 @@ class BM25:
         pass over the query terms' postings)."""
         import numpy as np
 
-        from evalcore.pipeline import kernels
+        from evalcore.retrieval.engine import kernels
 
         qm = self._query_matrix([query])
         w = self.weights

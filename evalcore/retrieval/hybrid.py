@@ -8,15 +8,15 @@ chunk (fused score ``f*``) is beaten only by chunks of dense or BM25 rank at mos
 largest rank with ``2 / (60 + R) >= f*``, so those are counted among the candidates of depth
 R. A candidate's ranks start as bounds from the heads, are narrowed by counting over the row
 where they do not decide, and are made exact only where they still do not (see
-:mod:`evalcore.pipeline.rank_rows`), every undecided candidate of a query in one batch.
+:mod:`evalcore.retrieval.engine.rank_rows`), every undecided candidate of a query in one batch.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalcore.pipeline.rank_rows import BM25Row, DenseRow
-from evalcore.pipeline.retrieval import RRF_K
+from evalcore.retrieval.bm25 import RRF_K
+from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,7 +98,7 @@ class Hybrid:
 
     def _resolve(self, which: np.ndarray) -> None:
         """Make the ranks of candidates ``which`` (indices into cand) exact (from the heads,
-        else from a counting pass over the row, see :mod:`evalcore.pipeline.rank_rows`)."""
+        else from a counting pass over the row, see :mod:`evalcore.retrieval.engine.rank_rows`)."""
 
         dense, bm = self.dense, self.bm
         d_open = which[self.rd_lo[which] != self.rd_hi[which]]

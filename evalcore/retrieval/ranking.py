@@ -16,10 +16,10 @@ and equal vectors tie exactly (then chunk order decides). Distances are ``1 - si
 float64 and orders compare those distances, as the full sort did.
 
 Hybrid (RRF of the dense order and the BM25 order of the chunks sharing a term with the
-query) is decided from the two orders' heads and rank counts (:mod:`evalcore.pipeline.fusion`).
+query) is decided from the two orders' heads and rank counts (:mod:`evalcore.retrieval.hybrid`).
 
-One query's exact dense and BM25 orders are :mod:`evalcore.pipeline.rank_rows`, their fusion
-:mod:`evalcore.pipeline.fusion`; this module screens a block of queries, works on its queries
+One query's exact dense and BM25 orders are :mod:`evalcore.retrieval.engine.rank_rows`, their fusion
+:mod:`evalcore.retrieval.hybrid`; this module screens a block of queries, works on its queries
 a group at a time on several threads, and reranks (:func:`rank_block`).
 """
 
@@ -31,9 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalcore.pipeline.fusion import Hybrid
-from evalcore.pipeline.rank_rows import BM25Row, DenseRow
-from evalcore.pipeline.retrieval import BM25, RERANK_DEPTH, retriever_name
+from evalcore.retrieval.bm25 import BM25, RERANK_DEPTH, retriever_name
+from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
+from evalcore.retrieval.hybrid import Hybrid
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,11 +105,11 @@ def max_norm(vectors: np.ndarray, block: int = 65536) -> float:
 
 def workers() -> int:
     """Threads that work on the queries of a block at once: the cores this process may use
-    (``EVALCORE_THREADS`` overrides, see :func:`evalcore.pipeline.threads.retrieval_threads`);
+    (``EVALCORE_THREADS`` overrides, see :func:`evalcore.retrieval.engine.threads.retrieval_threads`);
     the row kernels release the GIL."""
     import os
 
-    from evalcore.pipeline.threads import retrieval_threads
+    from evalcore.retrieval.engine.threads import retrieval_threads
 
     chosen = retrieval_threads()
     if chosen is not None:

@@ -2,7 +2,7 @@
 
 ``fn(query: str, k: int)`` returns the query's hits, best first, each with a score (the forms it
 may take: evalcore.external.python_hits). The result is a stored run like any other, made by
-:func:`evalcore.pipeline.execute.execute`; a call that raises fails that query with the
+:func:`evalcore.run.execute.execute`; a call that raises fails that query with the
 exception as the reason.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import EXTERNAL
 from evalcore.external.record import DEFAULT_MAX_FAILURES
-from evalcore.pipeline.configurations import EXTERNAL
-from evalcore.pipeline.spec import DEFAULT_K, PYTHON, SIMILARITY
+from evalcore.run.spec import DEFAULT_K, PYTHON, SIMILARITY
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,9 +69,9 @@ def evaluate(
     the run shows on every page of the dashboard.
     """
     from evalcore.external.live import LiveResult
-    from evalcore.pipeline.execute import execute
-    from evalcore.pipeline.spec import RunSpec
     from evalcore.read.summary import summary_table
+    from evalcore.run.execute import execute
+    from evalcore.run.spec import RunSpec
     from evalcore.store import Store
 
     spec = RunSpec(

@@ -1,7 +1,7 @@
-"""The one way a run is made: :func:`execute` a :class:`~evalcore.pipeline.spec.RunSpec`.
+"""The one way a run is made: :func:`execute` a :class:`~evalcore.run.spec.RunSpec`.
 
 It loads the spec's inputs, then runs the built-in pipeline
-(:func:`evalcore.pipeline.runner.run_evaluation`), a live endpoint
+(:func:`evalcore.run.runner.run_evaluation`), a live endpoint
 (:func:`evalcore.external.endpoint.run_endpoint`) or a Python retriever
 (:func:`evalcore.external.live.run_live`), and stores the run. The CLI's run commands, the job
 worker (the New run screen's jobs) and :func:`evalcore.evaluate` all come through here.
@@ -14,20 +14,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
+from evalcore.embedding.distributed import check_address
 from evalcore.errors import ConfigError, RunInterrupted
-from evalcore.pipeline.distributed import check_address
-from evalcore.pipeline.spec import RunSpec
-from evalcore.pipeline.threads import retrieval_threads
+from evalcore.retrieval.engine.threads import retrieval_threads
+from evalcore.run.spec import RunSpec
 
 if TYPE_CHECKING:
     from threading import Thread
 
+    from evalcore.embedding.embedder import Embedder
     from evalcore.external.live import LiveResult
     from evalcore.inputs.qsets import QuestionSet
-    from evalcore.pipeline.embedding import Embedder
-    from evalcore.pipeline.runner import RunResult
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
+    from evalcore.run.runner import RunResult
     from evalcore.store import Store
 
 NO_QUESTION = "no valid in-domain question to score (every needle is invalid)"
@@ -127,14 +127,14 @@ def embedders(spec: RunSpec) -> list[Embedder]:
     """The spec's embedding models, loaded (on a Ray cluster when ``spec.ray``). Without model
     folders, the packaged model, or the test embedder of ``$EVALCORE_TEST_EMBEDDER``
     (evalcore.testhooks; the one place a run reads it)."""
-    from evalcore.pipeline.embedding import load_embedder
+    from evalcore.embedding.embedder import load_embedder
 
     paths = model_folders(spec)
     loaded = [load_embedder(p, device=spec.device) for p in paths]
     if not loaded:
         loaded = [testhooks.embedder() or load_embedder(None, device=spec.device)]
     if spec.ray:
-        from evalcore.pipeline.distributed import RayEmbedder
+        from evalcore.embedding.distributed import RayEmbedder
 
         where: list[str | None] = [*paths] or [None]
         loaded = [
@@ -145,14 +145,14 @@ def embedders(spec: RunSpec) -> list[Embedder]:
 
 
 def _warm_kernels() -> Thread:
-    """:func:`evalcore.pipeline.kernels.warm` in a thread, started now (a failure there only
+    """:func:`evalcore.retrieval.engine.kernels.warm` in a thread, started now (a failure there only
     leaves the loading to the first query)."""
     import logging
     import threading
 
     def warm() -> None:
         try:
-            from evalcore.pipeline import kernels
+            from evalcore.retrieval.engine import kernels
 
             kernels.warm()
         except Exception:
@@ -202,9 +202,9 @@ def _builtin(
     step: Callable[[str], None],
     on_inputs: Callable[[Inputs], None] | None,
 ) -> RunResult:
-    from evalcore.pipeline.chunking import parse_strategies
-    from evalcore.pipeline.retrieval import parse_retrievers
-    from evalcore.pipeline.runner import RunRequest, run_evaluation
+    from evalcore.chunking import parse_strategies
+    from evalcore.retrieval.bm25 import parse_retrievers
+    from evalcore.run.runner import RunRequest, run_evaluation
 
     retrieval_threads()  # a bad $EVALCORE_THREADS stops the run here, not after embedding
     if spec.ray:
@@ -289,11 +289,11 @@ def _python(
     on_inputs: Callable[[Inputs], None] | None,
     run_id: str | None,
 ) -> LiveResult:
+    from evalcore.configurations import external
     from evalcore.external.chunks import ChunkSet, read_chunks
     from evalcore.external.importer import check_name
     from evalcore.external.live import run_live
     from evalcore.external.python_hits import answers
-    from evalcore.pipeline.configurations import external
 
     fn = spec.function
     if not callable(fn):

@@ -12,24 +12,24 @@ from __future__ import annotations
 import json
 import logging
 import platform
-import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
-from evalcore.errors import Interrupted, RunInterrupted
+from evalcore.errors import Interrupted
 from evalcore.measures.threshold import DEFAULT_TOP
-from evalcore.pipeline.retrieval import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
-from evalcore.pipeline.stages import Work
 from evalcore.progress import Fanout, Progress, SilentProgress, StoreProgress
 from evalcore.records import Corpus, GroundTruth, Strategy
+from evalcore.retrieval.bm25 import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
+from evalcore.run.stages import Work
 from evalcore.store.basics import new_run_id
+from evalcore.store.runs import fail_run
 
 if TYPE_CHECKING:
-    from evalcore.pipeline.embedding import Embedder
-    from evalcore.pipeline.retrieval import Reranker
+    from evalcore.embedding.embedder import Embedder
+    from evalcore.retrieval.bm25 import Reranker
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class RunRequest:
     reranker_path: str | None = None
     top_n: int = TOP_N
     settings: dict[str, Any] = field(default_factory=dict)
-    ray: str | None = None  # a Ray address: retrieval sharded on its actors (evalcore.pipeline.sharded)
+    ray: str | None = None  # a Ray address: retrieval sharded on its actors (evalcore.retrieval.sharded.driver)
     shards: int | None = None
     device: str = "cpu"  # cuda: the dense screening's matrix products on the GPU too
 
@@ -75,11 +75,11 @@ def run_evaluation(
     run_id: str | None = None,
 ) -> RunResult:
     """Evaluate ``request`` and store it as one complete run; returns its id and counts.
-    Callers build a RunSpec and :func:`evalcore.pipeline.execute.execute` it, which loads the
+    Callers build a RunSpec and :func:`evalcore.run.execute.execute` it, which loads the
     inputs and models and calls this.
 
     ``embedders``: the embedding models (default: the packaged one); with several, every
-    strategy runs under each model, stored as ``STRATEGY@MODEL`` (:func:`evalcore.pipeline.models.plan`).
+    strategy runs under each model, stored as ``STRATEGY@MODEL`` (:func:`evalcore.embedding.models.plan`).
 
     ``progress`` receives every stage on the run's one scale (evalcore.progress); the run's
     row in the store follows the same stages. ``cancelled`` is polled between stages,
@@ -104,14 +104,14 @@ def _evaluate(
     cancelled: Callable[[], bool] | None,
     run_id: str | None,
 ) -> RunResult:
-    from evalcore.pipeline.embedding import load_embedder
+    from evalcore.embedding.embedder import load_embedder
 
     retrievers = parse_retrievers(request.retrievers)
     rerank_note = None
     reranks = [r for r in retrievers if split_retriever(r)[0] == "rerank"]
     if reranks and reranker is None:
         if request.reranker_path:
-            from evalcore.pipeline.retrieval import Reranker as _Reranker
+            from evalcore.retrieval.bm25 import Reranker as _Reranker
 
             reranker = _Reranker.load(request.reranker_path)
         else:
@@ -130,7 +130,7 @@ def _evaluate(
         from evalcore.errors import ConfigError
 
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
-    from evalcore.pipeline.models import plan as model_plan
+    from evalcore.embedding.models import plan as model_plan
 
     models = list(embedders or ()) or [load_embedder()]
     plan = model_plan(request.strategies, models)
@@ -223,36 +223,6 @@ def _evaluate(
 def _before_commit() -> None:
     testhooks.pause("writing results")
     signals.check()
-
-
-def fail_run(store: Store, run_id: str, stage: str, exc: BaseException) -> NoReturn:
-    """Mark the run failed (or cancelled) with its reason where the store can be written,
-    then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was.
-    Every kind of run ends this way (built-in ones here, runs made elsewhere in evalcore.external)."""
-    from evalcore.errors import EvalcoreError
-    from evalcore.store import Store as _Store
-
-    signum = signals.received()
-    if signum is not None:
-        reason = f"interrupted by {signal.Signals(signum).name} during {stage}"
-    elif isinstance(exc, KeyboardInterrupt):
-        reason = "interrupted (Ctrl-C)"
-    elif isinstance(exc, EvalcoreError):
-        reason = str(exc)
-    else:
-        reason = f"{type(exc).__name__}: {exc}"
-    status = "cancelled" if signum is None and isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
-    try:  # a short lock wait: a run that cannot be marked now is marked by the reaper later
-        _Store(store.path, lock_timeout=10.0).finish_run(run_id, status, reason)
-        marked = f"run {run_id} marked {status}"
-    except Exception as err:  # noqa: BLE001 - the original error matters more
-        log.info("could not mark run %s %s: %s", run_id, status, err)
-        marked = f"run {run_id} could not be marked {status} now (it will be once the store can be written)"
-        if isinstance(exc, EvalcoreError) and not isinstance(exc, Interrupted):
-            raise type(exc)(f"{exc}; {marked}") from exc
-    if signum is not None:
-        raise Interrupted(signum, f"during {stage}", marked) from None
-    raise exc
 
 
 def _version(package: str) -> str | None:

@@ -4,7 +4,7 @@ A run measures one of three retrievers on one set of inputs:
 
 - the built-in pipeline (``strategies`` x ``models`` x ``retrievers``; the default);
 - a live search service over HTTP (``endpoint``: an :class:`~evalcore.external.endpoint.Endpoint`);
-- a retriever written in Python (``function``: ``fn(query, k)`` -> hits, see evalcore.external.function).
+- a retriever written in Python (``function``: ``fn(query, k)`` -> hits, see evalcore.run.evaluate).
 
 Its inputs are the built-in demo (``demo=True``), or a corpus folder with ``questions`` (and
 ``ood``), or a corpus folder with a question set of the store (``dataset``: ``NAME[@VERSION]``).
@@ -14,7 +14,7 @@ process: ``confined`` reads model folders only inside the operator's data roots
 (``$EVALCORE_ENDPOINTS``); ``server_paths`` reads the corpus and question files only inside
 the data roots too (a folder typed on the New run screen; an upload's saved files are not).
 
-:func:`evalcore.pipeline.execute.execute` makes the run; the CLI, the job worker, the New run
+:func:`evalcore.run.execute.execute` makes the run; the CLI, the job worker, the New run
 screen (through a job) and :func:`evalcore.evaluate` all build a RunSpec for it.
 :meth:`RunSpec.to_json` / :meth:`RunSpec.from_json` carry a spec to a job's process (a Python
 function or a loaded corpus cannot travel; header values are never written).
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.chunking import DEFAULT_STRATEGIES
+from evalcore.configurations import EXTERNAL
 from evalcore.errors import ConfigError
 from evalcore.external.record import DEFAULT_MAX_FAILURES
-from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
-from evalcore.pipeline.configurations import EXTERNAL
 
 if TYPE_CHECKING:
     from evalcore.external.endpoint import Endpoint
@@ -55,7 +55,7 @@ class RunSpec:
     ``models`` (model folders; empty: the packaged all-MiniLM-L6-v2; several: each strategy under
     each, stored as ``STRATEGY@MODEL``), ``device``, ``ray`` (a Ray address to embed and retrieve on:
     the chunks of a strategy are then split into ``shards`` held by Ray actors, see
-    evalcore.pipeline.sharded; ``shards`` None: one per node, at least two),
+    evalcore.retrieval.sharded.driver; ``shards`` None: one per node, at least two),
     ``reranker`` (a local cross-encoder folder for ``rerank``).
     Endpoint or Python retriever: ``chunker`` and ``retriever_name`` (the configuration's names),
     ``score`` (``similarity`` or ``distance``), ``chunks`` (the retriever's whole chunk file,

@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
 from evalcore.errors import RunInterrupted
-from evalcore.pipeline.retrieval import split_retriever
 from evalcore.progress import Progress, Scale, Stage
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
+from evalcore.retrieval.bm25 import split_retriever
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
-    from evalcore.pipeline.embedding import Embedder
-    from evalcore.pipeline.models import Planned
-    from evalcore.pipeline.retrieval import Reranker
+    from evalcore.embedding.embedder import Embedder
+    from evalcore.embedding.models import Planned
+    from evalcore.retrieval.bm25 import Reranker
     from evalcore.store import Store
 
 
@@ -104,7 +104,7 @@ class Work:
         )
 
     def _embed(self, texts: Sequence[str], embedder: Embedder) -> tuple[np.ndarray, Any]:
-        from evalcore.pipeline.embedding import embed_with_cache
+        from evalcore.embedding.embedder import embed_with_cache
 
         vecs, st = embed_with_cache(embedder, texts, self.store, on_progress=self.progress.advance)
         self.new_embeddings += st.new
@@ -144,7 +144,7 @@ class Work:
                 item.strategy, qvecs[item.embedder.name], qids, texts, n_in, groups, item.embedder, item.chunker
             )
 
-        from evalcore.pipeline.configurations import builtin_rows
+        from evalcore.configurations import builtin_rows
 
         self.rows["configurations"] = builtin_rows(
             self.run_id, [(p.strategy.name, p.chunker, p.embedder.name) for p in self.plan], self.retrievers
@@ -179,9 +179,9 @@ class Work:
         embedder: Embedder,
         chunker: str,
     ) -> None:
-        from evalcore.pipeline.chunking import chunk_corpus
-        from evalcore.pipeline.embedding import WINDOW, normalisation_check
-        from evalcore.pipeline.scoring import correct_sets, destroyed_cut
+        from evalcore.chunking import chunk_corpus
+        from evalcore.embedding.embedder import WINDOW, normalisation_check
+        from evalcore.scoring import correct_sets, destroyed_cut
 
         name = strategy.name
         self._stage(self.scale.strategy(name, "chunking", len(self.corpus.documents)))
@@ -270,7 +270,7 @@ class Work:
     ) -> None:
         import numpy as np
 
-        from evalcore.pipeline.scoring import score_queries
+        from evalcore.scoring import score_queries
 
         empty = np.zeros(0, dtype=np.int64)
         per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]
@@ -289,7 +289,7 @@ class Work:
 
         score: Callable[..., Any] = partial(score_queries, device=self.device)
         if self.ray is not None:
-            from evalcore.pipeline.sharded import score_sharded
+            from evalcore.retrieval.sharded.driver import score_sharded
 
             score = partial(score_sharded, *self.ray)
         scored = score(

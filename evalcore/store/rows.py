@@ -1,6 +1,6 @@
 """Row shapes of the run tables that every kind of run writes alike: documents and queries.
 
-The built-in pipeline (:mod:`evalcore.pipeline.runner`) and runs made elsewhere
+The built-in pipeline (:mod:`evalcore.run.runner`) and runs made elsewhere
 (:mod:`evalcore.external`) store the corpus and the ground truth the same way, so every
 reader and every comparison sees the same documents and queries.
 """

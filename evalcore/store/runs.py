@@ -9,17 +9,22 @@ never sees half a run. A run whose process is gone is marked failed by the reape
 from __future__ import annotations
 
 import json
+import logging
 import os
+import signal
 import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from evalcore.errors import StoreError
+from evalcore import signals
+from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
 from evalcore.store.basics import now
 from evalcore.store.connection import Connection
 
 if TYPE_CHECKING:
     import pandas as pd
+
+log = logging.getLogger(__name__)
 
 
 class Runs(Connection):
@@ -140,3 +145,31 @@ class Runs(Connection):
             updates = dict(updates, status="complete", finished_at=now(), stage=None, progress=1.0)
             sets = ", ".join(f"{k} = ?" for k in updates)
             con.execute(f"UPDATE runs SET {sets} WHERE run_id = ?", [*updates.values(), run_id])
+
+
+def fail_run(store: Runs, run_id: str, stage: str, exc: BaseException) -> NoReturn:
+    """Mark the run failed (or cancelled) with its reason where the store can be written,
+    then raise: a signal as Interrupted naming it, the stage and the run; anything else as it was.
+    Every kind of run ends this way (built-in ones in evalcore.run.runner, runs made elsewhere in
+    evalcore.external)."""
+    signum = signals.received()
+    if signum is not None:
+        reason = f"interrupted by {signal.Signals(signum).name} during {stage}"
+    elif isinstance(exc, KeyboardInterrupt):
+        reason = "interrupted (Ctrl-C)"
+    elif isinstance(exc, EvalcoreError):
+        reason = str(exc)
+    else:
+        reason = f"{type(exc).__name__}: {exc}"
+    status = "cancelled" if signum is None and isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
+    try:  # a short lock wait: a run that cannot be marked now is marked by the reaper later
+        Runs(store.path, lock_timeout=10.0).finish_run(run_id, status, reason)
+        marked = f"run {run_id} marked {status}"
+    except Exception as err:  # noqa: BLE001 - the original error matters more
+        log.info("could not mark run %s %s: %s", run_id, status, err)
+        marked = f"run {run_id} could not be marked {status} now (it will be once the store can be written)"
+        if isinstance(exc, EvalcoreError) and not isinstance(exc, Interrupted):
+            raise type(exc)(f"{exc}; {marked}") from exc
+    if signum is not None:
+        raise Interrupted(signum, f"during {stage}", marked) from None
+    raise exc

@@ -47,9 +47,9 @@ def endpoint_requests(store: Store, before: datetime, run_id: str | None = None)
     configuration, and that no evaluation run asked)."""
     import pandas as pd
 
+    from evalcore.configurations import info
+    from evalcore.embedding.embedder import text_hash
     from evalcore.external.endpoint import from_spec
-    from evalcore.pipeline.configurations import info
-    from evalcore.pipeline.embedding import text_hash
 
     scope = " AND t.run_id = ?" if run_id else ""
     doomed = store.query(

@@ -2,7 +2,7 @@
 
 Each logged query is embedded with the run's model (vectors cached by text hash, as for every
 run), retrieved against that configuration's stored chunks by the run's own code
-(:func:`evalcore.pipeline.ranking.rank_block`: dense, bm25, hybrid, rerank exactly as in the run) and
+(:func:`evalcore.retrieval.ranking.rank_block`: dense, bm25, hybrid, rerank exactly as in the run) and
 stored with its time, its top hits with their distances, and the gate's value: the smallest
 distance among its top 4 hits (METHODS.md "Real traffic"). A query text is scored once per configuration, however
 often it was asked; every log line is stored (its time and label) and counted.
@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
+from evalcore.embedding.embedder import text_hash
 from evalcore.errors import InputError
-from evalcore.pipeline.embedding import text_hash
 from evalcore.store import traffic as traffic_rows
 from evalcore.traffic.log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
 from evalcore.traffic.replayers import EndpointReplayer, Replayer, endpoint_replayer, replayer
@@ -54,7 +54,7 @@ from evalcore.traffic.target import Target, refuse, resolve_target
 if TYPE_CHECKING:
     import pandas as pd
 
-    from evalcore.pipeline.embedding import Embedder
+    from evalcore.embedding.embedder import Embedder
     from evalcore.progress import Progress
     from evalcore.store import Store
 

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     #: ids, distances, scores (texts x top), gate values, {text index: why the endpoint failed}
     Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]
 
-    from evalcore.pipeline.embedding import Embedder
-    from evalcore.pipeline.retrieval import BM25, Reranker
+    from evalcore.embedding.embedder import Embedder
+    from evalcore.retrieval.bm25 import BM25, Reranker
     from evalcore.store import Store
 
 
@@ -43,8 +43,8 @@ class Replayer:
         value of each (smallest distance among its top 4), and no failures."""
         import numpy as np
 
-        from evalcore.pipeline.embedding import embed_with_cache
-        from evalcore.pipeline.ranking import block_queries, rank_block
+        from evalcore.embedding.embedder import embed_with_cache
+        from evalcore.retrieval.ranking import block_queries, rank_block
 
         t0 = time.perf_counter()
         qvec, stats = embed_with_cache(self.embedder, texts, self.store)
@@ -101,9 +101,9 @@ class EndpointReplayer:
     def score(self, texts: Sequence[str]) -> Scores:
         import numpy as np
 
+        from evalcore.embedding.embedder import text_hash
         from evalcore.external.endpoint_calls import Counters, answers
         from evalcore.external.record import Failure
-        from evalcore.pipeline.embedding import text_hash
 
         t0 = time.perf_counter()
         queries = [(f"traffic-{text_hash(t)[:16]}", t) for t in texts]
@@ -176,9 +176,9 @@ def replayer(
     their vectors (from the vector cache; embedded anew only if missing), its BM25 index and
     cross-encoder when its retriever uses them."""
     from evalcore import testhooks
-    from evalcore.pipeline.embedding import embed_with_cache, load_embedder
-    from evalcore.pipeline.ranking import max_norm
-    from evalcore.pipeline.retrieval import BM25
+    from evalcore.embedding.embedder import embed_with_cache, load_embedder
+    from evalcore.retrieval.bm25 import BM25
+    from evalcore.retrieval.ranking import max_norm
 
     refuse(target)
     model = target.info.model
@@ -202,7 +202,7 @@ def replayer(
     bm25 = BM25.build(texts) if retriever in ("bm25", "hybrid", "rerank") else None
     reranker = None
     if retriever == "rerank":
-        from evalcore.pipeline.retrieval import Reranker as _Reranker
+        from evalcore.retrieval.bm25 import Reranker as _Reranker
 
         path = reranker_path or _rerank_path(store, target.run_id)
         if not path:

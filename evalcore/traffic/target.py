@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from evalcore.errors import ConfigError
 
 if TYPE_CHECKING:
-    from evalcore.pipeline.configurations import ConfigInfo
+    from evalcore.configurations import ConfigInfo
     from evalcore.records import Configuration
     from evalcore.store import Store
 
@@ -31,7 +31,7 @@ def resolve_target(store: Store, reference: str) -> Target:
     """``RUN`` or ``RUN:STRATEGY/RETRIEVER`` -> the run's configuration; ``RUN`` alone names
     the configuration of the run's latest saved decision, or its only one. ConfigError naming
     the choices otherwise."""
-    from evalcore.pipeline.configurations import read
+    from evalcore.configurations import read
     from evalcore.read.decisions import latest_decision
     from evalcore.read.refs import parse_ref, resolve_run
     from evalcore.records import Configuration

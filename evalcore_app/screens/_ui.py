@@ -289,8 +289,8 @@ def sidebar() -> Context:
 def no_runs_message(ctx: Context) -> None:
     """No complete run yet: show the runs under way, or offer to start the demo here."""
     from evalcore import jobs
+    from evalcore.chunking import DEFAULT_STRATEGIES
     from evalcore.inputs import demo
-    from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 
     exists = Path(ctx.store_path).exists()
     if exists and not jobs.active_jobs(store()).empty:

@@ -24,16 +24,16 @@ from pathlib import Path
 import streamlit as st
 
 from evalcore import jobs
+from evalcore.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
+from evalcore.configurations import EXTERNAL
 from evalcore.errors import EvalcoreError
 from evalcore.external.endpoint import DEFAULT_BODY, Endpoint, Fields, allowed_prefixes
 from evalcore.figures import markdown_text
 from evalcore.inputs import sources as inputs
 from evalcore.inputs import uploads
-from evalcore.pipeline.chunking import DEFAULT_STRATEGIES, NAMED_STRATEGIES, SPEC_SYNTAX
-from evalcore.pipeline.configurations import EXTERNAL
-from evalcore.pipeline.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
-from evalcore.pipeline.spec import DEFAULT_RETRIEVERS, SIMILARITY
 from evalcore.read import qsets as question_sets
+from evalcore.retrieval.bm25 import RETRIEVERS, analyzer_label, languages, with_analyzers
+from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
 from evalcore_app.screens import _ui
 
 ctx = _ui.sidebar()

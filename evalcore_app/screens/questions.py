@@ -25,10 +25,10 @@ import hashlib
 import streamlit as st
 
 from evalcore import authors
+from evalcore.chunking import DEFAULT_STRATEGIES
 from evalcore.errors import EvalcoreError
 from evalcore.figures import markdown_text
 from evalcore.inputs import qsets, uploads
-from evalcore.pipeline.chunking import DEFAULT_STRATEGIES
 from evalcore.read import qsets as rq
 from evalcore.records import OODQuery, Question
 from evalcore_app.screens import _triage, _ui

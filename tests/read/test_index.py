@@ -26,8 +26,8 @@ def test_index_and_stale_documents(scratch, engine_run_id):
     # chunks per document, recounted from the chunker itself on the same corpus
     from conftest import MINI
 
+    from evalcore.chunking import STANDARD_STRATEGIES, chunk_document
     from evalcore.inputs.corpus import load_corpus
-    from evalcore.pipeline.chunking import STANDARD_STRATEGIES, chunk_document
 
     for doc in load_corpus(MINI / "corpus").documents:
         row = docs.set_index("doc_id").loc[doc.doc_id]

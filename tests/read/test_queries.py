@@ -92,7 +92,7 @@ def test_wording_of_in_domain_outcomes(store, engine_run_id):
 
 
 def test_prompt_pieces_match_the_model_tokenizer(store, engine_run_id, real_embedder):
-    from evalcore.pipeline.embedding import piece_counter
+    from evalcore.embedding.embedder import piece_counter
 
     config = runs.configurations(store, engine_run_id)[0]
     qid = store.query(

@@ -25,7 +25,7 @@ from conftest import ROOT
 from test_hostile import measured
 from test_reliability import FAKE, RUN, check, evalcore
 
-from evalcore.pipeline.embedding import text_hash
+from evalcore.embedding.embedder import text_hash
 from evalcore.store import Store
 
 NOVEMBER = datetime(2026, 11, 2, 8, 0)

@@ -4,8 +4,8 @@
 """The BM25 index build's passes, compiled (numba): each batch's words numbered from its bytes
 (:func:`word_ids`, with an open-addressing table that compares the bytes of every match), an
 analyzer's non-word characters blanked (:func:`word_characters`), and the postings written
-term by term (:func:`bm25_postings`). See :mod:`evalcore.pipeline.wordcount`; compiled once per
-machine and cached, as :mod:`evalcore.pipeline.kernels` is."""
+term by term (:func:`bm25_postings`). See :mod:`evalcore.retrieval.engine.wordcount`; compiled once per
+machine and cached, as :mod:`evalcore.retrieval.engine.kernels` is."""
 
 from __future__ import annotations
 

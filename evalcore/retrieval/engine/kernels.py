@@ -7,7 +7,7 @@ Retrieval decides a query from its rows (the float32 screening similarities of e
 float64 BM25 scores of every chunk): their top, the number of chunks above a value, the chunks
 within a band, the row's values counted by level. In numpy each of these is several passes with
 a temporary as large as the row; here each is one loop, and every kernel releases the GIL, so
-two queries are worked on at once on two cores (:func:`evalcore.pipeline.ranking.rank_block`).
+two queries are worked on at once on two cores (:func:`evalcore.retrieval.ranking.rank_block`).
 
 Every kernel computes exactly what the numpy expression in its docstring computes, bit for bit:
 :func:`exact_sims` reproduces numpy's pairwise summation (the order of ``np.sum`` along a
@@ -420,6 +420,6 @@ def warm() -> None:
     split_members(row32[:3], ids, ids, ids[:1], ids[:1], band, band)
     indptr32 = np.zeros(2, dtype=i32)
     bm25_row(indptr32, np.zeros(0, dtype=i32), np.zeros(0, dtype=f64), ids[:1] * 0, np.ones(1, dtype=f64), 4)
-    from evalcore.pipeline import index_kernels
+    from evalcore.retrieval.engine import index_kernels
 
     index_kernels.warm()

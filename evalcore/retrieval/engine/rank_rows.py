@@ -1,9 +1,9 @@
 """One query's exact order for one retriever, without sorting every chunk (METHODS.md "The words"
 and 5): :class:`DenseRow` from its float32 screening row (decided in float64 within the
-screening band, see :mod:`evalcore.pipeline.ranking`), :class:`BM25Row` from its scores.
+screening band, see :mod:`evalcore.retrieval.ranking`), :class:`BM25Row` from its scores.
 
 Each row keeps a head (its top, sorted: exact ranks and bounds near the top with a search).
-A rank deep in a row is counted by a compiled pass over the row (:mod:`evalcore.pipeline.kernels`),
+A rank deep in a row is counted by a compiled pass over the row (:mod:`evalcore.retrieval.engine.kernels`),
 all the ranks a query asks at once in one blocked pass: the row is read from memory once and
 compared with every asked value from the cache. A dense rank counts the chunks above the
 chunk's screening band and decides the band's own chunks in float64; its bounds (the counts
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalcore.pipeline import kernels
+from evalcore.retrieval.engine import kernels
 
 if TYPE_CHECKING:
     import numpy as np

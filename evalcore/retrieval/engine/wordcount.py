@@ -1,11 +1,11 @@
-"""Counting a corpus's words for BM25 (:meth:`evalcore.pipeline.retrieval.BM25.build`, a Ray
+"""Counting a corpus's words for BM25 (:meth:`evalcore.retrieval.bm25.BM25.build`, a Ray
 shard's count): each text's words, numbered in order of first appearance, and the BM25 weight
 matrix written from the counts.
 
 Texts are read a batch at a time, joined and lowered in one call and reduced to their words'
 bytes; the words are numbered by a compiled pass over those bytes
-(:func:`evalcore.pipeline.index_kernels.word_ids`) with no Python object per word, and the weights are
-written term by term by a counting sort (:func:`evalcore.pipeline.index_kernels.bm25_postings`).
+(:func:`evalcore.retrieval.engine.index_kernels.word_ids`) with no Python object per word, and the weights are
+written term by term by a counting sort (:func:`evalcore.retrieval.engine.index_kernels.bm25_postings`).
 The result is what counting text by text gave, bit for bit.
 """
 
@@ -36,7 +36,7 @@ def _batch_bytes(batch: list[str], unicode: bool) -> bytes:
     at its neighbours, gives no a-z letter), so a text's words are those of the text alone.
     The chapter's runs are read from the lowered text's ASCII bytes (any other character
     becomes a space); an analyzer's from the UTF-8 bytes, each character that is no word
-    character made spaces by a compiled pass (:func:`evalcore.pipeline.index_kernels.word_characters`);
+    character made spaces by a compiled pass (:func:`evalcore.retrieval.engine.index_kernels.word_characters`);
     a non-ASCII character's UTF-8 bytes are never a space or a NUL."""
     import unicodedata
 
@@ -46,7 +46,7 @@ def _batch_bytes(batch: list[str], unicode: bool) -> bytes:
     if unicode:
         import numpy as np
 
-        from evalcore.pipeline import index_kernels as kernels
+        from evalcore.retrieval.engine import index_kernels as kernels
 
         data = unicodedata.normalize("NFC", joined).casefold().encode("utf-8", "surrogatepass")
         kept: bytes = kernels.word_characters(np.frombuffer(data, dtype=np.uint8), _word_table()).tobytes()
@@ -72,7 +72,7 @@ def _word_table() -> NDArray[np.bool_]:
 
 class _Words:
     """The vocabulary of a corpus in order of first appearance, numbered by a compiled pass over
-    each batch's bytes (:func:`evalcore.pipeline.index_kernels.word_ids`): no Python object per word
+    each batch's bytes (:func:`evalcore.retrieval.engine.index_kernels.word_ids`): no Python object per word
     read, one per distinct word."""
 
     def __init__(self) -> None:
@@ -91,7 +91,7 @@ class _Words:
         """Every word's id (-1 for a text's end), numbering new words."""
         import numpy as np
 
-        from evalcore.pipeline import index_kernels as kernels
+        from evalcore.retrieval.engine import index_kernels as kernels
 
         buf = np.frombuffer(data, dtype=np.uint8)
         if len(self.ids_buffer) < len(buf):  # a word or a separator: one byte at least
@@ -219,7 +219,7 @@ def postings(
     import numpy as np
     from scipy import sparse
 
-    from evalcore.pipeline import index_kernels as kernels
+    from evalcore.retrieval.engine import index_kernels as kernels
 
     n = len(lengths)
     # the length norm of each chunk (the same expression per element as per posting)

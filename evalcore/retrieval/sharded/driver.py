@@ -1,20 +1,20 @@
 """Retrieval sharded on Ray: a strategy's chunks split into shards held by Ray actors, with
-the same ranks, hits and figures as the one-machine path (:func:`evalcore.pipeline.scoring.score_queries`).
+the same ranks, hits and figures as the one-machine path (:func:`evalcore.scoring.score_queries`).
 
 ``python -m evalcore run ... --ray ADDRESS [--shards N]`` (or ``--ray local``). The chunk ids
-are cut into ``N`` contiguous ranges; each range is one :class:`evalcore.pipeline.shard.Shard`
+are cut into ``N`` contiguous ranges; each range is one :class:`evalcore.retrieval.sharded.shard.Shard`
 actor holding its float32 vectors and its BM25 postings. The driver streams vectors and texts
 to the actors a block at a time and keeps neither.
 
 **BM25 with global statistics.** Each actor counts the words of its texts and reports them in
 order of first appearance; the driver numbers the terms globally in that order (shard by shard,
-so the same ids :meth:`~evalcore.pipeline.retrieval.BM25.build` gives over the whole corpus;
+so the same ids :meth:`~evalcore.retrieval.bm25.BM25.build` gives over the whole corpus;
 a stemming analyzer's stems are numbered from the global words as it does), sums the document
 frequencies and computes ``idf`` and the average length once, and every actor weights its
 postings with them. A query's score for a chunk is then summed over the same terms in the same
 order with the same weights: the same float as on one machine.
 
-**The protocol, per block of queries** (see :mod:`evalcore.pipeline.sharded_merge`):
+**The protocol, per block of queries** (see :mod:`evalcore.retrieval.sharded.merge`):
 
 1. *scan*: every actor returns its top ``L`` chunks of the dense order and of each BM25 order
    (ids, float64 distances, BM25 scores; ``L`` is the hit count, or ``max(8D, 1024)`` with
@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalcore.pipeline.scoring import Scored
+from evalcore.scoring import Scored
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ TEXT_BLOCK = 20000  # chunk texts sent to an actor at a time
 
 @dataclass
 class ShardedScored(Scored):
-    """:class:`~evalcore.pipeline.scoring.Scored`, and each actor's peak resident memory (MB)."""
+    """:class:`~evalcore.scoring.Scored`, and each actor's peak resident memory (MB)."""
 
     peak_rss_mb: list[float] = field(default_factory=list)
     shard_sizes: list[int] = field(default_factory=list)
@@ -119,7 +119,7 @@ class Shards:
     def __init__(self, n: int, dim: int, shards: int) -> None:
         import ray
 
-        from evalcore.pipeline.shard import Shard
+        from evalcore.retrieval.sharded.shard import Shard
 
         self.ranges = split(n, shards)
         self.n, self.dim = n, dim
@@ -189,7 +189,7 @@ class Shards:
         import numpy as np
         import ray
 
-        from evalcore.pipeline.retrieval import BM25, Analyzer
+        from evalcore.retrieval.bm25 import BM25, Analyzer
 
         words = ray.get([a.words.remote(analyzer) for a in self.actors])
         vocab: dict[str, int] = {}
@@ -245,17 +245,17 @@ def score_sharded(
     on_block: Callable[[int], None] | None = None,
     n_chunks: int | None = None,
 ) -> ShardedScored:
-    """:func:`~evalcore.pipeline.scoring.score_queries` on Ray actors (module docstring): the
+    """:func:`~evalcore.scoring.score_queries` on Ray actors (module docstring): the
     same frames. ``cvec`` is an array or blocks of rows in chunk order (then ``n_chunks`` says
     how many); ``shards`` defaults to one per node (at least two)."""
     import numpy as np
     import ray
 
-    from evalcore.pipeline.distributed import connect
-    from evalcore.pipeline.ranking import SHARD_BLOCK_BYTES, block_queries
-    from evalcore.pipeline.retrieval import analyzers_of, split_retriever
-    from evalcore.pipeline.scoring import block_frames
-    from evalcore.pipeline.sharded_merge import Plan, rank_block_sharded
+    from evalcore.embedding.distributed import connect
+    from evalcore.retrieval.bm25 import analyzers_of, split_retriever
+    from evalcore.retrieval.ranking import SHARD_BLOCK_BYTES, block_queries
+    from evalcore.retrieval.sharded.merge import Plan, rank_block_sharded
+    from evalcore.scoring import block_frames
 
     connect(address)
     n = len(cvec) if isinstance(cvec, np.ndarray) else n_chunks

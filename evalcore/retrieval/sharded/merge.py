@@ -1,9 +1,9 @@
 """The driver's side of sharded retrieval: merge the shards' answers for a block of queries into
-the :class:`~evalcore.pipeline.ranking.Ranked` rows the one-machine engine gives (the protocol
-is in :mod:`evalcore.pipeline.sharded`).
+the :class:`~evalcore.retrieval.ranking.Ranked` rows the one-machine engine gives (the protocol
+is in :mod:`evalcore.retrieval.sharded.driver`).
 
 Hybrid is RRF of the dense order and the BM25 order of the matched chunks, ties by chunk id, as
-in :mod:`evalcore.pipeline.ranking`: the top ``K`` lie among the candidates (the two top-``D``
+in :mod:`evalcore.retrieval.ranking`: the top ``K`` lie among the candidates (the two top-``D``
 lists, ``D = 2K + 60``); a candidate's rank in an order is exact when it lies within the merged
 top ``L`` of that order and is otherwise counted by the shards (one round for the block). The
 fused score is ``1/(60 + rank_dense) + 1/(60 + rank_bm25)`` (the second term for matched chunks
@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalcore.pipeline.ranking import Ranked
-from evalcore.pipeline.retrieval import RERANK_DEPTH, RRF_K, analyzers_of, retriever_name
+from evalcore.retrieval.bm25 import RERANK_DEPTH, RRF_K, analyzers_of, retriever_name
+from evalcore.retrieval.ranking import Ranked
 
 if TYPE_CHECKING:
     import numpy as np
@@ -346,7 +346,7 @@ def _rerank(
     """The hybrid head re-sorted by cross-encoder score (ties: chunk id), then the rest."""
     import numpy as np
 
-    from evalcore.pipeline.retrieval import rerank_order
+    from evalcore.retrieval.bm25 import rerank_order
 
     head = head[:RERANK_DEPTH]
     sc = np.asarray(score(head), dtype=np.float64)
@@ -374,7 +374,7 @@ def rank_block_sharded(
     rerank: Callable[[int, np.ndarray], Sequence[float]] | None,
     clock: dict[str, float],
 ) -> dict[str, Ranked]:
-    """:func:`evalcore.pipeline.ranking.rank_block` over the shards held by ``actors``."""
+    """:func:`evalcore.retrieval.ranking.rank_block` over the shards held by ``actors``."""
     import numpy as np
     import ray
 

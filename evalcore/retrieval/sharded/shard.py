@@ -1,4 +1,4 @@
-"""One shard of a strategy's chunks, as a Ray actor holds it (see :mod:`evalcore.pipeline.sharded`).
+"""One shard of a strategy's chunks, as a Ray actor holds it (see :mod:`evalcore.retrieval.sharded.driver`).
 
 A shard is a contiguous range ``[offset, offset + size)`` of the chunk ids: its float32 vectors
 and its BM25 postings, weighted with the *global* statistics (document frequencies, number of
@@ -18,8 +18,8 @@ Per block of queries the shard answers three kinds of question, each from its ow
   for the rare query whose first correct hybrid rank lies below every candidate list.
 
 Dense scores are screened in float32 and decided in float64 as in
-:mod:`evalcore.pipeline.ranking` (:class:`~evalcore.pipeline.rank_rows.DenseRow`); the float64
-similarity of a pair is :func:`~evalcore.pipeline.rank_rows.exact_similarities`, the same bits
+:mod:`evalcore.retrieval.ranking` (:class:`~evalcore.retrieval.engine.rank_rows.DenseRow`); the float64
+similarity of a pair is :func:`~evalcore.retrieval.engine.rank_rows.exact_similarities`, the same bits
 whichever shard or machine computes it.
 """
 
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
-    from evalcore.pipeline.retrieval import BM25
+    from evalcore.retrieval.bm25 import BM25
 
 _DELTA = 1e-12  # as rank_rows: separates two float64 similarities enough to order their distances
 _SORT_FROM = 12  # probes of one query above which one sort beats a pass per probe
@@ -63,7 +63,7 @@ class Shard:
         return len(self.texts)
 
     def max_norm(self) -> float:
-        from evalcore.pipeline.ranking import max_norm
+        from evalcore.retrieval.ranking import max_norm
 
         return max_norm(self.vectors)
 
@@ -71,7 +71,7 @@ class Shard:
         """Count the words of the shard's texts as ``analyzer`` reads them (before stemming);
         returns the shard's words in order of first appearance (the driver orders them
         globally, as :meth:`BM25.build` numbers terms over the whole corpus)."""
-        from evalcore.pipeline.wordcount import count_words
+        from evalcore.retrieval.engine.wordcount import count_words
 
         vocab, terms, freqs, ptr, lengths = count_words(self.texts, analyzer)
         self._words[analyzer] = (terms, freqs, ptr, lengths)
@@ -96,8 +96,8 @@ class Shard:
     def build(self, analyzer: str, vocab: dict[str, int], idf: np.ndarray, avg: float, k1: float, b: float) -> int:
         """The shard's BM25 index with the global ``idf`` and average length: weights are the
         expression of :meth:`BM25.build`, element by element, so each is the same float."""
-        from evalcore.pipeline.retrieval import BM25, Analyzer
-        from evalcore.pipeline.wordcount import postings
+        from evalcore.retrieval.bm25 import BM25, Analyzer
+        from evalcore.retrieval.engine.wordcount import postings
 
         r, freq, ptr, lengths = self._terms.pop(analyzer)
         n = self.size
@@ -125,8 +125,8 @@ class Shard:
         """The shard's top chunks of each order for a block of queries (module docstring)."""
         import numpy as np
 
-        from evalcore.pipeline.rank_rows import BM25Row, DenseRow
-        from evalcore.pipeline.ranking import screen, screening_error
+        from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
+        from evalcore.retrieval.ranking import screen, screening_error
 
         off, n = self.offset, self.size
         q32 = np.asarray(qvec, dtype=np.float32)
@@ -189,7 +189,7 @@ class Shard:
         return out
 
     def _exact_dist(self, i: int, ids: np.ndarray) -> np.ndarray:
-        from evalcore.pipeline.rank_rows import exact_similarities
+        from evalcore.retrieval.engine.rank_rows import exact_similarities
 
         return 1.0 - exact_similarities(self._block["q64"][i], self.vectors, ids)
 
