@@ -158,14 +158,16 @@ def score_queries(
     ``on_block(n)`` is called after each block (it may raise to stop). ``chunk_texts`` is
     read once, to build the BM25 index, and only when a retriever needs it. ``device``:
     where the dense screening's matrix products run (``cuda``: on the GPU, see
-    :func:`evalcore.retrieval.ranking.screener`; every decision stays exact, on the CPU).
+    :func:`evalcore.retrieval.dense.screener`; every decision stays exact, on the CPU).
     """
     import time
 
     import numpy as np
 
-    from evalcore.retrieval.bm25 import BM25, Analyzer, analyzers_of, split_retriever
-    from evalcore.retrieval.ranking import block_queries, max_norm, rank_block, screener
+    from evalcore.retrieval.bm25 import BM25, Analyzer
+    from evalcore.retrieval.dense import max_norm, screener
+    from evalcore.retrieval.names import analyzers_of, split_retriever
+    from evalcore.retrieval.ranking import block_queries, rank_block
 
     out = Scored()
     retrievers = [r for r in retrievers if split_retriever(r)[0] != "rerank" or rerank is not None]

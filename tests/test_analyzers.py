@@ -23,7 +23,8 @@ import pytest
 import Stemmer
 
 from evalcore.errors import ConfigError
-from evalcore.retrieval.bm25 import BM25, Analyzer, analyzers_of, parse_retrievers, split_retriever
+from evalcore.retrieval.bm25 import BM25, Analyzer
+from evalcore.retrieval.names import analyzers_of, parse_retrievers, split_retriever
 from evalcore.retrieval.ranking import rank_block
 from tests.conftest import shared_data
 
@@ -178,7 +179,7 @@ def test_retriever_names_and_unknown_language():
 def test_rerank_follows_the_hybrid_of_its_analyzer():
     """rerank:german reorders the top 25 of hybrid:german, rerank those of hybrid (one block,
     both indexes); the scorer here puts the highest chunk id first."""
-    from evalcore.retrieval.bm25 import RERANK_DEPTH, rerank_order
+    from evalcore.retrieval.rerank import RERANK_DEPTH, rerank_order
 
     docs, queries = xquad("de")
     queries = queries[:12]

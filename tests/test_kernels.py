@@ -237,7 +237,7 @@ def test_screening_with_torch_gives_the_same_answers():
     exact on the CPU. Run here on torch's CPU device (no GPU on the test machines), the path is
     the same but for where the product runs: every answer equals numpy's screening."""
     pytest.importorskip("torch")
-    from evalcore.retrieval.ranking import TorchScreen
+    from evalcore.retrieval.dense import TorchScreen
 
     rng = np.random.default_rng(7)
     n, d = 5_000, 32

@@ -102,7 +102,19 @@ def test_the_top_of_the_package_shows_the_architecture():
     top = sorted(p.name for p in LIBRARY.glob("*.py") if p.name not in {"__init__.py", "__main__.py"})
     assert len(top) <= 12, f"{len(top)} modules at the top of evalcore/ (at most 12): {top}"
     packages = sorted(p.name for p in LIBRARY.iterdir() if (p / "__init__.py").exists())
-    for name in ("inputs", "run", "retrieval", "embedding", "external", "measures", "store", "read", "regression", "files", "cli"):
+    for name in (
+        "inputs",
+        "run",
+        "retrieval",
+        "embedding",
+        "external",
+        "measures",
+        "store",
+        "read",
+        "regression",
+        "files",
+        "cli",
+    ):
         assert name in packages, f"evalcore/{name}/ is missing: {packages}"
 
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalcore.retrieval.bm25 import BM25, RERANK_DEPTH, order_by, rerank_order, rrf_scores
+from evalcore.retrieval.bm25 import BM25
 from evalcore.retrieval.engine.rank_rows import exact_similarities
-from evalcore.retrieval.ranking import rank_block
+from evalcore.retrieval.hybrid import rrf_scores
+from evalcore.retrieval.ranking import order_by, rank_block
+from evalcore.retrieval.rerank import RERANK_DEPTH, rerank_order
 
 WORDS = "cache prompt token model vector index chunk query answer the a of error kv".split()
 

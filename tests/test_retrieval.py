@@ -12,16 +12,12 @@ import pytest
 from scipy.spatial.distance import cosine
 
 from evalcore.errors import ConfigError, ModelError
-from evalcore.retrieval.bm25 import (
-    BM25,
-    Reranker,
-    cosine_distances,
-    order_by,
-    parse_retrievers,
-    rerank_order,
-    rrf_scores,
-    tokens,
-)
+from evalcore.retrieval.bm25 import BM25, tokens
+from evalcore.retrieval.dense import cosine_distances
+from evalcore.retrieval.hybrid import rrf_scores
+from evalcore.retrieval.names import parse_retrievers
+from evalcore.retrieval.ranking import order_by
+from evalcore.retrieval.rerank import Reranker, rerank_order
 
 
 # -- oracles: the seed's TypeScript, ported line by line --------------------------------

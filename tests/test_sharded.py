@@ -49,7 +49,7 @@ def _stored(store: Store, run_id: str, table: str, order: str) -> pd.DataFrame:
 def test_a_sharded_demo_run_equals_the_one_machine_run(ray_runtime, real_embedder, tiny_cross_encoder, tmp_path):
     from evalcore.chunking import parse_strategies
     from evalcore.inputs.sources import load_demo
-    from evalcore.retrieval.bm25 import Reranker
+    from evalcore.retrieval.rerank import Reranker
     from evalcore.run.runner import RunRequest, run_evaluation
 
     corpus, gt = load_demo()
@@ -83,7 +83,7 @@ def _bench_scale():
 
 
 def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cross_encoder):
-    from evalcore.retrieval.bm25 import Reranker
+    from evalcore.retrieval.rerank import Reranker
     from evalcore.retrieval.sharded.driver import score_sharded
     from evalcore.scoring import score_queries
 

@@ -174,7 +174,7 @@ def _validated(spec: JobSpec, sets: Store | None = None) -> tuple[dict[str, Any]
     """:func:`validate`'s report and the corpus's document ids."""
     from evalcore.chunking import parse_strategies
     from evalcore.inputs.groundtruth import validation_report
-    from evalcore.retrieval.bm25 import parse_retrievers
+    from evalcore.retrieval.names import parse_retrievers
 
     if spec.endpoint is not None:
         from evalcore.configurations import score_kind

@@ -355,7 +355,8 @@ def query_tokens(
     import pandas as pd
 
     from evalcore.configurations import info
-    from evalcore.retrieval.bm25 import ANALYZED, Analyzer, split_retriever, tokens, words
+    from evalcore.retrieval.bm25 import Analyzer, tokens, words
+    from evalcore.retrieval.names import ANALYZED, split_retriever
 
     base, analyzer = split_retriever(configuration.retriever)
     if base not in ANALYZED or info(store, run_id, configuration.strategy, configuration.retriever).source != "builtin":

@@ -1,38 +1,27 @@
-"""Retrievers (METHODS.md "The words"): dense, bm25, hybrid (RRF), rerank.
+"""BM25 (METHODS.md "The words"): the index over chunk texts, the analyzers that read them (the
+chapter's tokenizer, Unicode words, or words stemmed by a language's Snowball stemmer) and a
+query's scores (:meth:`BM25.row`, :meth:`BM25.match`).
 
-Every ranking is total and deterministic: ties are broken by chunk order (chunk_id).
-A ranking is an array of chunk ids, best first; every hit also carries its cosine
-distance to the query, whichever retriever ranked it.
+Okapi BM25, k1=1.2, b=0.75. The build's counting and the scoring pass are compiled behind this
+module (:mod:`evalcore.retrieval.engine.wordcount`, :mod:`evalcore.retrieval.engine.index_kernels`,
+:func:`evalcore.retrieval.engine.kernels.bm25_row`); one query's exact BM25 order is
+:class:`evalcore.retrieval.engine.rank_rows.BM25Row`, and the same index on Ray shards is built
+by :meth:`evalcore.retrieval.sharded.driver.Shards.build_bm25`.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.errors import ConfigError, ModelError
+from evalcore.errors import ConfigError
 
 if TYPE_CHECKING:
     import numpy as np
-    from numpy.typing import NDArray
     from scipy import sparse
-    from sentence_transformers import CrossEncoder
 
-log = logging.getLogger(__name__)
-
-RETRIEVERS = {
-    "dense": "cosine distance between normalised all-MiniLM-L6-v2 vectors (1 - dot)",
-    "bm25": "Okapi BM25 over chunk text, k1=1.2, b=0.75, tokens = lowercase [a-z0-9]+ runs",
-    "hybrid": "reciprocal rank fusion of dense and bm25 rankings, sum 1/(60 + rank) "
-    "(bm25 ranks the chunks that share a term with the query)",
-    "rerank": "cross-encoder rescoring of the hybrid top 25",
-}
-#: the retrievers that read a BM25 analyzer (``bm25:german``, ``hybrid:german``, ``rerank:german``)
-ANALYZED = ("bm25", "hybrid", "rerank")
 #: the analyzer without stemming: Unicode words, casefolded
 UNICODE = "unicode"
 ANALYZERS = {
@@ -40,8 +29,6 @@ ANALYZERS = {
     UNICODE: "Unicode words (\\w+ of NFC, casefolded), not stemmed",
     "LANG": "Unicode words (\\w+ of NFC, casefolded), each stemmed by the Snowball stemmer of LANG",
 }
-RRF_K = 60
-RERANK_DEPTH = 25
 _TOKEN = re.compile(r"[a-z0-9]+")
 _WORD = re.compile(r"\w+")
 
@@ -53,28 +40,6 @@ def languages() -> list[str]:
     return sorted(str(a) for a in Stemmer.algorithms())
 
 
-def split_retriever(name: str) -> tuple[str, str]:
-    """``"hybrid:german"`` -> ``("hybrid", "german")``; ``"bm25"`` -> ``("bm25", "")``
-    (``""``: the chapter's tokenizer). No check: see :func:`parse_retrievers`."""
-    base, _, analyzer = name.partition(":")
-    return base, analyzer
-
-
-def retriever_name(base: str, analyzer: str) -> str:
-    """The inverse of :func:`split_retriever`: ``("bm25", "german")`` -> ``"bm25:german"``."""
-    return f"{base}:{analyzer}" if analyzer else base
-
-
-def describe(name: str) -> str:
-    """One line on a retriever (the dashboard's tooltip and the CLI's help)."""
-    base, analyzer = split_retriever(name)
-    text = RETRIEVERS.get(base, name)
-    if not analyzer:
-        return text
-    what = ANALYZERS[UNICODE] if analyzer == UNICODE else ANALYZERS["LANG"].replace("LANG", analyzer)
-    return f"{text}; bm25 tokens: {what}"
-
-
 def check_analyzer(analyzer: str, name: str) -> None:
     """ConfigError (one line listing the known languages) unless ``analyzer`` is known."""
     if analyzer == "" or analyzer == UNICODE:
@@ -84,68 +49,6 @@ def check_analyzer(analyzer: str, name: str) -> None:
         raise ConfigError(
             f"unknown language {analyzer!r} in retriever {name!r}; known: {UNICODE} (no stemming), {', '.join(known)}"
         )
-
-
-def parse_retrievers(spec: str | Sequence[str]) -> list[str]:
-    """``"dense,bm25:german"`` -> ``["dense", "bm25:german"]``; ConfigError listing the known
-    names (an unknown language: the known languages)."""
-    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
-    unknown = []
-    for n in names:
-        base, sep, analyzer = n.partition(":")
-        if base not in RETRIEVERS or (sep and base not in ANALYZED) or (sep and not analyzer):
-            unknown.append(n)
-    if unknown or not names:
-        known = ", ".join([*RETRIEVERS, *(f"{b}:LANG" for b in ANALYZED)])
-        raise ConfigError(f"unknown retriever {', '.join(unknown) or '(none given)'}; known: {known}")
-    for n in names:
-        check_analyzer(split_retriever(n)[1], n)
-    return list(dict.fromkeys(names))
-
-
-def analyzer_label(analyzer: str) -> str:
-    """How a picker names an analyzer: ``""`` -> the chapter's tokenizer, ``german`` -> itself."""
-    if not analyzer:
-        return "chapter's tokenizer (a-z0-9, no stemming)"
-    return "unicode (Unicode words, no stemming)" if analyzer == UNICODE else analyzer
-
-
-def with_analyzers(retrievers: Iterable[str], analyzers: Sequence[str]) -> list[str]:
-    """Each retriever that reads BM25 once per analyzer (``["dense", "hybrid"]`` x
-    ``["", "german"]`` -> ``["dense", "hybrid", "hybrid:german"]``); none given: the chapter's."""
-    chosen = list(dict.fromkeys(analyzers)) or [""]
-    out: list[str] = []
-    for name in retrievers:
-        base = split_retriever(name)[0]
-        out += [retriever_name(base, a) for a in chosen] if base in ANALYZED else [name]
-    return list(dict.fromkeys(out))
-
-
-def analyzers_of(retrievers: Iterable[str]) -> list[str]:
-    """The BM25 analyzers ``retrievers`` read, in order of first mention (``""``: the chapter's)."""
-    out: dict[str, None] = {}
-    for name in retrievers:
-        base, analyzer = split_retriever(name)
-        if base in ANALYZED:
-            out[analyzer] = None
-    return list(out)
-
-
-def analyzer_settings(retrievers: Iterable[str]) -> dict[str, dict[str, str]]:
-    """``{"bm25_analyzers": {"german": "..."}}`` for a run's settings when it uses an analyzer
-    beyond the chapter's (with PyStemmer's version: a stemmer's rules change between
-    releases); ``{}`` otherwise, so a run with ``bm25`` alone records what it always did."""
-    used = [a for a in analyzers_of(retrievers) if a]
-    if not used:
-        return {}
-    from importlib.metadata import version
-
-    stemmer = f"Snowball stemmer (PyStemmer {version('PyStemmer')})"
-    return {
-        "bm25_analyzers": {
-            a: r"\w+ of casefold(NFC(text))" + ("" if a == UNICODE else f", {a} {stemmer}") for a in used
-        }
-    }
 
 
 def tokens(text: str) -> list[str]:
@@ -197,30 +100,6 @@ class Analyzer:
     def __call__(self, text: str) -> list[str]:
         """The tokens BM25 matches: the words, stemmed."""
         return self.stem(self.words(text))
-
-
-def order_by(values: np.ndarray, descending: bool) -> np.ndarray:
-    """Chunk ids sorted by value, ties broken by chunk id (stable sort)."""
-    import numpy as np
-
-    key = -values if descending else values
-    return np.argsort(key, axis=-1, kind="stable")
-
-
-# -- dense -------------------------------------------------------------------------
-def cosine_distances(queries: np.ndarray, chunks: np.ndarray) -> np.ndarray:
-    """``1 - q . c`` for L2-normalised vectors; shape (queries, chunks), float64."""
-    import numpy as np
-
-    if queries.shape[1] != chunks.shape[1]:
-        raise ModelError(
-            f"query vectors have size {queries.shape[1]} and chunk vectors {chunks.shape[1]}: "
-            "vectors of two models are never compared"
-        )
-    return 1.0 - (queries.astype(np.float64) @ chunks.astype(np.float64).T)
-
-
-# -- bm25 --------------------------------------------------------------------------
 
 
 @dataclass
@@ -325,73 +204,3 @@ def _merge_stems(
     merged = sparse.csr_matrix((freq, word_stem[r], ptr), shape=(len(ptr) - 1, max(len(stems), 1)))
     merged.sum_duplicates()
     return stems, merged.indices.astype(np.int32, copy=False), merged.data, merged.indptr.astype(np.int64)
-
-
-# -- hybrid ------------------------------------------------------------------------
-def rrf_scores(
-    rankings: Sequence[np.ndarray], k: int = RRF_K, ranked: Sequence[np.ndarray | None] | None = None
-) -> np.ndarray:
-    """Reciprocal rank fusion: score(c) = sum over rankings of 1 / (k + rank(c)), rank from 1.
-
-    Each ranking is a total order (array of chunk ids, best first); shape (queries, chunks)
-    in and out. Scores are never mixed, only ranks. ``ranked[i]`` (a boolean array of the
-    same shape, in chunk-id space) says which chunks ranking i really ranks: a chunk it
-    does not rank adds nothing from that list. BM25 ranks only the chunks that share a
-    term with the query; its order among the rest is a tie broken by corpus position and
-    would otherwise leak corpus order into the fused score.
-    """
-    import numpy as np
-
-    out: NDArray[np.float64] = np.zeros(rankings[0].shape, dtype=np.float64)
-    rank_values = 1.0 / (k + np.arange(1, rankings[0].shape[-1] + 1, dtype=np.float64))
-    rows = np.arange(out.shape[0])[:, None]
-    for i, order in enumerate(rankings):
-        contrib = np.empty_like(out)
-        contrib[rows, order] = rank_values[None, :]
-        mask = None if ranked is None else ranked[i]
-        out += contrib if mask is None else np.where(mask, contrib, 0.0)
-    return out
-
-
-# -- rerank ------------------------------------------------------------------------
-@dataclass
-class Reranker:
-    """A local sentence-transformers CrossEncoder; higher score = more relevant."""
-
-    path: str
-    model: CrossEncoder
-
-    @classmethod
-    def load(cls, path: str | Path) -> Reranker:
-        import os
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        p = Path(path)
-        if not p.is_dir():
-            raise ModelError(f"{path}: no cross-encoder model folder there")
-        from sentence_transformers import CrossEncoder
-
-        try:
-            model = CrossEncoder(str(p), device="cpu", local_files_only=True)
-        except Exception as exc:
-            raise ModelError(f"{path}: cannot load the cross-encoder: {exc}") from exc
-        return cls(path=str(p), model=model)
-
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        import numpy as np
-
-        if not texts:
-            return []
-        s = self.model.predict([(query, t) for t in texts], show_progress_bar=False)
-        return [float(x) for x in np.asarray(s, dtype=np.float64).reshape(-1)]
-
-
-def rerank_order(hybrid_order: np.ndarray, scores: Sequence[float], depth: int = RERANK_DEPTH) -> np.ndarray:
-    """The hybrid top ``depth`` re-sorted by cross-encoder score (ties: chunk id), then the rest."""
-    import numpy as np
-
-    head = np.asarray(hybrid_order[:depth])
-    s = np.asarray(scores, dtype=np.float64)
-    idx = np.lexsort((head, -s))
-    return np.concatenate([head[idx], np.asarray(hybrid_order[depth:])])

@@ -13,18 +13,20 @@ where they do not decide, and are made exact only where they still do not (see
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evalcore.retrieval.bm25 import RRF_K
 from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+RRF_K = 60
+
 
 def _rrf(rank: np.ndarray | int, k: int = RRF_K) -> NDArray[np.float64]:
-    """1 / (k + rank) in float64, as ``retrieval.rrf_scores`` computes it."""
+    """1 / (k + rank) in float64, as :func:`rrf_scores` computes it."""
     import numpy as np
 
     return 1.0 / (k + np.asarray(rank, dtype=np.float64))
@@ -184,3 +186,28 @@ class Hybrid:
                 self._narrow(coarse)
                 continue
             self._resolve(open_)
+
+
+def rrf_scores(
+    rankings: Sequence[np.ndarray], k: int = RRF_K, ranked: Sequence[np.ndarray | None] | None = None
+) -> np.ndarray:
+    """Reciprocal rank fusion: score(c) = sum over rankings of 1 / (k + rank(c)), rank from 1.
+
+    Each ranking is a total order (array of chunk ids, best first); shape (queries, chunks)
+    in and out. Scores are never mixed, only ranks. ``ranked[i]`` (a boolean array of the
+    same shape, in chunk-id space) says which chunks ranking i really ranks: a chunk it
+    does not rank adds nothing from that list. BM25 ranks only the chunks that share a
+    term with the query; its order among the rest is a tie broken by corpus position and
+    would otherwise leak corpus order into the fused score.
+    """
+    import numpy as np
+
+    out: NDArray[np.float64] = np.zeros(rankings[0].shape, dtype=np.float64)
+    rank_values = 1.0 / (k + np.arange(1, rankings[0].shape[-1] + 1, dtype=np.float64))
+    rows = np.arange(out.shape[0])[:, None]
+    for i, order in enumerate(rankings):
+        contrib = np.empty_like(out)
+        contrib[rows, order] = rank_values[None, :]
+        mask = None if ranked is None else ranked[i]
+        out += contrib if mask is None else np.where(mask, contrib, 0.0)
+    return out

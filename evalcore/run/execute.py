@@ -203,7 +203,7 @@ def _builtin(
     on_inputs: Callable[[Inputs], None] | None,
 ) -> RunResult:
     from evalcore.chunking import parse_strategies
-    from evalcore.retrieval.bm25 import parse_retrievers
+    from evalcore.retrieval.names import parse_retrievers
     from evalcore.run.runner import RunRequest, run_evaluation
 
     retrieval_threads()  # a bad $EVALCORE_THREADS stops the run here, not after embedding

@@ -22,14 +22,16 @@ from evalcore.errors import Interrupted
 from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.progress import Fanout, Progress, SilentProgress, StoreProgress
 from evalcore.records import Corpus, GroundTruth, Strategy
-from evalcore.retrieval.bm25 import RERANK_DEPTH, RRF_K, analyzer_settings, parse_retrievers, split_retriever
+from evalcore.retrieval.hybrid import RRF_K
+from evalcore.retrieval.names import analyzer_settings, parse_retrievers, split_retriever
+from evalcore.retrieval.rerank import RERANK_DEPTH
 from evalcore.run.stages import Work
 from evalcore.store.basics import new_run_id
 from evalcore.store.runs import fail_run
 
 if TYPE_CHECKING:
     from evalcore.embedding.embedder import Embedder
-    from evalcore.retrieval.bm25 import Reranker
+    from evalcore.retrieval.rerank import Reranker
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -111,7 +113,7 @@ def _evaluate(
     reranks = [r for r in retrievers if split_retriever(r)[0] == "rerank"]
     if reranks and reranker is None:
         if request.reranker_path:
-            from evalcore.retrieval.bm25 import Reranker as _Reranker
+            from evalcore.retrieval.rerank import Reranker as _Reranker
 
             reranker = _Reranker.load(request.reranker_path)
         else:

@@ -10,7 +10,7 @@ from evalcore import testhooks
 from evalcore.errors import RunInterrupted
 from evalcore.progress import Progress, Scale, Stage
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
-from evalcore.retrieval.bm25 import split_retriever
+from evalcore.retrieval.names import split_retriever
 
 if TYPE_CHECKING:
     import numpy as np
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from evalcore.embedding.embedder import Embedder
     from evalcore.embedding.models import Planned
-    from evalcore.retrieval.bm25 import Reranker
+    from evalcore.retrieval.rerank import Reranker
     from evalcore.store import Store
 
 

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]
 
     from evalcore.embedding.embedder import Embedder
-    from evalcore.retrieval.bm25 import BM25, Reranker
+    from evalcore.retrieval.bm25 import BM25
+    from evalcore.retrieval.rerank import Reranker
     from evalcore.store import Store
 
 
@@ -178,7 +179,7 @@ def replayer(
     from evalcore import testhooks
     from evalcore.embedding.embedder import embed_with_cache, load_embedder
     from evalcore.retrieval.bm25 import BM25
-    from evalcore.retrieval.ranking import max_norm
+    from evalcore.retrieval.dense import max_norm
 
     refuse(target)
     model = target.info.model
@@ -202,7 +203,7 @@ def replayer(
     bm25 = BM25.build(texts) if retriever in ("bm25", "hybrid", "rerank") else None
     reranker = None
     if retriever == "rerank":
-        from evalcore.retrieval.bm25 import Reranker as _Reranker
+        from evalcore.retrieval.rerank import Reranker as _Reranker
 
         path = reranker_path or _rerank_path(store, target.run_id)
         if not path:

@@ -32,7 +32,8 @@ from evalcore.figures import markdown_text
 from evalcore.inputs import sources as inputs
 from evalcore.inputs import uploads
 from evalcore.read import qsets as question_sets
-from evalcore.retrieval.bm25 import RETRIEVERS, analyzer_label, languages, with_analyzers
+from evalcore.retrieval.bm25 import languages
+from evalcore.retrieval.names import RETRIEVERS, analyzer_label, with_analyzers
 from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
 from evalcore_app.screens import _ui
 

@@ -252,7 +252,7 @@ def score_sharded(
     import ray
 
     from evalcore.embedding.distributed import connect
-    from evalcore.retrieval.bm25 import analyzers_of, split_retriever
+    from evalcore.retrieval.names import analyzers_of, split_retriever
     from evalcore.retrieval.ranking import SHARD_BLOCK_BYTES, block_queries
     from evalcore.retrieval.sharded.merge import Plan, rank_block_sharded
     from evalcore.scoring import block_frames

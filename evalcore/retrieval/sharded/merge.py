@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalcore.retrieval.bm25 import RERANK_DEPTH, RRF_K, analyzers_of, retriever_name
+from evalcore.retrieval.hybrid import RRF_K
+from evalcore.retrieval.names import analyzers_of, retriever_name
 from evalcore.retrieval.ranking import Ranked
+from evalcore.retrieval.rerank import RERANK_DEPTH
 
 if TYPE_CHECKING:
     import numpy as np
@@ -346,7 +348,7 @@ def _rerank(
     """The hybrid head re-sorted by cross-encoder score (ties: chunk id), then the rest."""
     import numpy as np
 
-    from evalcore.retrieval.bm25 import rerank_order
+    from evalcore.retrieval.rerank import rerank_order
 
     head = head[:RERANK_DEPTH]
     sc = np.asarray(score(head), dtype=np.float64)

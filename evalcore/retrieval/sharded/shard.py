@@ -63,7 +63,7 @@ class Shard:
         return len(self.texts)
 
     def max_norm(self) -> float:
-        from evalcore.retrieval.ranking import max_norm
+        from evalcore.retrieval.dense import max_norm
 
         return max_norm(self.vectors)
 
@@ -125,8 +125,8 @@ class Shard:
         """The shard's top chunks of each order for a block of queries (module docstring)."""
         import numpy as np
 
+        from evalcore.retrieval.dense import screen, screening_error
         from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
-        from evalcore.retrieval.ranking import screen, screening_error
 
         off, n = self.offset, self.size
         q32 = np.asarray(qvec, dtype=np.float32)
