@@ -5,7 +5,7 @@
 
 Prints one JSON line {"chunks", "queries", "seconds", "cpu_seconds", "load_average_before",
 "peak_rss_mb", ...}: the seconds (wall, and CPU: the steadier figure on a shared machine) of
-``evalcore.scoring.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
+``evalcore.retrieval.scored.score_queries`` (BM25 index build, dense, bm25 and hybrid retrieval,
 first correct ranks, top 20 hits as result frames) and the process's peak resident memory;
 ``stage_seconds`` splits them (``bm25_build``, ``vector_scan``: the dense matrix products and
 the dense rows, ``bm25``, ``fusion``; ``frames``: the result and hit frames, the rest).
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench_embed import numpy_rate
 
     from evalcore.retrieval.ranking import workers
-    from evalcore.scoring import score_queries
+    from evalcore.retrieval.scored import score_queries
 
     limit = numpy_rate(3) / 1e9  # before anything else runs: the machine's best sgemm rate
 

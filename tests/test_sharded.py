@@ -84,8 +84,8 @@ def _bench_scale():
 
 def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cross_encoder):
     from evalcore.retrieval.rerank import Reranker
+    from evalcore.retrieval.scored import score_queries
     from evalcore.retrieval.sharded.driver import score_sharded
-    from evalcore.scoring import score_queries
 
     bench = _bench_scale()
     n, nq = 200_000, 120
@@ -115,8 +115,8 @@ def test_hard_data_sharded_equals_one_machine(ray_runtime):
     shards' counting and the exact deep hybrid rank), uneven shards."""
     from test_ranking import make_data
 
+    from evalcore.retrieval.scored import score_queries
     from evalcore.retrieval.sharded.driver import score_sharded
-    from evalcore.scoring import score_queries
 
     for seed, n, nq, dim, distinct in ((3, 4001, 60, 8, None), (4, 3000, 60, 16, 40)):
         q, c, texts, qtexts, correct = make_data(seed, n, nq, dim, distinct)

@@ -270,7 +270,7 @@ class Work:
     ) -> None:
         import numpy as np
 
-        from evalcore.scoring import score_queries
+        from evalcore.retrieval.scored import score_queries
 
         empty = np.zeros(0, dtype=np.int64)
         per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]

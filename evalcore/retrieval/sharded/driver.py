@@ -1,5 +1,5 @@
 """Retrieval sharded on Ray: a strategy's chunks split into shards held by Ray actors, with
-the same ranks, hits and figures as the one-machine path (:func:`evalcore.scoring.score_queries`).
+the same ranks, hits and figures as the one-machine path (:func:`evalcore.retrieval.scored.score_queries`).
 
 ``python -m evalcore run ... --ray ADDRESS [--shards N]`` (or ``--ray local``). The chunk ids
 are cut into ``N`` contiguous ranges; each range is one :class:`evalcore.retrieval.sharded.shard.Shard`
@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalcore.scoring import Scored
+from evalcore.retrieval.scored import Scored
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ TEXT_BLOCK = 20000  # chunk texts sent to an actor at a time
 
 @dataclass
 class ShardedScored(Scored):
-    """:class:`~evalcore.scoring.Scored`, and each actor's peak resident memory (MB)."""
+    """:class:`~evalcore.retrieval.scored.Scored`, and each actor's peak resident memory (MB)."""
 
     peak_rss_mb: list[float] = field(default_factory=list)
     shard_sizes: list[int] = field(default_factory=list)
@@ -245,7 +245,7 @@ def score_sharded(
     on_block: Callable[[int], None] | None = None,
     n_chunks: int | None = None,
 ) -> ShardedScored:
-    """:func:`~evalcore.scoring.score_queries` on Ray actors (module docstring): the
+    """:func:`~evalcore.retrieval.scored.score_queries` on Ray actors (module docstring): the
     same frames. ``cvec`` is an array or blocks of rows in chunk order (then ``n_chunks`` says
     how many); ``shards`` defaults to one per node (at least two)."""
     import numpy as np
@@ -254,8 +254,8 @@ def score_sharded(
     from evalcore.embedding.distributed import connect
     from evalcore.retrieval.names import analyzers_of, split_retriever
     from evalcore.retrieval.ranking import SHARD_BLOCK_BYTES, block_queries
+    from evalcore.retrieval.scored import block_frames
     from evalcore.retrieval.sharded.merge import Plan, rank_block_sharded
-    from evalcore.scoring import block_frames
 
     connect(address)
     n = len(cvec) if isinstance(cvec, np.ndarray) else n_chunks
