@@ -57,6 +57,46 @@ def test_a_run_spec_travels_to_a_job_as_json_and_back():
         RunSpec(corpus="docs", questions="q.jsonl", dataset="support")
 
 
+def test_a_run_spec_is_checked_whole_when_it_is_built(tmp_path, monkeypatch):
+    """Every part of a spec is checked as it is built, before any input or model loads: the
+    inputs named here do not exist, so an error can only come from the spec itself."""
+    from evalcore.errors import InputError
+    from evalcore.external.endpoint import Endpoint
+    from evalcore.run.spec import RunSpec
+
+    missing = tmp_path / "nothing here"
+    built_in = {"corpus": missing, "questions": missing / "q.jsonl"}
+    with pytest.raises(ConfigError, match="unknown retriever sparse"):
+        RunSpec(**built_in, retrievers="dense,sparse")
+    with pytest.raises(ConfigError, match="unknown language 'klingon'"):
+        RunSpec(**built_in, retrievers="bm25:klingon")
+    with pytest.raises(ConfigError, match="Z"):
+        RunSpec(**built_in, strategies="A,Z")
+    with pytest.raises(InputError, match="the version after '@' must be a number"):
+        RunSpec(corpus=missing, dataset="support@latest")
+    with pytest.raises(ConfigError, match="--url"):
+        RunSpec(demo=True, endpoint=Endpoint(url="ftp://example.org/search"))
+    monkeypatch.setenv("EVALCORE_ENDPOINTS", "http://127.0.0.1:9/search")
+    far = Endpoint(url="http://127.0.0.1:10/search")
+    with pytest.raises(ConfigError):
+        RunSpec(demo=True, endpoint=far, confined=True)  # the operator's allow-list, for a confined spec
+    assert RunSpec(demo=True, endpoint=far).kind == "endpoint"  # the CLI's operator needs no list
+    assert RunSpec(demo=True, endpoint=Endpoint(url="http://127.0.0.1:9/search/v1"), confined=True).confined
+    with pytest.raises(ConfigError, match="--chunker"):
+        RunSpec(demo=True, endpoint=far, chunker="a/b")
+    with pytest.raises(ConfigError, match="score kind"):
+        RunSpec(demo=True, endpoint=far, score="closeness")
+    with pytest.raises(ConfigError, match="retriever must be a function"):
+        RunSpec(**built_in, function=42)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="k must be an integer >= 1, got 0"):
+        RunSpec(**built_in, function=lambda q, k: [], k=0)
+    with pytest.raises(ConfigError, match="retriever_name"):
+        RunSpec(**built_in, function=lambda q, k: [], retriever_name="has space")
+    assert (
+        RunSpec(**built_in, retrievers="dense,bm25:german", strategies="A,wide:boundaries+size=800").kind == "builtin"
+    )
+
+
 def test_a_dashboard_job_becomes_a_confined_run_spec(tmp_path, monkeypatch):
     """The job a New run screen prepares is stored as its RunSpec; a folder job reads only
     inside the operator's data roots, in the job's process too."""

@@ -251,14 +251,10 @@ def _endpoint(
     step: Callable[[str], None],
     on_inputs: Callable[[Inputs], None] | None,
 ) -> LiveResult:
-    from evalcore.external.endpoint import allowed
     from evalcore.external.endpoint_calls import run_endpoint
 
     endpoint = spec.endpoint
-    assert endpoint is not None
-    endpoint.check()
-    if spec.confined:
-        allowed(endpoint.url)  # checked again in the job's process
+    assert endpoint is not None  # checked, and allowed where confined, when the spec was built
     step("loading inputs")
     inputs = load_inputs(spec, store)
     if on_inputs is not None:
@@ -291,18 +287,11 @@ def _python(
 ) -> LiveResult:
     from evalcore.configurations import external
     from evalcore.external.chunks import ChunkSet, read_chunks
-    from evalcore.external.importer import check_name
     from evalcore.external.live import run_live
     from evalcore.external.python_hits import answers
 
-    fn = spec.function
-    if not callable(fn):
-        raise ConfigError(f"retriever must be a function (query, k) -> hits, got {type(fn).__name__}")
-    k = spec.k
-    if not isinstance(k, int) or k < 1:
-        raise ConfigError(f"k must be an integer >= 1, got {k!r}")
-    check_name(spec.chunker, "chunker")
-    check_name(spec.retriever_name, "retriever_name")
+    fn, k = spec.function, spec.k  # checked (a function, k >= 1, the names) when the spec was built
+    assert fn is not None
     step("loading inputs")
     inputs = load_inputs(spec)
     loaded, gt = inputs.corpus, inputs.ground_truth

@@ -28,10 +28,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.chunking import DEFAULT_STRATEGIES
-from evalcore.configurations import EXTERNAL
+from evalcore.chunking import DEFAULT_STRATEGIES, parse_strategies
+from evalcore.configurations import EXTERNAL, score_kind
 from evalcore.errors import ConfigError
+from evalcore.external.endpoint import allowed
+from evalcore.external.importer import check_name
 from evalcore.external.record import DEFAULT_MAX_FAILURES
+from evalcore.inputs.qsets import parse_ref
+from evalcore.retrieval.names import parse_retrievers
 
 if TYPE_CHECKING:
     from evalcore.external.endpoint import Endpoint
@@ -108,6 +112,35 @@ class RunSpec:
         if shards is not None and not self.ray:
             raise ConfigError("shards split retrieval across Ray actors: give --ray ADDRESS (or local) too")
         object.__setattr__(self, "models", tuple(self.models))
+        self._check_whole()
+
+    def _check_whole(self) -> None:
+        """The rest of the spec, checked when it is built, before anything loads: the strategies
+        and retrievers of a built-in run, an endpoint (and, confined, the operator's allow-list),
+        a Python retriever and its ``k``, an external run's names and score kind, a question
+        set's ``NAME@VERSION``. Each raises the error (and message) the run would otherwise meet."""
+        if self.dataset is not None:
+            parse_ref(self.dataset)
+        if self.kind == "builtin":
+            parse_strategies(self.strategies)
+            parse_retrievers(self.retrievers)
+            return
+        if self.endpoint is not None:
+            self.endpoint.check()
+            if self.confined:
+                allowed(self.endpoint.url)  # checked again in the job's process (from_json)
+            check_name(self.chunker, "--chunker")
+            check_name(self.retriever_name, "--retriever")
+        else:
+            if not callable(self.function):
+                raise ConfigError(
+                    f"retriever must be a function (query, k) -> hits, got {type(self.function).__name__}"
+                )
+            if not isinstance(self.k, int) or self.k < 1:
+                raise ConfigError(f"k must be an integer >= 1, got {self.k!r}")
+            check_name(self.chunker, "chunker")
+            check_name(self.retriever_name, "retriever_name")
+        score_kind(self.score)
 
     @property
     def kind(self) -> str:
