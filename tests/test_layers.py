@@ -309,3 +309,34 @@ def test_no_spec_section_in_code_or_docs():
             if SECTION.lower() in line.lower()
         ]
     assert not found, f"{SECTION} cited (write in our words, or link docs/METHODS.md): " + ", ".join(found)
+
+
+#: the imports that may load inside a function (ruff's TID253 keeps them out of a module's head):
+#: the heavy optional ones, and the numeric stack that ``import evalcore`` does not load
+LAZY = {
+    "torch", "openvino", "ray", "pypdfium2", "lxml", "playwright", "onnxruntime", "sentence_transformers",
+    "transformers", "numpy", "pandas", "scipy", "duckdb", "numba",
+}  # fmt: skip
+#: the rooms where every other import sits at the top of its module (ruff's PLC0415)
+IMPORTS_AT_THE_TOP = ("run", "retrieval", "embedding", "external", "chunking.py", "scoring.py", "configurations.py")
+
+
+def test_imports_sit_at_the_top_of_the_engine_rooms():
+    import tomllib
+
+    lint = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    assert {"PLC0415", "TID253"} <= set(lint["select"]), lint["select"]
+    assert set(lint["flake8-tidy-imports"]["banned-module-level-imports"]) == LAZY
+    ignored = [p for p, rules in lint["per-file-ignores"].items() if "PLC0415" in rules]
+    for room in IMPORTS_AT_THE_TOP:
+        assert not any(room in pattern for pattern in ignored), f"PLC0415 is off for evalcore/{room}"
+    # ruff itself finds no import inside a function there, but the ones marked with their reason
+    out = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--select", "PLC0415,TID253", "--output-format", "concise"]
+        + [f"evalcore/{room}" for room in IMPORTS_AT_THE_TOP],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout[-2000:]

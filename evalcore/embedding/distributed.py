@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
+from evalcore.embedding.embedder import load_embedder
 from evalcore.errors import ModelError
 
 if TYPE_CHECKING:
@@ -118,7 +119,6 @@ class _Encoder:
     """A Ray Data actor: loads the model once, then embeds batch after batch."""
 
     def __init__(self, model_path: str | None, device: str) -> None:
-        from evalcore.embedding.embedder import load_embedder
 
         self.embedder = load_embedder(model_path, device=device)
 

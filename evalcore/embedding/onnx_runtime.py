@@ -24,9 +24,11 @@ latency mode, one thread per core).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
+import queue
 import shutil
 import sys
 import tempfile
@@ -37,6 +39,8 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from tokenizers import Tokenizer
 
 from evalcore.embedding.model_env import NOTE, offline
 from evalcore.errors import ModelError
@@ -218,7 +222,6 @@ BACKENDS = ("openvino", "onnxruntime")  # fastest first (measured: docs/SCALE.md
 
 def available_backend(preferred: str | None = None) -> str:
     """``preferred`` if given, else the first of :data:`BACKENDS` that is installed."""
-    import importlib.util
 
     for name in [preferred] if preferred else list(BACKENDS):
         if importlib.util.find_spec(name) is not None:
@@ -239,7 +242,6 @@ class OnnxModel:
     meta: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
-        from tokenizers import Tokenizer
 
         self.folder = Path(self.folder)
         self.meta = json.loads((self.folder / "meta.json").read_text())
@@ -348,7 +350,6 @@ class OnnxModel:
         most :data:`AHEAD` batches ahead; with OpenVINO's streams each core runs a batch of its
         own, and a batch is yielded when it completes (not always in order). Closing the
         iterator stops it."""
-        import queue
 
         import numpy as np
 

@@ -21,13 +21,13 @@ import bisect
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from evalcore.chunking import headings
 from evalcore.errors import InputError
+from evalcore.inputs.groundtruth import NeedleIndex, read_jsonl
 from evalcore.records import Chunk, Corpus, Span
-
-if TYPE_CHECKING:
-    from evalcore.inputs.groundtruth import NeedleIndex
+from evalcore.scoring import correct_sets, destroyed_cut
 
 log = logging.getLogger(__name__)
 
@@ -102,8 +102,6 @@ class ChunkSet:
     # -- locating ----------------------------------------------------------------------
     def _index(self, doc_id: str | None) -> NeedleIndex:
         if doc_id not in self._indexes:
-            from evalcore.inputs.groundtruth import NeedleIndex
-
             docs = self.corpus.documents if doc_id is None else (self._docs[doc_id],)
             self._indexes[doc_id] = NeedleIndex(docs)
         return self._indexes[doc_id]
@@ -111,8 +109,6 @@ class ChunkSet:
     def _section(self, doc_id: str, offset: int) -> str | None:
         """The ``## `` section holding ``offset`` (None before the first heading)."""
         if doc_id not in self._headings:
-            from evalcore.chunking import headings
-
             found = headings(self._docs[doc_id].text)
             self._headings[doc_id] = ([o for o, _ in found], [t for _, t in found])
         offsets, titles = self._headings[doc_id]
@@ -224,7 +220,6 @@ class ChunkSet:
 
     def correct(self, spans: dict[str, Span]) -> dict[str, set[int]]:
         """{group: chunk ids whose evidence range holds the group's span} (METHODS.md "Correct hits")."""
-        from evalcore.scoring import correct_sets
 
         ids, chunks = self.located_chunks()
         return {g: {ids[i] for i in found} for g, found in correct_sets(chunks, spans).items()}
@@ -233,7 +228,6 @@ class ChunkSet:
         """(group, cut) of the ground truths no chunk holds; None when the set is not complete."""
         if not self.complete:
             return None
-        from evalcore.scoring import destroyed_cut
 
         _, chunks = self.located_chunks()
         return [(g, destroyed_cut(chunks, spans[g])) for g in sorted(spans) if not correct[g]]
@@ -275,7 +269,6 @@ def chunk_file(path: str | Path) -> Path:
 
 def read_chunks(path: str | Path, corpus: Corpus) -> ChunkSet:
     """Read and locate every chunk of ``path`` (see the module docstring)."""
-    from evalcore.inputs.groundtruth import read_jsonl
 
     path = chunk_file(path)
     chunks = ChunkSet(corpus, complete=True)

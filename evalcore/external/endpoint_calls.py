@@ -17,16 +17,21 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+from concurrent.futures import wait as wait_first
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from evalcore import __version__
-from evalcore.configurations import EXTERNAL
-from evalcore.errors import ConfigError
+from evalcore.configurations import EXTERNAL, external
+from evalcore.errors import ConfigError, RunInterrupted
+from evalcore.external import responses
+from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint import Endpoint, parse
 from evalcore.external.hits import BadHits
-from evalcore.external.record import Failure
+from evalcore.external.importer import check_name
+from evalcore.external.live import run_live
+from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure
 from evalcore.external.responses import Response
 
 if TYPE_CHECKING:
@@ -299,11 +304,6 @@ def answers(
     """Each query's hits (or Failure), cached answers first, then as requests complete.
     ``cancelled`` is asked twice a second while requests are in flight; when it says so (or
     the run is stopped otherwise) every request in flight ends at once."""
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    from evalcore.errors import RunInterrupted
-    from evalcore.external import responses
-
     max_response()  # a bad cap is the operator's error before anything is sent
     requests = {qid: endpoint.request(qid, text) for qid, text in queries}
     keys = {qid: responses.key(*req, headers=endpoint.headers) for qid, req in requests.items()}
@@ -330,7 +330,7 @@ def answers(
         futures = {pool.submit(fetch, endpoint, *requests[qid], counters, flights): qid for qid in todo}
         pending = set(futures)
         while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            done, pending = wait_first(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             if cancelled is not None and cancelled():
                 raise RunInterrupted("cancelled by the user")
             for future in done:
@@ -371,11 +371,6 @@ def run_endpoint(
     ``chunks_path`` (optional) is the service's whole chunk set as a chunk file: hits may then
     name chunks by id alone, and destroyed answers can be counted; without it, the chunk set
     is what the service returned. Inputs are checked before the run row is written."""
-    from evalcore.configurations import external
-    from evalcore.external.chunks import ChunkSet, read_chunks
-    from evalcore.external.importer import check_name
-    from evalcore.external.live import run_live
-    from evalcore.external.record import DEFAULT_MAX_FAILURES
 
     endpoint.check()
     check_name(chunker, "--chunker")

@@ -16,7 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.configurations import EXTERNAL, external
-from evalcore.errors import InputError
+from evalcore.errors import ConfigError, InputError, control_characters
+from evalcore.external.chunks import read_chunks
+from evalcore.external.rankings import read_rankings
+from evalcore.external.record import record, resolve_rankings
+from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, GroundTruth
@@ -53,10 +57,6 @@ def import_run(
     run_id: str | None = None,
 ) -> Imported:
     """Read, check, score and store one external configuration (see the module docstring)."""
-    from evalcore.external.chunks import read_chunks
-    from evalcore.external.rankings import read_rankings
-    from evalcore.external.record import record, resolve_rankings
-    from evalcore.store.basics import new_run_id
 
     check_name(chunker, "--chunker")
     check_name(retriever, "--retriever")
@@ -112,7 +112,6 @@ def import_run(
 
 
 def check_name(value: str, option: str) -> None:
-    from evalcore.errors import ConfigError, control_characters
 
     if (
         not value

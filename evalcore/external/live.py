@@ -17,9 +17,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalcore import signals
 from evalcore.errors import RunInterrupted
 from evalcore.external.hits import BadHits, RawHit, resolve
 from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure, check_failures, query_order, run_row, tables
+from evalcore.progress import Fanout, SilentProgress, Stage, StoreProgress
+from evalcore.store.basics import new_run_id
+from evalcore.store.runs import fail_run
 
 if TYPE_CHECKING:
     from evalcore.configurations import ConfigInfo
@@ -66,10 +70,6 @@ def run_live(
 ) -> LiveResult:
     """Ask ``answer`` for every query, score and store the run (see the module docstring).
     TooManyFailures (the run marked failed) past ``max_failures``."""
-    from evalcore import signals
-    from evalcore.progress import Fanout, SilentProgress, Stage, StoreProgress
-    from evalcore.store.basics import new_run_id
-    from evalcore.store.runs import fail_run
 
     cancelled = cancelled or (lambda: False)
     run_id = run_id or new_run_id()

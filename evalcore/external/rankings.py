@@ -25,10 +25,15 @@ import json
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from sys import intern
 from typing import Any
 
+from evalcore.configurations import score_kind
 from evalcore.errors import InputError
+from evalcore.external.hits import BadHits
+from evalcore.external.hits import number as hit_number
 from evalcore.inputs import jsontext
+from evalcore.inputs.groundtruth import read_jsonl
 
 FORMATS = ("trec", "jsonl", "json")
 MAX_RANK = 10**9  # a TREC rank beyond this is a damaged file
@@ -67,10 +72,9 @@ class RankingFile:
 
 
 def _score(value: Any, where: str) -> float:
-    from evalcore.external.hits import BadHits, number
 
     try:
-        return number(value, "score")
+        return hit_number(value, "score")
     except BadHits as exc:
         raise InputError(f"{where}: {exc}") from None
 
@@ -122,7 +126,6 @@ def _order(hits: _Raw, higher_first: bool, kind: str, given_order: bool) -> list
 def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
     """Streamed line by line; query ids, chunk ids and tags are interned (each is held once
     however often the file repeats it), so memory grows with the hits, not the text."""
-    from sys import intern
 
     per_query: dict[str, _Raw] = {}
     starts: dict[str, str] = {}
@@ -169,7 +172,6 @@ def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
 
 
 def _read_jsonl_hits(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
-    from evalcore.inputs.groundtruth import read_jsonl
 
     per_query: dict[str, _Raw] = {}
     starts: dict[str, str] = {}
@@ -228,7 +230,6 @@ def _read_json(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
 def read_rankings(path: str | Path, kind: str = "similarity", fmt: str | None = None) -> RankingFile:
     """Read ``path`` (format detected unless ``fmt``) and rank each query's hits (see the
     module docstring). ``kind`` is ``similarity`` (higher first) or ``distance``."""
-    from evalcore.configurations import score_kind
 
     path = Path(path)
     kind = score_kind(kind)

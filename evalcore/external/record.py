@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 from evalcore import PIPELINE_VERSION, __version__
 from evalcore.errors import EvalcoreError, InputError
 from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.store.rows import document_rows, ground_truth_settings, query_rows
+from evalcore.store.runs import fail_run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,7 +107,6 @@ def run_row(
     run_id: str, name: str, corpus: Corpus, gt: GroundTruth, config: ConfigInfo, settings: dict[str, Any]
 ) -> dict[str, Any]:
     """The ``runs`` row of an external run (inserted as running)."""
-    from evalcore.store.rows import ground_truth_settings
 
     full = {
         "evalcore": __version__,
@@ -154,8 +155,6 @@ def tables(
     (stage, seconds, items)."""
     import numpy as np
     import pandas as pd
-
-    from evalcore.store.rows import document_rows, query_rows
 
     failures = failures or {}
     strategy, retriever = config.strategy, config.retriever
@@ -338,7 +337,5 @@ def record(
     try:
         store.complete_run(run_id, tables(run_id, config, chunks, corpus, gt, hits, failures, timings), {})
     except BaseException as exc:  # noqa: BLE001 - any end (signals too) marks the run; fail_run re-raises
-        from evalcore.store.runs import fail_run
-
         fail_run(store, run_id, "writing results", exc)
     return run_id

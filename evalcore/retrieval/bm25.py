@@ -12,9 +12,12 @@ by :meth:`evalcore.retrieval.sharded.driver.Shards.build_bm25`.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import Stemmer
 
 from evalcore.errors import ConfigError
 
@@ -35,7 +38,6 @@ _WORD = re.compile(r"\w+")
 
 def languages() -> list[str]:
     """The Snowball languages PyStemmer knows (``english``, ``german``, ...), sorted."""
-    import Stemmer
 
     return sorted(str(a) for a in Stemmer.algorithms())
 
@@ -58,7 +60,6 @@ def tokens(text: str) -> list[str]:
 
 def words(text: str) -> list[str]:
     """``\\w+`` runs of the casefolded NFC text (the analyzers' words, before stemming)."""
-    import unicodedata
 
     return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
 
@@ -74,8 +75,6 @@ class Analyzer:
         self._cache: dict[str, str] = {}
         self._stem_words: Callable[[list[str]], list[str]] | None = None
         if name and name != UNICODE:
-            import Stemmer
-
             self._stem_words = Stemmer.Stemmer(name, 0).stemWords  # our own cache below
 
     @property
@@ -127,7 +126,8 @@ class BM25:
 
         import numpy as np
 
-        from evalcore.retrieval.engine.wordcount import count_words, postings
+        # the compiled engine loads numba: not before an index is built (the CLI's start stays light)
+        from evalcore.retrieval.engine.wordcount import count_words, postings  # noqa: PLC0415
 
         analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
         # a stemming analyzer: words now, their stems once at the end
@@ -173,7 +173,7 @@ class BM25:
         pass over the query terms' postings)."""
         import numpy as np
 
-        from evalcore.retrieval.engine import kernels
+        from evalcore.retrieval.engine import kernels  # noqa: PLC0415 - numba, once a query is scored
 
         qm = self._query_matrix([query])
         w = self.weights

@@ -10,6 +10,7 @@ distance to the query, whichever retriever ranked it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from importlib.metadata import version
 
 from evalcore.errors import ConfigError
 from evalcore.retrieval.bm25 import ANALYZERS, UNICODE, check_analyzer
@@ -99,7 +100,6 @@ def analyzer_settings(retrievers: Iterable[str]) -> dict[str, dict[str, str]]:
     used = [a for a in analyzers_of(retrievers) if a]
     if not used:
         return {}
-    from importlib.metadata import version
 
     stemmer = f"Snowball stemmer (PyStemmer {version('PyStemmer')})"
     return {

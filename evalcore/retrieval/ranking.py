@@ -17,7 +17,9 @@ a group at a time on several threads, and reranks (:func:`rank_block`).
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 from evalcore.retrieval.bm25 import BM25
 from evalcore.retrieval.dense import max_norm, screen, screening_error
 from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
+from evalcore.retrieval.engine.threads import retrieval_threads
 from evalcore.retrieval.hybrid import Hybrid
 from evalcore.retrieval.names import retriever_name
 from evalcore.retrieval.rerank import RERANK_DEPTH
@@ -89,9 +92,6 @@ def workers() -> int:
     """Threads that work on the queries of a block at once: the cores this process may use
     (``EVALCORE_THREADS`` overrides, see :func:`evalcore.retrieval.engine.threads.retrieval_threads`);
     the row kernels release the GIL."""
-    import os
-
-    from evalcore.retrieval.engine.threads import retrieval_threads
 
     chosen = retrieval_threads()
     if chosen is not None:
@@ -148,7 +148,6 @@ def rank_block(
     computed on its own, so it does not depend on the threads. Memory: one float32 row per
     query of the block, and the float64 BM25 rows of one group.
     """
-    import time
 
     import numpy as np
 

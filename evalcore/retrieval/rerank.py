@@ -3,6 +3,7 @@ top ``RERANK_DEPTH`` chunks; the rest keep their hybrid order."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,6 @@ class Reranker:
 
     @classmethod
     def load(cls, path: str | Path) -> Reranker:
-        import os
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -4,9 +4,15 @@ The same rows on Ray shards: :func:`evalcore.retrieval.sharded.driver.score_shar
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from evalcore.retrieval.bm25 import BM25, Analyzer
+from evalcore.retrieval.dense import max_norm, screener
+from evalcore.retrieval.names import analyzers_of, split_retriever
+from evalcore.retrieval.ranking import block_queries, rank_block
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,14 +111,8 @@ def score_queries(
     where the dense screening's matrix products run (``cuda``: on the GPU, see
     :func:`evalcore.retrieval.dense.screener`; every decision stays exact, on the CPU).
     """
-    import time
 
     import numpy as np
-
-    from evalcore.retrieval.bm25 import BM25, Analyzer
-    from evalcore.retrieval.dense import max_norm, screener
-    from evalcore.retrieval.names import analyzers_of, split_retriever
-    from evalcore.retrieval.ranking import block_queries, rank_block
 
     out = Scored()
     retrievers = [r for r in retrievers if split_retriever(r)[0] != "rerank" or rerank is not None]

@@ -14,8 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.configurations import EXTERNAL
+from evalcore.external.live import LiveResult
 from evalcore.external.record import DEFAULT_MAX_FAILURES
-from evalcore.run.spec import DEFAULT_K, PYTHON, SIMILARITY
+from evalcore.progress import BarProgress
+from evalcore.read.summary import format_table, summary_table
+from evalcore.run.execute import execute
+from evalcore.run.spec import DEFAULT_K, PYTHON, SIMILARITY, RunSpec
+from evalcore.store import Store
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,7 +40,6 @@ class Evaluation:
     failures: dict[str, str]
 
     def __str__(self) -> str:
-        from evalcore.read.summary import format_table
 
         failed = f"; {len(self.failures)} queries failed" if self.failures else ""
         return f"run {self.run_id} ({self.name}) in {self.store}{failed}\n{format_table(self.summary)}"
@@ -68,11 +72,6 @@ def evaluate(
     from that many threads (only for thread-safe retrievers). Returns an :class:`Evaluation`;
     the run shows on every page of the dashboard.
     """
-    from evalcore.external.live import LiveResult
-    from evalcore.read.summary import summary_table
-    from evalcore.run.execute import execute
-    from evalcore.run.spec import RunSpec
-    from evalcore.store import Store
 
     spec = RunSpec(
         corpus=corpus,
@@ -91,8 +90,6 @@ def evaluate(
     the_store = store if isinstance(store, Store) else Store(store)
     bar = None
     if progress:
-        from evalcore.progress import BarProgress
-
         bar = BarProgress()
     done = execute(spec, the_store, bar)
     assert isinstance(done, LiveResult)

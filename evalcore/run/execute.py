@@ -9,14 +9,30 @@ worker (the New run screen's jobs) and :func:`evalcore.evaluate` all come throug
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
-from evalcore.embedding.distributed import check_address
+from evalcore.chunking import parse_strategies
+from evalcore.configurations import external
+from evalcore.embedding.distributed import RayEmbedder, check_address
+from evalcore.embedding.embedder import load_embedder
 from evalcore.errors import ConfigError, RunInterrupted
+from evalcore.external.chunks import ChunkSet, read_chunks
+from evalcore.external.endpoint_calls import run_endpoint
+from evalcore.external.live import run_live
+from evalcore.external.python_hits import answers
+from evalcore.inputs import qsets, sources
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import load_ground_truth
+from evalcore.inputs.sources import server_path
+from evalcore.records import Corpus as CorpusRecord
 from evalcore.retrieval.engine.threads import retrieval_threads
+from evalcore.retrieval.names import parse_retrievers
+from evalcore.run.runner import RunRequest, run_evaluation
 from evalcore.run.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -79,24 +95,17 @@ def load_inputs(spec: RunSpec, store: Store | None = None) -> Inputs:
     """A spec's corpus and ground truth: the demo, a corpus with question files, or a corpus
     with a question set of ``store``; with ``server_paths``, only inside the data roots.
     With ``store``, PDF and HTML extractions are reused. InputError / ConfigError otherwise."""
-    from evalcore.inputs import sources
-    from evalcore.records import Corpus as CorpusRecord
 
     if spec.demo:
         return Inputs(*sources.load_demo())
     if spec.corpus is None:
         raise ConfigError("a corpus folder is required (or the demo)")
     if isinstance(spec.corpus, CorpusRecord):
-        from evalcore.inputs.groundtruth import load_ground_truth
-
         if spec.questions is None:
             raise ConfigError("a questions.jsonl file is required")
         return Inputs(spec.corpus, load_ground_truth(spec.corpus, spec.questions, spec.ood))
     corpus = _path(spec, spec.corpus, "corpus folder")
     if spec.dataset is not None:
-        from evalcore.inputs import qsets
-        from evalcore.inputs.corpus import load_corpus
-
         if store is None:
             raise ConfigError("a question set is read from a store")
         qs = qsets.load(store, spec.dataset)
@@ -112,7 +121,6 @@ def load_inputs(spec: RunSpec, store: Store | None = None) -> Inputs:
 def _path(spec: RunSpec, raw: Any, what: str, bounded: bool | None = None) -> str:
     if not (spec.server_paths if bounded is None else bounded):
         return str(raw)
-    from evalcore.inputs.sources import server_path
 
     return str(server_path(str(raw), what))
 
@@ -127,15 +135,12 @@ def embedders(spec: RunSpec) -> list[Embedder]:
     """The spec's embedding models, loaded (on a Ray cluster when ``spec.ray``). Without model
     folders, the packaged model, or the test embedder of ``$EVALCORE_TEST_EMBEDDER``
     (evalcore.testhooks; the one place a run reads it)."""
-    from evalcore.embedding.embedder import load_embedder
 
     paths = model_folders(spec)
     loaded = [load_embedder(p, device=spec.device) for p in paths]
     if not loaded:
         loaded = [testhooks.embedder() or load_embedder(None, device=spec.device)]
     if spec.ray:
-        from evalcore.embedding.distributed import RayEmbedder
-
         where: list[str | None] = [*paths] or [None]
         loaded = [
             RayEmbedder.start(spec.ray, e, device=spec.device, model_path=path)
@@ -147,12 +152,10 @@ def embedders(spec: RunSpec) -> list[Embedder]:
 def _warm_kernels() -> Thread:
     """:func:`evalcore.retrieval.engine.kernels.warm` in a thread, started now (a failure there only
     leaves the loading to the first query)."""
-    import logging
-    import threading
 
     def warm() -> None:
         try:
-            from evalcore.retrieval.engine import kernels
+            from evalcore.retrieval.engine import kernels  # noqa: PLC0415 - numba may fail to load: then the first query compiles
 
             kernels.warm()
         except Exception:
@@ -169,7 +172,6 @@ class _Loading:
     error, if any, is raised by :meth:`result`, after any error of the inputs."""
 
     def __init__(self, spec: RunSpec) -> None:
-        import threading
 
         self._models: list[Embedder] = []
         self._error: BaseException | None = None
@@ -202,9 +204,6 @@ def _builtin(
     step: Callable[[str], None],
     on_inputs: Callable[[Inputs], None] | None,
 ) -> RunResult:
-    from evalcore.chunking import parse_strategies
-    from evalcore.retrieval.names import parse_retrievers
-    from evalcore.run.runner import RunRequest, run_evaluation
 
     retrieval_threads()  # a bad $EVALCORE_THREADS stops the run here, not after embedding
     if spec.ray:
@@ -251,7 +250,6 @@ def _endpoint(
     step: Callable[[str], None],
     on_inputs: Callable[[Inputs], None] | None,
 ) -> LiveResult:
-    from evalcore.external.endpoint_calls import run_endpoint
 
     endpoint = spec.endpoint
     assert endpoint is not None  # checked, and allowed where confined, when the spec was built
@@ -285,10 +283,6 @@ def _python(
     on_inputs: Callable[[Inputs], None] | None,
     run_id: str | None,
 ) -> LiveResult:
-    from evalcore.configurations import external
-    from evalcore.external.chunks import ChunkSet, read_chunks
-    from evalcore.external.live import run_live
-    from evalcore.external.python_hits import answers
 
     fn, k = spec.function, spec.k  # checked (a function, k >= 1, the names) when the spec was built
     assert fn is not None

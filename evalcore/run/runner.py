@@ -15,18 +15,23 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from evalcore import PIPELINE_VERSION, __version__, signals, testhooks
-from evalcore.errors import Interrupted
+from evalcore.embedding.embedder import load_embedder
+from evalcore.embedding.models import plan as model_plan
+from evalcore.errors import ConfigError, Interrupted
 from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.progress import Fanout, Progress, SilentProgress, StoreProgress
 from evalcore.records import Corpus, GroundTruth, Strategy
 from evalcore.retrieval.hybrid import RRF_K
 from evalcore.retrieval.names import analyzer_settings, parse_retrievers, split_retriever
 from evalcore.retrieval.rerank import RERANK_DEPTH
+from evalcore.retrieval.rerank import Reranker as _Reranker
 from evalcore.run.stages import Work
 from evalcore.store.basics import new_run_id
+from evalcore.store.rows import ground_truth_settings
 from evalcore.store.runs import fail_run
 
 if TYPE_CHECKING:
@@ -106,15 +111,12 @@ def _evaluate(
     cancelled: Callable[[], bool] | None,
     run_id: str | None,
 ) -> RunResult:
-    from evalcore.embedding.embedder import load_embedder
 
     retrievers = parse_retrievers(request.retrievers)
     rerank_note = None
     reranks = [r for r in retrievers if split_retriever(r)[0] == "rerank"]
     if reranks and reranker is None:
         if request.reranker_path:
-            from evalcore.retrieval.rerank import Reranker as _Reranker
-
             reranker = _Reranker.load(request.reranker_path)
         else:
             rerank_note = (
@@ -129,10 +131,7 @@ def _evaluate(
     if reranker is not None and reranks:
         rerank_note = f"rerank: cross-encoder {reranker.path}, hybrid top {RERANK_DEPTH}"
     if not retrievers:
-        from evalcore.errors import ConfigError
-
         raise ConfigError("no retriever left to run (rerank alone needs --reranker PATH)")
-    from evalcore.embedding.models import plan as model_plan
 
     models = list(embedders or ()) or [load_embedder()]
     plan = model_plan(request.strategies, models)
@@ -229,7 +228,6 @@ def _before_commit() -> None:
 
 def _version(package: str) -> str | None:
     """An installed package's version, read without importing it (torch takes seconds)."""
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version(package)
@@ -243,7 +241,6 @@ def _int_or_none(value: str | None) -> int | None:
 
 
 def _settings(request: RunRequest, embedder: Embedder, retrievers: list[str]) -> dict[str, Any]:
-    from evalcore.store.rows import ground_truth_settings
 
     runtime = getattr(embedder, "runtime", None)
     return {

@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.chunking import DEFAULT_STRATEGIES, parse_strategies
 from evalcore.configurations import EXTERNAL, score_kind
 from evalcore.errors import ConfigError
-from evalcore.external.endpoint import allowed
+from evalcore.external.endpoint import allowed, from_spec
 from evalcore.external.importer import check_name
 from evalcore.external.record import DEFAULT_MAX_FAILURES
 from evalcore.inputs.qsets import parse_ref
@@ -196,7 +196,6 @@ class RunSpec:
 
 def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
     """An endpoint's fields as JSON values; ConfigError when it has headers (never written)."""
-    from dataclasses import asdict
 
     if endpoint.headers:
         raise ConfigError("an endpoint's header values are never written (they may be credentials)")
@@ -207,6 +206,5 @@ def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:
 
 def endpoint_from_json(data: dict[str, Any]) -> Endpoint:
     """The endpoint :func:`endpoint_json` wrote (``fields`` a dict; no headers)."""
-    from evalcore.external.endpoint import from_spec
 
     return from_spec(data)

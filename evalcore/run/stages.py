@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
+from evalcore.chunking import chunk_corpus
+from evalcore.configurations import builtin_rows
+from evalcore.embedding.embedder import WINDOW, embed_with_cache, normalisation_check
 from evalcore.errors import RunInterrupted
 from evalcore.progress import Progress, Scale, Stage
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
 from evalcore.retrieval.names import split_retriever
+from evalcore.retrieval.scored import score_queries
+from evalcore.retrieval.sharded.driver import score_sharded
+from evalcore.scoring import correct_sets, destroyed_cut
+from evalcore.store.rows import document_rows, query_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,7 +112,6 @@ class Work:
         )
 
     def _embed(self, texts: Sequence[str], embedder: Embedder) -> tuple[np.ndarray, Any]:
-        from evalcore.embedding.embedder import embed_with_cache
 
         vecs, st = embed_with_cache(embedder, texts, self.store, on_progress=self.progress.advance)
         self.new_embeddings += st.new
@@ -144,8 +151,6 @@ class Work:
                 item.strategy, qvecs[item.embedder.name], qids, texts, n_in, groups, item.embedder, item.chunker
             )
 
-        from evalcore.configurations import builtin_rows
-
         self.rows["configurations"] = builtin_rows(
             self.run_id, [(p.strategy.name, p.chunker, p.embedder.name) for p in self.plan], self.retrievers
         )
@@ -155,7 +160,6 @@ class Work:
         return frames
 
     def _record_documents(self) -> None:
-        from evalcore.store.rows import document_rows
 
         names = list(dict.fromkeys(p.embedder.name for p in self.plan))
         dims = {p.embedder.dim for p in self.plan}
@@ -164,7 +168,6 @@ class Work:
         )
 
     def _record_queries(self) -> None:
-        from evalcore.store.rows import query_rows
 
         self.rows["queries"] += query_rows(self.run_id, self.ground_truth)
 
@@ -179,9 +182,6 @@ class Work:
         embedder: Embedder,
         chunker: str,
     ) -> None:
-        from evalcore.chunking import chunk_corpus
-        from evalcore.embedding.embedder import WINDOW, normalisation_check
-        from evalcore.scoring import correct_sets, destroyed_cut
 
         name = strategy.name
         self._stage(self.scale.strategy(name, "chunking", len(self.corpus.documents)))
@@ -270,8 +270,6 @@ class Work:
     ) -> None:
         import numpy as np
 
-        from evalcore.retrieval.scored import score_queries
-
         empty = np.zeros(0, dtype=np.int64)
         per_query = [correct[groups[qi]] if qi < len(groups) else empty for qi in range(len(qids))]
         rerank: Callable[[str, np.ndarray], list[float]] | None = None
@@ -285,12 +283,8 @@ class Work:
             self._check()
             self.progress.advance(done)
 
-        from functools import partial
-
         score: Callable[..., Any] = partial(score_queries, device=self.device)
         if self.ray is not None:
-            from evalcore.retrieval.sharded.driver import score_sharded
-
             score = partial(score_sharded, *self.ray)
         scored = score(
             self.run_id,

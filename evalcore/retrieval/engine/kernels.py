@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from evalcore.retrieval.engine import index_kernels
+
 _JIT: dict[str, Any] = {"nogil": True, "cache": True, "boundscheck": False}
 
 
@@ -420,6 +422,5 @@ def warm() -> None:
     split_members(row32[:3], ids, ids, ids[:1], ids[:1], band, band)
     indptr32 = np.zeros(2, dtype=i32)
     bm25_row(indptr32, np.zeros(0, dtype=i32), np.zeros(0, dtype=f64), ids[:1] * 0, np.ones(1, dtype=f64), 4)
-    from evalcore.retrieval.engine import index_kernels
 
     index_kernels.warm()

@@ -11,8 +11,12 @@ The result is what counting text by text gave, bit for bit.
 
 from __future__ import annotations
 
+import itertools
+import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from evalcore.retrieval.engine import index_kernels as kernels
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,15 +42,12 @@ def _batch_bytes(batch: list[str], unicode: bool) -> bytes:
     becomes a space); an analyzer's from the UTF-8 bytes, each character that is no word
     character made spaces by a compiled pass (:func:`evalcore.retrieval.engine.index_kernels.word_characters`);
     a non-ASCII character's UTF-8 bytes are never a space or a NUL."""
-    import unicodedata
 
     if any(_SEP in t for t in batch):  # a NUL in a text only ever split words: make it a space
         batch = [t.replace(_SEP, " ") for t in batch]
     joined = _SEP.join(batch) + _SEP
     if unicode:
         import numpy as np
-
-        from evalcore.retrieval.engine import index_kernels as kernels
 
         data = unicodedata.normalize("NFC", joined).casefold().encode("utf-8", "surrogatepass")
         kept: bytes = kernels.word_characters(np.frombuffer(data, dtype=np.uint8), _word_table()).tobytes()
@@ -90,8 +91,6 @@ class _Words:
     def ids(self, data: bytes) -> np.ndarray:
         """Every word's id (-1 for a text's end), numbering new words."""
         import numpy as np
-
-        from evalcore.retrieval.engine import index_kernels as kernels
 
         buf = np.frombuffer(data, dtype=np.uint8)
         if len(self.ids_buffer) < len(buf):  # a word or a separator: one byte at least
@@ -174,7 +173,6 @@ def count_words(
 
     Texts are read a batch at a time (:func:`_batch_bytes`); every word is numbered by a
     compiled pass (:class:`_Words`), and the (text, term) pairs are counted by one sort."""
-    import itertools
 
     import numpy as np
 
@@ -218,8 +216,6 @@ def postings(
     weight(t, d) = idf(t) * f * (k1 + 1) / (f + k1 * (1 - b + b * |d| / avg))."""
     import numpy as np
     from scipy import sparse
-
-    from evalcore.retrieval.engine import index_kernels as kernels
 
     n = len(lengths)
     # the length norm of each chunk (the same expression per element as per posting)

@@ -44,7 +44,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalcore.retrieval.scored import Scored
+from evalcore.embedding.distributed import connect
+from evalcore.retrieval.bm25 import BM25, Analyzer
+from evalcore.retrieval.names import analyzers_of, split_retriever
+from evalcore.retrieval.ranking import SHARD_BLOCK_BYTES, block_queries
+from evalcore.retrieval.scored import Scored, block_frames
+from evalcore.retrieval.sharded.merge import Plan, rank_block_sharded
+from evalcore.retrieval.sharded.shard import Shard
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +125,6 @@ class Shards:
     def __init__(self, n: int, dim: int, shards: int) -> None:
         import ray
 
-        from evalcore.retrieval.sharded.shard import Shard
-
         self.ranges = split(n, shards)
         self.n, self.dim = n, dim
         cpus = float(ray.cluster_resources().get("CPU", 1))  # type: ignore[no-untyped-call]  # ray leaves it unannotated
@@ -189,8 +193,6 @@ class Shards:
         import numpy as np
         import ray
 
-        from evalcore.retrieval.bm25 import BM25, Analyzer
-
         words = ray.get([a.words.remote(analyzer) for a in self.actors])
         vocab: dict[str, int] = {}
         for ws in words:
@@ -250,12 +252,6 @@ def score_sharded(
     how many); ``shards`` defaults to one per node (at least two)."""
     import numpy as np
     import ray
-
-    from evalcore.embedding.distributed import connect
-    from evalcore.retrieval.names import analyzers_of, split_retriever
-    from evalcore.retrieval.ranking import SHARD_BLOCK_BYTES, block_queries
-    from evalcore.retrieval.scored import block_frames
-    from evalcore.retrieval.sharded.merge import Plan, rank_block_sharded
 
     connect(address)
     n = len(cvec) if isinstance(cvec, np.ndarray) else n_chunks

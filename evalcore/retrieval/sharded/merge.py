@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.retrieval.hybrid import RRF_K
 from evalcore.retrieval.names import analyzers_of, retriever_name
 from evalcore.retrieval.ranking import Ranked
-from evalcore.retrieval.rerank import RERANK_DEPTH
+from evalcore.retrieval.rerank import RERANK_DEPTH, rerank_order
 
 if TYPE_CHECKING:
     import numpy as np
@@ -347,8 +347,6 @@ def _rerank(
 ) -> tuple[Any, ...]:
     """The hybrid head re-sorted by cross-encoder score (ties: chunk id), then the rest."""
     import numpy as np
-
-    from evalcore.retrieval.rerank import rerank_order
 
     head = head[:RERANK_DEPTH]
     sc = np.asarray(score(head), dtype=np.float64)

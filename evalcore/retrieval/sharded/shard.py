@@ -29,10 +29,14 @@ import resource
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from evalcore.retrieval.bm25 import BM25, Analyzer
+from evalcore.retrieval.dense import max_norm, screen, screening_error
+from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow, exact_similarities
+from evalcore.retrieval.engine.wordcount import count_words, postings
+
 if TYPE_CHECKING:
     import numpy as np
 
-    from evalcore.retrieval.bm25 import BM25
 
 _DELTA = 1e-12  # as rank_rows: separates two float64 similarities enough to order their distances
 _SORT_FROM = 12  # probes of one query above which one sort beats a pass per probe
@@ -63,7 +67,6 @@ class Shard:
         return len(self.texts)
 
     def max_norm(self) -> float:
-        from evalcore.retrieval.dense import max_norm
 
         return max_norm(self.vectors)
 
@@ -71,7 +74,6 @@ class Shard:
         """Count the words of the shard's texts as ``analyzer`` reads them (before stemming);
         returns the shard's words in order of first appearance (the driver orders them
         globally, as :meth:`BM25.build` numbers terms over the whole corpus)."""
-        from evalcore.retrieval.engine.wordcount import count_words
 
         vocab, terms, freqs, ptr, lengths = count_words(self.texts, analyzer)
         self._words[analyzer] = (terms, freqs, ptr, lengths)
@@ -96,8 +98,6 @@ class Shard:
     def build(self, analyzer: str, vocab: dict[str, int], idf: np.ndarray, avg: float, k1: float, b: float) -> int:
         """The shard's BM25 index with the global ``idf`` and average length: weights are the
         expression of :meth:`BM25.build`, element by element, so each is the same float."""
-        from evalcore.retrieval.bm25 import BM25, Analyzer
-        from evalcore.retrieval.engine.wordcount import postings
 
         r, freq, ptr, lengths = self._terms.pop(analyzer)
         n = self.size
@@ -124,9 +124,6 @@ class Shard:
     ) -> dict[str, Any]:
         """The shard's top chunks of each order for a block of queries (module docstring)."""
         import numpy as np
-
-        from evalcore.retrieval.dense import screen, screening_error
-        from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
 
         off, n = self.offset, self.size
         q32 = np.asarray(qvec, dtype=np.float32)
@@ -189,7 +186,6 @@ class Shard:
         return out
 
     def _exact_dist(self, i: int, ids: np.ndarray) -> np.ndarray:
-        from evalcore.retrieval.engine.rank_rows import exact_similarities
 
         return 1.0 - exact_similarities(self._block["q64"][i], self.vectors, ids)
 
