@@ -42,7 +42,8 @@ _KINDS = (
 )
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words ("a FIFO (named pipe)", "a folder")."""
     for test, name in _KINDS:
         if test(mode):
             return name
@@ -76,7 +77,7 @@ def _open_regular(path: str | Path, field: str, max_bytes: int) -> tuple[int, Pa
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{label}: is {_kind(info.st_mode)}, not a regular file")
+            raise InputError(f"{label}: is {kind_of(info.st_mode)}, not a regular file")
         if info.st_size > max_bytes:
             raise InputError(f"{label}: {_size(info.st_size)}, more than the {_size(max_bytes)} read at most")
         os.set_blocking(fd, True)
