@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalcore import signals
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.parser import build_parser
 from evalcore.errors import EvalcoreError, Interrupted
 
@@ -35,7 +36,11 @@ def unexpected(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except EvalcoreError as exc:  # an option's value refused by evalcore.boundary (numbers): one line
+        print(f"error: {for_terminal(exc)}", file=sys.stderr)
+        return 2
     from evalcore.pipeline.model_env import NOTE
 
     logging.basicConfig(level=logging.INFO if args.verbose else NOTE, format="%(levelname)s %(name)s: %(message)s")

@@ -17,6 +17,7 @@ from typing import Any
 from evalcore.boundary.csvcells import csv_text
 from evalcore.boundary.times import parse_time
 from evalcore.cli.common import open_store
+from evalcore.cli.options import number
 from evalcore.errors import ConfigError, InputError
 from evalcore.measures.stats import ALPHA
 from evalcore.traffic.log import FORMATS
@@ -204,6 +205,11 @@ def add_parser(sub: Any) -> None:
     )
     sp.add_argument("output", help="the CSV file to write")
     sp.add_argument("--run", required=True, help="RUN or RUN:STRATEGY/RETRIEVER")
-    sp.add_argument("--threshold", type=float, default=None, help="default: the configuration's latest decision")
+    sp.add_argument(
+        "--threshold",
+        type=number("--threshold", -math.inf, math.inf),
+        default=None,
+        help="default: the configuration's latest decision",
+    )
     sp.add_argument("--with-text", action="store_true", help="include the query texts")
     sp.set_defaults(func=cmd_export)
