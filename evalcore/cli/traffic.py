@@ -112,11 +112,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise ConfigError(f"{target.configuration.label} has no saved decision; give --threshold T")
         threshold = decision.threshold
     frame = export_frame(store, target.run_id, target.configuration, float(threshold), with_text=args.with_text)
-    out = Path(args.output)
-    try:
-        out.write_text(csv_text(frame), encoding="utf-8", newline="")
-    except OSError as exc:
-        raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    from evalcore.boundary.files import write_path_atomic
+
+    out = write_path_atomic(Path(args.output), csv_text(frame))
     what = (
         "with query text (a text a spreadsheet would run as a formula starts with ')"
         if args.with_text

@@ -6,7 +6,9 @@ run names checked with their length cap. One table row per case, like the other
 from __future__ import annotations
 
 import argparse
+import os
 import time
+from pathlib import Path
 
 import pytest
 from conftest import MINI
@@ -109,3 +111,77 @@ def test_other_numeric_options_say_their_range(tmp_path, argv, message):
         f"exit {ran.code} · {ran.line()}",
         ran.err,
     )
+
+
+# --- files evalcore writes: whole, never through a link, never where the user did not name -------
+
+#: The four writers of a file a user names on the command line (store: the one-run store).
+WRITERS = {
+    "export-run": lambda out: ["export-run", "earlier", "-o", out],
+    "gate --junit": lambda out: [
+        "gate",
+        "--baseline",
+        "earlier:A/dense",
+        "--candidate",
+        "earlier:E/dense",
+        "--junit",
+        out,
+    ],
+    "traffic export": lambda out: ["traffic", "export", out, "--run", "earlier:E/dense", "--threshold", "0.5"],
+    "dataset suggest -o": lambda out: ["dataset", "suggest", "--corpus", str(CORPUS), "-n", "3", "-o", out],
+}
+TARGETS = ("a link to a file outside", "a dangling link", "a folder", "a FIFO", "in a missing folder")
+
+
+def _target(folder: Path, kind: str) -> tuple[Path, Path | None, str]:
+    """(the path the user names, the file outside a link points to, the refusal's words)."""
+    outside = folder / "outside" / "kept.txt"
+    outside.parent.mkdir()
+    outside.write_text("the neighbour's file\n")
+    named = folder / "out" / "named"
+    named.parent.mkdir()
+    if kind == "a link to a file outside":
+        named.symlink_to(outside)
+        return named, outside, "is a symbolic link; evalcore never writes through one"
+    if kind == "a dangling link":
+        named.symlink_to(folder / "outside" / "new.txt")
+        return named, folder / "outside" / "new.txt", "is a symbolic link; evalcore never writes through one"
+    if kind == "a folder":
+        named.mkdir()
+        return named, None, "is a folder"
+    if kind == "a FIFO":
+        os.mkfifo(named)
+        return named, None, "is a FIFO (named pipe), not a regular file"
+    return folder / "out" / "missing" / "named", None, "folder not found"
+
+
+@pytest.mark.parametrize("kind", TARGETS)
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_a_written_file_is_never_written_through_a_link_or_into_a_pipe(base_store, tmp_path, writer, kind):  # noqa: F811
+    """A real process each (a FIFO opened for writing blocked the command for ever): exit 2, one
+    line naming the path, the file outside untouched, nothing new in any folder."""
+    named, outside, words = _target(tmp_path, kind)
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    kept = outside.read_text() if outside is not None and outside.exists() else None
+    ran = evalcore(*WRITERS[writer](str(named)), store=base_store, process=True, timeout=90)
+    after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    untouched = (outside is None or (outside.read_text() if outside.exists() else None) == kept) and after == before
+    where = named.parent if kind == "in a missing folder" else named
+    said = ran.line()
+    expected = f"exit 2 · one line naming {where.name}: {words} · nothing written"
+    observed = (
+        f"exit {ran.code} · "
+        + (f"one line naming {where.name}: {words}" if f"{where}: {words}" in said and " | " not in said else said)
+        + f" · {'nothing written' if untouched else 'WRITTEN'}"
+    )
+    check(f"{writer} to {kind}", expected, observed, ran.err)
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_a_written_file_lands_whole(base_store, tmp_path, writer):  # noqa: F811
+    """The plain case still works: the file is there, complete, and no temporary file is left."""
+    named = tmp_path / "out.file"
+    ran = evalcore(*WRITERS[writer](str(named)), store=base_store)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    check(f"{writer} to a new file", "exit 0 · out.file alone", f"exit {ran.code} · {' '.join(left)} alone", ran.err)
+    assert named.stat().st_size > 0
