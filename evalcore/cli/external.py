@@ -9,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.common import open_store, report_invalid
 from evalcore.cli.options import external_inputs, integer, number, score_kind
 from evalcore.cli.summary import EXTERNAL_LEGEND, print_summary
@@ -48,15 +49,17 @@ def _report_chunks(
             file=sys.stderr,
         )
         for chunk_id, where, reason in unlocated[:limit]:
-            print(f"  {where}: chunk {chunk_id}: {reason}", file=sys.stderr)
+            print(for_terminal(f"  {where}: chunk {chunk_id}: {reason}"), file=sys.stderr)
         if len(unlocated) > limit:
             print(f"  ... {len(unlocated) - limit} more (see the Index page)", file=sys.stderr)
     for chunk_id, where, note in notes[:limit]:
-        print(f"warning: {where}: chunk {chunk_id}: {note}", file=sys.stderr)
+        print(for_terminal(f"warning: {where}: chunk {chunk_id}: {note}"), file=sys.stderr)
     if unranked:
         shown = ", ".join(unranked[:5]) + (", ..." if len(unranked) > 5 else "")
         print(
-            f"warning: {len(unranked)} query(ies) have no ranking and count as answered with nothing: {shown}",
+            for_terminal(
+                f"warning: {len(unranked)} query(ies) have no ranking and count as answered with nothing: {shown}"
+            ),
             file=sys.stderr,
         )
 
@@ -122,7 +125,7 @@ def cmd_run_endpoint(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         for qid, failure in list(done.failures.items())[:10]:
-            print(f"  {qid}: {failure.reason}", file=sys.stderr)
+            print(for_terminal(f"  {qid}: {failure.reason}"), file=sys.stderr)
     if not args.json:
         print(line)
     _external_summary(

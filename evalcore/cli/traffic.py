@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.boundary.csvcells import csv_text
+from evalcore.boundary.text import for_terminal
 from evalcore.boundary.times import parse_time
 from evalcore.cli.common import open_store
 from evalcore.cli.options import number
@@ -42,7 +43,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         progress=BarProgress(enabled=not args.quiet),
     )
     for line in result.shown:
-        print(f"warning: {args.log}: {line} (not imported)", file=sys.stderr)
+        print(for_terminal(f"warning: {args.log}: {line} (not imported)"), file=sys.stderr)
     if result.problems > len(result.shown):
         print(f"warning: ... and {result.problems - len(result.shown)} more lines not imported", file=sys.stderr)
     if args.json:

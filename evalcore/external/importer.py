@@ -53,11 +53,13 @@ def import_run(
     run_id: str | None = None,
 ) -> Imported:
     """Read, check, score and store one external configuration (see the module docstring)."""
+    from evalcore.boundary.text import check_run_name
     from evalcore.external.chunks import read_chunks
     from evalcore.external.rankings import read_rankings
     from evalcore.external.record import record, resolve_rankings
     from evalcore.store.basics import new_run_id
 
+    name = check_run_name(name)
     check_name(chunker, "--chunker")
     check_name(retriever, "--retriever")
     if not gt.valid_questions:

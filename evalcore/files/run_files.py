@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from evalcore import testhooks
 from evalcore.boundary.files import kind_of, write_file_streamed
+from evalcore.boundary.text import check_run_name
 from evalcore.errors import InputError
 from evalcore.files import run_travel
 from evalcore.files.run_file_tables import (
@@ -353,6 +354,11 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                         "upgrade evalcore to load it"
                     )
             name = str(one_row(con, "SELECT any_value(name) FROM read_parquet(?)", [str(files["runs"])])[0] or "")
+            if name:
+                try:
+                    check_run_name(name, field=f"{path}: its run name")
+                except InputError as exc:
+                    raise RunFileError(f"{exc}; not loaded") from None
             shadow = one_row(con, "SELECT min(run_id) FROM runs WHERE name = ? AND run_id <> ?", [run_id, run_id])[0]
             if shadow:
                 raise RunFileError(

@@ -185,3 +185,139 @@ def test_a_written_file_lands_whole(base_store, tmp_path, writer):  # noqa: F811
     left = sorted(p.name for p in tmp_path.iterdir())
     check(f"{writer} to a new file", "exit 0 · out.file alone", f"exit {ran.code} · {' '.join(left)} alone", ran.err)
     assert named.stat().st_size > 0
+
+
+# --- error lines are escaped for the terminal ----------------------------------------------------
+
+ESC, RLO = "\x1b[2J\x1b[31m", "\u202e"
+ESCAPED = [
+    ("a run name", ["run", "--corpus", str(CORPUS), "--questions", str(QUESTIONS), "--name", f"a{ESC}b{RLO}c"]),
+    (
+        "a missing questions file's name",
+        ["run", "--corpus", str(CORPUS), "--questions", f"/nonexistent/q{ESC}{RLO}.jsonl"],
+    ),
+    (
+        "a missing corpus folder's name",
+        ["validate", "--corpus", f"/nonexistent/c{ESC}{RLO}", "--questions", str(QUESTIONS)],
+    ),
+    ("an unknown run", ["show", f"r{ESC}{RLO}"]),
+    ("an argument argparse does not know", ["list", f"x{ESC}{RLO}"]),
+    (
+        "a choice argparse refuses",
+        ["import-run", "--demo", "--chunks", "c", "--rankings", "r", "--format", f"t{ESC}{RLO}"],
+    ),
+]
+
+
+@pytest.mark.parametrize("name, argv", ESCAPED, ids=[n for n, _ in ESCAPED])
+def test_an_error_line_never_carries_a_raw_escape_or_bidi_control(tmp_path, name, argv):
+    """ESC would clear the screen and colour what follows; U+202E would print the rest of the
+    line backwards. Both come back as visible escapes, on one line."""
+    ran = evalcore(*argv, store=tmp_path / "s.duckdb")
+    raw = [ch for ch in ("\x1b", RLO) if ch in ran.err]
+    lines = [x for x in ran.err.splitlines() if "error:" in x]
+    visible = bool(lines) and any(s in lines[-1] for s in ("\\x1b", "\\u202e", "U+001B", "U+202E"))
+    observed = f"exit {ran.code} · {'raw ' + repr(raw) if raw else 'no raw control'} · "
+    observed += "escaped in the error line" if visible else f"not shown escaped: {ran.err[-200:]!r}"
+    check(f"error line naming {name}", "exit 2 · no raw control · escaped in the error line", observed, ran.err)
+
+
+# --- run names: checked, with their length cap, on every path that names a run ------------------
+
+LONG = "x" * 10_000
+LONG_SAID = "run name: 10,000 characters, more than the 200 allowed"
+
+
+def test_a_10000_character_run_name_is_refused_by_every_command(tmp_path, mini_inputs):
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    import external_bm25  # a complete external retriever's files
+
+    files = external_bm25.write_files(tmp_path / "ext", *mini_inputs)
+    store = tmp_path / "s.duckdb"
+    commands = {
+        "run --name": [*RUN, "--name", LONG],
+        "run-endpoint --name": [
+            "run-endpoint",
+            "--corpus",
+            str(CORPUS),
+            "--questions",
+            str(QUESTIONS),
+            "--url",
+            "http://127.0.0.1:9/",
+            "--retries",
+            "0",
+            "--timeout",
+            "1",
+            "--name",
+            LONG,
+        ],
+        "import-run --name": [
+            "import-run",
+            "--corpus",
+            str(CORPUS),
+            "--questions",
+            str(QUESTIONS),
+            "--chunks",
+            str(files["chunks"]),
+            "--rankings",
+            str(files["trec"]),
+            "--name",
+            LONG,
+        ],
+    }
+    for what, argv in commands.items():
+        ran = evalcore(*argv, store=store)
+        said = f"exit {ran.code} · {ran.line()} · {'nothing stored' if not store.exists() else 'STORED'}"
+        check(what + " of 10,000 characters", f"exit 2 · error: {LONG_SAID} · nothing stored", said, ran.err)
+
+
+def test_a_run_file_whose_run_name_is_10000_characters_is_not_loaded(base_store, tmp_path):  # noqa: F811
+    import shutil
+
+    import duckdb
+
+    source = tmp_path / "source.duckdb"
+    shutil.copy(base_store, source)
+    con = duckdb.connect(str(source))
+    con.execute("UPDATE runs SET name = ?", [LONG])
+    run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
+    con.close()
+    runfile = tmp_path / "long.evalcore.zip"
+    assert evalcore("export-run", run_id, "-o", str(runfile), store=source).code == 0
+    target = tmp_path / "target.duckdb"
+    ran = evalcore("load-run", str(runfile), store=target)
+    runs = (
+        duckdb.connect(str(target), read_only=True).execute("SELECT count(*) FROM runs").fetchone()[0]
+        if target.exists()
+        else 0
+    )
+    expected = f"exit 2 · error: TMP/long.evalcore.zip: its {LONG_SAID}; not loaded · 0 runs"
+    check(
+        "load-run of a run named with 10,000 characters",
+        expected,
+        f"exit {ran.code} · {ran.line(tmp_path)} · {runs} runs",
+        ran.err,
+    )
+
+
+def test_the_new_run_screen_refuses_a_10000_character_name(tmp_path, monkeypatch):
+    """The New run screen hands its name to jobs.submit (through _ui.guarded, which shows the
+    message): nothing is queued."""
+    from evalcore import jobs
+    from evalcore.errors import InputError
+    from evalcore.store import Store
+
+    monkeypatch.setenv("EVALCORE_DATA_ROOTS", str(MINI))
+    store = Store(tmp_path / "s.duckdb")
+    prepared = jobs.prepare_paths(str(CORPUS), str(QUESTIONS), None, "E", "bm25")
+    try:
+        jobs.submit(store, prepared, LONG, start=False)
+        said = "queued"
+    except InputError as exc:
+        said = str(exc)
+    queued = len(store.query("SELECT * FROM jobs")) if store.path.exists() else 0
+    check("New run screen: a 10,000-character run name", f"{LONG_SAID} · 0 jobs", f"{said[:100]} · {queued} jobs")
