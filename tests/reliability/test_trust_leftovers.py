@@ -6,13 +6,17 @@ run names checked with their length cap. One table row per case, like the other
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from pathlib import Path
 
 import pytest
 from conftest import MINI
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_reliability import RUN, base_store, check, evalcore  # noqa: F401 - base_store: the shared one-run store
+from test_threshold import in_domain, out_domain
 
 from evalcore.cli.parser import build_parser
 
@@ -321,3 +325,48 @@ def test_the_new_run_screen_refuses_a_10000_character_name(tmp_path, monkeypatch
         said = str(exc)
     queued = len(store.query("SELECT * FROM jobs")) if store.path.exists() else 0
     check("New run screen: a 10,000-character run name", f"{LONG_SAID} · 0 jobs", f"{said[:100]} · {queued} jobs")
+
+
+# --- the Threshold screen's cost suggestion sits on the slider's grid, on its safe side ----------
+
+
+def test_the_screens_suggestion_on_a_narrow_step_is_snapped_to_the_strict_side():
+    """Two off-topic queries 0.00006 apart around three answers: the cheapest step (0.11364,
+    0.11368] holds no multiple of 0.001, so the suggestion was 0.11366, which the slider moves
+    to 0.114, past the second bluff. On the grid, on the strict side: 0.113, with its counts."""
+    from evalcore.measures.threshold import counts_at, sweep
+    from evalcore.read.sweeps import suggest
+
+    ind = {"q1": [(0.1, True)], "q3": [(0.95, True)], **{f"q2{x}": [(0.11364, True)] for x in "abc"}}
+    ood = {"o1": [0.11362], "o2": [0.11368], "o3": [0.9]}
+    frame = sweep(ind, ood)
+    s = suggest(frame, 1.0, None)
+    at = counts_at(ind, ood, s.threshold)
+    same = (at.bluffs, at.lost) == (s.bluffs, s.lost)
+    observed = f"t = {s.threshold!r} · {at.bluffs} bluffs, {at.lost} lost · counts as said: {same}"
+    expected = "t = 0.113 · 0 bluffs, 4 lost · counts as said: True"
+    check("Threshold screen: cost suggestion on a step narrower than 0.001", expected, observed, s.rule)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    in_domain, out_domain, st.sampled_from([0.5, 1.0, 2.0, 5.0]), st.booleans(), st.sampled_from([None, 0.0, 0.1, 0.25])
+)
+def test_the_screens_suggestion_is_on_the_grid_and_never_bluffs_more(ind, ood, ratio, similarity, ceiling):
+    from evalcore.measures.rounding import grid_at_or_below
+    from evalcore.measures.threshold import counts_at, suggest_threshold, sweep
+    from evalcore.read.sweeps import suggest
+
+    if ceiling is not None and not ood:
+        return
+    frame = sweep(ind, ood, higher_is_closer=similarity)
+    frame["higher_is_closer"] = similarity
+    rule = (None, ceiling) if ceiling is not None else (ratio, None)
+    exact = suggest_threshold(frame, *rule, higher_is_closer=similarity)
+    s = suggest(frame, *rule)
+    at = counts_at(ind, ood, s.threshold, higher_is_closer=similarity)
+    assert not math.isfinite(s.threshold) or grid_at_or_below(s.threshold) == s.threshold, s.threshold
+    assert (at.bluffs, at.lost, at.refused, at.answered_correct) == (s.bluffs, s.lost, s.refused, s.answered_correct)
+    assert s.bluffs <= exact.bluffs
+    if ceiling is not None:
+        assert at.bluffs / len(ood) <= ceiling
