@@ -144,7 +144,7 @@ def test_the_dashboard_command_passes_the_clones_streamlit_settings():
 def test_a_bad_port_is_one_line_and_exit_2(capsys):
     assert main(["dashboard", "--port", "70000", "--headless"]) == 2
     err = capsys.readouterr().err
-    assert err == "error: --port 70000: not a TCP port (1-65535)\n"
+    assert err == "error: --port must be an integer in [1, 65535]; got '70000'\n"
 
 
 @pytest.mark.parametrize("module, suffix, extra", [("pypdfium2", ".pdf", "pdf"), ("lxml", ".html", "html")])

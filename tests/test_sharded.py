@@ -133,7 +133,7 @@ def test_hard_data_sharded_equals_one_machine(ray_runtime):
     ("extra", "message"),
     [
         (["--shards", "2"], "give --ray ADDRESS (or local) too"),
-        (["--ray", "local", "--shards", "0"], "shards must be a whole number >= 1, got 0"),
+        (["--ray", "local", "--shards", "0"], "--shards must be an integer in [1, inf); got '0'"),
     ],
 )
 def test_bad_shards_is_one_line_and_exit_2(tmp_path, extra, message):

@@ -70,7 +70,7 @@ def test_the_command_writes_one_candidate_object_a_line(tmp_path, capsys):
     assert all(texts[r["document"]][r["start"] : r["end"]] == r["needle"] for r in rows)
     assert len({r["document"] for r in rows[:4]}) == 4
     assert main(["dataset", "suggest", "--corpus", str(MINI / "corpus"), "-n", "0", "-o", str(out)]) == 2
-    assert "-n must be at least 1, got 0" in capsys.readouterr().err
+    assert "-n must be an integer in [1, 100000]; got '0'" in capsys.readouterr().err
 
 
 def test_drafts_are_saved_as_cloze_pseudo_queries_only_when_asked(tmp_path, capsys):

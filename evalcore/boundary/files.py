@@ -28,8 +28,9 @@ import contextlib
 import os
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from evalcore.errors import InputError
 
@@ -42,7 +43,8 @@ _KINDS = (
 )
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, in words ("a FIFO (named pipe)", "a folder")."""
     for test, name in _KINDS:
         if test(mode):
             return name
@@ -76,7 +78,7 @@ def _open_regular(path: str | Path, field: str, max_bytes: int) -> tuple[int, Pa
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{label}: is {_kind(info.st_mode)}, not a regular file")
+            raise InputError(f"{label}: is {kind_of(info.st_mode)}, not a regular file")
         if info.st_size > max_bytes:
             raise InputError(f"{label}: {_size(info.st_size)}, more than the {_size(max_bytes)} read at most")
         os.set_blocking(fd, True)
@@ -130,13 +132,32 @@ def write_file_atomic(folder: Path, name: str, data: bytes | str, *, exist_ok: b
     """Write ``data`` (text is written as UTF-8, as it is) to ``folder / name`` all at once: a
     temporary file in ``folder``, synced, then renamed onto ``name``. Refused with InputError
     when ``folder`` is missing, not a folder or a symbolic link, when ``name`` is not one plain
-    path component, when the target is a symbolic link (dangling or not), and, with
-    ``exist_ok=False``, when the target exists (checked by the final step itself, so two
-    writers never both succeed). A failed write (a full disk) leaves no file behind."""
+    path component, when the target is a symbolic link (dangling or not), a folder, a FIFO, a
+    device or a socket, and, with ``exist_ok=False``, when the target exists (checked by the
+    final step itself, so two writers never both succeed). A failed write (a full disk) leaves
+    no file behind."""
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    return write_file_streamed(folder, name, lambda fh: fh.write(payload), exist_ok=exist_ok)
+
+
+def write_path_atomic(path: str | Path, data: bytes | str, *, option: str = "") -> Path:
+    """:func:`write_file_atomic` of the file a user named as one path (``-o out/report.xml``):
+    its folder and name, the refusal prefixed with ``option`` when given."""
+    path = Path(path)
+    try:
+        return write_file_atomic(path.parent, path.name, data)
+    except InputError as exc:
+        raise InputError(f"{option} {exc}" if option else str(exc)) from None
+
+
+def write_file_streamed(folder: Path, name: str, write: Callable[[BinaryIO], object], *, exist_ok: bool = True) -> Path:
+    """:func:`write_file_atomic` for a file too large to hold in memory at once: ``write`` is
+    handed the temporary file (binary, seekable: a ``zipfile.ZipFile`` may write into it) and
+    writes the whole content; the same checks, the same rename. An exception ``write`` raises
+    leaves no file behind and is raised again."""
     folder = Path(folder)
     name = _plain_name(name, folder)
     target = folder / name
-    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     if folder.is_symlink():
         raise InputError(f"{folder}: is a symbolic link; evalcore writes only into a real folder")
     try:
@@ -157,9 +178,11 @@ def write_file_atomic(folder: Path, name: str, data: bytes | str, *, exist_ok: b
             raise InputError(f"{target}: is a symbolic link; evalcore never writes through one")
         if info is not None and stat.S_ISDIR(info.st_mode):
             raise InputError(f"{target}: is a folder")
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise InputError(f"{target}: is {kind_of(info.st_mode)}, not a regular file; evalcore writes only files")
         if info is not None and not exist_ok:
             raise InputError(f"{target}: already exists")
-        _write_tmp(dfd, tmp, payload)
+        _write_tmp(dfd, tmp, write)
         try:
             if exist_ok:
                 os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
@@ -176,12 +199,12 @@ def write_file_atomic(folder: Path, name: str, data: bytes | str, *, exist_ok: b
     return target
 
 
-def _write_tmp(dfd: int, tmp: str, payload: bytes) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+def _write_tmp(dfd: int, tmp: str, write: Callable[[BinaryIO], object]) -> None:
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(tmp, flags, 0o666, dir_fd=dfd)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+        with os.fdopen(fd, "w+b") as fh:
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
     except BaseException:

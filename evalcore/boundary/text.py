@@ -69,6 +69,15 @@ def check_name(value: str, *, field: str, max_len: int = 200) -> str:
     return text
 
 
+MAX_RUN_NAME = 200  #: the most characters of a run's name
+
+
+def check_run_name(value: str, *, field: str = "run name") -> str:
+    """A run's name (``run --name``, ``import-run``, ``run-endpoint``, ``load-run``'s file, the
+    New run screen): :func:`check_name` with the cap :data:`MAX_RUN_NAME`."""
+    return check_name(value, field=field, max_len=MAX_RUN_NAME)
+
+
 def clean_text(value: str, *, field: str, max_len: int) -> str:
     """``value`` as free text: NFC; InputError naming ``field`` when it holds NUL or a control
     character other than tab and newline (ESC, carriage return, DEL, C1), or is longer than

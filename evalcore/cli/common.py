@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.text import for_terminal
-from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
     from evalcore.records import GroundTruth
@@ -36,12 +35,9 @@ def report_invalid(gt: GroundTruth) -> None:
 
 
 def write_text(path: Path, text: str, option: str) -> None:
-    """Write a report file the user named; one line naming it when that cannot be done."""
-    if path.is_dir():
-        raise EvalcoreError(f"{option} {path}: is a folder; give a file name")
-    if not path.parent.is_dir():
-        raise EvalcoreError(f"{option} {path}: folder {path.parent} does not exist")
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise EvalcoreError(f"{option} {path}: cannot write ({exc.strerror or exc})") from None
+    """Write a report file the user named, whole or not at all, never through a symbolic link
+    (:func:`evalcore.boundary.files.write_path_atomic`); one line naming it when that cannot be
+    done."""
+    from evalcore.boundary.files import write_path_atomic
+
+    write_path_atomic(path, text, option=option)

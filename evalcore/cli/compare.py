@@ -7,23 +7,13 @@ import argparse
 from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store
-from evalcore.cli.options import run_ref
+from evalcore.cli.options import integer, run_ref
 from evalcore.regression.gate import DEFAULT_METRIC
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
 
 MIN_WIDTH, MAX_WIDTH = 20, 10_000
-
-
-def columns(value: str) -> int:
-    """``--width``: a whole number of columns from :data:`MIN_WIDTH` to :data:`MAX_WIDTH`."""
-    text = value.strip()
-    if not text.isdigit() or not MIN_WIDTH <= int(text) <= MAX_WIDTH:
-        raise argparse.ArgumentTypeError(
-            f"must be a whole number of columns from {MIN_WIDTH} to {MAX_WIDTH}; got {value[:40]!r}"
-        )
-    return int(text)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -51,7 +41,7 @@ def add_compare(sub: Subparsers) -> None:
     sp.add_argument("--holm", action="store_true", help="Holm-adjust the matrix's p-values over all its pairs")
     sp.add_argument(
         "--width",
-        type=columns,
+        type=integer("--width", MIN_WIDTH, MAX_WIDTH),
         default=None,
         metavar="COLUMNS",
         help=f"fit the output to this many columns, {MIN_WIDTH} to {MAX_WIDTH} (default: the terminal's width)",

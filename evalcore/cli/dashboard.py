@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalcore.cli.options import integer
 from evalcore.errors import InputError
 from evalcore.store.connection import default_store_path
 
@@ -116,7 +117,9 @@ def add_dashboard(sub: Subparsers) -> None:
         "login, see docs/DEPLOY.md before serving a team) over the store (--store, "
         "$EVALCORE_STORE, else runs/evalcore.duckdb of the current folder). Ctrl-C stops it.",
     )
-    sp.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
+    sp.add_argument(
+        "--port", type=integer("--port", 1, 65535), default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})"
+    )
     sp.add_argument(
         "--address",
         default=DEFAULT_ADDRESS,

@@ -11,7 +11,9 @@ from typing import Any
 
 from evalcore.boundary.text import for_terminal
 from evalcore.cli.common import open_store
+from evalcore.cli.options import integer
 
+MAX_CANDIDATES = 100_000  # dataset suggest -n: the most candidates one call writes
 LARGE = 1_000_000  # bytes of a questions file from which an import prints progress lines on stderr
 
 
@@ -214,8 +216,10 @@ def dataset_parser(sub: Any) -> None:
         "be split by it) in a new version of the question set NAME.",
     )
     sp.add_argument("--corpus", required=True, metavar="DIR", help="folder of .md / .txt / .pdf / .html documents")
-    sp.add_argument("-n", type=int, default=50, metavar="N", help="how many candidates (default 50)")
-    sp.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    sp.add_argument(
+        "-n", type=integer("-n", 1, MAX_CANDIDATES), default=50, metavar="N", help="how many candidates (default 50)"
+    )
+    sp.add_argument("--seed", type=integer("--seed", 0, 2**63 - 1), default=0, help="random seed (default 0)")
     sp.add_argument("-o", "--output", default=None, metavar="FILE", help="candidates.jsonl to write")
     sp.add_argument(
         "--save-as",

@@ -9,8 +9,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.common import open_store, report_invalid
-from evalcore.cli.options import external_inputs, score_kind
+from evalcore.cli.options import external_inputs, integer, number, score_kind
 from evalcore.cli.summary import EXTERNAL_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
 
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
     from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
+
+
+#: The ranges of run-endpoint's numbers (docs/EXTERNAL.md): checked before any request is sent.
+MAX_K, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT = 10_000, 256, 10, 3600.0
 
 
 def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:
@@ -44,15 +49,17 @@ def _report_chunks(
             file=sys.stderr,
         )
         for chunk_id, where, reason in unlocated[:limit]:
-            print(f"  {where}: chunk {chunk_id}: {reason}", file=sys.stderr)
+            print(for_terminal(f"  {where}: chunk {chunk_id}: {reason}"), file=sys.stderr)
         if len(unlocated) > limit:
             print(f"  ... {len(unlocated) - limit} more (see the Index page)", file=sys.stderr)
     for chunk_id, where, note in notes[:limit]:
-        print(f"warning: {where}: chunk {chunk_id}: {note}", file=sys.stderr)
+        print(for_terminal(f"warning: {where}: chunk {chunk_id}: {note}"), file=sys.stderr)
     if unranked:
         shown = ", ".join(unranked[:5]) + (", ..." if len(unranked) > 5 else "")
         print(
-            f"warning: {len(unranked)} query(ies) have no ranking and count as answered with nothing: {shown}",
+            for_terminal(
+                f"warning: {len(unranked)} query(ies) have no ranking and count as answered with nothing: {shown}"
+            ),
             file=sys.stderr,
         )
 
@@ -118,7 +125,7 @@ def cmd_run_endpoint(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         for qid, failure in list(done.failures.items())[:10]:
-            print(f"  {qid}: {failure.reason}", file=sys.stderr)
+            print(for_terminal(f"  {qid}: {failure.reason}"), file=sys.stderr)
     if not args.json:
         print(line)
     _external_summary(
@@ -209,7 +216,10 @@ def add_run_endpoint(sub: Subparsers) -> None:
         help="a request header (repeatable); header values are never stored",
     )
     sp.add_argument(
-        "--k", type=int, default=endpoint["k"], help="hits asked for, the {k} of the templates (default %(default)s)"
+        "--k",
+        type=integer("--k", 1, MAX_K),
+        default=endpoint["k"],
+        help=f"hits asked for, the {{k}} of the templates, 1 to {MAX_K:,} (default %(default)s)",
     )
     sp.add_argument(
         "--hits",
@@ -241,27 +251,30 @@ def add_run_endpoint(sub: Subparsers) -> None:
         "destroyed answers are counted",
     )
     sp.add_argument(
-        "--concurrency", type=int, default=endpoint["concurrency"], help="requests at a time (default %(default)s)"
+        "--concurrency",
+        type=integer("--concurrency", 1, MAX_CONCURRENCY),
+        default=endpoint["concurrency"],
+        help=f"requests at a time, 1 to {MAX_CONCURRENCY} (default %(default)s)",
     )
     sp.add_argument(
         "--timeout",
-        type=float,
+        type=number("--timeout", 0.0, MAX_TIMEOUT, low_open=True),
         default=endpoint["timeout"],
-        help="seconds to connect and between bytes (default %(default)s)",
+        help=f"seconds to connect and between bytes, in (0, {MAX_TIMEOUT:g}] (default %(default)s)",
     )
     sp.add_argument(
         "--retries",
-        type=int,
+        type=integer("--retries", 0, MAX_RETRIES),
         default=endpoint["retries"],
-        help="retries after a timeout, a refused connection or HTTP 408/425/429/5xx, with "
-        "exponential backoff and jitter (default %(default)s)",
+        help=f"retries after a timeout, a refused connection or HTTP 408/425/429/5xx, with "
+        f"exponential backoff and jitter, 0 to {MAX_RETRIES} (default %(default)s)",
     )
     sp.add_argument(
         "--max-failures",
-        type=float,
+        type=number("--max-failures", 0.0, 1.0),
         default=DEFAULT_MAX_FAILURES,
         metavar="SHARE",
-        help="the run fails when more than this share of the queries failed (default %(default)s)",
+        help="the run fails when more than this share of the queries failed, in [0, 1] (default %(default)s)",
     )
     sp.add_argument("--refresh", action="store_true", help="ask the service again instead of the cache")
     sp.add_argument("--name", default="endpoint", help="run name (default endpoint)")

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from evalcore.cli.common import print_json
-from evalcore.cli.options import CORPUS_HELP, json_option
+from evalcore.cli.options import CORPUS_HELP, integer, json_option
 from evalcore.errors import EvalcoreError, InputError
 
 if TYPE_CHECKING:
@@ -156,5 +157,10 @@ def add_import_squad(sub: Subparsers) -> None:
     sp.add_argument("--ood-csv", default=None, metavar="FILE", help="CSV whose questions become out-of-domain queries")
     sp.add_argument("--ood-column", default="question", help="the CSV column holding the questions")
     sp.add_argument("--ood-kind", default="far", choices=["near", "far"], help="kind of those queries")
-    sp.add_argument("--ood-limit", type=int, default=None, help="at most this many out-of-domain queries")
+    sp.add_argument(
+        "--ood-limit",
+        type=integer("--ood-limit", 1, math.inf),
+        default=None,
+        help="at most this many out-of-domain queries",
+    )
     sp.set_defaults(func=cmd_import_squad)

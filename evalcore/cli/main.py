@@ -2,7 +2,10 @@
 :func:`main`: parse, dispatch to the command, and turn what ends it into the exit code.
 
 Errors the user can fix end with one line on stderr and exit code 2, never a traceback; so does
-an exception evalcore did not foresee. Exit code 1 is reserved for a regression found by ``gate``.
+an exception evalcore did not foresee. Every error line is escaped for the terminal
+(:func:`evalcore.boundary.text.for_terminal`): an ESC sequence, a bidi override or a newline
+from a name, a path or a file's content is shown as ``\x1b``, ``\u202e``, ``\n``, never acted on.
+Exit code 1 is reserved for a regression found by ``gate``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalcore import signals
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.parser import build_parser
 from evalcore.errors import EvalcoreError, Interrupted
 
@@ -35,7 +39,11 @@ def unexpected(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except EvalcoreError as exc:  # an option's value refused by evalcore.boundary (numbers): one line
+        print(f"error: {for_terminal(exc)}", file=sys.stderr)
+        return 2
     from evalcore.embedding.model_env import NOTE
 
     logging.basicConfig(level=logging.INFO if args.verbose else NOTE, format="%(levelname)s %(name)s: %(message)s")
@@ -46,14 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser
             return command(args)
     except Interrupted as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {for_terminal(exc)}", file=sys.stderr)
         return 128 + exc.signum
     except EvalcoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {for_terminal(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # outside the main thread
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one line and exit 2, never a traceback (exit 1 is a regression)
-        print(f"error: {unexpected(exc)}", file=sys.stderr)
+        print(f"error: {for_terminal(unexpected(exc))}", file=sys.stderr)
         return 2

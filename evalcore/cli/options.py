@@ -5,7 +5,9 @@ the built-in pipeline's options, an external run's inputs, the run reference, ``
 from __future__ import annotations
 
 import argparse
+import math
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from evalcore.chunking import DEFAULT_STRATEGIES
@@ -23,6 +25,8 @@ __all__ = [
     "DEMO_RETRIEVERS",
     "RUN_REF_HELP",
     "external_inputs",
+    "integer",
+    "number",
     "json_option",
     "pipeline_options",
     "quiet_option",
@@ -45,6 +49,31 @@ def quiet_option(sp: argparse.ArgumentParser, help: str = "no progress bar") -> 
 def run_ref(sp: argparse.ArgumentParser, help: str = RUN_REF_HELP) -> None:
     """The positional ``run``: which stored run a command reads."""
     sp.add_argument("run", help=help)
+
+
+def integer(option: str, low: float, high: float) -> Callable[[str], int]:
+    """The ``type=`` of an integer option: plain decimal digits in ``[low, high]``, read by
+    :func:`evalcore.boundary.numbers.bounded_int` (never ``int()``, which reads ``1_0`` as 10
+    and digits of other scripts). A refusal is a ConfigError that ``main`` prints as one line."""
+    from evalcore.boundary.numbers import bounded_int
+
+    def parse(text: str) -> int:
+        return bounded_int(text, option=option, low=low, high=high)
+
+    return parse
+
+
+def number(
+    option: str, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+) -> Callable[[str], float]:
+    """The ``type=`` of a numeric option: plain decimal notation in the range, read by
+    :func:`evalcore.boundary.numbers.bounded_float` (no ``nan``, ``inf``, ``1_0`` or hex)."""
+    from evalcore.boundary.numbers import bounded_float
+
+    def parse(text: str) -> float:
+        return bounded_float(text, option=option, low=low, high=high, low_open=low_open, high_open=high_open)
+
+    return parse
 
 
 def device(value: str) -> str:
@@ -97,7 +126,7 @@ def pipeline_options(sp: argparse.ArgumentParser, strategies: str, retrievers: s
     )
     sp.add_argument(
         "--shards",
-        type=int,
+        type=integer("--shards", 1, math.inf),
         default=None,
         metavar="N",
         help="with --ray: split each strategy's chunks (vectors and BM25 postings) into N shards, "

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn, cast
 
 from evalcore.cli.compare import add_compare
 from evalcore.cli.dashboard import add_dashboard
@@ -54,10 +54,20 @@ def _prog() -> str:
     return "evalcore" if Path(sys.argv[0]).stem == "evalcore" else "python -m evalcore"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose error line (an unknown option, a bad choice, a value it could
+    not read: each may quote what the user typed) is escaped for the terminal."""
+
+    def error(self, message: str) -> NoReturn:
+        from evalcore.boundary.text import for_terminal
+
+        super().error(for_terminal(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from evalcore import __version__
 
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog=_prog(),
         description="Evaluate the retrieval half of RAG: chunk, embed, retrieve, score, store.",
     )
@@ -68,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--store", default=None, help="run store (DuckDB file); default $EVALCORE_STORE or runs/evalcore.duckdb"
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # every command's parser is a Parser too (argparse makes them of the type of p), typed as argparse's
+    sub = cast("Subparsers", p.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     for add in COMMANDS:
         add(sub)
     return p

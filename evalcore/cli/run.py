@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.common import open_store, report_invalid
 from evalcore.cli.options import CORPUS_HELP, DEFAULT_STRATEGIES, DEMO_RETRIEVERS, pipeline_options
 from evalcore.cli.summary import BUILT_IN_LEGEND, print_summary
@@ -99,7 +100,7 @@ def execute_run(args: argparse.Namespace, quiet: bool) -> tuple[Store, RunResult
         if inputs.question_set is not None:
             qs = inputs.question_set
             counts = f"{len(qs.questions)} questions, {len(qs.ood)} off-topic"
-            print(f"question set {qs.version.label}: {counts}", file=sys.stderr)
+            print(for_terminal(f"question set {qs.version.label}: {counts}"), file=sys.stderr)
         report_invalid(inputs.ground_truth)
 
     def step(stage: str) -> None:

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.boundary.csvcells import csv_text
+from evalcore.boundary.text import for_terminal
 from evalcore.boundary.times import parse_time
 from evalcore.cli.common import open_store
+from evalcore.cli.options import number
 from evalcore.errors import ConfigError, InputError
 from evalcore.measures.stats import ALPHA
 from evalcore.traffic.log import FORMATS
@@ -41,7 +43,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         progress=BarProgress(enabled=not args.quiet),
     )
     for line in result.shown:
-        print(f"warning: {args.log}: {line} (not imported)", file=sys.stderr)
+        print(for_terminal(f"warning: {args.log}: {line} (not imported)"), file=sys.stderr)
     if result.problems > len(result.shown):
         print(f"warning: ... and {result.problems - len(result.shown)} more lines not imported", file=sys.stderr)
     if args.json:
@@ -111,11 +113,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise ConfigError(f"{target.configuration.label} has no saved decision; give --threshold T")
         threshold = decision.threshold
     frame = export_frame(store, target.run_id, target.configuration, float(threshold), with_text=args.with_text)
-    out = Path(args.output)
-    try:
-        out.write_text(csv_text(frame), encoding="utf-8", newline="")
-    except OSError as exc:
-        raise InputError(f"{out}: cannot write: {exc.strerror or exc}") from None
+    from evalcore.boundary.files import write_path_atomic
+
+    out = write_path_atomic(Path(args.output), csv_text(frame))
     what = (
         "with query text (a text a spreadsheet would run as a formula starts with ')"
         if args.with_text
@@ -204,6 +204,11 @@ def add_parser(sub: Any) -> None:
     )
     sp.add_argument("output", help="the CSV file to write")
     sp.add_argument("--run", required=True, help="RUN or RUN:STRATEGY/RETRIEVER")
-    sp.add_argument("--threshold", type=float, default=None, help="default: the configuration's latest decision")
+    sp.add_argument(
+        "--threshold",
+        type=number("--threshold", -math.inf, math.inf),
+        default=None,
+        help="default: the configuration's latest decision",
+    )
     sp.add_argument("--with-text", action="store_true", help="include the query texts")
     sp.set_defaults(func=cmd_export)

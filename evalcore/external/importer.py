@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalcore.boundary.text import check_run_name
 from evalcore.configurations import EXTERNAL, external
 from evalcore.errors import ConfigError, InputError, control_characters
 from evalcore.external.chunks import read_chunks
@@ -58,6 +59,7 @@ def import_run(
 ) -> Imported:
     """Read, check, score and store one external configuration (see the module docstring)."""
 
+    name = check_run_name(name)
     check_name(chunker, "--chunker")
     check_name(retriever, "--retriever")
     if not gt.valid_questions:

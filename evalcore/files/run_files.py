@@ -33,9 +33,12 @@ import zipfile
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from evalcore import testhooks
+from evalcore.boundary.files import kind_of, write_file_streamed
+from evalcore.boundary.text import check_run_name
+from evalcore.errors import InputError
 from evalcore.files import run_travel
 from evalcore.files.run_file_tables import (
     RunFileError,
@@ -121,7 +124,9 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     :func:`evalcore.read.refs.resolve_run` reads it) to the run file ``path``.
 
     The file is written next to ``path`` and renamed into place, so a failed export leaves no
-    half file. StoreError for an unknown or incomplete run.
+    half file, and never through a symbolic link: a missing folder, a link, a folder, a FIFO or a
+    device at ``path`` is refused (:func:`evalcore.boundary.files.write_file_streamed`).
+    StoreError for an unknown or incomplete run.
     """
     from datetime import datetime
 
@@ -134,7 +139,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     if path.is_dir():
         raise RunFileError(f"{path}: is a folder; give the run file's name, e.g. {path / (run_id + '.evalcore.zip')}")
     if path.exists() and not path.is_file():
-        raise RunFileError(f"{path}: not a regular file (a FIFO or a device); give the run file's name")
+        raise RunFileError(f"{path}: is {kind_of(path.stat().st_mode)}, not a regular file; evalcore writes only files")
     tables: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
         with store.read() as con:
@@ -155,19 +160,18 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
             "tables": tables,
             **extras,
         }
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise RunFileError(f"{path}: cannot make its folder ({exc.strerror or exc})") from None
-        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-        try:
-            with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_STORED) as zf:
+        members = {**tables, **run_travel.set_members(manifest)}
+
+        def write(fh: BinaryIO) -> None:
+            with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED) as zf:
                 zf.writestr(MANIFEST, json.dumps(manifest, indent=2))
-                for table, meta in {**tables, **run_travel.set_members(manifest)}.items():
+                for table, meta in members.items():
                     zf.write(Path(tmp) / f"{table}.parquet", meta["file"])
-            os.replace(partial, path)
-        finally:
-            partial.unlink(missing_ok=True)
+
+        try:
+            write_file_streamed(path.parent, path.name, write)
+        except InputError as exc:
+            raise RunFileError(str(exc)) from None
     notes = tuple(f"not carried: {n['what']}: {n['why']}" for n in extras["not_carried"])
     return Transfer(run_id, str(info["name"]), {t: m["rows"] for t, m in tables.items()}, str(path), notes=notes)
 
@@ -350,6 +354,11 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                         "upgrade evalcore to load it"
                     )
             name = str(one_row(con, "SELECT any_value(name) FROM read_parquet(?)", [str(files["runs"])])[0] or "")
+            if name:
+                try:
+                    check_run_name(name, field=f"{path}: its run name")
+                except InputError as exc:
+                    raise RunFileError(f"{exc}; not loaded") from None
             shadow = one_row(con, "SELECT min(run_id) FROM runs WHERE name = ? AND run_id <> ?", [run_id, run_id])[0]
             if shadow:
                 raise RunFileError(

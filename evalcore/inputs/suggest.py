@@ -221,12 +221,11 @@ def suggest(corpus: Corpus, n: int, seed: int = 0) -> list[Candidate]:
 
 
 def write_candidates(candidates: Sequence[Candidate], path: str | Path) -> None:
-    try:
-        with open(path, "w", encoding="utf-8", newline="\n") as fh:
-            for c in candidates:
-                fh.write(json.dumps(c.row(), ensure_ascii=False) + "\n")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    """The candidates as JSON lines in the file ``path``, whole or not at all, never through a
+    symbolic link (:func:`evalcore.boundary.files.write_path_atomic`)."""
+    from evalcore.boundary.files import write_path_atomic
+
+    write_path_atomic(path, "".join(json.dumps(c.row(), ensure_ascii=False) + "\n" for c in candidates))
 
 
 CLOZE = "cloze"  # the variant of saved drafts: every figure can be split by it

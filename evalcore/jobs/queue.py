@@ -47,8 +47,11 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     """Queue a prepared job and start its process; returns the job id (also the run id).
 
     ``start=False`` only queues it (a test, or a caller that spawns it itself)."""
+    from evalcore.boundary.text import check_run_name
+
     spec = prepared.spec
-    name = (name or "").strip() or (
+    name = check_run_name(name) if name and name.strip() else None
+    name = name or (
         "demo" if spec.source == "demo" else Path(spec.corpus or "run").name if spec.source == "folder" else "upload"
     )
     job_rows.insert(store, prepared.job_id, name, spec.run_spec().to_json())

@@ -111,6 +111,10 @@ class RunSpec:
             raise ConfigError("--ray needs an address: local, auto, HOST:PORT or ray://HOST[:PORT]; got ''")
         if shards is not None and not self.ray:
             raise ConfigError("shards split retrieval across Ray actors: give --ray ADDRESS (or local) too")
+        if self.name is not None:
+            from evalcore.boundary.text import check_run_name
+
+            object.__setattr__(self, "name", check_run_name(self.name))
         object.__setattr__(self, "models", tuple(self.models))
         self._check_whole()
 

@@ -46,14 +46,36 @@ class StoreFile(Protocol):
 
 
 def check_file(path: Path) -> None:
-    """StoreError unless ``path`` starts like a DuckDB database (read: its first 12 bytes)."""
+    """StoreError unless ``path`` is a regular file (after symbolic links) that starts like a
+    DuckDB database (read: its first 12 bytes), and its write-ahead log, when there is one, a
+    regular file too. A FIFO, a device or a socket is refused at once, never opened for a
+    blocking read."""
+    import stat
+
+    from evalcore.boundary.files import kind_of
+
+    wal = path.with_name(path.name + ".wal")
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(12)
+        info = os.stat(wal)
+    except OSError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"{wal}: is {kind_of(info.st_mode)}, not a run store's log file")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except IsADirectoryError:
         raise StoreError(f"{path}: is a folder, not a run store file") from None
     except OSError as exc:
         raise StoreError(f"{path}: cannot read the run store ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise StoreError(f"{path}: is {kind_of(mode)}, not a run store file")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            head = fh.read(12)
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read the run store ({exc.strerror or exc})") from None
     if not head:
         raise StoreError(f"{path}: empty file, not a run store; left unchanged (move it away or choose another store)")
     if len(head) < 12 or head[8:12] != MAGIC:

@@ -70,13 +70,13 @@ class Runs(Connection):
         ConfigError for a run name with control characters, InputError for one that breaks
         another rule of names (:func:`evalcore.boundary.text.check_name`: a leading ``-``, over
         200 characters); nothing is written."""
-        from evalcore.boundary.text import check_name
+        from evalcore.boundary.text import check_run_name
         from evalcore.errors import ConfigError, control_characters
 
         if control_characters(str(row.get("name") or "")):
             raise ConfigError(f"--name {row.get('name')!r}: a run name without control characters")
         if row.get("name"):
-            row = dict(row, name=check_name(str(row["name"]), field="--name"))
+            row = dict(row, name=check_run_name(str(row["name"])))
         row = dict(
             row, status="running", created_at=row.get("created_at") or now(), pid=os.getpid(), host=socket.gethostname()
         )

@@ -172,7 +172,7 @@ with st.expander("Suggest a threshold by cost (second to the claim)", expanded=F
         )
         suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest, sweep, float(ratio), None))
     if suggestion is not None:
-        cols[2].markdown(f"Suggested **t = {suggestion.threshold:g}**. {_ui.esc(suggestion.rule)}")
+        cols[2].markdown(f"Suggested **t = {threshold_text(suggestion.threshold)}**. {_ui.esc(suggestion.rule)}")
         other = _ui.cached(sweeps.ood_support, sweep, suggestion.threshold)
         if other and other != warning:
             st.warning(_ui.esc(other))

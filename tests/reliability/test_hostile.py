@@ -396,12 +396,12 @@ GATE_CASES = [
     (
         "--junit into a missing folder",
         ["--baseline", "good", "--candidate", "good", "--junit", "{tmp}/missing/gate.xml"],
-        "error: --junit TMP/missing/gate.xml: folder TMP/missing does not exist",
+        "error: --junit TMP/missing: folder not found",
     ),
     (
         "--junit onto a folder",
         ["--baseline", "good", "--candidate", "good", "--junit", "{tmp}"],
-        "error: --junit TMP: is a folder; give a file name",
+        "error: --junit TMP: is a folder",
     ),
 ]
 

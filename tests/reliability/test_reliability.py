@@ -538,14 +538,26 @@ def test_a_store_evalcore_must_not_use_is_refused_byte_for_byte_untouched(
     [
         ("parent is a file", "afile/s.duckdb", "error: TMP/afile/s.duckdb: TMP/afile is a file, not a folder"),
         ("store is a folder", "adir", "error: TMP/adir: is a folder, not a run store file"),
+        ("store is a FIFO", "apipe", "error: TMP/apipe: is a FIFO (named pipe), not a run store file"),
+        ("store is a link to a FIFO", "alink", "error: TMP/alink: is a FIFO (named pipe), not a run store file"),
+        (
+            "store's log is a FIFO",
+            "b.duckdb",
+            "error: TMP/b.duckdb.wal: is a FIFO (named pipe), not a run store's log file",
+        ),
     ],
 )
-def test_a_store_path_that_cannot_be_a_store_is_one_line(tmp_path, name, path, message, command):
+def test_a_store_path_that_cannot_be_a_store_is_one_line(tmp_path, base_store, name, path, message, command):
+    """Refused at once: a FIFO is never opened for a blocking read (it waited for a writer)."""
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
+    os.mkfifo(tmp_path / "apipe")
+    (tmp_path / "alink").symlink_to(tmp_path / "apipe")
+    shutil.copy(base_store, tmp_path / "b.duckdb")
+    os.mkfifo(tmp_path / "b.duckdb.wal")
     files = listing(tmp_path)
     args = RUN + ["--strategies", "A"] if command == "run" else ["list"]
-    ran = evalcore(*args, store=tmp_path / path)
+    ran = evalcore(*args, store=tmp_path / path, process=True, timeout=30)  # a FIFO would hang this process
     expected = f"exit 2 · {message} · nothing written"
     observed = (
         f"exit {ran.code} · {ran.line(tmp_path)} · {'nothing written' if listing(tmp_path) == files else 'WRITTEN'}"

@@ -253,7 +253,7 @@ def test_a_run_name_with_a_leading_dash_is_refused(tmp_path):
     runs = Store(store).runs() if store.exists() else None
     check(
         "run --name=-rf",
-        "exit 2 · error: --name: -rf starts with '-' (it would read as an option) · no run stored",
+        "exit 2 · error: run name: -rf starts with '-' (it would read as an option) · no run stored",
         f"exit {ran.code} · {ran.line(tmp_path)} · "
         + ("no run stored" if runs is None or runs.empty else f"{len(runs)} run(s) stored"),
     )
