@@ -52,3 +52,12 @@ class Interrupted(RunInterrupted):
         self.signum = signum
         self.reason = f"interrupted by {signal.Signals(signum).name}{' ' + where if where else ''}"
         super().__init__(self.reason + (f"; {note}" if note else ""))
+
+
+class UnknownDecision(StoreError):
+    """A deployment names a decision the store does not hold (never saved, deleted, or saved in
+    another store), or one whose run is no longer complete."""
+
+
+class UnknownDeployment(StoreError):
+    """No deployment of that name in the store."""
