@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.store.basics import now, one_row
+from evalcore.store.basics import now
 from evalcore.store.jobs import queue_traffic
 
 if TYPE_CHECKING:
@@ -37,9 +37,10 @@ def post(
         fresh = rows[~rows["post_id"].isin(seen)].reset_index(drop=True)
         job_id = None
         if len(fresh):
-            base = int(
-                one_row(con, "SELECT coalesce(max(seq), 0) FROM traffic_posted WHERE deployment = ?", [deployment])[0]
-            )
+            found = con.execute(
+                "SELECT coalesce(max(seq), 0) FROM traffic_posted WHERE deployment = ?", [deployment]
+            ).fetchall()
+            base = int(found[0][0])
             fresh = fresh.assign(seq=range(base + 1, base + 1 + len(fresh)))
             con.unregister("_posted")
             con.register("_fresh", fresh)
