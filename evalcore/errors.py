@@ -61,3 +61,17 @@ class UnknownDecision(StoreError):
 
 class UnknownDeployment(StoreError):
     """No deployment of that name in the store."""
+
+
+class ServiceError(EvalcoreError):
+    """The evaluation service (``evalcore.Client``) answered with a problem: ``status`` is its
+    HTTP status, the message its title and detail (never the API key)."""
+
+    def __init__(self, message: str, status: int | None = None, problem: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.problem = problem or {}
+
+
+class ServiceUnavailable(ServiceError):
+    """The evaluation service could not be reached (refused, timed out, or answered 5xx)."""
