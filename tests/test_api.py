@@ -13,6 +13,8 @@ from api_serving import ALL_SCOPES, RUN, api_server, cli, is_problem, make_key, 
 
 from evalcore.api.jsonout import jsonable
 
+NDJSON = "application/x-ndjson"
+
 
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory):
@@ -194,3 +196,78 @@ def test_bodies_over_their_limit_are_413_naming_it(served):
             413,
         )
         assert "1,048,576 bytes" in body["detail"]
+
+
+def _decision(c: httpx.Client, threshold: float) -> str:
+    made = c.post("/runs/base/decisions", json={"configuration": "E/dense", "threshold": threshold})
+    assert made.status_code == 201, made.text
+    return made.json()["decision_id"]
+
+
+def test_a_deployment_is_read_with_an_etag_and_revalidated_with_304(served):
+    url, store, keys = served
+    with client(url, keys["all"]) as c:
+        first = _decision(c, 0.41)
+        put = c.put("/deployments/staging", json={"decision_id": first})
+        assert put.status_code == 201, put.text
+        etag = put.headers["etag"]
+        assert etag.startswith('"') and not etag.startswith("W/")
+        got = client(url, keys["reader"]).get("/deployments/staging")
+        assert got.status_code == 200 and got.headers["etag"] == etag
+        body = got.json()
+        assert body["threshold"] == 0.41 and body["configuration"] == "E/dense" and body["version"] == 1
+        assert body["deployed_by"] == "key:all" and body["decided_by"] == "key:all" and body["claim"]
+        same = client(url, keys["reader"]).get("/deployments/staging", headers={"If-None-Match": etag})
+        assert same.status_code == 304 and same.content == b"" and same.headers["etag"] == etag
+        second = _decision(c, 0.37)
+        moved = c.put("/deployments/staging", json={"decision_id": second})
+        assert moved.status_code == 200 and moved.headers["etag"] != etag and moved.json()["version"] == 2
+        fresh = client(url, keys["reader"]).get("/deployments/staging", headers={"If-None-Match": etag})
+        assert fresh.status_code == 200 and fresh.json()["threshold"] == 0.37
+        history = c.get("/deployments").json()["data"]
+        staging = next(d for d in history if d["name"] == "staging")
+        assert [(m["from_threshold"], m["to_threshold"]) for m in staging["moves"]] == [(0.41, 0.37), (None, 0.41)]
+        is_problem(c.get("/deployments/nowhere"), 404)
+        body = is_problem(c.put("/deployments/staging", json={"decision_id": "000000000000"}), 422)
+        assert body["errors"][0]["field"] == "body.decision_id"
+        is_problem(client(url, keys["reader"]).put("/deployments/staging", json={"decision_id": first}), 403)
+        assert c.get("/deployments/staging").json()["version"] == 2  # nothing moved by the refusals
+
+
+def test_traffic_posts_answer_207_per_line_and_store_each_id_once_even_twenty_at_once(served):
+    from concurrent.futures import ThreadPoolExecutor
+
+    url, store, keys = served
+    with client(url, keys["all"]) as c:
+        assert c.put("/deployments/production", json={"decision_id": _decision(c, 0.5)}).status_code in (200, 201)
+    writer = make_key(store, "prod", "read,traffic:write")
+    lines = [
+        json.dumps({"id": f"q{i}", "query": f"how do I install python {i}", "time": "2026-12-04T10:00:00Z"})
+        for i in range(40)
+    ]
+
+    def post(n: int) -> httpx.Response:
+        body = "\n".join(lines[(n % 4) * 10 : (n % 4) * 10 + 10]) + "\n"
+        with client(url, writer) as c:
+            return c.post("/deployments/production/traffic", content=body, headers={"Content-Type": NDJSON})
+
+    with ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(post, range(20)))
+    assert all(a.status_code == 207 for a in answers), [a.text[:300] for a in answers if a.status_code != 207]
+    statuses = [r["status"] for a in answers for r in a.json()["results"]]
+    assert statuses.count("stored") == 40 and statuses.count("duplicate") == 160
+    with client(url, writer) as c:
+        mixed = "\n".join([lines[0], '{"id": "new", "query": "pip cache", "time": 0}', '{"id": "x"}', "not json"])
+        results = c.post("/deployments/production/traffic", content=mixed, headers={"Content-Type": NDJSON}).json()
+        assert [r["status"] for r in results["results"]] == ["duplicate", "stored", "problem", "problem"]
+        assert "query" in results["results"][2]["reason"]
+        is_problem(c.post("/deployments/nowhere/traffic", content=lines[0], headers={"Content-Type": NDJSON}), 404)
+        is_problem(
+            c.post("/deployments/production/traffic", content=lines[0], headers={"Content-Type": "text/csv"}), 415
+        )
+        body = is_problem(
+            c.post("/deployments/production/traffic", content="\n".join(lines * 26), headers={"Content-Type": NDJSON}),
+            413,
+        )
+        assert "1,000 lines" in body["detail"]
+    is_problem(client(url, keys["reader"]).post("/deployments/production/traffic", content=lines[0]), 403)

@@ -100,7 +100,9 @@ def from_error(exc: EvalcoreError, store_path: object, *replacements: tuple[obje
     is not there, 409 for a run that is not complete, 422 for everything else the caller can
     fix. The store's path and ``replacements`` (path, name) are replaced in the message."""
     text = scrub(str(exc), [*replacements, (store_path, "the service's store")])
-    if type(exc).__name__ in ("UnknownDecision", "UnknownDeployment"):
+    if type(exc).__name__ == "UnknownDecision":  # the body names a decision the store does not hold
+        return Problem(422, text, "unknown-decision", [{"field": "body.decision_id", "detail": text}])
+    if type(exc).__name__ == "UnknownDeployment":
         return Problem(404, text, "not-found")
     if isinstance(exc, StoreError):
         if text.startswith(("no run", "no decision", "no deployment")):
