@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 
 import httpx
 import pytest
-from api_serving import ALL_SCOPES, RUN, api_server, cli, is_problem, make_key, make_store
+from api_serving import ALL_SCOPES, OOD, RUN, api_server, cli, is_problem, make_key, make_store
+from conftest import MINI
 
 from evalcore.api.jsonout import jsonable
 
@@ -34,7 +36,8 @@ def served(base_store, tmp_path_factory):
         "burst": make_key(store, "burst", "read"),
     }
     assert cli(store, "keys", "revoke", "gone").returncode == 0
-    with api_server(store, folder / "server.log", {"EVALCORE_API_RATE": "20/40"}) as url:
+    env = {"EVALCORE_API_RATE": "20/40", "EVALCORE_DATA_ROOTS": str(MINI.parent)}
+    with api_server(store, folder / "server.log", env) as url:
         yield url, store, keys
     log = (folder / "server.log").read_text()
     for key in keys.values():
@@ -271,3 +274,45 @@ def test_traffic_posts_answer_207_per_line_and_store_each_id_once_even_twenty_at
         )
         assert "1,000 lines" in body["detail"]
     is_problem(client(url, keys["reader"]).post("/deployments/production/traffic", content=lines[0]), 403)
+
+
+def _until(c: httpx.Client, path: str, done: set[str], timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        now = c.get(path).json()
+        if now["status"] in done or time.monotonic() > deadline:
+            return now
+        time.sleep(0.5)
+
+
+def test_an_evaluation_is_queued_watched_and_cancelled(served):
+    url, store, keys = served
+    spec = {
+        "corpus": str(MINI / "corpus"),
+        "questions": str(MINI / "questions.jsonl"),
+        "ood": str(OOD),
+        "strategies": "E",
+        "retrievers": "bm25",
+        "name": "from-api",
+    }
+    with client(url, keys["all"]) as c:
+        first = c.post("/evaluations", json=spec)
+        assert first.status_code == 202, first.text
+        where = first.headers["location"]
+        assert where == "/api/v1/evaluations/" + first.json()["id"]
+        second = c.post("/evaluations", json={**spec, "name": "to-cancel"})
+        assert second.status_code == 202, second.text
+        cancelled = c.post(f"/evaluations/{second.json()['id']}/cancel")
+        assert cancelled.status_code == 202 and cancelled.json()["status"] in ("cancelled", "running")
+        done = _until(c, where.removeprefix("/api/v1"), {"complete", "failed", "cancelled"})
+        assert done["status"] == "complete", done
+        assert c.get(f"/runs/{done['run_id']}").json()["name"] == "from-api"
+        gone = _until(c, f"/evaluations/{second.json()['id']}", {"complete", "failed", "cancelled"})
+        assert gone["status"] == "cancelled" and gone["run_id"] is None
+        is_problem(c.get("/evaluations/no-such-job"), 404)
+        body = is_problem(c.post("/evaluations", json={**spec, "corpus": "/etc"}), 422)
+        assert "/etc" not in body["detail"] or "data roots" in body["detail"]
+        is_problem(c.post("/evaluations", json={"demo": True, "corpus": spec["corpus"]}), 422)
+        body = is_problem(c.post("/evaluations", json={**spec, "endpoint": "http://127.0.0.1:9/"}), 422)
+        assert body["errors"][0]["field"] == "body.endpoint"
+    is_problem(client(url, keys["reader"]).post("/evaluations", json=spec), 403)

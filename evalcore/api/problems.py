@@ -105,7 +105,7 @@ def from_error(exc: EvalcoreError, store_path: object, *replacements: tuple[obje
     if type(exc).__name__ == "UnknownDeployment":
         return Problem(404, text, "not-found")
     if isinstance(exc, StoreError):
-        if text.startswith(("no run", "no decision", "no deployment")):
+        if text.startswith(("no run", "no decision", "no deployment", "no evaluation")):
             return Problem(404, text, "not-found")
         if "no complete run" in text or " is running" in text or " is queued" in text or "not complete" in text:
             return Problem(409, text, "not-complete")
