@@ -13,6 +13,7 @@ from starlette.types import ASGIApp
 from evalcore.api import problems
 from evalcore.api.auth import Keys
 from evalcore.api.limits import RATE_ENV, BodyLimit, RateLimiter, parse_rate
+from evalcore.api.snapshots import Deployments
 
 DESCRIPTION = (
     "evalcore's HTTP API: runs, threshold claims and decisions, the regression gate, evaluations, "
@@ -43,6 +44,7 @@ def create_api(store_path: str | Path | None = None) -> FastAPI:
     api.state.store = store
     api.state.keys = Keys(store, RateLimiter(parse_rate(os.environ.get(RATE_ENV))))
     api.state.write_lock = threading.Lock()
+    api.state.deployments = Deployments(store)
     problems.install(api)
     for router in (health.router, runs.router, deployments.router, evaluations.router):
         api.include_router(router)

@@ -3,8 +3,9 @@
 every key in use (the store never holds a key); a missing, unknown or revoked key is 401, a key
 without the route's scope 403, a key over its rate 429 with ``Retry-After``.
 
-The keys in use are read at most once a second (a revoked key stops working within a second);
-a key's last use is recorded at most once a minute. A key never reaches a log or an error.
+The keys in use are read again whenever the store changed (:mod:`evalcore.api.snapshots`): a key
+revoked by ``evalcore keys revoke`` is refused from the next request on. A key's last use is
+recorded at most once a minute. A key never reaches a log or an error.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evalcore.api")
 
-KEYS_FOR = 1.0  # seconds the keys in use are kept before they are read again
 TOUCH_EVERY = 60.0  # seconds between two records of one key's last use
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="evalcore"'}
 
@@ -49,24 +49,20 @@ class Caller:
 
 
 class Keys:
-    """The keys in use of one store, read again after :data:`KEYS_FOR` seconds."""
+    """The keys in use of one store, read again when the store changed."""
 
     def __init__(self, store: Store, limiter: RateLimiter) -> None:
+        from evalcore.api.snapshots import Snapshot
+        from evalcore.read.keys import keys_in_use
+
         self.store = store
         self.limiter = limiter
         self._lock = threading.Lock()
-        self._keys: list[ApiKey] = []
-        self._read_at = -1e9
+        self._keys: Snapshot[list[ApiKey]] = Snapshot(store.path, lambda: keys_in_use(store))
         self._touched: dict[str, float] = {}
 
     def _in_use(self) -> list[ApiKey]:
-        from evalcore.read.keys import keys_in_use
-
-        with self._lock:
-            if time.monotonic() - self._read_at > KEYS_FOR:
-                self._keys = keys_in_use(self.store)
-                self._read_at = time.monotonic()
-            return self._keys
+        return self._keys.get()
 
     def identify(self, header: str | None) -> Caller:
         """The caller of an ``Authorization`` header; Problem 401 when it names no key in use."""

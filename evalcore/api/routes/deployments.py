@@ -61,11 +61,9 @@ def put_deployment(
     responses={304: {"description": "not modified since the ETag named in If-None-Match"}},
 )
 def get_deployment(request: Request, name: str, _: Annotated[Caller, Depends(require("read"))]) -> Response:
-    from evalcore.service.deployments import get_deployment as read
-
     store = request.app.state.store
     try:
-        found = read(store, name)
+        found = request.app.state.deployments.get(name)  # read again only when the store changed
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     if found is None:
