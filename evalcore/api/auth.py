@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from evalcore.api.problems import Problem
 from evalcore.store.keys import PREFIX, SCOPES, key_hash
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from evalcore.api.limits import RateLimiter
     from evalcore.read.keys import ApiKey
@@ -64,6 +65,10 @@ class Keys:
     def _in_use(self) -> list[ApiKey]:
         return self._keys.get()
 
+    def fresh(self) -> bool:
+        """Whether the keys in use are known without reading the store."""
+        return self._keys.fresh()
+
     def identify(self, header: str | None) -> Caller:
         """The caller of an ``Authorization`` header; Problem 401 when it names no key in use."""
         if not header:
@@ -96,14 +101,18 @@ class Keys:
             log.warning("could not record the last use of key %s: %s", key_id, type(exc).__name__)
 
 
-def require(scope: str) -> Callable[[Request], Caller]:
+def require(scope: str) -> Callable[[Request], Awaitable[Caller]]:
     """A dependency: the request's caller, who must hold ``scope`` and be within its rate."""
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}")
 
-    def dependency(request: Request) -> Caller:
+    async def dependency(request: Request) -> Caller:
         keys: Keys = request.app.state.keys
-        caller = keys.identify(request.headers.get("authorization"))
+        header = request.headers.get("authorization")
+        if keys.fresh():  # the usual case: no store read, so no thread needed
+            caller = keys.identify(header)
+        else:
+            caller = await run_in_threadpool(keys.identify, header)
         if scope not in caller.scopes:
             raise Problem(
                 403,

@@ -42,6 +42,11 @@ class Snapshot(Generic[T]):
         self._seen: tuple[int, ...] | None = None
         self._value: T | None = None
 
+    def fresh(self) -> bool:
+        """Whether the value kept is still the store's (no read needed)."""
+        with self._lock:
+            return self._seen is not None and self._seen == signature(self.path)
+
     def get(self) -> T:
         now = signature(self.path)
         with self._lock:
@@ -67,6 +72,12 @@ class Deployments:
         self.store = store
         self._lock = threading.Lock()
         self._kept: dict[str, Snapshot[Deployment | None]] = {}
+
+    def fresh(self, name: str) -> bool:
+        """Whether deployment ``name`` is kept and still the store's."""
+        with self._lock:
+            snap = self._kept.get(name)
+        return snap is not None and snap.fresh()
 
     def get(self, name: str) -> Deployment | None:
         from evalcore.service.deployments import check_deployment_name, get_deployment
