@@ -17,6 +17,7 @@ from evalcore.cli.external import add_import_run, add_run_endpoint
 from evalcore.cli.gate import add_gate
 from evalcore.cli.inputs import add_chunks, add_import_squad, add_validate
 from evalcore.cli.jobs import add_job
+from evalcore.cli.keys import add_keys
 from evalcore.cli.run import add_demo, add_run
 from evalcore.cli.runs import add_list, add_show
 from evalcore.cli.threshold import add_threshold
@@ -45,6 +46,7 @@ COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     add_load_run,
     add_compare,
     add_dashboard,
+    add_keys,
     add_traffic,
 )
 

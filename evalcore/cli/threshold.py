@@ -17,11 +17,7 @@ if TYPE_CHECKING:
 
 def cmd_threshold(args: argparse.Namespace) -> int:
     from evalcore.boundary.numbers import bounded_float, bounded_int
-    from evalcore.measures.claim import ClaimError
-    from evalcore.read.claims import claims
-    from evalcore.read.refs import parse_ref, resolve_run
-    from evalcore.read.runs import configurations
-    from evalcore.records import Configuration
+    from evalcore.read.claims import claims_of_ref
 
     alpha, beta, confidence = (
         bounded_float(text, option=option, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -36,20 +32,7 @@ def cmd_threshold(args: argparse.Namespace) -> int:
 
         return remote.cmd_threshold(args, alpha, beta, confidence)
     splits = None if args.splits is None else bounded_int(args.splits, option="--splits", low=1, high=math.inf)
-    store = open_store(args)
-    ref = parse_ref(args.run)
-    run = resolve_run(store, ref.run)
-    known = configurations(store, run["run_id"])
-    if ref.configuration is None:
-        chosen = known
-    else:
-        wanted = Configuration.parse(ref.configuration)
-        if wanted not in known:
-            raise ClaimError(
-                f"run {run['run_id']} has no configuration {wanted.label} (it has {', '.join(c.label for c in known)})"
-            )
-        chosen = [wanted]
-    found = claims(store, run["run_id"], chosen, alpha, beta, confidence, splits)
+    run, found = claims_of_ref(open_store(args), args.run, alpha, beta, confidence, splits)
     if args.json:
         print_json([c.to_json() for c in found])
         return 0
