@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--store", default=None, help="run store (DuckDB file); default $EVALCORE_STORE or runs/evalcore.duckdb"
     )
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="the evaluation service to use instead of a local store (gate, load-run, traffic import, list, "
+        "show, threshold); the key is read from $EVALCORE_API_KEY",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in COMMANDS:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalcore.cli.common import open_store, print_json
 from evalcore.cli.options import json_option, run_ref
@@ -14,14 +14,24 @@ if TYPE_CHECKING:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_list(args)
     runs = open_store(args).runs()
     if args.json:
         print_json(runs.drop(columns=["settings"]).to_dict("records"))
         return 0
-    if runs.empty:
+    print_runs([{str(k): v for k, v in r.items()} for r in runs.to_dict("records")])
+    return 0
+
+
+def print_runs(rows: list[dict[str, Any]]) -> None:
+    """One line per run (newest first), as ``evalcore list`` prints them."""
+    if not rows:
         print("no runs yet; make one with: python -m evalcore demo")
-        return 0
-    for r in runs.to_dict("records"):
+        return
+    for r in rows:
         took = ""
         if r["finished_at"] is not None and r["finished_at"] == r["finished_at"]:
             took = f"{(r['finished_at'] - r['created_at']).total_seconds():.0f} s"
@@ -32,12 +42,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         if r["status"] in ("failed", "cancelled") and r["reason"]:
             line += f"  ({r['reason']})"
         print(line)
-    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from evalcore.read.refs import find_run
 
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_show(args)
     store = open_store(args)
     run = find_run(store, args.run)
     if args.json:

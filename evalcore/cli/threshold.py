@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evalcore.cli.common import open_store, print_json
 from evalcore.cli.options import json_option
@@ -12,11 +12,11 @@ from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDE
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
+    from evalcore.measures.claim import Claim
 
 
 def cmd_threshold(args: argparse.Namespace) -> int:
     from evalcore.boundary.numbers import bounded_float, bounded_int
-    from evalcore.measures.rounding import threshold_text
     from evalcore.read.claims import claims_of_ref
 
     alpha, beta, confidence = (
@@ -27,11 +27,24 @@ def cmd_threshold(args: argparse.Namespace) -> int:
             (args.confidence, "--confidence"),
         )
     )
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_threshold(args, alpha, beta, confidence)
     splits = None if args.splits is None else bounded_int(args.splits, option="--splits", low=1, high=math.inf)
     run, found = claims_of_ref(open_store(args), args.run, alpha, beta, confidence, splits)
     if args.json:
         print_json([c.to_json() for c in found])
         return 0
+    print_claims(run, found, alpha, beta, confidence, splits)
+    return 0
+
+
+def print_claims(
+    run: dict[str, Any], found: list[Claim], alpha: float, beta: float, confidence: float, splits: int | None
+) -> None:
+    """The claims as ``evalcore threshold`` prints them: the table, then a sentence each."""
+    from evalcore.measures.rounding import threshold_text
     from evalcore.read.claims import claim_sentence, separability
 
     print(f"run {run['run_id']} ({run['name']}): bluffs <= {alpha!r}, lost <= {beta!r}, confidence {confidence!r}")
@@ -58,7 +71,6 @@ def cmd_threshold(args: argparse.Namespace) -> int:
             "whose other half kept bluffs <= the max bluff rate at the first half's threshold. A report, "
             "not a second guarantee."
         )
-    return 0
 
 
 def add_threshold(sub: Subparsers) -> None:

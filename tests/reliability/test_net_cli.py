@@ -59,7 +59,7 @@ FAST = ["--strategies", "E", "--retrievers", "bm25"]
 
 #: command path -> {option or positional: kind}
 TABLE: dict[str, dict[str, str]] = {
-    "": {"--store": "file", "--verbose": "flag", "--version": "flag"},
+    "": {"--store": "file", "--verbose": "flag", "--version": "flag", "--server": "url"},
     "demo": {
         "--strategies": "same:run",
         "--retrievers": "same:run",
@@ -186,6 +186,7 @@ TABLE: dict[str, dict[str, str]] = {
     "traffic import": {
         "log": "file",
         "--run": "ref",
+        "--deployment": "name",
         "--query-field": "name",
         "--time-field": "name",
         "--label-field": "name",
