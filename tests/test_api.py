@@ -343,3 +343,19 @@ def test_the_dashboard_still_works_on_the_same_port_after_api_calls(served):
             browser.close()
     with client(url, keys["reader"]) as c:  # and the API still answers after the dashboard's sessions
         assert c.get("/health").status_code == 200 and c.get("/runs/base").status_code == 200
+
+
+def test_the_api_moves_with_the_dashboards_base_url_path(base_store, tmp_path):
+    store = tmp_path / "evalcore.duckdb"
+    shutil.copy(base_store, store)
+    key = make_key(store, "ci", "read,deploy")
+    env = {"STREAMLIT_SERVER_BASE_URL_PATH": "team/evalcore"}
+    with api_server(store, tmp_path / "server.log", env, base="/team/evalcore") as url:
+        with client(url, key) as c:
+            assert c.get("/runs/base").status_code == 200
+            made = c.post("/runs/base/decisions", json={"configuration": "E/dense", "threshold": 0.5})
+            assert made.headers["location"].startswith("/team/evalcore/api/v1/runs/")
+            assert c.get("/openapi.json").json()["servers"] == [{"url": "/team/evalcore/api/v1"}]
+        root = url.removesuffix("/team/evalcore")
+        assert httpx.get(root + "/api/v1/health").status_code != 200  # not at the root any more
+        assert httpx.get(url + "/_stcore/health").text == "ok"  # and the dashboard beside it

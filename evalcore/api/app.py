@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp
@@ -48,7 +49,32 @@ def create_api(store_path: str | Path | None = None) -> FastAPI:
     problems.install(api)
     for router in (health.router, runs.router, deployments.router, evaluations.router):
         api.include_router(router)
+    _document_keys(api)
     return api
+
+
+def _document_keys(api: FastAPI) -> None:
+    """The OpenAPI document names the key every route but /health needs (a bearer token)."""
+    plain = api.openapi
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            schema = plain()
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "key": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a key made with `evalcore keys create`: evk_...",
+                }
+            }
+            for path, operations in schema.get("paths", {}).items():
+                if path != "/health":
+                    for operation in operations.values():
+                        operation["security"] = [{"key": []}]
+            api.openapi_schema = schema
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(store_path: str | Path | None = None) -> ASGIApp:
