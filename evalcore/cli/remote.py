@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from evalcore.client import Client
 
 KEY_ENV = "EVALCORE_API_KEY"
+TIMEOUT = 900.0  #: seconds for one request: a gate or an upload is computed while the command waits
 #: the commands --server works with
 REMOTE = ("gate", "load-run", "traffic import", "list", "show", "threshold")
 
@@ -43,7 +44,7 @@ def client(args: argparse.Namespace) -> Client:
     key = os.environ.get(KEY_ENV, "").strip()
     if not key:
         raise ConfigError(f"--server needs the API key in ${KEY_ENV} (never on the command line)")
-    return Client(args.server, key)
+    return Client(args.server, key, timeout=TIMEOUT)
 
 
 def _time(value: Any) -> Any:
