@@ -178,8 +178,12 @@ def cmd_traffic_import(args: argparse.Namespace) -> int:
     from evalcore.traffic.log import Fields, LogLine, Problem, infer_format, read_log
     from evalcore.traffic.replay import Occurrences, line_key
 
+    if args.run is not None:
+        raise ConfigError("--run names a run of a local store; with --server give --deployment NAME")
     if not args.deployment:
         raise ConfigError("traffic import --server needs --deployment NAME (the deployment the queries go to)")
+    if args.model or args.reranker or args.header:
+        raise ConfigError("--model, --reranker and --header are the service's own with --server: leave them out")
     fmt = infer_format(args.log, args.format)
     fields = Fields(args.query_field, args.time_field, args.label_field or None)
     occurrences = Occurrences()
