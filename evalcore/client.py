@@ -56,6 +56,7 @@ MAX_LINES = 1000  #: lines of one traffic post (the service's limit)
 MAX_BYTES = 5 * 1024 * 1024  #: bytes of one traffic post (the service's limit)
 MAX_UPLOAD = 4 << 30  #: bytes of a run file sent (the service states its own limit)
 RETRY_UNREACHABLE = 5.0  #: seconds before an unreachable service is tried again (at most max_age)
+REVALIDATE_TIMEOUT = 5.0  #: seconds a deployment's revalidation may take before the cached value is served
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,9 @@ class Client:
     """The evaluation service at ``url`` (``https://host[/base]``; the API is under
     ``/api/v1``), authenticated by ``key`` (``evk_...``; None for ``/health`` only).
     ``max_age``: seconds :meth:`deployment` serves its cached value before revalidating;
-    ``timeout``: seconds for one request."""
+    ``timeout``: seconds for one request (a deployment's revalidation: at most 5)."""
 
-    def __init__(self, url: str, key: str | None, max_age: float = 30, *, timeout: float = 10.0) -> None:
+    def __init__(self, url: str, key: str | None, max_age: float = 30, *, timeout: float = 30.0) -> None:
         import httpx
 
         parts = urlsplit(str(url).strip())
@@ -148,6 +149,7 @@ class Client:
         base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
         self.url = base
         self.max_age = float(max_age)
+        self.timeout = float(timeout)
         headers = {"Accept": "application/json", "User-Agent": "evalcore-client"}
         if key:
             headers["Authorization"] = f"Bearer {key.strip()}"
@@ -365,7 +367,8 @@ class Client:
 
     def _revalidate(self, name: str, etag: str | None, entry: _Cached) -> tuple[LiveDeployment, str | None]:
         headers = {"If-None-Match": etag} if etag else {}
-        response = self._request("GET", f"/deployments/{_segment(name)}", headers=headers)
+        wait = min(self.timeout, REVALIDATE_TIMEOUT)  # a RAG request waits on this: never long
+        response = self._request("GET", f"/deployments/{_segment(name)}", headers=headers, timeout=wait)
         if response.status_code == 304 and entry.value is not None:
             return _with(entry.value, stale=False, checked_at=time.time()), etag
         try:

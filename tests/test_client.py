@@ -84,6 +84,8 @@ def test_the_last_known_value_is_served_stale_while_the_server_is_stopped(base_s
         assert not known.stale and known.threshold == 0.43
     # the server process is stopped: every caller, in twenty threads, gets the last value, stale
     time.sleep(0.25)
+    first = client.deployment("production")  # the revalidation fails: the last value, stale
+    assert first.stale and (first.threshold, first.version) == (0.43, known.version)
     got: list = []
     errors: list = []
 

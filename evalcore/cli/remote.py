@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from evalcore.client import Client
 
 KEY_ENV = "EVALCORE_API_KEY"
+TIMEOUT = 900.0  #: seconds for one request: a gate or an upload is computed while the command waits
 #: the commands --server works with
 REMOTE = ("gate", "load-run", "traffic import", "list", "show", "threshold")
 
@@ -43,7 +44,7 @@ def client(args: argparse.Namespace) -> Client:
     key = os.environ.get(KEY_ENV, "").strip()
     if not key:
         raise ConfigError(f"--server needs the API key in ${KEY_ENV} (never on the command line)")
-    return Client(args.server, key)
+    return Client(args.server, key, timeout=TIMEOUT)
 
 
 def _time(value: Any) -> Any:
@@ -56,7 +57,7 @@ def _time(value: Any) -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from evalcore.cli.runs import print_runs
+    from evalcore.cli.summary import print_runs
 
     with client(args) as c:
         rows = c.runs()
@@ -153,7 +154,7 @@ def cmd_load_run(args: argparse.Namespace) -> int:
 
 
 def cmd_threshold(args: argparse.Namespace, alpha: float, beta: float, confidence: float) -> int:
-    from evalcore.cli.threshold import print_claims
+    from evalcore.cli.claims_text import print_claims
     from evalcore.read.refs import parse_ref
 
     if args.splits is not None:
@@ -177,8 +178,12 @@ def cmd_traffic_import(args: argparse.Namespace) -> int:
     from evalcore.traffic.log import Fields, LogLine, Problem, infer_format, read_log
     from evalcore.traffic.replay import Occurrences, line_key
 
+    if args.run is not None:
+        raise ConfigError("--run names a run of a local store; with --server give --deployment NAME")
     if not args.deployment:
         raise ConfigError("traffic import --server needs --deployment NAME (the deployment the queries go to)")
+    if args.model or args.reranker or args.header:
+        raise ConfigError("--model, --reranker and --header are the service's own with --server: leave them out")
     fmt = infer_format(args.log, args.format)
     fields = Fields(args.query_field, args.time_field, args.label_field or None)
     occurrences = Occurrences()

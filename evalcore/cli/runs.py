@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store, print_json
 from evalcore.cli.options import json_option, run_ref
-from evalcore.cli.summary import print_summary
+from evalcore.cli.summary import print_runs, print_summary
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
@@ -24,24 +24,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     print_runs([{str(k): v for k, v in r.items()} for r in runs.to_dict("records")])
     return 0
-
-
-def print_runs(rows: list[dict[str, Any]]) -> None:
-    """One line per run (newest first), as ``evalcore list`` prints them."""
-    if not rows:
-        print("no runs yet; make one with: python -m evalcore demo")
-        return
-    for r in rows:
-        took = ""
-        if r["finished_at"] is not None and r["finished_at"] == r["finished_at"]:
-            took = f"{(r['finished_at'] - r['created_at']).total_seconds():.0f} s"
-        line = (
-            f"{r['run_id']}  {r['status']:<9} {r['name']:<16} {r['strategies'] or '':<12} "
-            f"{r['retrievers'] or '':<22} {took}"
-        )
-        if r["status"] in ("failed", "cancelled") and r["reason"]:
-            line += f"  ({r['reason']})"
-        print(line)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -32,9 +32,11 @@ def cmd_import(args: argparse.Namespace) -> int:
         from evalcore.cli import remote
 
         return remote.cmd_traffic_import(args)
-    if not args.run:
-        from evalcore.errors import ConfigError
+    from evalcore.errors import ConfigError
 
+    if args.deployment is not None:
+        raise ConfigError("--deployment names where a log goes on a service: give it with --server URL")
+    if not args.run:
         raise ConfigError("traffic import needs --run RUN or RUN:STRATEGY/RETRIEVER (or --server and --deployment)")
     embedder = load_embedder(args.model) if args.model else None
     result = import_log(
