@@ -26,6 +26,7 @@ The front door (each name is imported on first use, so ``import evalcore`` stays
 - :func:`import_run`: another system's chunk file and rankings file (TREC, JSONL, ranx JSON);
 - :func:`run_endpoint` with :class:`Endpoint`: a live search service over HTTP;
 - :func:`export_formats`: any stored run as TREC run + qrels, ranx JSON and a BEIR folder;
+- :class:`Client`: the evaluation service over HTTP (runs, gate, deployments, traffic);
 - :class:`Store`, :func:`load_corpus`, :func:`load_ground_truth`: the run store and the inputs.
 """
 
@@ -60,6 +61,7 @@ _LAZY = {
     "Endpoint": ("evalcore.external.endpoint", "Endpoint"),
     "export_formats": ("evalcore.files.ir_formats", "export_formats"),
     "Store": ("evalcore.store", "Store"),
+    "Client": ("evalcore.client", "Client"),
     "load_corpus": ("evalcore.inputs.corpus", "load_corpus"),
     "load_ground_truth": ("evalcore.inputs.groundtruth", "load_ground_truth"),
 }

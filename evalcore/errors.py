@@ -52,3 +52,26 @@ class Interrupted(RunInterrupted):
         self.signum = signum
         self.reason = f"interrupted by {signal.Signals(signum).name}{' ' + where if where else ''}"
         super().__init__(self.reason + (f"; {note}" if note else ""))
+
+
+class UnknownDecision(StoreError):
+    """A deployment names a decision the store does not hold (never saved, deleted, or saved in
+    another store), or one whose run is no longer complete."""
+
+
+class UnknownDeployment(StoreError):
+    """No deployment of that name in the store."""
+
+
+class ServiceError(EvalcoreError):
+    """The evaluation service (``evalcore.Client``) answered with a problem: ``status`` is its
+    HTTP status, the message its title and detail (never the API key)."""
+
+    def __init__(self, message: str, status: int | None = None, problem: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.problem = problem or {}
+
+
+class ServiceUnavailable(ServiceError):
+    """The evaluation service could not be reached (refused, timed out, or answered 5xx)."""

@@ -2,7 +2,10 @@
 
 Navigation only; each screen is a thin page in screens/ over evalcore.read and evalcore.figures.build,
 and draws the shared sidebar itself (screens/_ui.py documents the session state). Streamlit runs
-this file as its main script; the clone's root ``app.py`` calls :func:`main` too.
+this file as its main script for every page view; the clone's root ``app.py`` calls :func:`main` too.
+When ``streamlit run`` starts the server it first imports this file as the module ``app`` and
+serves the ``st.App`` assigned below: the dashboard and the HTTP API (``/api/v1``) on one port
+(:mod:`evalcore_app.server`).
 """
 
 from __future__ import annotations
@@ -34,3 +37,7 @@ def main() -> None:
 
 if __name__ == "__main__":  # Streamlit runs its main script as __main__
     main()
+elif __name__ == "app":  # `streamlit run` imports this file as the server's module: one port for both
+    from evalcore_app.server import api_middleware
+
+    app = st.App(__file__, middleware=api_middleware())

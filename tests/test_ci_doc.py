@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -99,3 +100,41 @@ def test_a_damaging_pull_request_fails_with_the_lost_queries(baseline, tmp_path)
     assert "<details>" in comment and "Which port does the Kettle server listen on by default?" in comment
     (case,) = junit.iter("testcase")
     assert case.get("name") == "prod/hybrid" and case.find("failure").get("type") == "regression"
+
+
+def test_the_service_job_uploads_the_run_and_gates_it_against_the_services_baseline(baseline, tmp_path):
+    """The ``service`` job's steps against a real server (``evalcore dashboard`` as a process)
+    whose store holds ``main`` (the baseline job's run file, loaded as the job itself would from
+    a push to main): a damaging pull request is uploaded and fails the gate with exit 1."""
+    from api_serving import api_server, make_key
+
+    wf, env, artifact = baseline
+    job = wf["jobs"]["service"]
+    server_store = tmp_path / "server" / "evalcore.duckdb"
+    server_store.parent.mkdir()
+    loaded = subprocess.run(
+        [sys.executable, "-m", "evalcore", "--store", str(server_store), "load-run", str(artifact)],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    key = make_key(server_store, "ci", "runs:write,gate")
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    with api_server(server_store, tmp_path / "server.log", {"HF_HUB_OFFLINE": "1"}) as url:
+        # what GitHub fills in: the secret, the variable, the run's name for pull request 42
+        overrides = {"EVALCORE_API_KEY": key, "SERVER": url, "RUN_NAME": "pr-42", "STRATEGIES": "prod:blind+size=40"}
+        overrides["GITHUB_EVENT_NAME"] = "pull_request"
+        done = run_job(job, runner, {**env, **overrides, "EVALCORE_STORE": str(runner / "ci.duckdb")})
+    assert list(done) == ["Evaluate and upload", "Gate against the service's baseline"]
+    upload, gate = done.values()
+    assert upload.returncode == 0, upload.stderr
+    assert "loaded run " in upload.stdout and "(pr-42) into http://127.0.0.1:" in upload.stdout
+    assert gate.returncode == 1, gate.stderr
+    comment = (runner / "gate.md").read_text()
+    assert comment.startswith("### evalcore gate: FAIL") and "**FAIL: regression**" in comment
+    (case,) = ET.parse(runner / "gate-junit.xml").getroot().iter("testcase")
+    assert case.get("name") == "prod/hybrid" and case.find("failure").get("type") == "regression"
+    assert key not in upload.stdout + upload.stderr + gate.stdout + gate.stderr

@@ -46,6 +46,10 @@ def cmd_export_run(args: argparse.Namespace) -> int:
 def cmd_load_run(args: argparse.Namespace) -> int:
     from evalcore.files.run_files import load_run
 
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_load_run(args)
     store = open_store(args)
     done = load_run(store, args.file)
     if not done.loaded:

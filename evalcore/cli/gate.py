@@ -23,6 +23,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     min_effect = (
         None if args.min_effect is None else bounded_float(args.min_effect, option="--min-effect", low=0.0, high=1.0)
     )
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_gate(args, alpha, min_effect)
     report = run_gate(
         open_store(args),
         args.baseline,

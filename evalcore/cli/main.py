@@ -50,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "chunks" and not args.demo and not args.corpus:
         parser.error("chunks needs --corpus DIR or --demo")
     try:
+        from evalcore.cli.remote import check_remote
+
+        check_remote(args)
         with signals.handled():  # SIGTERM and SIGINT end any command with one line
             command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser
             return command(args)

@@ -17,6 +17,7 @@ from evalcore.cli.external import add_import_run, add_run_endpoint
 from evalcore.cli.gate import add_gate
 from evalcore.cli.inputs import add_chunks, add_import_squad, add_validate
 from evalcore.cli.jobs import add_job
+from evalcore.cli.keys import add_keys
 from evalcore.cli.run import add_demo, add_run
 from evalcore.cli.runs import add_list, add_show
 from evalcore.cli.threshold import add_threshold
@@ -45,6 +46,7 @@ COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     add_load_run,
     add_compare,
     add_dashboard,
+    add_keys,
     add_traffic,
 )
 
@@ -76,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--store", default=None, help="run store (DuckDB file); default $EVALCORE_STORE or runs/evalcore.duckdb"
+    )
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="the evaluation service to use instead of a local store (gate, load-run, traffic import, list, "
+        "show, threshold); the key is read from $EVALCORE_API_KEY",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     # every command's parser is a Parser too (argparse makes them of the type of p), typed as argparse's

@@ -7,37 +7,32 @@ from typing import TYPE_CHECKING
 
 from evalcore.cli.common import open_store, print_json
 from evalcore.cli.options import json_option, run_ref
-from evalcore.cli.summary import print_summary
+from evalcore.cli.summary import print_runs, print_summary
 
 if TYPE_CHECKING:
     from evalcore.cli.options import Subparsers
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_list(args)
     runs = open_store(args).runs()
     if args.json:
         print_json(runs.drop(columns=["settings"]).to_dict("records"))
         return 0
-    if runs.empty:
-        print("no runs yet; make one with: python -m evalcore demo")
-        return 0
-    for r in runs.to_dict("records"):
-        took = ""
-        if r["finished_at"] is not None and r["finished_at"] == r["finished_at"]:
-            took = f"{(r['finished_at'] - r['created_at']).total_seconds():.0f} s"
-        line = (
-            f"{r['run_id']}  {r['status']:<9} {r['name']:<16} {r['strategies'] or '':<12} "
-            f"{r['retrievers'] or '':<22} {took}"
-        )
-        if r["status"] in ("failed", "cancelled") and r["reason"]:
-            line += f"  ({r['reason']})"
-        print(line)
+    print_runs([{str(k): v for k, v in r.items()} for r in runs.to_dict("records")])
     return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     from evalcore.read.refs import find_run
 
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_show(args)
     store = open_store(args)
     run = find_run(store, args.run)
     if args.json:

@@ -66,3 +66,21 @@ def print_summary(
         print(legend)
     if hint:
         print(dashboard_hint(store))
+
+
+def print_runs(rows: list[dict[str, Any]]) -> None:
+    """One line per run (newest first), as ``evalcore list`` prints them."""
+    if not rows:
+        print("no runs yet; make one with: python -m evalcore demo")
+        return
+    for r in rows:
+        took = ""
+        if r["finished_at"] is not None and r["finished_at"] == r["finished_at"]:
+            took = f"{(r['finished_at'] - r['created_at']).total_seconds():.0f} s"
+        line = (
+            f"{r['run_id']}  {r['status']:<9} {r['name']:<16} {r['strategies'] or '':<12} "
+            f"{r['retrievers'] or '':<22} {took}"
+        )
+        if r["status"] in ("failed", "cancelled") and r["reason"]:
+            line += f"  ({r['reason']})"
+        print(line)

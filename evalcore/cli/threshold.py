@@ -16,12 +16,7 @@ if TYPE_CHECKING:
 
 def cmd_threshold(args: argparse.Namespace) -> int:
     from evalcore.boundary.numbers import bounded_float, bounded_int
-    from evalcore.measures.claim import ClaimError
-    from evalcore.measures.rounding import threshold_text
-    from evalcore.read.claims import claims
-    from evalcore.read.refs import parse_ref, resolve_run
-    from evalcore.read.runs import configurations
-    from evalcore.records import Configuration
+    from evalcore.read.claims import claims_of_ref
 
     alpha, beta, confidence = (
         bounded_float(text, option=option, low=0.0, high=1.0, low_open=True, high_open=True)
@@ -31,50 +26,18 @@ def cmd_threshold(args: argparse.Namespace) -> int:
             (args.confidence, "--confidence"),
         )
     )
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_threshold(args, alpha, beta, confidence)
     splits = None if args.splits is None else bounded_int(args.splits, option="--splits", low=1, high=math.inf)
-    store = open_store(args)
-    ref = parse_ref(args.run)
-    run = resolve_run(store, ref.run)
-    known = configurations(store, run["run_id"])
-    if ref.configuration is None:
-        chosen = known
-    else:
-        wanted = Configuration.parse(ref.configuration)
-        if wanted not in known:
-            raise ClaimError(
-                f"run {run['run_id']} has no configuration {wanted.label} (it has {', '.join(c.label for c in known)})"
-            )
-        chosen = [wanted]
-    found = claims(store, run["run_id"], chosen, alpha, beta, confidence, splits)
+    run, found = claims_of_ref(open_store(args), args.run, alpha, beta, confidence, splits)
     if args.json:
         print_json([c.to_json() for c in found])
         return 0
-    from evalcore.read.claims import claim_sentence, separability
+    from evalcore.cli.claims_text import print_claims
 
-    print(f"run {run['run_id']} ({run['name']}): bluffs <= {alpha!r}, lost <= {beta!r}, confidence {confidence!r}")
-    header = f"{'configuration':<16} {'ood':>4} {'ans':>4} {'bluff':<9} {'ok up to':>8} {'lost':<9} "
-    header += f"{'ok above':>8} {'feasible':<8} {'t':>6} {'bluffs':>6} {'lost':>5} {'AUC':>5}"
-    if splits:
-        header += f" {'held-out':>8}"
-    print(header)
-    for c in found:  # bounds rounded on their safe side, as in the sentences below
-        line = (
-            f"{c.configuration or '':<16} {c.n_ood:>4} {c.n_answerable:>4} {c.bluff_status:<9} "
-            f"{c.bluff_bound_text():>8} {c.lost_status:<9} {c.lost_bound_text():>8} "
-            f"{'yes' if c.feasible else 'no':<8} {'-' if c.recommended is None else threshold_text(c.recommended):>6} "
-            f"{'-' if c.bluffs is None else c.bluffs:>6} {'-' if c.lost is None else c.lost:>5} {c.auc:>5.2f}"
-        )
-        if splits:
-            line += f" {'-' if c.held_out_share is None else f'{c.held_out_share:.0%}':>8}"
-        print(line)
-    for c in found:
-        print(f"\n{c.configuration}: {claim_sentence(c)} {separability(c)}")
-    if splits:
-        print(
-            f"\nheld-out: over {splits} seeded splits (ground truths kept together), the share of splits "
-            "whose other half kept bluffs <= the max bluff rate at the first half's threshold. A report, "
-            "not a second guarantee."
-        )
+    print_claims(run, found, alpha, beta, confidence, splits)
     return 0
 
 

@@ -30,6 +30,16 @@ def cmd_import(args: argparse.Namespace) -> int:
     from evalcore.traffic.log import Fields
     from evalcore.traffic.replay import import_log
 
+    if args.server:
+        from evalcore.cli import remote
+
+        return remote.cmd_traffic_import(args)
+    from evalcore.errors import ConfigError
+
+    if args.deployment is not None:
+        raise ConfigError("--deployment names where a log goes on a service: give it with --server URL")
+    if not args.run:
+        raise ConfigError("traffic import needs --run RUN or RUN:STRATEGY/RETRIEVER (or --server and --deployment)")
     embedder = load_embedder(args.model) if args.model else None
     result = import_log(
         open_store(args),
@@ -146,8 +156,15 @@ def add_parser(sub: Any) -> None:
     sp.add_argument("log", help="the log file: .csv, .jsonl or .parquet")
     sp.add_argument(
         "--run",
-        required=True,
-        help="RUN or RUN:STRATEGY/RETRIEVER (RUN alone: the configuration of its latest saved decision)",
+        default=None,
+        help="RUN or RUN:STRATEGY/RETRIEVER (RUN alone: the configuration of its latest saved decision); "
+        "required without --server",
+    )
+    sp.add_argument(
+        "--deployment",
+        default=None,
+        metavar="NAME",
+        help="with --server: the deployment whose traffic the log is (its lines are posted to the service)",
     )
     sp.add_argument("--query-field", default="query", help="the field holding the query text (default query)")
     sp.add_argument("--time-field", default="time", help="the field holding the time, ISO 8601 or epoch seconds")

@@ -1,4 +1,6 @@
-"""A job's own process (``python -m evalcore job JOB_ID``): wait for a slot, run, record.
+"""A job's own process (``python -m evalcore job JOB_ID``): wait for a slot, run, record. A job
+is a run (its RunSpec executed) or, of kind ``traffic``, the replay of the queries posted to a
+deployment (:func:`evalcore.service.replay.replay_posted`).
 
 Whatever ends the job is its recorded reason: a cancel (``cancelled``), its own error
 (a bad ``$EVALCORE_MAX_JOBS``, inputs that no longer load, a full disk) or SIGTERM/SIGINT
@@ -86,11 +88,10 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     from evalcore.run.spec import RunSpec
     from evalcore.store import Store as _Store
 
-    found = store.query("SELECT run_id, name, spec FROM jobs WHERE job_id = ?", [job_id])
+    found = store.query("SELECT run_id, name, spec, kind, deployment FROM jobs WHERE job_id = ?", [job_id])
     if found.empty:
         raise StoreError(f"no job {job_id!r} in {store.path}")
-    run_id, name, spec_json = found.iloc[0]
-    spec = dataclasses.replace(RunSpec.from_json(spec_json), name=str(name))
+    run_id, name, spec_json, kind, deployment = found.iloc[0]
     slots = slots or max_jobs()
     poll = _Store(store.path, lock_timeout=2.0)
     while True:
@@ -102,6 +103,12 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         log.info("job %s is %s; nothing to do", job_id, status)
         return status
     watch = CancelWatch(poll, job_id)
-    execute(spec, store, cancelled=watch, run_id=str(run_id), on_step=lambda stage: set_stage(poll, job_id, stage))
+    if kind == "traffic":  # the replay of a deployment's posted traffic (evalcore.service.replay)
+        from evalcore.service.replay import replay_posted
+
+        replay_posted(store, str(deployment), cancelled=watch, on_step=lambda stage: set_stage(poll, job_id, stage))
+    else:
+        spec = dataclasses.replace(RunSpec.from_json(spec_json), name=str(name))
+        execute(spec, store, cancelled=watch, run_id=str(run_id), on_step=lambda stage: set_stage(poll, job_id, stage))
     finish(store, job_id, "complete", None)
     return "complete"

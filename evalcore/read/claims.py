@@ -159,6 +159,37 @@ def claims(
     return [claim_of(store, run_id, c, alpha, beta, confidence, splits) for c in chosen]
 
 
+def claims_of_ref(
+    store: Store,
+    reference: str,
+    alpha: float = DEFAULT_ALPHA,
+    beta: float = DEFAULT_BETA,
+    confidence: float = DEFAULT_CONFIDENCE,
+    splits: int | None = None,
+) -> tuple[dict[str, Any], list[Claim]]:
+    """The complete run ``reference`` names (``RUN`` or ``RUN:CONFIG``, as
+    :func:`evalcore.read.refs.parse_ref` reads it) and the claim of each configuration it names
+    (all of them without ``:CONFIG``): what ``evalcore threshold`` and ``GET /runs/{ref}/claim``
+    answer. ClaimError naming the configurations the run has when it lacks the one named."""
+    from evalcore.read.refs import parse_ref, resolve_run
+    from evalcore.read.runs import configurations as all_configurations
+    from evalcore.records import Configuration as Config
+
+    ref = parse_ref(reference)
+    run = resolve_run(store, ref.run)
+    known = all_configurations(store, run["run_id"])
+    if ref.configuration is None:
+        chosen = known
+    else:
+        wanted = Config.parse(ref.configuration)
+        if wanted not in known:
+            raise ClaimError(
+                f"run {run['run_id']} has no configuration {wanted.label} (it has {', '.join(c.label for c in known)})"
+            )
+        chosen = [wanted]
+    return run, claims(store, run["run_id"], chosen, alpha, beta, confidence, splits)
+
+
 # --- words --------------------------------------------------------------------------------
 
 

@@ -12,6 +12,8 @@ from evalcore.errors import StoreError
 from evalcore.store.basics import now, one_row
 
 if TYPE_CHECKING:
+    import duckdb
+
     from evalcore.store.connection import Connection
 
 
@@ -99,3 +101,32 @@ def set_stage(store: Connection, job_id: str, stage: str) -> None:
     """The job's stage text."""
     with store.connect() as con:
         con.execute("UPDATE jobs SET stage = ? WHERE job_id = ?", [stage, job_id])
+
+
+def queue_traffic(con: duckdb.DuckDBPyConnection, deployment: str, run_id: str) -> str | None:
+    """Inside the caller's transaction: a ``queued`` replay job (kind ``traffic``) for
+    ``deployment`` unless one is queued already (a queued replay takes every line pending when
+    it starts). Returns the new job's id, or None."""
+    import json
+    import uuid
+
+    queued = con.execute(
+        "SELECT job_id FROM jobs WHERE kind = 'traffic' AND deployment = ? AND status = 'queued'", [deployment]
+    ).fetchall()
+    if queued:
+        return None
+    job_id = "traffic-" + uuid.uuid4().hex[:12]
+    con.execute(
+        "INSERT INTO jobs (job_id, run_id, name, status, stage, created_at, spec, host, kind, deployment) "
+        "VALUES (?, ?, ?, 'queued', 'queued', ?, ?, ?, 'traffic', ?)",
+        [
+            job_id,
+            run_id,
+            f"traffic {deployment}",
+            now(),
+            json.dumps({"deployment": deployment}),
+            socket.gethostname(),
+            deployment,
+        ],
+    )
+    return job_id

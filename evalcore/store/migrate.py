@@ -51,3 +51,9 @@ def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
         applied.append(name)
         log.info("applied migration %s", name)
     return applied
+
+
+def applied_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The newest migration applied to the store ``con`` reads (0 for none)."""
+    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
+    return int(row[0]) if row else 0

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.store.basics import now, one_row
 from evalcore.store.caches import forget_vectors
 from evalcore.store.responses import forget_requests
+from evalcore.store.traffic_posted import forget_posted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,7 +96,8 @@ def forget(
 ) -> tuple[int, int]:
     """Delete every log line asked before ``before`` (of one run, or all) and the texts no
     remaining line uses, with their hits and labels, the embedding cache's vectors of those
-    texts (:func:`evalcore.store.caches.forget_vectors`) and the response cache's answers to
+    texts (:func:`evalcore.store.caches.forget_vectors`), the lines posted to deployments then
+    (:func:`evalcore.store.traffic_posted.forget_posted`) and the response cache's answers to
     ``requests`` (method, url, body: :func:`evalcore.store.responses.forget_requests`), in one
     transaction; returns (lines, texts)."""
     where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")
@@ -114,6 +116,7 @@ def forget(
         con.register("_forgotten", forgotten)
         forget_vectors(con, "_forgotten")
         con.unregister("_forgotten")
+        forget_posted(con, before, run_id)
         if requests is not None and not requests.empty:
             con.register("_requests", requests)
             forget_requests(con, "_requests")

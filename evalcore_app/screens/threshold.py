@@ -17,8 +17,14 @@ from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDE
 from evalcore.measures.rounding import DIGITS, threshold_text
 from evalcore.measures.threshold import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
+from evalcore.service import deployments
 from evalcore_app import screen
 from evalcore_app.screens import _ui
+
+DEPLOY_HELP = (
+    "A deployment (production, staging) is what a service reads through the API: it points at the latest "
+    "decision shown above. Moving it is recorded with who moved it, as saving a decision is."
+)
 
 ctx = _ui.sidebar()
 store = _ui.store()
@@ -267,7 +273,8 @@ _ui.plain(
 latest_saved = decisions.latest_decision(store, ctx.run_id, config)
 if latest_saved is not None:
     _ui.plain(f"Latest decision: {latest_saved.describe()}. {latest_saved.claim_text()}", small=True, testid="latest")
-with st.form("decision"):
+save_col, deploy_col = st.columns([3, 2])
+with save_col.form("decision"):
     note = st.text_area("Note (why this threshold)", key="decision_note")
     if st.form_submit_button(f"Save t = {threshold_text(t, 4)} for {_ui.esc(config.label)}"):
         saved_id = _ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
@@ -279,6 +286,30 @@ with st.form("decision"):
                 f"{authors.shown(author)}. The dashboard opens on it from now on."
             )
             st.rerun()
+with deploy_col.form("deploy"):
+    # Deploy as…: point a named deployment (what production reads) at the decision shown above
+    target = st.text_input("Deploy as…", value="production", key="deploy_name", help=DEPLOY_HELP)
+    if latest_saved is None:
+        st.caption("Save a decision first: a deployment points at a saved decision.")
+    label = f"Deploy decision {latest_saved.decision_id}" if latest_saved else "Deploy"
+    if st.form_submit_button(label, disabled=latest_saved is None) and latest_saved is not None:
+        moved = _ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
+        if moved is not None:
+            st.session_state["saved_flash"] = (
+                f"Deployment {moved.name} now points at decision {moved.decision_id}: t = "
+                f"{threshold_text(moved.threshold, 4)} for {moved.configuration.label} (version {moved.version}, "
+                f"by {authors.shown(author)})."
+            )
+            st.rerun()
+pointing = [h.deployment for h in _ui.cached(deployments.list_deployments, store) if h.deployment.run_id == ctx.run_id]
+for d in pointing:
+    _ui.plain(
+        f"Deployment {d.name}: t = {threshold_text(d.threshold, 4)} for {d.configuration.label} (decision "
+        f"{d.decision_id}, version {d.version}, deployed {d.deployed_at:%Y-%m-%d %H:%M} by "
+        f"{authors.shown(d.deployed_by)})",
+        small=True,
+        testid="deployment",
+    )
 saved = decisions.decisions(store, ctx.run_id)
 st.caption("Saved decisions for this run (newest first)")
 st.dataframe(

@@ -3,7 +3,9 @@ import``): volume per period, the share refused at the decided threshold with Wi
 gate values beside the evaluation's, a drift test per period, the borderline queries (each
 openable on Query, and labellable here), bluff and lost rates on labelled traffic.
 
-Shareable: ``/traffic?run_id=RUN&config=E/dense``.
+Shareable: ``/traffic?run_id=RUN&config=E/dense``; ``/traffic?deployment=production`` opens on the
+run, configuration and threshold a deployment points at (its posted queries are imports named
+``deployment production``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from evalcore.figures import traffic_charts
 from evalcore.read import claims
 from evalcore.read import traffic as reads
 from evalcore.read import traffic_periods as periods_read
+from evalcore.service import deployments, replay
+from evalcore.service.deployments import Deployment
 from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
@@ -38,11 +42,39 @@ def _choice(row: Any) -> str:
     return f"{row.text[:100]} · gate {row.gate_value:.4f} ({verdict}) · {now}{by}"
 
 
+def _deployment() -> Deployment | None:
+    """``?deployment=NAME``: the deployment the screen opens on (its run, configuration and
+    threshold), applied to the sidebar once per version of the deployment."""
+    name = st.query_params.get("deployment")
+    if not name:
+        return None
+    found = _ui.guarded(lambda: _ui.cached(deployments.get_deployment, _ui.store(), name))
+    if found is None:
+        st.warning(f"No deployment {_ui.esc(name)} in this store: showing the run picked in the sidebar.")
+        return None
+    if st.session_state.get("_deployment_applied") != (found.name, found.version):
+        st.query_params["run_id"] = found.run_id
+        st.query_params["config"] = found.configuration.label
+        st.session_state["_deployment_applied"] = (found.name, found.version)
+    return found
+
+
+deployment = _deployment()
 ctx = _ui.sidebar()
 store = _ui.store()
 st.title("Traffic")
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
+if deployment is not None and (deployment.run_id, deployment.configuration) == (ctx.run_id, config):
+    _ui.plain(
+        f"Deployment {deployment.name}: decision {deployment.decision_id}, version {deployment.version}. "
+        f"Queries it posts are replayed here as imports named {replay.source_of(deployment.name)!r}.",
+        testid="traffic-deployment",
+    )
+    key = f"{ctx.run_id}|{config.label}"
+    if st.session_state.get("_deployment_threshold") != (key, deployment.name, deployment.version):
+        _ui.set_threshold(ctx, deployment.threshold, f"deployment {deployment.name} (version {deployment.version})")
+        st.session_state["_deployment_threshold"] = (key, deployment.name, deployment.version)
 held = _ui.cached(reads.stored, store, ctx.run_id, config)
 _ui.plain(
     held.sentence() + " Query texts stay in this store; evalcore traffic forget deletes them.",
@@ -51,9 +83,14 @@ _ui.plain(
 if not held.lines:
     others = reads.configurations_with_traffic(store, ctx.run_id)
     hint = f" This run has traffic for: {', '.join(others)}." if others else ""
+    posting = (
+        f"\n\nor post its queries to the deployment (`POST /api/v1/deployments/{deployment.name}/traffic`)."
+        if deployment is not None
+        else ""
+    )
     st.info(
         "Import a query log to see it here:\n\n"
-        f"```\npython -m evalcore traffic import LOG.jsonl --run {ctx.run_id}:{config.label}\n```" + hint
+        f"```\npython -m evalcore traffic import LOG.jsonl --run {ctx.run_id}:{config.label}\n```" + posting + hint
     )
     st.stop()
 

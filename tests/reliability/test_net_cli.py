@@ -59,7 +59,7 @@ FAST = ["--strategies", "E", "--retrievers", "bm25"]
 
 #: command path -> {option or positional: kind}
 TABLE: dict[str, dict[str, str]] = {
-    "": {"--store": "file", "--verbose": "flag", "--version": "flag"},
+    "": {"--store": "file", "--verbose": "flag", "--version": "flag", "--server": "url"},
     "demo": {
         "--strategies": "same:run",
         "--retrievers": "same:run",
@@ -180,9 +180,13 @@ TABLE: dict[str, dict[str, str]] = {
     "load-run": {"file": "file"},
     "compare": {"run": "ref", "run2": "ref", "--metric": "name", "--holm": "flag", "--width": "number"},
     "dashboard": {"--port": "number", "--address": "name", "--store": "file", "--headless": "flag"},
+    "keys create": {"name": "name", "--scope": "name"},
+    "keys list": {"--json": "flag"},
+    "keys revoke": {"name": "name"},
     "traffic import": {
         "log": "file",
         "--run": "ref",
+        "--deployment": "name",
         "--query-field": "name",
         "--time-field": "name",
         "--label-field": "name",
@@ -364,6 +368,9 @@ def base(files: dict[str, Path]) -> dict[str, tuple[list[str], dict[str, str]]]:
         "load-run": (["load-run"], {"file": str(files["runfile"])}),
         "compare": (["compare"], {"run": "net", "run2": "net2"}),
         "dashboard": (["dashboard", "--headless"], {}),
+        "keys create": (["keys", "create", "--scope", "read"], {"name": "net-key"}),
+        "keys list": (["keys", "list"], {}),
+        "keys revoke": (["keys", "revoke"], {"name": "net-key"}),
         "traffic import": (["traffic", "import", "--run", "net:E/dense", "--quiet"], {"log": str(files["log"])}),
         "traffic check": (["traffic", "check", "--run", "net:E/dense"], {}),
         "traffic forget": (["traffic", "forget", "--before", "1971-01-01", "--run", "net2"], {}),

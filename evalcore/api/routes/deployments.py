@@ -1,0 +1,137 @@
+"""``/deployments``: a named deployment points at a saved decision (``PUT``), production reads it
+(``GET``, with a strong ``ETag``: ``If-None-Match`` gets 304) and posts its queries to it
+(``POST /deployments/{name}/traffic``, NDJSON, 207 with one result a line). The routes call
+:mod:`evalcore.service.deployments` and :mod:`evalcore.service.ingest`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, Response
+
+from evalcore.api.auth import Caller, require
+from evalcore.api.jsonout import answer
+from evalcore.api.limits import MAX_TRAFFIC, MAX_TRAFFIC_LINES
+from evalcore.api.models import DeploymentIn
+from evalcore.api.problems import Problem, from_error
+from evalcore.api.routes.runs import location
+from evalcore.errors import EvalcoreError
+
+router = APIRouter(tags=["deployments"])
+NDJSON = "application/x-ndjson"
+
+
+def _matches(header: str | None, etag: str) -> bool:
+    """Whether ``If-None-Match`` names ``etag`` (or is ``*``); weak tags compare weakly (RFC 9110)."""
+    if not header:
+        return False
+    for tag in header.split(","):
+        tag = tag.strip()
+        if tag == "*" or tag.removeprefix("W/") == etag:
+            return True
+    return False
+
+
+def _tagged(body: dict[str, Any], etag: str, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
+    return answer(body, status, {"ETag": etag, "Cache-Control": "no-cache", **(headers or {})})
+
+
+@router.put("/deployments/{name}", summary="point deployment NAME at a saved decision (201 when new)")
+def put_deployment(
+    request: Request, name: str, body: DeploymentIn, caller: Annotated[Caller, Depends(require("deploy"))]
+) -> JSONResponse:
+    from evalcore.service.deployments import deploy, get_deployment
+
+    store = request.app.state.store
+    try:
+        with request.app.state.write_lock:
+            before = get_deployment(store, name)
+            moved = deploy(store, name, body.decision_id, caller.author)
+    except EvalcoreError as exc:
+        raise from_error(exc, store.path) from None
+    status = 201 if before is None else 200
+    return _tagged(moved.to_json(), moved.etag(), status, {"Location": location(request, f"/deployments/{moved.name}")})
+
+
+@router.get(
+    "/deployments/{name}",
+    summary="where deployment NAME points: threshold, configuration, claim, who and when, version (ETag)",
+    responses={304: {"description": "not modified since the ETag named in If-None-Match"}},
+)
+async def get_deployment(request: Request, name: str, _: Annotated[Caller, Depends(require("read"))]) -> Response:
+    store = request.app.state.store
+    kept = request.app.state.deployments
+    try:  # read again only when the store changed, then in a thread (a read blocks)
+        found = kept.get(name) if kept.fresh(name) else await run_in_threadpool(kept.get, name)
+    except EvalcoreError as exc:
+        raise from_error(exc, store.path) from None
+    if found is None:
+        raise Problem(404, f"no deployment {name!r} (PUT /deployments/{{name}} points one at a decision)", "not-found")
+    etag = found.etag()
+    if _matches(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "no-cache"})
+    return _tagged(found.to_json(), etag)
+
+
+@router.get("/deployments", summary="every deployment and its moves: who moved it, when, from what to what")
+def list_deployments(request: Request, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
+    from evalcore.service.deployments import list_deployments as listed
+
+    store = request.app.state.store
+    try:
+        return answer({"data": [h.to_json() for h in listed(store)]})
+    except EvalcoreError as exc:
+        raise from_error(exc, store.path) from None
+
+
+@router.post(
+    "/deployments/{name}/traffic",
+    status_code=207,
+    summary=f"production's queries, NDJSON {{id, query, time, label?}}: at most {MAX_TRAFFIC_LINES:,} lines "
+    f"and {MAX_TRAFFIC // (1024 * 1024)} MB a post; 207 with one result a line",
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {NDJSON: {"schema": {"type": "string", "example": '{"id": "q1", "query": "...", "time": 0}'}}},
+        }
+    },
+)
+async def post_traffic(
+    request: Request, name: str, caller: Annotated[Caller, Depends(require("traffic:write"))]
+) -> JSONResponse:
+    from evalcore.service.ingest import ingest_traffic
+
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind not in (NDJSON, "application/jsonl", "application/json-lines"):
+        raise Problem(
+            415, f"traffic is posted as {NDJSON}, one JSON object a line, not {kind or 'no type'}", "media-type"
+        )
+    parts: list[bytes] = []
+    newlines = 0
+    async for chunk in request.stream():
+        newlines += chunk.count(b"\n")
+        if newlines > MAX_TRAFFIC_LINES:
+            raise Problem(
+                413,
+                f"more than {MAX_TRAFFIC_LINES:,} lines; a traffic post may hold at most {MAX_TRAFFIC_LINES:,} "
+                f"lines and {MAX_TRAFFIC:,} bytes (split it into several posts)",
+                "too-many-lines",
+            )
+        parts.append(chunk)
+    lines = b"".join(parts).splitlines()
+    if len(lines) > MAX_TRAFFIC_LINES:
+        raise Problem(
+            413, f"{len(lines):,} lines; a traffic post may hold at most {MAX_TRAFFIC_LINES:,}", "too-many-lines"
+        )
+    if not lines:
+        raise Problem(422, "the body holds no line (NDJSON: one JSON object a line)", "validation")
+    store = request.app.state.store
+    try:
+        results = await run_in_threadpool(ingest_traffic, store, name, lines, caller.author)
+    except EvalcoreError as exc:
+        raise from_error(exc, store.path) from None
+    return answer(
+        {"results": [{"line": r.line, "id": r.id, "status": r.status, "reason": r.reason} for r in results]}, 207
+    )

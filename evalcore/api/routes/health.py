@@ -1,0 +1,31 @@
+"""``GET /health``: is the service up, which evalcore and which store schema (no key needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from evalcore.api.problems import Problem
+from evalcore.errors import EvalcoreError
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health", summary="the service is up: evalcore's version and the schema version")
+def health(request: Request) -> dict[str, Any]:
+    from evalcore import __version__
+    from evalcore.store.migrate import applied_version, schema_version
+
+    store = request.app.state.store
+    try:
+        with store.read() as con:
+            stored = applied_version(con)
+    except EvalcoreError:
+        raise Problem(503, "the store cannot be read", "store-unavailable") from None
+    return {
+        "status": "ok",
+        "evalcore": __version__,
+        "schema_version": schema_version(),
+        "store_schema_version": stored,
+    }

@@ -1,0 +1,74 @@
+"""The ``deployments`` and ``deployment_moves`` tables (migration 0013): a named deployment
+pointed at a saved decision, and every move of it. :mod:`evalcore.service.deployments` checks
+the name and the decision; these are its statements."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evalcore.store.basics import now
+
+if TYPE_CHECKING:
+    from evalcore.store.connection import Connection
+
+#: the decision's columns a deployment copies (a saved decision never changes)
+_DECISION = "d.decision_id, d.run_id, d.strategy, d.retriever, d.threshold, d.claim, d.author, d.created_at"
+
+
+def point(store: Connection, name: str, decision_id: str, author: str | None) -> int | None:
+    """Point deployment ``name`` at decision ``decision_id`` in one transaction: its row
+    (created, or moved with its version raised by one) and the move. Returns the new version;
+    None when the store holds no such decision of a complete run (nothing written). Pointing a deployment at the
+    decision it already names is no move: its version is returned unchanged."""
+    with store.transaction() as con:
+        found = con.execute(
+            f"SELECT {_DECISION} FROM decisions d JOIN runs r ON r.run_id = d.run_id "
+            "WHERE d.decision_id = ? AND r.status = 'complete'",
+            [decision_id],
+        ).fetchall()
+        if not found:
+            return None
+        d_id, run_id, strategy, retriever, threshold, claim, decided_by, decided_at = found[0]
+        before = con.execute(
+            "SELECT decision_id, threshold, version FROM deployments WHERE name = ?", [name]
+        ).fetchall()
+        if before and before[0][0] == d_id:
+            return int(before[0][2])
+        version = int(before[0][2]) + 1 if before else 1
+        at = now()
+        values: list[Any] = [
+            d_id,
+            run_id,
+            strategy,
+            retriever,
+            float(threshold),
+            claim,
+            decided_by,
+            decided_at,
+            author,
+            at,
+            version,
+        ]
+        if before:
+            con.execute(
+                "UPDATE deployments SET decision_id = ?, run_id = ?, strategy = ?, retriever = ?, threshold = ?, "
+                "claim = ?, decided_by = ?, decided_at = ?, deployed_by = ?, deployed_at = ?, version = ? "
+                "WHERE name = ?",
+                [*values, name],
+            )
+        else:
+            con.execute("INSERT INTO deployments VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [name, *values])
+        con.execute(
+            "INSERT INTO deployment_moves VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                name,
+                version,
+                author,
+                at,
+                before[0][0] if before else None,
+                float(before[0][1]) if before else None,
+                d_id,
+                float(threshold),
+            ],
+        )
+    return version
