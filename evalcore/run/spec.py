@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.text import check_run_name
 from evalcore.chunking import DEFAULT_STRATEGIES, parse_strategies
 from evalcore.configurations import EXTERNAL, score_kind
 from evalcore.errors import ConfigError
@@ -112,8 +113,6 @@ class RunSpec:
         if shards is not None and not self.ray:
             raise ConfigError("shards split retrieval across Ray actors: give --ray ADDRESS (or local) too")
         if self.name is not None:
-            from evalcore.boundary.text import check_run_name
-
             object.__setattr__(self, "name", check_run_name(self.name))
         object.__setattr__(self, "models", tuple(self.models))
         self._check_whole()
