@@ -174,17 +174,36 @@ class Translator:
         text = _PERCENT.sub(lambda m: self.percent_text(m.group(1)), text)
         return _DECIMAL.sub(lambda m: self.decimal_text(m.group(0)), text)
 
-    def date(self, value: dt.datetime | dt.date | None) -> str:
-        """A date (and time) as this locale writes it, to the second; English keeps ISO form."""
+    def rewrite(self, text: str, templates: tuple[str, ...]) -> str:
+        """A sentence the library wrote in English from one of ``templates`` (message ids with
+        ``{name}`` fields: ``"saved decision: {decision}"``) in this language: the first template
+        the whole text matches is translated and its fields filled with the values read from the
+        text (each rewritten too, its figures in the locale). Text no template matches is
+        translated as a message id (or kept) with its figures in the locale."""
+        if self.lang == DEFAULT or not text:
+            return text
+        for template in templates:
+            match = _pattern(template).fullmatch(text)
+            if match is not None:
+                values = {k: self.rewrite(v, templates) for k, v in match.groupdict().items()}
+                return self.gettext(template).format(**values)
+        return self.numbers_in(self.gettext(text))
+
+    def date(self, value: dt.datetime | dt.date | None, seconds: bool = True) -> str:
+        """A date (and time) as this locale writes it (to the second, or the minute without
+        ``seconds``); English keeps the ISO form shown today."""
         if value is None:
             return ""
-        from babel.dates import format_date, format_datetime
+        from babel.dates import format_date, format_time
 
         if self.lang == DEFAULT:
-            return value.isoformat(sep=" ", timespec="seconds") if isinstance(value, dt.datetime) else value.isoformat()
-        if isinstance(value, dt.datetime):
-            return format_datetime(value, format="medium", locale=self.locale)
-        return format_date(value, format="medium", locale=self.locale)
+            if isinstance(value, dt.datetime):
+                return value.isoformat(sep=" ", timespec="seconds" if seconds else "minutes")
+            return value.isoformat()
+        day = format_date(value, format="medium", locale=self.locale)
+        if not isinstance(value, dt.datetime):
+            return day
+        return f"{day} {format_time(value, format='medium' if seconds else 'short', locale=self.locale)}"
 
     def vega_format_locale(self) -> dict[str, object]:
         """Vega-Lite's number format locale (d3-format) for charts: the axis and tooltip numbers
@@ -194,6 +213,19 @@ class Translator:
         group = str(symbols.get("group", ","))
         thousands = group.replace("\u202f", "\u00a0")
         return {"decimal": decimal, "thousands": thousands, "grouping": [3], "currency": ["", ""]}
+
+
+def matches(text: str, templates: tuple[str, ...]) -> bool:
+    """Whether ``text`` is one of ``templates`` with its fields filled (or one without fields)."""
+    return any(_pattern(t).fullmatch(text) for t in templates)
+
+
+@functools.cache
+def _pattern(template: str) -> re.Pattern[str]:
+    """A template's regular expression: its text literally, each ``{field}`` any text."""
+    parts = re.split(r"\{(\w+)\}", template)
+    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
+    return re.compile(regex, re.DOTALL)
 
 
 def _plural_index(cat: Catalog, n: int) -> int:

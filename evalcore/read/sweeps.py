@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from evalcore.i18n import ENGLISH, Translator
+from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
@@ -156,12 +156,12 @@ def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
 
     c = state_at(sweep_df, threshold)
     rows = [
-        ("bluffs: out-of-domain queries answered", c.bluffs, c.out_domain),
-        ("out-of-domain queries refused", c.ood_refused, c.out_domain),
-        ("refused: in-domain queries with nothing kept", c.refused, c.in_domain),
-        ("answered with a correct chunk", c.answered_correct, c.in_domain),
-        ("answered from wrong chunks only", c.answered_wrong, c.in_domain),
-        ("lost answers: correct hit in top 4 dropped by the gate", c.lost, c.answerable),
+        (N_("bluffs: out-of-domain queries answered"), c.bluffs, c.out_domain),
+        (N_("out-of-domain queries refused"), c.ood_refused, c.out_domain),
+        (N_("refused: in-domain queries with nothing kept"), c.refused, c.in_domain),
+        (N_("answered with a correct chunk"), c.answered_correct, c.in_domain),
+        (N_("answered from wrong chunks only"), c.answered_wrong, c.in_domain),
+        (N_("lost answers: correct hit in top 4 dropped by the gate"), c.lost, c.answerable),
     ]
     df = pd.DataFrame(rows, columns=["outcome", "queries", "of"])
     df["share"] = (df["queries"] / df["of"]).where(df["of"] > 0)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore.i18n import DEFAULT, LANGUAGES, Translator, language, translator
+from evalcore.i18n.templates import SOURCES
 
 KEY = "lang"  #: session key of the chosen language (a code of LANGUAGES)
 
@@ -73,6 +74,12 @@ def pct(value: float, digits: int = 0) -> str:
 def figures(text: str) -> str:
     """The decimals of a sentence the library wrote (already rounded) in the session's locale."""
     return tr().numbers_in(text)
+
+
+def source(text: str) -> str:
+    """A sentence the library wrote about a choice (:data:`evalcore.i18n.templates.SOURCES`) in
+    the session's language."""
+    return tr().rewrite(text, SOURCES)
 
 
 def write_url() -> None:
