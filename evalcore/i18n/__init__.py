@@ -130,6 +130,12 @@ class Translator:
             raise ValueError(f"locale formatting changed {text!r} to {shown!r}")
         return shown
 
+    def integer(self, value: int) -> str:
+        """A count with the locale's thousands separator (``12,345``; ``12.345``)."""
+        if self.lang == DEFAULT:
+            return f"{value:,}"
+        return format_decimal(value, format="#,##0", locale=self.locale)
+
     def number(self, value: float, digits: int = 3) -> str:
         """``value`` with ``digits`` decimals (as ``f"{value:.{digits}f}"`` writes it) in this locale."""
         return self.decimal_text(f"{value:.{digits}f}")

@@ -42,6 +42,12 @@ SOURCES = (
         "bluffs. Here: {bluffs} of {n} out-of-domain queries bluffed ({rate}), {correct} answered correctly, "
         "{lost} lost."
     ),
+    # the Distances screen's n (evalcore.read.distances.DistanceSummary.n_text)
+    N_("{n} in-domain queries ({answers}) and {m} out-of-domain queries"),
+    N_("{n} with a distance to their answer, {m} destroyed: no chunk holds their answer"),
+    N_("each with a distance to its answer"),
+    N_("{n} with their answer among the hits returned, {m} without: not returned, or no chunk holds it"),
+    N_("each with its answer among the hits returned"),
     # the claim's sentence (evalcore.read.claims.claim_sentence), as a threshold's source names it
     N_(
         "{head}; there (t = {t}), {share} [{low}, {high}] of answerable questions lose their answer "
@@ -53,4 +59,13 @@ SOURCES = (
 )
 
 #: Words the library writes that screens show on their own (translated where shown).
-WORDS = (N_("highest"), N_("lowest"), N_("cosine distance < t"), N_("score >= t"), N_("score < t"))
+WORDS = (
+    N_("highest"),
+    N_("lowest"),
+    N_("cosine distance < t"),
+    N_("score >= t"),
+    N_("score < t"),
+    N_("cosine distance"),
+    N_("score (higher = closer)"),
+    N_("score (lower = closer)"),
+)

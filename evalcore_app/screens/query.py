@@ -15,17 +15,18 @@ import streamlit as st
 
 from evalcore.read import queries, sweeps
 from evalcore_app.screens import _ui
+from evalcore_app.screens._lang import _
 
 ctx = _ui.sidebar()
 store = _ui.store()
-st.title("Query")
+st.title(_("Query"))
 run = _ui.require_run(ctx, need_config=True)
 if st.query_params.get("traffic"):  # a logged query opened from the Traffic screen
     from evalcore_app.screens import traffic_query
 
     traffic_query.show(ctx, str(st.query_params["traffic"]))
     st.stop()
-search = _ui.bound(st.text_input, "Search queries (text or id)", key="query_search")
+search = _ui.bound(st.text_input, _("Search queries (text or id)"), key="query_search")
 found = _ui.cached(queries.search_queries, store, ctx.run_id, search)
 labels = {
     row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}" + ("" if row.valid else " (invalid)")
@@ -39,7 +40,7 @@ if wanted and wanted not in labels and not search:
     else:
         labels = {wanted: f"{wanted} · {extra['domain']} · {str(extra['text'])[:90]}", **labels}
 if not labels:
-    st.info("No query matches the search.")
+    st.info(_("No query matches the search."))
     st.stop()
 if st.session_state.get("query_id") not in labels:
     st.session_state["query_id"] = next(iter(labels))
@@ -52,7 +53,9 @@ def _shareable() -> None:  # the URL follows the query shown, so it can be copie
     )
 
 
-query_id = _ui.bound(st.selectbox, "Query", list(labels), key="query_id", format_func=labels.get, on_change=_shareable)
+query_id = _ui.bound(
+    st.selectbox, _("Query"), list(labels), key="query_id", format_func=labels.get, on_change=_shareable
+)
 query = _ui.cached(queries.query_row, store, ctx.run_id, query_id)
 threshold, source = _ui.threshold_state(ctx)
 _ui.plain(str(query["text"]), strong=True, testid="query-text")
@@ -80,7 +83,7 @@ _ui.plain(
     testid="threshold-state",
 )
 if not query["valid"]:
-    st.warning("This query's ground truth is invalid, so it was not scored.")
+    st.warning(_("This query's ground truth is invalid, so it was not scored."))
     st.stop()
 
 for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t was chosen for first
@@ -144,7 +147,7 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
             )
             st.code(answer.prompt, language=None, wrap_lines=True)
         else:
-            st.markdown("Citations")
+            st.markdown(_("Citations"))
             st.dataframe(answer.citations, hide_index=True)
             pieces = "n/a (model not installed)" if answer.pieces is None else answer.pieces
             st.markdown(f"Prompt ({pieces} word pieces)")

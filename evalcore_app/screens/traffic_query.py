@@ -11,13 +11,14 @@ import streamlit as st
 from evalcore.read import queries, traffic
 from evalcore_app import screen
 from evalcore_app.screens import _ui
+from evalcore_app.screens._lang import _
 
 
 def show(ctx: _ui.Context, text_hash: str) -> None:
     threshold, source = _ui.threshold_state(ctx)
     found = traffic.traffic_query(_ui.store(), ctx.run_id, ctx.config, text_hash, threshold)
     if found is None:
-        st.warning("This logged query is not stored (any more) for this configuration.")
+        st.warning(_("This logged query is not stored (any more) for this configuration."))
         return
     _ui.plain(str(found["text"]), strong=True, testid="query-text")
     label = found["label"] if isinstance(found["label"], str) else "no label"
@@ -48,7 +49,7 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
         )
     st.page_link(
         screen("traffic"),
-        label="Back to Traffic",
+        label=_("Back to Traffic"),
         icon=":material/arrow_back:",
         query_params={"run_id": ctx.run_id, "config": ctx.config.label},
     )
