@@ -68,4 +68,5 @@ WORDS = (
     N_("cosine distance"),
     N_("score (higher = closer)"),
     N_("score (lower = closer)"),
+    N_("distance < t"),
 )

@@ -23,11 +23,11 @@ from evalcore.read import traffic_periods as periods_read
 from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
-from evalcore_app.screens import _ui
-from evalcore_app.screens._lang import _
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import N_, _, ngettext
 
-NO_LABEL = "no label"
-LABEL_CHOICES = ["answerable", "off-topic", NO_LABEL]
+NO_LABEL = N_("no label")
+LABEL_CHOICES = [N_("answerable"), N_("off-topic"), NO_LABEL]
 
 
 def _choice(row: Any) -> str:
@@ -59,8 +59,14 @@ if not held.lines:
     st.stop()
 
 threshold, source = _ui.threshold_state(ctx)
-_ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
-unit = st.radio(_("Period"), ["day", "week"], index=1, horizontal=True, key="traffic_period")
+_ui.plain(
+    _("Threshold t = {t} for {label} · {source}.").format(
+        t=_lang.num(threshold, 4), label=config.label, source=_lang.source(source)
+    ),
+    small=True,
+    testid="traffic-threshold",
+)
+unit = st.radio(_("Period"), [N_("day"), N_("week")], index=1, horizontal=True, key="traffic_period", format_func=_)
 step = timedelta(days=1 if unit == "day" else 7)
 try:  # too many periods to build: said (the log's file name escaped), and the rest of the screen goes on
     view = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
@@ -75,8 +81,9 @@ elif view is not None:
     st.subheader(_("Volume and refused share"))
     if len(frame) > traffic_charts.CHART_PERIODS:
         st.caption(
-            f"The charts draw the last {traffic_charts.CHART_PERIODS} of {len(frame):,} periods; "
-            "the drift table below holds them all."
+            _("The charts draw the last {n} of {m} periods; the drift table below holds them all.").format(
+                n=traffic_charts.CHART_PERIODS, m=_lang.tr().integer(len(frame))
+            )
         )
     cols = st.columns(2)
     with cols[0]:
@@ -156,7 +163,7 @@ if not labellable.empty:
     with st.form("traffic-label"):
         choices = {r.text_hash: _choice(r) for r in labellable.itertuples()}
         pick = st.selectbox(_("Label a borderline query"), list(choices), format_func=choices.get)
-        value = st.radio(_("Label"), LABEL_CHOICES, horizontal=True)
+        value = st.radio(_("Label"), LABEL_CHOICES, horizontal=True, format_func=_)
         if st.form_submit_button(_("Save label")):
             target = resolve_target(store, f"{ctx.run_id}:{config.label}")
             who = authors.author_from_headers(st.context.headers)
@@ -179,30 +186,46 @@ rates = _ui.cached(reads.labelled_rates, store, ctx.run_id, config, threshold)
 cols = st.columns(2)
 with cols[0]:
     _ui.plain(
-        f"Bluff rate (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
-        f"evaluation: {rates.evaluation_bluff.text()}",
+        _lang.figures(
+            _("Bluff rate (off-topic answered) · traffic: {traffic} · evaluation: {evaluation}").format(
+                traffic=rates.traffic_bluff.text(), evaluation=rates.evaluation_bluff.text()
+            )
+        ),
         testid="traffic-bluff",
     )
 with cols[1]:
     _ui.plain(
-        f"Lost rate (answerable refused) · traffic: {rates.traffic_lost.text()} · "
-        f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}",
+        _lang.figures(
+            _(
+                "Lost rate (answerable refused) · traffic: {traffic} · evaluation (answer lost to the gate): "
+                "{evaluation}"
+            ).format(traffic=rates.traffic_lost.text(), evaluation=rates.evaluation_lost.text())
+        ),
         testid="traffic-lost",
     )
-st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
+st.caption(
+    ngettext("{n} logged query carries no label.", "{n} logged queries carry no label.", rates.unlabelled).format(
+        n=_lang.tr().integer(rates.unlabelled)
+    )
+)
 found = _ui.cached(reads.claims, store, ctx.run_id, config)
 real, evaluated = found.traffic, found.evaluation
 if real is not None:
     _ui.plain(
-        f"Threshold claim on the real off-topic queries ({real.n_ood:,} lines): {claims.claim_sentence(real)}",
+        _("Threshold claim on the real off-topic queries ({n} lines): {sentence}").format(
+            n=_lang.tr().integer(real.n_ood), sentence=claims.claim_sentence(real, _lang.tr())
+        ),
         testid="traffic-claim",
     )
     if evaluated is not None:
         _ui.plain(
-            f"On the evaluation's {evaluated.n_ood} off-topic queries: {claims.claim_sentence(evaluated)}", small=True
+            _("On the evaluation's {n} off-topic queries: {sentence}").format(
+                n=evaluated.n_ood, sentence=claims.claim_sentence(evaluated, _lang.tr())
+            ),
+            small=True,
         )
 elif found.problem:
-    st.caption(f"No threshold claim on real queries: {_ui.esc(found.problem)}")
+    st.caption(_("No threshold claim on real queries: {problem}").format(problem=_ui.esc(found.problem)))
 else:
     st.caption(_("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries."))
 
