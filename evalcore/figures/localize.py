@@ -48,6 +48,7 @@ TEXTS = (
     N_("Index health"),
     N_("a row's counts hold for t above its threshold, up to the next row's (gate: {rule})"),
     N_("95% Wilson interval (statsmodels proportion_confint, method='wilson')"),
+    N_("two-sided exact sign test (scipy binomtest) on discordant queries"),
     N_("{name} {id} (created {when})"),
     N_(
         "the claim (bluffs <= {alpha} with {confidence} confidence, lost <= {beta}; {n_ood} off-topic, "
