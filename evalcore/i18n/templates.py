@@ -69,4 +69,5 @@ WORDS = (
     N_("score (higher = closer)"),
     N_("score (lower = closer)"),
     N_("distance < t"),
+    N_("not recorded"),
 )

@@ -289,7 +289,7 @@ if n_out:
 st.subheader(_("Save the decision"))
 author = authors.author_from_headers(st.context.headers)
 _ui.plain(
-    _("Saved by: {author}").format(author=authors.shown(author))
+    _("Saved by: {author}").format(author=_(authors.shown(author)))
     + (
         _(" (from the {header} header)").format(header=authors.trusted_header())
         if author
