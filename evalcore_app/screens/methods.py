@@ -17,6 +17,8 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 _INSTALLED = _PACKAGE / "METHODS.md"
 METHODS = _INSTALLED if _INSTALLED.exists() else _PACKAGE.parent / "docs" / "METHODS.md"
 
+with st.sidebar:
+    _lang.selector()
 st.title(_("Methods"))
 if _lang.current() != "en":
     st.info(

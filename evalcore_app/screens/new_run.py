@@ -34,8 +34,8 @@ from evalcore.pipeline.configurations import EXTERNAL
 from evalcore.pipeline.retrieval import RETRIEVERS, analyzer_label, languages, with_analyzers
 from evalcore.pipeline.spec import DEFAULT_RETRIEVERS, SIMILARITY
 from evalcore.read import qsets as question_sets
-from evalcore_app.screens import _ui
-from evalcore_app.screens._lang import _
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import _, ngettext
 
 ctx = _ui.sidebar()
 store = _ui.get_store(ctx.store_path)
@@ -95,8 +95,10 @@ if from_set:
         _("Version"), labels, key="nr_set_version", on_change=_forget, help=_("The newest first; a run records it.")
     )
     st.caption(
-        f"The run reads {_ui.esc(dataset)} as `python -m evalcore run --dataset {_ui.esc(dataset)}` does: "
-        "its needles are resolved against this corpus, and those that no longer resolve are listed and excluded."
+        _(
+            "The run reads {set} as `python -m evalcore run --dataset {set}` does: its needles are resolved "
+            "against this corpus, and those that no longer resolve are listed and excluded."
+        ).format(set=_ui.esc(dataset))
     )
 if source == "upload":
     st.caption(
@@ -362,31 +364,55 @@ if prepared is not None:
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
     service = jobs.endpoint_options(prepared.spec.endpoint) if prepared.spec.endpoint else None
+    count = _lang.tr().integer
     summary = (
-        (f"Question set {prepared.spec.dataset}: " if prepared.spec.dataset else "")
-        + f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
-        f"{rep['sections']} sections, "
-        f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
-        f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
-        f"({ood['near']} near, {ood['far']} far). "
+        (_("Question set {name}: ").format(name=prepared.spec.dataset) if prepared.spec.dataset else "")
+        + ngettext("{n} document ({failed} failed), ", "{n} documents ({failed} failed), ", rep["documents"]).format(
+            n=rep["documents"], failed=len(rep["failed"])
+        )
+        + _(
+            "{sections} sections, {characters} characters; ground truths {gt_valid} of {gt_total} valid; "
+            "in-domain queries {q_valid} of {q_total}; out-of-domain {ood} ({near} near, {far} far). "
+        ).format(
+            sections=rep["sections"],
+            characters=count(rep["characters"]),
+            gt_valid=count(gt["valid"]),
+            gt_total=count(gt["total"]),
+            q_valid=count(q["valid"]),
+            q_total=count(q["total"]),
+            ood=ood["total"],
+            near=ood["near"],
+            far=ood["far"],
+        )
         + (
-            f"Endpoint {service['endpoint'].url} as {service['chunker']}/{service['retriever_name']}."
+            _("Endpoint {url} as {chunker}/{retriever}.").format(
+                url=service["endpoint"].url, chunker=service["chunker"], retriever=service["retriever_name"]
+            )
             if service
-            else f"Strategies {prepared.spec.strategies} · retrievers {prepared.spec.retrievers}"
-            + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")
+            else _("Strategies {strategies} · retrievers {retrievers}").format(
+                strategies=prepared.spec.strategies, retrievers=prepared.spec.retrievers
+            )
+            + (_(" · models {models}.").format(models=", ".join(prepared.spec.models)) if prepared.spec.models else ".")
         )
     )
     for note in prepared.notes:
         st.info(_ui.esc(note))
     if not found:
-        st.success(f"Valid: {_ui.esc(summary)}")
+        st.success(_("Valid: {summary}").format(summary=_ui.esc(summary)))
     else:
         kinds = Counter(row["what"] for row in found)
         counted = "; ".join(f"{n:,} × {what}" for what, n in kinds.items())
         first = found[0]
         st.warning(
-            f"Valid with problems ({counted}): only what is valid is run. {_ui.esc(summary)} "
-            f"First problem: {_ui.esc(first['where'])}: {_ui.esc(first['message'])}."
+            _(
+                "Valid with problems ({counted}): only what is valid is run. {summary} First problem: {where}: "
+                "{message}."
+            ).format(
+                counted=counted,
+                summary=_ui.esc(summary),
+                where=_ui.esc(first["where"]),
+                message=_ui.esc(first["message"]),
+            )
         )
     if st.button(_("Start run"), key="nr_start", type="primary", icon=":material/play_arrow:"):
         job_id = _ui.guarded(lambda: jobs.submit(store, prepared, name))
@@ -396,9 +422,9 @@ if prepared is not None:
             st.rerun()
     if found:
         reasons = Counter(row["message"].split(" (")[0] for row in found)
-        with st.expander(f"Problems ({len(found):,})", expanded=len(found) <= 10):
+        with st.expander(_("Problems ({n})").format(n=_lang.tr().integer(len(found))), expanded=len(found) <= 10):
             if len(reasons) < len(found):
-                st.caption("Most frequent: " + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
+                st.caption(_("Most frequent: ") + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
             st.dataframe(found, hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
             if rep["invalid_ground_truths"] and prepared.documents:
                 st.caption(documents_found(prepared.documents))
@@ -415,8 +441,9 @@ if last_job and store_exists:  # said while the job waits or runs; gone once it 
         st.session_state.pop("nr_last_job", None)
 if st.session_state.get("nr_last_job"):
     st.info(
-        f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
-        f"At most {_ui.guarded(jobs.max_jobs) or 1} job(s) run at once; the others wait in order."
+        _(
+            "Started job `{job}`; it runs in the background. At most {n} job(s) run at once; the others wait in order."
+        ).format(job=st.session_state["nr_last_job"], n=_ui.guarded(jobs.max_jobs) or 1)
     )
 
 st.subheader(_("Jobs"))

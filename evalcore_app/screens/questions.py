@@ -132,7 +132,12 @@ if corpus is None or not corpus.documents:
     st.info(_("Upload the corpus (or pick a run in the sidebar) to author questions on it."))
     st.stop()
 docs = corpus.by_id()
-_ui.plain(f"{len(corpus.documents)} documents; strategies checked: {', '.join(strategies)}", testid="qs-corpus")
+_ui.plain(
+    _("{n} documents; strategies checked: {strategies}").format(
+        n=len(corpus.documents), strategies=", ".join(strategies)
+    ),
+    testid="qs-corpus",
+)
 
 # --- the set ----------------------------------------------------------------------------------
 names = _ui.guarded(lambda: rq.set_names(store)) or []
@@ -226,7 +231,12 @@ verdict = None
 if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     d, a, b = ss["qs_sel"]
     verdict = _ui.cached(rq.check, corpus, d, a, b, list(strategies))
-    _ui.plain(f"Selected in {d} (characters {verdict.start}-{verdict.end}): “{verdict.needle}”", testid="qs-needle")
+    _ui.plain(
+        _("Selected in {doc} (characters {start}-{end}): “{needle}”").format(
+            doc=d, start=verdict.start, end=verdict.end, needle=verdict.needle
+        ),
+        testid="qs-needle",
+    )
     box = st.success if verdict.valid and not verdict.destroyed else st.warning if verdict.valid else st.error
     with st.container(key="qs_verdict"):
         box(_ui.esc(verdict.sentence()))
@@ -236,7 +246,11 @@ if pending and pending not in ss.get("qs_phrasings", "").splitlines():
     ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + pending).strip()
 hint = ss.get("qs_hint")
 if hint and ss.get("qs_sel"):
-    _ui.plain(f"Hint (a cloze draft, not a question: write your own): {hint}", small=True, testid="qs-hint")
+    _ui.plain(
+        _("Hint (a cloze draft, not a question: write your own): {hint}").format(hint=hint),
+        small=True,
+        testid="qs-hint",
+    )
 st.text_area(_("Questions this span answers (one phrasing a line: one group)"), key="qs_phrasings")
 cols = st.columns([2, 1])
 variant = cols[0].text_input(_("Variant (a free label, e.g. course, ticket)"), key="qs_variant")
@@ -344,7 +358,12 @@ _triage.draw(
 st.subheader(_("The set"))
 items = ss["qs_items"]
 ood = ss["qs_ood"]
-_ui.plain(f"{len(items)} questions in {len({q.group for q in items})} groups, {len(ood)} off-topic", testid="qs-counts")
+_ui.plain(
+    _("{n} questions in {groups} groups, {ood} off-topic").format(
+        n=len(items), groups=len({q.group for q in items}), ood=len(ood)
+    ),
+    testid="qs-counts",
+)
 if items:
     st.dataframe(
         [
@@ -358,7 +377,9 @@ if ood:
 if items:
     invalid = _ui.cached(rq.not_resolving, corpus, tuple(items))
     if invalid:
-        st.error(f"{len(invalid)} item(s) do not resolve in this corpus; a run on it lists and excludes them:")
+        st.error(
+            _("{n} item(s) do not resolve in this corpus; a run on it lists and excludes them:").format(n=len(invalid))
+        )
         _ui.plain(
             "; ".join(f"{i['group']} ({i['ids']}, line {i['line']}): {i['reason']}" for i in invalid),
             testid="qs-invalid",
@@ -395,10 +416,12 @@ if chosen != NEW and ss.get("qs_loaded"):
     cols = st.columns(len(files))
     for col, (file, data) in zip(cols, files.items(), strict=True):
         col.download_button(
-            f"Download {file}",
+            _("Download {file}").format(file=file),
             data,
             file_name=f"{ss['qs_loaded'].replace('@', '-v')}-{file}",
             mime="application/jsonl",
             key=f"qs_download_{file.split('.')[0]}",
         )
-    st.caption("Run on it: " + markdown_text.code(f"python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}"))
+    st.caption(
+        _("Run on it: ") + markdown_text.code(f"python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}")
+    )
