@@ -204,8 +204,8 @@ class Translator:
 
         if self.lang == DEFAULT:
             if isinstance(value, dt.datetime):
-                return value.isoformat(sep=" ", timespec="seconds" if seconds else "minutes")
-            return value.isoformat()
+                return value.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+            return value.strftime("%Y-%m-%d")
         day = format_date(value, format="medium", locale=self.locale)
         if not isinstance(value, dt.datetime):
             return day
