@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.figures.localize import TEXTS, localize
+from evalcore.figures.localize import TEMPLATES, localize
 from evalcore.i18n import DEFAULT, ENGLISH, N_, Translator, translator
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.records import Configuration, RunConfiguration
@@ -60,7 +60,7 @@ class Provenance:
             return english
         tr = translator(self.lang)
         out = [
-            (tr.gettext(name), _made(tr, value) if name == "made" else tr.rewrite(value, TEXTS))
+            (tr.gettext(name), _made(tr, value) if name == "made" else tr.rewrite(value, TEMPLATES))
             for name, value in english
         ]
         return [*out, (tr.gettext("language"), f"{tr.name} ({tr.lang})")]

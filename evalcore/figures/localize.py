@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from evalcore.i18n import DEFAULT, N_, Translator, matches
+from evalcore.i18n.templates import SOURCES
 
 if TYPE_CHECKING:
     from evalcore.figures.build import Figure
@@ -100,6 +101,9 @@ TEXTS = (
     N_("refused share (95% Wilson)"),
     N_("gate value (smallest top-4 distance)"),
 )
+#: What a figure's texts are matched against: its own texts and the library's sentences (a
+#: caption's n, a threshold's source).
+TEMPLATES = TEXTS + SOURCES
 _SKIP = {"field", "type", "aggregate", "timeUnit", "name", "$schema", "mark", "orient", "anchor", "font", "align"}
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
 
@@ -110,7 +114,7 @@ def _word(tr: Translator, text: str) -> str:
 
 
 def _title(tr: Translator, text: str) -> str:
-    return tr.rewrite(text, TEXTS)
+    return tr.rewrite(text, TEMPLATES)
 
 
 def _expr(tr: Translator, text: str) -> str:
@@ -152,8 +156,8 @@ def _cell(tr: Translator, text: str) -> str:
     ``0.031``, ``< 0.001``) in the locale, anything else (a configuration's name) as it is."""
     if _FIGURE.fullmatch(text):
         return tr.numbers_in(text)
-    if matches(text, TEXTS):
-        return tr.rewrite(text, TEXTS)
+    if matches(text, TEMPLATES):
+        return tr.rewrite(text, TEMPLATES)
     return _word(tr, text)
 
 
