@@ -71,7 +71,7 @@ def test_threshold_compare_and_review_pack_in_german(served_german):
             assert f"({want['lost']} von {want['n_answerable']};" in sentence
             assert "[" in sentence and "; " in sentence.split("[", 1)[1]  # [11 %; 18 %]
             state = text_of(page, "threshold-state")
-            assert state.startswith("Schwelle t = 0,") and "Empfehlung der Zusage" in state, state
+            assert state.startswith("Schwelle t = 0,") and "Empfehlung der Schwellen-Zusage" in state, state
             german_at_t = text_of(page, "sentence-at-t")
             assert german_at_t.startswith("Bei t = 0,")
             assert "lang=de" in page.url
@@ -94,7 +94,7 @@ def test_threshold_compare_and_review_pack_in_german(served_german):
                 csvs = {n: z.read(n).decode("utf-8") for n in z.namelist() if n.endswith(".csv")}
             assert summary.startswith("# Review-Paket: Lauf "), summary[:200]
             assert "## Entscheidung: die Ablehnungsschwelle" in summary and "## Methoden" in summary
-            assert "Sprache: Deutsch (de)" in summary and "hält Bluffs <= 5" in summary
+            assert "Sprache: Deutsch (de)" in summary and "hält Bluffs" in summary and "Konfidenz" in summary
             assert re.search(r"t = 0,\d{4}", summary)
             assert csvs
             decimals = 0

@@ -15,6 +15,11 @@ SOURCES = (
     N_("the claim's recommendation: {sentence}"),
     N_("set on the Threshold screen (not saved)"),
     N_("suggested for {label} at cost ratio {ratio} (no decision saved for it yet)"),
+    N_(
+        "the threshold claim's recommendation for {label} (bluffs <= {alpha} with {confidence} confidence; "
+        "no decision saved for it yet)"
+    ),
+    N_("the fallback {t} (nothing to suggest from)"),
     N_("the configuration of the latest saved decision ({decision})"),
     N_("the best configuration by recall@{k} ({value}); no decision is saved for this run"),
     N_("the run's only configuration"),
