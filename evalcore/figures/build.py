@@ -113,7 +113,20 @@ class Provenance:
 
 
 FIELDS = ("figure", "run", "configurations", "n", "test", "interval", "threshold", "made", "software")
-NAMES = (*(N_(name) for name in (*FIELDS, "note")), N_("language"))  #: caption field names, translated where shown
+#: The caption's field names, translated where shown.
+NAMES = (
+    N_("figure"),
+    N_("run"),
+    N_("configurations"),
+    N_("n"),
+    N_("test"),
+    N_("interval"),
+    N_("threshold"),
+    N_("made"),
+    N_("software"),
+    N_("note"),
+    N_("language"),
+)
 
 
 def _made(tr: Translator, made: str) -> str:

@@ -96,6 +96,39 @@ TEXTS = (
     N_("Bluffs, lost answers and refusals against the threshold"),
     N_("Bluffs, lost answers and refusals against the threshold (rates)"),
     N_("Bluffs, lost answers and refusals against the threshold (counts)"),
+    N_("shaded: 95% Wilson interval of each rate"),
+    N_("queries of each group"),
+    N_("bluffs (out-of-domain)"),
+    N_("lost answers (in-domain)"),
+    N_("refused (in-domain)"),
+    N_("{what} (n = {n})"),
+    N_("in-domain: distance to the answer"),
+    N_("in-domain: distance of the top hit"),
+    N_("out-of-domain: distance of the top hit"),
+    N_("in-domain: score of the answer"),
+    N_("in-domain: score of the top hit"),
+    N_("out-of-domain: score of the top hit"),
+    N_("worst in-domain answer {value}"),
+    N_("best out-of-domain top hit {value}"),
+    N_("dashed: worst in-domain answer and best out-of-domain top hit; shaded: where the groups overlap"),
+    N_("In-domain against out-of-domain distances"),
+    # charts.py: titles and subtitles, the win/loss legend
+    N_("point: recall; line: 95% Wilson interval"),
+    N_("mean of 1/rank of the first correct chunk (0 when none)"),
+    N_("ground truths no chunk holds whole"),
+    N_("Chunks per strategy"),
+    N_("label: chunks over the model's 256-piece window"),
+    N_("Wins and losses at hit@{k}"),
+    N_("row: the first configuration; cell: its wins/losses"),
+    N_("against the column's, and their {p_name}"),
+    N_("What the gate does, read as coverage"),
+    N_("each point is a threshold; left: refuse more, right: answer more"),
+    N_("significantly better"),
+    N_("significantly worse"),
+    N_("not significant, more wins"),
+    N_("not significant, more losses"),
+    N_("not significant, even"),
+    N_("same configuration"),
     # traffic_charts.py
     N_("{unit} starting (UTC)"),
     N_("refused share (95% Wilson)"),
@@ -134,7 +167,7 @@ def _walk(tr: Translator, node: Any, key: str = "") -> Any:
                 )
             elif k in ("test", "labelExpr", "expr") and isinstance(v, str):
                 out[k] = _expr(tr, v)
-            elif k == "domain" and isinstance(v, list):
+            elif k in ("domain", "values") and isinstance(v, list):
                 out[k] = [_word(tr, x) if isinstance(x, str) else x for x in v]
             elif k == "value" and isinstance(v, str) and key in ("text",):
                 out[k] = _title(tr, v)
