@@ -160,6 +160,9 @@ def test_german_figures_carry_the_locale_and_csv_stays_machine_readable(engine_s
     assert german.provenance.english().text() == english.provenance.text().replace(
         english.provenance.made, german.provenance.made
     )
+    png, svg = figure_files.to_png(german), figure_files.to_svg(german)
+    assert b"evalcore language" in png and b"Deutsch (de)" in png and b"evalcore software" in png
+    assert "<title>Distanzen</title>" in svg and "Sprache: Deutsch (de)" in svg
     fields, frame = figure_files.read_csv(figure_files.to_csv(german))
     assert fields["figure"] == "Distances in and out of domain"  # English, machine-readable
     assert "machine-readable" in fields["note"] and "maschinenlesbar" in fields["note"]

@@ -89,14 +89,18 @@ def to_svg(figure: Figure) -> str:
 
 def png_text(title: str, provenance: Provenance) -> dict[str, str]:
     """The PNG text chunks: the standard keywords, then one ``evalcore <field>`` per field."""
-    fields = dict(provenance.fields())
+    english = provenance.english_fields()  # keywords stay English (machine-readable); values in the language
+    fields = dict(english)
     text = {
         "Title": title,
         "Description": provenance.text(),
         "Source": fields["software"],
         "Creation Time": fields["made"],
     }
-    text.update({f"evalcore {name}": value for name, value in provenance.fields()})
+    shown = provenance.fields()
+    text.update({f"evalcore {name}": value for (name, _), (_, value) in zip(english, shown, strict=False)})
+    if len(shown) > len(english):
+        text["evalcore language"] = shown[-1][1]
     return text
 
 
