@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.figures.localize import TEMPLATES, localize
+from evalcore.figures.localize import TEMPLATES, localize_spec
 from evalcore.i18n import DEFAULT, ENGLISH, N_, Translator, translator
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.records import Configuration, RunConfiguration
@@ -155,6 +155,19 @@ class Figure:
     @property
     def caption(self) -> str:
         return self.provenance.text()
+
+
+def localize(figure: Figure, tr: Translator) -> Figure:
+    """``figure`` with its chart, title and caption in ``tr``'s language (English: as it is);
+    the chart and caption texts as :mod:`evalcore.figures.localize` matches them."""
+    if tr.lang == DEFAULT:
+        return figure
+    chart = figure.chart
+    if chart is not None:
+        spec = localize_spec(chart.to_dict(), tr)
+        chart = type(chart).from_dict(spec, validate=False)
+    provenance = replace(figure.provenance, lang=tr.lang)
+    return replace(figure, title=tr.rewrite(figure.title, TEMPLATES), chart=chart, provenance=provenance)
 
 
 def runs_text(store: Store, run_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:

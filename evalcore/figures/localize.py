@@ -1,7 +1,7 @@
 """A figure in the dashboard's language: chart titles, axis and legend titles, tooltips, the
 chart's number format (Vega-Lite's format locale) and the caption (no streamlit here).
 
-The charts are drawn in English (:mod:`evalcore.figures.charts`); :func:`localize` rewrites
+The charts are drawn in English (:mod:`evalcore.figures.charts`); ``build.localize`` rewrites
 the chart's Vega-Lite spec: every title and text it shows is looked up in the catalog (the
 texts below are the message ids; a title with figures is matched to its template), category
 names in the chart's data, scales and conditions are translated alike (so colours and dashes
@@ -12,14 +12,10 @@ still match), and ``config.locale`` sets the decimal mark, so axes and tooltips 
 from __future__ import annotations
 
 import re
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from evalcore.i18n import DEFAULT, N_, Translator, matches
+from evalcore.i18n import N_, Translator, matches
 from evalcore.i18n.templates import SOURCES
-
-if TYPE_CHECKING:
-    from evalcore.figures.build import Figure
 
 #: Every text the charts and captions write in English (message ids), templates with {fields}.
 TEXTS = (
@@ -207,16 +203,3 @@ def localize_spec(spec: dict[str, Any], tr: Translator) -> dict[str, Any]:
     config["locale"] = {"number": tr.vega_format_locale()}
     out["config"] = config
     return out
-
-
-def localize(figure: Figure, tr: Translator) -> Figure:
-    """``figure`` with its chart, title and caption in ``tr``'s language (English: as it is)."""
-    if tr.lang == DEFAULT:
-        return figure
-    chart = figure.chart
-    if chart is not None:
-        spec = localize_spec(chart.to_dict(), tr)
-        chart = type(chart).from_dict(spec, validate=False)
-    return replace(
-        figure, title=_title(tr, figure.title), chart=chart, provenance=replace(figure.provenance, lang=tr.lang)
-    )

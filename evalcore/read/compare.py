@@ -331,12 +331,10 @@ def pair_sentence(comparison: Comparison, row: str, column: str, tr: Translator 
             "{row} against {column} at hit@{k}: +{wins} won / -{losses} lost, {ties} ties; {p}: {verdict} "
             "(alpha {alpha}; {test})."
         ).format(
+            **{k: cell[k] for k in ("wins", "losses", "ties")},
             row=row,
             column=column,
             k=comparison.k,
-            wins=cell["wins"],
-            losses=cell["losses"],
-            ties=cell["ties"],
             p=p,
             verdict=verdict,
             alpha=f"{ALPHA:g}",
@@ -345,7 +343,7 @@ def pair_sentence(comparison: Comparison, row: str, column: str, tr: Translator 
     )
 
 
-P_NAMES = (N_("Holm-adjusted p"), N_("unadjusted p"), N_(PAIRED_TEST))  #: translated where shown
+P_NAMES = (N_("Holm-adjusted p"), N_("unadjusted p"))  #: translated where shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,26 +365,19 @@ class Best:
 
     def sentence(self, k: int, p_name: str, tr: Translator = ENGLISH) -> str:
         _ = tr.gettext
-        figures = {
-            "k": k,
-            "label": self.label,
-            "recall": f"{self.recall:.3f}",
-            "low": f"{self.interval.low:.3f}",
-            "high": f"{self.interval.high:.3f}",
-            "successes": self.successes,
-            "n": self.n,
-        }
+        low, high = (f"{x:.3f}" for x in (self.interval.low, self.interval.high))
+        figures = dict(k=k, label=self.label, recall=f"{self.recall:.3f}", low=low, high=high, n=self.n)  # noqa: C408
         head = _(
             "Best at hit@{k}: {label}, recall@{k} = {recall} (95% Wilson interval {low}–{high}; {successes} of {n} "
             "queries)."
-        ).format(**figures)
+        ).format(successes=self.successes, **figures)
         if self.runner_up is None:
             return tr.numbers_in(head)
         if self.tied:
             head = _(
                 "Best at hit@{k}: {label}, tied with {others} at recall@{k} = {recall} (95% Wilson interval "
                 "{low}–{high}; {successes} of {n} queries)."
-            ).format(others=", ".join(self.tied), **figures)
+            ).format(others=", ".join(self.tied), successes=self.successes, **figures)
         if self.wins == 0 and self.losses == 0:
             return tr.numbers_in(
                 head
@@ -396,13 +387,10 @@ class Best:
                     "the other finds); these queries cannot tell the two apart."
                 ).format(runner_up=self.runner_up, k=k)
             )
+        p = f"{_(p_name)} {p_relation(self.p_text)}"
+        recall = f"{self.runner_up_recall:.3f}"
         against = _("Against the runner-up {runner_up} (recall@{k} = {recall}): +{wins}/-{losses}, {p}").format(
-            runner_up=self.runner_up,
-            k=k,
-            recall=f"{self.runner_up_recall:.3f}",
-            wins=self.wins,
-            losses=self.losses,
-            p=f"{_(p_name)} {p_relation(self.p_text)}",
+            runner_up=self.runner_up, k=k, recall=recall, wins=self.wins, losses=self.losses, p=p
         )
         if self.significant:
             return tr.numbers_in(_("{head} {against}: significantly better.").format(head=head, against=against))
