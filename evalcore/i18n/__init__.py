@@ -188,6 +188,9 @@ class Translator:
         translated as a message id (or kept) with its figures in the locale."""
         if self.lang == DEFAULT or not text:
             return text
+        whole = self.gettext(text)  # a message id as it is wins over a template it also fits
+        if whole != text:
+            return whole
         for template in templates:
             match = _pattern(template).fullmatch(text)
             if match is not None:
