@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore_app import screen
+from evalcore_app.screens._lang import _
 
 
 def main() -> None:
@@ -20,17 +21,17 @@ def main() -> None:
     included: a page's URL path is its file's name)."""
     st.set_page_config(page_title="evalcore", page_icon=":material/insights:", layout="wide")
     pages = [
-        st.Page(screen("runs"), title="Runs", icon=":material/list:", default=True),
-        st.Page(screen("new_run"), title="New run", icon=":material/add_circle:"),
-        st.Page(screen("questions"), title="Questions", icon=":material/edit_note:"),
-        st.Page(screen("compare"), title="Compare", icon=":material/compare_arrows:"),
-        st.Page(screen("distances"), title="Distances", icon=":material/bar_chart:"),
-        st.Page(screen("threshold"), title="Threshold", icon=":material/tune:"),
-        st.Page(screen("query"), title="Query", icon=":material/search:"),
-        st.Page(screen("traffic"), title="Traffic", icon=":material/monitoring:"),
-        st.Page(screen("index"), title="Index", icon=":material/inventory_2:"),
-        st.Page(screen("export"), title="Export", icon=":material/download:"),
-        st.Page(screen("methods"), title="Methods", icon=":material/menu_book:"),
+        st.Page(screen("runs"), title=_("Runs"), icon=":material/list:", default=True),
+        st.Page(screen("new_run"), title=_("New run"), icon=":material/add_circle:"),
+        st.Page(screen("questions"), title=_("Questions"), icon=":material/edit_note:"),
+        st.Page(screen("compare"), title=_("Compare"), icon=":material/compare_arrows:"),
+        st.Page(screen("distances"), title=_("Distances"), icon=":material/bar_chart:"),
+        st.Page(screen("threshold"), title=_("Threshold"), icon=":material/tune:"),
+        st.Page(screen("query"), title=_("Query"), icon=":material/search:"),
+        st.Page(screen("traffic"), title=_("Traffic"), icon=":material/monitoring:"),
+        st.Page(screen("index"), title=_("Index"), icon=":material/inventory_2:"),
+        st.Page(screen("export"), title=_("Export"), icon=":material/download:"),
+        st.Page(screen("methods"), title=_("Methods"), icon=":material/menu_book:"),
     ]
     st.navigation(pages).run()
 

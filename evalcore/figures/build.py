@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+from evalcore.figures.localize import TEMPLATES, localize_spec
+from evalcore.i18n import DEFAULT, ENGLISH, N_, Translator, translator
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.records import Configuration, RunConfiguration
 
@@ -48,9 +50,27 @@ class Provenance:
     made: str = field(default_factory=_now)
     software: str = field(default_factory=_version)
     note: str | None = None  # how to read the data (printed last, only when given)
+    lang: str = DEFAULT  # the language of the caption (English: as before, no language field)
 
     def fields(self) -> list[tuple[str, str]]:
-        """(name, value) pairs, in the order they are printed."""
+        """(name, value) pairs, in the order they are printed (in :attr:`lang`, which a caption
+        in another language names in a last field)."""
+        english = self.english_fields()
+        if self.lang == DEFAULT:
+            return english
+        tr = translator(self.lang)
+        out = [
+            (tr.gettext(name), _made(tr, value) if name == "made" else tr.rewrite(value, TEMPLATES))
+            for name, value in english
+        ]
+        return [*out, (tr.gettext("language"), f"{tr.name} ({tr.lang})")]
+
+    def english(self) -> Provenance:
+        """The same provenance in English (a CSV's machine-readable lines)."""
+        return replace(self, lang=DEFAULT)
+
+    def english_fields(self) -> list[tuple[str, str]]:
+        """:meth:`fields` in English, whatever :attr:`lang` is."""
         return [
             ("figure", self.what),
             ("run", "; ".join(self.runs)),
@@ -66,12 +86,19 @@ class Provenance:
 
     def text(self) -> str:
         """One line: ``"<figure> — run ...; configurations ...; n = ...; test: ...; ..."``."""
-        f = dict(self.fields())
-        return (
-            f"{f['figure']} — run {f['run']}; configurations {f['configurations']}; n = {f['n']}; "
-            f"test: {f['test']}; interval: {f['interval']}; threshold: {f['threshold']}; "
-            f"made {f['made']} by {f['software']}"
+        values = [value for _name, value in self.fields()]
+        f = dict(zip(FIELDS, values, strict=False))
+        line = (
+            translator(self.lang)
+            .gettext(
+                "{figure} — run {run}; configurations {configurations}; n = {n}; test: {test}; interval: {interval}; "
+                "threshold: {threshold}; made {made} by {software}"
+            )
+            .format(**{name: f.get(name, "") for name in FIELDS})
         )
+        if self.lang == DEFAULT:
+            return line
+        return line + translator(self.lang).gettext("; language: {language}").format(language=values[-1])
 
     def lines(self, width: int = 110) -> list[str]:
         """The caption wrapped to ``width`` characters, one field a line (for drawing)."""
@@ -83,6 +110,32 @@ class Provenance:
     def stamped(self) -> Provenance:
         """The same provenance, made now (an export is dated when its file is written)."""
         return replace(self, made=_now())
+
+
+FIELDS = ("figure", "run", "configurations", "n", "test", "interval", "threshold", "made", "software")
+#: The caption's field names, translated where shown.
+NAMES = (
+    N_("figure"),
+    N_("run"),
+    N_("configurations"),
+    N_("n"),
+    N_("test"),
+    N_("interval"),
+    N_("threshold"),
+    N_("made"),
+    N_("software"),
+    N_("note"),
+    N_("language"),
+)
+
+
+def _made(tr: Translator, made: str) -> str:
+    """When a figure was made (``2026-12-04 20:10 UTC``) as the locale writes dates."""
+    try:
+        when = datetime.strptime(made, "%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return made
+    return f"{tr.date(when, seconds=False)} UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +155,19 @@ class Figure:
     @property
     def caption(self) -> str:
         return self.provenance.text()
+
+
+def localize(figure: Figure, tr: Translator) -> Figure:
+    """``figure`` with its chart, title and caption in ``tr``'s language (English: as it is);
+    the chart and caption texts as :mod:`evalcore.figures.localize` matches them."""
+    if tr.lang == DEFAULT:
+        return figure
+    chart = figure.chart
+    if chart is not None:
+        spec = localize_spec(chart.to_dict(), tr)
+        chart = type(chart).from_dict(spec, validate=False)
+    provenance = replace(figure.provenance, lang=tr.lang)
+    return replace(figure, title=tr.rewrite(figure.title, TEMPLATES), chart=chart, provenance=provenance)
 
 
 def runs_text(store: Store, run_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -129,7 +195,9 @@ def run_text(store: Store, run_id: str) -> str:
     return runs_text(store, [run_id])[0]
 
 
-def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[Figure, Figure]:
+def recall_figures(
+    store: Store, sides: tuple[RunConfiguration, ...], tr: Translator = ENGLISH
+) -> tuple[Figure, Figure]:
     """Recall@k with 95% Wilson intervals of each side (one panel per k), and MRR: one read."""
     from evalcore.figures import charts
     from evalcore.read.compare import recall_table
@@ -147,7 +215,7 @@ def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[F
         labels,
     )
     mrr = table[table["metric"] == "mrr"].reset_index(drop=True)
-    return recall, Figure(
+    mrr_figure = Figure(
         "mrr",
         "MRR",
         charts.mrr_chart(mrr) if len(mrr) else None,
@@ -155,9 +223,10 @@ def recall_figures(store: Store, sides: tuple[RunConfiguration, ...]) -> tuple[F
         Provenance("MRR per configuration", runs, labels, f"{n} in-domain queries"),
         labels,
     )
+    return localize(recall, tr), localize(mrr_figure, tr)
 
 
-def destroyed_figure(store: Store, run_id: str) -> Figure:
+def destroyed_figure(store: Store, run_id: str, tr: Translator = ENGLISH) -> Figure:
     """Destroyed ground truths per strategy of one run."""
     from evalcore.figures import charts
     from evalcore.read.compare import destroyed_counts
@@ -169,10 +238,12 @@ def destroyed_figure(store: Store, run_id: str) -> Figure:
         ("every strategy",),
         f"{int(counts['destroyed'].sum())} destroyed ground truths over {len(counts)} strategies",
     )
-    return Figure("destroyed", "Destroyed answers", charts.destroyed_chart(counts), counts, prov)
+    return localize(Figure("destroyed", "Destroyed answers", charts.destroyed_chart(counts), counts, prov), tr)
 
 
-def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adjust: bool) -> Figure:
+def matrix_figure(
+    store: Store, sides: tuple[RunConfiguration, ...], k: int, adjust: bool, tr: Translator = ENGLISH
+) -> Figure:
     """The win/loss matrix of ``sides`` at hit@k (detail: the :class:`~evalcore.read.compare.Comparison`)."""
     from evalcore.figures import charts
     from evalcore.read.compare import compare
@@ -200,18 +271,15 @@ def matrix_figure(store: Store, sides: tuple[RunConfiguration, ...], k: int, adj
         if len(comparison.sides) > 1
         else None
     )
-    return Figure(
-        f"winloss-hit{k}",
-        f"Win/loss matrix at hit@{k}",
-        chart,
-        data,
-        prov,
-        comparison.labels,
-        detail=comparison,
+    return localize(
+        Figure(
+            f"winloss-hit{k}", f"Win/loss matrix at hit@{k}", chart, data, prov, comparison.labels, detail=comparison
+        ),
+        tr,
     )
 
 
-def distance_figure(store: Store, run_id: str, configuration: Configuration) -> Figure:
+def distance_figure(store: Store, run_id: str, configuration: Configuration, tr: Translator = ENGLISH) -> Figure:
     """Distances in and out of domain of one configuration (detail: (frame, DistanceSummary))."""
     from evalcore.figures import threshold_charts
     from evalcore.read.distances import distance_histogram, distance_summary, distances
@@ -228,7 +296,8 @@ def distance_figure(store: Store, run_id: str, configuration: Configuration) -> 
     chart = (
         threshold_charts.distance_chart(hist, summary.worst_in, summary.best_out, summary.axis) if len(hist) else None
     )
-    return Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
+    figure = Figure("distances", "Distances", chart, hist, prov, (configuration.label,), detail=(frame, summary))
+    return localize(figure, tr)
 
 
 def sweep_figure(store: Store, run_id: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
@@ -247,6 +316,7 @@ def sweep_figures(
     configuration: Configuration,
     threshold: float,
     claim_params: tuple[float, float, float] | None = None,
+    tr: Translator = ENGLISH,
 ) -> tuple[Figure, Figure]:
     """The sweep as counts and as rates, from one read; with ``claim_params`` (alpha, beta,
     confidence) the threshold claim's band is shaded and the claim stated in the captions."""
@@ -256,8 +326,8 @@ def sweep_figures(
     frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
     band = band_of(store, run_id, configuration, *claim_params) if claim_params else None
     return (
-        sweep_figure_of(frame, run, configuration, threshold, False, band),
-        sweep_figure_of(frame, run, configuration, threshold, True, band),
+        sweep_figure_of(frame, run, configuration, threshold, False, band, tr),
+        sweep_figure_of(frame, run, configuration, threshold, True, band, tr),
     )
 
 
@@ -268,6 +338,7 @@ def sweep_figure_of(
     threshold: float,
     rates: bool,
     band: tuple[float, float, str] | None = None,
+    tr: Translator = ENGLISH,
 ) -> Figure:
     """:func:`sweep_figure` from a sweep frame already read (a slider move redraws, never rereads).
 
@@ -296,7 +367,7 @@ def sweep_figure_of(
     long = sweep_long(frame)
     keep = keep_rule(frame)
     chart = threshold_charts.sweep_chart(long, float(threshold), rates, keep, band) if len(long) else None
-    return Figure(
+    figure = Figure(
         f"sweep-{mode}",
         f"Threshold sweep ({mode})",
         chart,
@@ -306,6 +377,7 @@ def sweep_figure_of(
         float(threshold),
         detail=frame,
     )
+    return localize(figure, tr)
 
 
 def axis_of(sweep_frame: Any) -> str:
@@ -327,7 +399,7 @@ def on_axis(what: str, axis: str) -> str:
     return what if axis == "cosine distance" else f"{what}; axis: {axis}"
 
 
-def index_figure(store: Store, run_id: str) -> Figure:
+def index_figure(store: Store, run_id: str, tr: Translator = ENGLISH) -> Figure:
     """Chunks per strategy with the chunks over the window (detail: the index-health frame)."""
     from evalcore.figures import charts
     from evalcore.read.index import index_health
@@ -339,8 +411,11 @@ def index_figure(store: Store, run_id: str) -> Figure:
         ("every strategy",),
         f"{int(health['chunks'].sum())} chunks over {len(health)} strategies",
     )
-    return Figure(
-        "index", "Index health", charts.index_chart(health) if len(health) else None, health, prov, detail=health
+    return localize(
+        Figure(
+            "index", "Index health", charts.index_chart(health) if len(health) else None, health, prov, detail=health
+        ),
+        tr,
     )
 
 
@@ -364,23 +439,28 @@ class Selection:
     claim_params: tuple[float, float, float] = (0.05, 0.20, 0.95)
 
 
-def selection_figures(store: Store, selection: Selection, call: Callable[..., Any] | None = None) -> list[Figure]:
+def selection_figures(
+    store: Store, selection: Selection, call: Callable[..., Any] | None = None, tr: Translator = ENGLISH
+) -> list[Figure]:
     """Every figure of the current selection, in the order the Export screen shows them.
 
     ``call(fn, *args)`` runs ``fn(store, *args)``; the dashboard passes its cache, so the
     Export screen reuses the figures the other screens already drew.
     """
     call = call or (lambda fn, *args: fn(store, *args))
-    figures = [*call(recall_figures, selection.sides), call(destroyed_figure, selection.run_id)]
+    figures = [*call(recall_figures, selection.sides, tr), call(destroyed_figure, selection.run_id, tr)]
     for other in dict.fromkeys(s.run_id for s in selection.sides if s.run_id != selection.run_id):
         # two runs compared: the other run's destroyed answers too (its own file names)
-        theirs = call(destroyed_figure, other)
-        figures.append(replace(theirs, slug=f"destroyed-{other}", title=f"Destroyed answers · run {other}"))
+        theirs = call(destroyed_figure, other, tr)
+        title = tr.gettext("Destroyed answers · run {run}").format(run=other)
+        figures.append(replace(theirs, slug=f"destroyed-{other}", title=title))
     if len(selection.sides) > 1:
-        figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust))
+        figures.append(call(matrix_figure, selection.sides, selection.k, selection.adjust, tr))
     figures += [
-        call(distance_figure, selection.run_id, selection.configuration),
-        *call(sweep_figures, selection.run_id, selection.configuration, selection.threshold, selection.claim_params),
-        call(index_figure, selection.run_id),
+        call(distance_figure, selection.run_id, selection.configuration, tr),
+        *call(
+            sweep_figures, selection.run_id, selection.configuration, selection.threshold, selection.claim_params, tr
+        ),
+        call(index_figure, selection.run_id, tr),
     ]
     return [f for f in figures if f.chart is not None]

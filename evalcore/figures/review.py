@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalcore.figures.build import Figure, Selection, _now, _version
+from evalcore.figures.build import Figure, Selection, _made, _now, _version
+from evalcore.i18n import ENGLISH, Translator
+from evalcore.i18n.templates import SOURCES
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.records import RunConfiguration
 
@@ -15,47 +17,55 @@ if TYPE_CHECKING:
     from evalcore.store import Store
 
 
-def _comparison_lines(store: Store, selection: Selection, run_name: str) -> list[str]:
+def _comparison_lines(store: Store, selection: Selection, run_name: str, tr: Translator = ENGLISH) -> list[str]:
     """The review pack's comparison: the configurations the Compare screen compares (the
     pack's charts), named and counted with their pairs, and where the decided one stands."""
     from evalcore.figures import markdown_text as md
     from evalcore.read.compare import best, compare, decided_sentence, significance_text
 
+    _ = tr.gettext
     sides = selection.sides
     if len(sides) < 2:
-        return ["Fewer than two configurations selected on the Compare screen: no paired comparison.", ""]
+        return [_("Fewer than two configurations selected on the Compare screen: no paired comparison."), ""]
     comparison = compare(store, sides, selection.k, selection.adjust)
     pairs = len(sides) * (len(sides) - 1) // 2
+    pair_words = tr.ngettext("{n} pair", "{n} pairs", pairs).format(n=pairs)
     holm = (
-        f"Holm-adjusted over the {pairs} {'pair' if pairs == 1 else 'pairs'}"
+        _("Holm-adjusted over the {pairs}").format(pairs=pair_words)
         if selection.adjust
-        else "not adjusted (the Holm switch is off)"
+        else _("not adjusted (the Holm switch is off)")
     )
     lines = [
-        "Configurations compared: "
-        + ", ".join(md.escape(label) for label in comparison.labels)
-        + f" ({len(sides)} configurations, {pairs} {'pair' if pairs == 1 else 'pairs'}, as on the Compare "
-        f"screen and in the charts below; p-values {holm}).",
+        _(
+            "Configurations compared: {labels} ({n} configurations, {pairs}, as on the Compare screen and in the "
+            "charts below; p-values {holm})."
+        ).format(
+            labels=", ".join(md.escape(label) for label in comparison.labels), n=len(sides), pairs=pair_words, holm=holm
+        ),
         "",
     ]
     top = best(comparison)
     if top is not None:
-        lines += [md.escape(top.sentence(selection.k, comparison.p_name)), ""]
+        lines += [md.escape(top.sentence(selection.k, comparison.p_name, tr)), ""]
     decided = RunConfiguration(selection.run_id, selection.configuration, run_name)
     if decided in sides:
-        lines += [md.escape(decided_sentence(comparison, decided, top)), ""]
+        lines += [md.escape(tr.numbers_in(decided_sentence(comparison, decided, top))), ""]
     else:
         lines += [
-            f"The decided configuration, {md.escape(selection.configuration.label)}, is not among them "
-            "(pick it on the Compare screen to compare it).",
+            _(
+                "The decided configuration, {label}, is not among them (pick it on the Compare screen to compare it)."
+            ).format(label=md.escape(selection.configuration.label)),
             "",
         ]
-    return lines + [md.escape(significance_text(comparison)), ""]
+    return lines + [md.escape(significance_text(comparison, tr)), ""]
 
 
-def review_summary(store: Store, selection: Selection, figures: list[Figure], files: dict[str, list[str]]) -> str:
+def review_summary(
+    store: Store, selection: Selection, figures: list[Figure], files: dict[str, list[str]], tr: Translator = ENGLISH
+) -> str:
     """The review pack's Markdown summary: the decision and the comparison the charts support,
-    what each file shows, and the methods in a few lines. User text (run names, notes) is escaped."""
+    what each file shows, and the methods in a few lines. User text (run names, notes) is escaped.
+    ``tr``: the dashboard's language (named in the summary's provenance line)."""
     from evalcore.authors import shown as shown_author
     from evalcore.figures import markdown_text as md
     from evalcore.measures.claim import Claim, ClaimError
@@ -65,35 +75,54 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
     from evalcore.read.decisions import latest_decision
     from evalcore.read.sweeps import gate_axis, gate_table, ood_support, sentence_at, sweep
 
+    _ = tr.gettext
     made = _now()
     run = store.run(selection.run_id)
+    language = (
+        ""
+        if tr.lang == ENGLISH.lang
+        else " "
+        + _("Language: {language} ({code}); the CSV files keep machine-readable values.").format(
+            language=tr.name, code=tr.lang
+        )
+    )
     lines = [
-        f"# Review pack: run {md.escape(run['name'])} ({selection.run_id})",
+        _("# Review pack: run {name} ({id})").format(name=md.escape(run["name"]), id=selection.run_id),
         "",
-        f"Made {made} by {_version()} from the dashboard's current selection.",
+        _("Made {made} by {software} from the dashboard's current selection.").format(
+            made=_made(tr, made), software=_version()
+        )
+        + language,
         "",
-        "## Decision: the refusal threshold",
+        _("## Decision: the refusal threshold"),
         "",
-        f"Configuration **{md.escape(selection.configuration.label)}**, threshold "
-        f"**t = {threshold_text(selection.threshold, 4)}** "
-        f"({md.escape(selection.threshold_source)}).",
+        _("Configuration **{label}**, threshold **t = {t}** ({source}).").format(
+            label=md.escape(selection.configuration.label),
+            t=tr.decimal_text(threshold_text(selection.threshold, 4)),
+            source=md.escape(tr.rewrite(selection.threshold_source, SOURCES)),
+        ),
         "",
     ]
     decision = latest_decision(store, selection.run_id, selection.configuration)
     if decision is not None and abs(decision.threshold - selection.threshold) < 1e-12:
-        lines += [f"Saved by {md.escape(shown_author(decision.author))} on {decision.created_at:%Y-%m-%d %H:%M}.", ""]
+        lines += [
+            _("Saved by {author} on {when}.").format(
+                author=md.escape(shown_author(decision.author)), when=tr.date(decision.created_at, seconds=False)
+            ),
+            "",
+        ]
         if decision.note:
-            lines += [f"Note saved with the decision: {md.escape(decision.note)}", ""]
+            lines += [_("Note saved with the decision: {note}").format(note=md.escape(decision.note)), ""]
         if decision.claim:
-            lines += [md.escape(decision.claim_text()), ""]
-    lines += ["### The threshold claim", ""]
+            lines += [md.escape(tr.rewrite(decision.claim_text(), SOURCES)), ""]
+    lines += [_("### The threshold claim"), ""]
     try:
         claim: Claim | None = claim_of(store, selection.run_id, selection.configuration, *selection.claim_params)
     except ClaimError as exc:
         claim = None
-        lines += [f"No threshold claim can be made: {md.escape(exc)}", ""]
+        lines += [_("No threshold claim can be made: {reason}").format(reason=md.escape(exc)), ""]
     if claim is not None:
-        lines += [md.escape(claim_caption(claim)), "", md.escape(separability(claim)), ""]
+        lines += [md.escape(claim_caption(claim, tr)), "", md.escape(separability(claim, tr)), ""]
         region = claim.bluff_region((selection.threshold,))  # rounded safely, read with the chosen t
         if claim.bluff_status == "bounded":
             inside = (
@@ -101,45 +130,60 @@ def review_summary(store: Store, selection: Selection, figures: list[Figure], fi
                 if claim.higher_is_closer
                 else selection.threshold <= (claim.bluff_ok_up_to or 0.0)
             )
-            verdict = "meets" if inside else "does NOT meet"
-            lines += [f"The chosen t = {threshold_text(selection.threshold)} {verdict} the bluff claim ({region}).", ""]
+            verdict = (
+                _("The chosen t = {t} meets the bluff claim ({region}).")
+                if inside
+                else _("The chosen t = {t} does NOT meet the bluff claim ({region}).")
+            )
+            lines += [tr.numbers_in(verdict.format(t=threshold_text(selection.threshold), region=_(region))), ""]
     frame = sweep(store, selection.run_id, selection.configuration)
     if len(frame):
-        lines += [sentence_at(frame, selection.threshold), ""]
-        warning = ood_support(frame, selection.threshold)
+        lines += [sentence_at(frame, selection.threshold, tr), ""]
+        warning = ood_support(frame, selection.threshold, tr)
         if warning:
-            lines += [f"**Warning:** {warning}", ""]
-        most = refuses_most(frame, selection.threshold, claim)
+            lines += [_("**Warning:** {warning}").format(warning=warning), ""]
+        most = refuses_most(frame, selection.threshold, claim, tr)
         if most:
-            lines += [f"**Warning:** {md.escape(most)}", ""]
+            lines += [_("**Warning:** {warning}").format(warning=md.escape(most)), ""]
         table = gate_table(frame, selection.threshold)
-        lines += ["| outcome | queries | of | share | 95% Wilson interval |", "|---|---:|---:|---:|---|"]
+        lines += [
+            "| {} | {} | {} | {} | {} |".format(
+                _("outcome"), _("queries"), _("of"), _("share"), _("95% Wilson interval")
+            ),
+            "|---|---:|---:|---:|---|",
+        ]
         for outcome, queries, of, share, low, high in table.itertuples(index=False, name=None):
-            shown = "n/a" if of == 0 else f"{100 * share:.1f}%"
-            interval = "n/a" if of == 0 else f"{100 * low:.1f}–{100 * high:.1f}%"
-            lines.append(f"| {outcome} | {queries} | {of} | {shown} | {interval} |")
+            shown = _("n/a") if of == 0 else tr.percent(share, 1)
+            interval = _("n/a") if of == 0 else tr.numbers_in(f"{100 * low:.1f}–{100 * high:.1f}%")
+            lines.append(f"| {_(outcome)} | {queries} | {of} | {shown} | {interval} |")
         lines.append("")
-    lines += ["## Comparison", ""]
-    lines += _comparison_lines(store, selection, str(run["name"]))
-    lines += ["## Files", ""]
+    lines += [_("## Comparison"), ""]
+    lines += _comparison_lines(store, selection, str(run["name"]), tr)
+    lines += [_("## Files"), ""]
     for figure in figures:
         names = ", ".join(f"`{name}`" for name in files.get(figure.slug, []))
         lines += [f"- **{md.escape(figure.title)}**: {names}", f"  - {md.escape(figure.provenance.stamped().text())}"]
     axis = gate_axis(store, selection.run_id, selection.configuration)  # a run made elsewhere: its own score
-    keeps = axis.keeps if axis.column == "distance" else f"{axis.keeps} ({axis.label})"
+    keeps = _(axis.keeps) if axis.column == "distance" else f"{_(axis.keeps)} ({axis.label})"
     lines += [
         "",
-        "## Methods",
+        _("## Methods"),
         "",
-        "- recall@k: share of in-domain queries with a correct chunk (one whose text holds the whole "
-        "answer) at rank k or better; MRR: mean of 1/rank of the first correct chunk, 0 when none.",
-        f"- Intervals: {INTERVAL_METHOD}.",
-        f"- Paired comparison: {PAIRED_TEST}; ties are not counted; with the Holm switch on, "
-        "p-values are Holm-adjusted over the pairs of the configurations compared.",
-        f"- The gate at t keeps, from a retriever's top 4 hits, those with {keeps}; nothing "
-        "kept means NO ANSWER. Bluff: an out-of-domain query with a hit kept; lost answer: an in-domain "
-        "query with a correct hit in the top 4 that the gate drops.",
-        "- Every definition in full: docs/METHODS.md in the evalcore repository.",
+        _(
+            "- recall@k: share of in-domain queries with a correct chunk (one whose text holds the whole "
+            "answer) at rank k or better; MRR: mean of 1/rank of the first correct chunk, 0 when none."
+        ),
+        _("- Intervals: {method}.").format(method=_(INTERVAL_METHOD)),
+        _(
+            "- Paired comparison: {test}; ties are not counted; with the Holm switch on, "
+            "p-values are Holm-adjusted over the pairs of the configurations compared."
+        ).format(test=_(PAIRED_TEST)),
+        _(
+            "- The gate at t keeps, from a retriever's top 4 hits, those with {keeps}; nothing "
+            "kept means NO ANSWER. Bluff: an out-of-domain query with a hit kept; lost answer: an in-domain "
+            "query with a correct hit in the top 4 that the gate drops."
+        ).format(keeps=keeps),
+        _("- Every definition in full: docs/METHODS.md in the evalcore repository."),
         "",
     ]
     return "\n".join(lines)

@@ -27,6 +27,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.csvcells import neutralise_frame
+from evalcore.i18n import N_
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -88,14 +89,18 @@ def to_svg(figure: Figure) -> str:
 
 def png_text(title: str, provenance: Provenance) -> dict[str, str]:
     """The PNG text chunks: the standard keywords, then one ``evalcore <field>`` per field."""
-    fields = dict(provenance.fields())
+    english = provenance.english_fields()  # keywords stay English (machine-readable); values in the language
+    fields = dict(english)
     text = {
         "Title": title,
         "Description": provenance.text(),
         "Source": fields["software"],
         "Creation Time": fields["made"],
     }
-    text.update({f"evalcore {name}": value for name, value in provenance.fields()})
+    shown = provenance.fields()
+    text.update({f"evalcore {name}": value for (name, _), (_, value) in zip(english, shown, strict=False)})
+    if len(shown) > len(english):
+        text["evalcore language"] = shown[-1][1]
     return text
 
 
@@ -142,10 +147,29 @@ def to_csv(figure_or_frame: Figure | pd.DataFrame, provenance: Provenance | None
     safe = neutralise_frame(frame)
     buffer = io.StringIO()
     if provenance is not None:  # raw lines, never CSV-quoted: every one starts with "#"
-        for name, value in provenance.fields():
+        for name, value in csv_fields(provenance):
             buffer.write(f"# {name}: {_one_line(value)}\r\n")
     safe.to_csv(buffer, index=False, lineterminator="\r\n")  # RFC 4180; a CR inside a cell is quoted
     return buffer.getvalue().encode("utf-8")
+
+
+#: What a CSV's note line says in a dashboard of another language (its values stay machine-readable).
+MACHINE_READABLE = N_("values are machine-readable in every language: '.' decimals, ISO dates, English column names")
+
+
+def csv_fields(provenance: Provenance) -> list[tuple[str, str]]:
+    """A CSV's provenance lines: in English whatever the dashboard's language (a script reads
+    every export the same way), naming the language of the figure's other files and saying,
+    in both languages, that the values are machine-readable."""
+    if provenance.lang == "en":
+        return provenance.fields()
+    from evalcore.i18n import translator
+
+    tr = translator(provenance.lang)
+    fields = dict(provenance.english_fields())
+    said = f"{MACHINE_READABLE} ({tr.gettext(MACHINE_READABLE)})"
+    fields["note"] = f"{fields['note']}; {said}" if "note" in fields else said
+    return [*fields.items(), ("language", f"{tr.lang} ({tr.name}; the PNG, SVG and summary.md are in it)")]
 
 
 def read_csv(data: bytes | str) -> tuple[dict[str, str], pd.DataFrame]:

@@ -61,6 +61,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     from numpy.typing import NDArray
 
+    from evalcore.i18n import Translator
+
     Values = Sequence[float] | NDArray[np.floating[Any]]
 
 DEFAULT_ALPHA = 0.05  #: max bluff rate
@@ -190,28 +192,50 @@ class Claim:
             return "no t"
         return f"t {self.lost_op()} {self.lost_bound_text(against)}"
 
-    def problem(self) -> str | None:
-        """Which claim cannot be met and what would be needed, in words; None when feasible."""
+    def problem(self, tr: Translator | None = None) -> str | None:
+        """Which claim cannot be met and what would be needed, in words; None when feasible.
+        ``tr``: the dashboard's language (English without it)."""
         if self.feasible:
             return None
+        from evalcore.i18n import ENGLISH
+
+        tr = tr or ENGLISH
+        _ = tr.gettext
         conf = rate_text(self.confidence)
         if self.bluff_status == "too_few":
-            return (
-                f"{self.n_ood} off-topic questions support at best 'bluffs <= {self.best_bluff_rate:.1%}'; "
-                f"{_count(self.ood_needed)} are needed for {rate_text(self.max_bluff_rate)} at {conf}. Add "
-                "off-topic questions or loosen the max bluff rate."
+            text = _(
+                "{n} off-topic questions support at best 'bluffs <= {best}'; {needed} are needed for "
+                "{alpha} at {confidence}. Add off-topic questions or loosen the max bluff rate."
+            ).format(
+                n=self.n_ood,
+                best=f"{self.best_bluff_rate:.1%}",
+                needed=_count(self.ood_needed),
+                alpha=rate_text(self.max_bluff_rate),
+                confidence=conf,
             )
-        if self.lost_status == "too_few":
-            return (
-                f"{self.n_answerable} answerable questions support at best 'lost <= {self.best_lost_rate:.1%}'; "
-                f"{_count(self.answerable_needed)} are needed for {rate_text(self.max_lost_rate)} at {conf}. Add "
-                "questions or loosen the max lost rate."
+        elif self.lost_status == "too_few":
+            text = _(
+                "{n} answerable questions support at best 'lost <= {best}'; {needed} are needed for "
+                "{beta} at {confidence}. Add questions or loosen the max lost rate."
+            ).format(
+                n=self.n_answerable,
+                best=f"{self.best_lost_rate:.1%}",
+                needed=_count(self.answerable_needed),
+                beta=rate_text(self.max_lost_rate),
+                confidence=conf,
             )
-        return (
-            f"No threshold meets both claims: bluffs <= {rate_text(self.max_bluff_rate)} needs "
-            f"{self.bluff_region()}, lost <= {rate_text(self.max_lost_rate)} needs {self.lost_region()}. "
-            "Loosen alpha or beta, or use a retriever that separates real from off-topic questions better."
-        )
+        else:
+            text = _(
+                "No threshold meets both claims: bluffs <= {alpha} needs {bluff_region}, lost <= {beta} needs "
+                "{lost_region}. Loosen alpha or beta, or use a retriever that separates real from off-topic "
+                "questions better."
+            ).format(
+                alpha=rate_text(self.max_bluff_rate),
+                bluff_region=_(self.bluff_region()),
+                beta=rate_text(self.max_lost_rate),
+                lost_region=_(self.lost_region()),
+            )
+        return tr.numbers_in(text)
 
 
 def _count(n: int | None) -> str:

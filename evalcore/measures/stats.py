@@ -20,6 +20,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pandas as pd
 
+    from evalcore.i18n import Translator
+
 log = logging.getLogger(__name__)
 
 #: How every proportion's interval is computed (named in captions and exports).
@@ -378,8 +380,9 @@ def sample_statement(
     discordance: float = 0.25,
     alpha: float = ALPHA,
     power: float = 0.8,
+    tr: Translator | None = None,
 ) -> str:
-    """One sentence on what ``n`` queries can show (for the dashboard's caption).
+    """One sentence on what ``n`` queries can show (for the dashboard's caption; ``tr``: its language).
 
     E.g. "With 64 queries, a recall near 0.5 carries a 95% Wilson interval of about ±0.12;
     a paired sign test at alpha 0.05 with 80% power detects a recall difference of about
@@ -388,16 +391,26 @@ def sample_statement(
     half = interval_half_width(n, p, confidence)
     diff = detectable_difference(n, discordance, alpha, power)
     discordant = round(n * discordance)
-    first = f"With {n} queries, a recall near {p:g} carries a {confidence:.0%} Wilson interval of about ±{half:.2f}"
+    from evalcore.i18n import ENGLISH
+
+    _ = (tr or ENGLISH).gettext
+    first = _("With {n} queries, a recall near {p} carries a {confidence} Wilson interval of about ±{half}").format(
+        n=n, p=f"{p:g}", confidence=f"{confidence:.0%}", half=f"{half:.2f}"
+    )
     if math.isinf(diff):
-        second = (
-            f"assuming {discordance:.0%} of the queries ({discordant}) are discordant, a paired "
-            f"sign test at alpha {alpha:g} cannot reach {power:.0%} power for any difference"
-        )
+        second = _(
+            "assuming {share} of the queries ({discordant}) are discordant, a paired sign test at alpha {alpha} "
+            "cannot reach {power} power for any difference"
+        ).format(share=f"{discordance:.0%}", discordant=discordant, alpha=f"{alpha:g}", power=f"{power:.0%}")
     else:
-        second = (
-            f"a paired sign test at alpha {alpha:g} with {power:.0%} power detects a recall "
-            f"difference of about {diff:.2f}, assuming {discordance:.0%} of the queries "
-            f"({discordant}) are discordant"
+        second = _(
+            "a paired sign test at alpha {alpha} with {power} power detects a recall difference of about {diff}, "
+            "assuming {share} of the queries ({discordant}) are discordant"
+        ).format(
+            alpha=f"{alpha:g}",
+            power=f"{power:.0%}",
+            diff=f"{diff:.2f}",
+            share=f"{discordance:.0%}",
+            discordant=discordant,
         )
-    return f"{first}; {second}."
+    return (tr or ENGLISH).numbers_in(f"{first}; {second}.")

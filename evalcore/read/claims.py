@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.claim import (
     DEFAULT_ALPHA,
     DEFAULT_BETA,
@@ -197,65 +198,103 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
-def claim_sentence(claim: Claim) -> str:
+def claim_sentence(claim: Claim, tr: Translator = ENGLISH) -> str:
     """The claim in one sentence a product manager can sign, e.g. "t <= 0.470 keeps bluffs <=
     5% with 95% confidence; there (t = 0.470), 14% [11%, 18%] of answerable questions lose their
     answer (14 of 98; the claim 'lost <= 20%' holds for t > 0.300)." Or what stands in the way.
     Bounds are rounded on their safe side, with the decimals the recommendation needs
-    (:meth:`Claim.bluff_region`)."""
+    (:meth:`Claim.bluff_region`). ``tr``: the dashboard's language (figures keep their digits)."""
     from evalcore.measures.stats import wilson_interval
 
+    _ = tr.gettext
     conf = rate_text(claim.confidence)
     if claim.bluff_status == "too_few":
-        return claim.problem() or ""
+        return claim.problem(tr) or ""
     if claim.bluff_status == "unbounded":
-        head = f"Every threshold keeps bluffs <= {rate_text(claim.max_bluff_rate)} with {conf} confidence"
+        head = _("Every threshold keeps bluffs <= {alpha} with {confidence} confidence").format(
+            alpha=rate_text(claim.max_bluff_rate), confidence=conf
+        )
     else:
-        head = f"{claim.bluff_region()} keeps bluffs <= {rate_text(claim.max_bluff_rate)} with {conf} confidence"
+        head = _("{region} keeps bluffs <= {alpha} with {confidence} confidence").format(
+            region=_(claim.bluff_region()), alpha=rate_text(claim.max_bluff_rate), confidence=conf
+        )
     if claim.feasible and claim.lost is not None and claim.recommended is not None:
         low, high = wilson_interval(claim.lost, claim.n_answerable)
-        return (
-            f"{head}; there (t = {threshold_text(claim.recommended)}), {_pct(claim.lost / claim.n_answerable)} "
-            f"[{_pct(low)}, {_pct(high)}] of answerable questions lose their answer "
-            f"({claim.lost} of {claim.n_answerable}; the claim 'lost <= {rate_text(claim.max_lost_rate)}' "
-            f"holds for {claim.lost_region()})."
+        return tr.numbers_in(
+            _(
+                "{head}; there (t = {t}), {share} [{low}, {high}] of answerable questions lose their answer "
+                "({lost} of {answerable}; the claim 'lost <= {beta}' holds for {region})."
+            ).format(
+                head=head,
+                t=threshold_text(claim.recommended),
+                share=_pct(claim.lost / claim.n_answerable),
+                low=_pct(low),
+                high=_pct(high),
+                lost=claim.lost,
+                answerable=claim.n_answerable,
+                beta=rate_text(claim.max_lost_rate),
+                region=_(claim.lost_region()),
+            )
         )
-    problem = claim.problem() or ""
-    return f"{head}; but {problem[:1].lower()}{problem[1:]}"
+    problem = claim.problem(tr) or ""
+    return tr.numbers_in(_("{head}; but {problem}").format(head=head, problem=f"{problem[:1].lower()}{problem[1:]}"))
 
 
-def separability(claim: Claim) -> str:
+REGIONS = (N_("every t"), N_("no t"))  #: the words of a region without a bound (translated where shown)
+
+
+def separability(claim: Claim, tr: Translator = ENGLISH) -> str:
     """The separability verdict in words, with the AUC and its interval."""
+    _ = tr.gettext
     if math.isnan(claim.auc):
-        return "Separability cannot be measured (no in-domain or no off-topic query)."
+        return _("Separability cannot be measured (no in-domain or no off-topic query).")
     figure = f"AUC {claim.auc:.2f}"
     if not math.isnan(claim.auc_low):
-        figure += f", 95% DeLong interval [{claim.auc_low:.2f}, {claim.auc_high:.2f}]"
-    if claim.auc < POOR_SEPARATION:
-        return (
-            f"Real and off-topic questions barely separate on this corpus ({figure}): no threshold "
-            "separates them well; any threshold either refuses many real questions or answers many "
-            "off-topic ones. A retriever that separates better (or a different corpus) is needed."
+        figure += _(", 95% DeLong interval [{low}, {high}]").format(
+            low=f"{claim.auc_low:.2f}", high=f"{claim.auc_high:.2f}"
         )
-    return (
-        f"{figure}: the chance that an off-topic question's nearest hit is farther than a real "
-        f"question's is {claim.auc:.0%}."
+    if claim.auc < POOR_SEPARATION:
+        return tr.numbers_in(
+            _(
+                "Real and off-topic questions barely separate on this corpus ({figure}): no threshold "
+                "separates them well; any threshold either refuses many real questions or answers many "
+                "off-topic ones. A retriever that separates better (or a different corpus) is needed."
+            ).format(figure=figure)
+        )
+    return tr.numbers_in(
+        _(
+            "{figure}: the chance that an off-topic question's nearest hit is farther than a real "
+            "question's is {share}."
+        ).format(figure=figure, share=f"{claim.auc:.0%}")
     )
 
 
-def caption(claim: Claim | None) -> str:
+def caption(claim: Claim | None, tr: Translator = ENGLISH) -> str:
     """A one-line statement of the claim for exports and the review pack."""
+    _ = tr.gettext
     if claim is None:
-        return "No threshold claim (no off-topic or no answerable question)."
-    return (
-        f"Claim ({claim.configuration}, {claim.n_ood} off-topic / {claim.n_answerable} answerable questions, "
-        f"alpha {claim.max_bluff_rate!r}, beta {claim.max_lost_rate!r}, confidence {claim.confidence!r}): "
-        f"bluff {claim.bluff_status}, lost {claim.lost_status}, "
-        f"{'feasible' if claim.feasible else 'not feasible'}. {claim_sentence(claim)}"
+        return _("No threshold claim (no off-topic or no answerable question).")
+    head = _(
+        "Claim ({configuration}, {n_ood} off-topic / {n_answerable} answerable questions, "
+        "alpha {alpha}, beta {beta}, confidence {confidence}): bluff {bluff}, lost {lost}, {feasible}."
+    ).format(
+        configuration=claim.configuration,
+        n_ood=claim.n_ood,
+        n_answerable=claim.n_answerable,
+        alpha=repr(claim.max_bluff_rate),
+        beta=repr(claim.max_lost_rate),
+        confidence=repr(claim.confidence),
+        bluff=_(claim.bluff_status),
+        lost=_(claim.lost_status),
+        feasible=_("feasible") if claim.feasible else _("not feasible"),
     )
+    return f"{tr.numbers_in(head)} {claim_sentence(claim, tr)}"
 
 
-def band(claim: Claim | None) -> tuple[float, float, str] | None:
+STATUSES = (N_("bounded"), N_("unbounded"), N_("too_few"))  #: a claim side's status words
+
+
+def band(claim: Claim | None, tr: Translator = ENGLISH) -> tuple[float, float, str] | None:
     """(from, to, words) of the thresholds where both claims hold (a feasible claim with both
     sides bounded), for the sweep chart; None otherwise. Distance axis: ``from < t <= to``
     (from = lost_ok_above, to = bluff_ok_up_to); score axis, the same form (the bluff claim holds
@@ -275,10 +314,19 @@ def band(claim: Claim | None) -> tuple[float, float, str] | None:
         if claim.higher_is_closer
         else (claim.lost_bound_text(), claim.bluff_bound_text())
     )
-    words = (
-        f"the claim (bluffs <= {rate_text(claim.max_bluff_rate)} with {rate_text(claim.confidence)} confidence, "
-        f"lost <= {rate_text(claim.max_lost_rate)}; {claim.n_ood} off-topic, {claim.n_answerable} answerable) "
-        f"holds for {low_text} < t <= {high_text}"
+    words = tr.numbers_in(
+        tr.gettext(
+            "the claim (bluffs <= {alpha} with {confidence} confidence, lost <= {beta}; {n_ood} off-topic, "
+            "{n_answerable} answerable) holds for {low} < t <= {high}"
+        ).format(
+            alpha=rate_text(claim.max_bluff_rate),
+            confidence=rate_text(claim.confidence),
+            beta=rate_text(claim.max_lost_rate),
+            n_ood=claim.n_ood,
+            n_answerable=claim.n_answerable,
+            low=low_text,
+            high=high_text,
+        )
     )
     return low, high, words
 
@@ -376,7 +424,7 @@ def coverage_at(sweep_df: pd.DataFrame, threshold: float) -> float | None:
     return (c.in_domain - c.refused) / c.in_domain if c.in_domain else None
 
 
-def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None) -> str | None:
+def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None, tr: Translator = ENGLISH) -> str | None:
     """A warning when the gate at ``threshold`` refuses most real questions (more than half of
     the in-domain ones), saying why; None otherwise."""
     from evalcore.measures.threshold import state_at
@@ -384,13 +432,27 @@ def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None) 
     c = state_at(sweep_df, threshold)
     if c.in_domain == 0 or c.refused * 2 <= c.in_domain:
         return None
+    _ = tr.gettext
     why = (
-        f" Real and off-topic questions overlap (AUC {claim.auc:.2f}): a threshold low enough to refuse "
-        "the off-topic ones refuses the real ones too."
+        " "
+        + _(
+            "Real and off-topic questions overlap (AUC {auc}): a threshold low enough to refuse "
+            "the off-topic ones refuses the real ones too."
+        ).format(auc=f"{claim.auc:.2f}")
         if claim is not None and not math.isnan(claim.auc)
         else ""
     )
-    return (
-        f"At t = {threshold_text(threshold)} the gate refuses {_pct(c.refused / c.in_domain)} of real questions "
-        f"({c.refused} of {c.in_domain}) and loses {c.lost} of {c.answerable} answerable ones.{why}"
+    return tr.numbers_in(
+        _(
+            "At t = {t} the gate refuses {share} of real questions ({refused} of {real}) "
+            "and loses {lost} of {answerable} answerable ones."
+        ).format(
+            t=threshold_text(threshold),
+            share=_pct(c.refused / c.in_domain),
+            refused=c.refused,
+            real=c.in_domain,
+            lost=c.lost,
+            answerable=c.answerable,
+        )
+        + why
     )

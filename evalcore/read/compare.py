@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import StoreError
+from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.measures.stats import ALPHA, PAIRED_TEST, Interval, SignTest, format_p, p_relation
 from evalcore.read.results import scored_ranks
@@ -313,21 +314,36 @@ def pair_queries(
     return test, df[columns]
 
 
-def pair_sentence(comparison: Comparison, row: str, column: str) -> str:
+def pair_sentence(comparison: Comparison, row: str, column: str, tr: Translator = ENGLISH) -> str:
     """The detail of one cell, its p first as the cell shows it, the unadjusted p named as such."""
+    _ = tr.gettext
     cell = comparison.cell(row, column)
-    p = f"{comparison.p_name} {p_relation(cell['p_text'])}"
+    p = f"{_(comparison.p_name)} {p_relation(cell['p_text'])}"
     if comparison.adjusted:
-        p += f" (unadjusted p {p_relation(cell['p_value_text'])})"
+        p += _(" (unadjusted p {p})").format(p=p_relation(cell["p_value_text"]))
     verdict = {
-        "better": f"{row} is significantly better",
-        "worse": f"{row} is significantly worse",
-        "no clear difference": "no significant difference",
+        "better": _("{row} is significantly better").format(row=row),
+        "worse": _("{row} is significantly worse").format(row=row),
+        "no clear difference": _("no significant difference"),
     }[cell["verdict"]]
-    return (
-        f"{row} against {column} at hit@{comparison.k}: +{cell['wins']} won / -{cell['losses']} lost, "
-        f"{cell['ties']} ties; {p}: {verdict} (alpha {ALPHA:g}; {PAIRED_TEST})."
+    return tr.numbers_in(
+        _(
+            "{row} against {column} at hit@{k}: +{wins} won / -{losses} lost, {ties} ties; {p}: {verdict} "
+            "(alpha {alpha}; {test})."
+        ).format(
+            **{k: cell[k] for k in ("wins", "losses", "ties")},
+            row=row,
+            column=column,
+            k=comparison.k,
+            p=p,
+            verdict=verdict,
+            alpha=f"{ALPHA:g}",
+            test=_(PAIRED_TEST),
+        )
     )
+
+
+P_NAMES = (N_("Holm-adjusted p"), N_("unadjusted p"))  #: translated where shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,33 +363,42 @@ class Best:
     significant: bool
     tied: tuple[str, ...]
 
-    def sentence(self, k: int, p_name: str) -> str:
-        head = (
-            f"Best at hit@{k}: {self.label}, recall@{k} = {self.recall:.3f} "
-            f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
-            f"{self.successes} of {self.n} queries)."
-        )
+    def sentence(self, k: int, p_name: str, tr: Translator = ENGLISH) -> str:
+        _ = tr.gettext
+        low, high = (f"{x:.3f}" for x in (self.interval.low, self.interval.high))
+        figures = dict(k=k, label=self.label, recall=f"{self.recall:.3f}", low=low, high=high, n=self.n)  # noqa: C408
+        head = _(
+            "Best at hit@{k}: {label}, recall@{k} = {recall} (95% Wilson interval {low}–{high}; {successes} of {n} "
+            "queries)."
+        ).format(successes=self.successes, **figures)
         if self.runner_up is None:
-            return head
+            return tr.numbers_in(head)
         if self.tied:
-            others = ", ".join(self.tied)
-            head = (
-                f"Best at hit@{k}: {self.label}, tied with {others} at recall@{k} = {self.recall:.3f} "
-                f"(95% Wilson interval {self.interval.low:.3f}–{self.interval.high:.3f}; "
-                f"{self.successes} of {self.n} queries)."
-            )
+            head = _(
+                "Best at hit@{k}: {label}, tied with {others} at recall@{k} = {recall} (95% Wilson interval "
+                "{low}–{high}; {successes} of {n} queries)."
+            ).format(others=", ".join(self.tied), successes=self.successes, **figures)
         if self.wins == 0 and self.losses == 0:
-            return (
-                f"{head} Against the runner-up {self.runner_up}: no query differs at hit@{k} "
-                "(each finds exactly the queries the other finds); these queries cannot tell the two apart."
+            return tr.numbers_in(
+                head
+                + " "
+                + _(
+                    "Against the runner-up {runner_up}: no query differs at hit@{k} (each finds exactly the queries "
+                    "the other finds); these queries cannot tell the two apart."
+                ).format(runner_up=self.runner_up, k=k)
             )
-        against = (
-            f"Against the runner-up {self.runner_up} (recall@{k} = {self.runner_up_recall:.3f}): "
-            f"+{self.wins}/-{self.losses}, {p_name} {p_relation(self.p_text)}"
+        p = f"{_(p_name)} {p_relation(self.p_text)}"
+        recall = f"{self.runner_up_recall:.3f}"
+        against = _("Against the runner-up {runner_up} (recall@{k} = {recall}): +{wins}/-{losses}, {p}").format(
+            runner_up=self.runner_up, k=k, recall=recall, wins=self.wins, losses=self.losses, p=p
         )
         if self.significant:
-            return f"{head} {against}: significantly better."
-        return f"{head} {against}: not significantly better; these queries cannot tell the two apart."
+            return tr.numbers_in(_("{head} {against}: significantly better.").format(head=head, against=against))
+        return tr.numbers_in(
+            _("{head} {against}: not significantly better; these queries cannot tell the two apart.").format(
+                head=head, against=against
+            )
+        )
 
 
 def best(comparison: Comparison) -> Best | None:
@@ -445,27 +470,31 @@ def decided_sentence(comparison: Comparison, decided: RunConfiguration, top: Bes
     )
 
 
-def significance_text(comparison: Comparison) -> str:
+def significance_text(comparison: Comparison, tr: Translator = ENGLISH) -> str:
     """A plain sentence: which pairs differ significantly at hit@k, and what n can detect."""
     from evalcore.measures.stats import sample_statement
 
+    _ = tr.gettext
     matrix = comparison.matrix
     k = comparison.k
     if matrix.empty:
-        return "Only one configuration: nothing to compare."
+        return _("Only one configuration: nothing to compare.")
     sig = matrix[matrix["significant"] & (matrix["wins"] > matrix["losses"])]
     if sig.empty:
-        head = (
-            f"At hit@{k}, no pair of these {len(comparison.sides)} configurations differs significantly "
-            f"({comparison.p_name} < {ALPHA:g}, {PAIRED_TEST})."
-        )
+        head = _(
+            "At hit@{k}, no pair of these {n} configurations differs significantly ({p_name} < {alpha}, {test})."
+        ).format(k=k, n=len(comparison.sides), p_name=_(comparison.p_name), alpha=f"{ALPHA:g}", test=_(PAIRED_TEST))
     else:
         parts = [
-            f"{r} beats {c} (+{w}/-{losses}, p {p_relation(p)})"
+            _("{row} beats {column} (+{wins}/-{losses}, p {p})").format(
+                row=r, column=c, wins=w, losses=losses, p=p_relation(p)
+            )
             for r, c, w, losses, p in zip(
                 sig["row"], sig["column"], sig["wins"], sig["losses"], sig["p_text"], strict=True
             )
         ]
-        head = f"At hit@{k}, significant with {comparison.p_name} < {ALPHA:g}: " + "; ".join(parts) + "."
+        head = _("At hit@{k}, significant with {p_name} < {alpha}: {pairs}.").format(
+            k=k, p_name=_(comparison.p_name), alpha=f"{ALPHA:g}", pairs="; ".join(parts)
+        )
     n = comparison.n
-    return f"{head} {sample_statement(n)}" if n >= 1 else head
+    return tr.numbers_in(f"{head} {sample_statement(n, tr=tr)}" if n >= 1 else head)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
@@ -158,12 +159,12 @@ def gate_table(sweep_df: pd.DataFrame, threshold: float) -> pd.DataFrame:
 
     c = state_at(sweep_df, threshold)
     rows = [
-        ("bluffs: out-of-domain queries answered", c.bluffs, c.out_domain),
-        ("out-of-domain queries refused", c.ood_refused, c.out_domain),
-        ("refused: in-domain queries with nothing kept", c.refused, c.in_domain),
-        ("answered with a correct chunk", c.answered_correct, c.in_domain),
-        ("answered from wrong chunks only", c.answered_wrong, c.in_domain),
-        ("lost answers: correct hit in top 4 dropped by the gate", c.lost, c.answerable),
+        (N_("bluffs: out-of-domain queries answered"), c.bluffs, c.out_domain),
+        (N_("out-of-domain queries refused"), c.ood_refused, c.out_domain),
+        (N_("refused: in-domain queries with nothing kept"), c.refused, c.in_domain),
+        (N_("answered with a correct chunk"), c.answered_correct, c.in_domain),
+        (N_("answered from wrong chunks only"), c.answered_wrong, c.in_domain),
+        (N_("lost answers: correct hit in top 4 dropped by the gate"), c.lost, c.answerable),
     ]
     df = pd.DataFrame(rows, columns=["outcome", "queries", "of"])
     df["share"] = (df["queries"] / df["of"]).where(df["of"] > 0)
@@ -180,54 +181,66 @@ def _share(k: int, n: int) -> str:
     return f"{100 * k / n:.0f}%" if n else "n/a"
 
 
-def sentence_at(sweep_df: pd.DataFrame, threshold: float) -> str:
+def sentence_at(sweep_df: pd.DataFrame, threshold: float, tr: Translator = ENGLISH) -> str:
     """What the gate does at ``threshold``, in one plain sentence for a product manager.
 
     E.g. "At t = 0.506: 62% of real questions (45 of 72) are answered from a right source,
     35% (25) are refused, 3% (2) are answered from wrong sources only; 0% of off-topic
     questions (0 of 36) bluff."
     """
+    _ = tr.gettext
     c = state_at(sweep_df, threshold)
     parts = [
-        f"{_share(c.answered_correct, c.in_domain)} of real questions ({c.answered_correct} of "
-        f"{c.in_domain}) are answered from a right source",
-        f"{_share(c.refused, c.in_domain)} ({c.refused}) are refused",
+        _("{share} of real questions ({n} of {real}) are answered from a right source").format(
+            share=_share(c.answered_correct, c.in_domain), n=c.answered_correct, real=c.in_domain
+        ),
+        _("{share} ({n}) are refused").format(share=_share(c.refused, c.in_domain), n=c.refused),
     ]
     if c.answered_wrong:
         parts.append(
-            f"{_share(c.answered_wrong, c.in_domain)} ({c.answered_wrong}) are answered from wrong sources only"
+            _("{share} ({n}) are answered from wrong sources only").format(
+                share=_share(c.answered_wrong, c.in_domain), n=c.answered_wrong
+            )
         )
-    text = f"At t = {threshold_text(threshold)}: " + ", ".join(parts)
+    text = _("At t = {t}: ").format(t=threshold_text(threshold)) + ", ".join(parts)
     if c.out_domain:
-        text += (
-            f"; {_share(c.bluffs, c.out_domain)} of off-topic questions ({c.bluffs} of {c.out_domain}) "
-            "bluff (get an answer where they should get none)."
-        )
+        text += _(
+            "; {share} of off-topic questions ({n} of {off_topic}) bluff (get an answer where they should get none)."
+        ).format(share=_share(c.bluffs, c.out_domain), n=c.bluffs, off_topic=c.out_domain)
     else:
-        text += "; no off-topic questions, so bluffs are not measured."
-    return text
+        text += _("; no off-topic questions, so bluffs are not measured.")
+    return tr.numbers_in(text)
 
 
-def ood_support(sweep_df: pd.DataFrame, threshold: float) -> str | None:
+def ood_support(sweep_df: pd.DataFrame, threshold: float, tr: Translator = ENGLISH) -> str | None:
     """A warning when the out-of-domain set is too small to support a threshold, else None.
 
     Too small: the 95% Wilson interval of the bluff rate at ``threshold`` is wider than
     :data:`~evalcore.measures.threshold.MAX_BLUFF_INTERVAL_WIDTH`, or there is no out-of-domain query.
     """
+    _ = tr.gettext
     c = state_at(sweep_df, threshold)
     if c.out_domain == 0:
-        return (
+        return _(
             "This run has no out-of-domain queries: bluffs cannot be measured, so no threshold "
             "can be justified by them. Add off-topic questions (ood.jsonl)."
         )
     interval = wilson_interval(c.bluffs, c.out_domain)
     if interval.high - interval.low <= MAX_BLUFF_INTERVAL_WIDTH:
         return None
-    return (
-        f"Only {c.out_domain} out-of-domain queries: at t = {threshold_text(threshold)}, {c.bluffs} bluff "
-        f"({_share(c.bluffs, c.out_domain)}), but the 95% Wilson interval of that rate runs from "
-        f"{100 * interval.low:.0f}% to {100 * interval.high:.0f}%. Too few off-topic questions to "
-        "support this threshold; add more before deciding."
+    return tr.numbers_in(
+        _(
+            "Only {n} out-of-domain queries: at t = {t}, {bluffs} bluff ({share}), but the 95% Wilson interval "
+            "of that rate runs from {low} to {high}. Too few off-topic questions to support this threshold; "
+            "add more before deciding."
+        ).format(
+            n=c.out_domain,
+            t=threshold_text(threshold),
+            bluffs=c.bluffs,
+            share=_share(c.bluffs, c.out_domain),
+            low=f"{100 * interval.low:.0f}%",
+            high=f"{100 * interval.high:.0f}%",
+        )
     )
 
 

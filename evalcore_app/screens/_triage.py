@@ -28,6 +28,7 @@ from evalcore.read import qsets as rq
 from evalcore.read import triage as rt
 from evalcore.store import triage as writer
 from evalcore_app.screens import _ui
+from evalcore_app.screens._lang import _
 
 PAGE = 20  # real queries shown at once
 HITS = 5  # hits shown for a query
@@ -81,24 +82,24 @@ def draw(
             ss["qs_pending"] = query
 
     total = _ui.cached(rt.progress, store, set_name, author) if set_name else rt.Progress(0, 0)
-    with st.expander("From real queries: paste user queries and triage them", expanded=total.total > 0):
+    with st.expander(_("From real queries: paste user queries and triage them"), expanded=total.total > 0):
         if not set_name:
-            st.caption("Name the set above first: the list and your decisions are kept for that set.")
+            st.caption(_("Name the set above first: the list and your decisions are kept for that set."))
         c = st.columns([3, 2])
         c[0].text_area(
-            "Real user queries (one a line)",
+            _("Real user queries (one a line)"),
             key="qs_real",
             on_change=paste,
             disabled=not set_name,
         )
         listed = c[1].file_uploader(
-            "…or a file: .txt (one a line), .csv or .jsonl (field below)",
+            _("…or a file: .txt (one a line), .csv or .jsonl (field below)"),
             type=["txt", "csv", "jsonl"],
             key="qs_real_file",
             disabled=not set_name,
         )
-        column = c[1].text_input("CSV column / JSON field", value="query", key="qs_real_column")
-        st.caption("Pasted queries are added to the kept list; a query already in it keeps its decision.")
+        column = c[1].text_input(_("CSV column / JSON field"), value="query", key="qs_real_column")
+        st.caption(_("Pasted queries are added to the kept list; a query already in it keeps its decision."))
         if listed is not None and set_name:
             data = listed.getvalue()
             digest = hashlib.sha256(listed.name.encode() + b"\0" + data).hexdigest()
@@ -124,15 +125,15 @@ def draw(
             key = f"qs_triage_{entry.position - 1}"
             ss[key] = rt.LABELS.get(entry.decision or "", "")  # the kept decision is the truth
             c[1].selectbox(
-                "Decision",
+                _("Decision"),
                 CHOICES,
                 key=key,
                 label_visibility="collapsed",
                 on_change=decided,
                 args=(entry.query, key),
             )
-        st.caption("“answer in the corpus” puts the query among the phrasings above: select its answer and add it.")
-        if st.button("Forget this list and its decisions", key="qs_real_clear"):
+        st.caption(_("“answer in the corpus” puts the query among the phrasings above: select its answer and add it."))
+        if st.button(_("Forget this list and its decisions"), key="qs_real_clear"):
             _ui.guarded(lambda: writer.clear(store, set_name, author))
             st.rerun()
         _hits(store, set_name, author, run_id, [e.query for e in shown], docs, selector)
@@ -144,8 +145,10 @@ def _hits(
     ss = st.session_state
     if run_id is None:
         st.caption(
-            "Hits: choose “The corpus of the selected run” above to see what a configuration of that run "
-            "returns for these queries."
+            _(
+                "Hits: choose “The corpus of the selected run” above to see what a configuration of that run "
+                "returns for these queries."
+            )
         )
         return
     usable, why = _ui.cached(rq.hit_configurations, store, run_id)
@@ -153,13 +156,15 @@ def _hits(
         _ui.plain(why, testid="qs-no-hits")
         return
     c = st.columns(2)
-    config = c[0].selectbox("Hits of", usable, key="qs_hits_config", help="STRATEGY/RETRIEVER of the selected run")
-    look = c[1].selectbox("Query", shown, key="qs_hits_query")
-    with st.spinner("Ranking the query as the run did…"):
+    config = c[0].selectbox(
+        _("Hits of"), usable, key="qs_hits_config", help=_("STRATEGY/RETRIEVER of the selected run")
+    )
+    look = c[1].selectbox(_("Query"), shown, key="qs_hits_query")
+    with st.spinner(_("Ranking the query as the run did…")):
         hits = _ui.guarded(lambda: _ui.cached(rq.config_hits, store, run_id, config, look, HITS)) or []
     if not hits:
-        st.info("No hit for this query in this configuration.")
-    st.caption("Select the answer in a hit's text to make the query an in-domain question with that span.")
+        st.info(_("No hit for this query in this configuration."))
+    st.caption(_("Select the answer in a hit's text to make the query an in-domain question with that span."))
     for h in hits:
         if h.doc_id not in docs:
             continue

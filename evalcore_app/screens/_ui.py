@@ -59,9 +59,12 @@ from evalcore.records import Configuration, Corpus, Document, RunConfiguration
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
 from evalcore_app import screen
-from evalcore_app.screens import _url
+from evalcore_app.screens import _lang, _url
+from evalcore_app.screens._lang import N_, _
 
 DEMO_COMMAND = "python -m evalcore demo"
+#: a run's status words, translated where shown
+RUN_STATUSES = (N_("queued"), N_("running"), N_("complete"), N_("failed"), N_("cancelled"))
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -194,7 +197,7 @@ def rank_text(rank: object) -> str:
     """A first correct rank for a table cell: ``"3"``, or ``"none"`` when there is none (None,
     NaN or pandas' NA: no correct chunk among the hits)."""
     if rank is None or str(rank) in ("<NA>", "nan"):
-        return "none"
+        return _("none")
     return str(int(rank))  # type: ignore[call-overload]
 
 
@@ -223,20 +226,21 @@ def sidebar() -> Context:
     """Store (when several exist), run and configuration pickers; returns what the pages show."""
     _url.apply_url()
     with st.sidebar:
+        _lang.selector()
         choices = store_choices()
         store_path()
         if len(choices) > 1:
             bound(
                 st.selectbox,
-                "Run store",
+                _("Run store"),
                 choices,
                 key="store_path",
                 format_func=lambda p: Path(p).name,
-                help="The operator's store and the other stores in its folder.",
+                help=_("The operator's store and the other stores in its folder."),
             )
         path = st.session_state["store_path"]
         if not Path(path).exists():
-            st.caption(f"Store: {esc(path)} (not created yet)")
+            st.caption(_("Store: {path} (not created yet)").format(path=esc(path)))
             return Context(path, None, None, None, ())
         try:
             overview = runs.runs_overview(store())
@@ -244,18 +248,18 @@ def sidebar() -> Context:
             show_error(exc)
             return Context(path, None, None, None, ())
         if overview.empty:
-            st.caption(f"Store: {esc(path)}")
+            st.caption(_("Store: {path}").format(path=esc(path)))
             return Context(path, None, None, None, ())
         labels = {row["run_id"]: runs.run_label(row) for row in overview.to_dict("records")}
         if st.session_state.get("run_id") not in labels:
             st.session_state["run_id"] = runs.default_run(store()) or next(iter(labels))
         run_id = bound(
             st.selectbox,
-            "Run",
+            _("Run"),
             list(labels),
             key="run_id",
             format_func=labels.get,
-            help="Newest first; failed runs show their reason.",
+            help=_("Newest first; failed runs show their reason."),
         )
         row = overview[overview["run_id"] == run_id].iloc[0].to_dict()
         configs: tuple[Configuration, ...] = ()
@@ -271,10 +275,10 @@ def sidebar() -> Context:
             if configs:
                 label = bound(
                     st.selectbox,
-                    "Configuration (strategy/retriever)",
+                    _("Configuration (strategy/retriever)"),
                     names,
                     key="config",
-                    help="Used by Distances, Threshold, Query and Export.",
+                    help=_("Used by Distances, Threshold, Query and Export."),
                     on_change=lambda: st.session_state.pop("config_why", None),
                 )
                 config = configs[names.index(label)]
@@ -282,7 +286,7 @@ def sidebar() -> Context:
                 if st.session_state.get("config_why") == "the link's configuration":
                     st.session_state["config_why"] = defaults.why_linked(store(), run_id, label)
         _url.write_url(run_id, config.label if config is not None else None)
-        st.caption(f"Store: {esc(path)}")
+        st.caption(_("Store: {path}").format(path=esc(path)))
     return Context(path, run_id, row, config, configs)
 
 
@@ -294,7 +298,7 @@ def no_runs_message(ctx: Context) -> None:
 
     exists = Path(ctx.store_path).exists()
     if exists and not jobs.active_jobs(store()).empty:
-        st.info("A run is under way; this page shows it as soon as it completes.")
+        st.info(_("A run is under way; this page shows it as soon as it completes."))
 
         @st.fragment(run_every=2)
         def progress() -> None:
@@ -307,11 +311,13 @@ def no_runs_message(ctx: Context) -> None:
         progress()
         return
     st.warning(
-        f"The store {markdown.code(ctx.store_path)} has no complete run yet. Make the demo run with\n\n"
-        f"```\n{DEMO_COMMAND}\n```\n\nor start it here (about 3 minutes on two cores; "
-        "it goes on in the background if you leave this page)."
+        _(
+            "The store {store} has no complete run yet. Make the demo run with\n\n"
+            "```\n{command}\n```\n\nor start it here (about 3 minutes on two cores; "
+            "it goes on in the background if you leave this page)."
+        ).format(store=markdown.code(ctx.store_path), command=DEMO_COMMAND)
     )
-    if st.button("Start the demo run"):
+    if st.button(_("Start the demo run")):
         guarded(lambda: jobs.submit(store(), jobs.prepare_demo(DEFAULT_STRATEGIES, demo.RETRIEVERS), "demo"))
         st.rerun()
 
@@ -322,14 +328,18 @@ def require_run(ctx: Context, need_config: bool = False) -> dict:
         no_runs_message(ctx)
         st.stop()
     if ctx.run["status"] != "complete":
-        reason = f" Reason: {esc(ctx.run['reason'])}" if ctx.run.get("reason") else ""
+        reason = " " + _("Reason: {reason}").format(reason=esc(ctx.run["reason"])) if ctx.run.get("reason") else ""
         st.error(
-            f"Run {markdown.code(ctx.run_id)} ({esc(ctx.run['name'])}) is **{ctx.run['status']}**, "
-            f"so it has no results to show.{reason} Pick a complete run in the sidebar."
+            _(
+                "Run {run} ({name}) is **{status}**, so it has no results to show.{reason} "
+                "Pick a complete run in the sidebar."
+            ).format(
+                run=markdown.code(ctx.run_id), name=esc(ctx.run["name"]), status=_(ctx.run["status"]), reason=reason
+            )
         )
         st.stop()
     if need_config and ctx.config is None:
-        st.info("This run has no configurations with results.")
+        st.info(_("This run has no configurations with results."))
         st.stop()
     return cached(runs.run_info, store(), ctx.run_id)
 
@@ -467,4 +477,4 @@ def guarded(fn: Callable[[], Any]) -> Any:
 
 def methods_link() -> None:
     """A link to the Methods screen (docs/METHODS.md), where every figure is defined."""
-    st.page_link(screen("methods"), label="How these figures are defined (Methods)", icon=":material/menu_book:")
+    st.page_link(screen("methods"), label=_("How these figures are defined (Methods)"), icon=":material/menu_book:")

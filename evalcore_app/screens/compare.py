@@ -9,11 +9,13 @@ from evalcore.figures import build as figures
 from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.read import compare, qsets, runs
 from evalcore.read import selection as defaults
-from evalcore_app.screens import _ui, _url
+from evalcore_app.screens import _lang, _ui, _url
+from evalcore_app.screens._lang import _
 
 ctx = _ui.sidebar()
 store = _ui.store()
-st.title("Compare")
+tr = _lang.tr()
+st.title(_("Compare"))
 run = _ui.require_run(ctx)
 
 complete = runs.complete_runs(store)
@@ -34,21 +36,21 @@ k = _ui.bound(
     list(DEFAULT_KS),
     key="hit_k",
     default=4,
-    help="A query is a hit when a correct chunk is in the top k.",
+    help=_("A query is a hit when a correct chunk is in the top k."),
 )
 adjust = _ui.bound(
     cols[1].toggle,
-    "Holm correction",
+    _("Holm correction"),
     key="holm",
     default=True,
-    help="Adjust the p-values for the number of pairs compared (Holm step-down).",
+    help=_("Adjust the p-values for the number of pairs compared (Holm step-down)."),
 )
 other = _ui.bound(
     cols[2].selectbox,
-    "Second run (same queries)",
+    _("Second run (same queries)"),
     others,
     key="run_id_b",
-    format_func=lambda r: "none: configurations of this run" if not r else f"{names.get(r)} · {r}",
+    format_func=lambda r: _("none: configurations of this run") if not r else f"{names.get(r)} · {r}",
     on_change=_forget_choice,
 )
 if other:
@@ -57,7 +59,7 @@ if other:
         st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
     reason = compare.comparable(store, ctx.run_id, other)
     if reason:
-        st.error(f"Cannot compare with run {_ui.esc(other)}: {_ui.esc(reason)}.")
+        st.error(_("Cannot compare with run {run}: {reason}.").format(run=_ui.esc(other), reason=_ui.esc(reason)))
         st.stop()
 
 available, default = _ui.compare_sides(ctx)
@@ -68,37 +70,42 @@ if any(key not in by_key for key in st.session_state.get("matrix_configs", [])):
     st.session_state.pop("matrix_configs")
 chosen = _ui.bound(
     st.multiselect,
-    "Configurations compared",
+    _("Configurations compared"),
     list(by_key),
     key="matrix_configs",
     default=default,
     format_func=label_of.get,
-    help="Configurations of this run"
-    + (" and of the second run" if two_runs else "")
-    + ". Fewer configurations mean fewer pairs for the Holm correction to pay for.",
+    help=(
+        _(
+            "Configurations of this run and of the second run. Fewer configurations mean fewer pairs for the "
+            "Holm correction to pay for."
+        )
+        if two_runs
+        else _("Configurations of this run. Fewer configurations mean fewer pairs for the Holm correction to pay for.")
+    ),
 )
 sides = tuple(by_key[key] for key in chosen)
 _url.write_compare()  # the choice in the address: a reload (and Export after one) keeps it
 if not sides:
-    st.info("Pick at least one configuration.")
+    st.info(_("Pick at least one configuration."))
     st.stop()
 
 comparison = None
 if len(sides) >= 2:
-    matrix = _ui.guarded(lambda: _ui.cached(figures.matrix_figure, store, sides, k, adjust))
+    matrix = _ui.guarded(lambda: _ui.cached(figures.matrix_figure, store, sides, k, adjust, tr))
     if matrix is None:
         st.stop()
     comparison = matrix.detail
     top = compare.best(comparison)
     if top is not None:
-        (st.success if top.significant else st.info)(_ui.esc(top.sentence(k, comparison.p_name)))
+        (st.success if top.significant else st.info)(_ui.esc(top.sentence(k, comparison.p_name, tr)))
 
-st.subheader("Recall@k and MRR per configuration")
-recall, mrr = _ui.cached(figures.recall_figures, store, sides)
+st.subheader(_("Recall@k and MRR per configuration"))
+recall, mrr = _ui.cached(figures.recall_figures, store, sides, tr)
 if recall.chart is None:
-    st.info("No scored in-domain queries in these configurations: nothing to compare.")
+    st.info(_("No scored in-domain queries in these configurations: nothing to compare."))
     st.stop()
-tab_chart, tab_mrr, tab_table = st.tabs(["recall@k", "MRR", "table"])
+tab_chart, tab_mrr, tab_table = st.tabs(["recall@k", "MRR", _("table")])
 with tab_chart:
     _ui.show_figure(recall, "recall")
 with tab_mrr:
@@ -106,29 +113,29 @@ with tab_mrr:
 with tab_table:
     wide = _ui.cached(compare.recall_wide, recall.data)
     config = {
-        "label": st.column_config.TextColumn("configuration", width="large"),
+        "label": st.column_config.TextColumn(_("configuration"), width="large"),
         "queries": st.column_config.NumberColumn("n"),
         "mrr": st.column_config.NumberColumn("MRR", format="%.3f"),
     }
     for kk in DEFAULT_KS:
-        for suffix, title in (("", f"recall@{kk}"), (" low", "low"), (" high", "high")):
+        for suffix, title in (("", f"recall@{kk}"), (" low", _("low")), (" high", _("high"))):
             config[f"recall@{kk}{suffix}"] = st.column_config.NumberColumn(title, format="%.3f")
     st.dataframe(wide.drop(columns=["run_id", "strategy", "retriever"]), hide_index=True, column_config=config)
-    st.caption("One row per configuration; low/high: the 95% Wilson interval of the recall to their left.")
+    st.caption(_("One row per configuration; low/high: the 95% Wilson interval of the recall to their left."))
 
-st.subheader("Destroyed answers per strategy")
+st.subheader(_("Destroyed answers per strategy"))
 for run_id in dict.fromkeys(s.run_id for s in sides):
-    destroyed = _ui.cached(figures.destroyed_figure, store, run_id)
+    destroyed = _ui.cached(figures.destroyed_figure, store, run_id, tr)
     if two_runs:
-        _ui.plain(f"run {names.get(run_id, run_id)} {run_id}", strong=True)
+        _ui.plain(_("run {name} {id}").format(name=names.get(run_id, run_id), id=run_id), strong=True)
     _ui.show_figure(destroyed, f"destroyed-{run_id}")
 
-st.subheader("Paired wins and losses")
+st.subheader(_("Paired wins and losses"))
 if comparison is None:
-    st.info("Pick two or more configurations to compare them query by query.")
+    st.info(_("Pick two or more configurations to compare them query by query."))
     st.stop()
 event = _ui.show_figure(matrix, "matrix", on_select=True)
-_ui.plain(compare.significance_text(comparison))
+_ui.plain(compare.significance_text(comparison, tr))
 
 labels = list(comparison.labels)
 selected = (event.selection.get("cell") or []) if event is not None and hasattr(event, "selection") else []
@@ -142,14 +149,18 @@ st.session_state["pair_first"], st.session_state["pair_second"] = defaults.pair(
 )
 cols = st.columns(2)
 first = _ui.bound(
-    cols[0].selectbox, "First configuration", labels, key="pair_first", help="Click a cell of the matrix or pick here."
+    cols[0].selectbox,
+    _("First configuration"),
+    labels,
+    key="pair_first",
+    help=_("Click a cell of the matrix or pick here."),
 )
-second = _ui.bound(cols[1].selectbox, "Second configuration", [x for x in labels if x != first], key="pair_second")
-_ui.plain(compare.pair_sentence(comparison, first, second), testid="pair-detail")
+second = _ui.bound(cols[1].selectbox, _("Second configuration"), [x for x in labels if x != first], key="pair_second")
+_ui.plain(compare.pair_sentence(comparison, first, second, tr), testid="pair-detail")
 a, b = comparison.side(first), comparison.side(second)
-_, queries = _ui.cached(compare.pair_queries, store, a, b, k)
+_pair, queries = _ui.cached(compare.pair_queries, store, a, b, k)
 if queries.empty:
-    st.info("No query differs between these two configurations at this k.")
+    st.info(_("No query differs between these two configurations at this k."))
 else:
     queries = queries.assign(
         link=[f"/query?run_id={a.run_id}&query_id={q}" for q in queries["query_id"]],
@@ -160,9 +171,9 @@ else:
         queries,
         hide_index=True,
         column_config={
-            "link": st.column_config.LinkColumn("open", display_text="Query screen"),
-            "rank_first": st.column_config.TextColumn("rank in first"),
-            "rank_second": st.column_config.TextColumn("rank in second"),
+            "link": st.column_config.LinkColumn(_("open"), display_text=_("Query screen")),
+            "rank_first": st.column_config.TextColumn(_("rank in first")),
+            "rank_second": st.column_config.TextColumn(_("rank in second")),
         },
     )
 _ui.methods_link()

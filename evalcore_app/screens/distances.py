@@ -7,44 +7,53 @@ import math
 import streamlit as st
 
 from evalcore.figures import build as figures
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import _
 
 ctx = _ui.sidebar()
 store = _ui.store()
-st.title("Distances")
+st.title(_("Distances"))
 run = _ui.require_run(ctx, need_config=True)
-figure = _ui.cached(figures.distance_figure, store, ctx.run_id, ctx.config)
+figure = _ui.cached(figures.distance_figure, store, ctx.run_id, ctx.config, _lang.tr())
 frame, summary = figure.detail
 if frame.empty:
-    st.info("No distances stored for this configuration.")
+    st.info(_("No distances stored for this configuration."))
     st.stop()
 st.markdown(
-    f"Configuration **{_ui.esc(ctx.config.label)}** · {summary.axis} of each in-domain query to its answer "
-    "(the best-ranked correct chunk) and of its top hit, against the top hit of each out-of-domain query."
+    _(
+        "Configuration **{label}** · {axis} of each in-domain query to its answer "
+        "(the best-ranked correct chunk) and of its top hit, against the top hit of each out-of-domain query."
+    ).format(label=_ui.esc(ctx.config.label), axis=_(summary.axis))
 )
-_ui.plain(f"n: {summary.n_text()}.", small=True, testid="distance-n")
+_ui.plain(f"n: {_lang.source(summary.n_text())}.", small=True, testid="distance-n")
 cols = st.columns(4)
-cols[0].metric("Worst in-domain answer", "n/a" if math.isnan(summary.worst_in) else f"{summary.worst_in:.3f}")
-cols[1].metric("Best out-of-domain top hit", "n/a" if math.isnan(summary.best_out) else f"{summary.best_out:.3f}")
+cols[0].metric(
+    _("Worst in-domain answer"), _("n/a") if math.isnan(summary.worst_in) else _lang.num(summary.worst_in, 3)
+)
+cols[1].metric(
+    _("Best out-of-domain top hit"), _("n/a") if math.isnan(summary.best_out) else _lang.num(summary.best_out, 3)
+)
 cols[2].metric(
-    "Answers in the overlap",
-    f"{summary.overlap_in} of {summary.n_answer}",
-    help="In-domain answers at or beyond the best out-of-domain top hit",
+    _("Answers in the overlap"),
+    _("{n} of {m}").format(n=summary.overlap_in, m=summary.n_answer),
+    help=_("In-domain answers at or beyond the best out-of-domain top hit"),
 )
 cols[3].metric(
-    "Off-topic hits in the overlap",
-    f"{summary.overlap_out} of {summary.n_out}",
-    help="Out-of-domain top hits at or within the worst in-domain answer",
+    _("Off-topic hits in the overlap"),
+    _("{n} of {m}").format(n=summary.overlap_out, m=summary.n_out),
+    help=_("Out-of-domain top hits at or within the worst in-domain answer"),
 )
 if summary.n_out == 0:
-    st.warning("This run has no out-of-domain queries: only the in-domain distances are shown.")
+    st.warning(_("This run has no out-of-domain queries: only the in-domain distances are shown."))
 elif summary.separated:
     st.success(
-        "The groups are separated: a threshold between the two marks keeps every answer and refuses every "
-        "out-of-domain query."
+        _(
+            "The groups are separated: a threshold between the two marks keeps every answer and refuses every "
+            "out-of-domain query."
+        )
     )
 else:
-    st.warning("The groups overlap (shaded band): no threshold keeps every answer without a bluff.")
+    st.warning(_("The groups overlap (shaded band): no threshold keeps every answer without a bluff."))
 if figure.chart is not None:
     _ui.show_figure(figure, "distances")
 scored = not summary.lower_is_closer  # the retriever's own score, not a distance

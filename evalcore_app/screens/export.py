@@ -8,43 +8,63 @@ import streamlit as st
 from evalcore.figures import build as figures
 from evalcore.figures import review
 from evalcore.files import figure_files as export
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import _
 
 ctx = _ui.sidebar()
-st.title("Export")
+tr = _lang.tr()
+st.title(_("Export"))
 run = _ui.require_run(ctx, need_config=True)
 selection = _ui.guarded(lambda: _ui.selection(ctx))
 if selection is None:
     st.stop()
 compared = ", ".join(s.label(len({x.run_id for x in selection.sides}) > 1) for s in selection.sides)
 _ui.plain(
-    f"Compared at hit@{selection.k} ({'Holm-adjusted' if selection.adjust else 'unadjusted'} p): "
-    f"{compared or 'nothing'}.",
+    (
+        _("Compared at hit@{k} (Holm-adjusted p): {compared}.")
+        if selection.adjust
+        else _("Compared at hit@{k} (unadjusted p): {compared}.")
+    ).format(k=selection.k, compared=compared or _("nothing")),
     testid="export-compared",
 )
 _ui.plain(
-    f"Threshold t = {selection.threshold:.4f} for {selection.configuration.label} · {selection.threshold_source}",
+    _("Threshold t = {t} for {label} · {source}").format(
+        t=_lang.num(selection.threshold, 4),
+        label=selection.configuration.label,
+        source=_lang.source(selection.threshold_source),
+    ),
     testid="threshold-state",
 )
 st.caption(
-    "These are the charts the other screens show now (Compare: configurations, hit@k, Holm; "
-    "sidebar and Threshold: configuration and threshold). Every PNG and SVG has its caption drawn "
-    "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines."
+    _(
+        "These are the charts the other screens show now (Compare: configurations, hit@k, Holm; "
+        "sidebar and Threshold: configuration and threshold). Every PNG and SVG has its caption drawn "
+        "in; the SVG also carries it as <title>/<desc>, the PNG as text chunks, the CSV as its first lines."
+    )
 )
+if tr.lang != "en":
+    st.caption(
+        _(
+            "Charts, captions and summary.md are in {language}; the CSV files keep machine-readable values "
+            "('.' decimals, ISO dates, English column names) and say so in their first lines."
+        ).format(language=tr.name)
+    )
 store = _ui.store()  # bound now: the pack is built on click, outside this run and its session state
 shown = _ui.guarded(
-    lambda: figures.selection_figures(store, selection, call=lambda fn, *args: _ui.cached(fn, store, *args))
+    lambda: figures.selection_figures(store, selection, call=lambda fn, *args: _ui.cached(fn, store, *args), tr=tr)
 )
 if not shown:
     st.stop()
 
 
 def _pack() -> bytes:
-    return export.review_pack(shown, ctx.run_id, lambda files: review.review_summary(store, selection, shown, files))
+    return export.review_pack(
+        shown, ctx.run_id, lambda files: review.review_summary(store, selection, shown, files, tr)
+    )
 
 
 st.download_button(
-    "Download the review pack (zip)",
+    _("Download the review pack (zip)"),
     data=_pack,
     file_name=export.pack_name(ctx.run_id, selection.configuration.label, selection.threshold),
     mime="application/zip",
@@ -52,7 +72,7 @@ st.download_button(
     on_click="ignore",
     type="primary",
     icon=":material/folder_zip:",
-    help="Every chart below as PNG, SVG and CSV, and summary.md: the decision and the comparison they support.",
+    help=_("Every chart below as PNG, SVG and CSV, and summary.md: the decision and the comparison they support."),
 )
 for figure in shown:
     with st.container(border=True):

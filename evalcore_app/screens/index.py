@@ -6,60 +6,65 @@ import streamlit as st
 
 from evalcore.figures import build as figures
 from evalcore.read import index
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import _, ngettext
 
 ctx = _ui.sidebar()
 store = _ui.store()
-st.title("Index health")
+st.title(_("Index health"))
 run = _ui.require_run(ctx)
-figure = _ui.cached(figures.index_figure, store, ctx.run_id)
+figure = _ui.cached(figures.index_figure, store, ctx.run_id, _lang.tr())
 health = figure.detail
 if health.empty:
-    st.info("This run has no strategies recorded.")
+    st.info(_("This run has no strategies recorded."))
 else:
     st.dataframe(
         health,
         hide_index=True,
         column_config={
-            "header_share": st.column_config.NumberColumn("header share", format="percent"),
+            "header_share": st.column_config.NumberColumn(_("header share"), format="percent"),
             "norm_max_diff": st.column_config.NumberColumn(
-                "normalisation check",
+                _("normalisation check"),
                 format="%.2e",
-                help="max |L2²/2 − (1 − cos)| over 200 × 200 chunk pairs; ~1e-6 when vectors are unit length",
+                help=_("max |L2²/2 − (1 − cos)| over 200 × 200 chunk pairs; ~1e-6 when vectors are unit length"),
             ),
-            "over_window": st.column_config.NumberColumn("over 256 window"),
+            "over_window": st.column_config.NumberColumn(_("over 256 window")),
         },
     )
     _ui.show_figure(figure, "index")
 
 over = _ui.cached(index.over_window_chunks, store, ctx.run_id)
 measured = health.empty or bool(health["over_window"].notna().any())  # a run ranked elsewhere: not measured
-st.subheader(f"Chunks over the 256-piece window ({len(over) if measured else 'not measured'})")
-st.caption("The model cuts these silently: the words past the window are never embedded.")
+st.subheader(_("Chunks over the 256-piece window ({n})").format(n=len(over) if measured else _("not measured")))
+st.caption(_("The model cuts these silently: the words past the window are never embedded."))
 if not measured:
-    st.info("Not measured: this run was ranked elsewhere, so no chunk was embedded by the model here.")
+    st.info(_("Not measured: this run was ranked elsewhere, so no chunk was embedded by the model here."))
 elif over.empty:
-    st.success("No chunk is over the window.")
+    st.success(_("No chunk is over the window."))
 else:
     st.dataframe(over, hide_index=True)
 
 unlocated = _ui.cached(index.unlocated_chunks, store, ctx.run_id)
 if not unlocated.empty:  # only a run made elsewhere has them
-    st.subheader(f"Chunks that could not be located ({len(unlocated)})")
+    st.subheader(_("Chunks that could not be located ({n})").format(n=len(unlocated)))
     st.caption(
-        "The other system's chunk file names these, but their text or offsets were not found in the "
-        "corpus: they are kept in the rankings and never count as correct."
+        _(
+            "The other system's chunk file names these, but their text or offsets were not found in the "
+            "corpus: they are kept in the rankings and never count as correct."
+        )
     )
     st.dataframe(unlocated, hide_index=True, column_config={"reason": st.column_config.TextColumn(width="large")})
 
 destroyed = _ui.cached(index.destroyed_list, store, ctx.run_id)
-st.subheader(f"Destroyed ground truths ({len(destroyed)})")
+st.subheader(_("Destroyed ground truths ({n})").format(n=len(destroyed)))
 if destroyed.empty:
-    st.success("Every ground truth lies whole in some chunk.")
+    st.success(_("Every ground truth lies whole in some chunk."))
 else:
     st.caption(
-        "No chunk holds these needles whole, so no retriever can find them. "
-        "`before | after` shows the cut that split a needle."
+        _(
+            "No chunk holds these needles whole, so no retriever can find them. "
+            "`before | after` shows the cut that split a needle."
+        )
     )
     st.dataframe(
         destroyed.assign(split=destroyed["before_cut"] + " | " + destroyed["after_cut"]),
@@ -79,12 +84,24 @@ else:
     )
 
 docs = _ui.cached(index.documents, store, ctx.run_id)
-st.subheader(f"Documents ({len(docs)})")
+st.subheader(_("Documents ({n})").format(n=len(docs)))
 stale = int(docs["stale"].sum())
 failed = int((docs["state"] == "failed").sum())
 if stale:
-    st.warning(f"{stale} documents were indexed under an older stamp (stale): re-run to refresh them.")
+    st.warning(
+        ngettext(
+            "{n} document was indexed under an older stamp (stale): re-run to refresh it.",
+            "{n} documents were indexed under an older stamp (stale): re-run to refresh them.",
+            stale,
+        ).format(n=stale)
+    )
 if failed:
-    st.error(f"{failed} documents failed; their reasons are listed below.")
+    st.error(
+        ngettext(
+            "{n} document failed; its reason is listed below.",
+            "{n} documents failed; their reasons are listed below.",
+            failed,
+        ).format(n=failed)
+    )
 st.dataframe(docs, hide_index=True)
 _ui.methods_link()

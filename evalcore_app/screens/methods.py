@@ -10,13 +10,25 @@ from pathlib import Path
 
 import streamlit as st
 
+from evalcore_app.screens import _lang
+from evalcore_app.screens._lang import _
+
 _PACKAGE = Path(__file__).resolve().parents[1]
 _INSTALLED = _PACKAGE / "METHODS.md"
 METHODS = _INSTALLED if _INSTALLED.exists() else _PACKAGE.parent / "docs" / "METHODS.md"
 
-st.title("Methods")
+with st.sidebar:
+    _lang.selector()
+st.title(_("Methods"))
+if _lang.current() != "en":
+    st.info(
+        _(
+            "This page is in English in this version: it is the reference text of docs/METHODS.md. "
+            "The other screens, their figures and exports are in your language."
+        )
+    )
 if METHODS.exists():
     text = METHODS.read_text(encoding="utf-8").split("\n", 1)[1]  # our own text; its title is above
     st.markdown(re.sub(r"\[([^\]]+)\]\(([\w.-]+\.md)\)", r"\1 (docs/\2)", text))  # no links that lead nowhere here
 else:
-    st.warning(f"{METHODS.name} is missing from this installation.")
+    st.warning(_("{name} is missing from this installation.").format(name=METHODS.name))

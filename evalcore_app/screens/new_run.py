@@ -35,12 +35,13 @@ from evalcore.read import qsets as question_sets
 from evalcore.retrieval.bm25 import languages
 from evalcore.retrieval.names import RETRIEVERS, analyzer_label, with_analyzers
 from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import _, ngettext
 
 ctx = _ui.sidebar()
 store = _ui.get_store(ctx.store_path)
 store_exists = Path(ctx.store_path).exists()  # a missing store is created by the first job, never by a visit
-st.title("New run")
+st.title(_("New run"))
 if store_exists and not st.session_state.get("nr_cleaned"):  # once a session: uploads never started, a day old
     _ui.guarded(lambda: jobs.clean_uploads(store))
     st.session_state["nr_cleaned"] = True
@@ -66,7 +67,9 @@ def _one(item) -> uploads.UploadedFile | None:
     return uploads.UploadedFile(item.name, item.getvalue()) if item is not None else None
 
 
-source = st.radio("Inputs", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source", on_change=_forget)
+source = st.radio(
+    _("Inputs"), list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source", on_change=_forget
+)
 set_names = (_ui.guarded(lambda: _ui.cached(question_sets.set_names, store)) or []) if store_exists else []
 QUESTIONS_FROM = {"files": "Question files", "set": "A question set of the store"}
 from_set = False
@@ -74,7 +77,7 @@ dataset: str | None = None
 if source != "demo" and set_names:
     from_set = (
         st.radio(
-            "Questions",
+            _("Questions"),
             list(QUESTIONS_FROM),
             format_func=QUESTIONS_FROM.get,
             horizontal=True,
@@ -85,16 +88,18 @@ if source != "demo" and set_names:
     )
 if from_set:
     cols = st.columns(2)
-    set_name = cols[0].selectbox("Question set", set_names, key="nr_set", on_change=_forget)
+    set_name = cols[0].selectbox(_("Question set"), set_names, key="nr_set", on_change=_forget)
     labels = [v.label for v in _ui.cached(question_sets.set_versions, store, set_name)][::-1]
     if st.session_state.get("nr_set_version") not in labels:
         st.session_state["nr_set_version"] = labels[0]
     dataset = cols[1].selectbox(
-        "Version", labels, key="nr_set_version", on_change=_forget, help="The newest first; a run records it."
+        _("Version"), labels, key="nr_set_version", on_change=_forget, help=_("The newest first; a run records it.")
     )
     st.caption(
-        f"The run reads {_ui.esc(dataset)} as `python -m evalcore run --dataset {_ui.esc(dataset)}` does: "
-        "its needles are resolved against this corpus, and those that no longer resolve are listed and excluded."
+        _(
+            "The run reads {set} as `python -m evalcore run --dataset {set}` does: its needles are resolved "
+            "against this corpus, and those that no longer resolve are listed and excluded."
+        ).format(set=_ui.esc(dataset))
     )
 if source == "upload":
     st.caption(
@@ -103,7 +108,7 @@ if source == "upload":
         "with a message; a zip with paths outside its folder or symbolic links is refused."
     )
     corpus_up = st.file_uploader(
-        "Corpus: .md / .txt / .pdf / .html files, or a .zip of them",
+        _("Corpus: .md / .txt / .pdf / .html files, or a .zip of them"),
         key="nr_corpus",
         type=["md", "markdown", "txt", "pdf", "html", "htm", "zip"],
         accept_multiple_files=True,
@@ -112,42 +117,46 @@ if source == "upload":
     questions_up = ood_up = None
     if not from_set:
         cols = st.columns(2)
-        questions_up = cols[0].file_uploader("questions.jsonl", type=["jsonl"], key="nr_questions", on_change=_forget)
-        ood_up = cols[1].file_uploader("ood.jsonl (optional)", type=["jsonl"], key="nr_ood", on_change=_forget)
+        questions_up = cols[0].file_uploader(
+            _("questions.jsonl"), type=["jsonl"], key="nr_questions", on_change=_forget
+        )
+        ood_up = cols[1].file_uploader(_("ood.jsonl (optional)"), type=["jsonl"], key="nr_ood", on_change=_forget)
 elif source == "folder":
     st.caption("Only inside the folders the operator allows: " + ", ".join(markdown_text.code(r) for r in roots))
-    st.text_input("Corpus folder on the server", key="nr_corpus_dir", on_change=_forget)
+    st.text_input(_("Corpus folder on the server"), key="nr_corpus_dir", on_change=_forget)
     if not from_set:
         cols = st.columns(2)
-        cols[0].text_input("questions.jsonl path", key="nr_questions_path", on_change=_forget)
-        cols[1].text_input("ood.jsonl path (optional)", key="nr_ood_path", on_change=_forget)
+        cols[0].text_input(_("questions.jsonl path"), key="nr_questions_path", on_change=_forget)
+        cols[1].text_input(_("ood.jsonl path (optional)"), key="nr_ood_path", on_change=_forget)
 else:
-    st.caption("The Python language reference (pydoc topics) with its built-in questions.")
+    st.caption(_("The Python language reference (pydoc topics) with its built-in questions."))
 
 MODES = {"builtin": "Built-in pipeline (strategies x models x retrievers)", "endpoint": "Live search endpoint"}
 endpoint_prefixes = allowed_prefixes()  # the operator's $EVALCORE_ENDPOINTS
 mode = st.radio(
-    "What to measure", list(MODES), format_func=MODES.get, horizontal=True, key="nr_mode", on_change=_forget
+    _("What to measure"), list(MODES), format_func=MODES.get, horizontal=True, key="nr_mode", on_change=_forget
 )
 endpoint_spec = None
 if mode == "endpoint":
     if not endpoint_prefixes:
         st.info(
-            "Endpoint runs from the dashboard are off: the operator allows search services by URL prefix in "
-            "`EVALCORE_ENDPOINTS` (see docs/DEPLOY.md). `python -m evalcore run-endpoint` works from a terminal."
+            _(
+                "Endpoint runs from the dashboard are off: the operator allows search services by URL prefix in "
+                "`EVALCORE_ENDPOINTS` (see docs/DEPLOY.md). `python -m evalcore run-endpoint` works from a terminal."
+            )
         )
         st.stop()
     st.caption(
         "Every query is sent to the service (answers are cached in the store: a second run sends nothing). "
         "Allowed: " + ", ".join(markdown_text.code(p) for p in endpoint_prefixes)
     )
-    url = st.text_input("URL", key="nr_url", on_change=_forget, placeholder=endpoint_prefixes[0] + "search")
+    url = st.text_input(_("URL"), key="nr_url", on_change=_forget, placeholder=endpoint_prefixes[0] + "search")
     body = st.text_input(
-        "JSON body template",
+        _("JSON body template"),
         value=DEFAULT_BODY,
         key="nr_body",
         on_change=_forget,
-        help='Strings may hold {query}, {query_id}, {k}; "{k}" alone is a number.',
+        help=_('Strings may hold {query}, {query_id}, {k}; "{k}" alone is a number.'),
     )
     cols = st.columns(6)
     paths = {
@@ -164,8 +173,8 @@ if mode == "endpoint":
         )
     }
     cols = st.columns(2)
-    chunker = cols[0].text_input("Chunker name", value=EXTERNAL, key="nr_chunker", on_change=_forget)
-    retriever_name = cols[1].text_input("Retriever name", value=EXTERNAL, key="nr_retriever", on_change=_forget)
+    chunker = cols[0].text_input(_("Chunker name"), value=EXTERNAL, key="nr_chunker", on_change=_forget)
+    retriever_name = cols[1].text_input(_("Retriever name"), value=EXTERNAL, key="nr_retriever", on_change=_forget)
     score_kind = paths.pop("score_kind").strip()
     endpoint_spec = jobs.endpoint_setup(
         Endpoint(url=url.strip(), body=body, fields=Fields(**{k: v.strip() for k, v in paths.items()})),
@@ -179,7 +188,7 @@ if mode == "endpoint":  # the service chunks and ranks: no strategy or retriever
 else:
     # the strategies get a row of their own: all seven chips (A-G) stay visible
     chosen = st.multiselect(
-        "Strategies",
+        _("Strategies"),
         list(NAMED_STRATEGIES),
         default=DEFAULT_STRATEGIES.split(","),
         key="nr_strategies",
@@ -188,14 +197,14 @@ else:
     )
     cols = st.columns(2)
     custom = cols[0].text_input(
-        "Custom strategies (optional, comma list)",
+        _("Custom strategies (optional, comma list)"),
         key="nr_custom",
         on_change=_forget,
-        placeholder="wide:boundaries+header+size=800",
+        placeholder=_("wide:boundaries+header+size=800"),
         help=SPEC_SYNTAX,
     )
     retrievers = cols[1].multiselect(
-        "Retrievers",
+        _("Retrievers"),
         list(RETRIEVERS),
         default=DEFAULT_RETRIEVERS.split(","),
         key="nr_retrievers",
@@ -203,16 +212,18 @@ else:
         help="; ".join(f"{k}: {v}" for k, v in RETRIEVERS.items()) + ". Rerank runs only with a local cross-encoder.",
     )
     analyzers = st.multiselect(
-        "BM25 languages",
+        _("BM25 languages"),
         ["", "unicode", *languages()],
         default=[""],
         format_func=analyzer_label,
         key="nr_languages",
         on_change=_forget,
-        help="How bm25, hybrid and rerank read the text. The chapter's tokenizer keeps lowercase a-z0-9 runs "
-        "(Größe becomes gr + e); a language reads Unicode words, casefolded, each stemmed by the Snowball "
-        "stemmer of that language (Häuser and Haus match). Choose several to compare them in one run: "
-        "each is a retriever of its own (bm25:german, hybrid:german).",
+        help=_(
+            "How bm25, hybrid and rerank read the text. The chapter's tokenizer keeps lowercase a-z0-9 runs "
+            "(Größe becomes gr + e); a language reads Unicode words, casefolded, each stemmed by the Snowball "
+            "stemmer of that language (Häuser and Haus match). Choose several to compare them in one run: "
+            "each is a retriever of its own (bm25:german, hybrid:german)."
+        ),
     )
     retrievers = with_analyzers(retrievers, analyzers)
     if analyzers not in ([], [""]):
@@ -220,15 +231,17 @@ else:
 model_folders: list[str] = []
 if mode == "builtin" and roots:
     models_text = st.text_area(
-        "Embedding model folders on the server (optional, one a line)",
+        _("Embedding model folders on the server (optional, one a line)"),
         key="nr_models",
         on_change=_forget,
         height=68,
-        help="Local sentence-transformers folders inside the allowed folders; with several, each strategy runs "
-        "under each model and is stored as STRATEGY@FOLDER. Empty: the packaged all-MiniLM-L6-v2.",
+        help=_(
+            "Local sentence-transformers folders inside the allowed folders; with several, each strategy runs "
+            "under each model and is stored as STRATEGY@FOLDER. Empty: the packaged all-MiniLM-L6-v2."
+        ),
     )
     model_folders = [line.strip() for line in models_text.splitlines() if line.strip()]
-name = st.text_input("Run name (optional)", key="nr_name")
+name = st.text_input(_("Run name (optional)"), key="nr_name")
 strategies = ",".join([*chosen, *(s.strip() for s in custom.split(",") if s.strip())])
 retriever_list = ",".join(retrievers)
 
@@ -278,9 +291,9 @@ def _validate() -> jobs.Prepared | None:
         return None
 
 
-if st.button("Validate", key="nr_validate", icon=":material/fact_check:"):
+if st.button(_("Validate"), key="nr_validate", icon=":material/fact_check:"):
     _forget()
-    with st.spinner("Checking the inputs…"):
+    with st.spinner(_("Checking the inputs…")):
         st.session_state["nr_prepared"] = _ui.guarded(_validate)
 
 SHOWN_IDS = 40  # document ids listed under a needle problem
@@ -352,33 +365,57 @@ if prepared is not None:
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
     service = jobs.endpoint_options(prepared.spec.endpoint) if prepared.spec.endpoint else None
+    count = _lang.tr().integer
     summary = (
-        (f"Question set {prepared.spec.dataset}: " if prepared.spec.dataset else "")
-        + f"{rep['documents']} document{'' if rep['documents'] == 1 else 's'} ({len(rep['failed'])} failed), "
-        f"{rep['sections']} sections, "
-        f"{rep['characters']:,} characters; ground truths {gt['valid']:,} of {gt['total']:,} valid; "
-        f"in-domain queries {q['valid']:,} of {q['total']:,}; out-of-domain {ood['total']} "
-        f"({ood['near']} near, {ood['far']} far). "
+        (_("Question set {name}: ").format(name=prepared.spec.dataset) if prepared.spec.dataset else "")
+        + ngettext("{n} document ({failed} failed), ", "{n} documents ({failed} failed), ", rep["documents"]).format(
+            n=rep["documents"], failed=len(rep["failed"])
+        )
+        + _(
+            "{sections} sections, {characters} characters; ground truths {gt_valid} of {gt_total} valid; "
+            "in-domain queries {q_valid} of {q_total}; out-of-domain {ood} ({near} near, {far} far). "
+        ).format(
+            sections=rep["sections"],
+            characters=count(rep["characters"]),
+            gt_valid=count(gt["valid"]),
+            gt_total=count(gt["total"]),
+            q_valid=count(q["valid"]),
+            q_total=count(q["total"]),
+            ood=ood["total"],
+            near=ood["near"],
+            far=ood["far"],
+        )
         + (
-            f"Endpoint {service['endpoint'].url} as {service['chunker']}/{service['retriever_name']}."
+            _("Endpoint {url} as {chunker}/{retriever}.").format(
+                url=service["endpoint"].url, chunker=service["chunker"], retriever=service["retriever_name"]
+            )
             if service
-            else f"Strategies {prepared.spec.strategies} · retrievers {prepared.spec.retrievers}"
-            + (f" · models {', '.join(prepared.spec.models)}." if prepared.spec.models else ".")
+            else _("Strategies {strategies} · retrievers {retrievers}").format(
+                strategies=prepared.spec.strategies, retrievers=prepared.spec.retrievers
+            )
+            + (_(" · models {models}.").format(models=", ".join(prepared.spec.models)) if prepared.spec.models else ".")
         )
     )
     for note in prepared.notes:
         st.info(_ui.esc(note))
     if not found:
-        st.success(f"Valid: {_ui.esc(summary)}")
+        st.success(_("Valid: {summary}").format(summary=_ui.esc(summary)))
     else:
         kinds = Counter(row["what"] for row in found)
         counted = "; ".join(f"{n:,} × {what}" for what, n in kinds.items())
         first = found[0]
         st.warning(
-            f"Valid with problems ({counted}): only what is valid is run. {_ui.esc(summary)} "
-            f"First problem: {_ui.esc(first['where'])}: {_ui.esc(first['message'])}."
+            _(
+                "Valid with problems ({counted}): only what is valid is run. {summary} First problem: {where}: "
+                "{message}."
+            ).format(
+                counted=counted,
+                summary=_ui.esc(summary),
+                where=_ui.esc(first["where"]),
+                message=_ui.esc(first["message"]),
+            )
         )
-    if st.button("Start run", key="nr_start", type="primary", icon=":material/play_arrow:"):
+    if st.button(_("Start run"), key="nr_start", type="primary", icon=":material/play_arrow:"):
         job_id = _ui.guarded(lambda: jobs.submit(store, prepared, name))
         if job_id:
             st.session_state.pop("nr_prepared", None)
@@ -386,13 +423,13 @@ if prepared is not None:
             st.rerun()
     if found:
         reasons = Counter(row["message"].split(" (")[0] for row in found)
-        with st.expander(f"Problems ({len(found):,})", expanded=len(found) <= 10):
+        with st.expander(_("Problems ({n})").format(n=_lang.tr().integer(len(found))), expanded=len(found) <= 10):
             if len(reasons) < len(found):
-                st.caption("Most frequent: " + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
+                st.caption(_("Most frequent: ") + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
             st.dataframe(found, hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
             if rep["invalid_ground_truths"] and prepared.documents:
                 st.caption(documents_found(prepared.documents))
-    with st.expander("Validation report (as `python -m evalcore validate --json`)"):
+    with st.expander(_("Validation report (as `python -m evalcore validate --json`)")):
         st.json(rep, expanded=False)
 
 last_job = st.session_state.get("nr_last_job")
@@ -405,13 +442,14 @@ if last_job and store_exists:  # said while the job waits or runs; gone once it 
         st.session_state.pop("nr_last_job", None)
 if st.session_state.get("nr_last_job"):
     st.info(
-        f"Started job `{st.session_state['nr_last_job']}`; it runs in the background. "
-        f"At most {_ui.guarded(jobs.max_jobs) or 1} job(s) run at once; the others wait in order."
+        _(
+            "Started job `{job}`; it runs in the background. At most {n} job(s) run at once; the others wait in order."
+        ).format(job=st.session_state["nr_last_job"], n=_ui.guarded(jobs.max_jobs) or 1)
     )
 
-st.subheader("Jobs")
+st.subheader(_("Jobs"))
 if not store_exists:
-    st.caption("No jobs yet.")
+    st.caption(_("No jobs yet."))
     st.stop()
 active_now = not jobs.active_jobs(store).empty
 
@@ -422,7 +460,7 @@ def job_panel() -> None:
         jobs.reap_now(store)
     df = jobs.jobs_overview(store, limit=30)
     if df.empty:
-        st.caption("No jobs yet.")
+        st.caption(_("No jobs yet."))
         return
     active = df[df["status"].isin(jobs.ACTIVE)]
     # the running jobs first, then the queue in its order: Cancel on the top row is the running job's
@@ -435,10 +473,10 @@ def job_panel() -> None:
             text=f"**{_ui.esc(row['name'])}** {row['job_id']} · {where} · {_ui.esc(row['stage'] or '')}",
         )
         if row["cancel_requested"]:
-            cols[1].caption("cancelling…")
+            cols[1].caption(_("cancelling…"))
         else:
             cols[1].button(
-                "Cancel", key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel, args=(store, row["job_id"])
+                _("Cancel"), key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel, args=(store, row["job_id"])
             )
     done = df[~df["status"].isin(jobs.ACTIVE)]
     if not done.empty:
@@ -446,11 +484,11 @@ def job_panel() -> None:
             done[["job_id", "name", "status", "created_at", "finished_at", "reason"]],
             hide_index=True,
             column_config={
-                "created_at": st.column_config.DatetimeColumn("queued", format="YYYY-MM-DD HH:mm:ss"),
-                "finished_at": st.column_config.DatetimeColumn("finished", format="YYYY-MM-DD HH:mm:ss"),
+                "created_at": st.column_config.DatetimeColumn(_("queued"), format="YYYY-MM-DD HH:mm:ss"),
+                "finished_at": st.column_config.DatetimeColumn(_("finished"), format="YYYY-MM-DD HH:mm:ss"),
             },
         )
-        st.caption("A complete job's run is on the Runs page (same id).")
+        st.caption(_("A complete job's run is on the Runs page (same id)."))
     if active_now and active.empty:
         st.rerun()  # the last job ended: redraw the page (sidebar run list) and stop polling
 

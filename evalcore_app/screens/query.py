@@ -14,18 +14,19 @@ import html
 import streamlit as st
 
 from evalcore.read import queries, sweeps
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import _
 
 ctx = _ui.sidebar()
 store = _ui.store()
-st.title("Query")
+st.title(_("Query"))
 run = _ui.require_run(ctx, need_config=True)
 if st.query_params.get("traffic"):  # a logged query opened from the Traffic screen
     from evalcore_app.screens import traffic_query
 
     traffic_query.show(ctx, str(st.query_params["traffic"]))
     st.stop()
-search = _ui.bound(st.text_input, "Search queries (text or id)", key="query_search")
+search = _ui.bound(st.text_input, _("Search queries (text or id)"), key="query_search")
 found = _ui.cached(queries.search_queries, store, ctx.run_id, search)
 labels = {
     row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}" + ("" if row.valid else " (invalid)")
@@ -39,7 +40,7 @@ if wanted and wanted not in labels and not search:
     else:
         labels = {wanted: f"{wanted} · {extra['domain']} · {str(extra['text'])[:90]}", **labels}
 if not labels:
-    st.info("No query matches the search.")
+    st.info(_("No query matches the search."))
     st.stop()
 if st.session_state.get("query_id") not in labels:
     st.session_state["query_id"] = next(iter(labels))
@@ -52,35 +53,43 @@ def _shareable() -> None:  # the URL follows the query shown, so it can be copie
     )
 
 
-query_id = _ui.bound(st.selectbox, "Query", list(labels), key="query_id", format_func=labels.get, on_change=_shareable)
+query_id = _ui.bound(
+    st.selectbox, _("Query"), list(labels), key="query_id", format_func=labels.get, on_change=_shareable
+)
 query = _ui.cached(queries.query_row, store, ctx.run_id, query_id)
 threshold, source = _ui.threshold_state(ctx)
 _ui.plain(str(query["text"]), strong=True, testid="query-text")
 if query["domain"] == "in":
     where = f"{query['doc_id']}{query['needle_locator']}" if query["valid"] else str(query["doc_id"] or "")
     _ui.plain(
-        f"In-domain · group {query['group_id']} · variant {query['variant'] or '(none)'} · needle in {where}"
-        + ("" if query["valid"] else f" · invalid: {query['invalid_reason']}"),
+        _("In-domain · group {group} · variant {variant} · needle in {where}").format(
+            group=query["group_id"], variant=query["variant"] or _("(none)"), where=where
+        )
+        + ("" if query["valid"] else _(" · invalid: {reason}").format(reason=query["invalid_reason"])),
         small=True,
         testid="query-meta",
     )
     if query["valid"] and query["needle_text"] is not None:  # destroyed answers too: no chunk shows it whole
-        _ui.plain(f"Answer (needle): {query['needle_text']}", small=True, testid="query-needle")
+        _ui.plain(_("Answer (needle): {text}").format(text=query["needle_text"]), small=True, testid="query-needle")
 else:
     _ui.plain(
-        f"Out-of-domain ({query['kind'] or 'no kind'}): the corpus does not answer it, so it should get NO ANSWER.",
+        _("Out-of-domain ({kind}): the corpus does not answer it, so it should get NO ANSWER.").format(
+            kind=query["kind"] or _("no kind")
+        ),
         small=True,
         testid="query-meta",
     )
 axis = _ui.cached(sweeps.gate_axis, store, ctx.run_id, ctx.config)
 _ui.plain(
-    f"Threshold t = {threshold:.4f}, chosen for {ctx.config.label} · {source} · the gate keeps top-4 hits "
-    f"with {axis.keep_rule}; every configuration below is judged at this t.",
+    _(
+        "Threshold t = {t}, chosen for {label} · {source} · the gate keeps top-4 hits with {rule}; every "
+        "configuration below is judged at this t."
+    ).format(t=_lang.num(threshold, 4), label=ctx.config.label, source=_lang.source(source), rule=_(axis.keep_rule)),
     small=True,
     testid="threshold-state",
 )
 if not query["valid"]:
-    st.warning("This query's ground truth is invalid, so it was not scored.")
+    st.warning(_("This query's ground truth is invalid, so it was not scored."))
     st.stop()
 
 for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t was chosen for first
@@ -132,21 +141,25 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
         if answer.uncited:
             ranks = ", ".join(f"#{r}" for r in answer.uncited)
             _ui.plain(
-                f"Kept by the gate but not cited: {ranks}, a heading only (no text beyond the title or "
-                "section line, so nothing to quote).",
+                _(
+                    "Kept by the gate but not cited: {ranks}, a heading only (no text beyond the title or "
+                    "section line, so nothing to quote)."
+                ).format(ranks=ranks),
                 small=True,
                 testid="uncited",
             )
         if not answer.answered:
-            passed = "Only headings pass" if answer.uncited else "No hit in the top 4 passes"
-            st.markdown(
-                f"{passed} the gate ({view.axis.keep_rule}, t = {threshold:.3f}), so no model is called; the user gets:"
+            passed = (
+                _("Only headings pass the gate ({rule}, t = {t}), so no model is called; the user gets:")
+                if answer.uncited
+                else _("No hit in the top 4 passes the gate ({rule}, t = {t}), so no model is called; the user gets:")
             )
+            st.markdown(passed.format(rule=_(view.axis.keep_rule), t=_lang.num(threshold, 3)))
             st.code(answer.prompt, language=None, wrap_lines=True)
         else:
-            st.markdown("Citations")
+            st.markdown(_("Citations"))
             st.dataframe(answer.citations, hide_index=True)
-            pieces = "n/a (model not installed)" if answer.pieces is None else answer.pieces
-            st.markdown(f"Prompt ({pieces} word pieces)")
+            pieces = _("n/a (model not installed)") if answer.pieces is None else answer.pieces
+            st.markdown(_("Prompt ({pieces} word pieces)").format(pieces=pieces))
             st.code(answer.prompt, language=None, wrap_lines=True)
 _ui.methods_link()

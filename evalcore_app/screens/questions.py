@@ -32,6 +32,7 @@ from evalcore.inputs import qsets, uploads
 from evalcore.read import qsets as rq
 from evalcore.records import OODQuery, Question
 from evalcore_app.screens import _triage, _ui
+from evalcore_app.screens._lang import _
 
 NEW = "(new set)"
 
@@ -87,10 +88,12 @@ selector = st.components.v2.component(
 
 ctx = _ui.sidebar()
 store = _ui.get_store(ctx.store_path)
-st.title("Questions")
+st.title(_("Questions"))
 st.caption(
-    "Author ground truth on the corpus: select an answer span, write the questions it answers, add "
-    "off-topic questions, save a version of a question set. Every save is a new version."
+    _(
+        "Author ground truth on the corpus: select an answer span, write the questions it answers, add "
+        "off-topic questions, save a version of a question set. Every save is a new version."
+    )
 )
 ss = st.session_state
 ss.setdefault("qs_items", [])
@@ -101,12 +104,12 @@ ss.setdefault("qs_parent", None)
 SOURCES = {"upload": "Upload files"}
 if ctx.run_id:
     SOURCES["run"] = "The corpus of the selected run"
-source = st.radio("Corpus", list(SOURCES), format_func=SOURCES.get, horizontal=True, key="qs_source")
+source = st.radio(_("Corpus"), list(SOURCES), format_func=SOURCES.get, horizontal=True, key="qs_source")
 corpus = None
 strategies = DEFAULT_STRATEGIES.split(",")
 if source == "upload":
     files = st.file_uploader(
-        "Corpus: .md / .txt / .pdf / .html files, or a .zip of them",
+        _("Corpus: .md / .txt / .pdf / .html files, or a .zip of them"),
         type=["md", "markdown", "txt", "pdf", "html", "htm", "zip"],
         accept_multiple_files=True,
         key="qs_upload",
@@ -126,24 +129,29 @@ else:
     corpus = _ui.cached(rq.run_corpus, store, ctx.run_id)
     strategies = _ui.cached(rq.run_strategies, store, ctx.run_id) or strategies
 if corpus is None or not corpus.documents:
-    st.info("Upload the corpus (or pick a run in the sidebar) to author questions on it.")
+    st.info(_("Upload the corpus (or pick a run in the sidebar) to author questions on it."))
     st.stop()
 docs = corpus.by_id()
-_ui.plain(f"{len(corpus.documents)} documents; strategies checked: {', '.join(strategies)}", testid="qs-corpus")
+_ui.plain(
+    _("{n} documents; strategies checked: {strategies}").format(
+        n=len(corpus.documents), strategies=", ".join(strategies)
+    ),
+    testid="qs-corpus",
+)
 
 # --- the set ----------------------------------------------------------------------------------
 names = _ui.guarded(lambda: rq.set_names(store)) or []
 cols = st.columns([2, 2, 3])
-chosen = cols[0].selectbox("Question set", [NEW, *names], key="qs_set")
+chosen = cols[0].selectbox(_("Question set"), [NEW, *names], key="qs_set")
 if chosen == NEW:
-    name = cols[1].text_input("Name of the new set", key="qs_new_name", placeholder="e.g. support-v1")
+    name = cols[1].text_input(_("Name of the new set"), key="qs_new_name", placeholder=_("e.g. support-v1"))
     if ss.get("qs_loaded") not in (None, NEW):
         ss["qs_items"], ss["qs_ood"], ss["qs_parent"], ss["qs_loaded"] = [], [], None, NEW
 else:
     name = chosen
     found = rq.set_versions(store, chosen)
     labels = [v.label for v in found]
-    ref = cols[1].selectbox("Version", labels[::-1], key="qs_version")
+    ref = cols[1].selectbox(_("Version"), labels[::-1], key="qs_version")
     if ss.get("qs_loaded") != ref:
         loaded = rq.load_set(store, ref)
         ss["qs_items"], ss["qs_ood"] = list(loaded.questions), list(loaded.ood)
@@ -158,27 +166,27 @@ else:
     )
 
 # --- select an answer -------------------------------------------------------------------------
-st.subheader("Select an answer in a document")
-search = st.text_input("Find a document (title or text)", key="qs_doc_search")
+st.subheader(_("Select an answer in a document"))
+search = st.text_input(_("Find a document (title or text)"), key="qs_doc_search")
 matches = _ui.cached(rq.find_documents, corpus, search)
 if not matches:
-    st.info("No document holds that text.")
+    st.info(_("No document holds that text."))
     st.stop()
 doc_id = st.selectbox(
-    "Document", matches, key="qs_doc", format_func=lambda d: f"{docs[d].title} · {d}" if docs[d].title != d else d
+    _("Document"), matches, key="qs_doc", format_func=lambda d: f"{docs[d].title} · {d}" if docs[d].title != d else d
 )
 doc = docs[doc_id]
 parts = _ui.cached(rq.sections, doc)
 titles = [f"{i + 1}. {t}" for i, (t, _, _) in enumerate(parts)]
 if ss.get("qs_section") not in titles:
     ss["qs_section"] = titles[0]
-section = st.selectbox("Section", titles, key="qs_section")
+section = st.selectbox(_("Section"), titles, key="qs_section")
 _, sec_start, sec_end = parts[titles.index(section)]
 current = ss.get("qs_sel")
 mark = None
 if current and current[0] == doc_id and sec_start <= current[1] and current[2] <= sec_end:
     mark = [current[1] - sec_start, current[2] - sec_start]
-st.caption("Select the answer with the mouse; the verdict below updates at once.")
+st.caption(_("Select the answer with the mouse; the verdict below updates at once."))
 result = selector(
     data={"text": doc.text[sec_start:sec_end], "base": sec_start, "mark": mark},
     key=f"qs_selector_{doc_id}_{sec_start}",
@@ -188,32 +196,32 @@ picked = getattr(result, "selection", None)
 if picked and isinstance(picked, dict):
     ss["qs_sel"] = (doc_id, int(picked["start"]), int(picked["end"]))
 
-with st.expander("Without a mouse: search a phrase and pick an occurrence"):
-    phrase = st.text_input("Phrase", key="qs_phrase")
+with st.expander(_("Without a mouse: search a phrase and pick an occurrence")):
+    phrase = st.text_input(_("Phrase"), key="qs_phrase")
     if phrase.strip():
         found_at = _ui.cached(rq.occurrences, corpus, phrase)
         if not found_at:
-            st.warning("The phrase does not occur in the corpus.")
+            st.warning(_("The phrase does not occur in the corpus."))
         else:
             labels_at = [f"{d} · characters {a}-{b}: …{docs[d].text[max(0, a - 30) : a]}" for d, a, b in found_at[:50]]
             pick = st.radio(
-                "Occurrence", range(len(labels_at)), format_func=lambda i: _ui.esc(labels_at[i]), key="qs_occurrence"
+                _("Occurrence"), range(len(labels_at)), format_func=lambda i: _ui.esc(labels_at[i]), key="qs_occurrence"
             )
-            if st.button("Use this occurrence", key="qs_use_occurrence"):
+            if st.button(_("Use this occurrence"), key="qs_use_occurrence"):
                 ss["qs_sel"] = found_at[int(pick)]
                 st.rerun()
 
-with st.expander("Candidates from the corpus: valid needles spread over the documents, with a cloze hint"):
+with st.expander(_("Candidates from the corpus: valid needles spread over the documents, with a cloze hint")):
     c = st.columns([1, 1, 2])
-    how_many = c[0].number_input("How many", 1, 500, 10, key="qs_cand_n")
-    seed = c[1].number_input("Seed", 0, 10**6, 0, key="qs_cand_seed")
+    how_many = c[0].number_input(_("How many"), 1, 500, 10, key="qs_cand_n")
+    seed = c[1].number_input(_("Seed"), 0, 10**6, 0, key="qs_cand_seed")
     found_c = _ui.cached(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
     if found_c:
         labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
         which = st.radio(
-            "Candidate", range(len(found_c)), format_func=lambda i: _ui.esc(labels_c[i]), key="qs_candidate"
+            _("Candidate"), range(len(found_c)), format_func=lambda i: _ui.esc(labels_c[i]), key="qs_candidate"
         )
-        if st.button("Use this candidate", key="qs_use_candidate"):
+        if st.button(_("Use this candidate"), key="qs_use_candidate"):
             chosen_c = found_c[int(which)]
             ss["qs_sel"] = (chosen_c.doc_id, chosen_c.start, chosen_c.end)
             ss["qs_hint"] = chosen_c.draft
@@ -223,7 +231,12 @@ verdict = None
 if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     d, a, b = ss["qs_sel"]
     verdict = _ui.cached(rq.check, corpus, d, a, b, list(strategies))
-    _ui.plain(f"Selected in {d} (characters {verdict.start}-{verdict.end}): “{verdict.needle}”", testid="qs-needle")
+    _ui.plain(
+        _("Selected in {doc} (characters {start}-{end}): “{needle}”").format(
+            doc=d, start=verdict.start, end=verdict.end, needle=verdict.needle
+        ),
+        testid="qs-needle",
+    )
     box = st.success if verdict.valid and not verdict.destroyed else st.warning if verdict.valid else st.error
     with st.container(key="qs_verdict"):
         box(_ui.esc(verdict.sentence()))
@@ -233,10 +246,14 @@ if pending and pending not in ss.get("qs_phrasings", "").splitlines():
     ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + pending).strip()
 hint = ss.get("qs_hint")
 if hint and ss.get("qs_sel"):
-    _ui.plain(f"Hint (a cloze draft, not a question: write your own): {hint}", small=True, testid="qs-hint")
-st.text_area("Questions this span answers (one phrasing a line: one group)", key="qs_phrasings")
+    _ui.plain(
+        _("Hint (a cloze draft, not a question: write your own): {hint}").format(hint=hint),
+        small=True,
+        testid="qs-hint",
+    )
+st.text_area(_("Questions this span answers (one phrasing a line: one group)"), key="qs_phrasings")
 cols = st.columns([2, 1])
-variant = cols[0].text_input("Variant (a free label, e.g. course, ticket)", key="qs_variant")
+variant = cols[0].text_input(_("Variant (a free label, e.g. course, ticket)"), key="qs_variant")
 
 
 def _add_question() -> None:
@@ -273,23 +290,23 @@ def _add_question() -> None:
 
 
 cols[1].button(
-    "Add to the set",
+    _("Add to the set"),
     key="qs_add",
     on_click=_add_question,
     disabled=verdict is None or not verdict.valid,
-    help="Needs a valid needle and at least one phrasing.",
+    help=_("Needs a valid needle and at least one phrasing."),
 )
 if verdict is not None and not verdict.valid:
-    st.caption("A selection that is not a valid needle cannot be added; select a longer or another span.")
+    st.caption(_("A selection that is not a valid needle cannot be added; select a longer or another span."))
 if ss.pop("qs_draft_refused", False):  # said once, where the add was tried
-    st.error("A cloze draft is a hint, not a question: write the question in your own words (or save drafts as "
-             "pseudo-queries of variant cloze with `python -m evalcore dataset suggest --save-as NAME`).")  # fmt: skip
+    st.error(_("A cloze draft is a hint, not a question: write the question in your own words (or save drafts as "
+             "pseudo-queries of variant cloze with `python -m evalcore dataset suggest --save-as NAME`)."))  # fmt: skip
 
 # --- off-topic --------------------------------------------------------------------------------
-st.subheader("Off-topic questions")
+st.subheader(_("Off-topic questions"))
 cols = st.columns([3, 1])
-cols[0].text_area("Questions the corpus does not answer (one a line; paste a list)", key="qs_ood_text")
-kind = cols[1].radio("Kind", ["near", "far"], key="qs_ood_kind", help="near: the corpus's field; far: unrelated.")
+cols[0].text_area(_("Questions the corpus does not answer (one a line; paste a list)"), key="qs_ood_text")
+kind = cols[1].radio(_("Kind"), ["near", "far"], key="qs_ood_kind", help=_("near: the corpus's field; far: unrelated."))
 
 
 def _ood_id() -> str:
@@ -313,7 +330,7 @@ def _add_typed() -> None:
     ss["qs_ood_text"] = ""
 
 
-cols[1].button("Add off-topic", key="qs_add_ood", on_click=_add_typed)
+cols[1].button(_("Add off-topic"), key="qs_add_ood", on_click=_add_typed)
 try:
     triage_name = qsets.check_name(name) if (name or "").strip() else ""
 except EvalcoreError:
@@ -338,10 +355,15 @@ _triage.draw(
 )
 
 # --- the draft, coverage, save ----------------------------------------------------------------
-st.subheader("The set")
+st.subheader(_("The set"))
 items = ss["qs_items"]
 ood = ss["qs_ood"]
-_ui.plain(f"{len(items)} questions in {len({q.group for q in items})} groups, {len(ood)} off-topic", testid="qs-counts")
+_ui.plain(
+    _("{n} questions in {groups} groups, {ood} off-topic").format(
+        n=len(items), groups=len({q.group for q in items}), ood=len(ood)
+    ),
+    testid="qs-counts",
+)
 if items:
     st.dataframe(
         [
@@ -355,16 +377,18 @@ if ood:
 if items:
     invalid = _ui.cached(rq.not_resolving, corpus, tuple(items))
     if invalid:
-        st.error(f"{len(invalid)} item(s) do not resolve in this corpus; a run on it lists and excludes them:")
+        st.error(
+            _("{n} item(s) do not resolve in this corpus; a run on it lists and excludes them:").format(n=len(invalid))
+        )
         _ui.plain(
             "; ".join(f"{i['group']} ({i['ids']}, line {i['line']}): {i['reason']}" for i in invalid),
             testid="qs-invalid",
         )
         st.dataframe(invalid, hide_index=True)
-    with st.expander("Coverage: documents and sections without a question"):
+    with st.expander(_("Coverage: documents and sections without a question")):
         st.dataframe(_ui.cached(rq.coverage, corpus, tuple(items)), hide_index=True)
 
-note = st.text_input("Note for this version", key="qs_note")
+note = st.text_input(_("Note for this version"), key="qs_note")
 
 
 def _save() -> None:
@@ -382,7 +406,7 @@ def _save() -> None:
     ss["qs_loaded"], ss["qs_parent"] = saved.version.label, saved.version.version
 
 
-st.button("Save a new version", key="qs_save", type="primary", on_click=_save, disabled=not items or not name)
+st.button(_("Save a new version"), key="qs_save", type="primary", on_click=_save, disabled=not items or not name)
 if ss.get("qs_saved"):
     status, message = ss["qs_saved"]
     (st.success if status == "ok" else st.error)(_ui.esc(message[0].upper() + message[1:]))
@@ -392,10 +416,12 @@ if chosen != NEW and ss.get("qs_loaded"):
     cols = st.columns(len(files))
     for col, (file, data) in zip(cols, files.items(), strict=True):
         col.download_button(
-            f"Download {file}",
+            _("Download {file}").format(file=file),
             data,
             file_name=f"{ss['qs_loaded'].replace('@', '-v')}-{file}",
             mime="application/jsonl",
             key=f"qs_download_{file.split('.')[0]}",
         )
-    st.caption("Run on it: " + markdown_text.code(f"python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}"))
+    st.caption(
+        _("Run on it: ") + markdown_text.code(f"python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}")
+    )

@@ -19,7 +19,8 @@ from evalcore.measures.threshold import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
 from evalcore.service import deployments
 from evalcore_app import screen
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import N_, _
 
 DEPLOY_HELP = (
     "A deployment (production, staging) is what a service reads through the API: it points at the latest "
@@ -28,94 +29,114 @@ DEPLOY_HELP = (
 
 ctx = _ui.sidebar()
 store = _ui.store()
-st.title("Refusal threshold")
+tr = _lang.tr()
+st.title(_("Refusal threshold"))
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
 why = st.session_state.get("config_why")
 st.markdown(
-    f"Configuration **{_ui.esc(config.label)}**"
-    + (f": opened on {_ui.esc(why)}. Pick another in the sidebar." if why else " (picked in the sidebar).")
+    _("Configuration **{label}**").format(label=_ui.esc(config.label))
+    + (
+        _(": opened on {why}. Pick another in the sidebar.").format(why=_ui.esc(_lang.source(why)))
+        if why
+        else _(" (picked in the sidebar).")
+    )
 )
 sweep = _ui.cached(sweeps.sweep, store, ctx.run_id, config)
 n_in, n_out = (int(sweep["in_domain"].iloc[0]), int(sweep["out_domain"].iloc[0])) if len(sweep) else (0, 0)
 if n_in + n_out == 0:
-    st.info("No scored queries in this configuration: nothing to sweep.")
+    st.info(_("No scored queries in this configuration: nothing to sweep."))
     st.stop()
 axis = _ui.cached(sweeps.gate_axis, store, ctx.run_id, config)
 st.caption(
-    f"The gate keeps, from the top 4 hits, those with {axis.keeps}; nothing kept means NO ANSWER "
-    f"before any model is called. {n_in} in-domain and {n_out} out-of-domain queries."
+    _lang.figures(
+        _(
+            "The gate keeps, from the top 4 hits, those with {keeps}; nothing kept means NO ANSWER "
+            "before any model is called. {n_in} in-domain and {n_out} out-of-domain queries."
+        ).format(keeps=_(axis.keeps), n_in=n_in, n_out=n_out)
+    )
 )
 
 flash = st.session_state.pop("saved_flash", None)
 if flash:
     st.success(_ui.esc(flash))
 
-st.subheader("The claim")
+st.subheader(_("The claim"))
 cols = st.columns(3)
 _ui.bound(
     cols[0].number_input,
-    "Max bluff rate (alpha)",
+    _("Max bluff rate (alpha)"),
     0.001,
     0.999,
     step=0.01,
     key="claim_alpha",
     default=DEFAULT_ALPHA,
     format="%.3f",
-    help="The largest share of off-topic questions that may get an answer.",
+    help=_("The largest share of off-topic questions that may get an answer."),
 )
 _ui.bound(
     cols[1].number_input,
-    "Max lost rate (beta)",
+    _("Max lost rate (beta)"),
     0.001,
     0.999,
     step=0.01,
     key="claim_beta",
     default=DEFAULT_BETA,
     format="%.3f",
-    help="The largest share of answerable questions that may lose their answer.",
+    help=_("The largest share of answerable questions that may lose their answer."),
 )
 _ui.bound(
     cols[2].number_input,
-    "Confidence",
+    _("Confidence"),
     0.5,
     0.999,
     step=0.01,
     key="claim_confidence",
     default=DEFAULT_CONFIDENCE,
     format="%.3f",
-    help="1 - delta: how sure the bluff and lost bounds are (exact binomial bounds).",
+    help=_("1 - delta: how sure the bluff and lost bounds are (exact binomial bounds)."),
 )
 claim = _ui.claim_or_none(ctx, DEFAULT_SPLITS)
 if claim is None:
     _ui.guarded(lambda: _ui.cached(claims.claim_of, store, ctx.run_id, config, *_ui.claim_params()))
 else:
-    sentence = claims.claim_sentence(claim)
+    sentence = claims.claim_sentence(claim, tr)
     _ui.plain(sentence, strong=True, testid="claim-sentence")
-    if not claim.feasible and claim.problem() != sentence:
-        st.warning(_ui.esc(claim.problem() or ""))
-    _ui.plain(claims.separability(claim), testid="separability")
+    if not claim.feasible and claim.problem(tr) != sentence:
+        st.warning(_ui.esc(claim.problem(tr) or ""))
+    _ui.plain(claims.separability(claim, tr), testid="separability")
     if not math.isnan(claim.auc) and claim.auc < POOR_SEPARATION:
-        st.warning("No threshold separates real from off-topic questions well on this corpus.")
+        st.warning(_("No threshold separates real from off-topic questions well on this corpus."))
     if claim.held_out_splits_used:
         _ui.plain(
-            f"Held-out check over {claim.splits} seeded splits (every phrasing of a ground truth on one side): "
-            f"in {claim.held_out_share:.0%} of {claim.held_out_splits_used} splits the other half's bluff rate "
-            f"stayed <= {claim.max_bluff_rate:.0%} at the first half's threshold; median held-out bluff rate "
-            f"{claim.held_out_bluff_rate:.1%}, lost rate "
-            f"{(claim.held_out_lost_rate or 0):.1%}. A report, not a second guarantee.",
+            _(
+                "Held-out check over {splits} seeded splits (every phrasing of a ground truth on one side): "
+                "in {share} of {used} splits the other half's bluff rate stayed <= {alpha} at the first half's "
+                "threshold; median held-out bluff rate {bluff}, lost rate {lost}. A report, not a second guarantee."
+            ).format(
+                splits=claim.splits,
+                share=_lang.pct(claim.held_out_share),
+                used=claim.held_out_splits_used,
+                alpha=_lang.pct(claim.max_bluff_rate),
+                bluff=_lang.pct(claim.held_out_bluff_rate, 1),
+                lost=_lang.pct(claim.held_out_lost_rate or 0, 1),
+            ),
             small=True,
             testid="held-out",
         )
     else:
         _ui.plain(
-            f"Held-out check: half of the {claim.n_ood} off-topic questions cannot support a bounded claim, so "
-            "no split was checked.",
+            _(
+                "Held-out check: half of the {n} off-topic questions cannot support a bounded claim, so "
+                "no split was checked."
+            ).format(n=claim.n_ood),
             small=True,
             testid="held-out",
         )
     offered = claim.recommended if claim.feasible else None  # on the slider's grid where the band allows
-    if offered is not None and st.button(f"Use the claim's t = {threshold_text(offered)}", key="use-claim"):
+    if offered is not None and st.button(
+        _("Use the claim's t = {t}").format(t=tr.decimal_text(threshold_text(offered))), key="use-claim"
+    ):
         _ui.set_threshold(ctx, offered, f"the claim's recommendation: {claims.claim_sentence(claim)}")
         st.rerun()
 
@@ -128,36 +149,38 @@ def _moved() -> None:
     # the slider's value on its grid exactly (the browser's arithmetic may leave 0.11300000000000002),
     # so that the t a bound's words name is the t the gate uses
     st.session_state["threshold"] = float(f"{float(st.session_state['threshold']):.{DIGITS}f}")
-    st.session_state["threshold_source"] = "set on the Threshold screen (not saved)"
+    st.session_state["threshold_source"] = N_("set on the Threshold screen (not saved)")
     st.session_state["threshold_for"] = f"{ctx.run_id}|{config.label}"
 
 
 # a t off the grid (an exact bound) is shown with the decimals it has, never rounded past its bound
 decimals = max(DIGITS, len(threshold_text(t).partition(".")[2]) if math.isfinite(t) else DIGITS)
 t = _ui.bound(
-    st.slider, "Threshold t", lo, hi, step=0.001, key="threshold", format=f"%.{min(decimals, 12)}f", on_change=_moved
+    st.slider, _("Threshold t"), lo, hi, step=0.001, key="threshold", format=f"%.{min(decimals, 12)}f", on_change=_moved
 )
-_ui.plain(_ui.cached(sweeps.sentence_at, sweep, t), strong=True, testid="sentence-at-t")
+_ui.plain(_ui.cached(sweeps.sentence_at, sweep, t, tr), strong=True, testid="sentence-at-t")
 _ui.plain(
-    f"Threshold t = {threshold_text(t, 4)} · {st.session_state.get('threshold_source', source)}",
+    _("Threshold t = {t} · {source}").format(
+        t=tr.decimal_text(threshold_text(t, 4)), source=_lang.source(st.session_state.get("threshold_source", source))
+    ),
     small=True,
     testid="threshold-state",
 )
-warning = _ui.cached(sweeps.ood_support, sweep, t)
+warning = _ui.cached(sweeps.ood_support, sweep, t, tr)
 if warning:
     st.warning(_ui.esc(warning))
-most = _ui.cached(claims.refuses_most, sweep, t, claim)
+most = _ui.cached(claims.refuses_most, sweep, t, claim, tr)
 if most:
     st.warning(_ui.esc(most))
 
-with st.expander("Suggest a threshold by cost (second to the claim)", expanded=False):
+with st.expander(_("Suggest a threshold by cost (second to the claim)"), expanded=False):
     cols = st.columns([1, 1, 2])
-    rules = ["cost weighting"] + (["bluff-rate ceiling"] if n_out else [])
-    rule = _ui.bound(cols[0].radio, "Rule", rules, key="rule")
+    rules = [N_("cost weighting")] + ([N_("bluff-rate ceiling")] if n_out else [])
+    rule = _ui.bound(cols[0].radio, _("Rule"), rules, key="rule", format_func=_)
     if rule == "bluff-rate ceiling":
         ceiling = _ui.bound(
             cols[1].number_input,
-            "Max bluff rate",
+            _("Max bluff rate"),
             0.0,
             1.0,
             step=0.01,
@@ -169,7 +192,7 @@ with st.expander("Suggest a threshold by cost (second to the claim)", expanded=F
     else:
         ratio = _ui.bound(
             cols[1].number_input,
-            "One bluff = N lost answers",
+            _("One bluff = N lost answers"),
             0.0,
             1000.0,
             step=0.5,
@@ -178,29 +201,33 @@ with st.expander("Suggest a threshold by cost (second to the claim)", expanded=F
         )
         suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest, sweep, float(ratio), None))
     if suggestion is not None:
-        cols[2].markdown(f"Suggested **t = {threshold_text(suggestion.threshold)}**. {_ui.esc(suggestion.rule)}")
-        other = _ui.cached(sweeps.ood_support, sweep, suggestion.threshold)
+        cols[2].markdown(
+            _("Suggested **t = {t}**. {rule}").format(
+                t=tr.decimal_text(threshold_text(suggestion.threshold)), rule=_ui.esc(_lang.source(suggestion.rule))
+            )
+        )
+        other = _ui.cached(sweeps.ood_support, sweep, suggestion.threshold, tr)
         if other and other != warning:
             st.warning(_ui.esc(other))
-        refuses = _ui.cached(claims.refuses_most, sweep, suggestion.threshold, claim)
+        refuses = _ui.cached(claims.refuses_most, sweep, suggestion.threshold, claim, tr)
         if refuses:
-            st.warning(_ui.esc(f"The suggestion refuses most real questions. {refuses}"))
-        if math.isfinite(suggestion.threshold) and st.button("Use the suggestion"):
+            st.warning(_ui.esc(_("The suggestion refuses most real questions. {why}").format(why=refuses)))
+        if math.isfinite(suggestion.threshold) and st.button(_("Use the suggestion")):
             _ui.set_threshold(ctx, suggestion.threshold, f"suggested: {suggestion.rule}")
             st.rerun()
 
-st.subheader("Bluffs, lost answers and refusals")
-band = claims.band(claim)
+st.subheader(_("Bluffs, lost answers and refusals"))
+band = claims.band(claim, tr)
 if band is not None:
-    _ui.plain(f"Shaded green: {band[2]}.", small=True, testid="claim-band")
+    _ui.plain(_("Shaded green: {band}.").format(band=band[2]), small=True, testid="claim-band")
 tab_rates, tab_counts, tab_coverage = st.tabs(
-    ["rates (with 95% Wilson bands)", "counts", "coverage (share of real questions answered)"]
+    [_("rates (with 95% Wilson bands)"), _("counts"), _("coverage (share of real questions answered)")]
 )
 run_text = _ui.cached(figures.run_text, store, ctx.run_id)
 with tab_rates:
-    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, True, band), "sweep-rates")
+    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, True, band, tr), "sweep-rates")
 with tab_counts:
-    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, False, band), "sweep-counts")
+    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, False, band, tr), "sweep-counts")
 with tab_coverage:
     st.altair_chart(
         _ui.cached(charts.coverage_chart, _ui.cached(claims.coverage, sweep), _ui.cached(claims.coverage_at, sweep, t)),
@@ -209,114 +236,148 @@ with tab_coverage:
         key="chart-coverage",
     )
     st.caption(
-        "The same sweep without t: each point is a threshold, placed by the share of real questions it answers; "
-        "read off how many off-topic questions get an answer and how many real ones get a right source."
+        _(
+            "The same sweep without t: each point is a threshold, placed by the share of real questions it "
+            "answers; read off how many off-topic questions get an answer and how many real ones get a right source."
+        )
     )
 
-st.subheader(f"At t = {threshold_text(t)}")
+st.subheader(_("At t = {t}").format(t=tr.decimal_text(threshold_text(t))))
 st.dataframe(
-    _ui.cached(sweeps.gate_table, sweep, t),
+    _ui.cached(sweeps.gate_table, sweep, t).assign(outcome=lambda d: d["outcome"].map(_)),
     hide_index=True,
     column_config={
-        "outcome": st.column_config.TextColumn(width="large"),
-        "share": st.column_config.NumberColumn(format="percent"),
-        "wilson low": st.column_config.NumberColumn("95% Wilson low", format="percent"),
-        "wilson high": st.column_config.NumberColumn("95% Wilson high", format="percent"),
+        "outcome": st.column_config.TextColumn(_("outcome"), width="large"),
+        "queries": st.column_config.NumberColumn(_("queries")),
+        "of": st.column_config.NumberColumn(_("of")),
+        "share": st.column_config.NumberColumn(_("share"), format="percent"),
+        "wilson low": st.column_config.NumberColumn(_("95% Wilson low"), format="percent"),
+        "wilson high": st.column_config.NumberColumn(_("95% Wilson high"), format="percent"),
     },
 )
 
-st.subheader(f"Per segment at t = {threshold_text(t)}")
+st.subheader(_("Per segment at t = {t}").format(t=tr.decimal_text(threshold_text(t))))
 values = _ui.cached(claims.gate_values, store, ctx.run_id, config)
 st.dataframe(
     _ui.cached(claims.segments, values, t),
     hide_index=True,
     column_config={
-        "segment": st.column_config.TextColumn(width="medium"),
-        "share": st.column_config.NumberColumn(format="percent"),
-        "wilson low": st.column_config.NumberColumn("95% Wilson low", format="percent"),
-        "wilson high": st.column_config.NumberColumn("95% Wilson high", format="percent"),
+        "segment": st.column_config.TextColumn(_("segment"), width="medium"),
+        "share": st.column_config.NumberColumn(_("share"), format="percent"),
+        "wilson low": st.column_config.NumberColumn(_("95% Wilson low"), format="percent"),
+        "wilson high": st.column_config.NumberColumn(_("95% Wilson high"), format="percent"),
     },
 )
 
 if n_out:
     bluffs = _ui.cached(sweeps.bluffs_at, store, ctx.run_id, config, t)
-    st.subheader(f"Out-of-domain queries that still bluff ({len(bluffs)})")
+    st.subheader(_("Out-of-domain queries that still bluff ({n})").format(n=len(bluffs)))
     if bluffs.empty:
-        st.success("No out-of-domain query passes the gate at this threshold.")
+        st.success(_("No out-of-domain query passes the gate at this threshold."))
     else:
-        st.caption("Each opens on the Query screen (a link you can share), with this threshold.")
+        st.caption(_("Each opens on the Query screen (a link you can share), with this threshold."))
         for row in bluffs.itertuples():
             st.page_link(
                 screen("query"),
-                label=f"{_ui.esc(row.query_id)} · {_ui.esc(row.kind)} · nearest "
-                f"{'d' if axis.column == 'distance' else 'score'} = {row.distance:.3f} · "
-                f"{_ui.esc(row.text)}",
+                label=_("{query} · {kind} · nearest {axis} = {value} · {text}").format(
+                    query=_ui.esc(row.query_id),
+                    kind=_ui.esc(row.kind),
+                    axis="d" if axis.column == "distance" else _("score"),
+                    value=_lang.num(row.distance, 3),
+                    text=_ui.esc(row.text),
+                ),
                 icon=":material/search:",
                 query_params={"run_id": ctx.run_id, "query_id": row.query_id, "config": config.label},
             )
-        with st.expander("Their nearest chunks"):
+        with st.expander(_("Their nearest chunks")):
             st.dataframe(bluffs, hide_index=True)
 
-st.subheader("Save the decision")
+st.subheader(_("Save the decision"))
 author = authors.author_from_headers(st.context.headers)
 _ui.plain(
-    f"Saved by: {authors.shown(author)}"
+    _("Saved by: {author}").format(author=_(authors.shown(author)))
     + (
-        f" (from the {authors.trusted_header()} header)"
+        _(" (from the {header} header)").format(header=authors.trusted_header())
         if author
-        else " (the operator names the trusted header in EVALCORE_USER_HEADER)"
+        else _(" (the operator names the trusted header in EVALCORE_USER_HEADER)")
     )
-    + (f". Saved with the claim: {claims.caption(claim)}" if claim is not None else ". No claim can be saved with it."),
+    + (
+        _(". Saved with the claim: {claim}").format(claim=claims.caption(claim, tr))
+        if claim is not None
+        else _(". No claim can be saved with it.")
+    ),
     small=True,
     testid="save-as",
 )
 latest_saved = decisions.latest_decision(store, ctx.run_id, config)
 if latest_saved is not None:
-    _ui.plain(f"Latest decision: {latest_saved.describe()}. {latest_saved.claim_text()}", small=True, testid="latest")
+    _ui.plain(
+        _("Latest decision: {decision}. {claim}").format(
+            decision=_lang.source(latest_saved.describe()), claim=_lang.source(latest_saved.claim_text())
+        ),
+        small=True,
+        testid="latest",
+    )
 save_col, deploy_col = st.columns([3, 2])
 with save_col.form("decision"):
-    note = st.text_area("Note (why this threshold)", key="decision_note")
-    if st.form_submit_button(f"Save t = {threshold_text(t, 4)} for {_ui.esc(config.label)}"):
+    note = st.text_area(_("Note (why this threshold)"), key="decision_note")
+    if st.form_submit_button(
+        _("Save t = {t} for {label}").format(t=tr.decimal_text(threshold_text(t, 4)), label=_ui.esc(config.label))
+    ):
         saved_id = _ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
         if saved_id:
             latest = decisions.latest_decision(store, ctx.run_id, config)
             _ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
-            st.session_state["saved_flash"] = (
-                f"Saved decision {saved_id}: t = {threshold_text(t, 4)} for {config.label} by "
-                f"{authors.shown(author)}. The dashboard opens on it from now on."
+            st.session_state["saved_flash"] = _(
+                "Saved decision {id}: t = {t} for {label} by {author}. The dashboard opens on it from now on."
+            ).format(
+                id=saved_id, t=tr.decimal_text(threshold_text(t, 4)), label=config.label, author=authors.shown(author)
             )
             st.rerun()
 with deploy_col.form("deploy"):
     # Deploy as…: point a named deployment (what production reads) at the decision shown above
-    target = st.text_input("Deploy as…", value="production", key="deploy_name", help=DEPLOY_HELP)
+    target = st.text_input(_("Deploy as…"), value="production", key="deploy_name", help=_(DEPLOY_HELP))
     if latest_saved is None:
-        st.caption("Save a decision first: a deployment points at a saved decision.")
-    label = f"Deploy decision {latest_saved.decision_id}" if latest_saved else "Deploy"
+        st.caption(_("Save a decision first: a deployment points at a saved decision."))
+    label = _("Deploy decision {id}").format(id=latest_saved.decision_id) if latest_saved else _("Deploy")
     if st.form_submit_button(label, disabled=latest_saved is None) and latest_saved is not None:
         moved = _ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
         if moved is not None:
-            st.session_state["saved_flash"] = (
-                f"Deployment {moved.name} now points at decision {moved.decision_id}: t = "
-                f"{threshold_text(moved.threshold, 4)} for {moved.configuration.label} (version {moved.version}, "
-                f"by {authors.shown(author)})."
+            st.session_state["saved_flash"] = _(
+                "Deployment {name} now points at decision {id}: t = {t} for {label} (version {version}, by {author})."
+            ).format(
+                name=moved.name,
+                id=moved.decision_id,
+                t=tr.decimal_text(threshold_text(moved.threshold, 4)),
+                label=moved.configuration.label,
+                version=moved.version,
+                author=authors.shown(author),
             )
             st.rerun()
 pointing = [h.deployment for h in _ui.cached(deployments.list_deployments, store) if h.deployment.run_id == ctx.run_id]
 for d in pointing:
     _ui.plain(
-        f"Deployment {d.name}: t = {threshold_text(d.threshold, 4)} for {d.configuration.label} (decision "
-        f"{d.decision_id}, version {d.version}, deployed {d.deployed_at:%Y-%m-%d %H:%M} by "
-        f"{authors.shown(d.deployed_by)})",
+        _(
+            "Deployment {name}: t = {t} for {label} (decision {id}, version {version}, deployed {when} by {author})"
+        ).format(
+            name=d.name,
+            t=tr.decimal_text(threshold_text(d.threshold, 4)),
+            label=d.configuration.label,
+            id=d.decision_id,
+            version=d.version,
+            when=f"{d.deployed_at:%Y-%m-%d %H:%M}",
+            author=authors.shown(d.deployed_by),
+        ),
         small=True,
         testid="deployment",
     )
 saved = decisions.decisions(store, ctx.run_id)
-st.caption("Saved decisions for this run (newest first)")
+st.caption(_("Saved decisions for this run (newest first)"))
 st.dataframe(
     saved,
     hide_index=True,
     column_config={
-        "created_at": st.column_config.DatetimeColumn("saved", format="YYYY-MM-DD HH:mm:ss"),
+        "created_at": st.column_config.DatetimeColumn(_("saved"), format="YYYY-MM-DD HH:mm:ss"),
         "threshold": st.column_config.NumberColumn(format="%.4f"),
     },
 )

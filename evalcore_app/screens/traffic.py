@@ -27,10 +27,11 @@ from evalcore.service.deployments import Deployment
 from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import N_, _, ngettext
 
-NO_LABEL = "no label"
-LABEL_CHOICES = ["answerable", "off-topic", NO_LABEL]
+NO_LABEL = N_("no label")
+LABEL_CHOICES = [N_("answerable"), N_("off-topic"), NO_LABEL]
 
 
 def _choice(row: Any) -> str:
@@ -62,7 +63,7 @@ def _deployment() -> Deployment | None:
 deployment = _deployment()
 ctx = _ui.sidebar()
 store = _ui.store()
-st.title("Traffic")
+st.title(_("Traffic"))
 run = _ui.require_run(ctx, need_config=True)
 config = ctx.config
 if deployment is not None and (deployment.run_id, deployment.configuration) == (ctx.run_id, config):
@@ -95,8 +96,14 @@ if not held.lines:
     st.stop()
 
 threshold, source = _ui.threshold_state(ctx)
-_ui.plain(f"Threshold t = {threshold:.4f} for {config.label} · {source}.", small=True, testid="traffic-threshold")
-unit = st.radio("Period", ["day", "week"], index=1, horizontal=True, key="traffic_period")
+_ui.plain(
+    _("Threshold t = {t} for {label} · {source}.").format(
+        t=_lang.num(threshold, 4), label=config.label, source=_lang.source(source)
+    ),
+    small=True,
+    testid="traffic-threshold",
+)
+unit = st.radio(_("Period"), [N_("day"), N_("week")], index=1, horizontal=True, key="traffic_period", format_func=_)
 step = timedelta(days=1 if unit == "day" else 7)
 try:  # too many periods to build: said (the log's file name escaped), and the rest of the screen goes on
     view = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
@@ -105,14 +112,15 @@ except ConfigError as exc:
     st.warning(_ui.esc(exc), icon=":material/calendar_month:")
 frame = None if view is None else view[0]
 if frame is not None and frame.empty:
-    st.info("Every stored query failed at the endpoint: no period has an answered query to chart or test.")
+    st.info(_("Every stored query failed at the endpoint: no period has an answered query to chart or test."))
 elif view is not None:
     frame, volume, refused_share = view
-    st.subheader("Volume and refused share")
+    st.subheader(_("Volume and refused share"))
     if len(frame) > traffic_charts.CHART_PERIODS:
         st.caption(
-            f"The charts draw the last {traffic_charts.CHART_PERIODS} of {len(frame):,} periods; "
-            "the drift table below holds them all."
+            _("The charts draw the last {n} of {m} periods; the drift table below holds them all.").format(
+                n=traffic_charts.CHART_PERIODS, m=_lang.tr().integer(len(frame))
+            )
         )
     cols = st.columns(2)
     with cols[0]:
@@ -120,20 +128,22 @@ elif view is not None:
     with cols[1]:
         st.vega_lite_chart(refused_share, theme=None, width="stretch")
 
-    st.subheader("Drift")
+    st.subheader(_("Drift"))
     st.caption(
-        "**moved** (the flag): a two-sample Kolmogorov-Smirnov test of the period's gate values (smallest top-4 "
-        "distance) against the evaluation's in-domain + off-topic queries, and one against the previous period, "
-        "Holm-adjusted within the period; the period moved when an adjusted p is below 0.05. The table shows those "
-        "adjusted p-values (KS p vs evaluation, KS p vs previous). **PSI** (population stability index against the "
-        "evaluation, ten bins; < 0.1 little change, 0.1-0.25 some, > 0.25 a large shift) is a size of shift, not a "
-        "test, and does not raise the flag: with few queries in a period it is large by chance (a bin the period "
-        "leaves empty alone adds about 0.69)."
+        _(
+            "**moved** (the flag): a two-sample Kolmogorov-Smirnov test of the period's gate values (smallest top-4 "
+            "distance) against the evaluation's in-domain + off-topic queries, and one against the previous period, "
+            "Holm-adjusted within the period; the period moved when an adjusted p is below 0.05. The table shows those "
+            "adjusted p-values (KS p vs evaluation, KS p vs previous). **PSI** (population stability index against the "
+            "evaluation, ten bins; < 0.1 little change, 0.1-0.25 some, > 0.25 a large shift) is a size of shift, not a "
+            "test, and does not raise the flag: with few queries in a period it is large by chance (a bin the period "
+            "leaves empty alone adds about 0.69)."
+        )
     )
     for row in frame[frame["drifted"].astype(bool)].to_dict("records"):
         st.warning(_ui.esc(periods_read.drift_sentence(row)), icon=":material/trending_up:")
     if not frame["drifted"].astype(bool).any():
-        st.success("No period moved away from the evaluation or from the period before it.")
+        st.success(_("No period moved away from the evaluation or from the period before it."))
     table = frame.assign(drift=frame["drifted"].map({True: "moved", False: ""}))
     table = table.rename(
         columns={
@@ -160,14 +170,14 @@ elif view is not None:
     st.dataframe(table, hide_index=True, key="traffic-periods")
 
     periods = [p for p, n in zip(frame["period"], frame["queries"], strict=True) if n]
-    chosen = st.selectbox("Gate values of the period", periods[::-1], key="traffic_hist_period")
+    chosen = st.selectbox(_("Gate values of the period"), periods[::-1], key="traffic_hist_period")
     starts = frame.loc[frame["period"] == chosen, "start"]
     start = starts.iloc[0] if len(starts) else None
     histogram = _ui.cached(traffic_charts.histogram_spec, store, ctx.run_id, config, step, start, threshold)
     st.vega_lite_chart(histogram, theme=None, width="stretch")
 
-st.subheader("Borderline queries")
-band_width = st.slider("Band around t", 0.005, 0.2, 0.05, 0.005, key="traffic_band")
+st.subheader(_("Borderline queries"))
+band_width = st.slider(_("Band around t"), 0.005, 0.2, 0.05, 0.005, key="traffic_band")
 near = _ui.cached(reads.borderline, store, ctx.run_id, config, threshold, band_width)
 st.caption(f"{len(near)} distinct queries with a gate value within {band_width:g} of t (closest first).")
 for row in near.head(15).itertuples():
@@ -179,7 +189,7 @@ for row in near.head(15).itertuples():
     )
     c2.page_link(
         screen("query"),
-        label="Open on Query",
+        label=_("Open on Query"),
         query_params={"run_id": ctx.run_id, "config": config.label, "traffic": row.text_hash},
     )
 labellable = near[near["log_unlabelled"] > 0]
@@ -189,9 +199,9 @@ if flash:
 if not labellable.empty:
     with st.form("traffic-label"):
         choices = {r.text_hash: _choice(r) for r in labellable.itertuples()}
-        pick = st.selectbox("Label a borderline query", list(choices), format_func=choices.get)
-        value = st.radio("Label", LABEL_CHOICES, horizontal=True)
-        if st.form_submit_button("Save label"):
+        pick = st.selectbox(_("Label a borderline query"), list(choices), format_func=choices.get)
+        value = st.radio(_("Label"), LABEL_CHOICES, horizontal=True, format_func=_)
+        if st.form_submit_button(_("Save label")):
             target = resolve_target(store, f"{ctx.run_id}:{config.label}")
             who = authors.author_from_headers(st.context.headers)
             label = None if value == NO_LABEL else value
@@ -206,44 +216,60 @@ if not labellable.empty:
                 st.session_state["traffic_flash"] = f"{said}: {_ui.esc(text[:80])} (by {_ui.esc(authors.shown(who))})."
                 st.rerun()
 elif not near.empty:
-    st.caption("Every borderline query here carries a label from the log (the log's label wins).")
+    st.caption(_("Every borderline query here carries a label from the log (the log's label wins)."))
 
-st.subheader("Labelled traffic")
+st.subheader(_("Labelled traffic"))
 rates = _ui.cached(reads.labelled_rates, store, ctx.run_id, config, threshold)
 cols = st.columns(2)
 with cols[0]:
     _ui.plain(
-        f"Bluff rate (off-topic answered) · traffic: {rates.traffic_bluff.text()} · "
-        f"evaluation: {rates.evaluation_bluff.text()}",
+        _lang.figures(
+            _("Bluff rate (off-topic answered) · traffic: {traffic} · evaluation: {evaluation}").format(
+                traffic=rates.traffic_bluff.text(), evaluation=rates.evaluation_bluff.text()
+            )
+        ),
         testid="traffic-bluff",
     )
 with cols[1]:
     _ui.plain(
-        f"Lost rate (answerable refused) · traffic: {rates.traffic_lost.text()} · "
-        f"evaluation (answer lost to the gate): {rates.evaluation_lost.text()}",
+        _lang.figures(
+            _(
+                "Lost rate (answerable refused) · traffic: {traffic} · evaluation (answer lost to the gate): "
+                "{evaluation}"
+            ).format(traffic=rates.traffic_lost.text(), evaluation=rates.evaluation_lost.text())
+        ),
         testid="traffic-lost",
     )
-st.caption(f"{rates.unlabelled:,} logged queries carry no label.")
+st.caption(
+    ngettext("{n} logged query carries no label.", "{n} logged queries carry no label.", rates.unlabelled).format(
+        n=_lang.tr().integer(rates.unlabelled)
+    )
+)
 found = _ui.cached(reads.claims, store, ctx.run_id, config)
 real, evaluated = found.traffic, found.evaluation
 if real is not None:
     _ui.plain(
-        f"Threshold claim on the real off-topic queries ({real.n_ood:,} lines): {claims.claim_sentence(real)}",
+        _("Threshold claim on the real off-topic queries ({n} lines): {sentence}").format(
+            n=_lang.tr().integer(real.n_ood), sentence=claims.claim_sentence(real, _lang.tr())
+        ),
         testid="traffic-claim",
     )
     if evaluated is not None:
         _ui.plain(
-            f"On the evaluation's {evaluated.n_ood} off-topic queries: {claims.claim_sentence(evaluated)}", small=True
+            _("On the evaluation's {n} off-topic queries: {sentence}").format(
+                n=evaluated.n_ood, sentence=claims.claim_sentence(evaluated, _lang.tr())
+            ),
+            small=True,
         )
 elif found.problem:
-    st.caption(f"No threshold claim on real queries: {_ui.esc(found.problem)}")
+    st.caption(_("No threshold claim on real queries: {problem}").format(problem=_ui.esc(found.problem)))
 else:
-    st.caption("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries.")
+    st.caption(_("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries."))
 
-with_text = st.checkbox("Include query texts in the download (they may hold personal data)", key="traffic_text")
-st.caption("A cell a spreadsheet would run as a formula (=, +, -, @, a tab) is written with a leading '.")
+with_text = st.checkbox(_("Include query texts in the download (they may hold personal data)"), key="traffic_text")
+st.caption(_("A cell a spreadsheet would run as a formula (=, +, -, @, a tab) is written with a leading '."))
 st.download_button(
-    "Download the logged queries (CSV)",
+    _("Download the logged queries (CSV)"),
     data=lambda: csv_text(_ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text)).encode(
         "utf-8"
     ),

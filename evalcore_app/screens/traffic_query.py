@@ -10,34 +10,48 @@ import streamlit as st
 
 from evalcore.read import queries, traffic
 from evalcore_app import screen
-from evalcore_app.screens import _ui
+from evalcore_app.screens import _lang, _ui
+from evalcore_app.screens._lang import _
 
 
 def show(ctx: _ui.Context, text_hash: str) -> None:
     threshold, source = _ui.threshold_state(ctx)
     found = traffic.traffic_query(_ui.store(), ctx.run_id, ctx.config, text_hash, threshold)
     if found is None:
-        st.warning("This logged query is not stored (any more) for this configuration.")
+        st.warning(_("This logged query is not stored (any more) for this configuration."))
         return
     _ui.plain(str(found["text"]), strong=True, testid="query-text")
-    label = found["label"] if isinstance(found["label"], str) else "no label"
+    label = _(found["label"]) if isinstance(found["label"], str) else _("no label")
+    tr = _lang.tr()
     _ui.plain(
-        f"Logged query (traffic) · asked {int(found['asked'])}× from {found['first_asked']:%Y-%m-%d %H:%M} to "
-        f"{found['last_asked']:%Y-%m-%d %H:%M} UTC · {label} · replayed against {ctx.config.label}",
+        _(
+            "Logged query (traffic) · asked {n}× from {first} to {last} UTC · {label} · replayed against {config}"
+        ).format(
+            n=int(found["asked"]),
+            first=tr.date(found["first_asked"], seconds=False),
+            last=tr.date(found["last_asked"], seconds=False),
+            label=label,
+            config=ctx.config.label,
+        ),
         small=True,
         testid="query-meta",
     )
     hits = found["hits"]
     if isinstance(found["failure"], str):
-        st.warning(f"The endpoint could not answer this query: {_ui.esc(found['failure'])}")
+        st.warning(_("The endpoint could not answer this query: {failure}").format(failure=_ui.esc(found["failure"])))
     verdict = (
-        f"The gate keeps {found['kept']} of the top 4 hits ({found['keep_rule']})."
+        _("The gate keeps {n} of the top 4 hits ({rule}).").format(n=found["kept"], rule=_(found["keep_rule"]))
         if found["kept"]
-        else "No hit in the top 4 passes the gate, so the user gets NO ANSWER."
+        else _("No hit in the top 4 passes the gate, so the user gets NO ANSWER.")
     )
     gate = found["gate_value"]
-    shown = "none (no answer)" if gate is None or gate != gate else f"{gate:.4f}"
-    _ui.plain(f"Gate value {shown} at t = {threshold:.4f} ({source}). {verdict}", testid="threshold-state")
+    shown = _("none (no answer)") if gate is None or gate != gate else tr.number(gate, 4)
+    _ui.plain(
+        _("Gate value {value} at t = {t} ({source}). {verdict}").format(
+            value=shown, t=tr.number(threshold, 4), source=_lang.source(source), verdict=verdict
+        ),
+        testid="threshold-state",
+    )
     hits = hits.assign(locator=[queries.locator(s, e) for s, e in zip(hits["start"], hits["end"], strict=True)])
     st.dataframe(hits[["rank", "distance", "score", "doc_id", "section", "locator"]], hide_index=True, height=240)
     for hit in hits.head(4).itertuples():
@@ -48,7 +62,7 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
         )
     st.page_link(
         screen("traffic"),
-        label="Back to Traffic",
+        label=_("Back to Traffic"),
         icon=":material/arrow_back:",
         query_params={"run_id": ctx.run_id, "config": ctx.config.label},
     )
