@@ -22,7 +22,7 @@ from evalcore_app import screen
 from evalcore_app.screens import _lang, _ui
 from evalcore_app.screens._lang import N_, _
 
-DEPLOY_HELP = (
+DEPLOY_HELP = N_(
     "A deployment (production, staging) is what a service reads through the API: it points at the latest "
     "decision shown above. Moving it is recorded with who moved it, as saving a decision is."
 )
