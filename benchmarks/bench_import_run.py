@@ -35,18 +35,18 @@ def write_inputs(folder: Path, docs: int, sentences: int, seed: int = 0) -> dict
     corpus.mkdir(parents=True)
     chunk_rows, needles = [], []
     for d in range(docs):
-        parts, offset = [f"# Document {d}\n\n"], 0
-        offset = len(parts[0])
+        parts: list[str] = []
+        offset = 0
         for s in range(sentences):
             text = f"Sentence {d}-{s} says {' '.join(rng.choices(WORDS, k=8))}."
             chunk_rows.append(
-                {"id": f"c{d}-{s}", "document": f"doc{d}.md", "text": text, "start": offset, "end": offset + len(text)}
+                {"id": f"c{d}-{s}", "document": f"doc{d}", "text": text, "start": offset, "end": offset + len(text)}
             )
             if len(needles) < 20 and s == sentences // 2 and d % max(1, docs // 20) == 0:
                 needles.append(text)
             parts.append(text + "\n")
             offset += len(text) + 1
-        (corpus / f"doc{d}.md").write_text("".join(parts), encoding="utf-8")
+        (corpus / f"doc{d}.txt").write_text("".join(parts), encoding="utf-8")
     with open(folder / "chunks.jsonl", "w", encoding="utf-8") as fh:
         for row in chunk_rows:
             fh.write(json.dumps(row) + "\n")
