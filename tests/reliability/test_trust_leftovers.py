@@ -427,3 +427,31 @@ def test_a_large_trec_run_is_imported_hit_for_hit(tmp_path):
         observed,
         ran.err,
     )
+
+
+# --- a question set imported by the CLI shows on the Questions screen at its next rerun ---------
+
+
+def test_a_set_imported_by_the_cli_is_listed_at_the_questions_screens_next_rerun(base_store, tmp_path, monkeypatch):  # noqa: F811
+    """The walk's claim: a set imported with the CLI appeared on Questions only after some
+    other rerun. The screen reads the list of sets at every rerun (no cache), so the first
+    rerun after the import (the next click, or a reload) lists it."""
+    import shutil
+
+    from test_app import no_exception, open_page
+
+    store = tmp_path / "s.duckdb"
+    shutil.copy(base_store, store)
+    at = open_page(store, "questions", monkeypatch, qs_source="run")  # the corpus of the newest run
+    no_exception(at)
+    before = list(at.selectbox(key="qs_set").options)
+    assert evalcore("dataset", "import", str(MINI), "--name", "from-cli", store=store).code == 0
+    at.run()
+    no_exception(at)
+    after = list(at.selectbox(key="qs_set").options)
+    check(
+        "Questions screen: a set the CLI imported, at the next rerun",
+        "absent before · listed after one rerun",
+        f"{'listed' if 'from-cli' in before else 'absent'} before · "
+        + ("listed after one rerun" if "from-cli" in after else f"not listed after one rerun: {after}"),
+    )
