@@ -69,6 +69,8 @@ def import_run(
     t_chunks = time.perf_counter() - t0
     rankings = read_rankings(rankings_path, score, fmt)
     hits, unranked = resolve_rankings(rankings, chunks, gt, str(chunks_path))
+    rankings_format, rankings_tags = rankings.format, list(rankings.tags)
+    del rankings  # its chunk names: the hits are held by chunk-set id from here on
     t_all = time.perf_counter() - t0
     config = external(
         chunker,
@@ -78,15 +80,15 @@ def import_run(
         {
             "chunks": str(chunks_path),
             "rankings": str(rankings_path),
-            "format": rankings.format,
-            "tags": list(rankings.tags),
+            "format": rankings_format,
+            "tags": rankings_tags,
         },
     )
     run_id = run_id or new_run_id()
     settings = {
         "chunks_path": str(chunks_path),
         "rankings_path": str(rankings_path),
-        "rankings_format": rankings.format,
+        "rankings_format": rankings_format,
         "unranked_queries": len(unranked),
         "unlocated_chunks": len(chunks.unlocated),
     }
@@ -109,7 +111,7 @@ def import_run(
         tuple((c.external_id, c.where, str(c.problem)) for c in chunks.unlocated),
         tuple((c.external_id, c.where, str(c.note)) for c in chunks.notes),
         tuple(unranked),
-        rankings.format,
+        rankings_format,
     )
 
 

@@ -22,11 +22,13 @@ one query) is an InputError naming the file and line (for JSON, the query and ch
 from __future__ import annotations
 
 import json
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from sys import intern
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalcore.configurations import score_kind
 from evalcore.errors import InputError
@@ -61,12 +63,36 @@ class RankedHit:
 
 
 @dataclass(frozen=True, slots=True)
+class QueryHits:
+    """One query's hits in rank order, column by column: a TREC file of a million lines is a
+    few arrays (about 24 bytes a hit, the ids interned), not a million objects. ``origin``:
+    each hit's line number in ``path`` (an array), or where it was read, in words (a list)."""
+
+    path: str
+    chunks: list[str]
+    scores: array[float]
+    origin: array[int] | list[str]
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def where(self, i: int) -> str:
+        """``FILE:LINE`` (or the JSON key) of hit ``i``, for a message."""
+        found = self.origin[i]
+        return f"{self.path}:{found}" if isinstance(found, int) else found
+
+    def __iter__(self) -> Iterator[RankedHit]:
+        for i, chunk in enumerate(self.chunks):
+            yield RankedHit(chunk, self.scores[i], self.where(i))
+
+
+@dataclass(frozen=True, slots=True)
 class RankingFile:
     """The hits per query (in rank order), the format read, and the run tags (TREC)."""
 
     path: str
     format: str
-    hits: dict[str, list[RankedHit]]
+    hits: dict[str, QueryHits]
     where: dict[str, str]  # query id -> where its hits start (FILE:LINE), for messages
     tags: tuple[str, ...] = ()
 
@@ -123,14 +149,19 @@ def _order(hits: _Raw, higher_first: bool, kind: str, given_order: bool) -> list
     return [h for h, _, _ in ranked]
 
 
-def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
-    """Streamed line by line; query ids, chunk ids and tags are interned (each is held once
-    however often the file repeats it), so memory grows with the hits, not the text."""
+if TYPE_CHECKING:
+    #: One query's hits of a TREC file as read: chunk ids, given ranks, scores, line numbers.
+    _Columns = tuple[list[str], array[int], array[float], array[int]]
 
-    per_query: dict[str, _Raw] = {}
+
+def _read_trec(path: Path) -> tuple[dict[str, _Columns], dict[str, str], list[str]]:
+    """Streamed line by line into columns per query (:data:`_Columns`); query ids, chunk ids
+    and tags are interned (each is held once however often the file repeats it), so memory
+    grows by some 32 bytes a hit, not by the hit's text or a Python object per hit."""
+
+    per_query: dict[str, _Columns] = {}
     starts: dict[str, str] = {}
     tags: list[str] = []
-    name = str(path)
     with open(path, "rb") as fh:
         for number, data in enumerate(fh, start=1):
             try:
@@ -153,22 +184,50 @@ def _read_trec(path: Path) -> tuple[dict[str, _Raw], dict[str, str], list[str]]:
             if abs(rank) > MAX_RANK:
                 raise InputError(f"{path}:{number}: rank {rank_text[:20]}... is out of range (at most {MAX_RANK:,})")
             score = _score(score_text, f"{path}:{number}")
-            qid, chunk = intern(qid), intern(chunk)
-            if qid not in starts:
+            qid = intern(qid)
+            columns = per_query.get(qid)
+            if columns is None:
                 starts[qid] = f"{path}:{number}"
-            per_query.setdefault(qid, []).append((RankedHit(chunk, score, Line(name, number)), rank, number))
+                columns = per_query[qid] = ([], array("q"), array("d"), array("q"))
+            columns[0].append(intern(chunk))
+            columns[1].append(rank)
+            columns[2].append(score)
+            columns[3].append(number)
             if tag not in tags:
                 tags.append(intern(tag))
-    for qid, hits in per_query.items():  # a chunk twice for one query: named at its second line
+    for qid, (chunks, _, _, numbers) in per_query.items():  # a chunk twice for one query: named at its second line
         first: dict[str, int] = {}
-        for hit, _, number in hits:
-            if hit.chunk in first:
+        for chunk, number in zip(chunks, numbers, strict=True):
+            if chunk in first:
                 raise InputError(
-                    f"{path}:{number}: chunk {hit.chunk!r} ranked twice for query {qid!r} "
-                    f"(first at {path}:{first[hit.chunk]})"
+                    f"{path}:{number}: chunk {chunk!r} ranked twice for query {qid!r} (first at {path}:{first[chunk]})"
                 )
-            first[hit.chunk] = number
+            first[chunk] = number
     return per_query, starts, tags
+
+
+def _order_columns(path: str, columns: _Columns, higher_first: bool, kind: str) -> QueryHits:
+    """:func:`_order` of one TREC query's columns: by score, ties by the given rank, then line;
+    the given ranks must agree with the scores."""
+    chunks, ranks, scores, numbers = columns
+    sign = -1.0 if higher_first else 1.0
+    by_given = sorted(range(len(chunks)), key=lambda i: (ranks[i], numbers[i]))
+    for a, b in pairwise(by_given):
+        if ranks[a] != ranks[b] and sign * scores[a] > sign * scores[b]:
+            better = "higher" if higher_first else "lower"
+            raise InputError(
+                f"{path}:{numbers[b]}: ranked after {chunks[a]!r} but its score {scores[b]:g} is {better} than "
+                f"{scores[a]:g}; with --score {kind} a {better} score ranks first (is the score "
+                f"a {'distance' if higher_first else 'similarity'}?)"
+            )
+    del by_given
+    order = sorted(range(len(chunks)), key=lambda i: (sign * scores[i], ranks[i], numbers[i]))
+    return QueryHits(
+        path,
+        [chunks[i] for i in order],
+        array("d", (scores[i] for i in order)),
+        array("q", (numbers[i] for i in order)),
+    )
 
 
 def _read_jsonl_hits(path: Path) -> tuple[dict[str, _Raw], dict[str, str]]:
@@ -239,17 +298,26 @@ def read_rankings(path: str | Path, kind: str = "similarity", fmt: str | None = 
     if fmt not in FORMATS:
         raise InputError(f"{path}: unknown rankings format {fmt!r}; known: {', '.join(FORMATS)}")
     tags: list[str] = []
+    higher_first = kind == "similarity"
+    hits: dict[str, QueryHits] = {}
     try:
         if fmt == "trec":
-            raw, starts, tags = _read_trec(path)
-        elif fmt == "jsonl":
-            raw, starts = _read_jsonl_hits(path)
+            columns, starts, tags = _read_trec(path)
+            while columns:  # one query at a time: its read columns are freed as its ordered ones are made
+                qid = next(iter(columns))
+                hits[qid] = _order_columns(str(path), columns.pop(qid), higher_first, kind)
         else:
-            raw, starts = _read_json(path)
+            raw, starts = _read_jsonl_hits(path) if fmt == "jsonl" else _read_json(path)
+            for q, h in raw.items():
+                ranked = _order(h, higher_first, kind, given_order=fmt != "json")
+                hits[q] = QueryHits(
+                    str(path),
+                    [x.chunk for x in ranked],
+                    array("d", (x.score for x in ranked)),
+                    [str(x.where) for x in ranked],
+                )
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    if not raw:
+    if not hits:
         raise InputError(f"{path}: no rankings")
-    higher_first = kind == "similarity"
-    hits = {q: _order(h, higher_first, kind, given_order=fmt != "json") for q, h in raw.items()}
     return RankingFile(str(path), fmt, hits, starts, tuple(tags))

@@ -19,9 +19,9 @@ import json
 import logging
 import platform
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from evalcore import PIPELINE_VERSION, __version__
 from evalcore.errors import EvalcoreError, InputError
@@ -30,7 +30,9 @@ from evalcore.store.rows import document_rows, ground_truth_settings, query_rows
 from evalcore.store.runs import fail_run
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
+    from numpy.typing import NDArray
 
     from evalcore.configurations import ConfigInfo
     from evalcore.external.chunks import ChunkSet
@@ -64,9 +66,35 @@ def query_order(gt: GroundTruth) -> list[tuple[str, str, str]]:
     return [(q.query_id, "in", q.question) for q in gt.valid_questions] + [(q.query_id, "out", q.query) for q in gt.ood]
 
 
+class Pairs(Sequence[tuple[int, float]]):
+    """One query's resolved hits, ``(chunk-set id, score)`` in rank order, held as two arrays
+    (16 bytes a hit) and made into pairs only while read: a million imported hits are not a
+    million tuples."""
+
+    __slots__ = ("ids", "scores")
+
+    def __init__(self, ids: array[int], scores: array[float]) -> None:
+        self.ids, self.scores = ids, scores
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, float]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[int, float]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[int, float] | list[tuple[int, float]]:
+        if isinstance(i, slice):
+            return list(zip(self.ids[i], self.scores[i], strict=True))
+        return self.ids[i], self.scores[i]
+
+    def __iter__(self) -> Iterator[tuple[int, float]]:
+        return zip(self.ids, self.scores, strict=True)
+
+
 def resolve_rankings(
     rankings: RankingFile, chunks: ChunkSet, gt: GroundTruth, chunks_name: str = "the chunk file"
-) -> tuple[dict[str, list[tuple[int, float]]], list[str]]:
+) -> tuple[dict[str, Sequence[tuple[int, float]]], list[str]]:
     """The file's hits as chunk-set ids, and the ids of queries the file does not rank.
 
     InputError naming the line for a chunk that is not in the chunk set and for a query that
@@ -74,19 +102,19 @@ def resolve_rankings(
     needle is invalid are read but not scored (those questions are not scored at all).
     """
     known = {q.query_id for q in gt.questions} | {q.query_id for q in gt.ood}
-    out: dict[str, list[tuple[int, float]]] = {}
+    out: dict[str, Sequence[tuple[int, float]]] = {}
     for qid, hits in rankings.hits.items():
         if qid not in known:
             raise InputError(
                 f"{rankings.where[qid]}: query {qid!r} is neither in the questions nor in the out-of-domain queries"
             )
-        resolved = []
-        for hit in hits:
-            chunk = chunks.get(hit.chunk)
+        ids = array("q")
+        for i, name in enumerate(hits.chunks):
+            chunk = chunks.get(name)
             if chunk is None:
-                raise InputError(f"{hit.where}: chunk {hit.chunk!r} is not in {chunks_name}")
-            resolved.append((chunk.chunk_id, hit.score))
-        out[qid] = resolved
+                raise InputError(f"{hits.where(i)}: chunk {name!r} is not in {chunks_name}")
+            ids.append(chunk.chunk_id)
+        out[qid] = Pairs(ids, hits.scores)
     missing = [qid for qid, _, _ in query_order(gt) if qid not in out]
     return out, missing
 
@@ -140,6 +168,13 @@ def run_row(
     }
 
 
+def _category(codes: NDArray[np.int32], names: list[str]) -> pd.Categorical[Any]:
+    """A text column of many rows and few values, as codes into ``names`` (4 bytes a row)."""
+    import pandas as pd
+
+    return pd.Categorical.from_codes(codes, dtype=pd.CategoricalDtype(names))
+
+
 def tables(
     run_id: str,
     config: ConfigInfo,
@@ -167,7 +202,8 @@ def tables(
 
     results, failure_rows = [], []
     # the hits table column by column: a million hits are a few arrays, not a million dicts
-    hit_queries: list[str] = []
+    # each hit's query as a category code: a million hits name a few dozen queries
+    hit_query_codes, query_names, query_code = array("i"), list[str](), dict[str, int]()
     hit_ranks, hit_chunks, hit_scores, hit_correct = array("q"), array("q"), array("d"), array("b")
     for qid, domain, _text in query_order(gt):
         key = {"run_id": run_id, "strategy": strategy, "retriever": retriever, "query_id": qid}
@@ -192,7 +228,10 @@ def tables(
             }
         )
         for rank, ((chunk_id, score), flag) in enumerate(zip(ranked, flags, strict=True), start=1):
-            hit_queries.append(qid)
+            if qid not in query_code:
+                query_code[qid] = len(query_names)
+                query_names.append(qid)
+            hit_query_codes.append(query_code[qid])
             hit_ranks.append(rank)
             hit_chunks.append(chunk_id)
             hit_scores.append(float(score))
@@ -262,11 +301,11 @@ def tables(
         if results
         else pd.DataFrame(),
         "hits": pd.DataFrame(
-            {
-                "run_id": run_id,
-                "strategy": strategy,
-                "retriever": retriever,
-                "query_id": hit_queries,
+            {  # categorical: a million hits name a few dozen queries, one run and one configuration
+                "run_id": _category(np.zeros(len(hit_ranks), dtype=np.int32), [run_id]),
+                "strategy": _category(np.zeros(len(hit_ranks), dtype=np.int32), [strategy]),
+                "retriever": _category(np.zeros(len(hit_ranks), dtype=np.int32), [retriever]),
+                "query_id": _category(np.frombuffer(hit_query_codes, dtype=np.int32), query_names),
                 "rank": np.frombuffer(hit_ranks, dtype=np.int64),
                 "chunk_id": np.frombuffer(hit_chunks, dtype=np.int64),
                 "distance": np.full(len(hit_ranks), np.nan),
