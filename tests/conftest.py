@@ -356,6 +356,55 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
     return path
 
 
+#: Fixtures that load the real embedding model or hand out a store it made: a test that uses
+#: one (directly or through another fixture) is marked ``model``.
+MODEL_FIXTURES = frozenset(
+    {
+        "real_embedder",
+        "engine_store",
+        "two_run_store",
+        "gate_store",
+        "claim_store",
+        "two_runs_net",
+        "tiny_cross_encoder",
+    }
+)
+#: Fixtures that drive Debian's chromium: a test that uses one is marked ``browser``.
+BROWSER_FIXTURES = frozenset({"printed"})
+#: Fixtures whose first use takes more than a few seconds (a real run, a server, a sweep, an
+#: installed wheel, a Ray runtime): a test that uses one is marked ``slow``.
+SLOW_FIXTURES = frozenset(
+    {
+        "claim_store",
+        "gate_store",
+        "two_runs_net",
+        "printed",
+        "installed",
+        "ray_runtime",
+        "sweep",
+        "served",
+        "served_claims",
+        "served_languages",
+        "served_net",
+        "dashboard",
+    }
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The markers of pytest.ini (``model``, ``browser``, ``slow``) from the fixtures a test
+    uses; tests mark themselves where no fixture tells (a journey, a signal sent to a run).
+    ``python -m pytest -m "not slow and not browser and not model"`` is the fast set."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if used & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if used & SLOW_FIXTURES or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
 #: The reliability suite's rows as the reports brought them (from pytest-xdist's workers too).
 _RELIABILITY_ROWS: list[tuple[str, str, str, str]] = []
 _rows_sent = 0

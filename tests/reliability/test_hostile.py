@@ -693,6 +693,7 @@ def test_a_large_trec_file_is_streamed(tmp_path):
 # --- labels and names (items 8, 9, 10) -----------------------------------------------------------
 
 
+@pytest.mark.browser
 def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
     """The product manager's step on a run imported with a chunker named like a Markdown image
     and a retriever named like HTML: the Threshold page's Save button shows the label as typed,
