@@ -391,10 +391,55 @@ SLOW_FIXTURES = frozenset(
 )
 
 
+#: The longest test files, longest first (seconds one file took in one process at a load of
+#: about 8 on two cores: a rank, not a promise). pytest-xdist hands the files out in collection
+#: order (pytest.ini: ``--no-loadscope-reorder``; its own reorder counts tests, so a one-test
+#: browser journey came last and ran alone at the end); longest first keeps both workers busy
+#: to the end. The other files follow in their usual order. Update from ``--durations``.
+LONGEST_FIRST = (
+    "tests/reliability/test_reliability.py",  # 435: signals sent to real runs, a full disk
+    "tests/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
+    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep (two cases wait out 30 s each)
+    "tests/test_questions_browser.py",  # journey: 33 settled pages
+    "tests/test_pdf.py",  # 165: PDFs printed by chromium
+    "tests/test_browser.py",  # journeys on the two-run store
+    "tests/reliability/test_hostile.py",  # 150
+    "tests/test_external_journey.py",  # journey
+    "tests/reliability/test_trust_inputs.py",  # 135: the dashboard behind a header proxy
+    "tests/test_safe_bounds.py",  # the demo embedded (strategy C) and a real-data run
+    "tests/test_sharded.py",  # a Ray runtime, 200,000 chunks
+    "tests/reliability/test_trust_traffic.py",  # 110
+    "tests/test_app.py",  # 105: every page in AppTest
+    "tests/test_browser_edges.py",  # journey
+    "tests/test_new_run_page.py",  # 95
+    "tests/reliability/test_net_app.py",  # 95
+    "tests/test_languages.py",  # 90
+    "tests/test_claim_browser.py",  # journey on the claim store
+    "tests/test_traffic_browser.py",  # journey
+    "tests/test_traffic.py",
+    "tests/test_gate.py",
+    "tests/test_qsets.py",  # 70
+    "tests/test_models.py",  # 65
+    "tests/test_documents.py",
+)
+
+
+def _longest_first(items: list) -> None:
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+
+    def key(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return rank.get(path, len(rank))
+
+    items.sort(key=key)  # stable: a file's tests keep their order
+
+
 def pytest_collection_modifyitems(config, items):
-    """The markers of pytest.ini (``model``, ``browser``, ``slow``) from the fixtures a test
-    uses; tests mark themselves where no fixture tells (a journey, a signal sent to a run).
+    """The longest files first (:data:`LONGEST_FIRST`), and the markers of pytest.ini
+    (``model``, ``browser``, ``slow``) from the fixtures a test uses; tests mark themselves
+    where no fixture tells (a journey, a signal sent to a run).
     ``python -m pytest -m "not slow and not browser and not model"`` is the fast set."""
+    _longest_first(items)
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & MODEL_FIXTURES:
