@@ -37,6 +37,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from built_once import built_once
 from conftest import MINI, ROOT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -516,67 +517,72 @@ def two_runs_net(tmp_path_factory, mini_inputs) -> dict[str, Path]:
     sys.path.insert(0, str(ROOT / "examples"))
     import external_bm25
 
-    folder = tmp_path_factory.mktemp("net-store")
+    def build(folder: Path) -> None:
+        store = folder / "evalcore.duckdb"
+        _ok(store, "dataset", "import", str(MINI), "--name", "faq")
+        for name in ("net", "net2"):
+            _ok(
+                store,
+                "run",
+                "--corpus",
+                str(CORPUS),
+                "--dataset",
+                "faq",
+                "--strategies",
+                "E",
+                "--retrievers",
+                "dense,bm25",
+                "-q",
+                "--name",
+                name,
+            )
+        questions = [json.loads(x)["question"] for x in QUESTIONS.read_text().splitlines()][:5]
+        log = folder / "log.jsonl"
+        log.write_text(
+            "".join(
+                json.dumps({"time": f"2026-11-0{i + 1}T08:00:00Z", "query": q}) + "\n" for i, q in enumerate(questions)
+            )
+        )
+        _ok(store, "traffic", "import", str(log), "--run", "net:E/dense", "-q")
+        _ok(store, "threshold", "net:E/dense")
+        external_bm25.write_files(folder / "external", *mini_inputs)
+        squad = folder / "squad.json"
+        context = (CORPUS / sorted(p.name for p in CORPUS.iterdir())[0]).read_text()[:400]
+        squad.write_text(
+            json.dumps(
+                {
+                    "data": [
+                        {
+                            "title": "t",
+                            "paragraphs": [
+                                {
+                                    "context": context,
+                                    "qas": [
+                                        {
+                                            "id": "q1",
+                                            "question": "what is it?",
+                                            "answers": [{"text": context[:20], "answer_start": 0}],
+                                        }
+                                    ],
+                                }
+                            ],
+                        }
+                    ]
+                }
+            )
+        )
+        runfile = folder / "net.evalcore.zip"
+        _ok(store, "export-run", "net", "-o", str(runfile))
+
+    folder = built_once(tmp_path_factory, "net-store", build)  # once per session, not per worker
     store = folder / "evalcore.duckdb"
-    _ok(store, "dataset", "import", str(MINI), "--name", "faq")
-    for name in ("net", "net2"):
-        _ok(
-            store,
-            "run",
-            "--corpus",
-            str(CORPUS),
-            "--dataset",
-            "faq",
-            "--strategies",
-            "E",
-            "--retrievers",
-            "dense,bm25",
-            "-q",
-            "--name",
-            name,
-        )
-    questions = [json.loads(x)["question"] for x in QUESTIONS.read_text().splitlines()][:5]
-    log = folder / "log.jsonl"
-    log.write_text(
-        "".join(json.dumps({"time": f"2026-11-0{i + 1}T08:00:00Z", "query": q}) + "\n" for i, q in enumerate(questions))
-    )
-    _ok(store, "traffic", "import", str(log), "--run", "net:E/dense", "-q")
-    _ok(store, "threshold", "net:E/dense")
-    files = external_bm25.write_files(folder / "external", *mini_inputs)
-    squad = folder / "squad.json"
-    context = (CORPUS / sorted(p.name for p in CORPUS.iterdir())[0]).read_text()[:400]
-    squad.write_text(
-        json.dumps(
-            {
-                "data": [
-                    {
-                        "title": "t",
-                        "paragraphs": [
-                            {
-                                "context": context,
-                                "qas": [
-                                    {
-                                        "id": "q1",
-                                        "question": "what is it?",
-                                        "answers": [{"text": context[:20], "answer_start": 0}],
-                                    }
-                                ],
-                            }
-                        ],
-                    }
-                ]
-            }
-        )
-    )
-    runfile = folder / "net.evalcore.zip"
-    _ok(store, "export-run", "net", "-o", str(runfile))
     return {
         "store": store,
-        "chunks": files["chunks"],
-        "rankings": files["trec"],
-        "squad": squad,
-        "runfile": runfile,
-        "log": log,
+        "chunks": folder / "external" / "chunks.jsonl",  # external_bm25.write_files's names
+        "rankings": folder / "external" / "rankings.trec",
+        "squad": folder / "squad.json",
+        "runfile": folder / "net.evalcore.zip",
+        "log": folder / "log.jsonl",
     }
 
 
