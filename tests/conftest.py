@@ -402,36 +402,39 @@ SLOW_FIXTURES = frozenset(
 )
 
 
-#: The longest test files, longest first (seconds one file took in one process at a load of
-#: about 8 on two cores: a rank, not a promise). pytest-xdist hands the files out in collection
+#: The longest test files, longest first (seconds one file took in one process at a load of 8
+#: to 16 on two cores: a rank, not a promise). pytest-xdist hands the files out in collection
 #: order (pytest.ini: ``--no-loadscope-reorder``; its own reorder counts tests, so a one-test
 #: browser journey came last and ran alone at the end); longest first keeps both workers busy
 #: to the end. The other files follow in their usual order. Update from ``--durations``.
 LONGEST_FIRST = (
+    "tests/test_browser.py",  # 720: eight journeys on the two-run store
+    "tests/test_questions_browser.py",  # 450: one journey, 33 settled pages
     "tests/reliability/test_reliability.py",  # 435: signals sent to real runs, a full disk
     "tests/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
-    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep (two cases wait out 30 s each)
-    "tests/test_questions_browser.py",  # journey: 33 settled pages
+    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep
+    "tests/test_app.py",  # 240: every page in AppTest
+    "tests/test_external_journey.py",  # journeys (not measured)
+    "tests/test_safe_bounds.py",  # the demo embedded, a real-data run (not measured)
+    "tests/test_sharded.py",  # a Ray runtime, 200,000 chunks (not measured)
     "tests/test_pdf.py",  # 165: PDFs printed by chromium
-    "tests/test_browser.py",  # journeys on the two-run store
     "tests/reliability/test_hostile.py",  # 150
-    "tests/test_external_journey.py",  # journey
+    "tests/test_refs.py",  # 145
     "tests/reliability/test_trust_inputs.py",  # 135: the dashboard behind a header proxy
-    "tests/test_safe_bounds.py",  # the demo embedded (strategy C) and a real-data run
-    "tests/test_sharded.py",  # a Ray runtime, 200,000 chunks
+    "tests/test_run_file_carry.py",  # 125
+    "tests/test_claim_browser.py",  # journey on the claim store (not measured)
+    "tests/test_traffic_browser.py",  # journey (not measured)
     "tests/reliability/test_trust_traffic.py",  # 110
-    "tests/test_app.py",  # 105: every page in AppTest
-    "tests/test_browser_edges.py",  # journey
+    "tests/test_browser_edges.py",  # 105+
+    "tests/test_ranking.py",  # 105
+    "tests/test_runner.py",  # 100
     "tests/test_new_run_page.py",  # 95
     "tests/reliability/test_net_app.py",  # 95
     "tests/test_languages.py",  # 90
-    "tests/test_claim_browser.py",  # journey on the claim store
-    "tests/test_traffic_browser.py",  # journey
-    "tests/test_traffic.py",
-    "tests/test_gate.py",
+    "tests/test_traffic.py",  # (not measured)
+    "tests/test_gate.py",  # (not measured)
     "tests/test_qsets.py",  # 70
     "tests/test_models.py",  # 65
-    "tests/test_documents.py",
 )
 
 
