@@ -398,6 +398,11 @@ SLOW_FIXTURES = frozenset(
         "served_languages",
         "served_net",
         "dashboard",
+        "demo_store",
+        "many_store",
+        "lang_store",
+        "traffic_run",
+        "journey",
     }
 )
 
