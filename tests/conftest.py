@@ -417,20 +417,23 @@ LONGEST_FIRST = (
     "tests/test_questions_browser.py",  # 450: one journey, 33 settled pages
     "tests/reliability/test_reliability.py",  # 435: signals sent to real runs, a full disk
     "tests/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
+    "tests/test_documents.py",  # 340: PDFs and pages end to end, a real run
     "tests/reliability/test_net_cli.py",  # 255: the CLI sweep
     "tests/test_app.py",  # 240: every page in AppTest
+    "tests/test_compare_text.py",  # 215
     "tests/test_external_journey.py",  # journeys (not measured)
     "tests/test_safe_bounds.py",  # the demo embedded, a real-data run (not measured)
     "tests/test_sharded.py",  # a Ray runtime, 200,000 chunks (not measured)
     "tests/test_pdf.py",  # 165: PDFs printed by chromium
     "tests/reliability/test_hostile.py",  # 150
+    "tests/test_browser_edges.py",  # 160
     "tests/test_refs.py",  # 145
+    "tests/test_claim_browser.py",  # 140: a journey on the claim store
+    "tests/test_compare_url.py",  # 140
     "tests/reliability/test_trust_inputs.py",  # 135: the dashboard behind a header proxy
     "tests/test_run_file_carry.py",  # 125
-    "tests/test_claim_browser.py",  # journey on the claim store (not measured)
     "tests/test_traffic_browser.py",  # journey (not measured)
     "tests/reliability/test_trust_traffic.py",  # 110
-    "tests/test_browser_edges.py",  # 105+
     "tests/test_ranking.py",  # 105
     "tests/test_runner.py",  # 100
     "tests/test_new_run_page.py",  # 95
