@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from built_once import built_once
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -153,25 +154,27 @@ def mini_inputs():
 
 
 @pytest.fixture(scope="session")
-def engine_store(tmp_path_factory, real_embedder, mini_inputs):
+def engine_store(tmp_path_factory, request, mini_inputs):
     """A DuckDB store holding one complete run made by the real engine on the mini corpus
-    (strategies A-F x dense, bm25, hybrid, real model)."""
+    (strategies A-F x dense, bm25, hybrid, real model). Built once per session (built_once)."""
     from evalcore.chunking import parse_strategies
     from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
-    path = tmp_path_factory.mktemp("store") / "evalcore.duckdb"
-    corpus, gt = mini_inputs
-    request = RunRequest(
-        corpus=corpus,
-        ground_truth=gt,
-        strategies=parse_strategies("A,B,C,D,E,F"),
-        retrievers=["dense", "bm25", "hybrid", "rerank"],
-        name="mini",
-    )
-    result = run_evaluation(request, Store(path), embedders=[real_embedder])
-    path.with_suffix(".run_id").write_text(result.run_id)
-    return path
+    def build(folder: Path) -> None:
+        path = folder / "evalcore.duckdb"
+        corpus, gt = mini_inputs
+        run = RunRequest(
+            corpus=corpus,
+            ground_truth=gt,
+            strategies=parse_strategies("A,B,C,D,E,F"),
+            retrievers=["dense", "bm25", "hybrid", "rerank"],
+            name="mini",
+        )
+        result = run_evaluation(run, Store(path), embedders=[request.getfixturevalue("real_embedder")])
+        path.with_suffix(".run_id").write_text(result.run_id)
+
+    return built_once(tmp_path_factory, "store", build) / "evalcore.duckdb"
 
 
 @pytest.fixture(scope="session")
@@ -184,7 +187,7 @@ SECOND_STRATEGIES = "wide:boundaries+header+intro+size=800,tight:boundaries+head
 
 
 @pytest.fixture(scope="session")
-def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
+def two_run_store(tmp_path_factory, engine_store, request, mini_inputs):
     """A copy of the engine store plus a second complete run made by the real engine on the
     same queries, with strategies of other names (wide, tight) x dense, bm25: what a
     comparison across runs pairs. ``.run_ids`` beside it: the first run, then the second."""
@@ -194,20 +197,22 @@ def two_run_store(tmp_path_factory, engine_store, real_embedder, mini_inputs):
     from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
-    path = tmp_path_factory.mktemp("two-runs") / "evalcore.duckdb"
-    shutil.copy(engine_store, path)
-    corpus, gt = mini_inputs
-    request = RunRequest(
-        corpus=corpus,
-        ground_truth=gt,
-        strategies=parse_strategies(SECOND_STRATEGIES),
-        retrievers=["dense", "bm25"],
-        name="second",
-    )
-    second = run_evaluation(request, Store(path), embedders=[real_embedder]).run_id
-    first = engine_store.with_suffix(".run_id").read_text()
-    path.with_suffix(".run_ids").write_text(f"{first}\n{second}\n")
-    return path
+    def build(folder: Path) -> None:
+        path = folder / "evalcore.duckdb"
+        shutil.copy(engine_store, path)
+        corpus, gt = mini_inputs
+        run = RunRequest(
+            corpus=corpus,
+            ground_truth=gt,
+            strategies=parse_strategies(SECOND_STRATEGIES),
+            retrievers=["dense", "bm25"],
+            name="second",
+        )
+        second = run_evaluation(run, Store(path), embedders=[request.getfixturevalue("real_embedder")]).run_id
+        first = engine_store.with_suffix(".run_id").read_text()
+        path.with_suffix(".run_ids").write_text(f"{first}\n{second}\n")
+
+    return built_once(tmp_path_factory, "two-runs", build) / "evalcore.duckdb"
 
 
 @pytest.fixture(scope="session")
@@ -264,7 +269,7 @@ DAMAGED_STRATEGIES = "A,B,C,D,E,F,P:blind+size=40"  # a pull request cuts P ever
 
 
 @pytest.fixture(scope="session")
-def gate_store(tmp_path_factory, real_embedder):
+def gate_store(tmp_path_factory, request):
     """A store with real-engine runs on the mini corpus for the gate, transfer and compare tests
     (model all-MiniLM-L6-v2, retrievers dense, bm25, hybrid, ood = tests/fixtures/gate/ood.jsonl):
 
@@ -278,26 +283,28 @@ def gate_store(tmp_path_factory, real_embedder):
     from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
 
-    folder = tmp_path_factory.mktemp("gate")
-    path = folder / "gate.duckdb"
-    corpus = load_corpus(MINI / "corpus")
-    fewer = folder / "fewer.jsonl"
-    fewer.write_text("".join((MINI / "questions.jsonl").read_text().splitlines(keepends=True)[:-3]))
-    for name, strategies, questions in (
-        ("base", GATE_STRATEGIES, MINI / "questions.jsonl"),
-        ("cand", DAMAGED_STRATEGIES, MINI / "questions.jsonl"),
-        ("fewer", "E", fewer),
-    ):
-        gt = load_ground_truth(corpus, questions, GATE_OOD)
-        request = RunRequest(
-            corpus=corpus,
-            ground_truth=gt,
-            strategies=parse_strategies(strategies),
-            retrievers=["dense", "bm25", "hybrid"],
-            name=name,
-        )
-        run_evaluation(request, Store(path), embedders=[real_embedder])
-    return path
+    def build(folder: Path) -> None:
+        path = folder / "gate.duckdb"
+        corpus = load_corpus(MINI / "corpus")
+        fewer = folder / "fewer.jsonl"
+        fewer.write_text("".join((MINI / "questions.jsonl").read_text().splitlines(keepends=True)[:-3]))
+        embedder = request.getfixturevalue("real_embedder")
+        for name, strategies, questions in (
+            ("base", GATE_STRATEGIES, MINI / "questions.jsonl"),
+            ("cand", DAMAGED_STRATEGIES, MINI / "questions.jsonl"),
+            ("fewer", "E", fewer),
+        ):
+            gt = load_ground_truth(corpus, questions, GATE_OOD)
+            run = RunRequest(
+                corpus=corpus,
+                ground_truth=gt,
+                strategies=parse_strategies(strategies),
+                retrievers=["dense", "bm25", "hybrid"],
+                name=name,
+            )
+            run_evaluation(run, Store(path), embedders=[embedder])
+
+    return built_once(tmp_path_factory, "gate", build) / "gate.duckdb"
 
 
 #: The articles of XQuAD (English) the claim runs index: the first three paragraphs of each.
@@ -305,7 +312,7 @@ XQUAD_ARTICLES = slice(1, 6)  # Warsaw, Normans, Nikola Tesla, Computational com
 
 
 @pytest.fixture(scope="session")
-def claim_store(tmp_path_factory, engine_store, real_embedder):
+def claim_store(tmp_path_factory, engine_store, request):
     """A copy of the engine store (run ``mini``: 7 off-topic questions, too few for a claim) plus
     two real-engine runs on real data (strategies C, E x dense; all-MiniLM-L6-v2) over the
     first three paragraphs of five XQuAD articles:
@@ -327,33 +334,142 @@ def claim_store(tmp_path_factory, engine_store, real_embedder):
 
     source = shared_data("xquad", "xquad.en.json")
     faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")
-    folder = tmp_path_factory.mktemp("claim")
-    path = folder / "claim.duckdb"
-    shutil.copy(engine_store, path)
-    articles = json.loads(source.read_text(encoding="utf-8"))["data"][XQUAD_ARTICLES]
-    small = folder / "xquad-part.json"
-    small.write_text(json.dumps({"data": [dict(a, paragraphs=a["paragraphs"][:3]) for a in articles]}))
-    ids = [engine_store.with_suffix(".run_id").read_text()]
-    for name in ("xquad-faq", "xquad-close"):
-        out = folder / name
-        import_squad(small, out, questions_from_csv(faq, limit=160) if name == "xquad-faq" else ())
-        if name == "xquad-close":
-            lines = (out / "questions.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-            (out / "questions.jsonl").write_text("".join(lines[::2]), encoding="utf-8")
-            close = [json.loads(line) for line in lines[1::2]]
-            (out / "ood.jsonl").write_text(
-                "".join(
-                    json.dumps({"id": f"close-{q['id']}", "query": q["question"], "kind": "near"}) + "\n" for q in close
+
+    def build(folder: Path) -> None:
+        embedder = request.getfixturevalue("real_embedder")
+        path = folder / "claim.duckdb"
+        shutil.copy(engine_store, path)
+        articles = json.loads(source.read_text(encoding="utf-8"))["data"][XQUAD_ARTICLES]
+        small = folder / "xquad-part.json"
+        small.write_text(json.dumps({"data": [dict(a, paragraphs=a["paragraphs"][:3]) for a in articles]}))
+        ids = [engine_store.with_suffix(".run_id").read_text()]
+        for name in ("xquad-faq", "xquad-close"):
+            out = folder / name
+            import_squad(small, out, questions_from_csv(faq, limit=160) if name == "xquad-faq" else ())
+            if name == "xquad-close":
+                lines = (out / "questions.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+                (out / "questions.jsonl").write_text("".join(lines[::2]), encoding="utf-8")
+                close = [json.loads(line) for line in lines[1::2]]
+                (out / "ood.jsonl").write_text(
+                    "".join(
+                        json.dumps({"id": f"close-{q['id']}", "query": q["question"], "kind": "near"}) + "\n"
+                        for q in close
+                    )
                 )
+            corpus = load_corpus(out / "corpus")
+            gt = load_ground_truth(corpus, out / "questions.jsonl", out / "ood.jsonl")
+            run = RunRequest(
+                corpus=corpus, ground_truth=gt, strategies=parse_strategies("C,E"), retrievers=["dense"], name=name
             )
-        corpus = load_corpus(out / "corpus")
-        gt = load_ground_truth(corpus, out / "questions.jsonl", out / "ood.jsonl")
-        request = RunRequest(
-            corpus=corpus, ground_truth=gt, strategies=parse_strategies("C,E"), retrievers=["dense"], name=name
-        )
-        ids.append(run_evaluation(request, Store(path), embedders=[real_embedder]).run_id)
-    path.with_suffix(".run_ids").write_text("\n".join(ids) + "\n")
-    return path
+            ids.append(run_evaluation(run, Store(path), embedders=[embedder]).run_id)
+        path.with_suffix(".run_ids").write_text("\n".join(ids) + "\n")
+
+    return built_once(tmp_path_factory, "claim", build) / "claim.duckdb"
+
+
+#: Fixtures that load the real embedding model or hand out a store it made: a test that uses
+#: one (directly or through another fixture) is marked ``model``.
+MODEL_FIXTURES = frozenset(
+    {
+        "real_embedder",
+        "engine_store",
+        "two_run_store",
+        "gate_store",
+        "claim_store",
+        "two_runs_net",
+        "tiny_cross_encoder",
+    }
+)
+#: Fixtures that drive Debian's chromium: a test that uses one is marked ``browser``.
+BROWSER_FIXTURES = frozenset({"printed"})
+#: Fixtures whose first use takes more than a few seconds (a real run, a server, a sweep, an
+#: installed wheel, a Ray runtime): a test that uses one is marked ``slow``.
+SLOW_FIXTURES = frozenset(
+    {
+        "claim_store",
+        "gate_store",
+        "two_runs_net",
+        "printed",
+        "installed",
+        "ray_runtime",
+        "sweep",
+        "served",
+        "served_claims",
+        "served_languages",
+        "served_net",
+        "dashboard",
+        "demo_store",
+        "many_store",
+        "lang_store",
+        "traffic_run",
+        "journey",
+    }
+)
+
+
+#: The longest test files, longest first (seconds one file took in one process at a load of 8
+#: to 16 on two cores: a rank, not a promise). pytest-xdist hands the files out in collection
+#: order (pytest.ini: ``--no-loadscope-reorder``; its own reorder counts tests, so a one-test
+#: browser journey came last and ran alone at the end); longest first keeps both workers busy
+#: to the end. The other files follow in their usual order. Update from ``--durations``.
+LONGEST_FIRST = (
+    "tests/test_browser.py",  # 720: eight journeys on the two-run store
+    "tests/test_questions_browser.py",  # 450: one journey, 33 settled pages
+    "tests/reliability/test_reliability.py",  # 435: signals sent to real runs, a full disk
+    "tests/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
+    "tests/test_documents.py",  # 340: PDFs and pages end to end, a real run
+    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep
+    "tests/test_app.py",  # 240: every page in AppTest
+    "tests/test_compare_text.py",  # 215
+    "tests/test_external_journey.py",  # journeys (not measured)
+    "tests/test_safe_bounds.py",  # the demo embedded, a real-data run (not measured)
+    "tests/test_sharded.py",  # a Ray runtime, 200,000 chunks (not measured)
+    "tests/test_pdf.py",  # 165: PDFs printed by chromium
+    "tests/reliability/test_hostile.py",  # 150
+    "tests/test_browser_edges.py",  # 160
+    "tests/test_refs.py",  # 145
+    "tests/test_claim_browser.py",  # 140: a journey on the claim store
+    "tests/test_compare_url.py",  # 140
+    "tests/reliability/test_trust_inputs.py",  # 135: the dashboard behind a header proxy
+    "tests/test_run_file_carry.py",  # 125
+    "tests/test_traffic_browser.py",  # journey (not measured)
+    "tests/reliability/test_trust_traffic.py",  # 110
+    "tests/test_ranking.py",  # 105
+    "tests/test_runner.py",  # 100
+    "tests/test_new_run_page.py",  # 95
+    "tests/reliability/test_net_app.py",  # 95
+    "tests/test_languages.py",  # 90
+    "tests/test_traffic.py",  # (not measured)
+    "tests/test_gate.py",  # (not measured)
+    "tests/test_qsets.py",  # 70
+    "tests/test_models.py",  # 65
+)
+
+
+def _longest_first(items: list) -> None:
+    rank = {path: n for n, path in enumerate(LONGEST_FIRST)}
+
+    def key(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return rank.get(path, len(rank))
+
+    items.sort(key=key)  # stable: a file's tests keep their order
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first (:data:`LONGEST_FIRST`), and the markers of pytest.ini
+    (``model``, ``browser``, ``slow``) from the fixtures a test uses; tests mark themselves
+    where no fixture tells (a journey, a signal sent to a run).
+    ``python -m pytest -m "not slow and not browser and not model"`` is the fast set."""
+    _longest_first(items)
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & MODEL_FIXTURES:
+            item.add_marker(pytest.mark.model)
+        if used & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if used & SLOW_FIXTURES or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
 
 
 #: The reliability suite's rows as the reports brought them (from pytest-xdist's workers too).

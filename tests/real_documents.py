@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from built_once import built_once
 from serving import CHROMIUM
 
 TEMPLATE = """<!doctype html>
@@ -122,6 +123,10 @@ def print_corpus(
     return PrintedCorpus(name, md_dir, html_dir, pdf_dir, header_footer, outline)
 
 
+#: The folders of a printed corpus, in the order of PrintedCorpus's fields.
+FORMATS = ("markdown", "html", "pdf")
+
+
 @pytest.fixture(scope="session")
 def printed(tmp_path_factory) -> dict[str, PrintedCorpus]:
     """``{"poetry": ..., "mkdocs": ...}``: each corpus as Markdown, HTML and PDF."""
@@ -133,20 +138,24 @@ def printed(tmp_path_factory) -> dict[str, PrintedCorpus]:
         pytest.skip("chromium is not installed (apt-get install chromium)")
     sync_api = pytest.importorskip("playwright.sync_api")
     pytest.importorskip("markdown")
-    out = tmp_path_factory.mktemp("printed")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            corpora = {
-                "poetry": print_corpus(browser, "poetry", poetry, out, header_footer=True, outline=False),
+
+    def build(out: Path) -> None:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+            try:
+                print_corpus(browser, "poetry", poetry, out, header_footer=True, outline=False)
                 # the release notes alone would be 60 pages; the rest of mkdocs keeps the session short
-                "mkdocs": print_corpus(
+                print_corpus(
                     browser, "mkdocs", mkdocs, out, header_footer=False, outline=True, skip=("about/release-notes.md",)
-                ),
-            }
-        finally:
-            browser.close()
-    return corpora
+                )
+            finally:
+                browser.close()
+
+    out = built_once(tmp_path_factory, "printed", build)  # printed once per session, not per worker
+    return {
+        "poetry": PrintedCorpus("poetry", *(out / "poetry" / k for k in FORMATS), header_footer=True, outline=False),
+        "mkdocs": PrintedCorpus("mkdocs", *(out / "mkdocs" / k for k in FORMATS), header_footer=False, outline=True),
+    }
 
 
 _MARKUP = re.compile(r"[`*_\[\]<>{}|#\\!]|\]\(|https?://")

@@ -141,6 +141,7 @@ def test_threshold_page_opens_on_the_best_configuration_and_matches_brute_force(
     assert f"{in_total - answered_in})" in sentence and "off-topic questions" in sentence
 
 
+@pytest.mark.slow
 def test_decision_is_one_threshold_restored_after_a_reload(copy, engine_run_id, monkeypatch):
     """Move the slider on another configuration, save; a new session (a reload) opens on that
     configuration and threshold on Threshold, Query and Export."""
@@ -183,6 +184,7 @@ def test_distances_page_marks_and_n(engine_store, engine_run_id, monkeypatch):
     assert f"{int((res['domain'] == 'in').sum())} in-domain queries" in shown_text(at)
 
 
+@pytest.mark.slow
 def test_query_page_every_kind_of_query(engine_store, engine_run_id, monkeypatch):
     store = Store(engine_store)
     results = store.query(
@@ -217,6 +219,7 @@ def test_query_page_every_kind_of_query(engine_store, engine_run_id, monkeypatch
     assert any("No query matches" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_user_text_is_never_markup(engine_store, engine_run_id, monkeypatch):
     """The fixture's e417-ticket variant holds an image, an <img> tag and bold Markdown."""
     at = open_page(engine_store, "query", monkeypatch, query_id="e417-ticket")
@@ -240,6 +243,7 @@ def test_index_page_matches_strategies(engine_store, engine_run_id, monkeypatch)
     assert shown.to_dict() == chunks.reindex(shown.index).to_dict()
 
 
+@pytest.mark.slow
 def test_failed_run_and_empty_store_show_messages(copy, tmp_path, monkeypatch):
     store = Store(copy)
     store.start_run({"run_id": "zz-failed", "name": "broken"})
@@ -321,6 +325,7 @@ def _matrix_cells(spec: dict) -> set[tuple[str, str, str]]:
     return {(r["row"], r["column"], r["p_text"]) for r in spec["_rows"] if isinstance(r.get("p_text"), str)}
 
 
+@pytest.mark.slow
 def test_export_equals_the_compare_screen(engine_store, engine_run_id, monkeypatch):
     """The same configurations, the same Holm family, the same p in every cell; the retriever
     colours are the export's (Streamlit's theme off, fixed colours)."""

@@ -36,6 +36,8 @@ from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 from evalcore.measures.stats import p_relation
 from evalcore.store import Store
 
+pytestmark = pytest.mark.browser  # every test here drives chromium
+
 PAGES = ("", "new_run", "compare", "distances", "threshold", "query", "index", "export", "methods")
 TRACKER = "127.0.0.1:9/pixel.png"  # the image in the e417-ticket variant (tests/fixtures/mini)
 

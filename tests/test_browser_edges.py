@@ -31,6 +31,8 @@ from evalcore.inputs.corpus import load_corpus
 from evalcore.read.citations import heading_only
 from evalcore.store import Store
 
+pytestmark = pytest.mark.browser  # every test here drives chromium
+
 ARTICLES = {
     "civil_disobedience": (
         "Civil disobedience",

@@ -19,6 +19,8 @@ from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 from test_browser import _download, goto, nav, select, selected, text_of, threshold_shown
 from test_threshold_claim_cli import _expected
 
+pytestmark = pytest.mark.browser  # every test here drives chromium
+
 HEADER = "X-Forwarded-Email"
 PM = "pm@example.org"
 NOTE = "launch review: refuse about ~this often"

@@ -45,6 +45,8 @@ import external_bm25
 
 from evalcore.store import Store
 
+pytestmark = pytest.mark.browser  # every test here drives chromium
+
 CONFIG = "sent3/rank_bm25"  # the imported configuration
 BUILTIN = "E/hybrid"  # the built-in configuration it is paired with
 AXIS = "score (higher = closer)"

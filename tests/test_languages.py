@@ -137,6 +137,7 @@ def served_languages(lang_store, tmp_path_factory):
         yield url, run_id
 
 
+@pytest.mark.browser
 def test_languages_journey_in_chromium(served_languages):
     """The engineer: New run offers the languages and says which retrievers that makes; Query
     shows the query's tokens as bm25:english reads them; Compare pairs the analyzers; Export

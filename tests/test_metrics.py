@@ -48,6 +48,7 @@ def runs():
     return [generated_run(seed) for seed in (1, 2, 3)]
 
 
+@pytest.mark.slow
 def test_recall_and_mrr_agree_with_ranx(runs):
     ranx = pytest.importorskip("ranx")
     ks = DEFAULT_KS + (2, 40)

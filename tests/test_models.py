@@ -39,6 +39,7 @@ def tiny_model(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_two_models_are_two_stored_strategies_compared_paired(
     tmp_path, mini_inputs, tiny_model, engine_store, engine_run_id, capsys
 ):

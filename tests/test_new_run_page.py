@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import MINI, MINI_ARGS, ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -50,6 +51,7 @@ def mini_corpus() -> list[tuple[str, bytes]]:
     return [(p.name, p.read_bytes()) for p in sorted((MINI / "corpus").iterdir())]
 
 
+@pytest.mark.slow
 def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monkeypatch):
     store_path = tmp_path / "runs" / "evalcore.duckdb"
     at = open_new_run(store_path, monkeypatch)

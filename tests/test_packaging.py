@@ -269,6 +269,7 @@ def _run(args: list[str], work: Path, env: dict[str, str], timeout: float = 300)
     return done
 
 
+@pytest.mark.browser
 def test_the_installed_wheel_works_from_another_folder(installed):
     python, bin_dir, work, env = installed
     evalcore_cmd = str(bin_dir / "evalcore")

@@ -157,6 +157,7 @@ def test_saves_make_immutable_versions_and_a_second_save_from_one_parent_is_its_
     )
 
 
+@pytest.mark.slow
 def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_the_versions_differ(
     tmp_path, real_embedder, mini_inputs, capsys
 ):

@@ -26,6 +26,8 @@ from evalcore.inputs.corpus import load_corpus
 from evalcore.read.summary import summary_table
 from evalcore.store import Store
 
+pytestmark = pytest.mark.browser  # every test here drives chromium
+
 PORT = "The server listens on port 8470 by default."
 CUT = "or devices will report the server as unreachable"  # crosses strategy A's cut at 512 (install)
 TOKENS = "Tokens do not expire, but an owner can revoke one from the web page at any time"

@@ -106,6 +106,7 @@ def test_rank_block_equals_full_sorts(seed, n, nq, dim, distinct):
         assert ((r.first > 0) == has).all()
 
 
+@pytest.mark.slow
 def test_large_rows_use_the_sampled_threshold_and_stay_exact():
     """200,000 chunks: the top-k threshold is guessed on a sample; deep hybrid ranks are
     counted from BM25 ranks and dense rank bounds."""

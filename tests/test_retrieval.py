@@ -172,6 +172,7 @@ def test_reranker_missing_folder_is_a_clear_error(tmp_path):
         Reranker.load(tmp_path / "nope")
 
 
+@pytest.mark.slow
 def test_hybrid_matches_ranx_rrf_with_bm25_ranking_only_matching_chunks():
     """Independent oracle: ranx.fuse(method="rrf", k=60) over a dense run with every chunk and a
     BM25 run with the chunks that share a term with the query (as a BM25 engine returns)."""

@@ -264,6 +264,7 @@ def test_a_label_that_cannot_be_is_refused(source, tmp_path):
     assert "tables/traffic_labels.parquet: 1 row(s) with a label other than answerable or off-topic" in err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_a_load_stopped_inside_its_transaction_leaves_nothing_and_loads_again(source, loaded, tmp_path, sig):
     store = tmp_path / "target.duckdb"

@@ -121,6 +121,7 @@ def test_destroyed_answers_are_counted_listed_and_never_found(tiny):
     assert summary_table(store, res.run_id)["destroyed"].tolist() == [2, 2, 2]
 
 
+@pytest.mark.slow
 def test_second_identical_run_embeds_nothing_new_and_gives_identical_figures(tiny):
     store, first, emb = run_tiny(tiny, strategies="A,C,E")
     calls = emb.calls
@@ -240,6 +241,7 @@ def test_normalisation_check_against_scipy_distances():
     assert normalisation_check(mixed, 200) < 1e-6 and normalisation_check(mixed, 250) > 1.0
 
 
+@pytest.mark.slow
 def test_rerank_reorders_the_hybrid_top_25_by_the_cross_encoder(
     tiny_cross_encoder, real_embedder, mini_inputs, tmp_path
 ):

@@ -23,6 +23,8 @@ from evalcore.cli import main
 from evalcore.embedding.embedder import text_hash
 from evalcore.store import Store
 
+pytestmark = pytest.mark.browser  # every test here drives chromium
+
 PRIVATE = "my name is Ada Quill, account 4711-0815, which port does kettle use"
 HEADER = "X-Forwarded-Email"
 PM = "pm@example.org"

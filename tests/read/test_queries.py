@@ -39,6 +39,7 @@ def test_highlight_takes_missing_needles_of_every_kind():
         assert queries.highlight("some text", missing, missing) == [("some text", False)]
 
 
+@pytest.mark.slow
 def test_out_of_domain_query_in_every_configuration(store, engine_run_id):
     ood = store.query("SELECT query_id FROM queries WHERE run_id = ? AND domain = 'out'", [engine_run_id])["query_id"]
     for config in runs.configurations(store, engine_run_id):

@@ -158,6 +158,7 @@ def test_endpoint_ranking_one_chunk_three_times_fails_that_query(hostile, tmp_pa
     check("endpoint: one chunk at ranks 1-3", expected, observed)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cap", [None, 16 << 20], ids=["default cap", "cap raised to 16 MiB"])
 def test_endpoint_answer_of_150003_hits(hostile, tmp_path, cap):
     store = tmp_path / "s.duckdb"
@@ -693,6 +694,7 @@ def test_a_large_trec_file_is_streamed(tmp_path):
 # --- labels and names (items 8, 9, 10) -----------------------------------------------------------
 
 
+@pytest.mark.browser
 def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
     """The product manager's step on a run imported with a chunker named like a Markdown image
     and a retriever named like HTML: the Threshold page's Save button shows the label as typed,
@@ -849,6 +851,7 @@ def test_an_upload_whose_name_holds_a_nul_byte_is_named(tmp_path):
     check("upload: a NUL byte in a file name", expected, got)
 
 
+@pytest.mark.slow
 def test_document_cases_that_were_silent(tmp_path):
     """A page with a 10 MiB paragraph keeps its text; NFC and NFD twins of one file name are
     one document and a note (validate --json, a real process)."""

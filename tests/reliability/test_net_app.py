@@ -246,6 +246,7 @@ def served_net(two_runs_net, tmp_path_factory):  # noqa: F811
         yield url
 
 
+@pytest.mark.browser
 def test_typed_and_uploaded_text_never_becomes_an_element(served_net):
     from playwright.sync_api import sync_playwright
     from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled

@@ -788,6 +788,7 @@ def expected_end(sig: int, stage: str) -> tuple[int, str, str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", SIGNALS, ids=[s.name for s in SIGNALS])
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_signal_at_any_stage_ends_the_run_failed_with_its_reason(store_copy, tmp_path, stage, sig):
@@ -821,6 +822,7 @@ def _queued_job(store_path: Path, strategies: str = "A,E") -> str:
     return jobs.submit(Store(store_path), prepared, "job", start=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sig, stage",
     [
@@ -916,6 +918,7 @@ def test_a_job_that_fails_on_its_own_configuration_records_its_reason(store_copy
 # --- concurrency --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_cli_run_a_dashboard_job_and_a_second_cli_run_on_one_store(tmp_path, monkeypatch):
     monkeypatch.setenv(inputs.DATA_ROOTS_ENV, str(MINI))
     for key, value in FAKE.items():
@@ -991,6 +994,7 @@ def fill(disk: Path, leave: int = 0) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_disk_full_at_store_creation_leaves_nothing_and_the_next_run_works(small_disk):
     filler = fill(small_disk)
     store = small_disk / "runs" / "evalcore.duckdb"
@@ -1009,6 +1013,7 @@ def test_disk_full_at_store_creation_leaves_nothing_and_the_next_run_works(small
     check("disk full: creating a store", expected, observed)
 
 
+@pytest.mark.slow
 def test_disk_full_during_the_final_write_then_reads_still_work(small_disk, base_store):
     store = small_disk / "evalcore.duckdb"
     shutil.copy(base_store, store)

@@ -60,6 +60,7 @@ def _saved_by(port: int, run_id: str, added: bytes, sent: dict[str, str]) -> str
     return text.removeprefix("Saved by: ").split(" (")[0]
 
 
+@pytest.mark.browser
 def test_a_header_appended_after_the_visitors_records_no_author(dashboard):
     port, run_id, log, _ = dashboard
     seen = _saved_by(port, run_id, f"{HEADER}: alice@corp\r\n".encode(), {HEADER: "mallory"})
@@ -67,12 +68,14 @@ def test_a_header_appended_after_the_visitors_records_no_author(dashboard):
     assert f"the trusted header {HEADER} arrived 2 times" in log.read_text(encoding="utf-8", errors="replace")
 
 
+@pytest.mark.browser
 def test_a_utf8_display_name_is_stored_as_sent(dashboard):
     port, run_id, _, _ = dashboard
     seen = _saved_by(port, run_id, f"{HEADER}: José Müller\r\n".encode(), {})
     check("trusted header holds a UTF-8 display name", "José Müller", seen)
 
 
+@pytest.mark.browser
 def test_a_long_name_is_cut_visibly(dashboard):
     port, run_id, _, _ = dashboard
     seen = _saved_by(port, run_id, f"{HEADER}: {'é' * 500}\r\n".encode(), {})
@@ -139,6 +142,7 @@ def _upload_real_queries(url: str, name: str, data: bytes) -> tuple[str, list[st
     return text, injected, requested
 
 
+@pytest.mark.browser
 def test_a_hostile_list_name_and_queries_show_as_text(dashboard):
     *_, url = dashboard
     text, injected, requested = _upload_real_queries(url, XSS_NAME, "\n".join(XSS_QUERIES).encode())
@@ -153,6 +157,7 @@ def test_a_hostile_list_name_and_queries_show_as_text(dashboard):
     )
 
 
+@pytest.mark.browser
 def test_a_list_that_is_not_utf8_names_itself_as_text(dashboard):
     *_, url = dashboard
     name = "![t](xss-name.png) latin1.txt"

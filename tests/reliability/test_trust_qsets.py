@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import duckdb
+import pytest
 from conftest import ROOT
 from test_reliability import CORPUS, FAKE, QUESTIONS, check, evalcore
 
@@ -176,6 +177,7 @@ def test_a_round_trip_keeps_every_field(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_four_imports_of_one_new_name_one_wins_the_others_name_its_version(tmp_path):
     store = tmp_path / "s.duckdb"
     folder = _folder(tmp_path, "d")
@@ -211,6 +213,7 @@ def _big(folder: Path, n: int) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_large_import_does_not_lock_other_readers_out(tmp_path):
     """A 30,000-question import in its own process while this process reads the store over and
     over, each read allowed 10 s for the lock (the store waits 60 s by default): before, the

@@ -180,6 +180,7 @@ def test_a_line_at_time_0_among_november_does_not_build_half_a_million_periods(s
     )
 
 
+@pytest.mark.slow
 def test_the_traffic_screen_charts_never_get_more_rows_than_they_draw(store_copy, tmp_path, monkeypatch):
     from evalcore.errors import ConfigError
     from evalcore.figures.traffic_charts import CHART_PERIODS, period_view
@@ -367,6 +368,7 @@ def _killed_after_a_batch(store: Path, log: Path, marker: Path) -> None:
     proc.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_imports_killed_twice_are_marked_failed_and_the_third_completes(store_copy, tmp_path):
     lines = 40_000  # three batches of 16,384: the first import is killed after batch 1, the second after batch 2
     rows = [
@@ -436,6 +438,7 @@ def _malformed_server(port: int):
     return server, fetched
 
 
+@pytest.mark.slow
 def test_every_replayed_query_failed_the_failure_shows_as_text_and_forget_empties_the_response_cache(
     mini_inputs, tmp_path, monkeypatch
 ):
