@@ -15,6 +15,6 @@ from evalcore_app.app import main
 if __name__ == "__main__":  # Streamlit runs this file for every page view (and AppTest)
     main()
 elif __name__ == "app":  # `streamlit run app.py` imports it as the server's module
-    from evalcore_app.server import api_routes
+    from evalcore_app.server import api_middleware
 
-    app = st.App(__file__, routes=api_routes())
+    app = st.App(__file__, middleware=api_middleware())

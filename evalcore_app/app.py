@@ -38,6 +38,6 @@ def main() -> None:
 if __name__ == "__main__":  # Streamlit runs its main script as __main__
     main()
 elif __name__ == "app":  # `streamlit run` imports this file as the server's module: one port for both
-    from evalcore_app.server import api_routes
+    from evalcore_app.server import api_middleware
 
-    app = st.App(__file__, routes=api_routes())
+    app = st.App(__file__, middleware=api_middleware())

@@ -61,9 +61,10 @@ def make_key(store: Path, name: str, scopes: str) -> str:
 
 
 @contextmanager
-def api_server(store: Path, log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+def api_server(store: Path, log: Path, env: dict[str, str] | None = None, base: str = "") -> Iterator[str]:
     """``evalcore dashboard --headless`` on ``store`` at a free port of 127.0.0.1; yields the
-    server's URL once ``/api/v1/health`` answers, stops it afterwards."""
+    server's URL (with ``base``, Streamlit's ``server.baseUrlPath``, e.g. ``/evalcore``) once
+    ``/api/v1/health`` answers under it, stops it afterwards."""
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
@@ -73,7 +74,7 @@ def api_server(store: Path, log: Path, env: dict[str, str] | None = None) -> Ite
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    url = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{port}{base}"
     try:
         deadline = time.monotonic() + 90
         while True:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 
 import httpx
 import pytest
-from api_serving import ALL_SCOPES, RUN, api_server, cli, is_problem, make_key, make_store
+from api_serving import ALL_SCOPES, OOD, RUN, api_server, cli, is_problem, make_key, make_store
+from conftest import MINI
 
 from evalcore.api.jsonout import jsonable
 
@@ -34,7 +36,8 @@ def served(base_store, tmp_path_factory):
         "burst": make_key(store, "burst", "read"),
     }
     assert cli(store, "keys", "revoke", "gone").returncode == 0
-    with api_server(store, folder / "server.log", {"EVALCORE_API_RATE": "20/40"}) as url:
+    env = {"EVALCORE_API_RATE": "20/40", "EVALCORE_DATA_ROOTS": str(MINI.parent)}
+    with api_server(store, folder / "server.log", env) as url:
         yield url, store, keys
     log = (folder / "server.log").read_text()
     for key in keys.values():
@@ -178,12 +181,13 @@ def test_a_key_over_its_rate_gets_429_with_retry_after(served):
     from concurrent.futures import ThreadPoolExecutor
 
     with client(url, keys["burst"]) as c, ThreadPoolExecutor(16) as pool:
-        statuses = list(pool.map(lambda _: c.get("/runs/no-such-run"), range(80)))
+        # a refused name: the route does no work after the key and its rate are checked
+        statuses = list(pool.map(lambda _: c.get("/deployments/-x"), range(200)))
     limited = [r for r in statuses if r.status_code == 429]
     assert limited, [r.status_code for r in statuses]
     body = is_problem(limited[0], 429)
     assert int(limited[0].headers["retry-after"]) >= 1 and "EVALCORE_API_RATE" in body["detail"]
-    assert all(r.status_code in (404, 429) for r in statuses)
+    assert all(r.status_code in (422, 429) for r in statuses)
 
 
 def test_bodies_over_their_limit_are_413_naming_it(served):
@@ -271,3 +275,87 @@ def test_traffic_posts_answer_207_per_line_and_store_each_id_once_even_twenty_at
         )
         assert "1,000 lines" in body["detail"]
     is_problem(client(url, keys["reader"]).post("/deployments/production/traffic", content=lines[0]), 403)
+
+
+def _until(c: httpx.Client, path: str, done: set[str], timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        now = c.get(path).json()
+        if now["status"] in done or time.monotonic() > deadline:
+            return now
+        time.sleep(0.5)
+
+
+def test_an_evaluation_is_queued_watched_and_cancelled(served):
+    url, store, keys = served
+    spec = {
+        "corpus": str(MINI / "corpus"),
+        "questions": str(MINI / "questions.jsonl"),
+        "ood": str(OOD),
+        "strategies": "E",
+        "retrievers": "bm25",
+        "name": "from-api",
+    }
+    with client(url, keys["all"]) as c:
+        first = c.post("/evaluations", json=spec)
+        assert first.status_code == 202, first.text
+        where = first.headers["location"]
+        assert where == "/api/v1/evaluations/" + first.json()["id"]
+        second = c.post("/evaluations", json={**spec, "name": "to-cancel"})
+        assert second.status_code == 202, second.text
+        cancelled = c.post(f"/evaluations/{second.json()['id']}/cancel")
+        assert cancelled.status_code == 202 and cancelled.json()["status"] in ("cancelled", "running")
+        done = _until(c, where.removeprefix("/api/v1"), {"complete", "failed", "cancelled"})
+        assert done["status"] == "complete", done
+        assert c.get(f"/runs/{done['run_id']}").json()["name"] == "from-api"
+        gone = _until(c, f"/evaluations/{second.json()['id']}", {"complete", "failed", "cancelled"})
+        assert gone["status"] == "cancelled" and gone["run_id"] is None
+        is_problem(c.get("/evaluations/no-such-job"), 404)
+        body = is_problem(c.post("/evaluations", json={**spec, "corpus": "/etc"}), 422)
+        assert "/etc" not in body["detail"] or "data roots" in body["detail"]
+        is_problem(c.post("/evaluations", json={"demo": True, "corpus": spec["corpus"]}), 422)
+        body = is_problem(c.post("/evaluations", json={**spec, "endpoint": "http://127.0.0.1:9/"}), 422)
+        assert body["errors"][0]["field"] == "body.endpoint"
+    is_problem(client(url, keys["reader"]).post("/evaluations", json=spec), 403)
+
+
+def test_the_dashboard_still_works_on_the_same_port_after_api_calls(served):
+    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    url, _, keys = served
+    with client(url, keys["all"]) as c:  # the API is busy first: a write, reads, an error
+        assert c.post("/runs/base/decisions", json={"configuration": "P/dense", "threshold": 0.45}).status_code == 201
+        assert c.get("/runs").status_code == 200
+        is_problem(c.get("/runs/none-such"), 404)
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for path in ("", "threshold?run_id=base&config=P%2Fdense"):
+                page.goto(f"{url}/{path}")
+                settled(page)
+                healthy(page, f"after API calls: /{path}")
+            assert "0.45" in page.locator("body").inner_text()  # the decision the API saved, on the screen
+        finally:
+            browser.close()
+    with client(url, keys["reader"]) as c:  # and the API still answers after the dashboard's sessions
+        assert c.get("/health").status_code == 200 and c.get("/runs/base").status_code == 200
+
+
+def test_the_api_moves_with_the_dashboards_base_url_path(base_store, tmp_path):
+    store = tmp_path / "evalcore.duckdb"
+    shutil.copy(base_store, store)
+    key = make_key(store, "ci", "read,deploy")
+    env = {"STREAMLIT_SERVER_BASE_URL_PATH": "team/evalcore"}
+    with api_server(store, tmp_path / "server.log", env, base="/team/evalcore") as url:
+        with client(url, key) as c:
+            assert c.get("/runs/base").status_code == 200
+            made = c.post("/runs/base/decisions", json={"configuration": "E/dense", "threshold": 0.5})
+            assert made.headers["location"].startswith("/team/evalcore/api/v1/runs/")
+            assert c.get("/openapi.json").json()["servers"] == [{"url": "/team/evalcore/api/v1"}]
+        root = url.removesuffix("/team/evalcore")
+        assert httpx.get(root + "/api/v1/health").status_code != 200  # not at the root any more
+        assert httpx.get(url + "/_stcore/health").text == "ok"  # and the dashboard beside it

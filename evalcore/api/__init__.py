@@ -1,6 +1,6 @@
 """evalcore's HTTP API, ``/api/v1``, served by the dashboard's own server (docs/API.md).
 
-- :mod:`~evalcore.api.app`: the FastAPI application and its state; :func:`routes` mounts it.
+- :mod:`~evalcore.api.app`: the FastAPI application and its state.
 - :mod:`~evalcore.api.routes`: one module per resource (health, runs and the gate, deployments
   and traffic, evaluations). A route is as thin as a screen: it parses, calls the library
   function the CLI calls, and answers with what the CLI prints as JSON.
@@ -8,7 +8,11 @@
   sizes, the deadline, the token bucket), :mod:`~evalcore.api.problems` (every error as
   problem+json), :mod:`~evalcore.api.models` (request bodies), :mod:`~evalcore.api.jsonout`.
 
-This package never imports Streamlit: :mod:`evalcore_app.server` mounts it beside the dashboard.
+:class:`ApiFirst` is how a server carries it: an ASGI middleware that hands every request under
+``/<base>/api/v1`` to the API (as a Starlette ``Mount`` would) before anything of the host sees it,
+so Streamlit's own middleware (its session cookie, its plain-text "Bad Request" for odd paths)
+never touches an API answer, and every API answer, errors included, is the API's own. This
+package never imports Streamlit: :mod:`evalcore_app.server` adds it to the dashboard's ``st.App``.
 """
 
 from __future__ import annotations
@@ -18,17 +22,44 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from starlette.routing import BaseRoute
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 PREFIX = "/api/v1"
 
 
-def routes(base_url_path: str = "", store_path: str | Path | None = None) -> list[BaseRoute]:
-    """The routes a server adds to serve the API at ``/<base_url_path>/api/v1`` (Streamlit's
-    ``server.baseUrlPath``: the API moves with the dashboard behind a proxy)."""
-    from starlette.routing import Mount
-
-    from evalcore.api.app import create_app
-
+def prefix(base_url_path: str = "") -> str:
+    """``/api/v1`` under a server's base path (Streamlit's ``server.baseUrlPath``)."""
     base = "/".join(p for p in base_url_path.strip("/").split("/") if p)
-    return [Mount(("/" + base if base else "") + PREFIX, app=create_app(store_path))]
+    return ("/" + base if base else "") + PREFIX
+
+
+class ApiFirst:
+    """ASGI middleware: requests under :func:`prefix` go to the API (mounted there), the rest to
+    the wrapped app. ``api`` is built on the first request (:func:`evalcore.api.app.create_app`
+    over ``store_path``) unless given."""
+
+    def __init__(
+        self, app: ASGIApp, base_url_path: str = "", store_path: str | Path | None = None, api: ASGIApp | None = None
+    ) -> None:
+        self.app = app
+        self.prefix = prefix(base_url_path)
+        self.store_path = store_path
+        self._api = api
+        self._router: ASGIApp | None = None
+
+    def _mounted(self) -> ASGIApp:
+        if self._router is None:
+            from starlette.routing import Mount, Router
+
+            from evalcore.api.app import create_app
+
+            api = self._api if self._api is not None else create_app(self.store_path)
+            self._router = Router(routes=[Mount(self.prefix, app=api)])
+        return self._router
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        if scope["type"] == "http" and (path == self.prefix or path.startswith(self.prefix + "/")):
+            await self._mounted()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

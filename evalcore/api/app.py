@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp
@@ -13,6 +14,7 @@ from starlette.types import ASGIApp
 from evalcore.api import problems
 from evalcore.api.auth import Keys
 from evalcore.api.limits import RATE_ENV, BodyLimit, RateLimiter, parse_rate
+from evalcore.api.snapshots import Deployments
 
 DESCRIPTION = (
     "evalcore's HTTP API: runs, threshold claims and decisions, the regression gate, evaluations, "
@@ -43,10 +45,36 @@ def create_api(store_path: str | Path | None = None) -> FastAPI:
     api.state.store = store
     api.state.keys = Keys(store, RateLimiter(parse_rate(os.environ.get(RATE_ENV))))
     api.state.write_lock = threading.Lock()
+    api.state.deployments = Deployments(store)
     problems.install(api)
     for router in (health.router, runs.router, deployments.router, evaluations.router):
         api.include_router(router)
+    _document_keys(api)
     return api
+
+
+def _document_keys(api: FastAPI) -> None:
+    """The OpenAPI document names the key every route but /health needs (a bearer token)."""
+    plain = api.openapi
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is None:
+            schema = plain()
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "key": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a key made with `evalcore keys create`: evk_...",
+                }
+            }
+            for path, operations in schema.get("paths", {}).items():
+                if path != "/health":
+                    for operation in operations.values():
+                        operation["security"] = [{"key": []}]
+            api.openapi_schema = schema
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(store_path: str | Path | None = None) -> ASGIApp:

@@ -3,8 +3,9 @@
 every key in use (the store never holds a key); a missing, unknown or revoked key is 401, a key
 without the route's scope 403, a key over its rate 429 with ``Retry-After``.
 
-The keys in use are read at most once a second (a revoked key stops working within a second);
-a key's last use is recorded at most once a minute. A key never reaches a log or an error.
+The keys in use are read again whenever the store changed (:mod:`evalcore.api.snapshots`): a key
+revoked by ``evalcore keys revoke`` is refused from the next request on. A key's last use is
+recorded at most once a minute. A key never reaches a log or an error.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fastapi import Request
+from starlette.concurrency import run_in_threadpool
 
 from evalcore.api.problems import Problem
 from evalcore.store.keys import PREFIX, SCOPES, key_hash
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from evalcore.api.limits import RateLimiter
     from evalcore.read.keys import ApiKey
@@ -30,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("evalcore.api")
 
-KEYS_FOR = 1.0  # seconds the keys in use are kept before they are read again
 TOUCH_EVERY = 60.0  # seconds between two records of one key's last use
 CHALLENGE = {"WWW-Authenticate": 'Bearer realm="evalcore"'}
 
@@ -49,24 +50,24 @@ class Caller:
 
 
 class Keys:
-    """The keys in use of one store, read again after :data:`KEYS_FOR` seconds."""
+    """The keys in use of one store, read again when the store changed."""
 
     def __init__(self, store: Store, limiter: RateLimiter) -> None:
+        from evalcore.api.snapshots import Snapshot
+        from evalcore.read.keys import keys_in_use
+
         self.store = store
         self.limiter = limiter
         self._lock = threading.Lock()
-        self._keys: list[ApiKey] = []
-        self._read_at = -1e9
+        self._keys: Snapshot[list[ApiKey]] = Snapshot(store.path, lambda: keys_in_use(store))
         self._touched: dict[str, float] = {}
 
     def _in_use(self) -> list[ApiKey]:
-        from evalcore.read.keys import keys_in_use
+        return self._keys.get()
 
-        with self._lock:
-            if time.monotonic() - self._read_at > KEYS_FOR:
-                self._keys = keys_in_use(self.store)
-                self._read_at = time.monotonic()
-            return self._keys
+    def fresh(self) -> bool:
+        """Whether the keys in use are known without reading the store."""
+        return self._keys.fresh()
 
     def identify(self, header: str | None) -> Caller:
         """The caller of an ``Authorization`` header; Problem 401 when it names no key in use."""
@@ -100,14 +101,18 @@ class Keys:
             log.warning("could not record the last use of key %s: %s", key_id, type(exc).__name__)
 
 
-def require(scope: str) -> Callable[[Request], Caller]:
+def require(scope: str) -> Callable[[Request], Awaitable[Caller]]:
     """A dependency: the request's caller, who must hold ``scope`` and be within its rate."""
     if scope not in SCOPES:
         raise ValueError(f"unknown scope {scope!r}")
 
-    def dependency(request: Request) -> Caller:
+    async def dependency(request: Request) -> Caller:
         keys: Keys = request.app.state.keys
-        caller = keys.identify(request.headers.get("authorization"))
+        header = request.headers.get("authorization")
+        if keys.fresh():  # the usual case: no store read, so no thread needed
+            caller = keys.identify(header)
+        else:
+            caller = await run_in_threadpool(keys.identify, header)
         if scope not in caller.scopes:
             raise Problem(
                 403,

@@ -26,8 +26,10 @@ MAX_TRAFFIC_LINES = 1000
 #: A run file (``POST /runs``); ``EVALCORE_API_MAX_RUN_BYTES`` changes it.
 MAX_RUN_FILE = 512 * MB
 MAX_RUN_FILE_ENV = "EVALCORE_API_MAX_RUN_BYTES"
-#: Seconds a whole body may take to arrive (a client sending a byte a second is cut off).
+#: Seconds a whole body may take to arrive (a client sending a byte a second is cut off);
+#: ``EVALCORE_API_BODY_SECONDS`` changes it.
 BODY_DEADLINE = 120.0
+BODY_DEADLINE_ENV = "EVALCORE_API_BODY_SECONDS"
 RATE_ENV = "EVALCORE_API_RATE"
 DEFAULT_RATE = "50/100"  # 50 requests a second per key, bursts of 100
 
@@ -39,6 +41,17 @@ def run_file_limit() -> int:
     if not raw.isdigit() or int(raw) <= 0:
         raise ConfigError(f"{MAX_RUN_FILE_ENV} must be a positive number of bytes, got {raw!r}")
     return int(raw)
+
+
+def body_deadline() -> float:
+    raw = os.environ.get(BODY_DEADLINE_ENV, "").strip()
+    try:
+        value = float(raw) if raw else BODY_DEADLINE
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 86400:
+        raise ConfigError(f"{BODY_DEADLINE_ENV} must be a number of seconds in (0, 86400), got {raw!r}")
+    return value
 
 
 def body_limit(path: str) -> tuple[int, str]:
@@ -59,6 +72,7 @@ class BodyLimit:
     def __init__(self, app: ASGIApp, limit: Callable[[str], tuple[int, str]] = body_limit) -> None:
         self.app = app
         self.limit = limit
+        self.deadline = body_deadline()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -86,8 +100,10 @@ class BodyLimit:
                 seen += len(message.get("body", b""))
                 if seen > cap:
                     raise Problem(413, f"the body passed {cap:,} bytes; {words}", "too-large")
-                if message.get("more_body") and time.monotonic() - began > BODY_DEADLINE:
-                    raise Problem(408, f"the body took more than {BODY_DEADLINE:g} s to arrive", "too-slow")
+                if message.get("more_body") and time.monotonic() - began > self.deadline:
+                    raise Problem(
+                        408, f"the body took more than {self.deadline:g} s to arrive ({BODY_DEADLINE_ENV})", "too-slow"
+                    )
             return message
 
         await self.app(scope, counted, send)

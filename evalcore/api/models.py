@@ -4,7 +4,7 @@ field. Numbers are finite (no NaN, no infinity)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -62,8 +62,3 @@ class EvaluationIn(Body):
     strategies: Annotated[str | None, Field(max_length=500, examples=["A,E"])] = None
     retrievers: Annotated[str | None, Field(max_length=500, examples=["dense,bm25"])] = None
     name: Annotated[str | None, Field(max_length=200)] = None
-
-
-def example(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of ``model`` (for the OpenAPI document of a route that reads its body itself)."""
-    return model.model_json_schema()

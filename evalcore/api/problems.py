@@ -10,6 +10,7 @@ and anything unforeseen into one problem document.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from starlette.requests import Request
 
 log = logging.getLogger("evalcore.api")
+#: ``run ID (NAME) is running`` and the like (evalcore.read.runs.require_complete)
+_NOT_COMPLETE = re.compile(r"run \S+ \(.*\) is (running|queued|failed|cancelled)\b")
 
 MEDIA_TYPE = "application/problem+json"
 #: The URN every problem type of evalcore lives under (docs/API.md lists them).
@@ -105,9 +108,9 @@ def from_error(exc: EvalcoreError, store_path: object, *replacements: tuple[obje
     if type(exc).__name__ == "UnknownDeployment":
         return Problem(404, text, "not-found")
     if isinstance(exc, StoreError):
-        if text.startswith(("no run", "no decision", "no deployment")):
+        if text.startswith(("no run", "no decision", "no deployment", "no evaluation")):
             return Problem(404, text, "not-found")
-        if "no complete run" in text or " is running" in text or " is queued" in text or "not complete" in text:
+        if "no complete run" in text or _NOT_COMPLETE.match(text):
             return Problem(409, text, "not-complete")
     return Problem(422, text, "invalid-input")
 

@@ -90,8 +90,11 @@ def environment(store: str | None) -> dict[str, str]:
 
 def serve(port: int, address: str, store: str | None, browser: bool) -> None:
     """Replace this process with Streamlit serving the dashboard (does not return)."""
+    from evalcore.api.limits import RATE_ENV, parse_rate
+
     argv = command(port, address, browser)
     env = environment(store)
+    parse_rate(env.get(RATE_ENV))  # ConfigError, one line, before anything starts
     if not is_loopback(address):
         print(
             f"warning: the dashboard listens on {address}, reachable from other machines, and has no "

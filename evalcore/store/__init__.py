@@ -10,7 +10,8 @@
   queue), :mod:`~evalcore.store.traffic` (imported traffic, labels, forget),
   :mod:`~evalcore.store.question_sets`, :mod:`~evalcore.store.triage` (the kept triage of real
   queries), :mod:`~evalcore.store.responses` (the endpoint response
-  cache), :mod:`~evalcore.store.loaded_runs` (a run file's rows); :mod:`~evalcore.store.rows`
+  cache), :mod:`~evalcore.store.loaded_runs` (a run file's rows), :mod:`~evalcore.store.keys` (the
+  HTTP API's keys: hashes only); :mod:`~evalcore.store.rows`
   shapes the documents and queries rows every kind of run stores.
 
 :class:`Store` is the connection with the runs, decisions and caches methods in one object;

@@ -60,12 +60,11 @@ def put_deployment(
     summary="where deployment NAME points: threshold, configuration, claim, who and when, version (ETag)",
     responses={304: {"description": "not modified since the ETag named in If-None-Match"}},
 )
-def get_deployment(request: Request, name: str, _: Annotated[Caller, Depends(require("read"))]) -> Response:
-    from evalcore.service.deployments import get_deployment as read
-
+async def get_deployment(request: Request, name: str, _: Annotated[Caller, Depends(require("read"))]) -> Response:
     store = request.app.state.store
-    try:
-        found = read(store, name)
+    kept = request.app.state.deployments
+    try:  # read again only when the store changed, then in a thread (a read blocks)
+        found = kept.get(name) if kept.fresh(name) else await run_in_threadpool(kept.get, name)
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     if found is None:

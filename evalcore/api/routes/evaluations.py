@@ -1,7 +1,57 @@
-"""``/evaluations``: filled in with evalcore.service.evaluations."""
+"""``/evaluations``: start a run of the built-in pipeline in the job runner (limited to what the New
+run screen allows), watch it, cancel it; over :mod:`evalcore.service.evaluations`."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse
+
+from evalcore.api.auth import Caller, require
+from evalcore.api.jsonout import answer
+from evalcore.api.models import EvaluationIn
+from evalcore.api.problems import from_error
+from evalcore.api.routes.runs import location
+from evalcore.errors import EvalcoreError
 
 router = APIRouter(tags=["evaluations"])
+
+
+@router.post("/evaluations", status_code=202, summary="queue a run (demo, or a corpus and questions or a question set)")
+async def start(
+    request: Request, body: EvaluationIn, _: Annotated[Caller, Depends(require("evaluate"))]
+) -> JSONResponse:
+    from evalcore.service.evaluations import start_evaluation
+
+    store = request.app.state.store
+    try:
+        started = await run_in_threadpool(start_evaluation, store, body.model_dump(exclude_none=True))
+    except EvalcoreError as exc:
+        raise from_error(exc, store.path) from None
+    where = location(request, f"/evaluations/{started.evaluation_id}")
+    return answer(started.to_json(), 202, {"Location": where})
+
+
+@router.get("/evaluations/{evaluation_id}", summary="an evaluation's status, stage, progress, and run_id once complete")
+def status(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
+    from evalcore.service.evaluations import evaluation
+
+    store = request.app.state.store
+    try:
+        return answer(evaluation(store, evaluation_id).to_json())
+    except EvalcoreError as exc:
+        raise from_error(exc, store.path) from None
+
+
+@router.post("/evaluations/{evaluation_id}/cancel", status_code=202, summary="cancel an evaluation")
+def cancel(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(require("evaluate"))]) -> JSONResponse:
+    from evalcore.service.evaluations import cancel_evaluation
+
+    store = request.app.state.store
+    try:
+        with request.app.state.write_lock:
+            return answer(cancel_evaluation(store, evaluation_id).to_json(), 202)
+    except EvalcoreError as exc:
+        raise from_error(exc, store.path) from None

@@ -145,6 +145,7 @@ def claim(
 ) -> JSONResponse:
     from evalcore.boundary.numbers import bounded_float
     from evalcore.read.claims import claims_of_ref
+    from evalcore.records import Configuration
 
     store = _store(request)
     try:
@@ -156,6 +157,13 @@ def claim(
                 (confidence, "confidence"),
             )
         )
+        if configuration:
+            try:
+                Configuration.parse(configuration)
+            except ValueError as exc:
+                raise Problem(
+                    422, f"configuration: {exc}", "validation", [{"field": "query.configuration", "detail": str(exc)}]
+                ) from None
         reference = f"{ref}:{configuration}" if configuration else ref
         _run, found = claims_of_ref(store, reference, alpha, beta, conf)
     except EvalcoreError as exc:
