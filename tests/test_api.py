@@ -359,3 +359,22 @@ def test_the_api_moves_with_the_dashboards_base_url_path(base_store, tmp_path):
         root = url.removesuffix("/team/evalcore")
         assert httpx.get(root + "/api/v1/health").status_code != 200  # not at the root any more
         assert httpx.get(url + "/_stcore/health").text == "ok"  # and the dashboard beside it
+
+
+def test_keys_list_shows_each_keys_last_use_and_never_a_key_or_hash(served):
+    url, store, keys = served
+    with client(url, keys["reader"]) as c:
+        assert c.get("/runs", params={"limit": 1}).status_code == 200
+    deadline = time.monotonic() + 30
+    while True:  # the last use is recorded beside the request
+        listed = {k["name"]: k for k in cli_json(store, "keys", "list", "--json")}
+        if listed["reader"]["last_used_at"] is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert listed["reader"]["last_used_at"] is not None and listed["reader"]["scopes"] == "read"
+    assert listed["gone"]["revoked_at"] is not None and listed["all"]["author"]
+    text = cli(store, "keys", "list").stdout + json.dumps(listed)
+    from evalcore.store.keys import key_hash
+
+    for key in keys.values():
+        assert key not in text and key_hash(key) not in text

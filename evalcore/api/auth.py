@@ -95,10 +95,15 @@ class Keys:
             if now - self._touched.get(key_id, -1e9) < TOUCH_EVERY:
                 return
             self._touched[key_id] = now
-        try:
-            touch_key(self.store, key_id)
-        except Exception as exc:  # noqa: BLE001 - a busy store must not refuse the request
-            log.warning("could not record the last use of key %s: %s", key_id, type(exc).__name__)
+
+        def record() -> None:
+            try:
+                touch_key(self.store, key_id)
+            except Exception as exc:  # noqa: BLE001 - a busy store must not refuse the request
+                log.warning("could not record the last use of key %s: %s", key_id, type(exc).__name__)
+
+        # beside the request, not in its way (a write opens the store: tens of milliseconds)
+        threading.Thread(target=record, name="evalcore-key-use", daemon=True).start()
 
 
 def require(scope: str) -> Callable[[Request], Awaitable[Caller]]:

@@ -55,13 +55,13 @@ def server(tmp_path_factory) -> Iterator[dict]:
 
 
 def counts(store: Path) -> dict[str, int]:
-    """Rows of every table a request could write (read while the server runs: read only)."""
-    con = duckdb.connect(str(store), read_only=True)
-    try:
-        tables = ("runs", "decisions", "deployments", "deployment_moves", "traffic_posted", "jobs", "api_keys")
+    """Rows of every table a request could write (read while the server runs: read only).
+    The keys' last use (``api_keys.last_used_at``) is written beside requests: not counted."""
+    from evalcore.store import Store
+
+    tables = ("runs", "decisions", "deployments", "deployment_moves", "traffic_posted", "jobs", "api_keys")
+    with Store(store).read() as con:  # retried while the server holds the file for a write
         return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
-    finally:
-        con.close()
 
 
 def observed(response: httpx.Response) -> str:
@@ -314,11 +314,10 @@ def test_a_deployment_pointing_at_a_deleted_or_foreign_decision_is_422(server):
             "decision_id"
         ]
     # a decision deleted from the store behind the server's back (by another process)
-    con = duckdb.connect(str(server["store"]))
-    try:
+    from evalcore.store import Store
+
+    with Store(server["store"]).connect() as con:  # retried while the server holds the file
         con.execute("DELETE FROM decisions WHERE decision_id = ?", [doomed])
-    finally:
-        con.close()
     case(
         server,
         "deployment at a deleted decision",
