@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import httpx
 
     from evalcore.measures.claim import Claim
+    from evalcore.service.evaluations import Evaluation
 
 PREFIX = "/api/v1"
 MAX_LINES = 1000  #: lines of one traffic post (the service's limit)
@@ -398,23 +399,41 @@ class Client:
                 out.append(LineResult(offset + int(r["line"]), r.get("id"), r["status"], r.get("reason")))
         return out
 
-    def evaluate(self, spec: Mapping[str, Any]) -> str:
+    def evaluate(self, spec: Mapping[str, Any]) -> Evaluation:
         """``POST /evaluations``: a run spec (``{"dataset": "docs@3", "strategies": "A,E"}``);
-        the evaluation's id."""
-        response = self._request("POST", "/evaluations", json=dict(spec))
-        found = response.json() if response.content else {}
-        where = response.headers.get("Location", "")
-        found_id = found.get("id") or found.get("evaluation_id") or where.rstrip("/").rsplit("/", 1)[-1]
-        return str(found_id)
+        the queued :class:`~evalcore.service.evaluations.Evaluation` (its ``evaluation_id``)."""
+        return evaluation_from_json(self._json("POST", "/evaluations", json=dict(spec)))
 
-    def evaluation(self, evaluation_id: str) -> dict[str, Any]:
+    def evaluation(self, evaluation_id: str) -> Evaluation:
         """``GET /evaluations/{id}``: status, stage, progress, and ``run_id`` once complete."""
-        found: dict[str, Any] = self._json("GET", f"/evaluations/{_segment(evaluation_id)}")
-        return found
+        return evaluation_from_json(self._json("GET", f"/evaluations/{_segment(evaluation_id)}"))
 
-    def cancel(self, evaluation_id: str) -> None:
-        """``POST /evaluations/{id}/cancel``."""
-        self._request("POST", f"/evaluations/{_segment(evaluation_id)}/cancel")
+    def cancel(self, evaluation_id: str) -> Evaluation:
+        """``POST /evaluations/{id}/cancel``: the evaluation after the request (a queued one is
+        cancelled at once, a running one is asked to stop)."""
+        return evaluation_from_json(self._json("POST", f"/evaluations/{_segment(evaluation_id)}/cancel"))
+
+
+def evaluation_from_json(data: Mapping[str, Any]) -> Evaluation:
+    """An :class:`~evalcore.service.evaluations.Evaluation` from its JSON."""
+    from evalcore.service.evaluations import Evaluation
+
+    def when(value: Any) -> datetime | None:
+        return None if value is None else _parse_time(value)
+
+    return Evaluation(
+        evaluation_id=str(data["id"]),
+        name=str(data.get("name") or ""),
+        status=str(data["status"]),
+        stage=data.get("stage"),
+        progress=float(data.get("progress") or 0.0),
+        run_id=data.get("run_id"),
+        reason=data.get("reason"),
+        created_at=when(data.get("created_at")),
+        started_at=when(data.get("started_at")),
+        finished_at=when(data.get("finished_at")),
+        position=data.get("position"),
+    )
 
 
 def _with(value: LiveDeployment, **changes: Any) -> LiveDeployment:

@@ -236,3 +236,26 @@ def test_upload_and_traffic_import_through_the_server(served, tmp_path):
     assert done.to_dict("records") == [
         {"source": "deployment production", "status": "complete", "lines": 8, "added": 8}
     ]
+
+
+def test_an_evaluation_is_started_watched_and_cancelled_as_records(served):
+    from evalcore.service.evaluations import Evaluation
+
+    url, _, keys = served
+    with evalcore.Client(url, keys["all"]) as c:
+        started = c.evaluate({"demo": True, "strategies": "E", "retrievers": "bm25", "name": "from-a-script"})
+        assert isinstance(started, Evaluation) and started.status in ("queued", "running")
+        assert c.evaluation(started.evaluation_id).name == "from-a-script"
+        after = c.cancel(started.evaluation_id)
+        assert isinstance(after, Evaluation) and after.evaluation_id == started.evaluation_id
+        deadline = time.monotonic() + 120
+        while (now := c.evaluation(started.evaluation_id)).status in ("queued", "running"):
+            assert time.monotonic() < deadline, now
+            time.sleep(0.5)
+        assert now.status in ("cancelled", "complete") and now.finished_at is not None
+        with pytest.raises(ServiceError) as unknown:
+            c.evaluation("no-such-evaluation")
+        assert unknown.value.status == 404
+        with pytest.raises(ServiceError) as bad:
+            c.evaluate({"demo": True, "colour": "blue"})
+        assert bad.value.status == 422 and "colour" in str(bad.value)

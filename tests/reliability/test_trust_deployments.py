@@ -186,3 +186,38 @@ def test_traffic_for_a_deployment_that_does_not_exist_or_a_bad_name_stores_nothi
         "UnknownDeployment, InputError; 0 stored",
         f"{', '.join(observed)}; {_count(path, 'traffic_posted')} stored",
     )
+
+
+def test_server_options_are_refused_with_one_line_and_never_read_a_key_from_an_option(store_copy, tmp_path):
+    """--server: no key in the environment, a URL with a password or of another scheme, with
+    --store, with a command that cannot use it; traffic import's --deployment without --server
+    and --run with it. Each: exit 2, one error line, nothing sent or stored."""
+    path, _ = store_copy
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"query": "q", "time": 0}\n')
+    key_env = {"EVALCORE_API_KEY": "evk_" + "k" * 40}
+    cases = [
+        ("no key", ["--server", "http://127.0.0.1:9", "list"], {}),
+        ("a password in the URL", ["--server", "http://u:evk_pw@127.0.0.1:9", "list"], key_env),
+        ("ftp", ["--server", "ftp://127.0.0.1/", "list"], key_env),
+        ("compare", ["--server", "http://127.0.0.1:9", "compare", "x"], key_env),
+        ("--deployment alone", ["traffic", "import", str(log), "--deployment", "production"], {}),
+        (
+            "--run with --server",
+            ["--server", "http://127.0.0.1:9", "traffic", "import", str(log), "--run", "x"],
+            key_env,
+        ),
+    ]
+    observed = []
+    for case, argv, env in cases:
+        ran = evalcore(*argv, env=env)
+        errors = [line for line in ran.err.splitlines() if line.startswith("error: ")]
+        ok = ran.code == 2 and len(errors) == 1 and "evk_" not in ran.err + ran.out
+        observed.append(f"{case}: {'exit 2, one line' if ok else (ran.code, ran.err)}")
+    check(
+        "--server without a key, with a password in the URL, ftp, compare; traffic import --deployment alone, "
+        "--run with --server",
+        "; ".join(f"{c}: exit 2, one line" for c, _, _ in cases),
+        "; ".join(observed),
+    )
+    assert _count(path, "traffic_posted") == 0
