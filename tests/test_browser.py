@@ -114,7 +114,7 @@ def nav(page, title: str) -> None:
 def save_decision(page, note: str, where: str) -> None:
     """Save the Threshold screen's threshold with ``note``; the success message must show."""
     page.locator('[data-testid="stTextArea"] textarea').fill(note)
-    page.locator('[data-testid="stFormSubmitButton"] button').click()
+    page.locator('[data-testid="stFormSubmitButton"] button').filter(has_text="Save t =").click()
     saved = page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision")
     # the save's rerun may start after a first quiet second on a loaded machine: wait for its message
     saved.first.wait_for(timeout=60_000)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 import shutil
 from fractions import Fraction
+from urllib.parse import urlsplit
 
 import pytest
+from reliability.header_proxy import HeaderProxy
 from scipy.stats import binom
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 from statsmodels.stats.proportion import proportion_confint
@@ -146,13 +148,14 @@ def test_import_open_traffic_see_drift_label_two_queries_open_a_borderline_query
     Store(store).save_decision(run_id, "E", "dense", T, "the decided threshold")
     before = _expected(store, run_id)
     with (
-        streamlit_app(store, tmp_path / "streamlit.log", {"EVALCORE_USER_HEADER": HEADER}) as url,
+        streamlit_app(store, tmp_path / "streamlit.log", {"EVALCORE_USER_HEADER": HEADER}) as served,
+        # signed in through a proxy that sets the header on every request, the WebSocket
+        # handshake included (a browser's extra headers do not reach it in Chromium 150+)
+        HeaderProxy(urlsplit(served).port, f"{HEADER}: {PM}\r\n".encode()) as url,
         sync_api.sync_playwright() as p,
     ):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(
-            viewport={"width": 1400, "height": 1000}, accept_downloads=True, extra_http_headers={HEADER: PM}
-        )
+        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
         page = context.new_page()
         page.goto(f"{url}/traffic?run_id={run_id}&config=E/dense", wait_until="domcontentloaded")
         settled(page)

@@ -728,7 +728,7 @@ def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
         page.goto(f"{url}/threshold", wait_until="domcontentloaded")
         settled(page)
         healthy(page, "threshold with a hostile label")
-        button = page.locator('[data-testid="stFormSubmitButton"] button')
+        button = page.locator('[data-testid="stFormSubmitButton"] button').filter(has_text="Save t =")
         shown = button.inner_text()
         images = button.locator("img").count()
         page.locator('[data-testid="stTextArea"] textarea').fill("hostile label")

@@ -63,7 +63,11 @@ def _saved_by(port: int, run_id: str, added: bytes, sent: dict[str, str]) -> str
 @pytest.mark.browser
 def test_a_header_appended_after_the_visitors_records_no_author(dashboard):
     port, run_id, log, _ = dashboard
-    seen = _saved_by(port, run_id, f"{HEADER}: alice@corp\r\n".encode(), {HEADER: "mallory"})
+    # The visitor's own copy is put on the wire ahead of the proxy's by the proxy itself: Chromium
+    # (150 and later) sends a page's extra headers with its HTTP requests but not with the
+    # WebSocket handshake the dashboard reads the header from. The bytes the server receives
+    # are those of a visitor's header followed by an appended one.
+    seen = _saved_by(port, run_id, f"{HEADER}: mallory\r\n{HEADER}: alice@corp\r\n".encode(), {HEADER: "mallory"})
     check("trusted header twice: visitor's mallory, the proxy's alice@corp appended", NOT_RECORDED, seen)
     assert f"the trusted header {HEADER} arrived 2 times" in log.read_text(encoding="utf-8", errors="replace")
 
