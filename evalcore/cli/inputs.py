@@ -8,8 +8,9 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from evalcore.cli.common import print_json
 from evalcore.cli.options import CORPUS_HELP, integer, json_option
@@ -45,17 +46,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _output(name: str) -> TextIO:
-    """The file ``--output`` names, opened for writing; InputError naming it when it is a
-    folder, a FIFO or a device (never opened: writing to a FIFO waits for a reader) or
-    cannot be written."""
+def _write_output(name: str, emit: Callable[[TextIO], None]) -> None:
+    """What ``emit`` writes, as the file ``--output`` names: streamed into a temporary file in
+    its folder and renamed into place (:func:`evalcore.boundary.files.write_file_streamed`):
+    never half a file, never through a symbolic link, never into a FIFO, device or folder."""
+    import io
+
+    from evalcore.boundary.files import write_file_streamed
+
+    def write(fh: BinaryIO) -> None:
+        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+        emit(text)
+        text.flush()
+        text.detach()  # the binary file stays open for the rename
+
     path = Path(name)
-    if path.exists() and not path.is_file():
-        raise InputError(f"--output {name!r}: not a regular file; give the name of a file to write")
     try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--output {name!r}: cannot be written ({exc.strerror or exc})") from None
+        write_file_streamed(path.parent, path.name, write)
+    except InputError as exc:
+        raise InputError(f"--output {exc}") from None
 
 
 def cmd_chunks(args: argparse.Namespace) -> int:
@@ -68,9 +77,9 @@ def cmd_chunks(args: argparse.Namespace) -> int:
     strategies = parse_strategies(args.strategy)
     if len(strategies) != 1:
         raise EvalcoreError(f"--strategy takes one strategy, got {args.strategy!r}")
-    out = _output(args.output) if args.output else sys.stdout
     page_maps = {d.doc_id: d.page_starts for d in corpus.documents}
-    try:
+
+    def emit(out: TextIO) -> None:
         for c in chunk_corpus(corpus, strategies[0]):
             pages = page_range(page_maps[c.doc_id], c.start, c.end)
             out.write(
@@ -90,9 +99,11 @@ def cmd_chunks(args: argparse.Namespace) -> int:
                 )
                 + "\n"
             )
-    finally:
-        if out is not sys.stdout:
-            out.close()
+
+    if args.output:
+        _write_output(args.output, emit)
+    else:
+        emit(sys.stdout)
     return 0
 
 

@@ -392,7 +392,8 @@ def _plain_value(low: float, high: float) -> float:
     return high if math.isfinite(high) else math.nextafter(low, math.inf)
 
 
-def _suggestion(row: Any, rule: str, cost: float | None) -> Suggestion:
+def suggestion_of(row: Any, rule: str, cost: float | None) -> Suggestion:
+    """The :class:`Suggestion` of one sweep row (a step), at a short decimal inside it."""
     t = _plain_value(float(row["t_from"]), float(row["threshold"]))
     return Suggestion(
         t,
@@ -408,38 +409,6 @@ def _suggestion(row: Any, rule: str, cost: float | None) -> Suggestion:
         float(row["threshold"]),
         cost,
     )
-
-
-def on_grid(
-    sweep_df: pd.DataFrame, s: Suggestion, higher_is_closer: bool = False, cost_ratio: float | None = None
-) -> Suggestion:
-    """The suggestion ``s`` on the Threshold slider's grid (multiples of 0.001,
-    :data:`evalcore.measures.rounding.DIGITS` decimals), rounded only on its safe side: a grid
-    value inside its step when there is one (the same counts); else the nearest grid value on
-    the strict side (below the step for distances, above it for similarities), whose counts are
-    those of the step it falls in: never more bluffs, and the rule says so. A threshold already
-    on the grid, or infinite, is returned as it is."""
-    from dataclasses import replace
-
-    from evalcore.measures.rounding import DIGITS, grid_above, grid_at_or_below
-
-    t, low, high = s.threshold, s.t_from, s.t_to
-    if not math.isfinite(t) or grid_at_or_below(t) == t:
-        return s
-    inside = grid_at_or_below(high) if math.isinf(low) else grid_above(low)
-    if low < inside <= high:
-        return replace(s, threshold=inside)
-    snapped = grid_above(high) if higher_is_closer else grid_at_or_below(low)
-    steps = sweep_df[(sweep_df["t_from"] < snapped) & (snapped <= sweep_df["threshold"])]
-    if steps.empty:  # outside every step (cannot happen for a sweep's own suggestion)
-        return s
-    row = steps.iloc[0]
-    cost = None if cost_ratio is None else float(cost_ratio) * float(row["bluffs"]) + float(row["lost"])
-    note = (
-        f" On the slider's 0.{'0' * (DIGITS - 1)}1 grid, rounded to the strict side: t = {snapped!r}, "
-        f"{int(row['bluffs'])} bluffs, {int(row['lost'])} lost."
-    )
-    return replace(_suggestion(row, s.rule + note, cost), threshold=snapped)
 
 
 def suggest_threshold(
@@ -488,7 +457,7 @@ def suggest_threshold(
             f"to the {strictest} threshold. Here: {int(row['bluffs'])} bluffs, {int(row['lost'])} lost, "
             f"cost {float(costs[best]):g}."
         )
-        return _suggestion(row, rule, float(costs[best]))
+        return suggestion_of(row, rule, float(costs[best]))
 
     ceiling = float(max_bluff_rate)  # type: ignore[arg-type]
     if not 0.0 <= ceiling <= 1.0:
@@ -505,4 +474,4 @@ def suggest_threshold(
         f"{int(row['out_domain'])} out-of-domain queries bluffed ({float(row['bluff_rate']):.1%}), "
         f"{int(row['answered_correct'])} answered correctly, {int(row['lost'])} lost."
     )
-    return _suggestion(row, rule, None)
+    return suggestion_of(row, rule, None)

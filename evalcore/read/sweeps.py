@@ -85,9 +85,10 @@ def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
 
 def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None) -> Suggestion:
     """:func:`evalcore.measures.threshold.suggest_threshold` in the direction the sweep was made in,
-    on the Threshold slider's 0.001 grid on its safe side (:func:`evalcore.measures.threshold.on_grid`):
+    on the Threshold slider's 0.001 grid on its safe side (:func:`evalcore.measures.grid.on_grid`):
     the value the screen offers is one the slider can hold, with no more bluffs than the rule's."""
-    from evalcore.measures.threshold import on_grid, suggest_threshold
+    from evalcore.measures.grid import on_grid
+    from evalcore.measures.threshold import suggest_threshold
 
     higher = bool(sweep_df["higher_is_closer"].iloc[0]) if "higher_is_closer" in sweep_df and len(sweep_df) else False
     found = suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate, higher_is_closer=higher)

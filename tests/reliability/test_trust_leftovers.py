@@ -133,6 +133,7 @@ WRITERS = {
     ],
     "traffic export": lambda out: ["traffic", "export", out, "--run", "earlier:E/dense", "--threshold", "0.5"],
     "dataset suggest -o": lambda out: ["dataset", "suggest", "--corpus", str(CORPUS), "-n", "3", "-o", out],
+    "chunks --output": lambda out: ["chunks", "--corpus", str(CORPUS), "--strategy", "E", "--output", out],
 }
 TARGETS = ("a link to a file outside", "a dangling link", "a folder", "a FIFO", "in a missing folder")
 
