@@ -1,8 +1,9 @@
 """evalcore's HTTP API, ``/api/v1``, served by the dashboard's own server (docs/API.md).
 
 - :mod:`~evalcore.api.app`: the FastAPI application and its state.
-- :mod:`~evalcore.api.routes`: one module per resource (health, runs and the gate, deployments
-  and traffic, evaluations). A route is as thin as a screen: it parses, calls the library
+- one module per resource: :mod:`~evalcore.api.health`, :mod:`~evalcore.api.runs` (runs,
+  claims, decisions, the gate), :mod:`~evalcore.api.deployments` (deployments and their
+  traffic), :mod:`~evalcore.api.evaluations`. A route is as thin as a screen: it parses, calls the library
   function the CLI calls, and answers with what the CLI prints as JSON.
 - :mod:`~evalcore.api.auth` (keys, scopes, the rate), :mod:`~evalcore.api.limits` (body
   sizes, the deadline, the token bucket), :mod:`~evalcore.api.problems` (every error as

@@ -28,7 +28,7 @@ def create_api(store_path: str | Path | None = None) -> FastAPI:
     """The FastAPI app over the store ``store_path`` (default: ``$EVALCORE_STORE``, else
     ``runs/evalcore.duckdb``), to be mounted at ``/api/v1``."""
     from evalcore import __version__
-    from evalcore.api.routes import deployments, evaluations, health, runs
+    from evalcore.api import deployments, evaluations, health, runs
     from evalcore.store import Store
     from evalcore.store.connection import default_store_path
 

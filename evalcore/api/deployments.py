@@ -16,7 +16,7 @@ from evalcore.api.jsonout import answer
 from evalcore.api.limits import MAX_TRAFFIC, MAX_TRAFFIC_LINES
 from evalcore.api.models import DeploymentIn
 from evalcore.api.problems import Problem, from_error
-from evalcore.api.routes.runs import location
+from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
 
 router = APIRouter(tags=["deployments"])

@@ -13,7 +13,7 @@ from evalcore.api.auth import Caller, require
 from evalcore.api.jsonout import answer
 from evalcore.api.models import EvaluationIn
 from evalcore.api.problems import from_error
-from evalcore.api.routes.runs import location
+from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
 
 router = APIRouter(tags=["evaluations"])
