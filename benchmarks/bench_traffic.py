@@ -55,8 +55,8 @@ def main() -> None:
     from evalcore.figures import traffic_charts
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.groundtruth import load_ground_truth
-    from evalcore.read import traffic as reads
-    from evalcore.read import traffic_periods as periods_read
+    from evalcore.read.traffic import periods as periods_read
+    from evalcore.read.traffic import stored as reads
     from evalcore.records import Configuration
     from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store

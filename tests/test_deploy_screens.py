@@ -84,7 +84,7 @@ def test_the_traffic_screen_opens_on_a_deployment(store, monkeypatch):
     text = html.unescape(shown_text(at))
     assert "Threshold t = 0.5500 for E/dense · deployment production (version 1)" in text
     assert f"Deployment production: decision {dense}, version 1." in text and "'deployment production'" in text
-    from evalcore.read.traffic import stored
+    from evalcore.read.traffic.stored import stored
 
     held = stored(Store(path), run_id, _config("E/dense"))
     assert held.lines == 3 and held.sentence() in text  # the three posted lines, stored for E/dense

@@ -207,11 +207,8 @@ def test_one_way_to_make_a_run():
 
 MAX_MODULES = 16
 #: packages over the limit today, with their count: each may only shrink (then lower it here, and
-#: take it off at MAX_MODULES). Splitting them moves the CLI's and the read side's files, which
-#: other work in flight edits; they are the next rooms to draw (issue 35).
-#: The service's commands, readers and writers (keys, --server, deployments, posted traffic) came
-#: in beside them: cli/, read/ and store/ are the rooms to split next.
-OVER_THE_LIMIT = {"evalcore/cli": 21, "evalcore/read": 18, "evalcore/store": 17}
+#: take it off at MAX_MODULES). cli/ is the room to split next (issue 35).
+OVER_THE_LIMIT = {"evalcore/cli": 21}
 
 
 def test_no_package_holds_more_than_16_modules():
@@ -250,12 +247,8 @@ def _package_graph():
     return {k: set(v) for k, v in _package_graph_once().items()}
 
 
-#: package cycles known today, each as (package, package it imports that imports it back): the read
-#: side replays a configuration's hits and reads drift statistics from traffic/, which reads runs and
-#: decisions from read/ (issue 35 item 3: every read in read/, one name per concept)
-#: Known cycles, each to be broken, never added to lightly: read/ replays hits through traffic/;
-#: jobs/' worker runs the replay of posted traffic (service.replay) that service/ queues in jobs/.
-KNOWN_PACKAGE_CYCLES = {("evalcore.read", "evalcore.traffic"), ("evalcore.jobs", "evalcore.service")}
+#: package cycles known today, each as (package, package it imports that imports it back): none.
+KNOWN_PACKAGE_CYCLES: set[tuple[str, str]] = set()
 
 
 def test_no_import_cycle_between_packages():

@@ -29,7 +29,7 @@ from evalcore.embedding.embedder import text_hash
 from evalcore.files.run_files import TABLES
 from evalcore.files.run_travel import SET_TABLES, TRAFFIC_TABLES
 from evalcore.store import Store
-from evalcore.store import traffic as traffic_rows
+from evalcore.store.traffic import imported as traffic_rows
 
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
 FAKE = {"EVALCORE_TEST_EMBEDDER": "test_run_file_carry:embedder", "PYTHONPATH": PYTHONPATH}

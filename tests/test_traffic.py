@@ -170,7 +170,7 @@ def test_replaying_the_runs_own_questions_reproduces_its_hits(traffic_run, tmp_p
 
 
 def test_periods_refused_share_and_ks_equal_a_brute_force_computation(imported):
-    from evalcore.read.traffic_periods import periods
+    from evalcore.read.traffic.periods import periods
 
     store, run_id, rows, _, _ = imported
     frame = periods(store, run_id, Configuration("E", "dense"), timedelta(days=7), T)
@@ -200,7 +200,7 @@ def test_periods_refused_share_and_ks_equal_a_brute_force_computation(imported):
 
 
 def test_bluff_and_lost_rates_equal_a_brute_force_computation(imported):
-    from evalcore.read.traffic import labelled_rates
+    from evalcore.read.traffic.stored import labelled_rates
 
     store, run_id, _, _, _ = imported
     rates = labelled_rates(store, run_id, Configuration("E", "dense"), T)
@@ -219,7 +219,7 @@ def test_bluff_and_lost_rates_equal_a_brute_force_computation(imported):
 def test_the_threshold_claim_is_recomputed_on_the_real_off_topic_queries(imported):
     from scipy.stats import binom
 
-    from evalcore.read.traffic import traffic_claim
+    from evalcore.read.traffic.stored import traffic_claim
 
     store, run_id, _, _, _ = imported
     claim = traffic_claim(store, run_id, Configuration("E", "dense"))
@@ -326,7 +326,7 @@ def test_check_passes_on_traffic_like_the_evaluation_and_fails_on_the_refused_sh
 
 
 def test_forget_deletes_the_oldest_week_for_real(imported, tmp_path, capsys, real_embedder):
-    from evalcore.read.traffic import stored
+    from evalcore.read.traffic.stored import stored
     from evalcore.traffic.replay import import_log
 
     store, run_id, rows, _, _ = imported
@@ -389,7 +389,7 @@ def test_every_traffic_subcommand_has_help_text(capsys):
 def test_holm_and_psi_agree_with_independent_computations():
     from statsmodels.stats.multitest import multipletests
 
-    from evalcore.traffic.drift import holm, psi
+    from evalcore.measures.drift import holm, psi
 
     rng = np.random.default_rng(0)
     for m in (1, 2, 3, 7):
@@ -407,7 +407,7 @@ def test_holm_and_psi_agree_with_independent_computations():
 def test_an_endpoint_run_is_replayed_through_its_response_cache(tmp_path, mini_inputs, capsys):
     from test_endpoint import FLAKY, SLOW, TIMEOUT, Service
 
-    from evalcore.read.traffic import lines
+    from evalcore.read.traffic.stored import lines
     from evalcore.traffic.replay import import_log
 
     store = Store(tmp_path / "evalcore.duckdb")
@@ -478,7 +478,7 @@ def test_an_imported_run_is_refused_with_one_line(tmp_path, mini_inputs, capsys)
 def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported, tmp_path, real_embedder):
     import pandas as pd
 
-    from evalcore.read.traffic import labelled_rates
+    from evalcore.read.traffic.stored import labelled_rates
     from evalcore.traffic.log import Fields
     from evalcore.traffic.replay import import_log, set_label
     from evalcore.traffic.target import resolve_target
@@ -512,7 +512,7 @@ def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported,
 def test_the_histogram_bins_count_every_value_once_with_the_same_edges_for_every_group():
     import pandas as pd
 
-    from evalcore.traffic.drift import binned_shares
+    from evalcore.measures.drift import binned_shares
 
     rng = np.random.default_rng(1)
     a, b = rng.normal(0.5, 0.1, 500), rng.normal(0.7, 0.05, 120)

@@ -16,6 +16,7 @@ from evalcore.read import qsets as rq
 from evalcore.read import triage as rt
 from evalcore.store import Store
 from evalcore.store import triage as wt
+from evalcore.traffic import hits as traffic_hits
 
 
 def test_a_triage_list_is_kept_per_set_and_author_and_paged(tmp_path):
@@ -79,7 +80,9 @@ def test_the_hits_of_a_question_text_are_the_hits_the_run_stored(engine_store, e
             "AND h.retriever = ? AND h.query_id = ? ORDER BY h.rank LIMIT 5",
             [engine_run_id, strategy, retriever, question["query_id"]],
         )
-        hits = rq.config_hits(store, engine_run_id, configuration, question["text"], 5, embedder=real_embedder)
+        hits = traffic_hits.config_hits(
+            store, engine_run_id, configuration, question["text"], 5, embedder=real_embedder
+        )
         assert len(hits) == 5
         assert [(h.doc_id, h.start, h.end) for h in hits] == list(
             zip(stored["doc_id"], stored["start"], stored["end"], strict=True)
@@ -88,7 +91,7 @@ def test_the_hits_of_a_question_text_are_the_hits_the_run_stored(engine_store, e
         assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
     assert (path.stat().st_mtime_ns, path.stat().st_size) == stamp  # a read writes nothing
     with pytest.raises(ConfigError, match="has no configuration Z/dense"):
-        rq.config_hits(store, engine_run_id, "Z/dense", "anything", embedder=real_embedder)
+        traffic_hits.config_hits(store, engine_run_id, "Z/dense", "anything", embedder=real_embedder)
 
 
 def test_an_imported_run_has_no_retriever_to_show_hits_of(tmp_path, capsys):

@@ -111,7 +111,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from evalcore.read.decisions import latest_decision
-    from evalcore.read.traffic import export_frame
+    from evalcore.read.traffic.stored import export_frame
     from evalcore.traffic.target import resolve_target
 
     store = open_store(args)

@@ -2,12 +2,12 @@
 once per stored traffic and cached by the screen, so a warm rerun neither rebuilds nor validates
 an Altair chart (that alone took most of a second a rerun).
 
-- volume and refused share per period (:func:`evalcore.read.traffic_periods.periods`), the
+- volume and refused share per period (:func:`evalcore.read.traffic.periods.periods`), the
   share with its 95% Wilson interval as an error bar; a chart draws the last
   :data:`CHART_PERIODS` periods at most (the table beside it holds them all), so it is never
   handed more rows than it can draw;
 - the gate values of one period beside the evaluation's in-domain and off-topic ones, binned on
-  the read side (:func:`evalcore.traffic.drift.binned_shares`: 30 bins a group, however many
+  the read side (:func:`evalcore.measures.drift.binned_shares`: 30 bins a group, however many
   queries the period holds), with the threshold as a dashed rule.
 """
 
@@ -29,12 +29,12 @@ CHART_PERIODS = 400  # bars a chart draws at most: the last ones (Altair refuses
 def period_view(
     store: Store, run_id: str, configuration: Configuration, period: timedelta, threshold: float, unit: str
 ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, Any]]:
-    """The periods frame (:func:`evalcore.read.traffic_periods.periods`, with a ``period`` label
+    """The periods frame (:func:`evalcore.read.traffic.periods.periods`, with a ``period`` label
     column), the volume chart's spec and the refused share chart's spec (the last
     :data:`CHART_PERIODS` periods). ConfigError when there are too many periods to build."""
     import altair as alt
 
-    from evalcore.read.traffic_periods import periods
+    from evalcore.read.traffic.periods import periods
 
     frame = periods(store, run_id, configuration, period, threshold)
     label = "%Y-%m-%d" if period >= timedelta(days=1) else "%Y-%m-%d %H:%M"
@@ -71,8 +71,8 @@ def histogram_spec(
     import altair as alt
     import pandas as pd
 
-    from evalcore.read.traffic_periods import distributions
-    from evalcore.traffic.drift import binned_shares
+    from evalcore.measures.drift import binned_shares
+    from evalcore.read.traffic.periods import distributions
 
     bins = binned_shares(distributions(store, run_id, configuration, period, start))
     hist = (

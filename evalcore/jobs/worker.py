@@ -1,6 +1,6 @@
 """A job's own process (``python -m evalcore job JOB_ID``): wait for a slot, run, record. A job
 is a run (its RunSpec executed) or, of kind ``traffic``, the replay of the queries posted to a
-deployment (:func:`evalcore.service.replay.replay_posted`).
+deployment (:func:`evalcore.traffic.posted.replay_posted`).
 
 Whatever ends the job is its recorded reason: a cancel (``cancelled``), its own error
 (a bad ``$EVALCORE_MAX_JOBS``, inputs that no longer load, a full disk) or SIGTERM/SIGINT
@@ -103,8 +103,8 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         log.info("job %s is %s; nothing to do", job_id, status)
         return status
     watch = CancelWatch(poll, job_id)
-    if kind == "traffic":  # the replay of a deployment's posted traffic (evalcore.service.replay)
-        from evalcore.service.replay import replay_posted
+    if kind == "traffic":  # the replay of a deployment's posted traffic (evalcore.traffic.posted)
+        from evalcore.traffic.posted import replay_posted
 
         replay_posted(store, str(deployment), cancelled=watch, on_step=lambda stage: set_stage(poll, job_id, stage))
     else:

@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import re
 import tempfile
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalcore.inputs import qsets
 
 if TYPE_CHECKING:
-    from evalcore.embedding.embedder import Embedder
     from evalcore.inputs.suggest import Candidate
     from evalcore.inputs.uploads import UploadedFile
     from evalcore.records import Corpus, Document, Question
     from evalcore.store import Store
-    from evalcore.traffic.replayers import Replayer
 
 
 def versions_note(store: Store, run_id: str, other: str) -> str | None:
@@ -242,56 +239,20 @@ def hit_configurations(store: Store, run_id: str) -> tuple[list[str], str | None
     return [], f"No hits for real queries: run {run_id} {why}."
 
 
-_READY: dict[tuple[str, str, str], Any] = {}  # (store, run, configuration) -> its replayer
-_READY_LOCK = threading.Lock()
-_READY_MAX = 4
-
-
-def _replayer(store: Store, run_id: str, configuration: str, embedder: Embedder | None) -> Replayer:
-    """The configuration made ready to rank new queries (evalcore.traffic.replayers: the code
-    traffic import replays with), kept for the next query: a complete run never changes. Its
-    query vectors are computed, never written to the store's cache (a read writes nothing)."""
-    from dataclasses import replace
-
-    from evalcore.traffic.replayers import replayer
-    from evalcore.traffic.target import resolve_target
-
-    key = (str(store.path.resolve()), run_id, configuration)
-    with _READY_LOCK:
-        ready = _READY.get(key)
-        if ready is None or (embedder is not None and ready.embedder is not embedder):
-            target = resolve_target(store, f"{run_id}:{configuration}")
-            ready = replace(replayer(store, target, embedder), store=None)  # type: ignore[arg-type]
-            while len(_READY) >= _READY_MAX:
-                _READY.pop(next(iter(_READY)))
-            _READY[key] = ready
-    return ready
-
-
-def config_hits(
-    store: Store, run_id: str, configuration: str, query: str, k: int = 5, embedder: Embedder | None = None
-) -> list[Hit]:
-    """The top ``k`` chunks of ``query`` under the run's configuration ``STRATEGY/RETRIEVER``
-    (dense, bm25, hybrid, rerank, any analyzer), ranked exactly as the run ranked its own
-    questions: the same hits as the run stored for a question of the same text. ``score``: the
-    retriever's score (cosine similarity for dense). ConfigError for an imported configuration."""
-    ready = _replayer(store, run_id, configuration, embedder)
-    ids, _, scores, _, _ = ready.score([query])
-    chosen = [int(i) for i in ids[0][:k] if int(i) >= 0]
-    if not chosen:
-        return []
-    strategy = configuration.split("/", 1)[0]
+def chunk_hits(store: Store, run_id: str, strategy: str, chosen: Sequence[int], scores: Sequence[float]) -> list[Hit]:
+    """The stored chunks ``chosen`` (chunk ids, best first) of the run's ``strategy`` as hits
+    ranked 1, 2, ... with their ``scores`` (:func:`evalcore.traffic.hits.config_hits`)."""
     with store.read() as con:
         rows = {
             int(r[0]): r[1:]
             for r in con.execute(
                 "SELECT chunk_id, doc_id, coalesce(section, ''), start, \"end\", content FROM chunks "
                 "WHERE run_id = ? AND strategy = ? AND chunk_id IN (SELECT unnest(?::INTEGER[]))",
-                [run_id, strategy, chosen],
+                [run_id, strategy, list(chosen)],
             ).fetchall()
         }
     return [
-        Hit(rank, rows[c][0], rows[c][1], int(rows[c][2]), int(rows[c][3]), float(scores[0][rank - 1]), rows[c][4])
+        Hit(rank, rows[c][0], rows[c][1], int(rows[c][2]), int(rows[c][3]), float(scores[rank - 1]), rows[c][4])
         for rank, c in enumerate(chosen, start=1)
         if c in rows and rows[c][2] is not None
     ]

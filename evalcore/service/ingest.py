@@ -12,11 +12,11 @@ Each line is checked on its own (one :class:`LineResult` a line, in order):
 - ``label`` (optional): ``answerable`` or ``off-topic``.
 
 A line that breaks a rule is a ``problem`` with its reason (naming the field) and is not stored;
-the others are ``stored`` in one transaction (:mod:`evalcore.store.traffic_posted`), which also
+the others are ``stored`` in one transaction (:mod:`evalcore.store.traffic.posted`), which also
 queues the deployment's replay job unless one is queued already. The store serialises writers
 (one process holds the file at a time, retried with backoff; threads of this process take a lock
 first), so twenty posts at once store each id exactly once. The replay
-(:mod:`evalcore.service.replay`) scores the lines against the deployment's configuration in the
+(:mod:`evalcore.traffic.posted`) scores the lines against the deployment's configuration in the
 job runner, and the Traffic screen shows it as an import named ``deployment NAME``.
 
 Usage::
@@ -152,7 +152,7 @@ def ingest_traffic(
     from evalcore.authors import clean_author
     from evalcore.embedding.embedder import text_hash
     from evalcore.service.deployments import check_deployment_name, get_deployment, open_store
-    from evalcore.store import traffic_posted
+    from evalcore.store.traffic import posted as traffic_posted
 
     name = check_deployment_name(deployment)
     store = open_store(store_path)

@@ -7,7 +7,7 @@
 - One module per table owner, holding every INSERT, UPDATE and DELETE of the store:
   :mod:`~evalcore.store.runs` (``runs`` and a run's lifecycle), :mod:`~evalcore.store.decisions`,
   :mod:`~evalcore.store.caches` (embeddings, extractions), :mod:`~evalcore.store.jobs` (the job
-  queue), :mod:`~evalcore.store.traffic` (imported traffic, labels, forget),
+  queue), :mod:`~evalcore.store.traffic.imported` (imported traffic, labels, forget),
   :mod:`~evalcore.store.question_sets`, :mod:`~evalcore.store.triage` (the kept triage of real
   queries), :mod:`~evalcore.store.responses` (the endpoint response
   cache), :mod:`~evalcore.store.loaded_runs` (a run file's rows), :mod:`~evalcore.store.keys` (the

@@ -72,3 +72,12 @@ def point(store: Connection, name: str, decision_id: str, author: str | None) ->
             ],
         )
     return version
+
+
+def pointed_at(store: Connection, name: str) -> tuple[str, str, str] | None:
+    """The run and configuration (``run_id``, ``strategy``, ``retriever``) deployment ``name``
+    points at now, or None when there is no such deployment: what the replay of its posted
+    traffic scores against (:mod:`evalcore.traffic.posted`)."""
+    with store.read() as con:
+        found = con.execute("SELECT run_id, strategy, retriever FROM deployments WHERE name = ?", [name]).fetchall()
+    return (str(found[0][0]), str(found[0][1]), str(found[0][2])) if found else None

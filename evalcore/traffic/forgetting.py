@@ -5,7 +5,7 @@ uses, their hits and labels, the embedding cache's vectors of those texts (the c
 the text's hash, so a hash left there would tell that the text was asked) and, for a live search
 endpoint's configuration, the response cache's requests that sent those texts and their answers.
 Then the store file is rewritten (:meth:`evalcore.store.Store.compact`) so that no free page
-still holds a forgotten text. The deletions are :func:`evalcore.store.traffic.forget`'s, in one
+still holds a forgotten text. The deletions are :func:`evalcore.store.traffic.imported.forget`'s, in one
 transaction.
 
 The endpoint requests are rebuilt from the configuration's stored endpoint description exactly
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from evalcore.store import traffic as traffic_rows
+from evalcore.store.traffic import imported as traffic_rows
 
 if TYPE_CHECKING:
     import pandas as pd

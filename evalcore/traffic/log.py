@@ -32,7 +32,6 @@ from evalcore.errors import InputError
 from evalcore.inputs import jsontext
 
 FORMATS = ("csv", "jsonl", "parquet")
-LABELS = ("answerable", "off-topic")
 BATCH = 16384
 _LABEL_ALIASES = {
     "answerable": "answerable",

@@ -44,18 +44,20 @@ def replay_posted(
     """Score every pending line of ``deployment`` into the traffic of its configuration; the
     import's result, or None when nothing was pending."""
     from evalcore.embedding.embedder import text_hash
-    from evalcore.service.deployments import get_deployment
-    from evalcore.store import traffic as traffic_rows
-    from evalcore.store import traffic_posted
+    from evalcore.records import Configuration
+    from evalcore.store import deployments
+    from evalcore.store.traffic import imported as traffic_rows
+    from evalcore.store.traffic import posted as traffic_posted
     from evalcore.traffic import replay as r
     from evalcore.traffic.log import LogLine
     from evalcore.traffic.replayers import endpoint_replayer, replayer
     from evalcore.traffic.target import refuse, resolve_target
 
-    found = get_deployment(store, deployment)
+    found = deployments.pointed_at(store, deployment)
     if found is None:
         raise UnknownDeployment(f"no deployment {deployment!r} in this store")
-    target = resolve_target(store, f"{found.run_id}:{found.configuration.label}")
+    run_id, strategy, retriever = found
+    target = resolve_target(store, f"{run_id}:{Configuration(strategy, retriever).label}")
     refuse(target)
     result = r.ImportResult(target.run_id, target.configuration.label, source_of(deployment))
     import_id = uuid.uuid4().hex[:12]

@@ -25,7 +25,7 @@ refused. A run imported from rankings, or one made by a Python function, has no 
 replay and is refused with one line.
 
 The traffic tables (migration 0007: imports, lines, scored texts, hits, labels) are written by
-:mod:`evalcore.store.traffic`, called from here; forgetting is :mod:`evalcore.traffic.forgetting`.
+:mod:`evalcore.store.traffic.imported`, called from here; forgetting is :mod:`evalcore.traffic.forgetting`.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ from typing import TYPE_CHECKING, Any
 from evalcore import testhooks
 from evalcore.embedding.embedder import text_hash
 from evalcore.errors import InputError
-from evalcore.store import traffic as traffic_rows
-from evalcore.traffic.log import BATCH, LABELS, Fields, LogLine, Problem, count_lines, infer_format, read_log
+from evalcore.store.traffic import imported as traffic_rows
+from evalcore.store.traffic.imported import LABELS
+from evalcore.traffic.log import BATCH, Fields, LogLine, Problem, count_lines, infer_format, read_log
 from evalcore.traffic.replayers import EndpointReplayer, Replayer, endpoint_replayer, replayer
 from evalcore.traffic.target import Target, refuse, resolve_target
 

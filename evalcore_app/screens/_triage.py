@@ -7,7 +7,7 @@ session and go on where they were: "N of M decided", a page of ``PAGE`` queries 
 An off-topic decision puts the query among the draft's off-topic items (and restoring the
 list puts them back); "answer in the corpus" puts it among the phrasings of the next item.
 The hits of a query come from the chosen configuration of the selected run, ranked by the
-run's own retriever (evalcore.read.qsets.config_hits).
+run's own retriever (evalcore.traffic.hits.config_hits).
 
 Session keys: ``qs_real`` (the paste box), ``qs_real_file``, ``qs_real_column``,
 ``qs_real_file_done`` (the file already added), ``qs_real_page``, ``qs_triage_N`` (the
@@ -27,6 +27,7 @@ from evalcore.errors import EvalcoreError
 from evalcore.read import qsets as rq
 from evalcore.read import triage as rt
 from evalcore.store import triage as writer
+from evalcore.traffic import hits as traffic_hits
 from evalcore_app.screens import _ui
 from evalcore_app.screens._lang import _
 
@@ -161,7 +162,7 @@ def _hits(
     )
     look = c[1].selectbox(_("Query"), shown, key="qs_hits_query")
     with st.spinner(_("Ranking the query as the run did…")):
-        hits = _ui.guarded(lambda: _ui.cached(rq.config_hits, store, run_id, config, look, HITS)) or []
+        hits = _ui.guarded(lambda: _ui.cached(traffic_hits.config_hits, store, run_id, config, look, HITS)) or []
     if not hits:
         st.info(_("No hit for this query in this configuration."))
     st.caption(_("Select the answer in a hit's text to make the query an in-domain question with that span."))

@@ -20,8 +20,8 @@ from evalcore.boundary.csvcells import csv_text
 from evalcore.errors import ConfigError
 from evalcore.figures import traffic_charts
 from evalcore.read import claims
-from evalcore.read import traffic as reads
-from evalcore.read import traffic_periods as periods_read
+from evalcore.read.traffic import periods as periods_read
+from evalcore.read.traffic import stored as reads
 from evalcore.service import deployments, replay
 from evalcore.service.deployments import Deployment
 from evalcore.traffic import replay as traffic

@@ -8,7 +8,8 @@ import html
 
 import streamlit as st
 
-from evalcore.read import queries, traffic
+from evalcore.read import queries
+from evalcore.read.traffic import stored as traffic
 from evalcore_app import screen
 from evalcore_app.screens import _lang, _ui
 from evalcore_app.screens._lang import _

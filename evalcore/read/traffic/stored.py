@@ -1,6 +1,6 @@
 """Stored traffic read back: what is stored, borderline queries, labelled rates, one query's hits,
 the export (the Traffic screen and ``traffic export``); periods and drift are in
-:mod:`evalcore.read.traffic_periods`.
+:mod:`evalcore.read.traffic.periods`.
 
 A logged query is read like an off-topic query of its configuration (METHODS.md "Real traffic"): its gate value
 is the smallest distance among its top 4 hits (for a configuration gating on its own
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP
-from evalcore.traffic.log import LABELS
+from evalcore.store.traffic.imported import LABELS
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,12 +10,15 @@ from typing import TYPE_CHECKING, Any
 from evalcore.store.basics import now, one_row
 from evalcore.store.caches import forget_vectors
 from evalcore.store.responses import forget_requests
-from evalcore.store.traffic_posted import forget_posted
+from evalcore.store.traffic.posted import forget_posted
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from evalcore.store.connection import Connection
+
+#: the labels a stored traffic query may carry (``traffic_queries.label``, ``traffic_labels.label``)
+LABELS = ("answerable", "off-topic")
 
 #: an import's counts, in the order of ``counts`` below: lines, added, already, problems,
 #: new_texts, problem_lines (JSON)
@@ -97,7 +100,7 @@ def forget(
     """Delete every log line asked before ``before`` (of one run, or all) and the texts no
     remaining line uses, with their hits and labels, the embedding cache's vectors of those
     texts (:func:`evalcore.store.caches.forget_vectors`), the lines posted to deployments then
-    (:func:`evalcore.store.traffic_posted.forget_posted`) and the response cache's answers to
+    (:func:`evalcore.store.traffic.posted.forget_posted`) and the response cache's answers to
     ``requests`` (method, url, body: :func:`evalcore.store.responses.forget_requests`), in one
     transaction; returns (lines, texts)."""
     where = "asked_at < ?" + (" AND run_id = ?" if run_id else "")

@@ -1,6 +1,6 @@
 """The ``traffic_posted`` table (migration 0013): queries production posted to a deployment,
 one row per caller's id. :mod:`evalcore.service.ingest` checks the lines and calls
-:func:`post`; :mod:`evalcore.service.replay` reads the pending ones and marks them replayed
+:func:`post`; :mod:`evalcore.traffic.posted` reads the pending ones and marks them replayed
 (their text cleared: it lives in ``traffic_texts`` from then on)."""
 
 from __future__ import annotations
