@@ -162,7 +162,7 @@ def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_th
     tmp_path, real_embedder, mini_inputs, capsys
 ):
     from evalcore.chunking import parse_strategies
-    from evalcore.cli.compare_text import compare_text
+    from evalcore.cli.text.compare_text import compare_text
     from evalcore.read.summary import summary_table
     from evalcore.regression.gate import run_gate
     from evalcore.run.runner import RunRequest, run_evaluation

@@ -1,23 +1,23 @@
 """``evalcore compare``: one run's (or two runs') configurations and paired win/loss matrix in
-the terminal (the text itself is :mod:`evalcore.cli.compare_text`)."""
+the terminal (the text itself is :mod:`evalcore.cli.text.compare_text`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from evalcore.cli.common import open_store
-from evalcore.cli.options import integer, run_ref
+from evalcore.cli.shared.common import open_store
+from evalcore.cli.shared.options import integer, run_ref
 from evalcore.regression.gate import DEFAULT_METRIC
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 MIN_WIDTH, MAX_WIDTH = 20, 10_000
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from evalcore.cli.compare_text import compare_text
+    from evalcore.cli.text.compare_text import compare_text
 
     print(compare_text(open_store(args), args.run, args.run2, metric=args.metric, holm=args.holm, width=args.width))
     return 0

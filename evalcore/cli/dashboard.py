@@ -18,12 +18,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.cli.options import integer
+from evalcore.cli.shared.options import integer
 from evalcore.errors import InputError
 from evalcore.store.connection import default_store_path
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 #: The settings of the clone's ``.streamlit/config.toml``, as Streamlit option names.
 SETTINGS: dict[str, str] = {

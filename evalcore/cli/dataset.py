@@ -10,8 +10,8 @@ import sys
 from typing import Any
 
 from evalcore.boundary.text import for_terminal
-from evalcore.cli.common import open_store
-from evalcore.cli.options import integer
+from evalcore.cli.shared.common import open_store
+from evalcore.cli.shared.options import integer
 
 MAX_CANDIDATES = 100_000  # dataset suggest -n: the most candidates one call writes
 LARGE = 1_000_000  # bytes of a questions file from which an import prints progress lines on stderr

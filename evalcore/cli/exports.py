@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from evalcore.cli.common import open_store
-from evalcore.cli.options import run_ref
+from evalcore.cli.shared.common import open_store
+from evalcore.cli.shared.options import run_ref
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_export_formats(args: argparse.Namespace) -> int:

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.text import for_terminal
-from evalcore.cli.common import open_store, report_invalid
-from evalcore.cli.options import external_inputs, integer, number, score_kind
-from evalcore.cli.summary import EXTERNAL_LEGEND, print_summary
+from evalcore.cli.shared.common import open_store, report_invalid
+from evalcore.cli.shared.options import external_inputs, integer, number, score_kind
+from evalcore.cli.text.summary import EXTERNAL_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
     from evalcore.records import Corpus, GroundTruth
     from evalcore.store import Store
 

@@ -7,11 +7,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.cli.common import open_store, write_text
+from evalcore.cli.shared.common import open_store, write_text
 from evalcore.regression.gate import DEFAULT_ALPHA, DEFAULT_METRIC
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_gate(args: argparse.Namespace) -> int:

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
-from evalcore.cli.common import print_json
-from evalcore.cli.options import CORPUS_HELP, integer, json_option
+from evalcore.cli.shared.common import print_json
+from evalcore.cli.shared.options import CORPUS_HELP, integer, json_option
 from evalcore.errors import EvalcoreError, InputError
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

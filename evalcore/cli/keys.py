@@ -10,12 +10,12 @@ import argparse
 from typing import TYPE_CHECKING
 
 from evalcore.boundary.text import for_terminal
-from evalcore.cli.common import open_store, print_json
-from evalcore.cli.options import json_option
+from evalcore.cli.shared.common import open_store, print_json
+from evalcore.cli.shared.options import json_option
 from evalcore.store.keys import SCOPES
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_create(args: argparse.Namespace) -> int:

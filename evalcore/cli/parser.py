@@ -24,7 +24,7 @@ from evalcore.cli.threshold import add_threshold
 from evalcore.cli.traffic import add_parser as add_traffic
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 #: Every command, in the order of ``evalcore --help``.
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (

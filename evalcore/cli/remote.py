@@ -11,7 +11,7 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.cli.common import print_json, write_text
+from evalcore.cli.shared.common import print_json, write_text
 from evalcore.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def _time(value: Any) -> Any:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from evalcore.cli.summary import print_runs
+    from evalcore.cli.text.summary import print_runs
 
     with client(args) as c:
         rows = c.runs()
@@ -154,7 +154,7 @@ def cmd_load_run(args: argparse.Namespace) -> int:
 
 
 def cmd_threshold(args: argparse.Namespace, alpha: float, beta: float, confidence: float) -> int:
-    from evalcore.cli.claims_text import print_claims
+    from evalcore.cli.text.claims_text import print_claims
     from evalcore.read.refs import parse_ref
 
     if args.splits is not None:

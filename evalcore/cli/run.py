@@ -8,14 +8,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.text import for_terminal
-from evalcore.cli.common import open_store, report_invalid
-from evalcore.cli.options import CORPUS_HELP, DEFAULT_STRATEGIES, DEMO_RETRIEVERS, pipeline_options
-from evalcore.cli.summary import BUILT_IN_LEGEND, print_summary
+from evalcore.cli.shared.common import open_store, report_invalid
+from evalcore.cli.shared.options import CORPUS_HELP, DEFAULT_STRATEGIES, DEMO_RETRIEVERS, pipeline_options
+from evalcore.cli.text.summary import BUILT_IN_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
 from evalcore.run.spec import DEFAULT_RETRIEVERS
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
     from evalcore.external.live import LiveResult
     from evalcore.run.execute import Inputs
     from evalcore.run.runner import RunResult

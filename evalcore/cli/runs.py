@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from evalcore.cli.common import open_store, print_json
-from evalcore.cli.options import json_option, run_ref
-from evalcore.cli.summary import print_runs, print_summary
+from evalcore.cli.shared.common import open_store, print_json
+from evalcore.cli.shared.options import json_option, run_ref
+from evalcore.cli.text.summary import print_runs, print_summary
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -6,12 +6,12 @@ import argparse
 import math
 from typing import TYPE_CHECKING
 
-from evalcore.cli.common import open_store, print_json
-from evalcore.cli.options import json_option
+from evalcore.cli.shared.common import open_store, print_json
+from evalcore.cli.shared.options import json_option
 from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
-    from evalcore.cli.options import Subparsers
+    from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_threshold(args: argparse.Namespace) -> int:
@@ -35,7 +35,7 @@ def cmd_threshold(args: argparse.Namespace) -> int:
     if args.json:
         print_json([c.to_json() for c in found])
         return 0
-    from evalcore.cli.claims_text import print_claims
+    from evalcore.cli.text.claims_text import print_claims
 
     print_claims(run, found, alpha, beta, confidence, splits)
     return 0

@@ -17,8 +17,8 @@ from typing import Any
 from evalcore.boundary.csvcells import csv_text
 from evalcore.boundary.text import for_terminal
 from evalcore.boundary.times import parse_time
-from evalcore.cli.common import open_store
-from evalcore.cli.options import number
+from evalcore.cli.shared.common import open_store
+from evalcore.cli.shared.options import number
 from evalcore.errors import ConfigError, InputError
 from evalcore.measures.stats import ALPHA
 from evalcore.traffic.log import FORMATS

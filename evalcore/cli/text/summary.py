@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.cli.common import print_json
+from evalcore.cli.shared.common import print_json
 
 if TYPE_CHECKING:
     from evalcore.store import Store
