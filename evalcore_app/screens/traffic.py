@@ -22,8 +22,9 @@ from evalcore.figures import traffic_charts
 from evalcore.read import claims
 from evalcore.read.traffic import periods as periods_read
 from evalcore.read.traffic import stored as reads
-from evalcore.service import deployments, replay
+from evalcore.service import deployments
 from evalcore.service.deployments import Deployment
+from evalcore.traffic import posted
 from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
 from evalcore_app import screen
@@ -69,7 +70,7 @@ config = ctx.config
 if deployment is not None and (deployment.run_id, deployment.configuration) == (ctx.run_id, config):
     _ui.plain(
         f"Deployment {deployment.name}: decision {deployment.decision_id}, version {deployment.version}. "
-        f"Queries it posts are replayed here as imports named {replay.source_of(deployment.name)!r}.",
+        f"Queries it posts are replayed here as imports named {posted.source_of(deployment.name)!r}.",
         testid="traffic-deployment",
     )
     key = f"{ctx.run_id}|{config.label}"
