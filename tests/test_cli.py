@@ -31,6 +31,7 @@ COMMANDS = [
     "threshold",
     "traffic",
     "dataset",
+    "keys",
 ]
 
 

@@ -64,7 +64,7 @@ def add_keys(sub: Subparsers) -> None:
         description="Keys that scripts, CI and production present to the HTTP API (docs/API.md). "
         "The store keeps only a hash of each key.",
     )
-    keys_sub = sp.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    keys_sub = sp.add_subparsers(dest="keys_command", required=True, metavar="ACTION", help="create, list or revoke")
     create = keys_sub.add_parser(
         "create",
         help="make a key and print it once (alone on the last line)",
