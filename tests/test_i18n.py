@@ -82,6 +82,35 @@ def test_a_new_untranslated_string_fails_the_check(tmp_path):
     assert problems == ["de: missing msgid 'A sentence nobody translated yet'"]
 
 
+def test_no_module_rebinds_the_translation_function():
+    """``_`` is the catalog's lookup wherever it is imported: a module that also unpacks into ``_``
+    (``_, start, end = part``) makes every later ``_("...")`` a TypeError on that screen."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1]
+    checked, rebound = 0, []
+    for path in sorted((root / "evalcore_app").rglob("*.py")) + sorted((root / "evalcore").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imports_it = any(
+            isinstance(n, ast.ImportFrom) and any((a.asname or a.name) == "_" for a in n.names) for n in ast.walk(tree)
+        )
+        if not imports_it:
+            continue
+        checked += 1
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            elif isinstance(node, (ast.For, ast.With)):
+                targets = [node.target] if isinstance(node, ast.For) else [i.optional_vars for i in node.items]
+            for target in targets:
+                for name in ast.walk(target) if target is not None else ():
+                    if isinstance(name, ast.Name) and name.id == "_" and isinstance(name.ctx, ast.Store):
+                        rebound.append(f"{path.relative_to(root)}:{name.lineno}")
+    assert checked >= 10, checked  # the screens were really read
+    assert not rebound, "the translation function _ is rebound at " + ", ".join(rebound)
+
+
 def test_plural_forms_follow_each_language():
     one, many = "{n} logged query carries no label.", "{n} logged queries carry no label."
     assert Translator("de").ngettext(one, many, 1).format(n=1) == "1 geloggte Anfrage trägt kein Label."

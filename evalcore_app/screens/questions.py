@@ -181,7 +181,7 @@ titles = [f"{i + 1}. {t}" for i, (t, _, _) in enumerate(parts)]
 if ss.get("qs_section") not in titles:
     ss["qs_section"] = titles[0]
 section = st.selectbox(_("Section"), titles, key="qs_section")
-_, sec_start, sec_end = parts[titles.index(section)]
+_title, sec_start, sec_end = parts[titles.index(section)]
 current = ss.get("qs_sel")
 mark = None
 if current and current[0] == doc_id and sec_start <= current[1] and current[2] <= sec_end:
