@@ -158,7 +158,8 @@ def test_decision_is_one_threshold_restored_after_a_reload(copy, engine_run_id, 
     assert f"Threshold t = {t:.4f}" in shown_text(at)
     at.switch_page("evalcore_app/screens/threshold.py").run()
     at.text_area(key="decision_note").input("for the review")
-    at.button[-1].click().run()  # the form's submit button: the note is sent with it
+    save = next(b for b in at.button if b.label.startswith("Save t ="))  # the decision form's submit button
+    save.click().run()  # the note is sent with it
     no_exception(at)
     saved = decisions.latest_decision(Store(copy), engine_run_id)
     assert (saved.configuration.label, saved.threshold, saved.note) == (other, pytest.approx(t), "for the review")
