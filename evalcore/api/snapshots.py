@@ -47,6 +47,13 @@ class Snapshot(Generic[T]):
         with self._lock:
             return self._seen is not None and self._seen == signature(self.path)
 
+    def kept_at(self, seen: tuple[int, ...]) -> tuple[bool, T | None]:
+        """(True, the value kept) when it was read at the store's signature ``seen``, else (False, None)."""
+        with self._lock:
+            if self._seen is not None and self._seen == seen:
+                return True, self._value
+        return False, None
+
     def get(self) -> T:
         now = signature(self.path)
         with self._lock:
@@ -78,6 +85,18 @@ class Deployments:
         with self._lock:
             snap = self._kept.get(name)
         return snap is not None and snap.fresh()
+
+    def kept_at(self, name: str, seen: tuple[int, ...]) -> Deployment | None:
+        """Deployment ``name`` when it is kept and was read at the store's signature ``seen``;
+        None otherwise (read it with :meth:`get`). ``name`` must be as kept: a name that
+        :func:`~evalcore.service.deployments.check_deployment_name` leaves unchanged (every kept
+        name is one, and the check of a checked name gives it back)."""
+        with self._lock:
+            snap = self._kept.get(name)
+        if snap is None:
+            return None
+        ok, value = snap.kept_at(seen)
+        return value if ok else None
 
     def get(self, name: str) -> Deployment | None:
         from evalcore.service.deployments import check_deployment_name, get_deployment
