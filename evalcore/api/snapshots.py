@@ -7,6 +7,7 @@ client revalidating its deployment many times a second must not pay it each time
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -20,10 +21,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+@functools.lru_cache(maxsize=64)
+def _files(path: Path) -> tuple[str, str]:
+    """The store file and its write-ahead log, as strings (a revalidation takes the signature
+    once: building the paths anew cost as much as the two ``stat`` calls)."""
+    return os.fspath(path), os.fspath(path.with_name(path.name + ".wal"))
+
+
 def signature(path: Path) -> tuple[int, ...]:
-    """(modification time in ns, size) of the store file and of its write-ahead log (0s when absent)."""
+    """(modification time in ns, size, inode) of the store file and of its write-ahead log (0s when absent)."""
     out: list[int] = []
-    for file in (path, path.with_name(path.name + ".wal")):
+    for file in _files(path):
         try:
             st = os.stat(file)
             out += [st.st_mtime_ns, st.st_size, st.st_ino]
