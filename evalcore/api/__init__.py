@@ -12,7 +12,9 @@
 :class:`ApiFirst` is how a server carries it: an ASGI middleware that hands every request under
 ``/<base>/api/v1`` to the API (as a Starlette ``Mount`` would) before anything of the host sees it,
 so Streamlit's own middleware (its session cookie, its plain-text "Bad Request" for odd paths)
-never touches an API answer, and every API answer, errors included, is the API's own. This
+never touches an API answer, and every API answer, errors included, is the API's own. A
+revalidation of a deployment that is still current is answered before the mount, by
+:mod:`~evalcore.api.revalidate` (same checks, no framework). This
 package never imports Streamlit: :mod:`evalcore_app.server` adds it to the dashboard's ``st.App``.
 """
 
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from evalcore.api.revalidate import Revalidation
 
 PREFIX = "/api/v1"
 
@@ -47,20 +51,30 @@ class ApiFirst:
         self.store_path = store_path
         self._api = api
         self._router: ASGIApp | None = None
+        self._fast: Revalidation | None = None
 
     def _mounted(self) -> ASGIApp:
         if self._router is None:
             from starlette.routing import Mount, Router
 
-            from evalcore.api.app import create_app
+            from evalcore.api.app import create_api
+            from evalcore.api.limits import BodyLimit
+            from evalcore.api.revalidate import Revalidation
 
-            api = self._api if self._api is not None else create_app(self.store_path)
+            api = self._api
+            if api is None:
+                built = create_api(self.store_path)
+                api = BodyLimit(built)  # what create_app gives, with the FastAPI app at hand
+                self._fast = Revalidation(built, self.prefix)
             self._router = Router(routes=[Mount(self.prefix, app=api)])
         return self._router
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = str(scope.get("path", ""))
         if scope["type"] == "http" and (path == self.prefix or path.startswith(self.prefix + "/")):
-            await self._mounted()(scope, receive, send)
+            router = self._mounted()
+            if self._fast is not None and await self._fast.answer(scope, send):
+                return
+            await router(scope, receive, send)
             return
         await self.app(scope, receive, send)

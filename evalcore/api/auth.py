@@ -69,8 +69,18 @@ class Keys:
         """Whether the keys in use are known without reading the store."""
         return self._keys.fresh()
 
+    def kept_at(self, seen: tuple[int, ...]) -> list[ApiKey] | None:
+        """The keys in use when they were read at the store's signature ``seen``, else None."""
+        ok, value = self._keys.kept_at(seen)
+        return value if ok else None
+
     def identify(self, header: str | None) -> Caller:
         """The caller of an ``Authorization`` header; Problem 401 when it names no key in use."""
+        return self.identify_among(header, None)
+
+    def identify_among(self, header: str | None, in_use: list[ApiKey] | None) -> Caller:
+        """:meth:`identify` among ``in_use`` (the keys in use, as :meth:`kept_at` gave them;
+        None: read them, again if the store changed)."""
         if not header:
             raise Problem(401, "this resource needs a key: Authorization: Bearer evk_...", "no-key", headers=CHALLENGE)
         scheme, _, token = header.strip().partition(" ")
@@ -79,7 +89,8 @@ class Keys:
             raise Problem(401, "the Authorization header is not 'Bearer evk_...'", "bad-key", headers=CHALLENGE)
         wanted = key_hash(token)
         found = None
-        for key in self._in_use():  # every key is compared, so the time says nothing about which matched
+        # every key is compared, so the time says nothing about which matched
+        for key in in_use if in_use is not None else self._in_use():
             if hmac.compare_digest(key.key_hash, wanted):
                 found = key
         if found is None:

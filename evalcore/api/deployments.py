@@ -16,22 +16,12 @@ from evalcore.api.jsonout import answer
 from evalcore.api.limits import MAX_TRAFFIC, MAX_TRAFFIC_LINES
 from evalcore.api.models import DeploymentIn
 from evalcore.api.problems import Problem, from_error
+from evalcore.api.revalidate import matches
 from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
 
 router = APIRouter(tags=["deployments"])
 NDJSON = "application/x-ndjson"
-
-
-def _matches(header: str | None, etag: str) -> bool:
-    """Whether ``If-None-Match`` names ``etag`` (or is ``*``); weak tags compare weakly (RFC 9110)."""
-    if not header:
-        return False
-    for tag in header.split(","):
-        tag = tag.strip()
-        if tag == "*" or tag.removeprefix("W/") == etag:
-            return True
-    return False
 
 
 def _tagged(body: dict[str, Any], etag: str, status: int = 200, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -70,7 +60,7 @@ async def get_deployment(request: Request, name: str, _: Annotated[Caller, Depen
     if found is None:
         raise Problem(404, f"no deployment {name!r} (PUT /deployments/{{name}} points one at a decision)", "not-found")
     etag = found.etag()
-    if _matches(request.headers.get("if-none-match"), etag):
+    if matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "no-cache"})
     return _tagged(found.to_json(), etag)
 

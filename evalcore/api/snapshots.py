@@ -7,6 +7,7 @@ client revalidating its deployment many times a second must not pay it each time
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -20,10 +21,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+@functools.lru_cache(maxsize=64)
+def _files(path: Path) -> tuple[str, str]:
+    """The store file and its write-ahead log, as strings (a revalidation takes the signature
+    once: building the paths anew cost as much as the two ``stat`` calls)."""
+    return os.fspath(path), os.fspath(path.with_name(path.name + ".wal"))
+
+
 def signature(path: Path) -> tuple[int, ...]:
-    """(modification time in ns, size) of the store file and of its write-ahead log (0s when absent)."""
+    """(modification time in ns, size, inode) of the store file and of its write-ahead log (0s when absent)."""
     out: list[int] = []
-    for file in (path, path.with_name(path.name + ".wal")):
+    for file in _files(path):
         try:
             st = os.stat(file)
             out += [st.st_mtime_ns, st.st_size, st.st_ino]
@@ -46,6 +54,13 @@ class Snapshot(Generic[T]):
         """Whether the value kept is still the store's (no read needed)."""
         with self._lock:
             return self._seen is not None and self._seen == signature(self.path)
+
+    def kept_at(self, seen: tuple[int, ...]) -> tuple[bool, T | None]:
+        """(True, the value kept) when it was read at the store's signature ``seen``, else (False, None)."""
+        with self._lock:
+            if self._seen is not None and self._seen == seen:
+                return True, self._value
+        return False, None
 
     def get(self) -> T:
         now = signature(self.path)
@@ -78,6 +93,18 @@ class Deployments:
         with self._lock:
             snap = self._kept.get(name)
         return snap is not None and snap.fresh()
+
+    def kept_at(self, name: str, seen: tuple[int, ...]) -> Deployment | None:
+        """Deployment ``name`` when it is kept and was read at the store's signature ``seen``;
+        None otherwise (read it with :meth:`get`). ``name`` must be as kept: a name that
+        :func:`~evalcore.service.deployments.check_deployment_name` leaves unchanged (every kept
+        name is one, and the check of a checked name gives it back)."""
+        with self._lock:
+            snap = self._kept.get(name)
+        if snap is None:
+            return None
+        ok, value = snap.kept_at(seen)
+        return value if ok else None
 
     def get(self, name: str) -> Deployment | None:
         from evalcore.service.deployments import check_deployment_name, get_deployment
