@@ -761,7 +761,8 @@ NAME_CASES = [
     (
         "an escape sequence in --name",
         ["--name", "run\x1b[31m"],
-        "error: --name 'run\\x1b[31m': a run name without control characters",
+        "error: run name: character 4 is U+001B (control, bidirectional and zero-width characters are not "
+        "allowed in a name)",
     ),
 ]
 
