@@ -28,6 +28,7 @@ WIDGETS = {"text_input", "text_area", "file_uploader"}
 #: widget key (an f-string key as written, e.g. ``nr_{key}``) -> kind
 INPUTS: dict[str, str] = {
     "decision_note": "text",
+    "deploy_name": "name",  # Deploy as… (a deployment's name)
     "qs_upload": "upload",
     "qs_new_name": "name",
     "qs_doc_search": "text",
