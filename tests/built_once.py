@@ -20,12 +20,14 @@ from pathlib import Path
 DONE = ".built"
 
 
-def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None], *, copy: bool = True) -> Path:
     """A folder filled by ``build(folder)``, made once per session: see the module's text.
 
     The build runs in the shared folder itself, so paths it records (a corpus a run read)
     stay valid in every copy. A build that raised leaves no :data:`DONE`; the next worker to
-    ask builds again from an empty folder (and raises the same way)."""
+    ask builds again from an empty folder (and raises the same way). ``copy=False`` hands every
+    worker the shared folder itself, for what no test writes and whose files name their own
+    path (a PDF whose printed footer is its page's URL)."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         folder = tmp_path_factory.mktemp(name)
         build(folder)
@@ -43,6 +45,8 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
                 (folder / DONE).touch()
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-    copy = tmp_path_factory.mktemp(name)
-    shutil.copytree(folder, copy, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(DONE))
-    return copy
+    if not copy:
+        return folder
+    private = tmp_path_factory.mktemp(name)
+    shutil.copytree(folder, private, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(DONE))
+    return private

@@ -151,7 +151,8 @@ def printed(tmp_path_factory) -> dict[str, PrintedCorpus]:
             finally:
                 browser.close()
 
-    out = built_once(tmp_path_factory, "printed", build)  # printed once per session, not per worker
+    # printed once per session, not per worker; read in place: each footer prints its page's URL
+    out = built_once(tmp_path_factory, "printed", build, copy=False)
     return {
         "poetry": PrintedCorpus("poetry", *(out / "poetry" / k for k in FORMATS), header_footer=True, outline=False),
         "mkdocs": PrintedCorpus("mkdocs", *(out / "mkdocs" / k for k in FORMATS), header_footer=False, outline=True),
