@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from evalcore import signals
 from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
 from evalcore.jobs.queue import POLL_SECONDS, claim, finish, max_jobs, set_stage
+from evalcore.store.jobs import cancel_requested, job_to_run
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -41,8 +42,7 @@ class CancelWatch:
         if t - self._last >= self.interval:
             self._last = t
             try:
-                df = self.store.query("SELECT cancel_requested FROM jobs WHERE job_id = ?", [self.job_id])
-                self._value = bool(len(df) and df.iloc[0, 0])
+                self._value = cancel_requested(self.store, self.job_id)
             except EvalcoreError:
                 log.debug("cancel check failed", exc_info=True)
         return self._value
@@ -88,10 +88,10 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     from evalcore.run.spec import RunSpec
     from evalcore.store import Store as _Store
 
-    found = store.query("SELECT run_id, name, spec, kind, deployment FROM jobs WHERE job_id = ?", [job_id])
-    if found.empty:
+    found = job_to_run(store, job_id)
+    if found is None:
         raise StoreError(f"no job {job_id!r} in {store.path}")
-    run_id, name, spec_json, kind, deployment = found.iloc[0]
+    run_id, name, spec_json, kind, deployment = found
     slots = slots or max_jobs()
     poll = _Store(store.path, lock_timeout=2.0)
     while True:

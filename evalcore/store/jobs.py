@@ -130,3 +130,19 @@ def queue_traffic(con: duckdb.DuckDBPyConnection, deployment: str, run_id: str) 
         ],
     )
     return job_id
+
+
+def cancel_requested(store: Connection, job_id: str) -> bool:
+    """Whether a cancel of ``job_id`` was asked for (False for an unknown job; read only)."""
+    df = store.query("SELECT cancel_requested FROM jobs WHERE job_id = ?", [job_id])
+    return bool(len(df) and df.iloc[0, 0])
+
+
+def job_to_run(store: Connection, job_id: str) -> tuple[str, str, str, str, str | None] | None:
+    """What a job's process runs: (run id, run name, spec JSON, kind, deployment) of
+    ``job_id``, or None when the store holds no such job (read only)."""
+    found = store.query("SELECT run_id, name, spec, kind, deployment FROM jobs WHERE job_id = ?", [job_id])
+    if found.empty:
+        return None
+    run_id, name, spec, kind, deployment = found.iloc[0]
+    return run_id, name, spec, kind, deployment
