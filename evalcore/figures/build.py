@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.figures.localize import TEMPLATES, localize_spec
 from evalcore.i18n import DEFAULT, ENGLISH, N_, Translator, translator
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
+from evalcore.read.runs import named_runs
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ def runs_text(store: Store, run_ids: tuple[str, ...] | list[str]) -> tuple[str, 
     ids = list(dict.fromkeys(run_ids))
     if not ids:
         return ()
-    rows = store.query(f"SELECT run_id, name, created_at FROM runs WHERE run_id IN ({', '.join('?' * len(ids))})", ids)
+    rows = named_runs(store, ids)
     found = {row.run_id: row for row in rows.itertuples()}
     out = []
     for run_id in ids:

@@ -186,3 +186,11 @@ def timings(store: Store, run_id: str) -> pd.DataFrame:
         "WHERE run_id = ? ORDER BY stage, strategy",
         [run_id],
     )
+
+
+def named_runs(store: Store, run_ids: list[str]) -> pd.DataFrame:
+    """run_id, name, created_at of those of ``run_ids`` the store holds (one query for all), in
+    no particular order: how a figure's caption names its runs."""
+    return store.query(
+        f"SELECT run_id, name, created_at FROM runs WHERE run_id IN ({', '.join('?' * len(run_ids))})", run_ids
+    )
