@@ -381,3 +381,10 @@ def query_tokens(
         for token, ws in gave.items()
     ]
     return pd.DataFrame(rows, columns=["token", "words", *(f"#{rank}" for rank, _ in held)])
+
+
+def scored_texts(store: Store, run_id: str, domain: str) -> dict[str, str]:
+    """{query id: text} of a run's scored queries of one domain ('in' or 'out'): what the
+    gate pairs two runs on."""
+    df = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND domain = ? AND valid", [run_id, domain])
+    return dict(zip(df["query_id"].astype(str), df["text"].astype(str), strict=True))

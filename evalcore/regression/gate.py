@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, NotComparable
 from evalcore.measures.stats import ALPHA
+from evalcore.read.queries import scored_texts
 from evalcore.read.refs import Ref, parse_ref, resolve_run
 from evalcore.regression.bluffs import axis_of, bluff_outcomes, claim_check, saved_threshold
 from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
@@ -71,17 +72,11 @@ def _alpha(value: float) -> float:
     return value
 
 
-def _queries(store: Store, run_id: str, domain: str) -> dict[str, str]:
-    """{query id: text} of a run's scored queries of one domain ('in' or 'out')."""
-    df = store.query("SELECT query_id, text FROM queries WHERE run_id = ? AND domain = ? AND valid", [run_id, domain])
-    return dict(zip(df["query_id"].astype(str), df["text"].astype(str), strict=True))
-
-
 def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, Any], domain: str) -> dict[str, str]:
     """{query id: text} both runs scored in ``domain``; NotComparable (naming a few ids) unless the
     runs hold the same queries with the same texts."""
-    a = _queries(store, baseline["run_id"], domain)
-    b = _queries(store, candidate["run_id"], domain)
+    a = scored_texts(store, baseline["run_id"], domain)
+    b = scored_texts(store, candidate["run_id"], domain)
     what = "in-domain" if domain == "in" else "out-of-domain"
     if set(a) != set(b):
 
