@@ -118,3 +118,21 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
         for strategy in [s for s in order if s in wide.columns]:
             df[f"chunks {strategy}"] = df["doc_id"].map(wide[strategy]).fillna(0).astype("int64")
     return df
+
+
+def chunk_texts(store: Store, run_id: str, strategy: str) -> pd.DataFrame:
+    """chunk_id, text of every chunk of one strategy, by chunk id (what a replay indexes again)."""
+    return store.query(
+        "SELECT chunk_id, text FROM chunks WHERE run_id = ? AND strategy = ? ORDER BY chunk_id",
+        [run_id, strategy],
+    )
+
+
+def chunk_ids_by_external_id(store: Store, run_id: str, strategy: str) -> dict[str, int]:
+    """{the service's own chunk id: chunk id} of one strategy's chunks that carry one (a run
+    made by a search endpoint)."""
+    chunks = store.query(
+        "SELECT chunk_id, external_id FROM chunks WHERE run_id = ? AND strategy = ? AND external_id IS NOT NULL",
+        [run_id, strategy],
+    )
+    return {str(e): int(c) for c, e in zip(chunks["chunk_id"], chunks["external_id"], strict=True)}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError, ModelError
 from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.read.index import chunk_ids_by_external_id, chunk_texts
 from evalcore.traffic.target import Target, refuse
 
 if TYPE_CHECKING:
@@ -151,11 +152,7 @@ def endpoint_replayer(store: Store, target: Target, headers: Sequence[str] = ())
         )
     endpoint = replace(endpoint, headers=tuple(given))
     endpoint.check()
-    chunks = store.query(
-        "SELECT chunk_id, external_id FROM chunks WHERE run_id = ? AND strategy = ? AND external_id IS NOT NULL",
-        [target.run_id, target.configuration.strategy],
-    )
-    ids = {str(e): int(c) for c, e in zip(chunks["chunk_id"], chunks["external_id"], strict=True)}
+    ids = chunk_ids_by_external_id(store, target.run_id, target.configuration.strategy)
     return EndpointReplayer(target, endpoint, store, ids, target.info.axis.higher_is_closer)
 
 
@@ -189,10 +186,7 @@ def replayer(
             f"run {target.run_id} configuration {target.configuration.label} was embedded with {model}, "
             f"not {embedder.name}: vectors of two models are never compared (give --model PATH to that model)"
         )
-    chunks = store.query(
-        "SELECT chunk_id, text FROM chunks WHERE run_id = ? AND strategy = ? ORDER BY chunk_id",
-        [target.run_id, target.configuration.strategy],
-    )
+    chunks = chunk_texts(store, target.run_id, target.configuration.strategy)
     if chunks.empty or list(chunks["chunk_id"]) != list(range(len(chunks))):
         raise ConfigError(
             f"run {target.run_id} strategy {target.configuration.strategy}: no complete chunk list stored"
