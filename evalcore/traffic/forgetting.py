@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from evalcore.read.traffic.known import texts_to_forget
 from evalcore.store.traffic import imported as traffic_rows
 
 if TYPE_CHECKING:
@@ -51,14 +52,7 @@ def endpoint_requests(store: Store, before: datetime, run_id: str | None = None)
     from evalcore.embedding.embedder import text_hash
     from evalcore.external.endpoint import from_spec
 
-    scope = " AND t.run_id = ?" if run_id else ""
-    doomed = store.query(
-        "SELECT t.run_id, t.strategy, t.retriever, t.text FROM traffic_texts t "
-        "WHERE NOT EXISTS (SELECT 1 FROM traffic_queries q WHERE q.run_id = t.run_id AND q.strategy = t.strategy "
-        "AND q.retriever = t.retriever AND q.text_hash = t.text_hash AND q.asked_at >= ?) "
-        "AND NOT EXISTS (SELECT 1 FROM queries e WHERE e.text = t.text)" + scope,
-        [before] + ([run_id] if run_id else []),
-    )
+    doomed = texts_to_forget(store, before, run_id)
     rows: list[tuple[str, str, str | None]] = []
     for (run, strategy, retriever), part in doomed.groupby(["run_id", "strategy", "retriever"], sort=False):
         found = info(store, str(run), str(strategy), str(retriever))

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore import testhooks
 from evalcore.embedding.embedder import text_hash
 from evalcore.errors import InputError
+from evalcore.read.traffic.known import stored_of_batch
 from evalcore.store.traffic import imported as traffic_rows
 from evalcore.store.traffic.imported import LABELS
 from evalcore.traffic.log import BATCH, Fields, LogLine, Problem, count_lines, infer_format, read_log
@@ -260,30 +261,7 @@ def _lookup(
     text hash, occurrence), with the label stored for each; and which of its texts are scored
     already: both in one read-only connection. The identity is matched on stored columns, so
     lines stored by an earlier version (whose key hashed the label too) are recognised."""
-    import pandas as pd
-
-    want = pd.DataFrame(
-        {
-            "asked_at": pd.Series([x.at for x in lines], dtype="datetime64[us]"),
-            "text_hash": hashes,
-            "occurrence": occ,
-        }
-    )
-    with store.read() as con:
-        con.register("_want", want)
-        rows = con.execute(
-            "SELECT q.asked_at, q.text_hash, q.occurrence, q.label FROM traffic_queries q "
-            "JOIN _want w USING (asked_at, text_hash, occurrence) "
-            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?",
-            target.key,
-        ).fetchall()
-        con.register("_texts", pd.DataFrame({"text_hash": list(dict.fromkeys(hashes))}))
-        have = con.execute(
-            "SELECT t.text_hash FROM traffic_texts t JOIN _texts w USING (text_hash) "
-            "WHERE t.run_id = ? AND t.strategy = ? AND t.retriever = ?",
-            target.key,
-        ).fetchall()
-    return {(at, str(h), int(o)): label for at, h, o, label in rows}, {str(r[0]) for r in have}
+    return stored_of_batch(store, target.key, [x.at for x in lines], hashes, occ)
 
 
 def _score_new(

@@ -1,3 +1,4 @@
 """The read side of stored traffic: :mod:`~evalcore.read.traffic.stored` (the stored queries,
-their gate values and the refused share) and :mod:`~evalcore.read.traffic.periods` (the
-traffic cut into periods, with drift per period)."""
+their gate values and the refused share), :mod:`~evalcore.read.traffic.periods` (the
+traffic cut into periods, with drift per period) and :mod:`~evalcore.read.traffic.known` (what
+an import or ``forget`` must know of the stored traffic before it writes)."""
