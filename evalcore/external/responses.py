@@ -4,8 +4,8 @@ Keyed by the sha256 of method, URL and request body, shared by every run, so run
 endpoint on the same queries again sends nothing (unless asked to refresh). Only answers with
 an HTTP 2xx status are kept, malformed ones included: a re-run reads the same answer and fails
 the same query for the same reason, without asking the service again. Request headers are
-part of the key only as hashes and are never stored (they may hold credentials). Its writes
-are :mod:`evalcore.store.responses`; reads are read only.
+part of the key only as hashes and are never stored (they may hold credentials). Its reads
+and writes are :mod:`evalcore.store.responses` (reads are read only).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evalcore.store.responses import cached_rows, kept_count
 from evalcore.store.responses import keep as keep_rows
 
 if TYPE_CHECKING:
@@ -47,13 +48,7 @@ def cached(store: Store, keys: list[str]) -> dict[str, Response]:
     """The cached responses of ``keys`` (missing keys are absent); attempts 0."""
     if not keys:
         return {}
-    import pandas as pd
-
-    with store.read() as con:
-        con.register("_want", pd.DataFrame({"key": keys}))
-        rows = con.execute(
-            "SELECT r.key, r.status, r.response, r.seconds FROM responses r JOIN _want w USING (key)"
-        ).fetchall()
+    rows = cached_rows(store, keys)
     return {k: Response(int(status), text, float(seconds or 0.0), 0) for k, status, text, seconds in rows}
 
 
@@ -68,4 +63,4 @@ def keep(store: Store, items: list[tuple[str, str, str, str | None, Response]]) 
 
 def count(store: Store) -> int:
     """Responses in the cache."""
-    return int(store.query("SELECT count(*) AS n FROM responses")["n"].iloc[0])
+    return kept_count(store)

@@ -36,3 +36,20 @@ def forget_requests(con: duckdb.DuckDBPyConnection, requests: str) -> int:
     found = con.execute(f"SELECT count(*) FROM responses WHERE {where}").fetchone()
     con.execute(f"DELETE FROM responses WHERE {where}")
     return int(found[0]) if found else 0
+
+
+def cached_rows(store: Connection, keys: list[str]) -> list[tuple[str, int, str, float | None]]:
+    """``(key, status, text, seconds)`` of the kept answers to ``keys`` (keys not kept are
+    absent; read only)."""
+    import pandas as pd
+
+    with store.read() as con:
+        con.register("_want", pd.DataFrame({"key": keys}))
+        return con.execute(
+            "SELECT r.key, r.status, r.response, r.seconds FROM responses r JOIN _want w USING (key)"
+        ).fetchall()
+
+
+def kept_count(store: Connection) -> int:
+    """How many answers are kept (read only)."""
+    return int(store.query("SELECT count(*) AS n FROM responses")["n"].iloc[0])
