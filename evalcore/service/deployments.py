@@ -15,8 +15,8 @@ Usage::
 
 A name is checked by :func:`evalcore.boundary.text.check_name` (InputError); a decision the
 store does not hold (never saved, deleted, saved in another store) or whose run is not complete
-is :class:`evalcore.errors.UnknownDecision`. The tables are written by
-:mod:`evalcore.store.deployments`; reads open the store read-only.
+is :class:`evalcore.errors.UnknownDecision`. The tables are written and
+read by :mod:`evalcore.store.deployments`; reads open the store read-only.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import UnknownDecision
 from evalcore.records import Configuration
+from evalcore.store import deployments as stored
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -152,12 +153,6 @@ def _deployment(row: tuple[Any, ...]) -> Deployment:
     )
 
 
-_COLUMNS = (
-    "name, decision_id, run_id, strategy, retriever, threshold, claim, decided_by, decided_at, "
-    "deployed_by, deployed_at, version"
-)
-
-
 def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: str, author: str | None) -> Deployment:
     """Point deployment ``name`` at the saved decision ``decision_id``, recorded as moved by
     ``author`` (:func:`evalcore.authors.clean_author`; ``key:NAME`` for an API key). Pointing
@@ -166,12 +161,11 @@ def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: s
     of a complete run (nothing written)."""
     from evalcore.authors import clean_author
     from evalcore.boundary.text import check_name
-    from evalcore.store import deployments as rows
 
     name = check_deployment_name(name)
     decision_id = check_name(str(decision_id), field="decision_id", max_len=64)
     store = open_store(store_path)
-    version = rows.point(store, name, decision_id, clean_author(author))
+    version = stored.point(store, name, decision_id, clean_author(author))
     if version is None:
         raise UnknownDecision(
             f"decision_id: no saved decision {decision_id!r} of a complete run in this store "
@@ -187,20 +181,14 @@ def get_deployment(store_path: Store | str | os.PathLike[str], name: str) -> Dep
     """Deployment ``name`` as it points now, or None when there is none (read-only store)."""
     name = check_deployment_name(name)
     store = open_store(store_path)
-    with store.read() as con:
-        found = con.execute(f"SELECT {_COLUMNS} FROM deployments WHERE name = ?", [name]).fetchall()
-    return _deployment(found[0]) if found else None
+    found = stored.deployment_row(store, name)
+    return _deployment(found) if found is not None else None
 
 
 def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[DeploymentHistory]:
     """Every deployment (by name) with its moves, newest first (read-only store)."""
     store = open_store(store_path)
-    with store.read() as con:
-        current = con.execute(f"SELECT {_COLUMNS} FROM deployments ORDER BY name").fetchall()
-        moves = con.execute(
-            "SELECT name, version, moved_by, moved_at, from_decision_id, from_threshold, to_decision_id, "
-            "to_threshold FROM deployment_moves ORDER BY name, version DESC"
-        ).fetchall()
+    current, moves = stored.deployment_rows(store)
     by_name: dict[str, list[Move]] = {}
     for name, version, by, at, from_id, from_t, to_id, to_t in moves:
         by_name.setdefault(str(name), []).append(
@@ -220,5 +208,4 @@ def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[Deploym
 def deployment_names(store_path: Store | str | os.PathLike[str]) -> list[str]:
     """The names of the store's deployments, sorted (read-only store)."""
     store = open_store(store_path)
-    with store.read() as con:
-        return [str(r[0]) for r in con.execute("SELECT name FROM deployments ORDER BY name").fetchall()]
+    return stored.sorted_names(store)

@@ -1,6 +1,6 @@
 """The ``deployments`` and ``deployment_moves`` tables (migration 0013): a named deployment
 pointed at a saved decision, and every move of it. :mod:`evalcore.service.deployments` checks
-the name and the decision; these are its statements."""
+the name and the decision; these are its statements, reads (read only) and writes."""
 
 from __future__ import annotations
 
@@ -81,3 +81,37 @@ def pointed_at(store: Connection, name: str) -> tuple[str, str, str] | None:
     with store.read() as con:
         found = con.execute("SELECT run_id, strategy, retriever FROM deployments WHERE name = ?", [name]).fetchall()
     return (str(found[0][0]), str(found[0][1]), str(found[0][2])) if found else None
+
+
+#: a deployment's columns as :func:`deployment_row` and :func:`deployment_rows` give them, in order
+_COLUMNS = (
+    "name, decision_id, run_id, strategy, retriever, threshold, claim, decided_by, decided_at, "
+    "deployed_by, deployed_at, version"
+)
+
+
+def deployment_row(store: Connection, name: str) -> tuple[Any, ...] | None:
+    """Deployment ``name``'s row (name, decision_id, run_id, strategy, retriever, threshold,
+    claim, decided_by, decided_at, deployed_by, deployed_at, version), or None (read only)."""
+    with store.read() as con:
+        found = con.execute(f"SELECT {_COLUMNS} FROM deployments WHERE name = ?", [name]).fetchall()
+    return tuple(found[0]) if found else None
+
+
+def deployment_rows(store: Connection) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Every deployment's row (columns as :func:`deployment_row`), by name; and every move
+    (name, version, moved_by, moved_at, from_decision_id, from_threshold, to_decision_id,
+    to_threshold), by name and newest first: both in one read-only connection."""
+    with store.read() as con:
+        current = con.execute(f"SELECT {_COLUMNS} FROM deployments ORDER BY name").fetchall()
+        moves = con.execute(
+            "SELECT name, version, moved_by, moved_at, from_decision_id, from_threshold, to_decision_id, "
+            "to_threshold FROM deployment_moves ORDER BY name, version DESC"
+        ).fetchall()
+    return current, moves
+
+
+def sorted_names(store: Connection) -> list[str]:
+    """The names of the store's deployments, sorted (read only)."""
+    with store.read() as con:
+        return [str(r[0]) for r in con.execute("SELECT name FROM deployments ORDER BY name").fetchall()]
