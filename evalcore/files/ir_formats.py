@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.files import write_file_atomic
 from evalcore.errors import ConfigError, InputError
+from evalcore.read.files import ir_formats as stored
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -93,19 +94,10 @@ def _check_ids(ids: list[str], what: str) -> None:
 
 
 def _frames(store: Store, run_id: str, strategy: str) -> dict[str, pd.DataFrame]:
-    chunks = store.query(
-        'SELECT c.chunk_id, c.doc_id, c.section, c.evidence_start, c."end", c.text, c.external_id, d.title '
-        "FROM chunks c LEFT JOIN documents d ON d.run_id = c.run_id AND d.doc_id = c.doc_id "
-        "WHERE c.run_id = ? AND c.strategy = ? ORDER BY c.chunk_id",
-        [run_id, strategy],
-    )
-    relevant = store.query(
-        "SELECT q.query_id, q.group_id, c.chunk_id FROM queries q JOIN chunks c ON c.run_id = q.run_id "
-        'AND c.doc_id = q.doc_id AND c.evidence_start <= q.start AND q."end" <= c."end" '
-        "WHERE q.run_id = ? AND c.strategy = ? AND q.domain = 'in' AND q.valid ORDER BY q.query_id, c.chunk_id",
-        [run_id, strategy],
-    )
-    return {"chunks": chunks, "relevant": relevant}
+    return {
+        "chunks": stored.chunks_with_titles(store, run_id, strategy),
+        "relevant": stored.relevant_chunks(store, run_id, strategy),
+    }
 
 
 def _writable_folder(folder: Path) -> Path:
@@ -139,11 +131,7 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
             raise ConfigError(f"run {run_id} has no configuration {label!r}; it has {', '.join(have)}")
     pairs = [(label.rpartition("/")[0], label.rpartition("/")[2]) for label in wanted]
     folder = _writable_folder(Path(folder))
-    queries = store.query(
-        "SELECT query_id, domain, text, kind, variant, group_id, valid FROM queries "
-        "WHERE run_id = ? ORDER BY domain, query_id",
-        [run_id],
-    )
+    queries = stored.exported_queries(store, run_id)
     _check_ids(queries["query_id"].astype(str).tolist(), "query id")
     failed = failures(store, run_id)
     files: list[str] = []
@@ -222,16 +210,8 @@ def _ranking(
     lies beyond the stored hits; and how many placeholders were written."""
     import pandas as pd
 
-    hits = store.query(
-        "SELECT query_id, rank, chunk_id FROM hits WHERE run_id = ? AND strategy = ? "
-        "AND retriever = ? ORDER BY query_id, rank",
-        [run_id, strategy, retriever],
-    )
-    results = store.query(
-        "SELECT query_id, domain, first_correct_rank FROM results WHERE run_id = ? "
-        "AND strategy = ? AND retriever = ? ORDER BY domain, query_id",
-        [run_id, strategy, retriever],
-    )
+    hits = stored.ranked_hits(store, run_id, strategy, retriever)
+    results = stored.first_correct_ranks(store, run_id, strategy, retriever)
     by_query: dict[str, list[str]] = {}
     for q, group in hits.groupby("query_id", sort=False):
         by_query[str(q)] = [keys[int(c)] for c in group.sort_values("rank")["chunk_id"]]
