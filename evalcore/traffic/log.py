@@ -30,6 +30,7 @@ from typing import Any
 from evalcore.boundary.times import parse_time
 from evalcore.errors import InputError
 from evalcore.inputs import jsontext
+from evalcore.read.files.parquet import parquet_row_count, parquet_rows
 
 FORMATS = ("csv", "jsonl", "parquet")
 BATCH = 16384
@@ -119,14 +120,7 @@ def _record(line: int, record: dict[str, Any], fields: Fields) -> LogLine | Prob
 def count_lines(path: Path, fmt: str) -> int | None:
     """Log lines (rows) in the file, for the progress bar: newlines counted, read in blocks."""
     if fmt == "parquet":
-        import duckdb
-
-        with duckdb.connect(":memory:", config={"autoinstall_known_extensions": False}) as con:
-            try:
-                found = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()
-            except duckdb.Error:
-                return None
-        return int(found[0]) if found else None
+        return parquet_row_count(path)
     n = 0
     last = b"\n"
     with open(path, "rb") as fh:
@@ -223,24 +217,15 @@ def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> 
 
 def _parquet(path: Path, fields: Fields, batch: int) -> Iterator[list[LogLine | Problem]]:
     """Rows of a Parquet file, read by DuckDB (no other dependency) a batch at a time."""
-    import duckdb
+    wanted: list[str] = []
 
-    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False})
-    try:
-        try:
-            names = [r[0] for r in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(path)]).fetchall()]
-        except duckdb.Error as exc:
-            raise InputError(f"{path}: not a Parquet file ({str(exc).splitlines()[0]})") from None
+    def pick(names: list[str]) -> list[str]:
         if fields.query not in names:
             raise InputError(
                 f"{path}: no {fields.query!r} column (columns: {', '.join(names) or 'none'}); give --query-field"
             )
-        wanted = [c for c in (fields.query, fields.time, fields.label) if c and c in names]
-        cols = ", ".join('"' + c.replace('"', '""') + '"' for c in wanted)
-        cursor = con.execute(
-            f"SELECT file_row_number, {cols} FROM read_parquet(?, file_row_number = true)", [str(path)]
-        )
-        while rows := cursor.fetchmany(batch):
-            yield [_record(int(r[0]) + 1, dict(zip(wanted, r[1:], strict=True)), fields) for r in rows]
-    finally:
-        con.close()
+        wanted[:] = [c for c in (fields.query, fields.time, fields.label) if c and c in names]
+        return wanted
+
+    for rows in parquet_rows(path, pick, batch):
+        yield [_record(int(r[0]) + 1, dict(zip(wanted, r[1:], strict=True)), fields) for r in rows]
