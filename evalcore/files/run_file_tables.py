@@ -1,10 +1,11 @@
 """A run file's tables, each one Parquet member: writing a member from the store (read only),
-what ``load-run`` verifies of the members before the store is touched (each is Parquet holding
-the rows its manifest says, every row of the run's tables belongs to the run, the run is
-complete, every value a reader relies on is possible), and the comparison of stored rows with
-a file's (loading the same file twice is a no-op, other rows a refusal).
+and what ``load-run`` verifies of the members before the store is touched (each is Parquet
+holding the rows its manifest says, every row of the run's tables belongs to the run, the run
+is complete, every value a reader relies on is possible).
 
 The checks read the unpacked members in a private in-memory DuckDB; nothing here writes to a store.
+Every statement is in :mod:`evalcore.read.files.run_members` (with the comparison of stored rows
+with a file's: loading the same file twice is a no-op, other rows a refusal).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import EvalcoreError
-from evalcore.store.basics import one_row
+from evalcore.read.files.run_members import (
+    copy_rows,
+    parquet_columns,
+    rows_where,
+    run_member_rows,
+    run_statuses,
+    table_columns,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -22,11 +30,6 @@ if TYPE_CHECKING:
 
 class RunFileError(EvalcoreError):
     """A run file is unreadable, truncated, foreign, of a newer format, or conflicts with the store."""
-
-
-def _literal(text: str | Path) -> str:
-    """A SQL string literal (for the file name COPY needs as a literal)."""
-    return "'" + str(text).replace("'", "''") + "'"
 
 
 def sha256(path: Path) -> str:
@@ -37,11 +40,6 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def table_columns(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
-    """{column: type} of a store table, in order."""
-    return {name: str(kind) for name, kind, *_ in con.execute(f'DESCRIBE "{table}"').fetchall()}
-
-
 def write_member(
     con: duckdb.DuckDBPyConnection, table: str, where: str, params: list[Any], order: str, folder: Path, member: str
 ) -> dict[str, Any]:
@@ -49,18 +47,8 @@ def write_member(
     ``order``, to ``folder/<table>.parquet``; its manifest entry (``file`` is ``member``,
     ``rows``, ``sha256``, ``columns``)."""
     target = folder / f"{table}.parquet"
-    con.execute(
-        f'COPY (SELECT * FROM "{table}" WHERE {where} ORDER BY {order}) '
-        f"TO {_literal(target)} (FORMAT parquet, COMPRESSION zstd)",
-        params,
-    )
-    rows = one_row(con, f'SELECT count(*) FROM "{table}" WHERE {where}', params)[0]
-    return {"file": member, "rows": int(rows), "sha256": sha256(target), "columns": table_columns(con, table)}
-
-
-def parquet_columns(con: duckdb.DuckDBPyConnection, file: Path) -> list[str]:
-    """The column names of a Parquet file, in order."""
-    return [c[0] for c in con.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(file)]).fetchall()]
+    rows = copy_rows(con, table, where, params, order, target)
+    return {"file": member, "rows": rows, "sha256": sha256(target), "columns": table_columns(con, table)}
 
 
 def check_run_tables(
@@ -76,18 +64,14 @@ def check_run_tables(
         try:
             if "run_id" not in parquet_columns(con, file):
                 raise RunFileError(f"{path}: {member} has no run_id column")
-            rows, foreign = one_row(
-                con,
-                "SELECT count(*), count(*) FILTER (run_id IS DISTINCT FROM ?) FROM read_parquet(?)",
-                [run_id, str(file)],
-            )
+            rows, foreign = run_member_rows(con, file, run_id)
         except duckdb.Error as exc:
             raise RunFileError(f"{path}: {member} is not readable Parquet ({str(exc).splitlines()[0]})") from None
         if rows != meta["rows"]:
             raise RunFileError(f"{path}: {member} holds {rows} rows, the manifest says {meta['rows']}")
         if foreign:
             raise RunFileError(f"{path}: {member} holds {foreign} rows of another run than {run_id}")
-    status = one_row(con, "SELECT list(status) FROM read_parquet(?)", [str(files["runs"])])[0]
+    status = run_statuses(con, files["runs"])
     if status != ["complete"]:
         raise RunFileError(f"{path}: the runs table must hold one complete run, found {status}")
     check_values(con, path, manifest["tables"], files)
@@ -217,28 +201,6 @@ def check_values(
             continue
         if not set(needs) <= set(parquet_columns(con, files[table])):
             continue
-        n = one_row(con, f"SELECT count(*) FROM read_parquet(?) WHERE {bad}", [str(files[table])])[0]
+        n = rows_where(con, files[table], bad)
         if n:
             raise RunFileError(f"{path}: {members[table]['file']}: {n} row(s) with {what}; not loaded")
-
-
-def differences(
-    con: duckdb.DuckDBPyConnection, files: dict[str, Path], where: dict[str, tuple[str, list[Any]]]
-) -> list[str]:
-    """Tables whose stored rows (``where[table]``: the SQL condition and its parameters that
-    select them) differ from the file's, compared on the file's columns."""
-    out = []
-    for table, (cond, params) in where.items():
-        file = files[table]
-        cols = ", ".join(f'"{c}"' for c in parquet_columns(con, file))
-        mine = f'SELECT {cols} FROM "{table}" WHERE {cond}'
-        theirs = f"SELECT {cols} FROM read_parquet(?)"
-        diff = one_row(
-            con,
-            f"SELECT (SELECT count(*) FROM ({theirs} EXCEPT ALL {mine})) + "
-            f"(SELECT count(*) FROM ({mine} EXCEPT ALL {theirs}))",
-            [str(file), *params, *params, str(file)],
-        )[0]
-        if diff:
-            out.append(table)
-    return out

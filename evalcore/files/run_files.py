@@ -40,21 +40,21 @@ from evalcore.boundary.files import kind_of, write_file_streamed
 from evalcore.boundary.text import check_run_name
 from evalcore.errors import InputError
 from evalcore.files import run_travel
-from evalcore.files.run_file_tables import (
-    RunFileError,
-    check_run_tables,
-    differences,
-    parquet_columns,
-    table_columns,
-    write_member,
-)
+from evalcore.files.run_file_tables import RunFileError, check_run_tables, write_member
 from evalcore.inputs import jsontext
-from evalcore.store.basics import one_row
+from evalcore.read.files.run_members import (
+    differences,
+    file_run_name,
+    other_run_with_id,
+    parquet_columns,
+    run_named,
+    run_stored,
+    table_columns,
+)
 from evalcore.store.loaded_runs import insert_parquet
+from evalcore.store.migrate import applied_version
 
 if TYPE_CHECKING:
-    import duckdb
-
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -111,11 +111,6 @@ class Transfer:
         return sum(self.rows.values())
 
 
-def schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The newest migration applied to a store (0 for none)."""
-    return int(one_row(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0])
-
-
 # --- export ---------------------------------------------------------------------------------
 
 
@@ -143,7 +138,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     tables: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
         with store.read() as con:
-            version = schema_version(con)
+            version = applied_version(con)
             for table, order in TABLES.items():
                 tables[table] = write_member(
                     con, table, "run_id = ?", [run_id], order, Path(tmp), f"tables/{table}.parquet"
@@ -343,7 +338,7 @@ def load_run(store: Store, path: str | Path) -> Transfer:
         files = _unpack(path, manifest, Path(tmp))
         notes = _verify(path, manifest, files)
         with store.transaction() as con:
-            mine = schema_version(con)
+            mine = applied_version(con)
             for table, file in files.items():
                 known = table_columns(con, table)
                 extra = [c for c in parquet_columns(con, file) if c not in known]
@@ -353,26 +348,26 @@ def load_run(store: Store, path: str | Path) -> Transfer:
                         f"(file schema version {manifest.get('schema_version')}, store schema version {mine}); "
                         "upgrade evalcore to load it"
                     )
-            name = str(one_row(con, "SELECT any_value(name) FROM read_parquet(?)", [str(files["runs"])])[0] or "")
+            name = file_run_name(con, files["runs"])
             if name:
                 try:
                     check_run_name(name, field=f"{path}: its run name")
                 except InputError as exc:
                     raise RunFileError(f"{exc}; not loaded") from None
-            shadow = one_row(con, "SELECT min(run_id) FROM runs WHERE name = ? AND run_id <> ?", [run_id, run_id])[0]
+            shadow = run_named(con, run_id, run_id)
             if shadow:
                 raise RunFileError(
                     f"{path}: its run id {run_id!r} is the name of run {shadow} in {store.path}; loading it "
                     "would make that name mean another run; not loaded"
                 )
-            if name and one_row(con, "SELECT count(*) FROM runs WHERE run_id = ? AND run_id <> ?", [name, run_id])[0]:
+            if name and other_run_with_id(con, name, run_id):
                 raise RunFileError(
                     f"{path}: its run name {name!r} is the id of another run in {store.path}; not loaded"
                 )
             stored_set = run_travel.store_set(con, path, manifest, files, str(store.path))
             if stored_set:
                 notes.append(stored_set)
-            if one_row(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0]:
+            if run_stored(con, run_id):
                 differ = differences(con, files, {t: ("run_id = ?", [run_id]) for t in manifest["tables"]})
                 if differ:
                     raise RunFileError(

@@ -17,8 +17,19 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from evalcore.files.run_file_tables import RunFileError, check_values, differences, parquet_columns, write_member
-from evalcore.store.basics import one_row
+from evalcore.files.run_file_tables import RunFileError, check_values, write_member
+from evalcore.read.files.run_members import (
+    differences,
+    file_set,
+    file_set_origin,
+    has_job,
+    parquet_columns,
+    running_imports,
+    set_member_rows,
+    set_origin,
+    used_set,
+    version_stored,
+)
 from evalcore.store.loaded_runs import insert_parquet
 
 if TYPE_CHECKING:
@@ -50,12 +61,6 @@ def _params(table: str, name: str, version: int) -> list[Any]:
     return [name] if table == "question_sets" else [name, version]
 
 
-def used_set(con: duckdb.DuckDBPyConnection, run_id: str) -> tuple[str, int] | None:
-    """The question set (name, version) a stored run used, or None (it read question files)."""
-    name, version = one_row(con, "SELECT question_set, question_set_version FROM runs WHERE run_id = ?", [run_id])
-    return (str(name), int(version)) if name is not None and version is not None else None
-
-
 def export_extras(con: duckdb.DuckDBPyConnection, run_id: str, folder: Path) -> dict[str, Any]:
     """Write the run's question-set version to ``folder`` (members ``sets/<table>.parquet``)
     and return the manifest's ``question_set`` (None when the run used no set, or its version
@@ -65,10 +70,7 @@ def export_extras(con: duckdb.DuckDBPyConnection, run_id: str, folder: Path) -> 
     used = used_set(con, run_id)
     if used is not None:
         name, version = used
-        have = one_row(
-            con, "SELECT count(*) FROM question_set_versions WHERE name = ? AND version = ?", [name, version]
-        )[0]
-        if have:
+        if version_stored(con, name, version):
             tables = {
                 t: write_member(con, t, where, _params(t, name, version), order, folder, f"sets/{t}.parquet")
                 for t, (where, order) in SET_TABLES.items()
@@ -81,17 +83,14 @@ def export_extras(con: duckdb.DuckDBPyConnection, run_id: str, folder: Path) -> 
                     "why": "it is not in the exporting store (the run came from a run file that did not carry it)",
                 }
             )
-    for import_id, source in con.execute(
-        "SELECT import_id, source FROM traffic_imports WHERE run_id = ? AND status = 'running' ORDER BY import_id",
-        [run_id],
-    ).fetchall():
+    for import_id, source in running_imports(con, run_id):
         not_carried.append(
             {
                 "what": f"the rest of traffic import {import_id} ({source})",
                 "why": "it was running or interrupted when the run was exported; the lines it had stored travel",
             }
         )
-    if one_row(con, "SELECT count(*) FROM jobs WHERE run_id = ?", [run_id])[0]:
+    if has_job(con, run_id):
         not_carried.append({"what": "the job that made the run", "why": "the job queue belongs to the exporting store"})
     return {"question_set": entry, "not_carried": not_carried}
 
@@ -152,7 +151,7 @@ def check_set_tables(
     runs = files["runs"]
     named: tuple[Any, Any] = (None, None)
     if {"question_set", "question_set_version"} <= set(parquet_columns(con, runs)):
-        named = one_row(con, "SELECT question_set, question_set_version FROM read_parquet(?)", [str(runs)])
+        named = file_set(con, runs)
     if entry is None:
         return
     name, version = entry["name"], entry["version"]
@@ -163,11 +162,7 @@ def check_set_tables(
     for table, meta in entry["tables"].items():
         where, _ = SET_TABLES[table]
         try:
-            rows, foreign = one_row(
-                con,
-                f"SELECT count(*), count(*) FILTER (NOT coalesce({where}, false)) FROM read_parquet(?)",
-                [*_params(table, name, version), str(files[table])],
-            )
+            rows, foreign = set_member_rows(con, files[table], where, _params(table, name, version))
         except duckdb.Error as exc:
             raise RunFileError(f"{path}: {meta['file']} is not readable Parquet ({str(exc).splitlines()[0]})") from None
         if rows != meta["rows"]:
@@ -190,15 +185,15 @@ def store_set(
     if entry is None:
         return None
     name, version = entry["name"], entry["version"]
-    stored = con.execute("SELECT created_at, author FROM question_sets WHERE name = ?", [name]).fetchall()
-    theirs = con.execute("SELECT created_at, author FROM read_parquet(?)", [str(files["question_sets"])]).fetchall()
-    if stored and [tuple(r) for r in stored] != [tuple(r) for r in theirs]:
+    stored = set_origin(con, name)
+    theirs = file_set_origin(con, files["question_sets"])
+    if stored and stored != theirs:
         raise RunFileError(
             f"{path}: the question set {name!r} in {where} is another set than the one its run used "
             f"(made {stored[0][0]} by {stored[0][1] or 'someone unrecorded'}; the run's: made {theirs[0][0]} by "
             f"{theirs[0][1] or 'someone unrecorded'}); not loaded"
         )
-    if one_row(con, "SELECT count(*) FROM question_set_versions WHERE name = ? AND version = ?", [name, version])[0]:
+    if version_stored(con, name, version):
         differ = differences(
             con,
             files,
@@ -223,7 +218,7 @@ def load_notes(con: duckdb.DuckDBPyConnection, manifest: dict[str, Any], files: 
     if manifest.get("question_set") is None and manifest.get("format_version", 0) < 3:
         runs = files["runs"]
         if {"question_set", "question_set_version"} <= set(parquet_columns(con, runs)):
-            name, version = one_row(con, "SELECT question_set, question_set_version FROM read_parquet(?)", [str(runs)])
+            name, version = file_set(con, runs)
             if name is not None:
                 notes.append(
                     f"not carried: question set {name} v{version}: a run file of format version "
