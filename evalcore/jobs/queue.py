@@ -85,22 +85,7 @@ def jobs_overview(store: Store, limit: int = 50) -> pd.DataFrame:
     started_at, finished_at, reason, cancel_requested, pid, spec, run_status, stage (the run's stage
     while it runs, else the job's), progress (0..1), position (1 = next to start; queued only)."""
     store.reap_if_due()  # a job whose process is gone shows failed, not running
-    df = store.query(
-        """
-        SELECT j.job_id, j.run_id, j.name, j.status, j.created_at, j.started_at, j.finished_at,
-               j.reason, j.cancel_requested, j.pid, j.spec, r.status AS run_status,
-               CASE WHEN j.status = 'running' AND r.status = 'running' THEN r.stage ELSE j.stage END AS stage,
-               CASE WHEN j.status = 'complete' THEN 1.0
-                    WHEN j.status = 'running' THEN coalesce(r.progress, 0.0) ELSE 0.0 END AS progress,
-               CASE WHEN j.status = 'queued' THEN
-                    row_number() OVER (PARTITION BY j.status ORDER BY j.created_at, j.job_id) END AS position
-        FROM jobs j LEFT JOIN runs r ON r.run_id = j.run_id
-        ORDER BY j.created_at DESC, j.job_id DESC
-        LIMIT ?
-        """,
-        [limit],
-    )
-    return df
+    return job_rows.overview(store, limit)
 
 
 def active_jobs(store: Store) -> pd.DataFrame:

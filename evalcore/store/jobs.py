@@ -13,6 +13,7 @@ from evalcore.store.basics import now, one_row
 
 if TYPE_CHECKING:
     import duckdb
+    import pandas as pd
 
     from evalcore.store.connection import Connection
 
@@ -146,3 +147,23 @@ def job_to_run(store: Connection, job_id: str) -> tuple[str, str, str, str, str 
         return None
     run_id, name, spec, kind, deployment = found.iloc[0]
     return run_id, name, spec, kind, deployment
+
+
+def overview(store: Connection, limit: int) -> pd.DataFrame:
+    """The newest ``limit`` jobs with their runs' status, stage and progress, newest first, as
+    :func:`evalcore.jobs.queue.jobs_overview` describes them (read only; no reaping)."""
+    return store.query(
+        """
+        SELECT j.job_id, j.run_id, j.name, j.status, j.created_at, j.started_at, j.finished_at,
+               j.reason, j.cancel_requested, j.pid, j.spec, r.status AS run_status,
+               CASE WHEN j.status = 'running' AND r.status = 'running' THEN r.stage ELSE j.stage END AS stage,
+               CASE WHEN j.status = 'complete' THEN 1.0
+                    WHEN j.status = 'running' THEN coalesce(r.progress, 0.0) ELSE 0.0 END AS progress,
+               CASE WHEN j.status = 'queued' THEN
+                    row_number() OVER (PARTITION BY j.status ORDER BY j.created_at, j.job_id) END AS position
+        FROM jobs j LEFT JOIN runs r ON r.run_id = j.run_id
+        ORDER BY j.created_at DESC, j.job_id DESC
+        LIMIT ?
+        """,
+        [limit],
+    )
