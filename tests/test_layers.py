@@ -347,3 +347,83 @@ def test_imports_sit_at_the_top_of_the_engine_rooms():
         timeout=120,
     )
     assert out.returncode == 0, out.stdout[-2000:]
+
+
+# --- SQL text only under store/ and read/ ---------------------------------------------------
+
+#: a statement (or the start of one) in a string: SQL keywords are written in capitals here
+SQL_STATEMENT = re.compile(
+    r"\b(SELECT|INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
+    r"CREATE\s+(OR\s+REPLACE\s+)?(TEMP\s+|TEMPORARY\s+)?(TABLE|VIEW|INDEX|SEQUENCE)|ALTER\s+TABLE|DROP\s+TABLE|"
+    r"DESCRIBE|COPY\s*\(|COPY\s+FROM\s+DATABASE|ATTACH|DETACH|PRAGMA|CHECKPOINT|BEGIN\s+TRANSACTION)\b"
+)
+#: the calls that run SQL on a DuckDB connection (or a Store); one with an argument outside
+#: store/ and read/ runs SQL held somewhere else (a constant, a variable)
+SQL_CALLS = {"execute", "executemany", "sql", "query"}
+#: the packages that hold SQL: the store (its writers, and reads beside them) and the read side
+SQL_HOMES = (LIBRARY / "store", LIBRARY / "read")
+#: files whose SQL other branches of issue 35 move into read/ or store/: jobs/prepare.py and
+#: configurations.py (records), inputs/qsets.py (names, which renames it). Once those branches
+#: are merged, empty this set (a file here that holds no SQL, or no longer exists, is not flagged).
+NOT_YET_MOVED = {"evalcore/jobs/prepare.py", "evalcore/configurations.py", "evalcore/inputs/qsets.py"}
+
+
+def _sql_in(path):
+    """``line: what`` of each SQL statement in a string (docstrings aside: they describe, they
+    do not run) and each SQL-running call with arguments, in one Python file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if match := SQL_STATEMENT.search(node.value):
+                found.append(f"{node.lineno}: {match.group(0)!r} in a string")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SQL_CALLS
+            and (node.args or node.keywords)
+        ):
+            found.append(f"{node.lineno}: .{node.func.attr}(...)")
+    return sorted(found, key=lambda x: (int(x.split(":")[0]), x))
+
+
+def test_sql_text_lives_only_under_store_and_read(tmp_path):
+    # the scan finds SQL where it lives: every kind of statement the store runs ...
+    homes = [p for p in PACKAGES if p.is_relative_to(SQL_HOMES[0]) or p.is_relative_to(SQL_HOMES[1])]
+    at_home = {p.relative_to(ROOT).as_posix(): _sql_in(p) for p in homes}
+    assert sum(map(len, at_home.values())) > 200, "the scan found almost no SQL in store/ and read/"
+    assert at_home["evalcore/store/connection.py"] and at_home["evalcore/read/runs.py"]
+    # ... in a triple-quoted string, an f-string, and SQL run from a variable
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        '"""Reads: SELECT in a docstring describes, it does not run."""\n'
+        'LIST = """\n    SELECT name\n    FROM runs\n"""\n\n\n'
+        "def f(con, table, sql):\n"
+        '    con.execute(f"DELETE FROM {table} WHERE x = ?", [1])\n'
+        "    return con.sql(sql), job.execute()\n",
+        encoding="utf-8",
+    )
+    assert _sql_in(probe) == [
+        "2: 'SELECT' in a string",
+        "9: 'DELETE FROM' in a string",
+        "9: .execute(...)",
+        "10: .sql(...)",
+    ]
+    outside = []
+    for path in PACKAGES + sorted((ROOT / "evalcore_app").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if path.is_relative_to(SQL_HOMES[0]) or path.is_relative_to(SQL_HOMES[1]) or rel in NOT_YET_MOVED:
+            continue
+        outside += [f"{rel}:{where}" for where in _sql_in(path)]
+    assert not outside, (
+        "SQL outside evalcore/store/ and evalcore/read/ (a figure, the gate or a format reads through a "
+        "named reader in read/, a write goes through the table's writer in store/): " + "; ".join(outside)
+    )
