@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from evalcore.errors import EmptyClaimSet
 from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.claim import (
     DEFAULT_ALPHA,
@@ -122,10 +123,8 @@ def claim_of(
             beta=beta,
             confidence=confidence,
         )
-    except ClaimError as exc:
-        if "query" in str(exc):  # an empty set: name the run
-            raise ClaimError(f"{where}: {exc}") from None
-        raise
+    except EmptyClaimSet as exc:  # name the run
+        raise EmptyClaimSet(f"{where}: {exc}") from None
     claim = replace(claim, configuration=configuration.label)
     if splits:
         inside = values.frame[values.frame["domain"] == "in"]

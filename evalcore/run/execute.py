@@ -20,7 +20,7 @@ from evalcore.chunking import parse_strategies
 from evalcore.configurations import external
 from evalcore.embedding.distributed import RayEmbedder, check_address
 from evalcore.embedding.embedder import load_embedder
-from evalcore.errors import ConfigError, RunInterrupted
+from evalcore.errors import Cancelled, ConfigError
 from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint_calls import run_endpoint
 from evalcore.external.live import run_live
@@ -80,7 +80,7 @@ def execute(
 
     def step(name: str) -> None:
         if cancelled is not None and cancelled():
-            raise RunInterrupted("cancelled by the user")
+            raise Cancelled("cancelled by the user")
         if on_step is not None:
             on_step(name)
 
