@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalcore import signals
 from evalcore.errors import Cancelled, EvalcoreError, Interrupted, NotRunning, StoreError
+from evalcore.records import Run
 from evalcore.store.basics import now
 from evalcore.store.connection import Connection
 
@@ -36,9 +37,9 @@ class Runs(Connection):
         self.reap_if_due()
         return self.query("SELECT * FROM runs ORDER BY created_at DESC")
 
-    def run(self, run_id: str) -> dict[str, Any]:
-        """One run's row as a dict; StoreError naming the id when unknown (prefix allowed). A run
-        whose process is gone is marked failed first."""
+    def run(self, run_id: str) -> Run:
+        """One run's row as a :class:`~evalcore.records.Run`; StoreError naming the id when
+        unknown (prefix allowed). A run whose process is gone is marked failed first."""
         self.reap_if_due()
         df = self.query(
             "SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ? ORDER BY created_at DESC",
@@ -53,7 +54,7 @@ class Runs(Connection):
             raise StoreError(f"run id {run_id!r} is ambiguous: {', '.join(df['run_id'])}")
         row = {str(k): v for k, v in df.iloc[0].to_dict().items()}
         row["settings"] = json.loads(row["settings"]) if row.get("settings") else {}
-        return row
+        return Run.from_row(row)
 
     def latest_complete(self, name: str | None = None) -> str | None:
         sql = "SELECT run_id FROM runs WHERE status = 'complete'"
