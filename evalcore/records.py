@@ -364,3 +364,80 @@ class Run(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return len(self.row)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationReport(Mapping[str, Any]):
+    """What checking a corpus and its ground truth found (``evalcore validate``, the New run
+    screen, a job before it is queued): corpus counts, the documents that failed (with their
+    reasons), the ground truths and in-domain queries that can be scored, the invalid needles
+    (with their lines and reasons), and the out-of-domain queries near and far.
+
+    :meth:`to_json` is what ``evalcore validate --json`` prints (lists at the top level, so a
+    printer shows one line an item); reading the report by key (``report["ood"]``) reads that.
+    """
+
+    documents: int
+    failed: tuple[FailedDocument, ...]
+    sections: int
+    characters: int
+    ground_truths: int  # distinct groups of the in-domain questions
+    valid_ground_truths: int
+    invalid: tuple[InvalidNeedle, ...]
+    valid_queries: int
+    queries: int
+    ood_near: int
+    ood_far: int
+    ood: int  # every out-of-domain query
+
+    @classmethod
+    def of(cls, corpus: Corpus, gt: GroundTruth) -> ValidationReport:
+        return cls(
+            documents=len(corpus.documents),
+            failed=corpus.failed,
+            sections=sum(d.sections for d in corpus.documents),
+            characters=corpus.characters,
+            ground_truths=len({q.group for q in gt.questions}),
+            valid_ground_truths=len(gt.spans),
+            invalid=gt.invalid,
+            valid_queries=len(gt.valid_questions),
+            queries=len(gt.questions),
+            ood_near=sum(q.kind == "near" for q in gt.ood),
+            ood_far=sum(q.kind == "far" for q in gt.ood),
+            ood=len(gt.ood),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "documents": self.documents,
+            "failed": [{"doc_id": f.doc_id, "path": f.path, "reason": f.reason} for f in self.failed],
+            "sections": self.sections,
+            "characters": self.characters,
+            "ground_truths": {
+                "total": self.ground_truths,
+                "valid": self.valid_ground_truths,
+                "invalid": len(self.invalid),
+            },
+            "invalid_ground_truths": [
+                {
+                    "group": i.group,
+                    "query_ids": list(i.query_ids),
+                    "needle": i.needle,
+                    "reason": i.reason,
+                    "line": i.line,
+                }
+                for i in self.invalid
+            ],
+            "in_domain_queries": {"valid": self.valid_queries, "total": self.queries},
+            "ood": {"near": self.ood_near, "far": self.ood_far, "total": self.ood},
+        }
+
+    # the report read by key: its JSON's value (see the class docstring)
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())

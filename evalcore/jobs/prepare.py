@@ -26,6 +26,7 @@ from evalcore.store.basics import new_run_id
 if TYPE_CHECKING:
     from evalcore.external.endpoint import Endpoint
     from evalcore.inputs.uploads import Limits, UploadedFile
+    from evalcore.records import ValidationReport
     from evalcore.store import Store
 
 SOURCES = ("upload", "folder", "demo")  # what :func:`source` says
@@ -75,7 +76,7 @@ class Prepared:
 
     job_id: str
     spec: RunSpec
-    report: dict[str, Any]
+    report: ValidationReport
     skipped: tuple[str, ...]
     notes: tuple[str, ...] = ()  # what the upload did to paths (a zip's top folder left out)
     documents: tuple[str, ...] = ()  # the corpus's document ids (what a needle's "document" must name)
@@ -86,7 +87,7 @@ class NothingToScore(InputError):
     report (each invalid needle with its line and reason) and ``documents`` the document ids
     the corpus has, so a screen can show why no needle matched."""
 
-    def __init__(self, message: str, report: dict[str, Any], documents: Sequence[str]) -> None:
+    def __init__(self, message: str, report: ValidationReport, documents: Sequence[str]) -> None:
         super().__init__(message)
         self.report = report
         self.documents = list(documents)
@@ -103,7 +104,7 @@ def _server_paths(corpus: str | None, questions: str | None, ood: str | None) ->
     )
 
 
-def validate(spec: RunSpec, sets: Store | None = None) -> dict[str, Any]:
+def validate(spec: RunSpec, sets: Store | None = None) -> ValidationReport:
     """The ``evalcore validate`` report of a spec's inputs, after checking its model folders
     (its strategies and retrievers, or its endpoint, were checked when it was built).
     EvalcoreError when the inputs cannot be loaded, :class:`NothingToScore` when no question
@@ -111,7 +112,7 @@ def validate(spec: RunSpec, sets: Store | None = None) -> dict[str, Any]:
     return _validated(spec, sets)[0]
 
 
-def _validated(spec: RunSpec, sets: Store | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+def _validated(spec: RunSpec, sets: Store | None = None) -> tuple[ValidationReport, tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
     from evalcore.inputs.groundtruth import validation_report
 
