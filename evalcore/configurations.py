@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
 from evalcore.measures.threshold import Axis
+from evalcore.records import Configuration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -64,6 +65,11 @@ class ConfigInfo:
         score_kind(self.score_kind)
         if self.gate_on not in ("distance", "score"):
             raise ValueError(f"gate_on must be 'distance' or 'score', got {self.gate_on!r}")
+
+    @property
+    def configuration(self) -> Configuration:
+        """The strategy x retriever this is the origin and gate of."""
+        return Configuration(self.strategy, self.retriever)
 
     @property
     def label(self) -> str:

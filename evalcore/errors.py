@@ -26,16 +26,37 @@ class ConfigError(EvalcoreError):
     """An unknown strategy, retriever, metric or option value."""
 
 
+class ClaimError(ConfigError):
+    """An option outside its range, or a set the claim cannot be made on (no off-topic or no
+    answerable query); the message names the option or the set."""
+
+
+class EmptyClaimSet(ClaimError):
+    """A claim cannot be made: the run has no off-topic query, or no answerable one."""
+
+
 class ModelError(EvalcoreError):
     """The embedding or cross-encoder model cannot be loaded, or vectors of two models were mixed."""
+
+
+class NotAModelFolder(ModelError):
+    """A model folder holds no sentence-transformers model (no config.json, no modules.json)."""
 
 
 class StoreError(EvalcoreError):
     """The run store cannot be opened, or a run id is unknown or not comparable."""
 
 
+class NotRunning(StoreError):
+    """A run's results cannot be written: the run is no longer running (the message names it)."""
+
+
 class RunInterrupted(EvalcoreError):
     """A run was cancelled or interrupted before it completed."""
+
+
+class Cancelled(RunInterrupted):
+    """A run (or a replay) was cancelled by the user: it ends ``cancelled``, not ``failed``."""
 
 
 class NotComparable(EvalcoreError):

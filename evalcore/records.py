@@ -8,7 +8,10 @@ Offsets are Unicode code point offsets into a document's canonical text, half-op
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, SupportsFloat, SupportsInt, cast
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,3 +255,189 @@ class RunConfiguration:
             return self.configuration.label
         name = f"{self.run_name} " if self.run_name else ""
         return f"{self.configuration.label} · run {name}{self.run_id}"
+
+
+def _missing(value: object) -> bool:
+    """None, or a missing value as a data frame reads it (NaN, NaT)."""
+    return value is None or value != value
+
+
+def _text(value: object) -> str | None:
+    return None if _missing(value) else str(value)
+
+
+def _whole(value: object) -> int | None:
+    return None if _missing(value) else int(cast("SupportsInt", value))
+
+
+def _names(value: object) -> tuple[str, ...]:
+    return tuple(s for s in str(value).split(",") if s) if not _missing(value) else ()
+
+
+@dataclass(frozen=True, slots=True)
+class Run(Mapping[str, Any]):
+    """One stored run: its row of ``runs`` (:meth:`evalcore.store.Store.run`,
+    :func:`evalcore.read.refs.resolve_run`), typed.
+
+    ``strategies`` and ``retrievers`` are the names the run was asked for, in its order;
+    ``settings`` the run's sizes, k list, seed and versions (empty for a run without them);
+    a missing value (a run that stopped early has no model) is None. ``row`` is the row as
+    it was read; reading a run by column (``run["name"]``, ``run.get("reason")``) gives that
+    row's value, for code that has not moved to the attributes yet.
+    """
+
+    run_id: str
+    name: str
+    status: str
+    created_at: datetime | None = None
+    reason: str | None = None
+    stage: str | None = None
+    progress: float | None = None
+    finished_at: datetime | None = None
+    pid: int | None = None
+    host: str | None = None
+    corpus_root: str | None = None
+    corpus_fingerprint: str | None = None
+    questions_path: str | None = None
+    ood_path: str | None = None
+    model: str | None = None
+    model_dim: int | None = None
+    pipeline_version: str | None = None
+    strategies: tuple[str, ...] = ()
+    retrievers: tuple[str, ...] = ()
+    rerank_note: str | None = None
+    new_embeddings: int | None = None
+    cached_embeddings: int | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    question_set: str | None = None
+    question_set_version: int | None = None
+    row: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> Run:
+        """The run of a ``runs`` row (``settings`` already parsed from its JSON text)."""
+
+        def when(key: str) -> datetime | None:
+            value = row.get(key)
+            return None if _missing(value) else value
+
+        progress = row.get("progress")
+        return cls(
+            run_id=str(row["run_id"]),
+            name=str(row["name"]),
+            status=str(row["status"]),
+            created_at=when("created_at"),
+            reason=_text(row.get("reason")),
+            stage=_text(row.get("stage")),
+            progress=None if _missing(progress) else float(cast("SupportsFloat", progress)),
+            finished_at=when("finished_at"),
+            pid=_whole(row.get("pid")),
+            host=_text(row.get("host")),
+            corpus_root=_text(row.get("corpus_root")),
+            corpus_fingerprint=_text(row.get("corpus_fingerprint")),
+            questions_path=_text(row.get("questions_path")),
+            ood_path=_text(row.get("ood_path")),
+            model=_text(row.get("model")),
+            model_dim=_whole(row.get("model_dim")),
+            pipeline_version=_text(row.get("pipeline_version")),
+            strategies=_names(row.get("strategies")),
+            retrievers=_names(row.get("retrievers")),
+            rerank_note=_text(row.get("rerank_note")),
+            new_embeddings=_whole(row.get("new_embeddings")),
+            cached_embeddings=_whole(row.get("cached_embeddings")),
+            settings=row.get("settings") or {},
+            question_set=_text(row.get("question_set")),
+            question_set_version=_whole(row.get("question_set_version")),
+            row=dict(row),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as it was read (``settings`` parsed): what a run looked like as a dict."""
+        return dict(self.row)
+
+    # a run read by column: the row's value (see the class docstring)
+    def __getitem__(self, key: str) -> Any:
+        return self.row[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.row)
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationReport(Mapping[str, Any]):
+    """What checking a corpus and its ground truth found (``evalcore validate``, the New run
+    screen, a job before it is queued): corpus counts, the documents that failed (with their
+    reasons), the ground truths and in-domain queries that can be scored, the invalid needles
+    (with their lines and reasons), and the out-of-domain queries near and far.
+
+    :meth:`to_json` is what ``evalcore validate --json`` prints (lists at the top level, so a
+    printer shows one line an item); reading the report by key (``report["ood"]``) reads that.
+    """
+
+    documents: int
+    failed: tuple[FailedDocument, ...]
+    sections: int
+    characters: int
+    ground_truths: int  # distinct groups of the in-domain questions
+    valid_ground_truths: int
+    invalid: tuple[InvalidNeedle, ...]
+    valid_queries: int
+    queries: int
+    ood_near: int
+    ood_far: int
+    ood: int  # every out-of-domain query
+
+    @classmethod
+    def of(cls, corpus: Corpus, gt: GroundTruth) -> ValidationReport:
+        return cls(
+            documents=len(corpus.documents),
+            failed=corpus.failed,
+            sections=sum(d.sections for d in corpus.documents),
+            characters=corpus.characters,
+            ground_truths=len({q.group for q in gt.questions}),
+            valid_ground_truths=len(gt.spans),
+            invalid=gt.invalid,
+            valid_queries=len(gt.valid_questions),
+            queries=len(gt.questions),
+            ood_near=sum(q.kind == "near" for q in gt.ood),
+            ood_far=sum(q.kind == "far" for q in gt.ood),
+            ood=len(gt.ood),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "documents": self.documents,
+            "failed": [{"doc_id": f.doc_id, "path": f.path, "reason": f.reason} for f in self.failed],
+            "sections": self.sections,
+            "characters": self.characters,
+            "ground_truths": {
+                "total": self.ground_truths,
+                "valid": self.valid_ground_truths,
+                "invalid": len(self.invalid),
+            },
+            "invalid_ground_truths": [
+                {
+                    "group": i.group,
+                    "query_ids": list(i.query_ids),
+                    "needle": i.needle,
+                    "reason": i.reason,
+                    "line": i.line,
+                }
+                for i in self.invalid
+            ],
+            "in_domain_queries": {"valid": self.valid_queries, "total": self.queries},
+            "ood": {"near": self.ood_near, "far": self.ood_far, "total": self.ood},
+        }
+
+    # the report read by key: its JSON's value (see the class docstring)
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())

@@ -299,7 +299,7 @@ def test_new_run_screen_starts_an_endpoint_run(tmp_path, service, monkeypatch):
     at.run()
     at.button(key="nr_validate").click().run()
     assert not at.exception and not at.error, ([e.value for e in at.exception], [e.value for e in at.error])
-    assert at.session_state["nr_prepared"].spec.endpoint["url"] == service.url
+    assert at.session_state["nr_prepared"].spec.endpoint.url == service.url
     at.button(key="nr_start").click().run()
     assert not at.exception and not at.error, ([e.value for e in at.exception], [e.value for e in at.error])
     store = Store(store_path)

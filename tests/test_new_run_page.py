@@ -170,7 +170,7 @@ def test_strategies_default_to_a_g_and_only_the_chosen_run(tmp_path, monkeypatch
     at.button(key="nr_validate").click()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.session_state["nr_prepared"].spec.strategies == "E"
+    assert at.session_state["nr_prepared"].spec.strategies == ("E",)
     assert not (tmp_path / "runs" / "evalcore.duckdb").exists()  # visiting and validating create no store
 
 

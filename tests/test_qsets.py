@@ -298,7 +298,7 @@ def test_new_run_takes_a_set_pinned_to_its_version_and_no_question_files(tmp_pat
     qsets.import_folder(store, MINI, "mini", author="ann")
     prepared = jobs.prepare_upload(store, files, None, None, "A", "dense", dataset="mini")
     assert (prepared.spec.dataset, prepared.spec.questions, prepared.spec.ood) == ("mini@1", None, None)
-    spec = prepared.spec.run_spec()
+    spec = prepared.spec
     assert (spec.dataset, spec.questions, spec.ood, spec.confined) == ("mini@1", None, None, True)
     saved = jobs.uploads_dir(store) / prepared.job_id
     assert sorted(p.name for p in saved.iterdir()) == ["corpus"]  # no question file is written

@@ -33,7 +33,9 @@ def test_a_run_spec_travels_to_a_job_as_json_and_back():
     back = RunSpec.from_json(text)
     assert back == dataclasses.replace(builtin, corpus="docs")  # a path travels as its text
     assert back.to_json() == text and back.kind == "builtin" and back.models == ("/models/a", "/models/b")
-    assert RunSpec(demo=True).retrievers == DEFAULT_RETRIEVERS == "dense,bm25,hybrid"
+    assert ",".join(RunSpec(demo=True).retrievers) == DEFAULT_RETRIEVERS == "dense,bm25,hybrid"
+    assert RunSpec(demo=True).retrievers == ("dense", "bm25", "hybrid")  # parsed once, when the spec is built
+    assert json.loads(builtin.to_json())["strategies"] == "A,wide:boundaries+size=800"  # the CLI's comma list
 
     service = RunSpec(
         demo=True,
@@ -113,12 +115,12 @@ def test_a_dashboard_job_becomes_a_confined_run_spec(tmp_path, monkeypatch):
     store = Store(tmp_path / "s.duckdb")
     job_id = jobs.submit(store, prepared, "mini job", start=False)
     stored = RunSpec.from_json(store.query("SELECT spec FROM jobs WHERE job_id = ?", [job_id])["spec"][0])
-    assert stored == prepared.spec.run_spec()
+    assert stored == prepared.spec
     assert (stored.confined, stored.server_paths, stored.strategies, stored.retrievers) == (
         True,
         True,
-        "A,E",
-        "dense,bm25",
+        ("A", "E"),
+        ("dense", "bm25"),
     )
     plain = RunSpec(corpus=MINI / "corpus", questions=MINI / "questions.jsonl", ood=MINI / "ood.jsonl")
     assert load_inputs(stored, store).corpus.fingerprint == load_inputs(plain).corpus.fingerprint

@@ -128,7 +128,7 @@ def show_run(request: Request, ref: str, _: Annotated[Caller, Depends(require("r
     store = _store(request)
     try:
         run = find_run(store, ref)
-        return answer(summary_json(store, run["run_id"]))
+        return answer(summary_json(store, run.run_id))
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
 
@@ -195,21 +195,21 @@ def save_decision(
                 422, f"configuration: {exc}", "validation", [{"field": "body.configuration", "detail": str(exc)}]
             ) from None
         run = resolve_run(store, ref)
-        made_under = claim_of(store, run["run_id"], config, body.max_bluff_rate, body.max_lost_rate, body.confidence)
+        made_under = claim_of(store, run.run_id, config, body.max_bluff_rate, body.max_lost_rate, body.confidence)
         with request.app.state.write_lock:
-            decision_id = save(store, run["run_id"], config, body.threshold, note, caller.author, made_under)
+            decision_id = save(store, run.run_id, config, body.threshold, note, caller.author, made_under)
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     saved = {
         "decision_id": decision_id,
-        "run_id": run["run_id"],
+        "run_id": run.run_id,
         "configuration": config.label,
         "threshold": float(body.threshold),
         "note": note,
         "author": caller.author,
         "claim": made_under.to_json(),
     }
-    return answer(saved, 201, {"Location": location(request, f"/runs/{run['run_id']}/decisions/{decision_id}")})
+    return answer(saved, 201, {"Location": location(request, f"/runs/{run.run_id}/decisions/{decision_id}")})
 
 
 @router.post("/gate", summary="the regression gate (as `evalcore gate --format json`); a regression is passed: false")

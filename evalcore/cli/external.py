@@ -68,7 +68,7 @@ def _external_summary(args: argparse.Namespace, store: Store, run_id: str, wall:
     heading = []
     if not args.json:
         run = store.run(run_id)
-        heading.append(f"\nrun {run_id} ({run['name']}) complete in {wall:.1f} s; store {store.path}")
+        heading.append(f"\nrun {run_id} ({run.name}) complete in {wall:.1f} s; store {store.path}")
     print_summary(
         store, run_id, as_json=args.json, heading=heading, wall=wall, extra=extra, legend=EXTERNAL_LEGEND, hint=True
     )

@@ -30,7 +30,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if not args.corpus or not args.questions:
             raise EvalcoreError("validate needs --corpus DIR and --questions FILE (or --demo)")
         corpus, gt = inputs.load(args.corpus, args.questions, args.ood)
-    report = validation_report(corpus, gt)
+    report = validation_report(corpus, gt).to_json()
     if args.json:
         print_json(report)
         return 0

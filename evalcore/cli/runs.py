@@ -36,14 +36,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     store = open_store(args)
     run = find_run(store, args.run)
     if args.json:
-        print_summary(store, run["run_id"], as_json=True)
+        print_summary(store, run.run_id, as_json=True)
         return 0
-    heading = [f"run {run['run_id']}  {run['name']}  status {run['status']}"]
-    if run["status"] != "complete":
+    heading = [f"run {run.run_id}  {run.name}  status {run.status}"]
+    if run.status != "complete":
         print(heading[0])
         print(f"reason: {run.get('reason') or run.get('stage') or '-'}")
         return 0
-    s = run["settings"]
+    s = run.settings
     heading += [
         f"corpus: {s.get('documents')} documents ({s.get('failed_documents')} failed), "
         f"{s.get('characters')} characters, {s.get('sections')} sections",
@@ -54,7 +54,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     ]
     if run.get("rerank_note"):
         heading.append(run["rerank_note"])
-    print_summary(store, run["run_id"], as_json=False, heading=heading)
+    print_summary(store, run.run_id, as_json=False, heading=heading)
     return 0
 
 

@@ -99,7 +99,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if args.run:
         from evalcore.read.refs import resolve_run
 
-        run_id = str(resolve_run(store, args.run)["run_id"])
+        run_id = resolve_run(store, args.run).run_id
     before = _day(args.before)
     done = forget(store, before, run_id)
     print(

@@ -24,7 +24,7 @@ from tokenizers import Tokenizer
 
 from evalcore.embedding import onnx_runtime
 from evalcore.embedding.model_env import NOTE, offline
-from evalcore.errors import ModelError
+from evalcore.errors import ModelError, NotAModelFolder
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,7 +79,7 @@ def text_hash(text: str) -> str:
 
 def _check_folder(path: str | Path) -> None:
     if not Path(path, "config.json").exists() and not Path(path, "modules.json").exists():
-        raise ModelError(f"{path}: not a sentence-transformers model folder (no config.json)")
+        raise NotAModelFolder(f"{path}: not a sentence-transformers model folder (no config.json)")
 
 
 def check_device(device: str) -> str:
@@ -335,8 +335,10 @@ def load_embedder(model_path: str | Path | None = None, device: str = "cpu", run
         if strict:
             raise ModelError(f'{runtime} is not installed ({exc}); pip install "evalcore[fast]"') from exc
         log.info("no ONNX runtime installed; using sentence-transformers")
+    except NotAModelFolder:
+        raise
     except ModelError as exc:
-        if strict or "not a sentence-transformers model folder" in str(exc):
+        if strict:
             raise
         log.warning("ONNX export not used (%s); using sentence-transformers", exc)
     except Exception as exc:

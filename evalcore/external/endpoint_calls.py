@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from evalcore import __version__
 from evalcore.configurations import EXTERNAL, external
-from evalcore.errors import ConfigError, RunInterrupted
+from evalcore.errors import Cancelled, ConfigError
 from evalcore.external import responses
 from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint import Endpoint, parse
@@ -332,7 +332,7 @@ def answers(
         while pending:
             done, pending = wait_first(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             if cancelled is not None and cancelled():
-                raise RunInterrupted("cancelled by the user")
+                raise Cancelled("cancelled by the user")
             for future in done:
                 qid = futures.pop(future)  # its answer is not held longer than needed
                 try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore import signals
-from evalcore.errors import RunInterrupted
+from evalcore.errors import Cancelled
 from evalcore.external.hits import BadHits, RawHit, resolve
 from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure, check_failures, query_order, run_row, tables
 from evalcore.progress import Fanout, SilentProgress, Stage, StoreProgress
@@ -121,5 +121,5 @@ def _each(outcomes: Iterable[Outcome], cancelled: Callable[[], bool]) -> Iterato
             close = getattr(outcomes, "close", None)
             if close is not None:
                 close()  # a generator stops its workers in its finally
-            raise RunInterrupted("cancelled by the user")
+            raise Cancelled("cancelled by the user")
         yield outcome

@@ -87,7 +87,7 @@ def review_summary(
         )
     )
     lines = [
-        _("# Review pack: run {name} ({id})").format(name=md.escape(run["name"]), id=selection.run_id),
+        _("# Review pack: run {name} ({id})").format(name=md.escape(run.name), id=selection.run_id),
         "",
         _("Made {made} by {software} from the dashboard's current selection.").format(
             made=_made(tr, made), software=_version()
@@ -158,7 +158,7 @@ def review_summary(
             lines.append(f"| {_(outcome)} | {queries} | {of} | {shown} | {interval} |")
         lines.append("")
     lines += [_("## Comparison"), ""]
-    lines += _comparison_lines(store, selection, str(run["name"]), tr)
+    lines += _comparison_lines(store, selection, run.name, tr)
     lines += [_("## Files"), ""]
     for figure in figures:
         names = ", ".join(f"`{name}`" for name in files.get(figure.slug, []))

@@ -40,7 +40,7 @@ from evalcore.boundary.files import iter_text_lines
 from evalcore.boundary.text import clean_text
 from evalcore.errors import InputError
 from evalcore.inputs import jsontext
-from evalcore.records import Corpus, Document, GroundTruth, InvalidNeedle, OODQuery, Question, Span
+from evalcore.records import Corpus, Document, GroundTruth, InvalidNeedle, OODQuery, Question, Span, ValidationReport
 
 logger = logging.getLogger(__name__)
 
@@ -368,26 +368,8 @@ def load_ground_truth(corpus: Corpus, questions_path: str | Path, ood_path: str 
     return GroundTruth(questions=tuple(questions), spans=spans, invalid=tuple(invalid), ood=tuple(ood), source=source)
 
 
-def validation_report(corpus: Corpus, gt: GroundTruth) -> dict[str, Any]:
+def validation_report(corpus: Corpus, gt: GroundTruth) -> ValidationReport:
     """What the CLI's ``validate`` prints: corpus counts, failed documents (with reasons),
     ground truths total/valid/invalid, the invalid ones with reasons, in-domain queries
-    valid/total, ood queries near/far. Lists sit at the top level so a printer can show
-    one line per item."""
-    groups = {q.group for q in gt.questions}
-    return {
-        "documents": len(corpus.documents),
-        "failed": [{"doc_id": f.doc_id, "path": f.path, "reason": f.reason} for f in corpus.failed],
-        "sections": sum(d.sections for d in corpus.documents),
-        "characters": corpus.characters,
-        "ground_truths": {"total": len(groups), "valid": len(gt.spans), "invalid": len(gt.invalid)},
-        "invalid_ground_truths": [
-            {"group": i.group, "query_ids": list(i.query_ids), "needle": i.needle, "reason": i.reason, "line": i.line}
-            for i in gt.invalid
-        ],
-        "in_domain_queries": {"valid": len(gt.valid_questions), "total": len(gt.questions)},
-        "ood": {
-            "near": sum(q.kind == "near" for q in gt.ood),
-            "far": sum(q.kind == "far" for q in gt.ood),
-            "total": len(gt.ood),
-        },
-    }
+    valid/total, ood queries near/far (:class:`~evalcore.records.ValidationReport`)."""
+    return ValidationReport.of(corpus, gt)

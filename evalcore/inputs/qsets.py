@@ -45,7 +45,7 @@ from evalcore.inputs.qset_files import to_jsonl as to_jsonl
 from evalcore.records import GroundTruth, OODQuery, Question
 
 if TYPE_CHECKING:
-    from evalcore.records import Corpus
+    from evalcore.records import Corpus, Run
     from evalcore.store import Store
 
 MAX_NAME = 100
@@ -436,7 +436,7 @@ def _present(value: Any) -> bool:
     return value is not None and str(value) not in ("", "nan", "<NA>", "None")
 
 
-def run_label(run: dict[str, Any]) -> str:
+def run_label(run: Run) -> str:
     """Which ground truth a run (its ``runs`` row) used: ``question set NAME@V`` or its files."""
     name, version = run.get("question_set"), run.get("question_set_version")
     if _present(name) and _present(version):
@@ -445,7 +445,7 @@ def run_label(run: dict[str, Any]) -> str:
     return f"question files ({path})" if _present(path) else "question files"
 
 
-def versions_note(first: dict[str, Any], second: dict[str, Any]) -> str | None:
+def versions_note(first: Run, second: Run) -> str | None:
     """A sentence when two runs (their ``runs`` rows) did not use the same question-set
     version, else None: what Compare and ``gate`` print beside their figures."""
     a, b = run_label(first), run_label(second)

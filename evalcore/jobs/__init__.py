@@ -2,8 +2,8 @@
 
 One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
 
-- :mod:`~evalcore.jobs.prepare`: what a job evaluates (:class:`JobSpec`, which becomes the
-  job's :class:`~evalcore.run.spec.RunSpec`, stored as JSON in its row) and the inputs
+- :mod:`~evalcore.jobs.prepare`: what a job evaluates (a confined
+  :class:`~evalcore.run.spec.RunSpec`, stored as JSON in its row) and the inputs
   checked before it is queued: uploads saved under ``runs/uploads/JOB_ID/``, server folders
   inside the operator's data roots, or the demo.
 - :mod:`~evalcore.jobs.queue`: the ``jobs`` table: :func:`submit`, :func:`cancel`, the
@@ -26,17 +26,16 @@ from __future__ import annotations
 from evalcore.jobs.launch import spawn
 from evalcore.jobs.prepare import (
     SOURCES,
-    JobSpec,
     NothingToScore,
     Prepared,
     clean_uploads,
     discard,
     endpoint_options,
     endpoint_setup,
-    load_inputs,
     prepare_demo,
     prepare_paths,
     prepare_upload,
+    source,
     uploads_dir,
     validate,
     with_options,
@@ -55,6 +54,7 @@ from evalcore.jobs.queue import (
     submit,
 )
 from evalcore.jobs.worker import CancelWatch, run_job
+from evalcore.run.execute import load_inputs
 
 __all__ = [
     "ACTIVE",
@@ -63,7 +63,6 @@ __all__ = [
     "SOURCES",
     "STATUSES",
     "CancelWatch",
-    "JobSpec",
     "NothingToScore",
     "Prepared",
     "active_jobs",
@@ -81,6 +80,7 @@ __all__ = [
     "prepare_upload",
     "reap_now",
     "run_job",
+    "source",
     "spawn",
     "submit",
     "uploads_dir",

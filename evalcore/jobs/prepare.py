@@ -18,60 +18,40 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.configurations import EXTERNAL
 from evalcore.errors import ConfigError, InputError
+from evalcore.external.record import DEFAULT_MAX_FAILURES
+from evalcore.run.execute import load_inputs, model_folders
 from evalcore.run.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
 from evalcore.store.basics import new_run_id
 
 if TYPE_CHECKING:
     from evalcore.external.endpoint import Endpoint
     from evalcore.inputs.uploads import Limits, UploadedFile
-    from evalcore.records import Corpus, GroundTruth
+    from evalcore.records import ValidationReport
     from evalcore.store import Store
 
-SOURCES = ("upload", "folder", "demo")
+SOURCES = ("upload", "folder", "demo")  # what :func:`source` says
 
 
-@dataclass(frozen=True, slots=True)
-class JobSpec:
-    """What a job evaluates. ``source``: ``upload`` (files saved under runs/uploads/JOB_ID),
-    ``folder`` (paths on the server) or ``demo`` (the built-in demo; paths unused)."""
+def source(spec: RunSpec) -> str:
+    """Where a job's inputs are: ``demo`` (the built-in demo), ``folder`` (paths on the server,
+    inside the operator's data roots) or ``upload`` (files saved under runs/uploads/JOB_ID)."""
+    return "demo" if spec.demo else "folder" if spec.server_paths else "upload"
 
-    source: str
-    corpus: str | None
-    questions: str | None
-    ood: str | None
-    strategies: str
-    retrievers: str
-    model: str | None = None
-    models: tuple[str, ...] = ()  # several model folders (server paths inside the data roots)
-    endpoint: dict[str, Any] | None = None  # a live search service instead of the built-in pipeline
-    dataset: str | None = None  # NAME@VERSION: a question set of the store instead of question files
 
-    def run_spec(self, name: str | None = None) -> RunSpec:
-        """The run this job makes (what the job's process executes): confined to what the
-        operator allows (model folders and server folders inside the data roots, an endpoint
-        under the allowed prefixes), checked again there."""
-        endpoint = self.endpoint
-        common: dict[str, Any] = {
-            "name": name,
-            "confined": True,
-            "server_paths": self.source == "folder",
-            "strategies": self.strategies,
-            "retrievers": self.retrievers,
-            "models": self.models or ((self.model,) if self.model else ()),
-        }
-        if endpoint is not None:
-            common.update(endpoint_options(endpoint))
-        if self.source == "demo":
-            return RunSpec(demo=True, **common)
-        if self.dataset is not None:
-            return RunSpec(corpus=self.corpus, dataset=self.dataset, **common)
-        return RunSpec(corpus=self.corpus, questions=self.questions, ood=self.ood or None, **common)
+def _job_spec(where: str, corpus: str | None, questions: str | None, ood: str | None, **fields: Any) -> RunSpec:
+    """The run a job makes (what the job's process executes): confined to what the operator
+    allows (model folders and server folders inside the data roots, an endpoint under the
+    allowed prefixes), checked again there."""
+    if where == "demo":
+        return RunSpec(demo=True, confined=True, **fields)
+    inputs: dict[str, Any] = {"questions": questions, "ood": ood or None} if fields.get("dataset") is None else {}
+    return RunSpec(corpus=corpus, confined=True, server_paths=where == "folder", **inputs, **fields)
 
 
 def endpoint_setup(
     endpoint: Endpoint, chunker: str = EXTERNAL, retriever: str = EXTERNAL, score: str = SIMILARITY
 ) -> dict[str, Any]:
-    """An endpoint run's setup as the dashboard keeps it (:attr:`JobSpec.endpoint`): the
+    """An endpoint run's setup as the dashboard keeps it (what :func:`with_options` takes): the
     endpoint's fields as JSON values (never headers), ``score_kind``, ``chunker``, ``retriever``."""
     return {**endpoint_json(endpoint), "score_kind": score, "chunker": chunker, "retriever": retriever}
 
@@ -95,8 +75,8 @@ class Prepared:
     validation report (as ``evalcore validate --json`` prints it) and skipped uploads."""
 
     job_id: str
-    spec: JobSpec
-    report: dict[str, Any]
+    spec: RunSpec
+    report: ValidationReport
     skipped: tuple[str, ...]
     notes: tuple[str, ...] = ()  # what the upload did to paths (a zip's top folder left out)
     documents: tuple[str, ...] = ()  # the corpus's document ids (what a needle's "document" must name)
@@ -107,41 +87,11 @@ class NothingToScore(InputError):
     report (each invalid needle with its line and reason) and ``documents`` the document ids
     the corpus has, so a screen can show why no needle matched."""
 
-    def __init__(self, message: str, report: dict[str, Any], documents: Sequence[str]) -> None:
+    def __init__(self, message: str, report: ValidationReport, documents: Sequence[str]) -> None:
         super().__init__(message)
         self.report = report
         self.documents = list(documents)
         self.notes: tuple[str, ...] = ()  # an upload's notes (a zip's top folder left out)
-
-
-def load_inputs(spec: JobSpec, cache: Store | None = None, sets: Store | None = None) -> tuple[Corpus, GroundTruth]:
-    """``(corpus, ground truth)`` of a spec; InputError / ConfigError otherwise. Server
-    folders are checked against the data roots (again in the job's process: the run's
-    :func:`evalcore.run.execute.load_inputs`). With ``cache`` (the job's store), PDF and
-    HTML extractions are reused. A spec with a question set reads it from ``sets`` (the
-    store, read only) and resolves it against the corpus as the run will."""
-    from evalcore.run.execute import load_inputs as load
-
-    if spec.source not in SOURCES:
-        raise ConfigError(f"unknown job source {spec.source!r}; known: {', '.join(SOURCES)}")
-    if spec.source != "demo":
-        if not spec.corpus:
-            raise InputError("a corpus folder is required")
-        if not spec.questions and spec.dataset is None:
-            raise InputError("a questions.jsonl file (or a question set) is required")
-    if spec.dataset is not None:
-        from evalcore.inputs import qsets
-        from evalcore.inputs.corpus import load_corpus
-        from evalcore.inputs.sources import server_path
-
-        if sets is None:
-            raise ConfigError("a question set is read from a store")
-        qs = qsets.load(sets, spec.dataset)
-        root = server_path(spec.corpus, "corpus folder") if spec.source == "folder" else spec.corpus
-        corpus = load_corpus(str(root), cache=cache)
-        return corpus, qs.ground_truth(corpus)
-    loaded = load(spec.run_spec(), cache)
-    return loaded.corpus, loaded.ground_truth
 
 
 def _server_paths(corpus: str | None, questions: str | None, ood: str | None) -> tuple[str, str, str | None]:
@@ -154,43 +104,22 @@ def _server_paths(corpus: str | None, questions: str | None, ood: str | None) ->
     )
 
 
-def model_folders(spec: JobSpec) -> list[str]:
-    """The spec's model folders, each inside the operator's data roots (checked again in the
-    job's process); empty for the packaged model."""
-    from evalcore.run.execute import model_folders as folders
-
-    return folders(spec.run_spec())
-
-
-def validate(spec: JobSpec, sets: Store | None = None) -> dict[str, Any]:
-    """The ``evalcore validate`` report of a spec's inputs, after checking its strategies and
-    retrievers (or its endpoint: options, and a URL the operator allows) and model folders.
+def validate(spec: RunSpec, sets: Store | None = None) -> ValidationReport:
+    """The ``evalcore validate`` report of a spec's inputs, after checking its model folders
+    (its strategies and retrievers, or its endpoint, were checked when it was built).
     EvalcoreError when the inputs cannot be loaded, :class:`NothingToScore` when no question
-    can be scored. ``sets``: the store a spec's question set is read from."""
+    can be scored. ``sets``: the store a spec's question set is read from (never written)."""
     return _validated(spec, sets)[0]
 
 
-def _validated(spec: JobSpec, sets: Store | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
+def _validated(spec: RunSpec, sets: Store | None = None) -> tuple[ValidationReport, tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
-    from evalcore.chunking import parse_strategies
     from evalcore.inputs.groundtruth import validation_report
-    from evalcore.retrieval.names import parse_retrievers
 
-    if spec.endpoint is not None:
-        from evalcore.configurations import score_kind
-        from evalcore.external.endpoint import allowed
-
-        options = endpoint_options(spec.endpoint)
-        options["endpoint"].check()
-        allowed(options["endpoint"].url)
-        score_kind(options["score"])
-    else:
-        if not parse_strategies(spec.strategies):
-            raise ConfigError("choose at least one strategy")
-        if not parse_retrievers(spec.retrievers):
-            raise ConfigError("choose at least one retriever")
+    if spec.endpoint is None:
         model_folders(spec)
-    corpus, gt = load_inputs(spec, sets=sets)
+    loaded = load_inputs(spec, sets, cache=False)
+    corpus, gt = loaded.corpus, loaded.ground_truth
     report = validation_report(corpus, gt)
     documents = tuple(d.doc_id for d in corpus.documents)
     if not gt.valid_questions:
@@ -223,16 +152,16 @@ def prepare_upload(
     saved = save_upload(
         uploads_dir(store) / job_id, corpus, questions, ood, limits or DEFAULT_LIMITS, questions_required=not pinned
     )
-    spec = JobSpec(
-        "upload",
-        str(saved.corpus.resolve()),
-        str(saved.questions.resolve()) if saved.questions else None,
-        str(saved.ood.resolve()) if saved.ood else None,
-        strategies,
-        retrievers,
-        dataset=pinned,
-    )
     try:
+        spec = _job_spec(
+            "upload",
+            str(saved.corpus.resolve()),
+            str(saved.questions.resolve()) if saved.questions else None,
+            str(saved.ood.resolve()) if saved.ood else None,
+            strategies=strategies,
+            retrievers=retrievers,
+            dataset=pinned,
+        )
         report, documents = _validated(spec, store)
     except NothingToScore as exc:
         shutil.rmtree(saved.folder, ignore_errors=True)
@@ -277,17 +206,18 @@ def prepare_paths(
         if store is None:
             raise ConfigError("a question set is read from a store")
         pinned = _pinned(store, dataset, questions, ood)
-        spec = JobSpec("folder", str(server_path(corpus, "corpus folder")), None, None, strategies, retrievers)
-        spec = dataclasses.replace(spec, dataset=pinned)
+        root = str(server_path(corpus, "corpus folder"))
+        spec = _job_spec("folder", root, None, None, strategies=strategies, retrievers=retrievers, dataset=pinned)
     else:
-        spec = JobSpec("folder", *_server_paths(corpus, questions, ood), strategies, retrievers)
+        paths = _server_paths(corpus, questions, ood)
+        spec = _job_spec("folder", *paths, strategies=strategies, retrievers=retrievers)
     report, documents = _validated(spec, store)
     return Prepared(new_run_id(), spec, report, (), (), documents)
 
 
 def prepare_demo(strategies: str, retrievers: str) -> Prepared:
     """Validate the built-in demo with these strategies and retrievers."""
-    spec = JobSpec("demo", None, None, None, strategies, retrievers)
+    spec = _job_spec("demo", None, None, None, strategies=strategies, retrievers=retrievers)
     report, documents = _validated(spec)
     return Prepared(new_run_id(), spec, report, (), (), documents)
 
@@ -301,14 +231,21 @@ def with_options(
     """The same inputs with model folders (each strategy then runs under each model) or a
     live endpoint (``Endpoint`` fields as JSON values, plus ``score_kind``, ``chunker``,
     ``retriever``, ``max_failures``) instead of the built-in pipeline; validated again."""
-    spec = dataclasses.replace(prepared.spec, models=tuple(models), endpoint=endpoint)
+    pipeline: dict[str, Any] = {  # what an endpoint's setup sets
+        "chunker": EXTERNAL,
+        "retriever_name": EXTERNAL,
+        "score": SIMILARITY,
+        "max_failures": DEFAULT_MAX_FAILURES,
+    }
+    options = endpoint_options(endpoint) if endpoint is not None else {"endpoint": None}
+    spec = dataclasses.replace(prepared.spec, models=tuple(models), **{**pipeline, **options})
     report, documents = _validated(spec, sets)
     return Prepared(prepared.job_id, spec, report, prepared.skipped, prepared.notes, documents)
 
 
 def discard(store: Store, prepared: Prepared) -> None:
     """Forget prepared inputs that were never submitted (removes a saved upload folder)."""
-    if prepared.spec.source == "upload":
+    if source(prepared.spec) == "upload":
         folder = uploads_dir(store) / prepared.job_id
         queued = store.query("SELECT count(*) AS n FROM jobs WHERE job_id = ?", [prepared.job_id])["n"][0]
         if not queued:

@@ -48,13 +48,15 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
 
     ``start=False`` only queues it (a test, or a caller that spawns it itself)."""
     from evalcore.boundary.text import check_run_name
+    from evalcore.jobs.prepare import source
 
     spec = prepared.spec
+    where = source(spec)
     name = check_run_name(name) if name and name.strip() else None
     name = name or (
-        "demo" if spec.source == "demo" else Path(spec.corpus or "run").name if spec.source == "folder" else "upload"
+        "demo" if where == "demo" else Path(str(spec.corpus or "run")).name if where == "folder" else "upload"
     )
-    job_rows.insert(store, prepared.job_id, name, spec.run_spec().to_json())
+    job_rows.insert(store, prepared.job_id, name, spec.to_json())
     if start:
         from evalcore.jobs.launch import spawn
 

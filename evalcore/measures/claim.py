@@ -54,7 +54,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import ConfigError
+from evalcore.errors import ClaimError as ClaimError  # defined with the other errors; read here too
+from evalcore.errors import EmptyClaimSet
 from evalcore.measures.rounding import bound_text, grid_above, grid_at_or_below, rate_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,11 +81,6 @@ METHOD = (
 AUC_METHOD = "DeLong (normal approximation, clipped to [0, 1])"
 
 STATUSES = ("too_few", "unbounded", "bounded")
-
-
-class ClaimError(ConfigError):
-    """An option outside its range, or a set the claim cannot be made on (no off-topic or no
-    answerable query); the message names the option or the set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,9 +380,11 @@ def threshold_claim(
     correct = _array(answerable_min, "answerable gate values", higher)
     inside = _array(in_domain_min, "in-domain gate values", higher)
     if len(ood) == 0:
-        raise ClaimError("no off-topic (out-of-domain) query: bluffs cannot be bounded")
+        raise EmptyClaimSet("no off-topic (out-of-domain) query: bluffs cannot be bounded")
     if len(correct) == 0 or not np.isfinite(correct).all():
-        raise ClaimError("no answerable in-domain query (a correct hit in the top 4): lost answers cannot be bounded")
+        raise EmptyClaimSet(
+            "no answerable in-domain query (a correct hit in the top 4): lost answers cannot be bounded"
+        )
     delta = 1.0 - confidence
 
     # on a score axis, bluffs come from the largest scores and losses from the smallest

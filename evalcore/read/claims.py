@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from evalcore.errors import EmptyClaimSet
 from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.claim import (
     DEFAULT_ALPHA,
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from numpy.typing import NDArray
 
-    from evalcore.records import Configuration
+    from evalcore.records import Configuration, Run
     from evalcore.store import Store
 
 
@@ -122,10 +123,8 @@ def claim_of(
             beta=beta,
             confidence=confidence,
         )
-    except ClaimError as exc:
-        if "query" in str(exc):  # an empty set: name the run
-            raise ClaimError(f"{where}: {exc}") from None
-        raise
+    except EmptyClaimSet as exc:  # name the run
+        raise EmptyClaimSet(f"{where}: {exc}") from None
     claim = replace(claim, configuration=configuration.label)
     if splits:
         inside = values.frame[values.frame["domain"] == "in"]
@@ -167,7 +166,7 @@ def claims_of_ref(
     beta: float = DEFAULT_BETA,
     confidence: float = DEFAULT_CONFIDENCE,
     splits: int | None = None,
-) -> tuple[dict[str, Any], list[Claim]]:
+) -> tuple[Run, list[Claim]]:
     """The complete run ``reference`` names (``RUN`` or ``RUN:CONFIG``, as
     :func:`evalcore.read.refs.parse_ref` reads it) and the claim of each configuration it names
     (all of them without ``:CONFIG``): what ``evalcore threshold`` and ``GET /runs/{ref}/claim``
@@ -178,17 +177,17 @@ def claims_of_ref(
 
     ref = parse_ref(reference)
     run = resolve_run(store, ref.run)
-    known = all_configurations(store, run["run_id"])
+    known = all_configurations(store, run.run_id)
     if ref.configuration is None:
         chosen = known
     else:
         wanted = Config.parse(ref.configuration)
         if wanted not in known:
             raise ClaimError(
-                f"run {run['run_id']} has no configuration {wanted.label} (it has {', '.join(c.label for c in known)})"
+                f"run {run.run_id} has no configuration {wanted.label} (it has {', '.join(c.label for c in known)})"
             )
         chosen = [wanted]
-    return run, claims(store, run["run_id"], chosen, alpha, beta, confidence, splits)
+    return run, claims(store, run.run_id, chosen, alpha, beta, confidence, splits)
 
 
 # --- words --------------------------------------------------------------------------------

@@ -8,13 +8,14 @@ Every command and screen that takes a run reads it here (:func:`parse_ref`,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalcore.errors import ConfigError, StoreError
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from evalcore.records import Run
     from evalcore.store import Store
 
 
@@ -57,7 +58,7 @@ def _by_name(store: Store, run: str) -> pd.DataFrame:
     return store.query("SELECT run_id, status, reason FROM runs WHERE name = ? ORDER BY created_at DESC", [run])
 
 
-def find_run(store: Store, run: str) -> dict[str, Any]:
+def find_run(store: Store, run: str) -> Run:
     """The run a reference names, whatever its status (what ``show`` prints): an exact run id,
     else a run name (its newest complete run, else its newest run), else a unique prefix of a
     run id. StoreError naming the reference when it is unknown or ambiguous."""
@@ -68,7 +69,7 @@ def find_run(store: Store, run: str) -> dict[str, Any]:
     return store.run(run)
 
 
-def resolve_run(store: Store, run: str) -> dict[str, Any]:
+def resolve_run(store: Store, run: str) -> Run:
     """The complete run a reference names: an exact run id, else a run name (its newest complete
     run), else a unique prefix of a run id. StoreError for an unknown or ambiguous reference,
     and for a run that is not complete (naming its status and reason)."""
@@ -86,7 +87,7 @@ def resolve_run(store: Store, run: str) -> dict[str, Any]:
             )
         return require_complete(store, str(done.iloc[0]["run_id"]))
     try:
-        run_id = store.run(run)["run_id"]
+        run_id = store.run(run).run_id
     except StoreError:
         raise StoreError(f"no run with id or name {run!r} in {store.path}; see: python -m evalcore list") from None
     return require_complete(store, run_id)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.configurations import model_label
 from evalcore.errors import StoreError
-from evalcore.records import Configuration, RunConfiguration
+from evalcore.records import Configuration, Run, RunConfiguration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,17 +103,17 @@ def run_label(row: Mapping[Hashable, Any]) -> str:
     return f"{row.get('name')} · {when} · {row.get('run_id')} ({row.get('status', 'complete')})"
 
 
-def run_info(store: Store, run_id: str) -> dict[str, Any]:
+def run_info(store: Store, run_id: str) -> Run:
     """The run's row (settings parsed); StoreError for an unknown id."""
     return store.run(run_id)
 
 
-def require_complete(store: Store, run_id: str) -> dict[str, Any]:
-    """The run's row when it is complete; StoreError saying its status (and reason) otherwise."""
+def require_complete(store: Store, run_id: str) -> Run:
+    """The run when it is complete; StoreError saying its status (and reason) otherwise."""
     info = store.run(run_id)
-    if info["status"] != "complete":
+    if info.status != "complete":
         reason = f": {info['reason']}" if info.get("reason") else ""
-        raise StoreError(f"run {run_id} ({info['name']}) is {info['status']}{reason}")
+        raise StoreError(f"run {run_id} ({info.name}) is {info.status}{reason}")
     return info
 
 
@@ -136,12 +136,8 @@ def plan(store: Store, run_id: str) -> RunPlan:
     if key in _PLANS:
         return _PLANS[key]
     info = store.run(run_id)
-    found = RunPlan(
-        str(info["name"]),
-        tuple(s for s in (info["strategies"] or "").split(",") if s),
-        tuple(r for r in (info["retrievers"] or "").split(",") if r),
-    )
-    if info["status"] == "complete" and info["run_id"] == run_id:
+    found = RunPlan(info.name, info.strategies, info.retrievers)
+    if info.status == "complete" and info.run_id == run_id:
         _PLANS[key] = found
     return found
 

@@ -66,7 +66,7 @@ def summary_json(store: Store, run_id: str) -> dict[str, Any]:
 
     run = store.run(run_id)
     table = summary_table(store, run_id)
-    kinds = read(store, run["run_id"])
+    kinds = read(store, run.run_id)
     configs = []
     for row in table.to_dict("records"):
         item = {"strategy": row["strategy"], "retriever": row["retriever"], "queries": int(row["queries"])}
@@ -81,7 +81,7 @@ def summary_json(store: Store, run_id: str) -> dict[str, Any]:
             item.update(source=kind.source, model=kind.model, gate=kind.axis.keep_rule)
         configs.append(item)
     return {
-        "run_id": run["run_id"],
+        "run_id": run.run_id,
         "name": run["name"],
         "status": run["status"],
         "reason": run.get("reason"),

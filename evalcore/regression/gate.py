@@ -40,6 +40,7 @@ from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, Quer
 
 if TYPE_CHECKING:
     from evalcore.measures.metrics import Metric
+    from evalcore.records import Run
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ def _alpha(value: float) -> float:
     return value
 
 
-def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, Any], domain: str) -> dict[str, str]:
+def _same_queries(store: Store, baseline: Run, candidate: Run, domain: str) -> dict[str, str]:
     """{query id: text} both runs scored in ``domain``; NotComparable (naming a few ids) unless the
     runs hold the same queries with the same texts."""
     a = scored_texts(store, baseline["run_id"], domain)
@@ -101,16 +102,14 @@ def _same_queries(store: Store, baseline: dict[str, Any], candidate: dict[str, A
     return a
 
 
-def _pairs(
-    store: Store, baseline: dict[str, Any], candidate: dict[str, Any], base_ref: Ref, cand_ref: Ref
-) -> list[tuple[str, str]]:
+def _pairs(store: Store, baseline: Run, candidate: Run, base_ref: Ref, cand_ref: Ref) -> list[tuple[str, str]]:
     """(baseline configuration, candidate configuration) pairs to compare."""
     from evalcore.read.runs import configurations
 
     have_b = [c.label for c in configurations(store, baseline["run_id"])]
     have_c = [c.label for c in configurations(store, candidate["run_id"])]
 
-    def check(configuration: str, have: list[str], run: dict[str, Any], side: str) -> str:
+    def check(configuration: str, have: list[str], run: Run, side: str) -> str:
         if configuration not in have:
             raise ConfigError(
                 f"{side} run {run['name']} {run['run_id']} has no configuration "
@@ -360,12 +359,12 @@ def run_gate(
     )
 
 
-def _recipe_changes(base_run: dict[str, Any], cand_run: dict[str, Any], pairs: list[tuple[str, str]]) -> list[str]:
+def _recipe_changes(base_run: Run, cand_run: Run, pairs: list[tuple[str, str]]) -> list[str]:
     """A note for each compared strategy whose recipe (or model) differs between the runs, so a
     reader sees what the candidate changed: ``strategy G: boundaries+header (512 chars) ->
     blind (40 chars)``."""
 
-    def recipes(run: dict[str, Any]) -> dict[str, str]:
+    def recipes(run: Run) -> dict[str, str]:
         return {
             name: str(spec.get("describe", ""))
             for name, spec in ((run.get("settings") or {}).get("strategies") or {}).items()
@@ -394,7 +393,7 @@ def smallest_flag(n: int, level: float) -> int | None:
     return next((losses for losses in range(1, n + 1) if sign_test(0, losses) < level), None)
 
 
-def _run_summary(run: dict[str, Any]) -> dict[str, Any]:
+def _run_summary(run: Run) -> dict[str, Any]:
     created = run.get("created_at")
     return {
         "run_id": run["run_id"],

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
-from evalcore.chunking import parse_strategies
 from evalcore.configurations import external
 from evalcore.embedding.distributed import RayEmbedder, check_address
 from evalcore.embedding.embedder import load_embedder
-from evalcore.errors import ConfigError, RunInterrupted
+from evalcore.errors import Cancelled, ConfigError
 from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint_calls import run_endpoint
 from evalcore.external.live import run_live
@@ -31,7 +30,6 @@ from evalcore.inputs.groundtruth import load_ground_truth
 from evalcore.inputs.sources import server_path
 from evalcore.records import Corpus as CorpusRecord
 from evalcore.retrieval.engine.threads import retrieval_threads
-from evalcore.retrieval.names import parse_retrievers
 from evalcore.run.runner import RunRequest, run_evaluation
 from evalcore.run.spec import RunSpec
 
@@ -80,7 +78,7 @@ def execute(
 
     def step(name: str) -> None:
         if cancelled is not None and cancelled():
-            raise RunInterrupted("cancelled by the user")
+            raise Cancelled("cancelled by the user")
         if on_step is not None:
             on_step(name)
 
@@ -91,10 +89,13 @@ def execute(
     return _builtin(spec, store, progress, cancelled, run_id, step, on_inputs)
 
 
-def load_inputs(spec: RunSpec, store: Store | None = None) -> Inputs:
+def load_inputs(spec: RunSpec, store: Store | None = None, *, cache: bool = True) -> Inputs:
     """A spec's corpus and ground truth: the demo, a corpus with question files, or a corpus
     with a question set of ``store``; with ``server_paths``, only inside the data roots.
-    With ``store``, PDF and HTML extractions are reused. InputError / ConfigError otherwise."""
+    With ``store``, PDF and HTML extractions are reused (``cache=False``: the store is only
+    read, for a question set: what a job's inputs are checked with before it is queued).
+    InputError / ConfigError otherwise."""
+    extractions = store if cache else None
 
     if spec.demo:
         return Inputs(*sources.load_demo())
@@ -109,13 +110,13 @@ def load_inputs(spec: RunSpec, store: Store | None = None) -> Inputs:
         if store is None:
             raise ConfigError("a question set is read from a store")
         qs = qsets.load(store, spec.dataset)
-        loaded = load_corpus(corpus, cache=store)
+        loaded = load_corpus(corpus, cache=extractions)
         return Inputs(loaded, qs.ground_truth(loaded), qs)
     if spec.questions is None:
         raise ConfigError("a questions.jsonl file is required (or a question set)")
     questions = _path(spec, spec.questions, "questions file")
     ood = _path(spec, spec.ood, "ood file") if spec.ood else None
-    return Inputs(*sources.load(corpus, questions, ood, cache=store))
+    return Inputs(*sources.load(corpus, questions, ood, cache=extractions))
 
 
 def _path(spec: RunSpec, raw: Any, what: str, bounded: bool | None = None) -> str:
@@ -215,8 +216,8 @@ def _builtin(
         request = RunRequest(
             corpus=inputs.corpus,
             ground_truth=inputs.ground_truth,
-            strategies=parse_strategies(spec.strategies),
-            retrievers=parse_retrievers(spec.retrievers),
+            strategies=spec.parsed_strategies,
+            retrievers=spec.retrievers,
             name=spec.run_name,
             reranker_path=spec.reranker,
             ray=spec.ray,

@@ -40,7 +40,7 @@ from evalcore.retrieval.names import parse_retrievers
 
 if TYPE_CHECKING:
     from evalcore.external.endpoint import Endpoint
-    from evalcore.records import Corpus
+    from evalcore.records import Corpus, Strategy
 
 DEFAULT_RETRIEVERS = "dense,bm25,hybrid"  # what a run compares when it is not told (the demo adds rerank)
 DEFAULT_DEVICE = "cpu"
@@ -56,7 +56,9 @@ MAX_SHARDS = 256
 class RunSpec:
     """One run: its inputs, what is measured, and its name (see the module docstring).
 
-    Built-in pipeline: ``strategies`` (A-G or recipes, comma list), ``retrievers`` (comma list),
+    Built-in pipeline: ``strategies`` (A-G or recipes) and ``retrievers``, each a tuple of names
+    (a comma list, as the CLI takes them, is read into one when the spec is built; a built-in
+    run's strategies are parsed then too: :attr:`parsed_strategies`),
     ``models`` (model folders; empty: the packaged all-MiniLM-L6-v2; several: each strategy under
     each, stored as ``STRATEGY@MODEL``), ``device``, ``ray`` (a Ray address to embed and retrieve on:
     the chunks of a strategy are then split into ``shards`` held by Ray actors, see
@@ -76,8 +78,8 @@ class RunSpec:
     confined: bool = False
     server_paths: bool = False
     name: str | None = None
-    strategies: str = DEFAULT_STRATEGIES
-    retrievers: str = DEFAULT_RETRIEVERS
+    strategies: tuple[str, ...] = tuple(DEFAULT_STRATEGIES.split(","))
+    retrievers: tuple[str, ...] = tuple(DEFAULT_RETRIEVERS.split(","))
     models: tuple[str, ...] = ()
     device: str = DEFAULT_DEVICE
     ray: str | None = None
@@ -92,6 +94,8 @@ class RunSpec:
     score: str = SIMILARITY
     chunks: str | Path | None = None
     max_failures: float = DEFAULT_MAX_FAILURES
+    #: A built-in run's strategies, parsed once when the spec is built (empty for other runs).
+    parsed_strategies: tuple[Strategy, ...] = field(default=(), init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.endpoint is not None and self.function is not None:
@@ -124,10 +128,17 @@ class RunSpec:
         set's ``NAME@VERSION``. Each raises the error (and message) the run would otherwise meet."""
         if self.dataset is not None:
             parse_ref(self.dataset)
+        strategies: object = self.strategies  # a comma list (the CLI's, a job's JSON) or names
+        retrievers: object = self.retrievers
         if self.kind == "builtin":
-            parse_strategies(self.strategies)
-            parse_retrievers(self.retrievers)
+            # parsed as given, so that an error quotes the list the user wrote
+            parsed = parse_strategies(strategies if isinstance(strategies, str) else _names(strategies))
+            object.__setattr__(self, "parsed_strategies", tuple(parsed))
+            object.__setattr__(self, "strategies", _names(strategies))
+            object.__setattr__(self, "retrievers", tuple(parse_retrievers(_names(retrievers))))
             return
+        object.__setattr__(self, "strategies", _names(strategies))
+        object.__setattr__(self, "retrievers", _names(retrievers))
         if self.endpoint is not None:
             self.endpoint.check()
             if self.confined:
@@ -175,11 +186,13 @@ class RunSpec:
             raise ConfigError("a loaded corpus cannot be written as JSON; give its folder")
         data: dict[str, Any] = {}
         for f in fields(self):
-            if f.name == "function":
+            if f.name == "function" or not f.init:
                 continue
             value = getattr(self, f.name)
             data[f.name] = str(value) if isinstance(value, Path) else value
         data["models"] = list(self.models)
+        data["strategies"] = ",".join(self.strategies)  # the comma lists the CLI takes
+        data["retrievers"] = ",".join(self.retrievers)
         data["endpoint"] = endpoint_json(self.endpoint) if self.endpoint is not None else None
         return json.dumps(data, sort_keys=True)
 
@@ -187,7 +200,7 @@ class RunSpec:
     def from_json(cls, text: str) -> RunSpec:
         """The spec :meth:`to_json` wrote; ConfigError naming an unknown field."""
         data = json.loads(text)
-        known = {f.name for f in fields(cls)} - {"function"}
+        known = {f.name for f in fields(cls) if f.init} - {"function"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ConfigError(f"run spec: unknown field(s) {', '.join(unknown)}")
@@ -195,6 +208,15 @@ class RunSpec:
         if data.get("endpoint") is not None:
             data["endpoint"] = endpoint_from_json(data["endpoint"])
         return cls(**data)
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A comma list (``"A, C"``) or a sequence of names as a tuple of names, each stripped,
+    empty ones left out."""
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ConfigError(f"strategies and retrievers are names or a comma list, got {value!r}")
+    return tuple(str(item).strip() for item in items if str(item).strip())
 
 
 def endpoint_json(endpoint: Endpoint) -> dict[str, Any]:

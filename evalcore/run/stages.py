@@ -11,7 +11,7 @@ from evalcore import testhooks
 from evalcore.chunking import chunk_corpus
 from evalcore.configurations import builtin_rows
 from evalcore.embedding.embedder import WINDOW, embed_with_cache, normalisation_check
-from evalcore.errors import RunInterrupted
+from evalcore.errors import Cancelled
 from evalcore.progress import Progress, Scale, Stage
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy
 from evalcore.retrieval.names import split_retriever
@@ -91,7 +91,7 @@ class Work:
     # -- helpers -----------------------------------------------------------------
     def _check(self) -> None:
         if self.cancelled():
-            raise RunInterrupted("cancelled by the user")
+            raise Cancelled("cancelled by the user")
 
     def _stage(self, stage: Stage) -> None:
         self._check()

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalcore import signals
-from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
+from evalcore.errors import Cancelled, EvalcoreError, Interrupted, NotRunning, StoreError
+from evalcore.records import Run
 from evalcore.store.basics import now
 from evalcore.store.connection import Connection
 
@@ -36,9 +37,9 @@ class Runs(Connection):
         self.reap_if_due()
         return self.query("SELECT * FROM runs ORDER BY created_at DESC")
 
-    def run(self, run_id: str) -> dict[str, Any]:
-        """One run's row as a dict; StoreError naming the id when unknown (prefix allowed). A run
-        whose process is gone is marked failed first."""
+    def run(self, run_id: str) -> Run:
+        """One run's row as a :class:`~evalcore.records.Run`; StoreError naming the id when
+        unknown (prefix allowed). A run whose process is gone is marked failed first."""
         self.reap_if_due()
         df = self.query(
             "SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ? ORDER BY created_at DESC",
@@ -53,7 +54,7 @@ class Runs(Connection):
             raise StoreError(f"run id {run_id!r} is ambiguous: {', '.join(df['run_id'])}")
         row = {str(k): v for k, v in df.iloc[0].to_dict().items()}
         row["settings"] = json.loads(row["settings"]) if row.get("settings") else {}
-        return row
+        return Run.from_row(row)
 
     def latest_complete(self, name: str | None = None) -> str | None:
         sql = "SELECT run_id FROM runs WHERE status = 'complete'"
@@ -120,9 +121,9 @@ class Runs(Connection):
         check = before_commit or (lambda: None)
         try:
             self._write_run(run_id, tables, updates, check)
+        except NotRunning:
+            raise
         except StoreError as exc:
-            if str(exc).startswith(f"run {run_id} "):
-                raise
             raise StoreError(f"run {run_id} was not stored: {exc}") from exc
 
     def _write_run(
@@ -132,7 +133,7 @@ class Runs(Connection):
             found = con.execute("SELECT status FROM runs WHERE run_id = ?", [run_id]).fetchall()
             status = found[0][0] if found else None
             if status != "running":
-                raise StoreError(f"run {run_id} is not running (status {status}); not written")
+                raise NotRunning(f"run {run_id} is not running (status {status}); not written")
             for table, df in tables.items():
                 if df is None or df.empty:
                     continue
@@ -161,7 +162,7 @@ def fail_run(store: Runs, run_id: str, stage: str, exc: BaseException) -> NoRetu
         reason = str(exc)
     else:
         reason = f"{type(exc).__name__}: {exc}"
-    status = "cancelled" if signum is None and isinstance(exc, RunInterrupted) and "cancel" in reason else "failed"
+    status = "cancelled" if signum is None and isinstance(exc, Cancelled) else "failed"
     try:  # a short lock wait: a run that cannot be marked now is marked by the reaper later
         Runs(store.path, lock_timeout=10.0).finish_run(run_id, status, reason)
         marked = f"run {run_id} marked {status}"

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from evalcore.errors import RunInterrupted, UnknownDeployment
+from evalcore.errors import Cancelled, UnknownDeployment
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -77,7 +77,7 @@ def replay_posted(
     try:
         while rows := traffic_posted.pending(store, deployment, batch):
             if cancelled is not None and cancelled():
-                raise RunInterrupted(f"replay of deployment {deployment} cancelled")
+                raise Cancelled(f"replay of deployment {deployment} cancelled")
             if on_step is not None:
                 on_step(f"replaying {len(rows)} posted lines ({result.lines} done)")
             lines = [LogLine(int(seq), at, str(text), label) for _, seq, at, _, text, label, _ in rows]

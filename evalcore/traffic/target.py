@@ -38,7 +38,7 @@ def resolve_target(store: Store, reference: str) -> Target:
 
     ref = parse_ref(reference)
     run = resolve_run(store, ref.run)
-    run_id = str(run["run_id"])
+    run_id = run.run_id
     configs = read(store, run_id)
     labels = sorted(f"{s}/{r}" for s, r in configs)
     if ref.configuration is not None:

@@ -364,7 +364,7 @@ if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
-    service = jobs.endpoint_options(prepared.spec.endpoint) if prepared.spec.endpoint else None
+    service = prepared.spec.endpoint
     count = _lang.tr().integer
     summary = (
         (_("Question set {name}: ").format(name=prepared.spec.dataset) if prepared.spec.dataset else "")
@@ -387,11 +387,11 @@ if prepared is not None:
         )
         + (
             _("Endpoint {url} as {chunker}/{retriever}.").format(
-                url=service["endpoint"].url, chunker=service["chunker"], retriever=service["retriever_name"]
+                url=service.url, chunker=prepared.spec.chunker, retriever=prepared.spec.retriever_name
             )
-            if service
+            if service is not None
             else _("Strategies {strategies} · retrievers {retrievers}").format(
-                strategies=prepared.spec.strategies, retrievers=prepared.spec.retrievers
+                strategies=",".join(prepared.spec.strategies), retrievers=",".join(prepared.spec.retrievers)
             )
             + (_(" · models {models}.").format(models=", ".join(prepared.spec.models)) if prepared.spec.models else ".")
         )

@@ -6,11 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from evalcore.measures.claim import Claim
 
 
 def print_claims(
-    run: dict[str, Any], found: list[Claim], alpha: float, beta: float, confidence: float, splits: int | None
+    run: Mapping[str, Any], found: list[Claim], alpha: float, beta: float, confidence: float, splits: int | None
 ) -> None:
     """The claims as ``evalcore threshold`` prints them: the table, then a sentence each."""
     from evalcore.measures.rounding import threshold_text

@@ -146,13 +146,13 @@ def compare_text(
     k = int(gate_metric(metric).k)  # type: ignore[arg-type]
     first = resolve_run(store, run)
     second = resolve_run(store, other) if other else None
-    runs = [first] + ([second] if second and second["run_id"] != first["run_id"] else [])
+    runs = [first] + ([second] if second and second.run_id != first.run_id else [])
     two = len(runs) == 2
-    tags = {r["run_id"]: (f"r{i + 1}:" if two else "") for i, r in enumerate(runs)}
+    tags = {r.run_id: (f"r{i + 1}:" if two else "") for i, r in enumerate(runs)}
 
     lines: list[str] = []
     for r in runs:
-        line = f"{tags[r['run_id']]}{' ' if two else ''}run {r['name']} {r['run_id']}"
+        line = f"{tags[r.run_id]}{' ' if two else ''}run {r.name} {r.run_id}"
         label = model_label(r)
         model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
@@ -164,13 +164,13 @@ def compare_text(
             lines += textwrap.wrap("note: " + note, width)
     lines.append("")
     for r in runs:
-        table = summary_table(store, r["run_id"])
+        table = summary_table(store, r.run_id)
         if table.empty:
-            lines.append(f"run {r['run_id']} has no scored in-domain query")
+            lines.append(f"run {r.run_id} has no scored in-domain query")
             continue
-        lines += config_table(table, k, width, tags[r["run_id"]])
+        lines += config_table(table, k, width, tags[r.run_id])
         lines.append("")
-    sides = [side for r in runs for side in run_configurations(store, r["run_id"])]
+    sides = [side for r in runs for side in run_configurations(store, r.run_id)]
     if len(sides) < 2:
         lines.append("one configuration: no win/loss matrix")
         return "\n".join(lines)
