@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import MINI
 
 from evalcore.boundary.files import iter_text_lines, read_user_file, write_file_atomic
 from evalcore.errors import InputError
@@ -182,7 +183,7 @@ def test_a_store_whose_path_holds_quotes_is_compacted_not_broken(tmp_path):
     folder.mkdir()
     store = Store(folder / "s'x.duckdb")
     store.migrate()
-    questions, ood, _ = sets.read_folder(Path(__file__).parent / "fixtures" / "mini")
+    questions, ood, _ = sets.read_folder(MINI)
     sets.save(store, "kept", questions, ood, parent=None, author=None)
     store.compact()
     assert [v.label for v in sets.versions(Store(folder / "s'x.duckdb"))] == ["kept@1"]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from itertools import combinations
 
 import pytest
+from regression.test_gate import CONFIGS, hits
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
-from test_gate import CONFIGS, hits
 
 from evalcore.cli import main
 

@@ -10,8 +10,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from external.test_external import bm25_files  # noqa: F401  (a fixture)
 from scipy.stats import binom, mannwhitneyu
-from test_external import bm25_files  # noqa: F401  (a fixture)
 
 from evalcore.cli import main
 from evalcore.store import Store

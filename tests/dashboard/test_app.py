@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from evalcore.measures.stats import p_relation
@@ -19,7 +20,6 @@ from evalcore.read import compare, decisions, runs
 from evalcore.records import Configuration
 from evalcore.store import Store
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 PAGES = ("runs", "new_run", "compare", "distances", "threshold", "query", "traffic", "index", "export", "methods")
 

@@ -1,5 +1,5 @@
 """Rough edges a new user hits first, walked in the real browser (chromium through playwright,
-as tests/test_browser.py, on a private copy of the same two-run store):
+as tests/dashboard/test_browser.py, on a private copy of the same two-run store):
 
 - New run: a zip made the usual way (``zip -r corpus.zip corpus``) whose questions name
   documents without the folder validates, saying the folder was left out; questions whose
@@ -25,8 +25,8 @@ import zipfile
 import pytest
 from conftest import MINI
 from serving import CHROMIUM, healthy, settled, streamlit_app
-from test_browser import browser, goto, page, select  # noqa: F401 - the shared browser and tab
 
+from dashboard.test_browser import browser, goto, page, select  # noqa: F401 - the shared browser and tab
 from evalcore.inputs.corpus import load_corpus
 from evalcore.read.citations import heading_only
 from evalcore.store import Store

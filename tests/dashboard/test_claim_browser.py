@@ -16,10 +16,11 @@ from fractions import Fraction
 from urllib.parse import urlsplit
 
 import pytest
+from cli.test_threshold_claim_cli import _expected
 from reliability.header_proxy import HeaderProxy
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
-from test_browser import _download, goto, nav, select, selected, text_of, threshold_shown
-from test_threshold_claim_cli import _expected
+
+from dashboard.test_browser import _download, goto, nav, select, selected, text_of, threshold_shown
 
 pytestmark = pytest.mark.browser  # every test here drives chromium
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 
 from streamlit.testing.v1 import AppTest
-from test_app import APP, open_page
 
+from dashboard.test_app import APP, open_page
 from evalcore.figures import build
 from evalcore.figures.review import review_summary
 from evalcore.read import compare, runs

@@ -10,8 +10,8 @@ import pytest
 from api_serving import api_server, make_key, make_store
 from reliability.header_proxy import HeaderProxy
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled
-from test_browser import goto, text_of
 
+from dashboard.test_browser import goto, text_of
 from evalcore.read.decisions import latest_decision
 from evalcore.records import Configuration
 from evalcore.store import Store

@@ -9,8 +9,8 @@ import json
 import pytest
 from deployed import deployed_copy
 from streamlit.testing.v1 import AppTest
-from test_app import APP, no_exception, open_page, shown_text
 
+from dashboard.test_app import APP, no_exception, open_page, shown_text
 from evalcore.read import decisions
 from evalcore.service.deployments import deploy, get_deployment, list_deployments
 from evalcore.store import Store

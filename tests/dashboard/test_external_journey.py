@@ -38,7 +38,8 @@ from pathlib import Path
 import pytest
 from conftest import MINI, ROOT
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
-from test_browser import _download, goto, nav, save_decision, select, selected, text_of, threshold_shown
+
+from dashboard.test_browser import _download, goto, nav, save_decision, select, selected, text_of, threshold_shown
 
 sys.path.insert(0, str(ROOT / "examples"))
 import external_bm25

@@ -16,9 +16,10 @@ import zipfile
 from fractions import Fraction
 
 import pytest
+from cli.test_threshold_claim_cli import _expected
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
-from test_browser import _download, goto, nav, select, text_of
-from test_threshold_claim_cli import _expected
+
+from dashboard.test_browser import _download, goto, nav, select, text_of
 
 
 @pytest.fixture(scope="module")

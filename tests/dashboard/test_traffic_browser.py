@@ -19,7 +19,7 @@ from reliability.header_proxy import HeaderProxy
 from scipy.stats import binom
 from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 from statsmodels.stats.proportion import proportion_confint
-from test_traffic import T, _log_rows, _write_jsonl, traffic_run  # noqa: F401 - the run fixture
+from traffic.test_traffic import T, _log_rows, _write_jsonl, traffic_run  # noqa: F401 - the run fixture
 
 from evalcore.cli import main
 from evalcore.embedding.embedder import text_hash

@@ -276,7 +276,7 @@ def test_endpoint_run_as_a_dashboard_job(tmp_path, service, monkeypatch):
 def test_new_run_screen_starts_an_endpoint_run(tmp_path, service, monkeypatch):
     """The New run screen: the endpoint option is off until the operator allows a prefix; then
     the mini folder's queries go to the test server as a background job."""
-    from test_new_run_page import open_new_run
+    from dashboard.test_new_run_page import open_new_run
 
     from evalcore import jobs
 

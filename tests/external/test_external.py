@@ -367,7 +367,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     """The dashboard's reads on an imported run: the sweep and the distances read BM25's own
     score (kept when >= t), recomputed here from the rankings and the independent correctness;
     every page renders."""
-    from test_app import PAGES, open_page
+    from dashboard.test_app import PAGES, open_page
 
     from evalcore.configurations import info
     from evalcore.measures.threshold import counts_at, state_at

@@ -32,7 +32,7 @@ from evalcore.store import Store
 from evalcore.store.traffic import imported as traffic_rows
 
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
-FAKE = {"EVALCORE_TEST_EMBEDDER": "test_run_file_carry:embedder", "PYTHONPATH": PYTHONPATH}
+FAKE = {"EVALCORE_TEST_EMBEDDER": "files.test_run_file_carry:embedder", "PYTHONPATH": PYTHONPATH}
 KEYWORDS = ["install", "cache", "token", "password", "recipe", "error", "python", "pip"]
 
 

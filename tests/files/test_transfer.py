@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import copy_with_failed_run
-from test_app import PAGES, no_exception, open_page
+from dashboard.test_app import PAGES, no_exception, open_page
 
 from evalcore.cli import main
 from evalcore.files.run_files import FORMAT_VERSION, TABLES, export_run, load_run

@@ -18,12 +18,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from streamlit.testing.v1 import AppTest
 
 from evalcore.i18n import KEPT_TERMS, LANGUAGES, Translator, catalog, language
 from evalcore.measures.rounding import bound_text, threshold_text
 
-ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")
 sys.path.insert(0, str(ROOT / "tools"))
 import i18n_catalog  # noqa: E402
@@ -87,7 +87,7 @@ def test_no_module_rebinds_the_translation_function():
     (``_, start, end = part``) makes every later ``_("...")`` a TypeError on that screen."""
     import ast
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     checked, rebound = 0, []
     for path in sorted((root / "evalcore_app").rglob("*.py")) + sorted((root / "evalcore").rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import ROOT as REPO
 
 from evalcore.errors import InputError
 from evalcore.inputs import extract
 from evalcore.inputs.corpus import corpus_stats, load_corpus
 
-REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / ".." / "shared" / "data"
 
 

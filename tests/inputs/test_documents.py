@@ -322,7 +322,7 @@ def check_the_query_screen_cites_pages(path, store) -> None:
     assert docs.set_index("doc_id").loc["basic-usage", "pages"] == len(maps["basic-usage"])
     assert not docs["stale"].any()
 
-    from test_app import open_page
+    from dashboard.test_app import open_page
 
     with pytest.MonkeyPatch.context() as mp:
         at = open_page(path, "query", mp, query_id="basic-usage-0", config="E/hybrid")

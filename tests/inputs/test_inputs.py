@@ -7,7 +7,7 @@ import os
 
 import pytest
 from conftest import MINI
-from test_new_run_page import open_new_run
+from dashboard.test_new_run_page import open_new_run
 
 from evalcore import jobs
 from evalcore.errors import InputError

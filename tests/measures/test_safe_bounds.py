@@ -23,8 +23,8 @@ import shutil
 import numpy as np
 import pytest
 from conftest import XQUAD_ARTICLES, shared_data
+from dashboard.test_app import open_page, shown_text
 from scipy.stats import binom
-from test_app import open_page, shown_text
 
 from evalcore.cli import main
 from evalcore.measures.rounding import threshold_text

@@ -27,6 +27,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
@@ -37,7 +38,6 @@ from evalcore.cli.dashboard import SETTINGS, command
 from evalcore.inputs import corpus
 from evalcore.store.migrate import schema_version
 
-ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 

@@ -405,7 +405,7 @@ def test_holm_and_psi_agree_with_independent_computations():
 
 
 def test_an_endpoint_run_is_replayed_through_its_response_cache(tmp_path, mini_inputs, capsys):
-    from test_endpoint import FLAKY, SLOW, TIMEOUT, Service
+    from external.test_endpoint import FLAKY, SLOW, TIMEOUT, Service
 
     from evalcore.read.traffic.stored import lines
     from evalcore.traffic.replay import import_log

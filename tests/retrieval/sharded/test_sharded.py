@@ -113,10 +113,9 @@ def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cro
 def test_hard_data_sharded_equals_one_machine(ray_runtime):
     """Ties and near ties across shard boundaries, correct chunks deep in every order (the
     shards' counting and the exact deep hybrid rank), uneven shards."""
-    from test_ranking import make_data
-
     from evalcore.retrieval.scored import score_queries
     from evalcore.retrieval.sharded.driver import score_sharded
+    from retrieval.test_ranking import make_data
 
     for seed, n, nq, dim, distinct in ((3, 4001, 60, 8, None), (4, 3000, 60, 16, 40)):
         q, c, texts, qtexts, correct = make_data(seed, n, nq, dim, distinct)
