@@ -10,13 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalcore.measures.stats import wilson_interval
+from evalcore.measures.suggestion import suggest_threshold
 from evalcore.measures.threshold import (
     COUNT_COLUMNS,
     counts_at,
     gate,
     split_hits,
     state_at,
-    suggest_threshold,
     sweep,
 )
 

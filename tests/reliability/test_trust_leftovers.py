@@ -355,7 +355,8 @@ def test_the_screens_suggestion_on_a_narrow_step_is_snapped_to_the_strict_side()
 )
 def test_the_screens_suggestion_is_on_the_grid_and_never_bluffs_more(ind, ood, ratio, similarity, ceiling):
     from evalcore.measures.rounding import grid_at_or_below
-    from evalcore.measures.threshold import counts_at, suggest_threshold, sweep
+    from evalcore.measures.suggestion import suggest_threshold
+    from evalcore.measures.threshold import counts_at, sweep
     from evalcore.read.sweeps import suggest
 
     if ceiling is not None and not ood:
