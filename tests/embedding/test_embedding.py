@@ -180,7 +180,7 @@ def test_one_pass_embeds_what_separate_calls_do_reports_each_batch_and_stops_on_
     its producer thread."""
     import threading
 
-    from evalcore.embedding.embedder import embed_with_cache
+    from evalcore.embedding.vector_cache import embed_with_cache
     from evalcore.errors import RunInterrupted
 
     monkeypatch.setattr(onnx_runtime, "FIRST_WINDOW", 7)  # several windows, several batches

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcore.embedding.embedder import segments, window_head
+from evalcore.embedding.long_texts import segments, window_head
 
 # characters that stress BERT's normaliser and pre-tokeniser: accents and combining marks,
 # CJK, punctuation, control characters, odd whitespace, emoji
