@@ -17,6 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 from evalcore.measures.stats import p_relation
 from evalcore.read import compare, decisions, runs
+from evalcore.read.comparison import statements
 from evalcore.records import Configuration
 from evalcore.store import Store
 
@@ -120,7 +121,7 @@ def test_threshold_page_opens_on_the_best_configuration_and_matches_brute_force(
     no_exception(at)
     store = Store(copy)
     sides = tuple(runs.run_configurations(store, engine_run_id))
-    best = compare.best(compare.compare(store, sides, 4, True))
+    best = statements.best(compare.compare(store, sides, 4, True))
     assert at.session_state["config"] == best.label
     assert "best configuration by recall@4" in shown_text(at)
     t = at.session_state["threshold"]

@@ -11,7 +11,8 @@ from streamlit.testing.v1 import AppTest
 from dashboard.test_app import APP, open_page
 from evalcore.figures import build
 from evalcore.figures.review import review_summary
-from evalcore.read import compare, runs
+from evalcore.read import runs
+from evalcore.read.comparison import statements
 from evalcore.records import Configuration
 from evalcore.store import Store
 
@@ -53,7 +54,7 @@ def test_the_pack_compares_what_the_screen_compares(engine_store, engine_run_id)
     selection = build.Selection(engine_run_id, decided, 0.5, "set", sides, 4, True)
     summary = review_summary(store, selection, [], {})
     charts = build.matrix_figure(store, sides, 4, True).detail  # the pack's matrix chart
-    top = compare.best(charts)
+    top = statements.best(charts)
     assert top is not None
     assert "Configurations compared: A/bm25, C/dense, E/hybrid, F/dense (4 configurations, 6 pairs," in summary
     assert "p-values Holm-adjusted over the 6 pairs" in summary
