@@ -59,7 +59,8 @@ def main() -> None:
     from serving import free_port, stop
 
     from evalcore.chunking import parse_strategies
-    from evalcore.embedding.embedder import embed_with_cache, load_embedder
+    from evalcore.embedding.embedder import load_embedder
+    from evalcore.embedding.vector_cache import embed_with_cache
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.groundtruth import load_ground_truth
     from evalcore.run.runner import RunRequest, run_evaluation

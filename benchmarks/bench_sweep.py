@@ -15,7 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evalcore.measures.threshold import state_at, suggest_threshold, sweep
+from evalcore.measures.suggestion import suggest_threshold
+from evalcore.measures.threshold import state_at, sweep
 
 
 def generate(queries: int, top: int, seed: int) -> tuple[dict, dict]:

@@ -51,7 +51,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from evalcore.chunking import parse_strategies
-    from evalcore.embedding.embedder import embed_with_cache, load_embedder
+    from evalcore.embedding.embedder import load_embedder
+    from evalcore.embedding.vector_cache import embed_with_cache
     from evalcore.figures import traffic_charts
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.groundtruth import load_ground_truth

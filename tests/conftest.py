@@ -413,36 +413,36 @@ SLOW_FIXTURES = frozenset(
 #: browser journey came last and ran alone at the end); longest first keeps both workers busy
 #: to the end. The other files follow in their usual order. Update from ``--durations``.
 LONGEST_FIRST = (
-    "tests/test_browser.py",  # 720: eight journeys on the two-run store
-    "tests/test_questions_browser.py",  # 450: one journey, 33 settled pages
+    "tests/dashboard/test_browser.py",  # 720: eight journeys on the two-run store
+    "tests/dashboard/test_questions_browser.py",  # 450: one journey, 33 settled pages
     "tests/reliability/test_reliability.py",  # 435: signals sent to real runs, a full disk
-    "tests/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
-    "tests/test_documents.py",  # 340: PDFs and pages end to end, a real run
+    "tests/project/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
+    "tests/inputs/test_documents.py",  # 340: PDFs and pages end to end, a real run
     "tests/reliability/test_net_cli.py",  # 255: the CLI sweep
-    "tests/test_app.py",  # 240: every page in AppTest
-    "tests/test_compare_text.py",  # 215
-    "tests/test_external_journey.py",  # journeys (not measured)
-    "tests/test_safe_bounds.py",  # the demo embedded, a real-data run (not measured)
-    "tests/test_sharded.py",  # a Ray runtime, 200,000 chunks (not measured)
-    "tests/test_pdf.py",  # 165: PDFs printed by chromium
+    "tests/dashboard/test_app.py",  # 240: every page in AppTest
+    "tests/cli/test_compare_text.py",  # 215
+    "tests/dashboard/test_external_journey.py",  # journeys (not measured)
+    "tests/measures/test_safe_bounds.py",  # the demo embedded, a real-data run (not measured)
+    "tests/retrieval/sharded/test_sharded.py",  # a Ray runtime, 200,000 chunks (not measured)
+    "tests/inputs/test_pdf.py",  # 165: PDFs printed by chromium
     "tests/reliability/test_hostile.py",  # 150
-    "tests/test_browser_edges.py",  # 160
-    "tests/test_refs.py",  # 145
-    "tests/test_claim_browser.py",  # 140: a journey on the claim store
-    "tests/test_compare_url.py",  # 140
+    "tests/dashboard/test_browser_edges.py",  # 160
+    "tests/read/test_refs.py",  # 145
+    "tests/dashboard/test_claim_browser.py",  # 140: a journey on the claim store
+    "tests/dashboard/test_compare_url.py",  # 140
     "tests/reliability/test_trust_inputs.py",  # 135: the dashboard behind a header proxy
-    "tests/test_run_file_carry.py",  # 125
-    "tests/test_traffic_browser.py",  # journey (not measured)
+    "tests/files/test_run_file_carry.py",  # 125
+    "tests/dashboard/test_traffic_browser.py",  # journey (not measured)
     "tests/reliability/test_trust_traffic.py",  # 110
-    "tests/test_ranking.py",  # 105
-    "tests/test_runner.py",  # 100
-    "tests/test_new_run_page.py",  # 95
+    "tests/retrieval/test_ranking.py",  # 105
+    "tests/run/test_runner.py",  # 100
+    "tests/dashboard/test_new_run_page.py",  # 95
     "tests/reliability/test_net_app.py",  # 95
-    "tests/test_languages.py",  # 90
-    "tests/test_traffic.py",  # (not measured)
-    "tests/test_gate.py",  # (not measured)
-    "tests/test_qsets.py",  # 70
-    "tests/test_models.py",  # 65
+    "tests/retrieval/test_languages.py",  # 90
+    "tests/traffic/test_traffic.py",  # (not measured)
+    "tests/regression/test_gate.py",  # (not measured)
+    "tests/inputs/test_qsets.py",  # 70
+    "tests/embedding/test_models.py",  # 65
 )
 
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evalcore.figures import build as figures
 from evalcore.files import figure_files as export
-from evalcore.measures.threshold import DEFAULT_COST_RATIO, suggest_threshold
+from evalcore.measures.suggestion import DEFAULT_COST_RATIO, suggest_threshold
 from evalcore.read import decisions, runs, sweeps
 from evalcore.records import Configuration
 from evalcore.store import Store

@@ -1,4 +1,5 @@
-"""Embedding with all-MiniLM-L6-v2, loaded offline, with a store-backed cache.
+"""Embedding with all-MiniLM-L6-v2, loaded offline (its store-backed cache of vectors:
+:mod:`evalcore.embedding.vector_cache`).
 
 Vectors are mean-pooled and L2-normalised (METHODS.md "The words"). The model reads at most
 256 word pieces ([CLS] and [SEP] included); longer texts are cut by the model, so
@@ -11,10 +12,7 @@ import hashlib
 import importlib.util
 import logging
 import os
-import time
-from collections import Counter
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import closing
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from tokenizers import Tokenizer
 
 from evalcore.embedding import onnx_runtime
+from evalcore.embedding.long_texts import SEGMENT, count_long, window_head
 from evalcore.embedding.model_env import NOTE, offline
 from evalcore.errors import ModelError, NotAModelFolder
 
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
     from evalcore.embedding.onnx_runtime import OnnxModel
-    from evalcore.store import Store
 
 log = logging.getLogger(__name__)
 _FAST_NOTED = False
@@ -166,7 +164,7 @@ class SentenceEmbedder:
 
     def count_pieces(self, texts: Sequence[str]) -> list[int]:
         """Untruncated word-piece count of each text, [CLS] and [SEP] included. A text over
-        :data:`SEGMENT` characters is counted a segment at a time (:func:`segments`), so
+        :data:`SEGMENT` characters is counted a segment at a time (:mod:`~evalcore.embedding.long_texts`), so
         memory stays bounded whatever its length; the count is the same."""
         tok = self.model.tokenizer
         special = tok.num_special_tokens_to_add(pair=False)
@@ -183,7 +181,7 @@ class SentenceEmbedder:
                 else iter(())
             )
             out.extend(
-                next(counts) if len(t) <= SEGMENT else special + _count_long(_plain_tokenizer(self.path), t)
+                next(counts) if len(t) <= SEGMENT else special + count_long(_plain_tokenizer(self.path), t)
                 for t in batch
             )
         return out
@@ -198,51 +196,6 @@ def _plain_tokenizer(path: str) -> Tokenizer:
     tok.no_truncation()
     tok.no_padding()
     return tok
-
-
-def _count_long(tok: Tokenizer, text: str, batch: int = 16) -> int:
-    """Word pieces of a long text without special tokens, ``batch`` segments at a time
-    (``tok``: a ``tokenizers`` tokenizer without truncation)."""
-    total, parts = 0, []
-    for part in segments(text):
-        parts.append(part)
-        if len(parts) == batch:
-            total += sum(len(e) for e in tok.encode_batch(parts, add_special_tokens=False))
-            parts = []
-    return total + sum(len(e) for e in tok.encode_batch(parts, add_special_tokens=False))
-
-
-SEGMENT = 100_000  # characters of a long text counted at a time
-
-
-def segments(text: str, size: int = SEGMENT) -> Iterator[str]:
-    """``text`` in consecutive pieces of at most ``size`` characters, cut only just before a
-    space or a line break. BERT's word-piece tokenizer splits words at whitespace, and its
-    normaliser works character by character, so the pieces of the segments are exactly the
-    pieces of the whole text. A longer stretch without either character stays whole."""
-    start, end = 0, len(text)
-    while end - start > size:
-        cut = max(text.rfind(" ", start + 1, start + size + 1), text.rfind("\n", start + 1, start + size + 1))
-        if cut == -1:  # one very long word: up to the next space or line break
-            ahead = [i for i in (text.find(" ", start + size), text.find("\n", start + size)) if i != -1]
-            cut = min(ahead) if ahead else end
-        yield text[start:cut]
-        start = cut
-    yield text[start:]
-
-
-def window_head(text: str, count: Callable[[str], int], pieces: int, first: int = 4096) -> str:
-    """The shortest head of ``text`` (cut before a space or line break, growing 4 times from
-    ``first`` characters) that holds at least ``pieces`` word pieces (``count`` them without
-    special tokens), or the whole text. Its first ``pieces`` pieces are the text's, so a
-    model that reads only ``pieces`` pieces sees the same input."""
-    size = first
-    while len(text) > size:
-        head = next(segments(text, size))
-        if count(head) >= pieces:
-            return head
-        size *= 4
-    return text
 
 
 def model_name(model_path: str | Path | None) -> str:
@@ -307,7 +260,7 @@ class OnnxEmbedder:
         if all(len(t) <= SEGMENT for t in texts):
             return self.onnx.count_pieces(texts)
         short = iter(self.onnx.count_pieces([t for t in texts if len(t) <= SEGMENT]))
-        return [next(short) if len(t) <= SEGMENT else self._special + _count_long(self.onnx.counter, t) for t in texts]
+        return [next(short) if len(t) <= SEGMENT else self._special + count_long(self.onnx.counter, t) for t in texts]
 
 
 RUNTIMES = ("auto", "openvino", "onnxruntime", "torch")
@@ -387,68 +340,6 @@ def _note_fast_path(missing: list[str]) -> None:
         "several times faster on a CPU",
         ", ".join(missing),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class EmbedStats:
-    new: int
-    cached: int
-    seconds: float
-
-
-def embed_with_cache(
-    embedder: Embedder,
-    texts: Sequence[str],
-    store: Store | None,
-    on_progress: Callable[[int], None] | None = None,
-    batch: int = 512,
-) -> tuple[np.ndarray, EmbedStats]:
-    """Vectors for ``texts``, reusing the store's cache keyed by (model, text hash).
-
-    Distinct texts are embedded once. A cached vector of another size than the model's
-    is a hard error: vectors of two models are never compared.
-    """
-
-    import numpy as np
-
-    hashes = [text_hash(t) for t in texts]
-    unique: dict[str, str] = {}
-    for h, t in zip(hashes, texts, strict=True):
-        unique.setdefault(h, t)
-    slot = {h: i for i, h in enumerate(unique)}
-    vectors = np.zeros((len(unique), embedder.dim), dtype=np.float32)  # one copy, filled in place
-    have = np.zeros(len(unique), dtype=bool)
-    cached = store.cached_vectors(embedder.name, list(unique)) if store is not None else {}
-    for h, (dim, vec) in cached.items():
-        if dim != embedder.dim or len(vec) != embedder.dim:
-            raise ModelError(
-                f"cached vector for model {embedder.name} has size {len(vec)}, the model makes "
-                f"{embedder.dim}: the cache holds vectors of another model; refusing to compare them"
-            )
-        vectors[slot[h]] = vec
-        have[slot[h]] = True
-    del cached
-    # longest first, so each batch pads to similar lengths (and a too-long text fails early)
-    missing = sorted((h for h in unique if not have[slot[h]]), key=lambda h: -len(unique[h]))
-    uses = Counter(hashes)  # progress counts texts, duplicates included
-    if on_progress is not None and len(unique) > len(missing):
-        on_progress(sum(n for h, n in uses.items() if have[slot[h]]))
-    t0 = time.perf_counter()
-    rows = np.fromiter((slot[h] for h in missing), dtype=np.int64, count=len(missing))
-    weight = np.fromiter((uses[h] for h in missing), dtype=np.int64, count=len(missing))
-    parts = ((i, missing[i : i + batch]) for i in range(0, len(missing), batch))  # without one pass:
-    calls = ((np.arange(i, i + len(p)), embedder.encode([unique[h] for h in p])) for i, p in parts)
-    streamed = getattr(embedder, "embedded", None)  # one pass: batched by tokens, tokenised ahead
-    with closing(streamed([unique[h] for h in missing]) if streamed and missing else calls) as done:
-        for where, vecs in done:
-            vectors[rows[where]] = vecs
-            if on_progress is not None:
-                on_progress(int(weight[where].sum()))
-    seconds = time.perf_counter() - t0
-    if missing and store is not None:
-        store.cache_vectors(embedder.name, embedder.dim, {h: vectors[slot[h]] for h in missing})
-    out = vectors[[slot[h] for h in hashes]] if hashes else np.zeros((0, embedder.dim), np.float32)
-    return out, EmbedStats(new=len(missing), cached=len(unique) - len(missing), seconds=seconds)
 
 
 def count_pieces(texts: Sequence[str], model_path: str | Path | None = None) -> list[int]:

@@ -21,7 +21,8 @@ def _comparison_lines(store: Store, selection: Selection, run_name: str, tr: Tra
     """The review pack's comparison: the configurations the Compare screen compares (the
     pack's charts), named and counted with their pairs, and where the decided one stands."""
     from evalcore.figures import markdown_text as md
-    from evalcore.read.compare import best, compare, decided_sentence, significance_text
+    from evalcore.read.compare import compare
+    from evalcore.read.comparison.statements import best, decided_sentence, significance_text
 
     _ = tr.gettext
     sides = selection.sides

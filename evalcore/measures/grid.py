@@ -1,7 +1,7 @@
 """The Threshold slider's grid: a suggested threshold moved onto it, on its safe side.
 
 The slider moves in steps of 0.001 (:data:`evalcore.measures.rounding.DIGITS` decimals). A
-suggestion of the cost or ceiling rule (:func:`evalcore.measures.threshold.suggest_threshold`)
+suggestion of the cost or ceiling rule (:func:`evalcore.measures.suggestion.suggest_threshold`)
 is a short decimal inside its step, which may need more decimals than the slider holds; moved
 to the nearest grid value, it could leave its step on the side that bluffs more. :func:`on_grid`
 moves it only inside its step, or to the strict side.
@@ -13,7 +13,7 @@ import math
 from typing import TYPE_CHECKING
 
 from evalcore.measures.rounding import DIGITS, grid_above, grid_at_or_below
-from evalcore.measures.threshold import Suggestion, suggestion_of
+from evalcore.measures.suggestion import Suggestion, suggestion_of
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -2,6 +2,7 @@
 
 - :mod:`evalcore.read.runs`: the run list, one run, its configurations and timings;
 - :mod:`evalcore.read.compare`: recall@k and MRR, destroyed answers, the paired win/loss matrix;
+- :mod:`evalcore.read.comparison.statements`: what a comparison says (the best, a pair, the significant pairs);
 - :mod:`evalcore.read.distances`: distances in and out of domain;
 - :mod:`evalcore.read.sweeps`: the exact threshold sweep, the gate's table at t, bluffing queries;
 - :mod:`evalcore.read.claims`: the threshold claim of a stored configuration, per-segment figures;

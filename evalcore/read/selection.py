@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evalcore.measures.rounding import rate_text
-from evalcore.measures.threshold import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
+from evalcore.measures.suggestion import DEFAULT_COST_RATIO, FALLBACK_THRESHOLD, suggest_threshold
 from evalcore.read import compare, decisions, runs, sweeps
 from evalcore.records import Configuration, RunConfiguration
 

@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Any
 from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import wilson_interval
-from evalcore.measures.threshold import DEFAULT_TOP, MAX_BLUFF_INTERVAL_WIDTH, state_at
+from evalcore.measures.suggestion import MAX_BLUFF_INTERVAL_WIDTH
+from evalcore.measures.threshold import DEFAULT_TOP, state_at
 
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
     from numpy.typing import NDArray
 
-    from evalcore.measures.threshold import Axis, Suggestion
+    from evalcore.measures.suggestion import Suggestion
+    from evalcore.measures.threshold import Axis
     from evalcore.records import Configuration
     from evalcore.store import Store
 
@@ -84,11 +86,11 @@ def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
 
 
 def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None) -> Suggestion:
-    """:func:`evalcore.measures.threshold.suggest_threshold` in the direction the sweep was made in,
+    """:func:`evalcore.measures.suggestion.suggest_threshold` in the direction the sweep was made in,
     on the Threshold slider's 0.001 grid on its safe side (:func:`evalcore.measures.grid.on_grid`):
     the value the screen offers is one the slider can hold, with no more bluffs than the rule's."""
     from evalcore.measures.grid import on_grid
-    from evalcore.measures.threshold import suggest_threshold
+    from evalcore.measures.suggestion import suggest_threshold
 
     higher = bool(sweep_df["higher_is_closer"].iloc[0]) if "higher_is_closer" in sweep_df and len(sweep_df) else False
     found = suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate, higher_is_closer=higher)
@@ -217,7 +219,7 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float, tr: Translator = ENGLI
     """A warning when the out-of-domain set is too small to support a threshold, else None.
 
     Too small: the 95% Wilson interval of the bluff rate at ``threshold`` is wider than
-    :data:`~evalcore.measures.threshold.MAX_BLUFF_INTERVAL_WIDTH`, or there is no out-of-domain query.
+    :data:`~evalcore.measures.suggestion.MAX_BLUFF_INTERVAL_WIDTH`, or there is no out-of-domain query.
     """
     _ = tr.gettext
     c = state_at(sweep_df, threshold)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 from evalcore import testhooks
 from evalcore.chunking import chunk_corpus
 from evalcore.configurations import builtin_rows
-from evalcore.embedding.embedder import WINDOW, embed_with_cache, normalisation_check
+from evalcore.embedding.embedder import WINDOW, normalisation_check
+from evalcore.embedding.vector_cache import embed_with_cache
 from evalcore.errors import Cancelled
 from evalcore.progress import Progress, Scale, Stage
 from evalcore.records import Chunk, Corpus, GroundTruth, Strategy

@@ -45,7 +45,7 @@ class Replayer:
         value of each (smallest distance among its top 4), and no failures."""
         import numpy as np
 
-        from evalcore.embedding.embedder import embed_with_cache
+        from evalcore.embedding.vector_cache import embed_with_cache
         from evalcore.retrieval.ranking import block_queries, rank_block
 
         t0 = time.perf_counter()
@@ -174,7 +174,8 @@ def replayer(
     their vectors (from the vector cache; embedded anew only if missing), its BM25 index and
     cross-encoder when its retriever uses them."""
     from evalcore import testhooks
-    from evalcore.embedding.embedder import embed_with_cache, load_embedder
+    from evalcore.embedding.embedder import load_embedder
+    from evalcore.embedding.vector_cache import embed_with_cache
     from evalcore.retrieval.bm25 import BM25
     from evalcore.retrieval.dense import max_norm
 

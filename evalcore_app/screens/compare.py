@@ -9,6 +9,7 @@ from evalcore.figures import build as figures
 from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.read import compare, qsets, runs
 from evalcore.read import selection as defaults
+from evalcore.read.comparison import statements
 from evalcore_app.screens import _lang, _ui, _url
 from evalcore_app.screens._lang import _
 
@@ -96,7 +97,7 @@ if len(sides) >= 2:
     if matrix is None:
         st.stop()
     comparison = matrix.detail
-    top = compare.best(comparison)
+    top = statements.best(comparison)
     if top is not None:
         (st.success if top.significant else st.info)(_ui.esc(top.sentence(k, comparison.p_name, tr)))
 
@@ -135,7 +136,7 @@ if comparison is None:
     st.info(_("Pick two or more configurations to compare them query by query."))
     st.stop()
 event = _ui.show_figure(matrix, "matrix", on_select=True)
-_ui.plain(compare.significance_text(comparison, tr))
+_ui.plain(statements.significance_text(comparison, tr))
 
 labels = list(comparison.labels)
 selected = (event.selection.get("cell") or []) if event is not None and hasattr(event, "selection") else []
@@ -156,7 +157,7 @@ first = _ui.bound(
     help=_("Click a cell of the matrix or pick here."),
 )
 second = _ui.bound(cols[1].selectbox, _("Second configuration"), [x for x in labels if x != first], key="pair_second")
-_ui.plain(compare.pair_sentence(comparison, first, second, tr), testid="pair-detail")
+_ui.plain(statements.pair_sentence(comparison, first, second, tr), testid="pair-detail")
 a, b = comparison.side(first), comparison.side(second)
 _pair, queries = _ui.cached(compare.pair_queries, store, a, b, k)
 if queries.empty:

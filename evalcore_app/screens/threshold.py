@@ -15,7 +15,7 @@ from evalcore.figures import build as figures
 from evalcore.figures import charts
 from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
 from evalcore.measures.rounding import DIGITS, threshold_text
-from evalcore.measures.threshold import DEFAULT_COST_RATIO
+from evalcore.measures.suggestion import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
 from evalcore.service import deployments
 from evalcore_app import screen

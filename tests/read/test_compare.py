@@ -14,6 +14,7 @@ from statsmodels.stats.proportion import proportion_confint
 from evalcore.errors import StoreError
 from evalcore.measures.stats import format_p, p_relation
 from evalcore.read import compare, runs
+from evalcore.read.comparison import statements
 from evalcore.records import Configuration, RunConfiguration
 from read.oracle import first_ranks
 
@@ -70,7 +71,7 @@ def test_cell_detail_shows_the_cells_p_first(store, engine_run_id):
     comparison = compare.compare(store, sides, 4, adjust=True)
     row, column = comparison.labels[0], comparison.labels[3]
     cell = comparison.cell(row, column)
-    sentence = compare.pair_sentence(comparison, row, column)
+    sentence = statements.pair_sentence(comparison, row, column)
     assert f"Holm-adjusted p {p_relation(cell['p_text'])}" in sentence
     assert sentence.index("Holm-adjusted p") < sentence.index("unadjusted p")
     assert f"unadjusted p {p_relation(format_p(cell['p_value']))}" in sentence
@@ -82,7 +83,7 @@ def test_cell_detail_shows_the_cells_p_first(store, engine_run_id):
 def test_best_statement_reads_the_same_cell(store, engine_run_id):
     sides = tuple(runs.run_configurations(store, engine_run_id))
     comparison = compare.compare(store, sides, 4, adjust=True)
-    top = compare.best(comparison)
+    top = statements.best(comparison)
     recall = {
         s.configuration.label: float(
             (first_ranks(store, engine_run_id, s.configuration.strategy, s.configuration.retriever) <= 4).mean()
@@ -151,7 +152,7 @@ def test_best_statement_when_no_query_differs_names_no_winner():
     and served): the sentence says no query differs instead of naming a winner by order."""
     from evalcore.measures.stats import Interval
 
-    top = compare.Best(
+    top = statements.Best(
         "ext:sent3/rank_bm25",
         0.5,
         Interval(0.4, 0.6),

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from evalcore.measures.threshold import MAX_BLUFF_INTERVAL_WIDTH
+from evalcore.measures.suggestion import MAX_BLUFF_INTERVAL_WIDTH
 from evalcore.measures.threshold import sweep as exact_sweep
 from evalcore.read import runs, sweeps
 from evalcore.store import Store

@@ -18,8 +18,8 @@ import re
 
 import pytest
 from conftest import ROOT
+from dashboard.test_app import no_exception, open_page
 from reliability_table import record
-from test_app import no_exception, open_page
 from test_net_cli import two_runs_net  # noqa: F401 - the shared store (a session fixture)
 
 SCREENS = sorted((ROOT / "evalcore_app" / "screens").glob("*.py")) + [ROOT / "evalcore_app" / "app.py"]

@@ -49,7 +49,7 @@ WALL = 30.0  # seconds one invocation may take
 PEAK_MB = 2500.0  # the sweep process's peak resident memory
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "reliability")])
 ENV = {
-    "EVALCORE_TEST_EMBEDDER": "test_run_file_carry:embedder",
+    "EVALCORE_TEST_EMBEDDER": "files.test_run_file_carry:embedder",
     "PYTHONPATH": PYTHONPATH,
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",

@@ -15,8 +15,8 @@ import pytest
 from conftest import MINI
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from measures.test_threshold import in_domain, out_domain
 from test_reliability import RUN, base_store, check, evalcore  # noqa: F401 - base_store: the shared one-run store
-from test_threshold import in_domain, out_domain
 
 from evalcore.cli.parser import build_parser
 
@@ -355,7 +355,8 @@ def test_the_screens_suggestion_on_a_narrow_step_is_snapped_to_the_strict_side()
 )
 def test_the_screens_suggestion_is_on_the_grid_and_never_bluffs_more(ind, ood, ratio, similarity, ceiling):
     from evalcore.measures.rounding import grid_at_or_below
-    from evalcore.measures.threshold import counts_at, suggest_threshold, sweep
+    from evalcore.measures.suggestion import suggest_threshold
+    from evalcore.measures.threshold import counts_at, sweep
     from evalcore.read.sweeps import suggest
 
     if ceiling is not None and not ood:
@@ -439,7 +440,7 @@ def test_a_set_imported_by_the_cli_is_listed_at_the_questions_screens_next_rerun
     rerun after the import (the next click, or a reload) lists it."""
     import shutil
 
-    from test_app import no_exception, open_page
+    from dashboard.test_app import no_exception, open_page
 
     store = tmp_path / "s.duckdb"
     shutil.copy(base_store, store)
