@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from built_once import built_once
+from keyword_embedder import KeywordEmbedder  # noqa: F401 - the tests import it from here
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -104,34 +103,6 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not present")
     return path
-
-
-class KeywordEmbedder:
-    """A tiny fake embedder: one-hot on keywords, L2-normalised, so distances are exact.
-
-    A text's vector counts each keyword's occurrences (lowercase word match); a text with
-    no keyword gets the last axis ("other"). Word pieces = whitespace tokens + 2.
-    """
-
-    def __init__(self, keywords: list[str]) -> None:
-        self.keywords = keywords
-        self.name = "keyword-embedder/" + ",".join(keywords)
-        self.dim = len(keywords) + 1
-        self.calls = 0
-
-    def encode(self, texts):
-        self.calls += len(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            words = re.findall(r"[a-z0-9]+", t.lower())
-            for j, k in enumerate(self.keywords):
-                out[i, j] = words.count(k)
-            if not out[i].any():
-                out[i, -1] = 1.0
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-    def count_pieces(self, texts):
-        return [len(t.split()) + 2 for t in texts]
 
 
 @pytest.fixture(scope="session")
