@@ -386,10 +386,10 @@ SLOW_FIXTURES = frozenset(
 LONGEST_FIRST = (
     "tests/test_browser.py",  # 720: eight journeys on the two-run store
     "tests/test_questions_browser.py",  # 450: one journey, 33 settled pages
-    "tests/reliability/test_reliability.py",  # 435: signals sent to real runs, a full disk
+    "tests/reliability/test_reliability.py",  # 435: signals sent to real runs (CPU 156 -> 58 s: zygote)
     "tests/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
     "tests/test_documents.py",  # 340: PDFs and pages end to end, a real run
-    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep
+    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep (CPU 94 -> 54 s: counts when written)
     "tests/test_app.py",  # 240: every page in AppTest
     "tests/test_compare_text.py",  # 215
     "tests/test_external_journey.py",  # journeys (not measured)
