@@ -141,7 +141,14 @@ def test_a_wrong_key_is_refused_and_never_shown(served):
 
 
 def _local(store, *args):
-    return cli(store, *args)
+    """What api_serving.cli runs (``python -m evalcore --store STORE ARGS``, FAKE_ENV), in a
+    process of its own forked by tests/zygote.py."""
+    import os
+
+    import zygote
+    from api_serving import FAKE_ENV
+
+    return zygote.run(["--store", str(store), *args], {**os.environ, **FAKE_ENV}, timeout=300)
 
 
 def _remote(url, key, *args):
