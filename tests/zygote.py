@@ -19,9 +19,11 @@ memory (a fork starts with its parent's resident pages) and what happens while P
 from __future__ import annotations
 
 import array
+import atexit
 import io
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -164,6 +166,7 @@ def _address() -> str:
             raise RuntimeError(f"the fork server did not start (exit {proc.wait()})")
         CPU[0] += float(said[1])
         _server.update(proc=proc, path=path)
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
         return str(path)
 
 
