@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from built_once import built_once
+from keyword_embedder import KeywordEmbedder  # noqa: F401 - the tests import it from here
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -104,34 +103,6 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is not present")
     return path
-
-
-class KeywordEmbedder:
-    """A tiny fake embedder: one-hot on keywords, L2-normalised, so distances are exact.
-
-    A text's vector counts each keyword's occurrences (lowercase word match); a text with
-    no keyword gets the last axis ("other"). Word pieces = whitespace tokens + 2.
-    """
-
-    def __init__(self, keywords: list[str]) -> None:
-        self.keywords = keywords
-        self.name = "keyword-embedder/" + ",".join(keywords)
-        self.dim = len(keywords) + 1
-        self.calls = 0
-
-    def encode(self, texts):
-        self.calls += len(texts)
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i, t in enumerate(texts):
-            words = re.findall(r"[a-z0-9]+", t.lower())
-            for j, k in enumerate(self.keywords):
-                out[i, j] = words.count(k)
-            if not out[i].any():
-                out[i, -1] = 1.0
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-    def count_pieces(self, texts):
-        return [len(t.split()) + 2 for t in texts]
 
 
 @pytest.fixture(scope="session")
@@ -415,10 +386,10 @@ SLOW_FIXTURES = frozenset(
 LONGEST_FIRST = (
     "tests/dashboard/test_browser.py",  # 720: eight journeys on the two-run store
     "tests/dashboard/test_questions_browser.py",  # 450: one journey, 33 settled pages
-    "tests/reliability/test_reliability.py",  # 435: signals sent to real runs, a full disk
+    "tests/reliability/test_reliability.py",  # 435: signals sent to real runs (CPU 156 -> 58 s: zygote)
     "tests/project/test_packaging.py",  # 380: a wheel built and installed, its dashboard in chromium
     "tests/inputs/test_documents.py",  # 340: PDFs and pages end to end, a real run
-    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep
+    "tests/reliability/test_net_cli.py",  # 255: the CLI sweep (CPU 94 -> 54 s: counts when written)
     "tests/dashboard/test_app.py",  # 240: every page in AppTest
     "tests/cli/test_compare_text.py",  # 215
     "tests/dashboard/test_external_journey.py",  # journeys (not measured)
@@ -444,6 +415,18 @@ LONGEST_FIRST = (
     "tests/inputs/test_qsets.py",  # 70
     "tests/embedding/test_models.py",  # 65
 )
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, the controller loads numba's kernels once before the workers start:
+    on a fresh checkout (no cache beside evalcore/retrieval/engine yet) it compiles them once,
+    instead of both workers, their servers and every run process started before the cache is
+    written compiling them at the same time (about 16 CPU seconds each); on a warm cache it
+    reads them (about a second)."""
+    if getattr(config, "workerinput", None) is None and getattr(config.option, "numprocesses", None):
+        from evalcore.retrieval.engine import kernels
+
+        kernels.warm()
 
 
 def _longest_first(items: list) -> None:

@@ -141,25 +141,24 @@ def test_a_wrong_key_is_refused_and_never_shown(served):
 
 
 def _local(store, *args):
-    return cli(store, *args)
+    """What api_serving.cli runs (``python -m evalcore --store STORE ARGS``, FAKE_ENV), in a
+    process of its own forked by tests/zygote.py."""
+    import os
+
+    import zygote
+    from api_serving import FAKE_ENV
+
+    return zygote.run(["--store", str(store), *args], {**os.environ, **FAKE_ENV}, timeout=300)
 
 
 def _remote(url, key, *args):
+    """``python -m evalcore --server URL ARGS`` in a process of its own (tests/zygote.py)."""
     import os
-    import subprocess
-    import sys
 
+    import zygote
     from api_serving import FAKE_ENV
-    from conftest import ROOT
 
-    return subprocess.run(
-        [sys.executable, "-m", "evalcore", "--server", url, *args],
-        cwd=ROOT,
-        env={**os.environ, **FAKE_ENV, "EVALCORE_API_KEY": key},
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return zygote.run(["--server", url, *args], {**os.environ, **FAKE_ENV, "EVALCORE_API_KEY": key}, timeout=300)
 
 
 def test_the_cli_prints_with_server_what_it_prints_locally(served, tmp_path):

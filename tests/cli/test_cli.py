@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
+import zygote
 from conftest import MINI, MINI_ARGS, ROOT, shared_data
 
 from evalcore.cli import build_parser, main
@@ -51,8 +51,8 @@ def test_every_command_has_help_text(capsys):
 
 
 def run_cli(*args, store=None):
-    cmd = [sys.executable, "-m", "evalcore"] + (["--store", str(store)] if store else []) + list(args)
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    """``python -m evalcore [--store STORE] ARGS`` in a process of its own (tests/zygote.py)."""
+    return zygote.run((["--store", str(store)] if store else []) + list(args), timeout=600)
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+import zygote
 from conftest import MINI, MINI_ARGS, ROOT
 from streamlit.testing.v1 import AppTest
 
@@ -91,11 +90,8 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monk
 
     # the same files through the CLI, into the same store
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
-    cli = subprocess.run(
+    cli = zygote.run(
         [
-            sys.executable,
-            "-m",
-            "evalcore",
             "--store",
             str(store_path),
             "run",
@@ -108,10 +104,7 @@ def test_upload_start_watch_and_find_the_run_with_the_cli_figures(tmp_path, monk
             "cli",
             "-q",
         ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
+        env,
         timeout=300,
     )
     assert cli.returncode == 0, cli.stderr

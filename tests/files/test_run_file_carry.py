@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import zygote
 from conftest import MINI, ROOT, KeywordEmbedder, cli_in_process
 
 from evalcore.embedding.embedder import text_hash
@@ -272,8 +272,7 @@ def test_a_load_stopped_inside_its_transaction_leaves_nothing_and_loads_again(so
     before = counts(store)
     marker = tmp_path / "inside"
     env = {**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"loading a run={marker}"}
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(store), "load-run", str(source["files"]["carried"])]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = zygote.start(["--store", str(store), "load-run", str(source["files"]["carried"])], env)
     deadline = time.monotonic() + 60
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
+import zygote
 from conftest import MINI, MINI_ARGS, ROOT
 
 from evalcore import jobs
@@ -106,11 +105,8 @@ def test_cli_run_and_dashboard_job_at_once_on_one_store(tmp_path):
     prepared = mini_job()
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    cli = subprocess.Popen(
+    cli = zygote.start(
         [
-            sys.executable,
-            "-m",
-            "evalcore",
             "--store",
             str(store_path),
             "run",
@@ -123,11 +119,7 @@ def test_cli_run_and_dashboard_job_at_once_on_one_store(tmp_path):
             "cli",
             "-q",
         ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        env,
     )
     job_id = jobs.submit(store, prepared, "dashboard")
     overlap, t_cli, t_job = False, None, None

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import ROOT, copy_with_failed_run
+import zygote
+from conftest import copy_with_failed_run
 from scipy.stats import binomtest
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
@@ -80,23 +79,8 @@ def test_damaged_candidate_fails_with_exit_1_and_lists_the_lost_queries(gate_sto
 
 
 def test_the_exit_code_reaches_the_shell(gate_store):
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "evalcore",
-            "--store",
-            str(gate_store),
-            "gate",
-            "--baseline",
-            "base:P/hybrid",
-            "--candidate",
-            "cand",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    res = zygote.run(
+        ["--store", str(gate_store), "gate", "--baseline", "base:P/hybrid", "--candidate", "cand"], timeout=300
     )
     assert res.returncode == 1, res.stderr
     assert "P/hybrid" in res.stdout and "FAIL: regression" in res.stdout

@@ -9,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from conftest import KeywordEmbedder
+from keyword_embedder import KeywordEmbedder
 
 KEYWORDS = ["install", "cache", "token", "password", "recipe", "error", "python", "pip"]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pdfs
 import pytest
+import zygote
 from conftest import ROOT
 from hostile import FIRST, TOKEN, Hostile
 from test_reliability import CORPUS, FAKE, OOD, QUESTIONS, Ran, check, complete_runs, evalcore, kept
@@ -208,9 +209,8 @@ def test_endpoint_slowloris_is_bounded_by_the_timeout(hostile, tmp_path):
 def test_endpoint_slowloris_ends_within_seconds_of_sigterm(hostile, tmp_path):
     store = tmp_path / "s.duckdb"
     before = hostile.requests["slow"]
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(store), *endpoint_args(hostile.url("slow"), timeout="60")]
-    proc = subprocess.Popen(
-        cmd, cwd=ROOT, env={**os.environ, **FAKE}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    proc = zygote.start(
+        ["--store", str(store), *endpoint_args(hostile.url("slow"), timeout="60")], {**os.environ, **FAKE}
     )
     deadline = time.monotonic() + 30
     while hostile.requests["slow"] < before + 8 and time.monotonic() < deadline:
@@ -909,14 +909,7 @@ def test_cancel_ends_a_dashboard_endpoint_job_stalled_by_slowloris(hostile, tmp_
     spec = {"url": hostile.url("slow"), "timeout": 60.0, "retries": 0, "concurrency": 4, "k": 20}
     job_id = jobs.submit(store, jobs.with_options(prepared, endpoint=spec), "stalled", start=False)
     before = hostile.requests["slow"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalcore", "--store", str(store_path), "job", job_id],
-        cwd=ROOT,
-        env={**os.environ, **FAKE, "EVALCORE_MAX_JOBS": "1"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = zygote.start(["--store", str(store_path), "job", job_id], {**os.environ, **FAKE, "EVALCORE_MAX_JOBS": "1"})
     deadline = time.monotonic() + 60
     while hostile.requests["slow"] < before + 4 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)

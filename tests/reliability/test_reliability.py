@@ -5,7 +5,8 @@ Each case states its expectation as the line a user would see (exit code and mes
 plus what must hold of the store: not created, byte for byte unchanged, or its complete
 runs unchanged. A command is the CLI's ``main()`` run in this process as ``python -m
 evalcore`` runs it (see :func:`evalcore`), or a real ``python -m evalcore`` process where the
-process is the point (signals, peak memory, a full disk, a damaged store, job processes);
+process is the point (signals, a full disk, a damaged store, job processes), forked from a
+server that has imported the command's modules once (tests/zygote.py);
 where the model is not what is tested they use the keyword embedder
 (``EVALCORE_TEST_EMBEDDER``, see evalcore.testhooks) so that each starts in a second, and
 they pause at a named stage (``EVALCORE_TEST_PAUSE``) to be signalled at that moment.
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import zygote
 from conftest import MINI, ROOT, cli_in_process
 from reliability_table import record
 from zips import deflated_zeros, lying_zip, make_zip
@@ -82,17 +84,15 @@ def evalcore(
     """``python -m evalcore [--store STORE] ARGS`` with the suite's environment (FAKE, then
     ``env``) in the repository folder: what it printed and its exit code.
 
-    ``process=True`` starts a real process (killed at ``timeout``): for cases about the
-    process itself, or where a damaged file or a full disk could harm the process that reads
-    it. Otherwise the same ``main()`` runs in this process, as ``python -m evalcore`` would
-    run it, which saves a process start per case: see :func:`in_process`."""
+    ``process=True`` runs it in a real process of its own (killed at ``timeout``), forked
+    from a server that has the command's modules imported (tests/zygote.py): for cases about
+    the process itself, or where a damaged file or a full disk could harm the process that
+    reads it. Otherwise the same ``main()`` runs in this process, as ``python -m evalcore``
+    would run it, which saves a process per case: see :func:`in_process`."""
     argv = (["--store", str(store)] if store else []) + list(args)
     if not process:
         return in_process(argv, {**FAKE, **(env or {})})
-    cmd = [sys.executable, "-m", "evalcore", *argv]
-    res = subprocess.run(
-        cmd, cwd=ROOT, env={**os.environ, **FAKE, **(env or {})}, capture_output=True, text=True, timeout=timeout
-    )
+    res = zygote.run(argv, {**os.environ, **FAKE, **(env or {})}, timeout=timeout)
     return Ran(res.returncode, res.stdout, res.stderr)
 
 
@@ -734,7 +734,7 @@ STAGES = ["query embedding", "A: chunking", "A: embedding", "E: retrieval and sc
 SIGNALS = [signal.SIGTERM, signal.SIGINT, signal.SIGKILL]
 
 
-def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 90.0) -> None:
+def wait_for(path: Path, proc: zygote.Forked, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         if proc.poll() is not None:
@@ -744,16 +744,11 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 90.0) -> None:
         time.sleep(0.02)
 
 
-def signalled(cmd: list[str], stage: str, sig: int, tmp: Path, env: dict | None = None) -> Ran:
+def signalled(argv: list[str], stage: str, sig: int, tmp: Path, env: dict | None = None) -> Ran:
+    """``python -m evalcore ARGV`` (a process of its own, forked by tests/zygote.py) paused at
+    ``stage``, then sent ``sig``: its exit code and what it printed."""
     marker = tmp / "paused"
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"{stage}={marker}", **(env or {})},
-    )
+    proc = zygote.start(argv, {**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"{stage}={marker}", **(env or {})})
     wait_for(marker, proc)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
@@ -778,7 +773,7 @@ def expected_end(sig: int, stage: str) -> tuple[int, str, str]:
 def test_a_signal_at_any_stage_ends_the_run_failed_with_its_reason(store_copy, tmp_path, stage, sig):
     before = complete_runs(store_copy)
     ran = signalled(
-        [sys.executable, "-m", "evalcore", "--store", str(store_copy), *RUN, "--strategies", "A,E"],
+        ["--store", str(store_copy), *RUN, "--strategies", "A,E"],
         stage,
         sig,
         tmp_path,
@@ -822,7 +817,7 @@ def test_a_signal_to_a_job_process_ends_job_and_run_with_the_reason(store_copy, 
     before = complete_runs(store_copy)
     job_id = _queued_job(store_copy)
     ran = signalled(
-        [sys.executable, "-m", "evalcore", "--store", str(store_copy), "job", job_id],
+        ["--store", str(store_copy), "job", job_id],
         stage,
         sig,
         tmp_path,
@@ -859,14 +854,7 @@ def test_a_signal_to_a_queued_job_ends_it_with_the_reason(store_copy, tmp_path, 
         )
     time.sleep(1.1)  # queue order is by creation time
     waiting = _queued_job(store_copy)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "evalcore", "--store", str(store_copy), "job", waiting],
-        cwd=ROOT,
-        env=dict(os.environ, **FAKE),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = zygote.start(["--store", str(store_copy), "job", waiting], dict(os.environ, **FAKE))
     deadline = time.monotonic() + 60
     while not str(jobs.job(store, waiting)["stage"] or "").startswith("waiting"):
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() else "no wait"
@@ -909,18 +897,14 @@ def test_a_cli_run_a_dashboard_job_and_a_second_cli_run_on_one_store(tmp_path, m
         monkeypatch.setenv(key, value)  # the job's process inherits them
     path = tmp_path / "evalcore.duckdb"
     strategies = "A,B,C,D,E,F,G:boundaries+header+intro"
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(path), *RUN, "--strategies", strategies]
-    first = subprocess.Popen(
-        cmd + ["--name", "cli-1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    argv = ["--store", str(path), *RUN, "--strategies", strategies]
+    first = zygote.start([*argv, "--name", "cli-1"])
     job_id = jobs.submit(
         Store(path),
         jobs.prepare_paths(str(CORPUS), str(QUESTIONS), str(OOD), strategies, "dense,bm25,hybrid"),
         "dashboard",
     )
-    second = subprocess.Popen(
-        cmd + ["--name", "cli-2"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    second = zygote.start([*argv, "--name", "cli-2"])
     codes = [p.wait(timeout=180) for p in (first, second)]
     deadline = time.monotonic() + 180
     while jobs.job(Store(path), job_id)["status"] in jobs.ACTIVE:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import ROOT
+import zygote
 from test_reliability import CORPUS, FAKE, QUESTIONS, check, evalcore
 
 from evalcore.inputs import qsets
@@ -183,12 +181,9 @@ def test_four_imports_of_one_new_name_one_wins_the_others_name_its_version(tmp_p
     folder = _folder(tmp_path, "d")
     assert evalcore("dataset", "list", store=store).code == 0
     Store(store).migrate()
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(store), "dataset", "import", str(folder), "--name", "race"]
-    procs = [
-        subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **FAKE}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for _ in range(4)
-    ]
-    done = [(p.wait(timeout=300), p.stdout.read().decode(), p.stderr.read().decode()) for p in procs]  # type: ignore[union-attr]
+    argv = ["--store", str(store), "dataset", "import", str(folder), "--name", "race"]
+    procs = [zygote.start(argv, {**os.environ, **FAKE}) for _ in range(4)]
+    done = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
     won = [d for d in done if d[0] == 0 and d[1].startswith("saved race@1 (a new set)")]
     refused = [d for d in done if d[0] == 2 and d[2].count("\n") == 1]
     named = all(
@@ -222,8 +217,9 @@ def test_a_large_import_does_not_lock_other_readers_out(tmp_path):
     store = tmp_path / "s.duckdb"
     assert evalcore("dataset", "import", str(_folder(tmp_path, "d")), "--name", "small", store=store).code == 0
     folder = _big(tmp_path / "big", n)
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(store), "dataset", "import", str(folder), "--name", "big"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **FAKE}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = zygote.start(
+        ["--store", str(store), "dataset", "import", str(folder), "--name", "big"], {**os.environ, **FAKE}
+    )
     reads, failed = 0, []
     while proc.poll() is None:
         try:
@@ -233,7 +229,7 @@ def test_a_large_import_does_not_lock_other_readers_out(tmp_path):
             failed.append(str(exc))
         time.sleep(0.05)
     out, err = proc.communicate()
-    held = [line for line in err.decode().splitlines() if "held for writing" in line]
+    held = [line for line in err.splitlines() if "held for writing" in line]
     seconds = float(held[0].rsplit("writing ", 1)[1].split(" s")[0]) if held else float("inf")
     check(
         f"import of {n:,} questions while another process reads",

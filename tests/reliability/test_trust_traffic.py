@@ -13,14 +13,13 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import duckdb
 import pytest
+import zygote
 from conftest import ROOT
 from test_hostile import measured
 from test_reliability import FAKE, RUN, check, evalcore
@@ -356,10 +355,7 @@ def _killed_after_a_batch(store: Path, log: Path, marker: Path) -> None:
     """A real ``traffic import`` process, SIGKILLed once it has written a batch."""
     marker.unlink(missing_ok=True)
     env = {**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"traffic: batch written={marker}"}
-    cmd = [sys.executable, "-m", "evalcore", "--store", str(store), "traffic", "import", str(log)]
-    proc = subprocess.Popen(
-        [*cmd, "--run", _target(store), "-q"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    proc = zygote.start(["--store", str(store), "traffic", "import", str(log), "--run", _target(store), "-q"], env)
     deadline = time.monotonic() + 120
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -10,6 +10,7 @@ import time
 
 import duckdb
 import pytest
+import zygote
 from conftest import MINI_ARGS, ROOT
 
 from evalcore.errors import StoreError
@@ -113,7 +114,7 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
         "A,B,C,D,E,F,X:blind+size=300,H:boundaries+size=300",
     ]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = zygote.start(cmd[3:], env)
     store = Store(path)
     run_id = _wait_for_running(store, proc)
     proc.send_signal(sig)
@@ -127,7 +128,7 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
         else ("ended before the run completed" in run["reason"])
     )
     assert after.query("SELECT count(*) AS n FROM results WHERE run_id = ?", [run_id])["n"][0] == 0
-    done = subprocess.run(cmd[:-1] + ["A"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = zygote.run([*cmd[3:-1], "A"], env, timeout=300)
     assert done.returncode == 0, done.stderr
     statuses = Store(path).runs()["status"].tolist()
     assert sorted(statuses) == ["complete", "failed"]
