@@ -8,7 +8,7 @@ import json
 import pytest
 
 from evalcore.errors import InputError
-from evalcore.read.qsets import read_queries
+from evalcore.inputs.query_lists import read_queries
 from evalcore.traffic.log import Fields, LogLine, Problem, read_log
 
 DEEP = "[" * 50_000 + "]" * 50_000

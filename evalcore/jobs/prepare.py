@@ -130,13 +130,13 @@ def load_inputs(spec: JobSpec, cache: Store | None = None, sets: Store | None = 
         if not spec.questions and spec.dataset is None:
             raise InputError("a questions.jsonl file (or a question set) is required")
     if spec.dataset is not None:
-        from evalcore.inputs import qsets
+        from evalcore.inputs import question_sets
         from evalcore.inputs.corpus import load_corpus
         from evalcore.inputs.sources import server_path
 
         if sets is None:
             raise ConfigError("a question set is read from a store")
-        qs = qsets.load(sets, spec.dataset)
+        qs = question_sets.load_question_set(sets, spec.dataset)
         root = server_path(spec.corpus, "corpus folder") if spec.source == "folder" else spec.corpus
         corpus = load_corpus(str(root), cache=cache)
         return corpus, qs.ground_truth(corpus)
@@ -251,11 +251,11 @@ def _pinned(store: Store, dataset: str | None, *files: object) -> str | None:
         return None
     if any(f for f in files):
         raise ConfigError("a run takes a question set or question files, not both")
-    from evalcore.inputs import qsets
+    from evalcore.inputs import question_sets
 
     if not store.path.exists():
         raise InputError("the store holds no question set yet (save one on the Questions page)")
-    return qsets.load(store, dataset).version.label
+    return question_sets.load_question_set(store, dataset).version.label
 
 
 def prepare_paths(

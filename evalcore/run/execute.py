@@ -25,7 +25,7 @@ from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint_calls import run_endpoint
 from evalcore.external.live import run_live
 from evalcore.external.python_hits import answers
-from evalcore.inputs import qsets, sources
+from evalcore.inputs import question_sets, sources
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.groundtruth import load_ground_truth
 from evalcore.inputs.sources import server_path
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from evalcore.embedding.embedder import Embedder
     from evalcore.external.live import LiveResult
-    from evalcore.inputs.qsets import QuestionSet
+    from evalcore.inputs.question_sets import QuestionSet
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
     from evalcore.run.runner import RunResult
@@ -108,7 +108,7 @@ def load_inputs(spec: RunSpec, store: Store | None = None) -> Inputs:
     if spec.dataset is not None:
         if store is None:
             raise ConfigError("a question set is read from a store")
-        qs = qsets.load(store, spec.dataset)
+        qs = question_sets.load_question_set(store, spec.dataset)
         loaded = load_corpus(corpus, cache=store)
         return Inputs(loaded, qs.ground_truth(loaded), qs)
     if spec.questions is None:

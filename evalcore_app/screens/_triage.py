@@ -24,8 +24,9 @@ from typing import Any
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
-from evalcore.read import qsets as rq
+from evalcore.inputs.query_lists import read_queries
 from evalcore.read import triage as rt
+from evalcore.read.traffic.hits import hit_configurations
 from evalcore.store import triage as writer
 from evalcore.traffic import hits as traffic_hits
 from evalcore_app.screens import _ui
@@ -106,7 +107,7 @@ def draw(
             digest = hashlib.sha256(listed.name.encode() + b"\0" + data).hexdigest()
             if ss.get("qs_real_file_done") != (digest, set_name, author):
                 try:
-                    queries = rq.read_queries(listed.name, data, column.strip())
+                    queries = read_queries(listed.name, data, column.strip())
                     added = writer.add_queries(store, set_name, author, queries)
                 except EvalcoreError as exc:
                     _ui.show_error(exc)
@@ -152,7 +153,7 @@ def _hits(
             )
         )
         return
-    usable, why = _ui.cached(rq.hit_configurations, store, run_id)
+    usable, why = _ui.cached(hit_configurations, store, run_id)
     if why is not None:
         _ui.plain(why, testid="qs-no-hits")
         return

@@ -31,7 +31,7 @@ from evalcore.external.endpoint import DEFAULT_BODY, Endpoint, Fields, allowed_p
 from evalcore.figures import markdown_text
 from evalcore.inputs import sources as inputs
 from evalcore.inputs import uploads
-from evalcore.read import qsets as question_sets
+from evalcore.read import question_sets
 from evalcore.retrieval.bm25 import languages
 from evalcore.retrieval.names import RETRIEVERS, analyzer_label, with_analyzers
 from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
