@@ -153,7 +153,7 @@ def cancel_evaluation(store: Store, evaluation_id: str) -> Evaluation:
     from evalcore import jobs
 
     try:
-        jobs.cancel(store, evaluation_id)
+        jobs.cancel_job(store, evaluation_id)
     except StoreError:
         raise StoreError(f"no evaluation {evaluation_id!r}") from None
     return evaluation(store, evaluation_id)

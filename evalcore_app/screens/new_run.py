@@ -476,7 +476,7 @@ def job_panel() -> None:
             cols[1].caption(_("cancelling…"))
         else:
             cols[1].button(
-                _("Cancel"), key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel, args=(store, row["job_id"])
+                _("Cancel"), key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel_job, args=(store, row["job_id"])
             )
     done = df[~df["status"].isin(jobs.ACTIVE)]
     if not done.empty:
