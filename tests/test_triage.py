@@ -21,7 +21,7 @@ from evalcore.traffic import hits as traffic_hits
 
 def test_a_triage_list_is_kept_per_set_and_author_and_paged(tmp_path):
     store = Store(tmp_path / "s.duckdb")
-    assert rt.progress(store, "kettle", "ann") == rt.Progress(0, 0)  # no store yet: nothing, nothing created
+    assert rt.progress(store, "kettle", "ann") == rt.TriageProgress(0, 0)  # no store yet: nothing, nothing created
     assert not store.path.exists()
     pasted = ["how do I bake bread", " which port ", "", "how do I bake bread"]
     assert wt.add_queries(store, "kettle", "ann", pasted) == 2

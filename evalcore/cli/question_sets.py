@@ -18,7 +18,7 @@ MAX_CANDIDATES = 100_000  # question-set suggest -n: the most candidates one cal
 LARGE = 1_000_000  # bytes of a questions file from which an import prints progress lines on stderr
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def cmd_question_set_import(args: argparse.Namespace) -> int:
     from evalcore import authors
 
     def said(line: str) -> None:
@@ -53,14 +53,14 @@ def _large(folder: str) -> bool:
         return False
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def cmd_question_set_export(args: argparse.Namespace) -> int:
 
     version, paths = question_sets.export_folder(open_store(args), args.ref, args.output)
     print(f"wrote {version.label} to " + ", ".join(for_terminal(p) for p in paths))
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def cmd_question_set_list(args: argparse.Namespace) -> int:
     from evalcore import authors
 
     found = question_sets.versions(open_store(args))
@@ -94,7 +94,7 @@ def _row(v: Any) -> dict[str, Any]:
     }
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def cmd_question_set_show(args: argparse.Namespace) -> int:
 
     qs = question_sets.load_question_set(open_store(args), args.ref)
     report = question_sets.describe_question_set(qs)
@@ -123,7 +123,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_suggest(args: argparse.Namespace) -> int:
+def cmd_question_set_suggest(args: argparse.Namespace) -> int:
     from evalcore.errors import InputError
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.suggest import suggest, write_candidates
@@ -198,7 +198,7 @@ def _add(sub: Any, command: str, help_text: str, description: str) -> None:
     sp.add_argument("folder", metavar="DIR", help="folder holding questions.jsonl and optionally ood.jsonl")
     sp.add_argument("--name", required=True, help="the set's name (letters, digits, '.', '_', '-')")
     sp.add_argument("--note", default="", help="a note kept with the version")
-    sp.set_defaults(func=cmd_import)
+    sp.set_defaults(func=cmd_question_set_import)
 
     sp = dsub.add_parser(
         "export",
@@ -208,11 +208,11 @@ def _add(sub: Any, command: str, help_text: str, description: str) -> None:
     )
     sp.add_argument("ref", metavar="NAME[@VERSION]")
     sp.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write into (created)")
-    sp.set_defaults(func=cmd_export)
+    sp.set_defaults(func=cmd_question_set_export)
 
     sp = dsub.add_parser("list", help="every set version", description="List every question-set version.")
     sp.add_argument("--json", action="store_true", help="print JSON")
-    sp.set_defaults(func=cmd_list)
+    sp.set_defaults(func=cmd_question_set_list)
 
     sp = dsub.add_parser(
         "show",
@@ -223,7 +223,7 @@ def _add(sub: Any, command: str, help_text: str, description: str) -> None:
     sp.add_argument("ref", metavar="NAME[@VERSION]")
     sp.add_argument("--corpus", default=None, metavar="DIR", help="resolve the set against this corpus")
     sp.add_argument("--json", action="store_true", help="print JSON")
-    sp.set_defaults(func=cmd_show)
+    sp.set_defaults(func=cmd_question_set_show)
 
     sp = dsub.add_parser(
         "suggest",
@@ -247,4 +247,4 @@ def _add(sub: Any, command: str, help_text: str, description: str) -> None:
         metavar="NAME",
         help="save the cloze drafts as pseudo-queries of variant 'cloze' in a new version of the question set NAME",
     )
-    sp.set_defaults(func=cmd_suggest)
+    sp.set_defaults(func=cmd_question_set_suggest)

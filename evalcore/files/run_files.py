@@ -51,10 +51,9 @@ from evalcore.files.run_file_tables import (
 from evalcore.inputs import jsontext
 from evalcore.store.basics import one_row
 from evalcore.store.loaded_runs import insert_parquet
+from evalcore.store.migrate import applied_version
 
 if TYPE_CHECKING:
-    import duckdb
-
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -111,14 +110,6 @@ class Transfer:
         return sum(self.rows.values())
 
 
-def schema_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The newest migration applied to a store (0 for none)."""
-    return int(one_row(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0])
-
-
-# --- export ---------------------------------------------------------------------------------
-
-
 def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     """Write the complete run ``run`` (run id, run name or unique id prefix, as
     :func:`evalcore.read.refs.resolve_run` reads it) to the run file ``path``.
@@ -143,7 +134,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     tables: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="evalcore-export-") as tmp:
         with store.read() as con:
-            version = schema_version(con)
+            version = applied_version(con)
             for table, order in TABLES.items():
                 tables[table] = write_member(
                     con, table, "run_id = ?", [run_id], order, Path(tmp), f"tables/{table}.parquet"
@@ -343,7 +334,7 @@ def load_run(store: Store, path: str | Path) -> Transfer:
         files = _unpack(path, manifest, Path(tmp))
         notes = _verify(path, manifest, files)
         with store.transaction() as con:
-            mine = schema_version(con)
+            mine = applied_version(con)
             for table, file in files.items():
                 known = table_columns(con, table)
                 extra = [c for c in parquet_columns(con, file) if c not in known]

@@ -413,4 +413,4 @@ def set_label(store: Store, target: Target, text_hash: str, label: str | None, a
     """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
-    traffic_rows.set_label(store, target.key, text_hash, label, author)
+    traffic_rows.write_label(store, target.key, text_hash, label, author)

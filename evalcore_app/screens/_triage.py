@@ -83,7 +83,7 @@ def draw(
         elif decision == "answer":
             ss["qs_pending"] = query
 
-    total = _ui.cached(rt.progress, store, set_name, author) if set_name else rt.Progress(0, 0)
+    total = _ui.cached(rt.progress, store, set_name, author) if set_name else rt.TriageProgress(0, 0)
     with st.expander(_("From real queries: paste user queries and triage them"), expanded=total.total > 0):
         if not set_name:
             st.caption(_("Name the set above first: the list and your decisions are kept for that set."))
