@@ -33,7 +33,7 @@ def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:
         return inputs.load_demo()
     if not args.corpus or not args.questions:
         raise EvalcoreError(f"{args.command} needs --corpus DIR and --questions FILE (or --demo)")
-    return inputs.load(args.corpus, args.questions, args.ood, cache=open_store(args))
+    return inputs.load_corpus_and_questions(args.corpus, args.questions, args.ood, cache=open_store(args))
 
 
 def _report_chunks(

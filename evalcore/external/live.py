@@ -106,7 +106,10 @@ def run_live(
             progress.stage(Stage(stage, "tables", len(written), 0.95, 1.0))
             with signals.hold():
                 store.complete_run(
-                    run_id, written, {"settings": json.dumps(full, default=str)}, before_commit=signals.check
+                    run_id,
+                    written,
+                    {"settings": json.dumps(full, default=str)},
+                    before_commit=signals.raise_if_signalled,
                 )
         except BaseException as exc:  # noqa: BLE001 - any end (signals too) marks the run; fail_run re-raises
             fail_run(store, run_id, stage, exc)

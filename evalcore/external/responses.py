@@ -14,7 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalcore.store.responses import keep as keep_rows
+from evalcore.store.responses import write_responses
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -63,7 +63,7 @@ def keep(store: Store, items: list[tuple[str, str, str, str | None, Response]]) 
     items = [item for item in items if 200 <= item[4].status < 300]
     if not items:
         return
-    keep_rows(store, [(k, method, url, body, r.status, r.text, r.seconds) for k, method, url, body, r in items])
+    write_responses(store, [(k, method, url, body, r.status, r.text, r.seconds) for k, method, url, body, r in items])
 
 
 def count(store: Store) -> int:

@@ -83,7 +83,9 @@ def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
 
-def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None) -> Suggestion:
+def suggest_on_grid(
+    sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None
+) -> Suggestion:
     """:func:`evalcore.measures.threshold.suggest_threshold` in the direction the sweep was made in,
     on the Threshold slider's 0.001 grid on its safe side (:func:`evalcore.measures.grid.on_grid`):
     the value the screen offers is one the slider can hold, with no more bluffs than the rule's."""

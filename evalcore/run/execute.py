@@ -115,7 +115,7 @@ def load_inputs(spec: RunSpec, store: Store | None = None) -> Inputs:
         raise ConfigError("a questions.jsonl file is required (or a question set)")
     questions = _path(spec, spec.questions, "questions file")
     ood = _path(spec, spec.ood, "ood file") if spec.ood else None
-    return Inputs(*sources.load(corpus, questions, ood, cache=store))
+    return Inputs(*sources.load_corpus_and_questions(corpus, questions, ood, cache=store))
 
 
 def _path(spec: RunSpec, raw: Any, what: str, bounded: bool | None = None) -> str:

@@ -94,7 +94,7 @@ def write_label(store: Connection, key: list[str], text_hash: str, label: str | 
             )
 
 
-def forget(
+def delete_lines_before(
     store: Connection, before: datetime, run_id: str | None = None, requests: pd.DataFrame | None = None
 ) -> tuple[int, int]:
     """Delete every log line asked before ``before`` (of one run, or all) and the texts no
