@@ -138,7 +138,7 @@ def main() -> None:
         "histogram (chart spec)": lambda: traffic_charts.histogram_spec(store, run.run_id, config, week, None, t),
         "borderline": lambda: reads.borderline(store, run.run_id, config, t, 0.05),
         "labelled rates": lambda: reads.labelled_rates(store, run.run_id, config, t),
-        "claims (real traffic, evaluation)": lambda: reads.claims(store, run.run_id, config),
+        "claims (real traffic, evaluation)": lambda: reads.traffic_claims(store, run.run_id, config),
     }
     cold, again = {}, {}
     with Peak() as peak_reads:

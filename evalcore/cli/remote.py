@@ -56,7 +56,7 @@ def _time(value: Any) -> Any:
     return value
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def remote_list(args: argparse.Namespace) -> int:
     from evalcore.cli.text.summary import print_runs
 
     with client(args) as c:
@@ -70,7 +70,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def remote_show(args: argparse.Namespace) -> int:
     from evalcore.read.summary import format_table
 
     with client(args) as c:
@@ -112,7 +112,7 @@ def _table(configs: list[dict[str, Any]]) -> Any:
     return table
 
 
-def cmd_gate(args: argparse.Namespace, alpha: float, min_effect: float | None) -> int:
+def remote_gate(args: argparse.Namespace, alpha: float, min_effect: float | None) -> int:
     from pathlib import Path
 
     from evalcore.regression.from_json import report_from_dict
@@ -136,7 +136,7 @@ def cmd_gate(args: argparse.Namespace, alpha: float, min_effect: float | None) -
     return report.exit_code
 
 
-def cmd_load_run(args: argparse.Namespace) -> int:
+def remote_load_run(args: argparse.Namespace) -> int:
     with client(args) as c:
         done = c.upload_run(args.file)
     where = args.server
@@ -153,7 +153,7 @@ def cmd_load_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_threshold(args: argparse.Namespace, alpha: float, beta: float, confidence: float) -> int:
+def remote_threshold(args: argparse.Namespace, alpha: float, beta: float, confidence: float) -> int:
     from evalcore.cli.text.claims_text import print_claims
     from evalcore.read.refs import parse_ref
 

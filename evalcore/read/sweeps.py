@@ -251,7 +251,7 @@ def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold
     """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
     each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
     from evalcore.configurations import info
-    from evalcore.read.queries import locator
+    from evalcore.read.queries import chunk_locator
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
@@ -270,5 +270,5 @@ def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold
         """,
         [run_id, configuration.strategy, configuration.retriever, DEFAULT_TOP, float(threshold)],
     )
-    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"], strict=True)]
+    df["locator"] = [chunk_locator(s, e) for s, e in zip(df["start"], df["end"], strict=True)]
     return df.drop(columns=["start", "end"])

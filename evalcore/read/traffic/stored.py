@@ -293,7 +293,7 @@ class Claims:
     problem: str | None
 
 
-def claims(store: Store, run_id: str, configuration: Configuration) -> Claims:
+def traffic_claims(store: Store, run_id: str, configuration: Configuration) -> Claims:
     """:func:`traffic_claim` and ``claim_of``, a ClaimError kept as its message (cacheable, unlike a raise)."""
     from evalcore.measures.claim import ClaimError
     from evalcore.read.claims import claim_of
