@@ -34,7 +34,7 @@ class RawHit:
     score: float
 
 
-def number(value: Any, what: str) -> float:
+def finite_number(value: Any, what: str) -> float:
     """A finite float; BadHits naming ``what`` otherwise."""
     if isinstance(value, bool) or value is None:
         raise BadHits(f"{what} must be a number, got {value!r}")

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 MAX_NAME = 100
 
 
-def open_store(store: Store | str | os.PathLike[str]) -> Store:
+def as_store(store: Store | str | os.PathLike[str]) -> Store:
     """``store`` itself, or the Store at that path."""
     from evalcore.store import Store
 
@@ -170,7 +170,7 @@ def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: s
 
     name = check_deployment_name(name)
     decision_id = check_name(str(decision_id), field="decision_id", max_len=64)
-    store = open_store(store_path)
+    store = as_store(store_path)
     version = rows.point(store, name, decision_id, clean_author(author))
     if version is None:
         raise UnknownDecision(
@@ -186,7 +186,7 @@ def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: s
 def get_deployment(store_path: Store | str | os.PathLike[str], name: str) -> Deployment | None:
     """Deployment ``name`` as it points now, or None when there is none (read-only store)."""
     name = check_deployment_name(name)
-    store = open_store(store_path)
+    store = as_store(store_path)
     with store.read() as con:
         found = con.execute(f"SELECT {_COLUMNS} FROM deployments WHERE name = ?", [name]).fetchall()
     return _deployment(found[0]) if found else None
@@ -194,7 +194,7 @@ def get_deployment(store_path: Store | str | os.PathLike[str], name: str) -> Dep
 
 def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[DeploymentHistory]:
     """Every deployment (by name) with its moves, newest first (read-only store)."""
-    store = open_store(store_path)
+    store = as_store(store_path)
     with store.read() as con:
         current = con.execute(f"SELECT {_COLUMNS} FROM deployments ORDER BY name").fetchall()
         moves = con.execute(
@@ -219,6 +219,6 @@ def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[Deploym
 
 def deployment_names(store_path: Store | str | os.PathLike[str]) -> list[str]:
     """The names of the store's deployments, sorted (read-only store)."""
-    store = open_store(store_path)
+    store = as_store(store_path)
     with store.read() as con:
         return [str(r[0]) for r in con.execute("SELECT name FROM deployments ORDER BY name").fetchall()]
