@@ -60,7 +60,7 @@ def main() -> None:
     from evalcore.records import Configuration
     from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import import_log
 
     mini = ROOT / "tests" / "fixtures" / "mini"
@@ -110,7 +110,7 @@ def main() -> None:
                 label = ("off-topic" if i % 10 == 0 else "answerable") if i % 5 == 0 else ""
                 fh.write(json.dumps({"time": when.isoformat() + "Z", "query": text, "label": label}) + "\n")
 
-    fields = Fields(label="label")
+    fields = LogFields(label="label")
     log = folder / "queries.jsonl"
     write_log(log, args.queries)
     ref = f"{run.run_id}:C/dense"

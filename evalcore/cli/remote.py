@@ -175,7 +175,7 @@ def cmd_traffic_import(args: argparse.Namespace) -> int:
     in the log (time, text, occurrence), so importing the log again posts only duplicates."""
     import json
 
-    from evalcore.traffic.log import Fields, LogLine, Problem, infer_format, read_log
+    from evalcore.traffic.log import LogFields, LogLine, LogProblem, infer_format, read_log
     from evalcore.traffic.replay import Occurrences, line_key
 
     if args.run is not None:
@@ -185,15 +185,15 @@ def cmd_traffic_import(args: argparse.Namespace) -> int:
     if args.model or args.reranker or args.header:
         raise ConfigError("--model, --reranker and --header are the service's own with --server: leave them out")
     fmt = infer_format(args.log, args.format)
-    fields = Fields(args.query_field, args.time_field, args.label_field or None)
+    fields = LogFields(args.query_field, args.time_field, args.label_field or None)
     occurrences = Occurrences()
     lines: list[bytes] = []
-    problems: list[Problem] = []
+    problems: list[LogProblem] = []
     read = 0
     for part in read_log(args.log, fmt, fields):
         read += len(part)
         usable = [x for x in part if isinstance(x, LogLine)]
-        problems += [x for x in part if isinstance(x, Problem)]
+        problems += [x for x in part if isinstance(x, LogProblem)]
         keys = [line_key(x) for x in usable]
         for x, k, o in zip(usable, keys, occurrences.number(keys), strict=True):
             record = {"id": f"{k & 0xFFFFFFFFFFFFFFFF:016x}-{o}", "query": x.text, "time": x.at.isoformat() + "Z"}

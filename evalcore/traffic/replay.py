@@ -48,7 +48,7 @@ from evalcore.embedding.embedder import text_hash
 from evalcore.errors import InputError
 from evalcore.store.traffic import imported as traffic_rows
 from evalcore.store.traffic.imported import LABELS
-from evalcore.traffic.log import BATCH, Fields, LogLine, Problem, count_lines, infer_format, read_log
+from evalcore.traffic.log import BATCH, LogFields, LogLine, LogProblem, count_lines, infer_format, read_log
 from evalcore.traffic.replayers import EndpointReplayer, Replayer, endpoint_replayer, replayer
 from evalcore.traffic.target import Target, refuse, resolve_target
 
@@ -148,7 +148,7 @@ def import_log(
     store: Store,
     reference: str,
     path: str | Path,
-    fields: Fields | None = None,
+    fields: LogFields | None = None,
     fmt: str | None = None,
     *,
     embedder: Embedder | None = None,
@@ -165,7 +165,7 @@ def import_log(
 
     path = Path(path)
     fmt = infer_format(path, fmt)
-    fields = fields or Fields()
+    fields = fields or LogFields()
     target = resolve_target(store, reference)
     refuse(target)
     result = ImportResult(target.run_id, target.configuration.label, path.name)
@@ -181,7 +181,7 @@ def import_log(
     try:
         for part in read_log(path, fmt, fields, batch):
             lines = [x for x in part if isinstance(x, LogLine)]
-            for problem in (x for x in part if isinstance(x, Problem)):
+            for problem in (x for x in part if isinstance(x, LogProblem)):
                 result.problems += 1
                 if len(result.shown) < SHOWN_PROBLEMS:
                     result.shown.append(problem.describe())
