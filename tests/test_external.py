@@ -372,7 +372,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     from evalcore.configurations import info
     from evalcore.measures.threshold import counts_at, state_at
     from evalcore.read.distances import distance_summary, distances
-    from evalcore.read.queries import answer, query_view
+    from evalcore.read.queries import query_answer, query_view
     from evalcore.read.sweeps import suggest_on_grid, sweep
     from evalcore.records import Configuration
 
@@ -408,7 +408,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     assert summary.worst_in == min(answers) and summary.axis == "score (higher = closer)"
     view = query_view(s, run_id, "port-course", config, 5.0)
     assert view.kept["gate_value"].tolist() == [sc for _, sc in rankings["port-course"][:4] if sc >= 5.0]
-    quoted = answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
+    quoted = query_answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
     assert quoted.answered and quoted.citations["quote"].tolist() == ["not in the corpus"]
     assert quoted.citations["fragment"].tolist() == [""]
     from evalcore.figures.build import Selection

@@ -367,8 +367,6 @@ PROTOCOL_NAMES: dict[str, set[str]] = {
 #: then take the row off; a row that no longer matches fails.
 STILL_TWICE: dict[str, set[str]] = {
     "allowed": {"evalcore/external/endpoint.py", "evalcore/measures/claim.py"},
-    "answer": {"evalcore/api/jsonout.py", "evalcore/read/queries.py"},
-    "answers": {"evalcore/external/endpoint_calls.py", "evalcore/external/python_hits.py"},
     "cached": {"evalcore/external/responses.py", "evalcore_app/screens/_ui.py"},
     "check_name": {"evalcore/boundary/text.py", "evalcore/external/importer.py"},
     "Context": {"evalcore/read/citations.py", "evalcore_app/screens/_ui.py"},
@@ -377,11 +375,9 @@ STILL_TWICE: dict[str, set[str]] = {
     "model_folders": {"evalcore/jobs/prepare.py", "evalcore/run/execute.py"},
     "N_": {"evalcore/i18n/__init__.py", "evalcore_app/screens/_lang.py"},
     "plain": {"evalcore/boundary/text.py", "evalcore_app/screens/_ui.py"},
-    "resolve": {"evalcore/external/hits.py", "evalcore/inputs/groundtruth.py"},
     "screen": {"evalcore/retrieval/dense.py", "evalcore_app/__init__.py"},
     "segments": {"evalcore/embedding/embedder.py", "evalcore/read/claims.py"},
     "sweep": {"evalcore/measures/threshold.py", "evalcore/read/sweeps.py"},
-    "warm": {"evalcore/retrieval/engine/index_kernels.py", "evalcore/retrieval/engine/kernels.py"},
     "write_url": {"evalcore_app/screens/_lang.py", "evalcore_app/screens/_url.py"},
 }
 

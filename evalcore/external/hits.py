@@ -65,7 +65,7 @@ def text_or_none(value: Any, what: str) -> str | None:
     return value
 
 
-def resolve(chunks: ChunkSet, hits: Sequence[RawHit], where: str) -> list[tuple[int, float]]:
+def resolve_hits(chunks: ChunkSet, hits: Sequence[RawHit], where: str) -> list[tuple[int, float]]:
     """``[(chunk id in the set, score), ...]`` in the order given; BadHits naming the hit."""
     out = []
     ranked: dict[int, int] = {}  # chunk id in the set -> the hit that ranked it

@@ -102,7 +102,7 @@ def to_hit(item: Any, corpus: Corpus, i: int) -> RawHit:
     )
 
 
-def answers(
+def function_answers(
     fn: Callable[[str, int], Any], k: int, corpus: Corpus, queries: list[tuple[str, str]], concurrency: int = 1
 ) -> Iterator[Outcome]:
     """Each query's hits from ``fn`` (or its failure), in query order."""

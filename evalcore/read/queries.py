@@ -285,7 +285,7 @@ class Answer:
     uncited: tuple[int, ...] = ()  # ranks the gate kept but that are headings only: not cited
 
 
-def answer(
+def query_answer(
     store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float, count: bool = True
 ) -> Answer:
     """Gate the query's top hits at ``threshold`` and build the citations and prompt

@@ -24,7 +24,7 @@ from evalcore.errors import ConfigError, RunInterrupted
 from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint_calls import run_endpoint
 from evalcore.external.live import run_live
-from evalcore.external.python_hits import answers
+from evalcore.external.python_hits import function_answers
 from evalcore.inputs import question_sets, sources
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.groundtruth import load_ground_truth
@@ -303,7 +303,7 @@ def _python(
         gt,
         config,
         chunk_set,
-        lambda queries: answers(fn, k, loaded, queries, spec.concurrency),
+        lambda queries: function_answers(fn, k, loaded, queries, spec.concurrency),
         spec.run_name,
         {"function": function, "k": k, "chunks_path": str(spec.chunks) if spec.chunks else None},
         run_id=run_id,
