@@ -367,9 +367,7 @@ PROTOCOL_NAMES: dict[str, set[str]] = {
 #: then take the row off; a row that no longer matches fails.
 STILL_TWICE: dict[str, set[str]] = {
     "allowed": {"evalcore/external/endpoint.py", "evalcore/measures/claim.py"},
-    "cached": {"evalcore/external/responses.py", "evalcore_app/screens/_ui.py"},
     "check_name": {"evalcore/boundary/text.py", "evalcore/external/importer.py"},
-    "Context": {"evalcore/read/citations.py", "evalcore_app/screens/_ui.py"},
     "first_ranks": {"evalcore/read/summary.py", "evalcore/regression/gate.py"},
     "load_inputs": {"evalcore/jobs/prepare.py", "evalcore/run/execute.py"},
     "model_folders": {"evalcore/jobs/prepare.py", "evalcore/run/execute.py"},

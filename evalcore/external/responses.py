@@ -43,7 +43,7 @@ def key(method: str, url: str, body: str | None, headers: tuple[tuple[str, str],
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def cached(store: Store, keys: list[str]) -> dict[str, Response]:
+def cached_responses(store: Store, keys: list[str]) -> dict[str, Response]:
     """The cached responses of ``keys`` (missing keys are absent); attempts 0."""
     if not keys:
         return {}
