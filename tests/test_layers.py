@@ -373,7 +373,6 @@ STILL_TWICE: dict[str, set[str]] = {
     "model_folders": {"evalcore/jobs/prepare.py", "evalcore/run/execute.py"},
     "N_": {"evalcore/i18n/__init__.py", "evalcore_app/screens/_lang.py"},
     "plain": {"evalcore/boundary/text.py", "evalcore_app/screens/_ui.py"},
-    "screen": {"evalcore/retrieval/dense.py", "evalcore_app/__init__.py"},
     "segments": {"evalcore/embedding/embedder.py", "evalcore/read/claims.py"},
     "sweep": {"evalcore/measures/threshold.py", "evalcore/read/sweeps.py"},
     "write_url": {"evalcore_app/screens/_lang.py", "evalcore_app/screens/_url.py"},
