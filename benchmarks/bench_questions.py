@@ -3,10 +3,11 @@
     python benchmarks/bench_questions.py [--documents 10000] [--items 200] [--queries 100000]
 
 The reads are the ones the screen makes when a person opens one document and looks at the
-coverage of the set (evalcore.read.qsets and evalcore.read.triage), each called through the
-screen's own cache wrapper (``evalcore_app.screens._ui.cached``: keyed by function and
-arguments, the store by its change stamp, a copy of the result handed out): "cold" is the
-first call (a new corpus or a changed set), "warm" the same call again (what every rerun of
+coverage of the set (evalcore.inputs.authoring, evalcore.read.question_sets and
+evalcore.read.triage), each called through the screen's own cache wrapper
+(``evalcore_app.screens._ui.cached``: keyed by function and arguments, the store by its
+change stamp, a copy of the result handed out): "cold" is the first call (a new corpus or a
+changed set), "warm" the same call again (what every rerun of
 the screen costs while nothing changed). The issue's bounds: warm under 1 s, ``suggest`` over
 10,000 documents under 10 s. Two corpora: the built-in demo (the Python language reference,
 its own questions) and a synthetic 10,000-document corpus of real sentences (XQuAD and
@@ -41,9 +42,10 @@ logging.getLogger("streamlit").setLevel(logging.ERROR)  # no runtime here: the c
 from bench_suggest import sentences  # noqa: E402
 
 from evalcore.chunking import DEFAULT_STRATEGIES  # noqa: E402
+from evalcore.inputs import authoring  # noqa: E402
 from evalcore.inputs.corpus import load_corpus  # noqa: E402
 from evalcore.inputs.suggest import suggest  # noqa: E402
-from evalcore.read import qsets as rq  # noqa: E402
+from evalcore.read import question_sets as rq  # noqa: E402
 from evalcore.read import triage as rt  # noqa: E402
 from evalcore.records import Corpus, Question  # noqa: E402
 from evalcore.store import Store  # noqa: E402
@@ -65,12 +67,15 @@ def screen_reads(corpus: Corpus, items: list[Question], store: Store, set_name: 
     cand = suggest(Corpus(corpus.root, (doc,)), 1)  # a valid span of this document to select
     start, end = (cand[0].start, cand[0].end) if cand else (0, min(60, len(doc.text)))
     return [
-        ("documents (search '')", lambda: _ui.cached(rq.find_documents, corpus, "")),
-        ("sections of one document", lambda: _ui.cached(rq.sections, doc)),
-        ("verdict of a selection", lambda: _ui.cached(rq.check, corpus, doc.doc_id, start, end, strategies)),
-        ("coverage", lambda: _ui.cached(rq.coverage, corpus, items)),
+        ("documents (search '')", lambda: _ui.cached(authoring.find_documents, corpus, "")),
+        ("sections of one document", lambda: _ui.cached(authoring.sections, doc)),
+        (
+            "verdict of a selection",
+            lambda: _ui.cached(authoring.check_needle, corpus, doc.doc_id, start, end, strategies),
+        ),
+        ("coverage", lambda: _ui.cached(authoring.section_coverage, corpus, items)),
         ("items not resolving", lambda: _ui.cached(rq.not_resolving, corpus, items)),
-        ("candidates (10)", lambda: _ui.cached(rq.candidates, corpus, 10, 0)),
+        ("candidates (10)", lambda: _ui.cached(authoring.candidates, corpus, 10, 0)),
         ("triage progress", lambda: _ui.cached(rt.progress, store, set_name, "")),
         ("triage page 1", lambda: _ui.cached(rt.page, store, set_name, "", 1, 20)),
     ]

@@ -61,7 +61,7 @@ def main() -> None:
     from evalcore.records import Configuration
     from evalcore.run.runner import RunRequest, run_evaluation
     from evalcore.store import Store
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import import_log
 
     mini = ROOT / "tests" / "fixtures" / "mini"
@@ -111,7 +111,7 @@ def main() -> None:
                 label = ("off-topic" if i % 10 == 0 else "answerable") if i % 5 == 0 else ""
                 fh.write(json.dumps({"time": when.isoformat() + "Z", "query": text, "label": label}) + "\n")
 
-    fields = Fields(label="label")
+    fields = LogFields(label="label")
     log = folder / "queries.jsonl"
     write_log(log, args.queries)
     ref = f"{run.run_id}:C/dense"
@@ -139,7 +139,7 @@ def main() -> None:
         "histogram (chart spec)": lambda: traffic_charts.histogram_spec(store, run.run_id, config, week, None, t),
         "borderline": lambda: reads.borderline(store, run.run_id, config, t, 0.05),
         "labelled rates": lambda: reads.labelled_rates(store, run.run_id, config, t),
-        "claims (real traffic, evaluation)": lambda: reads.claims(store, run.run_id, config),
+        "claims (real traffic, evaluation)": lambda: reads.traffic_claims(store, run.run_id, config),
     }
     cold, again = {}, {}
     with Peak() as peak_reads:

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     import httpx
 
     from evalcore.measures.claim import Claim
-    from evalcore.service.evaluations import Evaluation
+    from evalcore.service.evaluations import QueuedEvaluation
 
 PREFIX = "/api/v1"
 MAX_LINES = 1000  #: lines of one traffic post (the service's limit)
@@ -399,29 +399,29 @@ class Client:
                 out.append(LineResult(offset + int(r["line"]), r.get("id"), r["status"], r.get("reason")))
         return out
 
-    def evaluate(self, spec: Mapping[str, Any]) -> Evaluation:
+    def evaluate(self, spec: Mapping[str, Any]) -> QueuedEvaluation:
         """``POST /evaluations``: a run spec (``{"dataset": "docs@3", "strategies": "A,E"}``);
-        the queued :class:`~evalcore.service.evaluations.Evaluation` (its ``evaluation_id``)."""
+        the queued :class:`~evalcore.service.evaluations.QueuedEvaluation` (its ``evaluation_id``)."""
         return evaluation_from_json(self._json("POST", "/evaluations", json=dict(spec)))
 
-    def evaluation(self, evaluation_id: str) -> Evaluation:
+    def evaluation(self, evaluation_id: str) -> QueuedEvaluation:
         """``GET /evaluations/{id}``: status, stage, progress, and ``run_id`` once complete."""
         return evaluation_from_json(self._json("GET", f"/evaluations/{_segment(evaluation_id)}"))
 
-    def cancel(self, evaluation_id: str) -> Evaluation:
+    def cancel(self, evaluation_id: str) -> QueuedEvaluation:
         """``POST /evaluations/{id}/cancel``: the evaluation after the request (a queued one is
         cancelled at once, a running one is asked to stop)."""
         return evaluation_from_json(self._json("POST", f"/evaluations/{_segment(evaluation_id)}/cancel"))
 
 
-def evaluation_from_json(data: Mapping[str, Any]) -> Evaluation:
-    """An :class:`~evalcore.service.evaluations.Evaluation` from its JSON."""
-    from evalcore.service.evaluations import Evaluation
+def evaluation_from_json(data: Mapping[str, Any]) -> QueuedEvaluation:
+    """An :class:`~evalcore.service.evaluations.QueuedEvaluation` from its JSON."""
+    from evalcore.service.evaluations import QueuedEvaluation
 
     def when(value: Any) -> datetime | None:
         return None if value is None else _parse_time(value)
 
-    return Evaluation(
+    return QueuedEvaluation(
         evaluation_id=str(data["id"]),
         name=str(data.get("name") or ""),
         status=str(data["status"]),

@@ -72,7 +72,7 @@ def received() -> int | None:
     return _received
 
 
-def check() -> None:
+def raise_if_signalled() -> None:
     """Raise :class:`Interrupted` when a signal was received."""
     if _received is not None:
         raise Interrupted(_received)

@@ -16,7 +16,7 @@ from evalcore.api.jsonout import answer
 from evalcore.api.limits import MAX_TRAFFIC, MAX_TRAFFIC_LINES
 from evalcore.api.models import DeploymentIn
 from evalcore.api.problems import Problem, from_error
-from evalcore.api.revalidate import matches
+from evalcore.api.revalidate import etag_matches
 from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
 
@@ -60,7 +60,7 @@ async def get_deployment(request: Request, name: str, _: Annotated[Caller, Depen
     if found is None:
         raise Problem(404, f"no deployment {name!r} (PUT /deployments/{{name}} points one at a decision)", "not-found")
     etag = found.etag()
-    if matches(request.headers.get("if-none-match"), etag):
+    if etag_matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers={"ETag": etag, "Cache-Control": "no-cache"})
     return _tagged(found.to_json(), etag)
 

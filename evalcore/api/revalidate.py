@@ -31,7 +31,7 @@ SEGMENT = "/deployments/"
 SCOPE = "read"  # the scope of GET /deployments/{name} (evalcore.api.deployments)
 
 
-def matches(header: str | None, etag: str) -> bool:
+def etag_matches(header: str | None, etag: str) -> bool:
     """Whether ``If-None-Match`` names ``etag`` (or is ``*``); weak tags compare weakly (RFC 9110)."""
     if not header:
         return False
@@ -86,7 +86,7 @@ class Revalidation:
         if found is None:
             return False  # not kept, or read before the store last changed
         etag = found.etag()
-        if not matches(if_none_match, etag):
+        if not etag_matches(if_none_match, etag):
             return False  # 200 with the body
         if keys.limiter.take(caller.key_id) > 0:
             return False  # 429 with Retry-After

@@ -49,7 +49,7 @@ def cmd_load_run(args: argparse.Namespace) -> int:
     if args.server:
         from evalcore.cli import remote
 
-        return remote.cmd_load_run(args)
+        return remote.remote_load_run(args)
     store = open_store(args)
     done = load_run(store, args.file)
     if not done.loaded:

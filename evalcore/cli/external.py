@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.text import for_terminal
 from evalcore.cli.shared.common import open_store, report_invalid
-from evalcore.cli.shared.options import external_inputs, integer, number, score_kind
+from evalcore.cli.shared.options import add_score_kind, external_inputs, integer, number
 from evalcore.cli.text.summary import EXTERNAL_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
 
@@ -33,7 +33,7 @@ def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:
         return inputs.load_demo()
     if not args.corpus or not args.questions:
         raise EvalcoreError(f"{args.command} needs --corpus DIR and --questions FILE (or --demo)")
-    return inputs.load(args.corpus, args.questions, args.ood, cache=open_store(args))
+    return inputs.load_corpus_and_questions(args.corpus, args.questions, args.ood, cache=open_store(args))
 
 
 def _report_chunks(
@@ -171,7 +171,7 @@ def add_import_run(sub: Subparsers) -> None:
         choices=["trec", "jsonl", "json"],
         help="the rankings file's format (default: detected from its content)",
     )
-    score_kind(sp, "--score")
+    add_score_kind(sp, "--score")
     sp.add_argument("--name", default="imported", help="run name (default imported)")
     sp.set_defaults(func=cmd_import_run)
 
@@ -242,7 +242,7 @@ def add_run_endpoint(sub: Subparsers) -> None:
     )
     sp.add_argument("--end", default=field["end"], metavar="PATH", help="path of a hit's end offset (default end)")
     sp.add_argument("--score", default=field["score"], metavar="PATH", help="path of a hit's score (default score)")
-    score_kind(sp, "--score-kind")
+    add_score_kind(sp, "--score-kind")
     sp.add_argument(
         "--chunks",
         default=None,

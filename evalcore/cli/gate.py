@@ -26,7 +26,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.server:
         from evalcore.cli import remote
 
-        return remote.cmd_gate(args, alpha, min_effect)
+        return remote.remote_gate(args, alpha, min_effect)
     report = run_gate(
         open_store(args),
         args.baseline,

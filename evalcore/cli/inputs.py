@@ -29,7 +29,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     else:
         if not args.corpus or not args.questions:
             raise EvalcoreError("validate needs --corpus DIR and --questions FILE (or --demo)")
-        corpus, gt = inputs.load(args.corpus, args.questions, args.ood)
+        corpus, gt = inputs.load_corpus_and_questions(args.corpus, args.questions, args.ood)
     report = validation_report(corpus, gt).to_json()
     if args.json:
         print_json(report)

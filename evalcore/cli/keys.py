@@ -29,7 +29,7 @@ def cmd_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def cmd_keys_list(args: argparse.Namespace) -> int:
     from evalcore.read.keys import keys
 
     rows = keys(open_store(args))
@@ -78,7 +78,7 @@ def add_keys(sub: Subparsers) -> None:
     create.set_defaults(func=cmd_create)
     listing = keys_sub.add_parser("list", help="every key: name, scopes, author, created, last used, revoked")
     json_option(listing)
-    listing.set_defaults(func=cmd_list)
+    listing.set_defaults(func=cmd_keys_list)
     revoke = keys_sub.add_parser("revoke", help="revoke the key in use named NAME")
     revoke.add_argument("name", metavar="NAME")
     revoke.set_defaults(func=cmd_revoke)

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, NoReturn, cast
 
 from evalcore.cli.compare import add_compare
 from evalcore.cli.dashboard import add_dashboard
-from evalcore.cli.dataset import dataset_parser
 from evalcore.cli.exports import add_export_formats, add_export_run, add_load_run
 from evalcore.cli.external import add_import_run, add_run_endpoint
 from evalcore.cli.gate import add_gate
 from evalcore.cli.inputs import add_chunks, add_import_squad, add_validate
 from evalcore.cli.jobs import add_job
 from evalcore.cli.keys import add_keys
+from evalcore.cli.question_sets import add_dataset, add_question_set
 from evalcore.cli.run import add_demo, add_run
 from evalcore.cli.runs import add_list, add_show
 from evalcore.cli.threshold import add_threshold
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     add_demo,
     add_run,
-    dataset_parser,
+    add_question_set,
+    add_dataset,
     add_validate,
     add_chunks,
     add_import_run,

@@ -56,7 +56,7 @@ def _time(value: Any) -> Any:
     return value
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def remote_list(args: argparse.Namespace) -> int:
     from evalcore.cli.text.summary import print_runs
 
     with client(args) as c:
@@ -70,7 +70,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def remote_show(args: argparse.Namespace) -> int:
     from evalcore.read.summary import format_table
 
     with client(args) as c:
@@ -112,7 +112,7 @@ def _table(configs: list[dict[str, Any]]) -> Any:
     return table
 
 
-def cmd_gate(args: argparse.Namespace, alpha: float, min_effect: float | None) -> int:
+def remote_gate(args: argparse.Namespace, alpha: float, min_effect: float | None) -> int:
     from pathlib import Path
 
     from evalcore.regression.from_json import report_from_dict
@@ -136,7 +136,7 @@ def cmd_gate(args: argparse.Namespace, alpha: float, min_effect: float | None) -
     return report.exit_code
 
 
-def cmd_load_run(args: argparse.Namespace) -> int:
+def remote_load_run(args: argparse.Namespace) -> int:
     with client(args) as c:
         done = c.upload_run(args.file)
     where = args.server
@@ -153,7 +153,7 @@ def cmd_load_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_threshold(args: argparse.Namespace, alpha: float, beta: float, confidence: float) -> int:
+def remote_threshold(args: argparse.Namespace, alpha: float, beta: float, confidence: float) -> int:
     from evalcore.cli.text.claims_text import print_claims
     from evalcore.read.refs import parse_ref
 
@@ -175,7 +175,7 @@ def cmd_traffic_import(args: argparse.Namespace) -> int:
     in the log (time, text, occurrence), so importing the log again posts only duplicates."""
     import json
 
-    from evalcore.traffic.log import Fields, LogLine, Problem, infer_format, read_log
+    from evalcore.traffic.log import LogFields, LogLine, LogProblem, infer_format, read_log
     from evalcore.traffic.replay import Occurrences, line_key
 
     if args.run is not None:
@@ -185,15 +185,15 @@ def cmd_traffic_import(args: argparse.Namespace) -> int:
     if args.model or args.reranker or args.header:
         raise ConfigError("--model, --reranker and --header are the service's own with --server: leave them out")
     fmt = infer_format(args.log, args.format)
-    fields = Fields(args.query_field, args.time_field, args.label_field or None)
+    fields = LogFields(args.query_field, args.time_field, args.label_field or None)
     occurrences = Occurrences()
     lines: list[bytes] = []
-    problems: list[Problem] = []
+    problems: list[LogProblem] = []
     read = 0
     for part in read_log(args.log, fmt, fields):
         read += len(part)
         usable = [x for x in part if isinstance(x, LogLine)]
-        problems += [x for x in part if isinstance(x, Problem)]
+        problems += [x for x in part if isinstance(x, LogProblem)]
         keys = [line_key(x) for x in usable]
         for x, k, o in zip(usable, keys, occurrences.number(keys), strict=True):
             record = {"id": f"{k & 0xFFFFFFFFFFFFFFFF:016x}-{o}", "query": x.text, "time": x.at.isoformat() + "Z"}

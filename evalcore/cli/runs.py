@@ -17,7 +17,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.server:
         from evalcore.cli import remote
 
-        return remote.cmd_list(args)
+        return remote.remote_list(args)
     runs = open_store(args).runs()
     if args.json:
         print_json(runs.drop(columns=["settings"]).to_dict("records"))
@@ -32,7 +32,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.server:
         from evalcore.cli import remote
 
-        return remote.cmd_show(args)
+        return remote.remote_show(args)
     store = open_store(args)
     run = find_run(store, args.run)
     if args.json:

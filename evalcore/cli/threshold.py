@@ -29,7 +29,7 @@ def cmd_threshold(args: argparse.Namespace) -> int:
     if args.server:
         from evalcore.cli import remote
 
-        return remote.cmd_threshold(args, alpha, beta, confidence)
+        return remote.remote_threshold(args, alpha, beta, confidence)
     splits = None if args.splits is None else bounded_int(args.splits, option="--splits", low=1, high=math.inf)
     run, found = claims_of_ref(open_store(args), args.run, alpha, beta, confidence, splits)
     if args.json:

@@ -27,7 +27,7 @@ from evalcore.traffic.log import FORMATS
 def cmd_import(args: argparse.Namespace) -> int:
     from evalcore.embedding.embedder import load_embedder
     from evalcore.progress import BarProgress
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import import_log
 
     if args.server:
@@ -45,7 +45,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         open_store(args),
         args.run,
         args.log,
-        Fields(args.query_field, args.time_field, args.label_field or None),
+        LogFields(args.query_field, args.time_field, args.label_field or None),
         args.format,
         embedder=embedder,
         reranker_path=args.reranker,

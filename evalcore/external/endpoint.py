@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
-from evalcore.external.hits import BadHits, RawHit, number, offset, text_or_none
+from evalcore.external.hits import BadHits, RawHit, finite_number, offset, text_or_none
 from evalcore.inputs import jsontext
 
 if TYPE_CHECKING:
@@ -291,7 +291,7 @@ def parse(text: str, fields: Fields, k: int | None = None) -> list[RawHit]:
                 text_or_none(get(fields.document), f"hit {i}: document"),
                 offset(get(fields.start), f"hit {i}: start"),
                 offset(get(fields.end), f"hit {i}: end"),
-                number(score, f"hit {i}: score"),
+                finite_number(score, f"hit {i}: score"),
             )
         )
     return out

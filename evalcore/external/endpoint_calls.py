@@ -307,7 +307,7 @@ def answers(
     max_response()  # a bad cap is the operator's error before anything is sent
     requests = {qid: endpoint.request(qid, text) for qid, text in queries}
     keys = {qid: responses.key(*req, headers=endpoint.headers) for qid, req in requests.items()}
-    found = {} if endpoint.refresh else responses.cached(store, list(keys.values()))
+    found = {} if endpoint.refresh else responses.cached_responses(store, list(keys.values()))
 
     def outcome(qid: str, response: Response) -> Outcome:
         try:

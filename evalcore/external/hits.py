@@ -34,7 +34,7 @@ class RawHit:
     score: float
 
 
-def number(value: Any, what: str) -> float:
+def finite_number(value: Any, what: str) -> float:
     """A finite float; BadHits naming ``what`` otherwise."""
     if isinstance(value, bool) or value is None:
         raise BadHits(f"{what} must be a number, got {value!r}")
@@ -65,7 +65,7 @@ def text_or_none(value: Any, what: str) -> str | None:
     return value
 
 
-def resolve(chunks: ChunkSet, hits: Sequence[RawHit], where: str) -> list[tuple[int, float]]:
+def resolve_hits(chunks: ChunkSet, hits: Sequence[RawHit], where: str) -> list[tuple[int, float]]:
     """``[(chunk id in the set, score), ...]`` in the order given; BadHits naming the hit."""
     out = []
     ranked: dict[int, int] = {}  # chunk id in the set -> the hit that ranked it

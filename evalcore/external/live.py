@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore import signals
 from evalcore.errors import Cancelled
-from evalcore.external.hits import BadHits, RawHit, resolve
+from evalcore.external.hits import BadHits, RawHit, resolve_hits
 from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure, check_failures, query_order, run_row, tables
 from evalcore.progress import Fanout, SilentProgress, Stage, StoreProgress
 from evalcore.store.basics import new_run_id
@@ -90,7 +90,7 @@ def run_live(
                     failures[qid] = outcome
                 else:
                     try:
-                        hits[qid] = resolve(chunks, outcome, qid)
+                        hits[qid] = resolve_hits(chunks, outcome, qid)
                     except BadHits as exc:
                         failures[qid] = Failure(str(exc))
                 progress.advance(1)
@@ -106,7 +106,10 @@ def run_live(
             progress.stage(Stage(stage, "tables", len(written), 0.95, 1.0))
             with signals.hold():
                 store.complete_run(
-                    run_id, written, {"settings": json.dumps(full, default=str)}, before_commit=signals.check
+                    run_id,
+                    written,
+                    {"settings": json.dumps(full, default=str)},
+                    before_commit=signals.raise_if_signalled,
                 )
         except BaseException as exc:  # noqa: BLE001 - any end (signals too) marks the run; fail_run re-raises
             fail_run(store, run_id, stage, exc)

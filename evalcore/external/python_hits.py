@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.external.hits import BadHits, RawHit, number, offset, text_or_none
+from evalcore.external.hits import BadHits, RawHit, finite_number, offset, text_or_none
 from evalcore.external.record import Failure
 
 if TYPE_CHECKING:
@@ -98,11 +98,11 @@ def to_hit(item: Any, corpus: Corpus, i: int) -> RawHit:
         _document(document, corpus),
         offset(start, f"hit {i}: start"),
         offset(end, f"hit {i}: end"),
-        number(score, f"hit {i}: score"),
+        finite_number(score, f"hit {i}: score"),
     )
 
 
-def answers(
+def function_answers(
     fn: Callable[[str, int], Any], k: int, corpus: Corpus, queries: list[tuple[str, str]], concurrency: int = 1
 ) -> Iterator[Outcome]:
     """Each query's hits from ``fn`` (or its failure), in query order."""

@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.configurations import score_kind
 from evalcore.errors import InputError
-from evalcore.external.hits import BadHits
-from evalcore.external.hits import number as hit_number
+from evalcore.external.hits import BadHits, finite_number
 from evalcore.inputs import jsontext
 from evalcore.inputs.groundtruth import read_jsonl
 
@@ -100,7 +99,7 @@ class RankingFile:
 def _score(value: Any, where: str) -> float:
 
     try:
-        return hit_number(value, "score")
+        return finite_number(value, "score")
     except BadHits as exc:
         raise InputError(f"{where}: {exc}") from None
 

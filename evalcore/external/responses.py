@@ -14,8 +14,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalcore.store.responses import cached_rows, kept_count
-from evalcore.store.responses import keep as keep_rows
+from evalcore.store.responses import cached_rows, kept_count, write_responses
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -44,7 +43,7 @@ def key(method: str, url: str, body: str | None, headers: tuple[tuple[str, str],
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def cached(store: Store, keys: list[str]) -> dict[str, Response]:
+def cached_responses(store: Store, keys: list[str]) -> dict[str, Response]:
     """The cached responses of ``keys`` (missing keys are absent); attempts 0."""
     if not keys:
         return {}
@@ -58,7 +57,7 @@ def keep(store: Store, items: list[tuple[str, str, str, str | None, Response]]) 
     items = [item for item in items if 200 <= item[4].status < 300]
     if not items:
         return
-    keep_rows(store, [(k, method, url, body, r.status, r.text, r.seconds) for k, method, url, body, r in items])
+    write_responses(store, [(k, method, url, body, r.status, r.text, r.seconds) for k, method, url, body, r in items])
 
 
 def count(store: Store) -> int:

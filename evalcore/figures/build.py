@@ -351,7 +351,7 @@ def sweep_figure_of(
     n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
     n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
     mode = "rates" if rates else "counts"
-    what = on_axis(f"Threshold sweep ({mode})", axis_of(frame))
+    what = on_axis(f"Threshold sweep ({mode})", sweep_axis(frame))
     if band is not None:
         what += f"; shaded: {band[2]}"
     prov = Provenance(
@@ -381,7 +381,7 @@ def sweep_figure_of(
     return localize(figure, tr)
 
 
-def axis_of(sweep_frame: Any) -> str:
+def sweep_axis(sweep_frame: Any) -> str:
     """The axis a sweep frame's thresholds are on: ``cosine distance`` or a run made elsewhere's
     ``score (higher = closer)`` / ``score (lower = closer)``."""
     return str(sweep_frame["axis"].iloc[0]) if "axis" in sweep_frame and len(sweep_frame) else "cosine distance"
@@ -390,7 +390,7 @@ def axis_of(sweep_frame: Any) -> str:
 def keep_rule(sweep_frame: Any) -> str:
     """What the gate keeps, read off a sweep frame: ``distance < t`` (cosine distance),
     ``score >= t`` or ``score < t`` (a run made elsewhere's own score)."""
-    axis = axis_of(sweep_frame)
+    axis = sweep_axis(sweep_frame)
     return {"score (higher = closer)": "score >= t", "score (lower = closer)": "score < t"}.get(axis, "distance < t")
 
 

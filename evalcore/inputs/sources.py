@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 DATA_ROOTS_ENV = "EVALCORE_DATA_ROOTS"
 
 
-def load(
+def load_corpus_and_questions(
     corpus: str | Path, questions: str | Path, ood: str | Path | None = None, cache: ExtractionCache | None = None
 ) -> tuple[Corpus, GroundTruth]:
     """The corpus under ``corpus`` and its ground truth; InputError naming the file otherwise.

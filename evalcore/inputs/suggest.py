@@ -1,4 +1,4 @@
-"""Candidate answer spans from a corpus (``evalcore dataset suggest`` and the Questions screen).
+"""Candidate answer spans from a corpus (``evalcore question-set suggest`` and the Questions screen).
 
 A candidate is one sentence of a document's canonical text that would make a good needle:
 
@@ -16,7 +16,7 @@ as in the inverse-cloze task. The key phrase is the first number or inline code 
 sentence, else its longest run of one to three content words. A draft is a hint for the
 person who writes the question, never a question by itself.
 
-``dataset suggest --save-as NAME`` (:func:`save_drafts`) saves the drafts themselves as
+``question-set suggest --save-as NAME`` (:func:`save_drafts`) saves the drafts themselves as
 pseudo-queries of variant ``cloze``: the one way a draft becomes a question without an edit.
 
 Only the documents a candidate is taken from are split into sentences, and uniqueness is
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from evalcore.errors import InputError
 
 if TYPE_CHECKING:
-    from evalcore.inputs.qsets import Saved
+    from evalcore.inputs.question_sets import Saved
     from evalcore.records import Corpus, Document
     from evalcore.store import Store
 
@@ -232,17 +232,17 @@ CLOZE = "cloze"  # the variant of saved drafts: every figure can be split by it
 
 
 def save_drafts(store: Store, name: str, candidates: Sequence[Candidate], *, author: str | None) -> Saved:
-    """``dataset suggest --save-as NAME``: the candidates' cloze drafts saved as pseudo-queries,
+    """``question-set suggest --save-as NAME``: the candidates' cloze drafts saved as pseudo-queries,
     in-domain items of variant ``cloze`` (question: the draft; needle: the candidate), as a new
     version of NAME holding its newest version's items too (a new set when NAME is new). A
     candidate whose needle the set already has is left out. The one way a draft becomes a
     question without an edit: asked for explicitly, and labelled so it can be told apart."""
-    from evalcore.inputs import qsets
+    from evalcore.inputs import question_sets
     from evalcore.records import Question
 
-    name = qsets.check_name(name)
-    found = qsets.versions(store, name)
-    base = qsets.load(store, found[-1].label) if found else None
+    name = question_sets.check_question_set_name(name)
+    found = question_sets.versions(store, name)
+    base = question_sets.load_question_set(store, found[-1].label) if found else None
     questions = list(base.questions) if base else []
     ood = list(base.ood) if base else []
     taken = {q.query_id for q in questions} | {q.group for q in questions} | {o.query_id for o in ood}
@@ -272,7 +272,7 @@ def save_drafts(store: Store, name: str, candidates: Sequence[Candidate], *, aut
         added += 1
     if not added:
         raise InputError(f"question set {name!r} already holds every suggested needle: nothing to save")
-    return qsets.save(
+    return question_sets.save(
         store,
         name,
         questions,

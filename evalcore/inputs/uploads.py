@@ -39,7 +39,8 @@ from pathlib import Path, PurePosixPath
 
 from evalcore.errors import InputError
 from evalcore.inputs import extract
-from evalcore.inputs.corpus import SOURCE_TYPES, doc_id_for
+from evalcore.inputs.corpus import SOURCE_TYPES, doc_id_for, load_corpus
+from evalcore.records import Corpus
 
 log = logging.getLogger(__name__)
 
@@ -376,3 +377,16 @@ def save_upload(
     for message in docs.notes:
         log.info("upload %s: %s", folder.name, message)
     return SavedUpload(folder, corpus_dir, q_path, o_path, docs.skipped, docs.notes)
+
+
+def corpus_from_upload(files: Sequence[UploadedFile]) -> Corpus:
+    """The corpus of uploaded files (checked as New run checks them), read in a temporary
+    folder that is removed again: nothing is kept on the server."""
+    docs = corpus_files(files)
+    with tempfile.TemporaryDirectory(prefix="evalcore-questions-") as tmp:
+        root = Path(tmp) / "corpus"
+        for rel, data in docs.files.items():
+            target = root / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        return load_corpus(root)

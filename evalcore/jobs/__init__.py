@@ -6,8 +6,9 @@ One concept a module (see docs/DECISIONS.md, "Jobs and concurrency"):
   :class:`~evalcore.run.spec.RunSpec`, stored as JSON in its row) and the inputs
   checked before it is queued: uploads saved under ``runs/uploads/JOB_ID/``, server folders
   inside the operator's data roots, or the demo.
-- :mod:`~evalcore.jobs.queue`: the ``jobs`` table: :func:`submit`, :func:`cancel`, the
-  overview the New run page shows, and the slot a job claims (at most :func:`max_jobs`,
+- :mod:`~evalcore.jobs.queue`: the ``jobs`` table: :func:`submit`, the overview the New run
+  page shows, and the slot a job claims (its rows are written by :mod:`evalcore.store.jobs`,
+  whose :func:`~evalcore.store.jobs.cancel_job` is exported here) (at most :func:`max_jobs`,
   ``$EVALCORE_MAX_JOBS``, run at once; the rest start in order).
 - :mod:`~evalcore.jobs.launch`: starting ``python -m evalcore --store STORE job JOB_ID``
   detached (a new session, output to ``runs/jobs/JOB_ID.log``), so a page rerun, a
@@ -46,7 +47,6 @@ from evalcore.jobs.queue import (
     POLL_SECONDS,
     STATUSES,
     active_jobs,
-    cancel,
     job,
     jobs_overview,
     max_jobs,
@@ -55,6 +55,7 @@ from evalcore.jobs.queue import (
 )
 from evalcore.jobs.worker import CancelWatch, run_job
 from evalcore.run.execute import load_inputs
+from evalcore.store.jobs import cancel_job
 
 __all__ = [
     "ACTIVE",
@@ -66,7 +67,7 @@ __all__ = [
     "NothingToScore",
     "Prepared",
     "active_jobs",
-    "cancel",
+    "cancel_job",
     "clean_uploads",
     "discard",
     "endpoint_options",

@@ -180,11 +180,11 @@ def _pinned(store: Store, dataset: str | None, *files: object) -> str | None:
         return None
     if any(f for f in files):
         raise ConfigError("a run takes a question set or question files, not both")
-    from evalcore.inputs import qsets
+    from evalcore.inputs import question_sets
 
     if not store.path.exists():
         raise InputError("the store holds no question set yet (save one on the Questions page)")
-    return qsets.load(store, dataset).version.label
+    return question_sets.load_question_set(store, dataset).version.label
 
 
 def prepare_paths(

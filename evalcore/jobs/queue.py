@@ -3,8 +3,9 @@
 :func:`submit` inserts a ``queued`` row and starts the job's process; the process claims
 a slot in one transaction when fewer than :func:`max_jobs` jobs run and it is the oldest
 queued job (``created_at``, then ``job_id``), otherwise it polls every
-:data:`POLL_SECONDS`. Its statements are :mod:`evalcore.store.jobs` (the one writer of
-``jobs``, besides the store's reaper, which marks jobs whose process is gone).
+:data:`POLL_SECONDS`. Claiming, staging, finishing and cancelling a job are
+:mod:`evalcore.store.jobs` (``claim_slot``, ``set_job_stage``, ``finish_job``, ``cancel_job``:
+the one writer of ``jobs``, besides the store's reaper, which marks jobs whose process is gone).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import ConfigError, EvalcoreError, StoreError
+from evalcore.errors import ConfigError, StoreError
 from evalcore.store import jobs as job_rows
 
 if TYPE_CHECKING:
@@ -66,13 +67,6 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     return prepared.job_id
 
 
-def cancel(store: Store, job_id: str) -> str:
-    """Cancel a job: a queued one is cancelled at once, a running one is asked to stop (its
-    run ends ``cancelled`` within about a second, or at the end of the current embedding
-    batch). Returns the job's status after the call; StoreError for an unknown id."""
-    return job_rows.cancel(store, job_id, CANCEL_REASON + " before it started")
-
-
 def job(store: Store, job_id: str) -> dict[str, Any]:
     """One job's row (spec parsed) joined with its run's status, stage and progress."""
     df = jobs_overview(store)
@@ -94,25 +88,6 @@ def active_jobs(store: Store) -> pd.DataFrame:
     """Queued and running jobs (see :func:`jobs_overview`)."""
     df = jobs_overview(store, limit=1000)
     return df[df["status"].isin(ACTIVE)]
-
-
-def claim(store: Store, job_id: str, slots: int) -> tuple[str, int]:
-    """Try to move ``job_id`` from queued to running, in one transaction. Returns its status
-    afterwards and its place in the queue (0 when not queued)."""
-    return job_rows.claim(store, job_id, slots)
-
-
-def finish(store: Store, job_id: str, status: str, reason: str | None) -> None:
-    """Record how a queued or running job ended (a finished job is never changed)."""
-    job_rows.finish(store, job_id, status, reason)
-
-
-def set_stage(store: Store, job_id: str, stage: str) -> None:
-    """The job's stage before its run exists (loading inputs, loading the model); best effort."""
-    try:
-        job_rows.set_stage(store, job_id, stage)
-    except EvalcoreError:
-        log.debug("stage update failed", exc_info=True)
 
 
 def reap_now(store: Store) -> list[str]:

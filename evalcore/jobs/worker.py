@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from evalcore import signals
 from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
-from evalcore.jobs.queue import POLL_SECONDS, claim, finish, max_jobs, set_stage
-from evalcore.store.jobs import cancel_requested, job_to_run
+from evalcore.jobs.queue import POLL_SECONDS, max_jobs
+from evalcore.store.jobs import cancel_requested, claim_slot, finish_job, job_to_run, set_job_stage
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -78,9 +78,17 @@ def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
 
 def _record(store: Store, job_id: str, status: str, reason: str) -> None:
     try:
-        finish(store, job_id, status, reason)
+        finish_job(store, job_id, status, reason)
     except Exception as exc:  # noqa: BLE001 - the job's own error matters more
         log.warning("job %s: could not record %s (%s): %s", job_id, status, reason, exc)
+
+
+def _set_stage(store: Store, job_id: str, stage: str) -> None:
+    """The job's stage before its run exists (loading inputs, loading the model); best effort."""
+    try:
+        set_job_stage(store, job_id, stage)
+    except EvalcoreError:
+        log.debug("stage update failed", exc_info=True)
 
 
 def _run(store: Store, job_id: str, slots: int | None) -> str:
@@ -95,7 +103,7 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     slots = slots or max_jobs()
     poll = _Store(store.path, lock_timeout=2.0)
     while True:
-        status, _ = claim(store, job_id, slots)
+        status, _ = claim_slot(store, job_id, slots)
         if status != "queued":
             break
         time.sleep(POLL_SECONDS)
@@ -106,9 +114,9 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     if kind == "traffic":  # the replay of a deployment's posted traffic (evalcore.traffic.posted)
         from evalcore.traffic.posted import replay_posted
 
-        replay_posted(store, str(deployment), cancelled=watch, on_step=lambda stage: set_stage(poll, job_id, stage))
+        replay_posted(store, str(deployment), cancelled=watch, on_step=lambda stage: _set_stage(poll, job_id, stage))
     else:
         spec = dataclasses.replace(RunSpec.from_json(spec_json), name=str(name))
-        execute(spec, store, cancelled=watch, run_id=str(run_id), on_step=lambda stage: set_stage(poll, job_id, stage))
-    finish(store, job_id, "complete", None)
+        execute(spec, store, cancelled=watch, run_id=str(run_id), on_step=lambda stage: _set_stage(poll, job_id, stage))
+    finish_job(store, job_id, "complete", None)
     return "complete"

@@ -225,18 +225,23 @@ def holm(p_values: Sequence[float]) -> list[float]:
     """Holm step-down adjusted p-values, in the input order.
 
     Sort ascending ``p_(1) <= ... <= p_(m)``; ``adj_(i) = max_{j <= i} min(1, (m - j + 1) p_(j))``.
-    Computed by ``statsmodels.stats.multitest.multipletests(p, method="holm")``. Empty input
-    gives ``[]``; a p-value outside [0, 1] (or NaN) raises ValueError.
+    The same figures as ``statsmodels.stats.multitest.multipletests(p, method="holm")`` (tested
+    against it), computed directly: ``multipletests`` runs the garbage collector on every call,
+    which costs a tenth of a second per period of a traffic drift check on a big store. Empty
+    input gives ``[]``; a p-value outside [0, 1] (or NaN) raises ValueError.
     """
     values = [float(p) for p in p_values]
     for p in values:
         if not 0.0 <= p <= 1.0:  # also rejects NaN
             raise ValueError(f"p-values must lie in [0, 1], got {p!r}")
-    if not values:
-        return []
-    from statsmodels.stats.multitest import multipletests
-
-    return [float(p) for p in multipletests(values, method="holm")[1]]
+    m = len(values)
+    order = sorted(range(m), key=lambda i: values[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * values[i]))
+        out[i] = running
+    return out
 
 
 def win_loss_matrix(

@@ -190,7 +190,7 @@ def heading_only(content: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
-class Context:
+class PromptContext:
     """The prompt for the model, the citation table, and the prompt's token count (None when
     no counter was given). ``uncited``: the ranks (1-based, among the hits given) the gate
     kept but that are not cited, being headings only (:func:`heading_only`)."""
@@ -207,7 +207,7 @@ class Context:
 
 @dataclass(frozen=True, slots=True)
 class NoAnswer:
-    """Nothing passed the gate (or only headings did: ``uncited``, as in :class:`Context`):
+    """Nothing passed the gate (or only headings did: ``uncited``, as in :class:`PromptContext`):
     the pipeline answers NO ANSWER before any model is called."""
 
     question: str
@@ -249,7 +249,7 @@ def citation(index: int, source: Source) -> Citation:
 
 def build_context(
     question: str, sources: Sequence[Source], count_pieces: Callable[[str], int] | None = None
-) -> Context:
+) -> PromptContext:
     """Number ``sources`` [1]..[n] and build the seed's prompt exactly::
 
         Answer using ONLY the numbered sources below. Cite every claim as [n].
@@ -273,7 +273,7 @@ def build_context(
     blocks = "\n\n".join(f"[{c.index}] {c.doc_name} - {c.label}\n{c.quote}" for c in citations)
     prompt = f"{INSTRUCTIONS}SOURCES\n{blocks}\n\nQUESTION\n{question}"
     pieces = int(count_pieces(prompt)) if count_pieces is not None else None
-    return Context(prompt, citations, pieces)
+    return PromptContext(prompt, citations, pieces)
 
 
 def no_answer(question: str, threshold: float, axis: Axis = COSINE) -> str:
@@ -295,7 +295,7 @@ def context_for_query(
     top: int = DEFAULT_TOP,
     count_pieces: Callable[[str], int] | None = None,
     axis: Axis = COSINE,
-) -> Context | NoAnswer:
+) -> PromptContext | NoAnswer:
     """Gate ``hits`` (in rank order) at ``threshold`` and build the context, or NO ANSWER.
 
     The gate is :func:`evalcore.measures.threshold.gate`: from the first ``top`` hits, those with
@@ -314,4 +314,4 @@ def context_for_query(
         message = no_answer(question, threshold, axis).replace("NO ANSWER: nothing ", "NO ANSWER: only headings ", 1)
         return NoAnswer(question, float(threshold), message, uncited)
     context = build_context(question, cited, count_pieces)
-    return Context(context.prompt, context.citations, context.pieces, uncited)
+    return PromptContext(context.prompt, context.citations, context.pieces, uncited)

@@ -37,7 +37,7 @@ def _missing_map(value: object) -> bool:
     return True
 
 
-def locator(start: object, end: object, page_starts: Sequence[int] | None = ()) -> str:
+def chunk_locator(start: object, end: object, page_starts: Sequence[int] | None = ()) -> str:
     """The locator of a chunk's content (``#page=N`` or ``#char=from,to``); "" for a chunk made
     elsewhere that could not be located in its document (no offsets)."""
     from evalcore.read.citations import locator as cite
@@ -122,7 +122,7 @@ def query_hits(
     )
     maps = [() if _missing_map(m) else tuple(int(x) for x in m) for m in df["page_starts"]]
     df["page_starts"] = maps  # tuples: the frame stays hashable for the dashboard's cache
-    df["locator"] = [locator(s, e, m) for s, e, m in zip(df["start"], df["end"], maps, strict=True)]
+    df["locator"] = [chunk_locator(s, e, m) for s, e, m in zip(df["start"], df["end"], maps, strict=True)]
     ranges = [
         None if _missing(s) or _missing(e) else page_range(m, int(s), int(e))
         for s, e, m in zip(df["start"], df["end"], maps, strict=True)
@@ -285,7 +285,7 @@ class Answer:
     uncited: tuple[int, ...] = ()  # ranks the gate kept but that are headings only: not cited
 
 
-def answer(
+def query_answer(
     store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float, count: bool = True
 ) -> Answer:
     """Gate the query's top hits at ``threshold`` and build the citations and prompt

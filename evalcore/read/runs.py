@@ -129,7 +129,7 @@ class RunPlan:
 _PLANS: dict[tuple[str, str], RunPlan] = {}  # (store file, run id) -> plan, complete runs only
 
 
-def plan(store: Store, run_id: str) -> RunPlan:
+def run_plan(store: Store, run_id: str) -> RunPlan:
     """The run's :class:`RunPlan`. A complete run never changes, so its plan is read once per
     process and store file; any other run is read each time."""
     key = (str(store.path.resolve()), run_id)
@@ -144,7 +144,7 @@ def plan(store: Store, run_id: str) -> RunPlan:
 
 def strategies_of(store: Store, run_id: str) -> list[str]:
     """The run's strategy names, in the order it was asked for."""
-    return list(plan(store, run_id).strategies)
+    return list(run_plan(store, run_id).strategies)
 
 
 def by_strategy_order(frame: pd.DataFrame, store: Store, run_id: str) -> pd.DataFrame:
@@ -158,7 +158,7 @@ def by_strategy_order(frame: pd.DataFrame, store: Store, run_id: str) -> pd.Data
 def configuration_order(store: Store, run_id: str) -> list[Configuration]:
     """Every configuration the run was asked for, in its order (strategies as given, then
     retrievers as given: A/dense, A/bm25, ..., B/dense, ...)."""
-    found = plan(store, run_id)
+    found = run_plan(store, run_id)
     return [Configuration(s, r) for s in found.strategies for r in found.retrievers]
 
 
@@ -171,7 +171,7 @@ def configurations(store: Store, run_id: str) -> list[Configuration]:
 
 def run_configurations(store: Store, run_id: str) -> list[RunConfiguration]:
     """:func:`configurations` of ``run_id`` tied to the run (its id and name), for comparisons."""
-    name = plan(store, run_id).name
+    name = run_plan(store, run_id).name
     return [RunConfiguration(run_id, c, name) for c in configurations(store, run_id)]
 
 

@@ -85,7 +85,9 @@ def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
 
-def suggest(sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None) -> Suggestion:
+def suggest_on_grid(
+    sweep_df: pd.DataFrame, cost_ratio: float | None = None, max_bluff_rate: float | None = None
+) -> Suggestion:
     """:func:`evalcore.measures.suggestion.suggest_threshold` in the direction the sweep was made in,
     on the Threshold slider's 0.001 grid on its safe side (:func:`evalcore.measures.grid.on_grid`):
     the value the screen offers is one the slider can hold, with no more bluffs than the rule's."""
@@ -251,7 +253,7 @@ def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold
     """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
     each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
     from evalcore.configurations import info
-    from evalcore.read.queries import locator
+    from evalcore.read.queries import chunk_locator
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
@@ -270,5 +272,5 @@ def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold
         """,
         [run_id, configuration.strategy, configuration.retriever, DEFAULT_TOP, float(threshold)],
     )
-    df["locator"] = [locator(s, e) for s, e in zip(df["start"], df["end"], strict=True)]
+    df["locator"] = [chunk_locator(s, e) for s, e in zip(df["start"], df["end"], strict=True)]
     return df.drop(columns=["start", "end"])

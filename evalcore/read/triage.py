@@ -25,7 +25,7 @@ class Entry:
 
 
 @dataclass(frozen=True, slots=True)
-class Progress:
+class TriageProgress:
     decided: int
     total: int
 
@@ -37,16 +37,16 @@ def _has_table(store: Store) -> bool:
     return store.path.exists()
 
 
-def progress(store: Store, set_name: str, author: str) -> Progress:
+def progress(store: Store, set_name: str, author: str) -> TriageProgress:
     """How many queries of the list of (``set_name``, ``author``) are decided, of how many."""
     if not _has_table(store):
-        return Progress(0, 0)
+        return TriageProgress(0, 0)
     with store.read() as con:
         row = con.execute(
             "SELECT count(decision), count(*) FROM triage_queries WHERE set_name = ? AND author = ?",
             [set_name, author],
         ).fetchone()
-    return Progress(int(row[0]), int(row[1])) if row else Progress(0, 0)
+    return TriageProgress(int(row[0]), int(row[1])) if row else TriageProgress(0, 0)
 
 
 def page(store: Store, set_name: str, author: str, number: int, size: int) -> list[Entry]:

@@ -197,7 +197,7 @@ def run_gate(
     try:
         texts = _same_queries(store, base_run, cand_run, "in")
     except NotComparable as exc:
-        from evalcore.inputs.qsets import versions_note
+        from evalcore.inputs.question_sets import versions_note
 
         note = versions_note(base_run, cand_run)
         raise NotComparable(f"{exc}; {note}" if note else str(exc)) from None
@@ -302,7 +302,7 @@ def run_gate(
             )
 
     notes += _recipe_changes(base_run, cand_run, pairs)
-    from evalcore.inputs.qsets import versions_note
+    from evalcore.inputs.question_sets import versions_note
 
     ground_truth = versions_note(base_run, cand_run)
     if ground_truth is not None:

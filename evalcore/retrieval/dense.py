@@ -58,7 +58,7 @@ def max_norm(vectors: np.ndarray, block: int = 65536) -> float:
     return float(np.sqrt(best))
 
 
-def screen(q32: np.ndarray, cvec: np.ndarray, out: np.ndarray | None = None) -> NDArray[np.float32]:
+def screen_scores(q32: np.ndarray, cvec: np.ndarray, out: np.ndarray | None = None) -> NDArray[np.float32]:
     """``q32 @ cvec.T`` in float32, a slice of chunks at a time (the same error bound: each
     value is one float32 dot product), into ``out`` when given (its first rows)."""
     import numpy as np
@@ -74,7 +74,7 @@ def screen(q32: np.ndarray, cvec: np.ndarray, out: np.ndarray | None = None) -> 
 
 
 class NumpyScreen:
-    """:func:`screen` into one buffer kept from block to block: a fresh gigabyte would cost the
+    """:func:`screen_scores` into one buffer kept from block to block: a fresh gigabyte would cost the
     system's zeroed pages at every block (a fifth of the product's time at a million chunks).
     A block's scores are overwritten by the next block's."""
 
@@ -87,7 +87,7 @@ class NumpyScreen:
         b = self.buffer
         if b is None or b.shape[0] < len(q32) or b.shape[1] != len(cvec):
             b = self.buffer = np.empty((len(q32), len(cvec)), dtype=np.float32)
-        return screen(q32, cvec, b)
+        return screen_scores(q32, cvec, b)
 
 
 class TorchScreen:

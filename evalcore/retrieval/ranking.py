@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalcore.retrieval.bm25 import BM25
-from evalcore.retrieval.dense import max_norm, screen, screening_error
+from evalcore.retrieval.dense import max_norm, screen_scores, screening_error
 from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow
 from evalcore.retrieval.engine.threads import retrieval_threads
 from evalcore.retrieval.hybrid import Hybrid
@@ -144,7 +144,7 @@ def rank_block(
     The queries are worked on in groups of 8, stage by stage (dense, then each analyzer's
     BM25, then its fusion), each stage on ``threads`` threads at once (default
     :func:`workers`); ``clock`` is charged each stage's wall time. ``screening`` makes the
-    block's float32 scores (:func:`screener`; default :func:`screen`, numpy). Every query's answer is
+    block's float32 scores (:func:`screener`; default :func:`screen_scores`, numpy). Every query's answer is
     computed on its own, so it does not depend on the threads. Memory: one float32 row per
     query of the block, and the float64 BM25 rows of one group.
     """
@@ -167,7 +167,7 @@ def rank_block(
     cmax = max_norm(cvec) if cmax is None else cmax
     eps = screening_error(q32, cmax)
     cvec = np.asarray(cvec)
-    scores32 = (screening or screen)(q32, cvec)  # (nb, n) float32: the block's one large buffer
+    scores32 = (screening or screen_scores)(q32, cvec)  # (nb, n) float32: the block's one large buffer
     top = min(top, n)
     indexes: Mapping[str, BM25] = {} if bm25 is None else {bm25.analyzer.name: bm25} if isinstance(bm25, BM25) else bm25
     out = {name: _Collect(nb, top) for name in retrievers if name == "dense"}

@@ -23,8 +23,8 @@ from evalcore.errors import Cancelled, ConfigError
 from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint_calls import run_endpoint
 from evalcore.external.live import run_live
-from evalcore.external.python_hits import answers
-from evalcore.inputs import qsets, sources
+from evalcore.external.python_hits import function_answers
+from evalcore.inputs import question_sets, sources
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.groundtruth import load_ground_truth
 from evalcore.inputs.sources import server_path
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from evalcore.embedding.embedder import Embedder
     from evalcore.external.live import LiveResult
-    from evalcore.inputs.qsets import QuestionSet
+    from evalcore.inputs.question_sets import QuestionSet
     from evalcore.progress import Progress
     from evalcore.records import Corpus, GroundTruth
     from evalcore.run.runner import RunResult
@@ -109,14 +109,14 @@ def load_inputs(spec: RunSpec, store: Store | None = None, *, cache: bool = True
     if spec.dataset is not None:
         if store is None:
             raise ConfigError("a question set is read from a store")
-        qs = qsets.load(store, spec.dataset)
+        qs = question_sets.load_question_set(store, spec.dataset)
         loaded = load_corpus(corpus, cache=extractions)
         return Inputs(loaded, qs.ground_truth(loaded), qs)
     if spec.questions is None:
         raise ConfigError("a questions.jsonl file is required (or a question set)")
     questions = _path(spec, spec.questions, "questions file")
     ood = _path(spec, spec.ood, "ood file") if spec.ood else None
-    return Inputs(*sources.load(corpus, questions, ood, cache=extractions))
+    return Inputs(*sources.load_corpus_and_questions(corpus, questions, ood, cache=extractions))
 
 
 def _path(spec: RunSpec, raw: Any, what: str, bounded: bool | None = None) -> str:
@@ -304,7 +304,7 @@ def _python(
         gt,
         config,
         chunk_set,
-        lambda queries: answers(fn, k, loaded, queries, spec.concurrency),
+        lambda queries: function_answers(fn, k, loaded, queries, spec.concurrency),
         spec.run_name,
         {"function": function, "k": k, "chunks_path": str(spec.chunks) if spec.chunks else None},
         run_id=run_id,

@@ -210,7 +210,7 @@ def _evaluate(
             )
     except BaseException as exc:
         if not job.started:  # no run row to mark: the error (or signal) as it is
-            signals.check()
+            signals.raise_if_signalled()
             raise
         fail_run(store, run_id, job.stage_name, exc)
     finally:
@@ -223,7 +223,7 @@ def _evaluate(
 
 def _before_commit() -> None:
     testhooks.pause("writing results")
-    signals.check()
+    signals.raise_if_signalled()
 
 
 def _version(package: str) -> str | None:

@@ -35,7 +35,7 @@ from evalcore.errors import ConfigError
 from evalcore.external.endpoint import allowed, from_spec
 from evalcore.external.importer import check_name
 from evalcore.external.record import DEFAULT_MAX_FAILURES
-from evalcore.inputs.qsets import parse_ref
+from evalcore.inputs.question_sets import parse_question_set_ref
 from evalcore.retrieval.names import parse_retrievers
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ class RunSpec:
         a Python retriever and its ``k``, an external run's names and score kind, a question
         set's ``NAME@VERSION``. Each raises the error (and message) the run would otherwise meet."""
         if self.dataset is not None:
-            parse_ref(self.dataset)
+            parse_question_set_ref(self.dataset)
         strategies: object = self.strategies  # a comma list (the CLI's, a job's JSON) or names
         retrievers: object = self.retrievers
         if self.kind == "builtin":

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 MAX_NAME = 100
 
 
-def open_store(store: Store | str | os.PathLike[str]) -> Store:
+def as_store(store: Store | str | os.PathLike[str]) -> Store:
     """``store`` itself, or the Store at that path."""
     from evalcore.store import Store
 
@@ -164,7 +164,7 @@ def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: s
 
     name = check_deployment_name(name)
     decision_id = check_name(str(decision_id), field="decision_id", max_len=64)
-    store = open_store(store_path)
+    store = as_store(store_path)
     version = stored.point(store, name, decision_id, clean_author(author))
     if version is None:
         raise UnknownDecision(
@@ -180,14 +180,14 @@ def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: s
 def get_deployment(store_path: Store | str | os.PathLike[str], name: str) -> Deployment | None:
     """Deployment ``name`` as it points now, or None when there is none (read-only store)."""
     name = check_deployment_name(name)
-    store = open_store(store_path)
+    store = as_store(store_path)
     found = stored.deployment_row(store, name)
     return _deployment(found) if found is not None else None
 
 
 def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[DeploymentHistory]:
     """Every deployment (by name) with its moves, newest first (read-only store)."""
-    store = open_store(store_path)
+    store = as_store(store_path)
     current, moves = stored.deployment_rows(store)
     by_name: dict[str, list[Move]] = {}
     for name, version, by, at, from_id, from_t, to_id, to_t in moves:
@@ -207,5 +207,5 @@ def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[Deploym
 
 def deployment_names(store_path: Store | str | os.PathLike[str]) -> list[str]:
     """The names of the store's deployments, sorted (read-only store)."""
-    store = open_store(store_path)
+    store = as_store(store_path)
     return stored.sorted_names(store)

@@ -34,7 +34,7 @@ FIELDS = ("demo", "corpus", "questions", "ood", "dataset", "strategies", "retrie
 
 
 @dataclass(frozen=True, slots=True)
-class Evaluation:
+class QueuedEvaluation:
     """One evaluation: its status, stage and progress (0 to 1), the run id once complete, why it
     failed or was cancelled, when it was queued, started and finished, its place in the queue."""
 
@@ -78,7 +78,7 @@ def _text(fields: Mapping[str, Any], name: str) -> str | None:
     return value.strip() or None
 
 
-def start_evaluation(store: Store, fields: Mapping[str, Any]) -> Evaluation:
+def start_evaluation(store: Store, fields: Mapping[str, Any]) -> QueuedEvaluation:
     """Validate the inputs ``fields`` name (see the module docstring) as the New run screen does,
     queue the run in the job runner and start its process; returns the queued evaluation.
     InputError or ConfigError naming the field for anything the screen would refuse."""
@@ -115,7 +115,7 @@ def start_evaluation(store: Store, fields: Mapping[str, Any]) -> Evaluation:
     return evaluation(store, job_id)
 
 
-def evaluation(store: Store, evaluation_id: str) -> Evaluation:
+def evaluation(store: Store, evaluation_id: str) -> QueuedEvaluation:
     """The evaluation ``evaluation_id`` as it is now; StoreError (``no evaluation ...``) when unknown."""
     from evalcore import jobs
 
@@ -132,7 +132,7 @@ def evaluation(store: Store, evaluation_id: str) -> Evaluation:
 
     position = row.get("position")
     status = str(row["status"])
-    return Evaluation(
+    return QueuedEvaluation(
         evaluation_id=str(row["job_id"]),
         name=str(row["name"]),
         status=status,
@@ -147,13 +147,13 @@ def evaluation(store: Store, evaluation_id: str) -> Evaluation:
     )
 
 
-def cancel_evaluation(store: Store, evaluation_id: str) -> Evaluation:
+def cancel_evaluation(store: Store, evaluation_id: str) -> QueuedEvaluation:
     """Cancel an evaluation: a queued one at once, a running one within about a second (its run
     ends ``cancelled``); a finished one is left as it is. Returns it as it is after the call."""
     from evalcore import jobs
 
     try:
-        jobs.cancel(store, evaluation_id)
+        jobs.cancel_job(store, evaluation_id)
     except StoreError:
         raise StoreError(f"no evaluation {evaluation_id!r}") from None
     return evaluation(store, evaluation_id)

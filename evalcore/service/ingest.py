@@ -151,11 +151,11 @@ def ingest_traffic(
 
     from evalcore.authors import clean_author
     from evalcore.embedding.embedder import text_hash
-    from evalcore.service.deployments import check_deployment_name, get_deployment, open_store
+    from evalcore.service.deployments import as_store, check_deployment_name, get_deployment
     from evalcore.store.traffic import posted as traffic_posted
 
     name = check_deployment_name(deployment)
-    store = open_store(store_path)
+    store = as_store(store_path)
     found = get_deployment(store, name)
     if found is None:
         raise UnknownDeployment(f"no deployment {name!r} in this store (point one at a decision first)")

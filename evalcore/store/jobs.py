@@ -1,6 +1,7 @@
 """The ``jobs`` table (migration 0002): a job queued, given its process, claimed a slot in,
-staged, cancelled and finished. :mod:`evalcore.jobs.queue` decides when; these are its
-statements. The reaper (:mod:`evalcore.store.connection`) marks jobs whose process is gone."""
+staged, cancelled and finished: the one API of the queue's rows (:mod:`evalcore.jobs.queue`
+submits, lists and sizes the slots; the worker claims, stages and finishes through these).
+The reaper (:mod:`evalcore.store.connection`) marks jobs whose process is gone."""
 
 from __future__ import annotations
 
@@ -34,9 +35,13 @@ def set_pid(store: Connection, job_id: str, pid: int) -> None:
         con.execute("UPDATE jobs SET pid = ? WHERE job_id = ? AND pid IS NULL", [pid, job_id])
 
 
-def cancel(store: Connection, job_id: str, reason: str) -> str:
-    """Cancel a queued job at once (``reason`` recorded), or ask a running one to stop; returns
-    its status after the call; StoreError for an unknown id."""
+CANCELLED_BEFORE_START = "cancelled by the user before it started"
+
+
+def cancel_job(store: Connection, job_id: str, reason: str = CANCELLED_BEFORE_START) -> str:
+    """Cancel a queued job at once (``reason`` recorded), or ask a running one to stop (its run
+    ends ``cancelled`` within about a second, or at the end of the current embedding batch);
+    returns its status after the call; StoreError for an unknown id."""
     with store.transaction() as con:
         found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
         if not found:
@@ -54,7 +59,7 @@ def cancel(store: Connection, job_id: str, reason: str) -> str:
         return status
 
 
-def claim(store: Connection, job_id: str, slots: int) -> tuple[str, int]:
+def claim_slot(store: Connection, job_id: str, slots: int) -> tuple[str, int]:
     """Move ``job_id`` from queued to running in one transaction (dead jobs reaped first) when
     fewer than ``slots`` run and it is the oldest queued job; returns its status afterwards and
     its place in the queue (0 when not queued)."""
@@ -88,7 +93,7 @@ def claim(store: Connection, job_id: str, slots: int) -> tuple[str, int]:
         return "queued", place
 
 
-def finish(store: Connection, job_id: str, status: str, reason: str | None) -> None:
+def finish_job(store: Connection, job_id: str, status: str, reason: str | None) -> None:
     """How a queued or running job ended (a finished job is never changed)."""
     with store.connect() as con:
         con.execute(
@@ -98,8 +103,8 @@ def finish(store: Connection, job_id: str, status: str, reason: str | None) -> N
         )
 
 
-def set_stage(store: Connection, job_id: str, stage: str) -> None:
-    """The job's stage text."""
+def set_job_stage(store: Connection, job_id: str, stage: str) -> None:
+    """The job's stage text (before its run exists: loading inputs, loading the model)."""
     with store.connect() as con:
         con.execute("UPDATE jobs SET stage = ? WHERE job_id = ?", [stage, job_id])
 

@@ -1,6 +1,7 @@
 """The question-set tables (migrations 0008, 0011): a set, its numbered versions, their items
-and out-of-domain queries. :mod:`evalcore.inputs.qsets` checks what is saved and prepares its
-rows; this writes them.
+and out-of-domain queries. :mod:`evalcore.inputs.question_sets` checks what is saved and
+prepares its rows; this writes them, and reads them back (:func:`version_rows`,
+:func:`question_set_names`, :func:`item_rows`).
 
 The write lock is held only for the insert itself: the items come prepared as DataFrames
 (every check, every conversion done before), and the store copies each frame in one
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -112,3 +113,42 @@ def insert_version(
                     con.unregister("evalcore_new_rows")
         siblings = [int(r[0]) for r in existing if parent is not None and r[1] == parent]
     return Inserted(version, created, numbers, siblings, time.perf_counter() - held)
+
+
+_VERSIONS = """
+    SELECT v.name, v.version, v.parent, v.author, v.created_at, v.note, v.origin,
+           (SELECT count(*) FROM question_set_items i WHERE i.name = v.name AND i.version = v.version),
+           (SELECT count(*) FROM question_set_ood o WHERE o.name = v.name AND o.version = v.version)
+    FROM question_set_versions v
+"""
+
+
+def version_rows(store: Connection, name: str | None = None) -> list[tuple[Any, ...]]:
+    """Every version (of ``name``, or of every set), by name then version: name, version,
+    parent, author, created_at, note, origin, its item count, its off-topic count."""
+    with store.read() as con:
+        if name is None:
+            return con.execute(_VERSIONS + " ORDER BY v.name, v.version").fetchall()
+        return con.execute(_VERSIONS + " WHERE v.name = ? ORDER BY v.version", [name]).fetchall()
+
+
+def question_set_names(store: Connection) -> list[str]:
+    with store.read() as con:
+        return [r[0] for r in con.execute("SELECT name FROM question_sets ORDER BY name").fetchall()]
+
+
+def item_rows(store: Connection, name: str, version: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """A version's in-domain rows (position, item_id, question, group_id, variant, needle,
+    doc_id, start, end, extra) and off-topic rows (position, item_id, query, kind, extra), in order."""
+    with store.read() as con:
+        items = con.execute(
+            'SELECT position, item_id, question, group_id, variant, needle, doc_id, start, "end", extra '
+            "FROM question_set_items WHERE name = ? AND version = ? ORDER BY position",
+            [name, version],
+        ).fetchall()
+        ood = con.execute(
+            "SELECT position, item_id, query, kind, extra FROM question_set_ood WHERE name = ? AND version = ? "
+            "ORDER BY position",
+            [name, version],
+        ).fetchall()
+    return items, ood

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from evalcore.store.connection import Connection
 
 
-def keep(store: Connection, rows: list[tuple[str, str, str, str | None, int, str, float]]) -> None:
+def write_responses(store: Connection, rows: list[tuple[str, str, str, str | None, int, str, float]]) -> None:
     """Store ``(key, method, url, body, status, text, seconds)`` rows in one transaction; a key
     already stored is replaced."""
     stamp = now()

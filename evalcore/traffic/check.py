@@ -81,7 +81,8 @@ def run_check(
     alpha: float = ALPHA,
 ) -> CheckReport:
     """The check of the module docstring."""
-    from evalcore.measures.drift import holm, parse_period
+    from evalcore.measures.drift import parse_period
+    from evalcore.measures.stats import holm
     from evalcore.read.decisions import latest_decision
     from evalcore.read.traffic.periods import periods as period_rows
     from evalcore.traffic.target import resolve_target

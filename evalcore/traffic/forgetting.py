@@ -5,7 +5,7 @@ uses, their hits and labels, the embedding cache's vectors of those texts (the c
 the text's hash, so a hash left there would tell that the text was asked) and, for a live search
 endpoint's configuration, the response cache's requests that sent those texts and their answers.
 Then the store file is rewritten (:meth:`evalcore.store.Store.compact`) so that no free page
-still holds a forgotten text. The deletions are :func:`evalcore.store.traffic.imported.forget`'s, in one
+still holds a forgotten text. The deletions are :func:`evalcore.store.traffic.imported.delete_lines_before`'s, in one
 transaction.
 
 The endpoint requests are rebuilt from the configuration's stored endpoint description exactly
@@ -74,7 +74,7 @@ def forget(
     what goes with it (see the module docstring); then rewrite the store file so the deleted
     text is not left in free pages."""
     requests = endpoint_requests(store, before, run_id) if store.path.exists() else None
-    lines, texts = traffic_rows.forget(store, before, run_id, requests)
+    lines, texts = traffic_rows.delete_lines_before(store, before, run_id, requests)
     if on_step is not None:
         on_step(f"deleted {lines} lines and {texts} texts; rewriting the store")
     size = store.path.stat().st_size if store.path.exists() else 0

@@ -8,7 +8,7 @@ import threading
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from evalcore.read.qsets import Hit, chunk_hits
+from evalcore.read.traffic.hits import ChunkHit, chunk_hits
 from evalcore.traffic.replayers import replayer
 from evalcore.traffic.target import resolve_target
 
@@ -40,7 +40,7 @@ def _replayer(store: Store, run_id: str, configuration: str, embedder: Embedder 
 
 def config_hits(
     store: Store, run_id: str, configuration: str, query: str, k: int = 5, embedder: Embedder | None = None
-) -> list[Hit]:
+) -> list[ChunkHit]:
     """The top ``k`` chunks of ``query`` under the run's configuration ``STRATEGY/RETRIEVER``
     (dense, bm25, hybrid, rerank, any analyzer), ranked exactly as the run ranked its own
     questions: the same hits as the run stored for a question of the same text. ``score``: the

@@ -3,14 +3,14 @@
 Each usable line gives a :class:`LogLine`: its line number (csv, jsonl: the physical line
 where the record starts, 1-based; parquet: the row, 1-based), its time in UTC, the query text
 and an optional label (``answerable`` or ``off-topic``). A line without the query field, with
-an unparsable time, an unknown label or bytes that are not UTF-8 is a :class:`Problem`
+an unparsable time, an unknown label or bytes that are not UTF-8 is a :class:`LogProblem`
 naming its line; the others are read on. Memory stays bounded: lines are yielded in batches.
 
 Times are read by :func:`evalcore.boundary.times.parse_time`: ISO 8601 text
 (``2026-11-02T09:15:00Z``, ``2026-11-02 09:15:00+01:00``; a time without an offset is read as
 UTC) or a number of seconds since 1970-01-01 UTC, from 1970-01-01 to 9999-12-31 UTC once the
 offset is applied. A time outside that range, a date that does not exist, a word, a boolean,
-NaN, an infinity or a list is a :class:`Problem` naming its line, never an exception.
+NaN, an infinity or a list is a :class:`LogProblem` naming its line, never an exception.
 
 Fields: ``query``, ``time`` and ``label`` are read by default (each can be renamed; a log
 without a ``label`` field simply has no labels). What a line *is* (its identity, see
@@ -55,7 +55,7 @@ class LogLine:
 
 
 @dataclass(frozen=True, slots=True)
-class Problem:
+class LogProblem:
     line: int
     reason: str
 
@@ -64,7 +64,7 @@ class Problem:
 
 
 @dataclass(frozen=True, slots=True)
-class Fields:
+class LogFields:
     """Which field holds the query, the time and (optionally) the label."""
 
     query: str = "query"
@@ -100,20 +100,20 @@ def parse_label(value: Any) -> str | None:
     return found
 
 
-def _record(line: int, record: dict[str, Any], fields: Fields) -> LogLine | Problem:
+def _record(line: int, record: dict[str, Any], fields: LogFields) -> LogLine | LogProblem:
     text = record.get(fields.query)
     if text is None or (isinstance(text, float) and math.isnan(text)):
-        return Problem(line, f"no {fields.query!r} field")
+        return LogProblem(line, f"no {fields.query!r} field")
     text = str(text)
     if not text.strip():
-        return Problem(line, f"empty {fields.query!r} field")
+        return LogProblem(line, f"empty {fields.query!r} field")
     if fields.time not in record:
-        return Problem(line, f"no {fields.time!r} field")
+        return LogProblem(line, f"no {fields.time!r} field")
     try:
         at = parse_time(record[fields.time], field=fields.time).replace(tzinfo=None)
         label = parse_label(record.get(fields.label)) if fields.label else None
     except (InputError, ValueError) as exc:
-        return Problem(line, str(exc))
+        return LogProblem(line, str(exc))
     return LogLine(line, at, text, label)
 
 
@@ -131,22 +131,22 @@ def count_lines(path: Path, fmt: str) -> int | None:
     return n - 1 if fmt == "csv" else n  # the csv header
 
 
-def _decoded(path: Path, problems: list[Problem], where: list[int]) -> Iterator[str]:
-    """The file's lines decoded as UTF-8; a line that is not is a Problem and is left out."""
+def _decoded(path: Path, problems: list[LogProblem], where: list[int]) -> Iterator[str]:
+    """The file's lines decoded as UTF-8; a line that is not is a LogProblem and is left out."""
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
             where[0] = number
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                problems.append(Problem(number, f"not UTF-8 (byte {exc.start + 1})"))
+                problems.append(LogProblem(number, f"not UTF-8 (byte {exc.start + 1})"))
                 continue
             if number == 1:
                 text = text.removeprefix("\ufeff")
             yield text
 
 
-def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> Iterator[list[LogLine | Problem]]:
+def read_log(path: str | Path, fmt: str, fields: LogFields, batch: int = BATCH) -> Iterator[list[LogLine | LogProblem]]:
     """Batches of usable lines and problems, in file order (see the module docstring)."""
     path = Path(path)
     if not path.is_file():
@@ -154,9 +154,9 @@ def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> 
     if fmt == "parquet":
         yield from _parquet(path, fields, batch)
         return
-    problems: list[Problem] = []
+    problems: list[LogProblem] = []
     where = [0]
-    out: list[LogLine | Problem] = []
+    out: list[LogLine | LogProblem] = []
     if fmt == "jsonl":
         for text in _decoded(path, problems, where):
             out += problems
@@ -166,10 +166,10 @@ def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> 
             try:
                 record = jsontext.loads(text)
             except ValueError as exc:
-                out.append(Problem(where[0], f"not JSON ({getattr(exc, 'msg', exc)})"))
+                out.append(LogProblem(where[0], f"not JSON ({getattr(exc, 'msg', exc)})"))
                 continue
             if not isinstance(record, dict):
-                out.append(Problem(where[0], "not a JSON object"))
+                out.append(LogProblem(where[0], "not a JSON object"))
                 continue
             out.append(_record(where[0], record, fields))
             if len(out) >= batch:
@@ -197,7 +197,7 @@ def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> 
             except csv.Error as exc:
                 out += problems
                 problems.clear()
-                out.append(Problem(start, f"not CSV ({exc})"))
+                out.append(LogProblem(start, f"not CSV ({exc})"))
                 start = where[0] + 1
                 continue
             out += problems
@@ -215,7 +215,7 @@ def read_log(path: str | Path, fmt: str, fields: Fields, batch: int = BATCH) -> 
         yield out
 
 
-def _parquet(path: Path, fields: Fields, batch: int) -> Iterator[list[LogLine | Problem]]:
+def _parquet(path: Path, fields: LogFields, batch: int) -> Iterator[list[LogLine | LogProblem]]:
     """Rows of a Parquet file, read by DuckDB (no other dependency) a batch at a time."""
     wanted: list[str] = []
 

@@ -49,7 +49,7 @@ from evalcore.errors import InputError
 from evalcore.read.traffic.known import stored_of_batch
 from evalcore.store.traffic import imported as traffic_rows
 from evalcore.store.traffic.imported import LABELS
-from evalcore.traffic.log import BATCH, Fields, LogLine, Problem, count_lines, infer_format, read_log
+from evalcore.traffic.log import BATCH, LogFields, LogLine, LogProblem, count_lines, infer_format, read_log
 from evalcore.traffic.replayers import EndpointReplayer, Replayer, endpoint_replayer, replayer
 from evalcore.traffic.target import Target, refuse, resolve_target
 
@@ -149,7 +149,7 @@ def import_log(
     store: Store,
     reference: str,
     path: str | Path,
-    fields: Fields | None = None,
+    fields: LogFields | None = None,
     fmt: str | None = None,
     *,
     embedder: Embedder | None = None,
@@ -166,7 +166,7 @@ def import_log(
 
     path = Path(path)
     fmt = infer_format(path, fmt)
-    fields = fields or Fields()
+    fields = fields or LogFields()
     target = resolve_target(store, reference)
     refuse(target)
     result = ImportResult(target.run_id, target.configuration.label, path.name)
@@ -182,7 +182,7 @@ def import_log(
     try:
         for part in read_log(path, fmt, fields, batch):
             lines = [x for x in part if isinstance(x, LogLine)]
-            for problem in (x for x in part if isinstance(x, Problem)):
+            for problem in (x for x in part if isinstance(x, LogProblem)):
                 result.problems += 1
                 if len(result.shown) < SHOWN_PROBLEMS:
                     result.shown.append(problem.describe())
@@ -391,4 +391,4 @@ def set_label(store: Store, target: Target, text_hash: str, label: str | None, a
     """Label one stored text (``answerable`` / ``off-topic``; None removes the label)."""
     if label is not None and label not in LABELS:
         raise ValueError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
-    traffic_rows.set_label(store, target.key, text_hash, label, author)
+    traffic_rows.write_label(store, target.key, text_hash, label, author)

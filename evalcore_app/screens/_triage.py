@@ -24,8 +24,9 @@ from typing import Any
 import streamlit as st
 
 from evalcore.errors import EvalcoreError
-from evalcore.read import qsets as rq
+from evalcore.inputs.query_lists import read_queries
 from evalcore.read import triage as rt
+from evalcore.read.traffic.hits import hit_configurations
 from evalcore.store import triage as writer
 from evalcore.traffic import hits as traffic_hits
 from evalcore_app.screens import _ui
@@ -82,7 +83,7 @@ def draw(
         elif decision == "answer":
             ss["qs_pending"] = query
 
-    total = _ui.cached(rt.progress, store, set_name, author) if set_name else rt.Progress(0, 0)
+    total = _ui.cached(rt.progress, store, set_name, author) if set_name else rt.TriageProgress(0, 0)
     with st.expander(_("From real queries: paste user queries and triage them"), expanded=total.total > 0):
         if not set_name:
             st.caption(_("Name the set above first: the list and your decisions are kept for that set."))
@@ -106,7 +107,7 @@ def draw(
             digest = hashlib.sha256(listed.name.encode() + b"\0" + data).hexdigest()
             if ss.get("qs_real_file_done") != (digest, set_name, author):
                 try:
-                    queries = rq.read_queries(listed.name, data, column.strip())
+                    queries = read_queries(listed.name, data, column.strip())
                     added = writer.add_queries(store, set_name, author, queries)
                 except EvalcoreError as exc:
                     _ui.show_error(exc)
@@ -152,7 +153,7 @@ def _hits(
             )
         )
         return
-    usable, why = _ui.cached(rq.hit_configurations, store, run_id)
+    usable, why = _ui.cached(hit_configurations, store, run_id)
     if why is not None:
         _ui.plain(why, testid="qs-no-hits")
         return

@@ -7,7 +7,7 @@ import streamlit as st
 
 from evalcore.figures import build as figures
 from evalcore.measures.metrics import DEFAULT_KS
-from evalcore.read import compare, qsets, runs
+from evalcore.read import compare, question_sets, runs
 from evalcore.read import selection as defaults
 from evalcore.read.comparison import statements
 from evalcore_app.screens import _lang, _ui, _url
@@ -55,7 +55,7 @@ other = _ui.bound(
     on_change=_forget_choice,
 )
 if other:
-    ground_truth = qsets.versions_note(store, ctx.run_id, other)
+    ground_truth = question_sets.versions_note_between(store, ctx.run_id, other)
     if ground_truth:
         st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
     reason = compare.comparable(store, ctx.run_id, other)

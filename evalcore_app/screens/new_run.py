@@ -31,7 +31,7 @@ from evalcore.external.endpoint import DEFAULT_BODY, Endpoint, Fields, allowed_p
 from evalcore.figures import markdown_text
 from evalcore.inputs import sources as inputs
 from evalcore.inputs import uploads
-from evalcore.read import qsets as question_sets
+from evalcore.read import question_sets
 from evalcore.retrieval.bm25 import languages
 from evalcore.retrieval.names import RETRIEVERS, analyzer_label, with_analyzers
 from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
@@ -476,7 +476,7 @@ def job_panel() -> None:
             cols[1].caption(_("cancelling…"))
         else:
             cols[1].button(
-                _("Cancel"), key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel, args=(store, row["job_id"])
+                _("Cancel"), key=f"nr_cancel_{row['job_id']}", on_click=jobs.cancel_job, args=(store, row["job_id"])
             )
     done = df[~df["status"].isin(jobs.ACTIVE)]
     if not done.empty:

@@ -1,4 +1,4 @@
-"""Questions: author a question set on a corpus (evalcore.inputs.qsets, docs/QUESTION_SETS.md).
+"""Questions: author a question set on a corpus (evalcore.inputs.question_sets, docs/QUESTION_SETS.md).
 
 Pick the corpus (upload files, or the canonical texts of a stored run), pick a document and a
 section, select the answer with the mouse (a components-v2 text selector) or search a phrase
@@ -28,8 +28,8 @@ from evalcore import authors
 from evalcore.chunking import DEFAULT_STRATEGIES
 from evalcore.errors import EvalcoreError
 from evalcore.figures import markdown_text
-from evalcore.inputs import qsets, uploads
-from evalcore.read import qsets as rq
+from evalcore.inputs import authoring, question_sets, uploads
+from evalcore.read import question_sets as rq
 from evalcore.records import OODQuery, Question
 from evalcore_app.screens import _triage, _ui
 from evalcore_app.screens._lang import _
@@ -119,7 +119,7 @@ if source == "upload":
         digest = hashlib.sha256(b"".join(hashlib.sha256(f.name.encode() + f.data).digest() for f in got)).hexdigest()
         if ss.get("qs_corpus_key") != digest:
             try:
-                ss["qs_corpus"] = rq.corpus_from_upload(got)
+                ss["qs_corpus"] = uploads.corpus_from_upload(got)
                 ss["qs_corpus_key"] = digest
             except EvalcoreError as exc:
                 _ui.show_error(exc)
@@ -168,7 +168,7 @@ else:
 # --- select an answer -------------------------------------------------------------------------
 st.subheader(_("Select an answer in a document"))
 search = st.text_input(_("Find a document (title or text)"), key="qs_doc_search")
-matches = _ui.cached(rq.find_documents, corpus, search)
+matches = _ui.cached(authoring.find_documents, corpus, search)
 if not matches:
     st.info(_("No document holds that text."))
     st.stop()
@@ -176,7 +176,7 @@ doc_id = st.selectbox(
     _("Document"), matches, key="qs_doc", format_func=lambda d: f"{docs[d].title} · {d}" if docs[d].title != d else d
 )
 doc = docs[doc_id]
-parts = _ui.cached(rq.sections, doc)
+parts = _ui.cached(authoring.sections, doc)
 titles = [f"{i + 1}. {t}" for i, (t, _, _) in enumerate(parts)]
 if ss.get("qs_section") not in titles:
     ss["qs_section"] = titles[0]
@@ -199,7 +199,7 @@ if picked and isinstance(picked, dict):
 with st.expander(_("Without a mouse: search a phrase and pick an occurrence")):
     phrase = st.text_input(_("Phrase"), key="qs_phrase")
     if phrase.strip():
-        found_at = _ui.cached(rq.occurrences, corpus, phrase)
+        found_at = _ui.cached(authoring.occurrences, corpus, phrase)
         if not found_at:
             st.warning(_("The phrase does not occur in the corpus."))
         else:
@@ -215,7 +215,7 @@ with st.expander(_("Candidates from the corpus: valid needles spread over the do
     c = st.columns([1, 1, 2])
     how_many = c[0].number_input(_("How many"), 1, 500, 10, key="qs_cand_n")
     seed = c[1].number_input(_("Seed"), 0, 10**6, 0, key="qs_cand_seed")
-    found_c = _ui.cached(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
+    found_c = _ui.cached(authoring.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
     if found_c:
         labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
         which = st.radio(
@@ -230,7 +230,7 @@ with st.expander(_("Candidates from the corpus: valid needles spread over the do
 verdict = None
 if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     d, a, b = ss["qs_sel"]
-    verdict = _ui.cached(rq.check, corpus, d, a, b, list(strategies))
+    verdict = _ui.cached(authoring.check_needle, corpus, d, a, b, list(strategies))
     _ui.plain(
         _("Selected in {doc} (characters {start}-{end}): “{needle}”").format(
             doc=d, start=verdict.start, end=verdict.end, needle=verdict.needle
@@ -332,7 +332,7 @@ def _add_typed() -> None:
 
 cols[1].button(_("Add off-topic"), key="qs_add_ood", on_click=_add_typed)
 try:
-    triage_name = qsets.check_name(name) if (name or "").strip() else ""
+    triage_name = question_sets.check_question_set_name(name) if (name or "").strip() else ""
 except EvalcoreError:
     triage_name = ""
 who = authors.author_from_headers(st.context.headers) or ""
@@ -386,7 +386,7 @@ if items:
         )
         st.dataframe(invalid, hide_index=True)
     with st.expander(_("Coverage: documents and sections without a question")):
-        st.dataframe(_ui.cached(rq.coverage, corpus, tuple(items)), hide_index=True)
+        st.dataframe(_ui.cached(authoring.section_coverage, corpus, tuple(items)), hide_index=True)
 
 note = st.text_input(_("Note for this version"), key="qs_note")
 
@@ -394,7 +394,7 @@ note = st.text_input(_("Note for this version"), key="qs_note")
 def _save() -> None:
     author = authors.author_from_headers(st.context.headers)
     try:
-        saved = qsets.save(
+        saved = question_sets.save(
             store, name or "", ss["qs_items"], ss["qs_ood"], parent=ss["qs_parent"], author=author,
             note=ss.get("qs_note", ""), origin="dashboard",
         )  # fmt: skip

@@ -188,7 +188,7 @@ with st.expander(_("Suggest a threshold by cost (second to the claim)"), expande
             default=0.05,
             format="%.2f",
         )
-        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest, sweep, None, float(ceiling)))
+        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest_on_grid, sweep, None, float(ceiling)))
     else:
         ratio = _ui.bound(
             cols[1].number_input,
@@ -199,7 +199,7 @@ with st.expander(_("Suggest a threshold by cost (second to the claim)"), expande
             key="cost_ratio",
             default=DEFAULT_COST_RATIO,
         )
-        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest, sweep, float(ratio), None))
+        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest_on_grid, sweep, float(ratio), None))
     if suggestion is not None:
         cols[2].markdown(
             _("Suggested **t = {t}**. {rule}").format(

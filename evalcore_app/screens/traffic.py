@@ -246,7 +246,7 @@ st.caption(
         n=_lang.tr().integer(rates.unlabelled)
     )
 )
-found = _ui.cached(reads.claims, store, ctx.run_id, config)
+found = _ui.cached(reads.traffic_claims, store, ctx.run_id, config)
 real, evaluated = found.traffic, found.evaluation
 if real is not None:
     _ui.plain(

@@ -53,7 +53,7 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
         ),
         testid="threshold-state",
     )
-    hits = hits.assign(locator=[queries.locator(s, e) for s, e in zip(hits["start"], hits["end"], strict=True)])
+    hits = hits.assign(locator=[queries.chunk_locator(s, e) for s, e in zip(hits["start"], hits["end"], strict=True)])
     st.dataframe(hits[["rank", "distance", "score", "doc_id", "section", "locator"]], hide_index=True, height=240)
     for hit in hits.head(4).itertuples():
         st.html(

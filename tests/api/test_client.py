@@ -238,15 +238,15 @@ def test_upload_and_traffic_import_through_the_server(served, tmp_path):
 
 
 def test_an_evaluation_is_started_watched_and_cancelled_as_records(served):
-    from evalcore.service.evaluations import Evaluation
+    from evalcore.service.evaluations import QueuedEvaluation
 
     url, _, keys = served
     with evalcore.Client(url, keys["all"]) as c:
         started = c.evaluate({"demo": True, "strategies": "E", "retrievers": "bm25", "name": "from-a-script"})
-        assert isinstance(started, Evaluation) and started.status in ("queued", "running")
+        assert isinstance(started, QueuedEvaluation) and started.status in ("queued", "running")
         assert c.evaluation(started.evaluation_id).name == "from-a-script"
         after = c.cancel(started.evaluation_id)
-        assert isinstance(after, Evaluation) and after.evaluation_id == started.evaluation_id
+        assert isinstance(after, QueuedEvaluation) and after.evaluation_id == started.evaluation_id
         deadline = time.monotonic() + 120
         while (now := c.evaluation(started.evaluation_id)).status in ("queued", "running"):
             assert time.monotonic() < deadline, now

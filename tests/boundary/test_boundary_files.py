@@ -176,7 +176,7 @@ def test_a_refused_write_leaves_the_old_file_and_no_temporary_file(tmp_path):
 def test_a_store_whose_path_holds_quotes_is_compacted_not_broken(tmp_path):
     """The store's path reaches SQL only through the one quoting helper (ATTACH takes no
     parameter): a quote in a folder's name neither breaks the statement nor changes it."""
-    from evalcore.inputs import qsets as sets
+    from evalcore.inputs import question_sets as sets
     from evalcore.store import Store
 
     folder = tmp_path / "it's \"odd'); DROP TABLE runs; --"

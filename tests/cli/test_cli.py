@@ -30,7 +30,8 @@ COMMANDS = [
     "dashboard",
     "threshold",
     "traffic",
-    "dataset",
+    "question-set",
+    "dataset",  # the former name of question-set, kept working
     "keys",
 ]
 

@@ -301,7 +301,7 @@ def test_empty_store_offers_to_start_the_demo_in_the_background(tmp_path, monkey
         assert any("under way" in i.value for i in at.info)
     finally:  # do not leave a four-minute demo running behind the test
         job_id = submitted["job_id"].iloc[0]
-        jobs.cancel(store, job_id)
+        jobs.cancel_job(store, job_id)
         deadline = time.monotonic() + 120
         while jobs.job(store, job_id)["status"] in ("queued", "running") and time.monotonic() < deadline:
             time.sleep(0.5)

@@ -131,7 +131,7 @@ def served(tmp_path_factory, real_embedder):
     (folder / "ood.jsonl").write_text(
         "".join(json.dumps({"id": i, "query": q, "kind": k}) + "\n" for i, q, k in OOD), encoding="utf-8"
     )
-    corpus, gt = inputs.load(folder / "corpus", folder / "questions.jsonl", folder / "ood.jsonl")
+    corpus, gt = inputs.load_corpus_and_questions(folder / "corpus", folder / "questions.jsonl", folder / "ood.jsonl")
     assert not gt.invalid, gt.invalid
     store_path = folder / "evalcore.duckdb"
     store = Store(store_path)

@@ -21,7 +21,7 @@ from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
 
 from evalcore import jobs
 from evalcore.chunking import chunk_document, parse_strategies
-from evalcore.inputs import qsets
+from evalcore.inputs import question_sets
 from evalcore.inputs.corpus import load_corpus
 from evalcore.read.summary import summary_table
 from evalcore.store import Store
@@ -193,7 +193,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         ]
         ood = [json.loads(line) for line in files["ood.jsonl"].splitlines()]
         assert [(o["query"], o["kind"]) for o in ood] == [(REAL[0], "far"), (REAL[1], "near")]
-        stored = qsets.load(Store(store_path), "kettle@1")
+        stored = question_sets.load_question_set(Store(store_path), "kettle@1")
         assert stored.version.note == "first draft" and stored.version.origin == "dashboard"
 
         # the triage is kept in the store: a new session (a reload) shows the list and its decisions

@@ -372,8 +372,8 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     from evalcore.configurations import info
     from evalcore.measures.threshold import counts_at, state_at
     from evalcore.read.distances import distance_summary, distances
-    from evalcore.read.queries import answer, query_view
-    from evalcore.read.sweeps import suggest, sweep
+    from evalcore.read.queries import query_answer, query_view
+    from evalcore.read.sweeps import suggest_on_grid, sweep
     from evalcore.records import Configuration
 
     first, qrels, rankings = oracle
@@ -399,7 +399,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     swept = sweep(s, run_id, config)
     for t in [0.0, 2.5, 5.0, 7.5, 10.0, 100.0, *swept["threshold"].iloc[:-1].tolist()]:
         assert state_at(swept, t) == counts_at(ind, ood, t, higher_is_closer=True), t
-    suggestion = suggest(swept, cost_ratio=3.0)
+    suggestion = suggest_on_grid(swept, cost_ratio=3.0)
     assert counts_at(ind, ood, suggestion.threshold, higher_is_closer=True).bluffs == suggestion.bluffs
     frame = distances(s, run_id, config)
     answers = frame[frame["measure"] == "in: answer"].set_index("query_id")["distance"]
@@ -408,7 +408,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     assert summary.worst_in == min(answers) and summary.axis == "score (higher = closer)"
     view = query_view(s, run_id, "port-course", config, 5.0)
     assert view.kept["gate_value"].tolist() == [sc for _, sc in rankings["port-course"][:4] if sc >= 5.0]
-    quoted = answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
+    quoted = query_answer(s, run_id, "ood-paella", config, 500.0)  # only the unlocated chunk passes
     assert quoted.answered and quoted.citations["quote"].tolist() == ["not in the corpus"]
     assert quoted.citations["fragment"].tolist() == [""]
     from evalcore.figures.build import Selection

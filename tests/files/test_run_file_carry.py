@@ -102,7 +102,7 @@ def source(tmp_path_factory) -> dict:
     lines.append({"time": (start + timedelta(days=1)).isoformat(), "query": "where do I park my bicycle?"})
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))
     ok(store, "traffic", "import", str(log), "--run", f"{rid}:E/dense", "-q")
-    traffic_rows.set_label(Store(store), [rid, "E", "dense"], text_hash(questions[0]), "answerable", "bob")
+    traffic_rows.write_label(Store(store), [rid, "E", "dense"], text_hash(questions[0]), "answerable", "bob")
     Store(store).save_decision(rid, "E", "dense", 0.7, "chosen in review", author="alice")
     files = {}
     for name in ("carried", "second"):

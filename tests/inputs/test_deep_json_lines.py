@@ -8,8 +8,8 @@ import json
 import pytest
 
 from evalcore.errors import InputError
-from evalcore.read.qsets import read_queries
-from evalcore.traffic.log import Fields, LogLine, Problem, read_log
+from evalcore.inputs.query_lists import read_queries
+from evalcore.traffic.log import LogFields, LogLine, LogProblem, read_log
 
 DEEP = "[" * 50_000 + "]" * 50_000
 
@@ -24,8 +24,8 @@ def test_a_deep_line_in_a_traffic_log_is_counted_and_the_rest_imported(tmp_path)
     log = tmp_path / "log.jsonl"
     good = json.dumps({"query": "how do I reset it", "time": "2026-11-02T10:00:00Z"})
     log.write_text(good + "\n" + DEEP + "\n" + good + "\n", encoding="utf-8")
-    items = [item for batch in read_log(log, "jsonl", Fields()) for item in batch]
-    problems = [p for p in items if isinstance(p, Problem)]
+    items = [item for batch in read_log(log, "jsonl", LogFields()) for item in batch]
+    problems = [p for p in items if isinstance(p, LogProblem)]
     assert [p.line for p in problems] == [2]
     assert "not JSON" in problems[0].reason
     assert sum(isinstance(i, LogLine) for i in items) == 2

@@ -55,7 +55,7 @@ def test_heading_levels_follow_first_appearance_of_each_underline():
         "# Title here\n\nIntro text.\n\n\n## First section\n\nBody.\n\n### A sub part\n\n"
         "More.\n\n#### Deeper\n\nx\n\n## Second section\n\nEnd."
     )
-    assert pydoc_topics.to_markdown(raw) == (expected, "Title here")
+    assert pydoc_topics.topic_markdown(raw) == (expected, "Title here")
 
 
 def test_not_headings_transition_indented_short_underline_and_no_blank_before():
@@ -65,13 +65,13 @@ def test_not_headings_transition_indented_short_underline_and_no_blank_before():
         "Too long a title\n=====\n\n"  # underline shorter than the text
         "para line one\nnot a title\n===========\n"
     )  # no blank line before
-    text, title = pydoc_topics.to_markdown(raw)
+    text, title = pydoc_topics.topic_markdown(raw)
     assert title == "Title"
     assert text == raw.replace("Title\n*****", "# Title", 1)
 
 
 def test_line_endings_and_bom_normalised():
-    text, title = pydoc_topics.to_markdown("\ufeffT\r\n*\r\n\r\nA\rB\r\n")
+    text, title = pydoc_topics.topic_markdown("\ufeffT\r\n*\r\n\r\nA\rB\r\n")
     assert (text, title) == ("# T\n\nA\nB\n", "T")
 
 

@@ -312,7 +312,7 @@ def check_the_query_screen_cites_pages(path, store) -> None:
         assert h.pages == (f"p. {first}" if first == last else f"pp. {first}-{last}")
     text = hits[~hits["doc_id"].isin(list(maps))]
     assert all(loc == f"#char={a},{b}" for loc, a, b in zip(text["locator"], text["start"], text["end"], strict=True))
-    answer = queries.answer(store, run_id, "basic-usage-0", e_hybrid, threshold=2.0, count=False)
+    answer = queries.query_answer(store, run_id, "basic-usage-0", e_hybrid, threshold=2.0, count=False)
     cited = answer.citations[answer.citations["doc_id"].isin(list(maps))]
     assert len(cited) and all(
         src == f"{doc}.pdf{frag}" and frag.startswith("#page=")

@@ -1,4 +1,4 @@
-"""Question sets in the store (evalcore.inputs.qsets, ``evalcore dataset ...``, ``run --dataset``):
+"""Question sets in the store (evalcore.inputs.question_sets, ``evalcore dataset ...``, ``run --dataset``):
 byte-identical round trips of real sets, immutable versions with parents and authors, the
 same figures as the question files, re-resolution against a changed corpus, and the note
 Compare and gate give when two runs used different versions."""
@@ -16,7 +16,7 @@ from conftest import FIXTURES, MINI, shared_data
 from evalcore import authors
 from evalcore.cli import main
 from evalcore.errors import InputError, NotComparable, StoreError
-from evalcore.inputs import qsets
+from evalcore.inputs import question_sets
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.demo import OOD_PATH, QUESTIONS_PATH
 from evalcore.inputs.groundtruth import load_ground_truth
@@ -60,7 +60,7 @@ def test_an_imported_squad_set_round_trips_with_its_exact_spans(tmp_path, capsys
     faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")
     import_squad(source, tmp_path / "xquad", questions_from_csv(faq, limit=40))
     _roundtrip(tmp_path, tmp_path / "xquad", "xquad", capsys)
-    qs = qsets.load(Store(tmp_path / "s.duckdb"), "xquad")
+    qs = question_sets.load_question_set(Store(tmp_path / "s.duckdb"), "xquad")
     assert len(qs.questions) == 1190 and len(qs.ood) == 40
     assert all(q.needle is None and q.document and q.end > q.start for q in qs.questions)  # type: ignore[operator]
 
@@ -112,7 +112,7 @@ def test_bad_files_give_one_line_naming_file_and_line_and_store_nothing(tmp_path
     assert "question set 'mini' has no version 7 (versions 1 to 1)" in capsys.readouterr().err
     assert _dataset(store, "export", "nosuch", "-o", str(tmp_path / "x")) == 2
     assert "no question set 'nosuch' (sets: mini)" in capsys.readouterr().err
-    assert [v.label for v in qsets.versions(Store(store))] == ["mini@1"]
+    assert [v.label for v in question_sets.versions(Store(store))] == ["mini@1"]
     with duckdb.connect(str(store), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM question_set_items").fetchone() == (19,)
         assert con.execute("SELECT count(*) FROM question_set_ood").fetchone() == (7,)
@@ -120,39 +120,39 @@ def test_bad_files_give_one_line_naming_file_and_line_and_store_nothing(tmp_path
 
 def test_saves_make_immutable_versions_and_a_second_save_from_one_parent_is_its_own(tmp_path, monkeypatch):
     store = Store(tmp_path / "s.duckdb")
-    v1 = qsets.import_folder(store, MINI, "mini", author=authors.os_author())[0].version
+    v1 = question_sets.import_folder(store, MINI, "mini", author=authors.os_author())[0].version
     assert (v1.version, v1.parent, v1.author) == (1, None, authors.os_author())
-    base = qsets.load(store, "mini@1")
-    alice = qsets.save(
+    base = question_sets.load_question_set(store, "mini@1")
+    alice = question_sets.save(
         store, "mini", base.questions[:-1], base.ood, parent=1, author="alice@example.org", note="drop the last"
     )
     assert alice.message() == "saved mini@2 (from version 1)" and not alice.siblings
-    bob = qsets.save(store, "mini", base.questions, base.ood[:2], parent=1, author="bob", note="fewer ood")
+    bob = question_sets.save(store, "mini", base.questions, base.ood[:2], parent=1, author="bob", note="fewer ood")
     assert bob.version.version == 3 and [s.version for s in bob.siblings] == [2]
     assert bob.message() == (
         "saved mini@3 (from version 1); version 1 was also edited meanwhile (version 2 by alice@example.org): "
         "your save is its own version, nothing was overwritten"
     )
-    got = {v.version: (v.parent, v.author, v.note, v.questions, v.ood) for v in qsets.versions(store, "mini")}
+    got = {v.version: (v.parent, v.author, v.note, v.questions, v.ood) for v in question_sets.versions(store, "mini")}
     assert got == {
         1: (None, authors.os_author(), "", 19, 7),
         2: (1, "alice@example.org", "drop the last", 18, 7),
         3: (1, "bob", "fewer ood", 19, 2),
     }
-    assert qsets.load(store, "mini@1") == base  # version 1 is untouched
-    assert qsets.load(store, "mini").version.version == 3
+    assert question_sets.load_question_set(store, "mini@1") == base  # version 1 is untouched
+    assert question_sets.load_question_set(store, "mini").version.version == 3
     with pytest.raises(InputError, match="question set 'mini' already exists"):
-        qsets.save(store, "mini", base.questions, base.ood, parent=None, author=None)
+        question_sets.save(store, "mini", base.questions, base.ood, parent=None, author=None)
     with pytest.raises(StoreError, match="no version 9 to save from"):
-        qsets.save(store, "mini", base.questions, base.ood, parent=9, author=None)
+        question_sets.save(store, "mini", base.questions, base.ood, parent=9, author=None)
     twice = [*base.questions, base.questions[0]]
     with pytest.raises(InputError, match=r"question set mini:20: duplicate id 'port-course' \(first at "):
-        qsets.save(store, "mini", twice, base.ood, parent=3, author=None)
-    assert len(qsets.versions(store, "mini")) == 3
+        question_sets.save(store, "mini", twice, base.ood, parent=3, author=None)
+    assert len(question_sets.versions(store, "mini")) == 3
     # the dashboard's author is the trusted header only
     monkeypatch.setenv("EVALCORE_USER_HEADER", "X-Forwarded-Email")
     who = authors.author_from_headers({"x-forwarded-email": "carol@example.org", "X-User": "mallory"})
-    assert qsets.save(store, "mini", base.questions, base.ood, parent=3, author=who).version.author == (
+    assert question_sets.save(store, "mini", base.questions, base.ood, parent=3, author=who).version.author == (
         "carol@example.org"
     )
 
@@ -169,9 +169,9 @@ def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_th
 
     store = Store(tmp_path / "s.duckdb")
     corpus, gt_files = mini_inputs
-    qsets.import_folder(store, MINI, "mini", author="ann")
-    qs = qsets.load(store, "mini@1")
-    fewer = qsets.save(store, "mini", qs.questions[:-2], qs.ood[:3], parent=1, author="ben").version
+    question_sets.import_folder(store, MINI, "mini", author="ann")
+    qs = question_sets.load_question_set(store, "mini@1")
+    fewer = question_sets.save(store, "mini", qs.questions[:-2], qs.ood[:3], parent=1, author="ben").version
 
     def run(gt, name):
         request = RunRequest(corpus, gt, parse_strategies("E"), ["dense", "bm25"], name=name)
@@ -179,7 +179,7 @@ def test_run_on_a_set_gives_the_figures_of_the_files_and_compare_and_gate_say_th
 
     files_run = run(gt_files, "files")
     set_run = run(qs.ground_truth(corpus), "set")
-    fewer_run = run(qsets.load(store, fewer.label).ground_truth(corpus), "fewer")
+    fewer_run = run(question_sets.load_question_set(store, fewer.label).ground_truth(corpus), "fewer")
     a, b = summary_table(store, files_run), summary_table(store, set_run)
     assert len(a) == 2 and a.equals(b)
     queries = "SELECT * EXCLUDE (run_id, line) FROM queries WHERE run_id = ? ORDER BY query_id"
@@ -228,8 +228,8 @@ def test_a_changed_corpus_lists_the_items_that_no_longer_resolve(tmp_path, capsy
         "server starts.\n",
         encoding="utf-8",
     )
-    before = qsets.load(Store(store), "mini").ground_truth(load_corpus(MINI / "corpus"))
-    after = qsets.load(Store(store), "mini").ground_truth(load_corpus(corpus))
+    before = question_sets.load_question_set(Store(store), "mini").ground_truth(load_corpus(MINI / "corpus"))
+    after = question_sets.load_question_set(Store(store), "mini").ground_truth(load_corpus(corpus))
     reasons = {i.group: i.reason for i in after.invalid}
     assert reasons.pop("port") == "not found"
     assert reasons.pop("config").startswith("found 2 times (doc install line ")
@@ -266,7 +266,7 @@ def test_a_real_query_list_reads_lines_a_csv_column_or_json_lines(tmp_path):
     import io
     import time
 
-    from evalcore.read.qsets import read_queries
+    from evalcore.inputs.query_lists import read_queries
 
     faq = shared_data("covid-qa", "data", "faqs", "faq_covidbert.csv")
     rows = list(csv.DictReader(io.StringIO(faq.read_text(encoding="utf-8"), newline="")))
@@ -295,7 +295,7 @@ def test_new_run_takes_a_set_pinned_to_its_version_and_no_question_files(tmp_pat
     files = [UploadedFile(p.name, p.read_bytes()) for p in sorted((MINI / "corpus").iterdir())]
     with pytest.raises(InputError, match="the store holds no question set yet"):
         jobs.prepare_upload(store, files, None, None, "A", "dense", dataset="mini")
-    qsets.import_folder(store, MINI, "mini", author="ann")
+    question_sets.import_folder(store, MINI, "mini", author="ann")
     prepared = jobs.prepare_upload(store, files, None, None, "A", "dense", dataset="mini")
     assert (prepared.spec.dataset, prepared.spec.questions, prepared.spec.ood) == ("mini@1", None, None)
     spec = prepared.spec

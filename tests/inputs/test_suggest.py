@@ -74,7 +74,7 @@ def test_the_command_writes_one_candidate_object_a_line(tmp_path, capsys):
 
 
 def test_drafts_are_saved_as_cloze_pseudo_queries_only_when_asked(tmp_path, capsys):
-    from evalcore.inputs import qsets
+    from evalcore.inputs import question_sets
     from evalcore.inputs.suggest import CLOZE
     from evalcore.store import Store
 
@@ -86,7 +86,10 @@ def test_drafts_are_saved_as_cloze_pseudo_queries_only_when_asked(tmp_path, caps
     argv = ["--store", str(store), "dataset", "suggest", "--corpus", str(MINI / "corpus"), "-n", "5", "--seed", "3"]
     assert main([*argv, "-o", str(out), "--save-as", "mini"]) == 0
     printed = capsys.readouterr().out
-    before, after = qsets.load(Store(store), "mini@1"), qsets.load(Store(store), "mini@2")
+    before, after = (
+        question_sets.load_question_set(Store(store), "mini@1"),
+        question_sets.load_question_set(Store(store), "mini@2"),
+    )
     known = {q.needle for q in before.questions}
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     rows = [r for r in rows if r["needle"] not in known]  # a needle the set has already is left out
@@ -99,11 +102,13 @@ def test_drafts_are_saved_as_cloze_pseudo_queries_only_when_asked(tmp_path, caps
     drafts = after.questions[len(before.questions) :]
     assert [(q.question, q.needle, q.variant) for q in drafts] == [(r["draft"], r["needle"], CLOZE) for r in rows]
     assert all(BLANK in q.question and q.group == q.query_id for q in drafts)
-    assert qsets.describe(after)["variants"][CLOZE] == len(rows)  # every figure can be split by this variant
+    assert question_sets.describe_question_set(after)["variants"][CLOZE] == len(
+        rows
+    )  # every figure can be split by this variant
     gt = after.ground_truth(load_corpus(MINI / "corpus"))
     assert {q.group for q in drafts} <= set(gt.spans)  # each draft's needle resolves where it was suggested
     assert all((gt.spans[q.group].doc_id, gt.spans[q.group].start) == (q.document, q.start) for q in drafts)
     # asked again: the same needles are in the set already, nothing is saved
     assert main([*argv, "--save-as", "mini"]) == 2
     assert "already holds every suggested needle: nothing to save" in capsys.readouterr().err
-    assert [v.version for v in qsets.versions(Store(store), "mini")] == [1, 2]
+    assert [v.version for v in question_sets.versions(Store(store), "mini")] == [1, 2]

@@ -184,13 +184,13 @@ def test_queue_runs_one_at_a_time_in_order_and_cancel_works(tmp_path, monkeypatc
     second = jobs.submit(store, mini_job(), "second")
     third = jobs.submit(store, mini_job(), "third")
     # a queued job is cancelled at once; its process sees that and exits
-    assert jobs.cancel(store, third) == "cancelled"
+    assert jobs.cancel_job(store, third) == "cancelled"
     # the first runs alone; cancel it once its run is under way
     wait_until(
         lambda: len(store.query("SELECT 1 FROM runs WHERE run_id = ? AND status = 'running'", [first])), every=0.02
     )
     assert jobs.job(store, second)["status"] == "queued"
-    assert jobs.cancel(store, first) == "running"
+    assert jobs.cancel_job(store, first) == "running"
     row1 = wait_until(lambda: job_done(store, first))
     row2 = wait_until(lambda: job_done(store, second))
     assert row1["status"] == "cancelled" and row1["reason"] == jobs.CANCEL_REASON

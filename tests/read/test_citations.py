@@ -10,8 +10,8 @@ import subprocess
 import pytest
 
 from evalcore.read.citations import (
-    Context,
     NoAnswer,
+    PromptContext,
     Source,
     build_context,
     char_fragment,
@@ -170,7 +170,7 @@ def test_context_for_query_keeps_hits_under_threshold_from_top_four():
     many = sources() + [Source("d", "D", "S", 0, 1, "x", 0.1)]  # rank 4, very close
     many.append(Source("e", "E", "S", 0, 1, "y", 0.05))  # rank 5: never kept
     result = context_for_query("q", many, 0.598, count_pieces=lambda p: len(p.split()))
-    assert isinstance(result, Context) and result.answered
+    assert isinstance(result, PromptContext) and result.answered
     assert [c.doc_id for c in result.citations] == ["04-classification", "d"]  # 0.598 not kept
     assert [c.index for c in result.citations] == [1, 2]
     assert result.pieces == len(result.prompt.split())

@@ -27,9 +27,9 @@ def test_query_hits_quote_content_and_highlight_needle(store, engine_run_id):
         if not math.isnan(hit.needle_start):
             parts = queries.highlight(hit.content, hit.needle_start, hit.needle_end)
             assert [p for p, mark in parts if mark] == [docs[query["doc_id"]][query["start"] : query["end"]]]
-    answer = queries.answer(store, engine_run_id, query["query_id"], config, 2.1, count=False)
+    answer = queries.query_answer(store, engine_run_id, query["query_id"], config, 2.1, count=False)
     assert answer.answered and list(answer.citations["quote"]) == list(hits["content"].head(4))
-    refused = queries.answer(store, engine_run_id, query["query_id"], config, 0.0, count=False)
+    refused = queries.query_answer(store, engine_run_id, query["query_id"], config, 0.0, count=False)
     assert not refused.answered and refused.prompt.startswith("NO ANSWER")
 
 
@@ -99,7 +99,7 @@ def test_prompt_pieces_match_the_model_tokenizer(store, engine_run_id, real_embe
     qid = store.query(
         "SELECT query_id FROM queries WHERE run_id = ? AND domain = 'in' AND valid LIMIT 1", [engine_run_id]
     ).iloc[0, 0]
-    answer = queries.answer(store, engine_run_id, qid, config, 2.1)
+    answer = queries.query_answer(store, engine_run_id, qid, config, 2.1)
     assert answer.pieces == real_embedder.count_pieces([answer.prompt])[0]
     texts = ["déjà vu — naïve café 東京", "x " * 600]
     assert [piece_counter()(t) for t in texts] == real_embedder.count_pieces(texts)

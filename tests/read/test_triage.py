@@ -12,8 +12,8 @@ import pytest
 from conftest import MINI
 
 from evalcore.errors import ConfigError, InputError
-from evalcore.read import qsets as rq
 from evalcore.read import triage as rt
+from evalcore.read.traffic.hits import hit_configurations
 from evalcore.store import Store
 from evalcore.store import triage as wt
 from evalcore.traffic import hits as traffic_hits
@@ -21,7 +21,7 @@ from evalcore.traffic import hits as traffic_hits
 
 def test_a_triage_list_is_kept_per_set_and_author_and_paged(tmp_path):
     store = Store(tmp_path / "s.duckdb")
-    assert rt.progress(store, "kettle", "ann") == rt.Progress(0, 0)  # no store yet: nothing, nothing created
+    assert rt.progress(store, "kettle", "ann") == rt.TriageProgress(0, 0)  # no store yet: nothing, nothing created
     assert not store.path.exists()
     pasted = ["how do I bake bread", " which port ", "", "how do I bake bread"]
     assert wt.add_queries(store, "kettle", "ann", pasted) == 2
@@ -65,7 +65,7 @@ def test_the_hits_of_a_question_text_are_the_hits_the_run_stored(engine_store, e
     path = tmp_path / "engine.duckdb"
     shutil.copy(engine_store, path)
     store = Store(path)
-    usable, why = rq.hit_configurations(store, engine_run_id)
+    usable, why = hit_configurations(store, engine_run_id)
     assert why is None and {"E/dense", "E/bm25", "E/hybrid", "A/dense"} <= set(usable)
     question = store.query(
         "SELECT query_id, text FROM queries WHERE run_id = ? AND domain = 'in' AND valid ORDER BY line LIMIT 1",
@@ -107,7 +107,7 @@ def test_an_imported_run_has_no_retriever_to_show_hits_of(tmp_path, capsys):
     ids = [json.loads(line)["id"] for f in ("questions.jsonl", "ood.jsonl") for line in (MINI / f).open()]
     ranks.write_text("".join(f"{q} Q0 {d.doc_id} {r} {9 - r}.0 t\n" for q in ids for r, d in enumerate(docs, 1)))
     run_id = import_run(tmp_path / "s.duckdb", chunks, ranks, capsys)["run_id"]
-    usable, why = rq.hit_configurations(Store(tmp_path / "s.duckdb"), run_id)
+    usable, why = hit_configurations(Store(tmp_path / "s.duckdb"), run_id)
     assert usable == [] and why == (
         f"No hits for real queries: run {run_id} has no retriever here (its rankings were made elsewhere: "
         "imported, or by a Python function)."

@@ -914,7 +914,7 @@ def test_cancel_ends_a_dashboard_endpoint_job_stalled_by_slowloris(hostile, tmp_
     while hostile.requests["slow"] < before + 4 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     t0 = time.monotonic()
-    jobs.cancel(store, job_id)
+    jobs.cancel_job(store, job_id)
     try:
         proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:

@@ -100,6 +100,22 @@ TABLE: dict[str, dict[str, str]] = {
         "--output": "out",
         "--save-as": "name",
     },
+    # question-set: the new name of dataset, the same subcommands (swept under dataset above)
+    "question-set import": {
+        "folder": "same:dataset import",
+        "--name": "same:dataset import",
+        "--note": "same:dataset import",
+    },
+    "question-set export": {"ref": "same:dataset export", "--output": "same:dataset export"},
+    "question-set list": {"--json": "same:dataset list"},
+    "question-set show": {"ref": "same:dataset show", "--corpus": "same:dataset show", "--json": "same:dataset show"},
+    "question-set suggest": {
+        "--corpus": "same:dataset suggest",
+        "-n": "same:dataset suggest",
+        "--seed": "same:dataset suggest",
+        "--output": "same:dataset suggest",
+        "--save-as": "same:dataset suggest",
+    },
     "validate": {"--corpus": "folder", "--questions": "file", "--ood": "file", "--demo": "flag", "--json": "flag"},
     "chunks": {"--corpus": "folder", "--demo": "flag", "--strategy": "name", "--output": "out"},
     "import-run": {

@@ -336,12 +336,12 @@ def test_the_screens_suggestion_on_a_narrow_step_is_snapped_to_the_strict_side()
     0.11368] holds no multiple of 0.001, so the suggestion was 0.11366, which the slider moves
     to 0.114, past the second bluff. On the grid, on the strict side: 0.113, with its counts."""
     from evalcore.measures.threshold import counts_at, sweep
-    from evalcore.read.sweeps import suggest
+    from evalcore.read.sweeps import suggest_on_grid
 
     ind = {"q1": [(0.1, True)], "q3": [(0.95, True)], **{f"q2{x}": [(0.11364, True)] for x in "abc"}}
     ood = {"o1": [0.11362], "o2": [0.11368], "o3": [0.9]}
     frame = sweep(ind, ood)
-    s = suggest(frame, 1.0, None)
+    s = suggest_on_grid(frame, 1.0, None)
     at = counts_at(ind, ood, s.threshold)
     same = (at.bluffs, at.lost) == (s.bluffs, s.lost)
     observed = f"t = {s.threshold!r} · {at.bluffs} bluffs, {at.lost} lost · counts as said: {same}"
@@ -357,7 +357,7 @@ def test_the_screens_suggestion_is_on_the_grid_and_never_bluffs_more(ind, ood, r
     from evalcore.measures.rounding import grid_at_or_below
     from evalcore.measures.suggestion import suggest_threshold
     from evalcore.measures.threshold import counts_at, sweep
-    from evalcore.read.sweeps import suggest
+    from evalcore.read.sweeps import suggest_on_grid
 
     if ceiling is not None and not ood:
         return
@@ -365,7 +365,7 @@ def test_the_screens_suggestion_is_on_the_grid_and_never_bluffs_more(ind, ood, r
     frame["higher_is_closer"] = similarity
     rule = (None, ceiling) if ceiling is not None else (ratio, None)
     exact = suggest_threshold(frame, *rule, higher_is_closer=similarity)
-    s = suggest(frame, *rule)
+    s = suggest_on_grid(frame, *rule)
     at = counts_at(ind, ood, s.threshold, higher_is_closer=similarity)
     assert not math.isfinite(s.threshold) or grid_at_or_below(s.threshold) == s.threshold, s.threshold
     assert (at.bluffs, at.lost, at.refused, at.answered_correct) == (s.bluffs, s.lost, s.refused, s.answered_correct)

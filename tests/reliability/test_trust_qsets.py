@@ -16,7 +16,7 @@ import pytest
 import zygote
 from test_reliability import CORPUS, FAKE, QUESTIONS, check, evalcore
 
-from evalcore.inputs import qsets
+from evalcore.inputs import question_sets
 from evalcore.store import Store
 
 GOOD = QUESTIONS.read_text(encoding="utf-8")
@@ -35,7 +35,7 @@ def _folder(tmp: Path, name: str, extra_lines: list[dict] | None = None, text: s
 def _sets(store: Path) -> str:
     if not store.exists():
         return "no store"
-    found = qsets.versions(Store(store))
+    found = question_sets.versions(Store(store))
     return "no set stored" if not found else ", ".join(v.label for v in found)
 
 
@@ -84,7 +84,7 @@ def test_rlo_zero_width_html_and_formulas_are_kept_and_shown_escaped(tmp_path):
     store = tmp_path / "s.duckdb"
     ran = evalcore("dataset", "import", str(folder), "--name", "hostile", store=store)
     stored = Store(store)
-    items = {q.query_id: q for q in qsets.load(stored, "hostile").questions}
+    items = {q.query_id: q for q in question_sets.load_question_set(stored, "hostile").questions}
     kept = all(items[h["id"]].question == h["question"] for h in hostile)
     check(
         "set items with RLO, zero-width, HTML, formulas: stored as given",
@@ -223,7 +223,7 @@ def test_a_large_import_does_not_lock_other_readers_out(tmp_path):
     reads, failed = 0, []
     while proc.poll() is None:
         try:
-            qsets.versions(Store(store, lock_timeout=patience))
+            question_sets.versions(Store(store, lock_timeout=patience))
             reads += 1
         except Exception as exc:  # noqa: BLE001 - a failed read is what is counted
             failed.append(str(exc))

@@ -91,7 +91,7 @@ def test_twenty_posts_at_once_store_each_id_exactly_once(production):
 
 def test_the_replay_job_stores_what_a_file_import_of_the_same_lines_stores(production, tmp_path, real_embedder):
     from evalcore.jobs import run_job
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import import_log
 
     path, run_id = production
@@ -115,7 +115,7 @@ def test_the_replay_job_stores_what_a_file_import_of_the_same_lines_stores(produ
     shutil.copy(deployed_copy.__globals__["_MADE"]["store"][0], ref_path)
     log = reference / "log.jsonl"
     log.write_bytes(b"\n".join(body) + b"\n")
-    import_log(Store(ref_path), f"{run_id}:E/dense", log, Fields(), embedder=real_embedder)
+    import_log(Store(ref_path), f"{run_id}:E/dense", log, LogFields(), embedder=real_embedder)
     sql = (
         "SELECT q.asked_at, q.label, q.occurrence, t.gate_value FROM traffic_queries q JOIN traffic_texts t "
         "USING (run_id, strategy, retriever, text_hash) ORDER BY q.asked_at, q.occurrence"

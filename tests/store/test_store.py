@@ -230,7 +230,7 @@ def test_reads_open_the_store_read_only_and_change_no_byte(engine_store, engine_
     dense, bm25 = (RunConfiguration(engine_run_id, Configuration("E", r)) for r in ("dense", "bm25"))
     test, queries = pair_queries(store, dense, bm25, 1)  # the won/lost list: a read of its own
     assert len(queries) == test.wins + test.losses
-    assert responses.cached(store, ["no-such-key"]) == {}
+    assert responses.cached_responses(store, ["no-such-key"]) == {}
     assert jobs.jobs_overview(store).empty
     assert export_run(store, engine_run_id, tmp_path / "run.evalcore.zip").run_id == engine_run_id
     assert store.opens and all(store.opens), store.opens  # every open was read only
@@ -243,6 +243,6 @@ def test_reads_of_a_store_that_does_not_exist_create_nothing(tmp_path):
     from evalcore.external import responses
 
     store = WatchedStore(tmp_path / "runs" / "s.duckdb")
-    assert responses.cached(store, ["k"]) == {} and responses.count(store) == 0
+    assert responses.cached_responses(store, ["k"]) == {} and responses.count(store) == 0
     assert jobs.jobs_overview(store).empty and store.runs().empty
     assert store.opens == [] and not (tmp_path / "runs").exists()

@@ -74,7 +74,7 @@ def _write_jsonl(path, rows, extra: bytes = b"") -> None:
 @pytest.fixture(scope="module")
 def imported(traffic_run, tmp_path_factory, real_embedder):
     """The run's store copy with the log imported into E/dense, and the log's rows."""
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import import_log
 
     source, run_id = traffic_run
@@ -85,7 +85,7 @@ def imported(traffic_run, tmp_path_factory, real_embedder):
     log = folder / "log.jsonl"
     _write_jsonl(log, rows)
     store = Store(path)
-    result = import_log(store, f"{run_id}:E/dense", log, Fields(label="label"), embedder=real_embedder)
+    result = import_log(store, f"{run_id}:E/dense", log, LogFields(label="label"), embedder=real_embedder)
     return store, run_id, rows, log, result
 
 
@@ -232,7 +232,7 @@ def test_the_threshold_claim_is_recomputed_on_the_real_off_topic_queries(importe
 
 
 def test_reimporting_stores_nothing_new_and_a_grown_log_adds_only_its_new_lines(imported, tmp_path, real_embedder):
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import TABLES, import_log
 
     store, run_id, rows, log, _ = imported
@@ -243,7 +243,7 @@ def test_reimporting_stores_nothing_new_and_a_grown_log_adds_only_its_new_lines(
         return {t: int(work.query(f"SELECT count(*) AS n FROM {t}")["n"].iloc[0]) for t in TABLES}
 
     before = counts()
-    again = import_log(work, f"{run_id}:E/dense", log, Fields(label="label"), embedder=real_embedder)
+    again = import_log(work, f"{run_id}:E/dense", log, LogFields(label="label"), embedder=real_embedder)
     assert (again.added, again.already, again.import_id) == (0, len(rows), None)
     assert counts() == before
     as_csv = tmp_path / "same.csv"  # the same lines as CSV: the same identities
@@ -251,11 +251,11 @@ def test_reimporting_stores_nothing_new_and_a_grown_log_adds_only_its_new_lines(
         w = csv.DictWriter(fh, ["time", "query", "label"])
         w.writeheader()
         w.writerows(rows)
-    assert import_log(work, f"{run_id}:E/dense", as_csv, Fields(label="label"), embedder=real_embedder).added == 0
+    assert import_log(work, f"{run_id}:E/dense", as_csv, LogFields(label="label"), embedder=real_embedder).added == 0
     grown = tmp_path / "grown.jsonl"
     new = [{"time": "2026-11-20T10:00:00Z", "query": rows[0]["query"], "label": "answerable"}] * 2
     _write_jsonl(grown, rows + new)
-    third = import_log(work, f"{run_id}:E/dense", grown, Fields(label="label"), embedder=real_embedder)
+    third = import_log(work, f"{run_id}:E/dense", grown, LogFields(label="label"), embedder=real_embedder)
     assert (third.added, third.already, third.new_texts) == (2, len(rows), 0)
     assert counts()["traffic_queries"] == before["traffic_queries"] + 2
 
@@ -307,7 +307,7 @@ def test_check_prints_the_exact_keys_and_exits_1_0_or_2(imported, tmp_path, caps
 def test_check_passes_on_traffic_like_the_evaluation_and_fails_on_the_refused_share(
     traffic_run, tmp_path, capsys, real_embedder
 ):
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import import_log
 
     source, run_id = traffic_run
@@ -315,7 +315,7 @@ def test_check_passes_on_traffic_like_the_evaluation_and_fails_on_the_refused_sh
     shutil.copy(source, path)
     log = tmp_path / "week1.jsonl"
     _write_jsonl(log, [r for r in _log_rows() if isinstance(r["time"], str)])  # the run's own questions
-    import_log(Store(path), f"{run_id}:E/dense", log, Fields(label="label"), embedder=real_embedder)
+    import_log(Store(path), f"{run_id}:E/dense", log, LogFields(label="label"), embedder=real_embedder)
     base = ["--store", str(path), "traffic", "check", "--run", f"{run_id}:E/dense", "--threshold", str(T)]
     assert main([*base, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -389,7 +389,8 @@ def test_every_traffic_subcommand_has_help_text(capsys):
 def test_holm_and_psi_agree_with_independent_computations():
     from statsmodels.stats.multitest import multipletests
 
-    from evalcore.measures.drift import holm, psi
+    from evalcore.measures.drift import psi
+    from evalcore.measures.stats import holm
 
     rng = np.random.default_rng(0)
     for m in (1, 2, 3, 7):
@@ -479,7 +480,7 @@ def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported,
     import pandas as pd
 
     from evalcore.read.traffic.stored import labelled_rates
-    from evalcore.traffic.log import Fields
+    from evalcore.traffic.log import LogFields
     from evalcore.traffic.replay import import_log, set_label
     from evalcore.traffic.target import resolve_target
 
@@ -492,7 +493,7 @@ def test_parquet_logs_read_the_same_lines_and_labels_given_later_count(imported,
     ]
     frame.to_parquet(tmp_path / "log.parquet")
     again = import_log(
-        work, f"{run_id}:E/dense", tmp_path / "log.parquet", Fields(label="label"), embedder=real_embedder
+        work, f"{run_id}:E/dense", tmp_path / "log.parquet", LogFields(label="label"), embedder=real_embedder
     )
     assert (again.lines, again.added, again.already) == (len(rows), 0, len(rows))  # the same identities
     extra = tmp_path / "unlabelled.parquet"

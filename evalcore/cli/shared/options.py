@@ -31,7 +31,7 @@ __all__ = [
     "pipeline_options",
     "quiet_option",
     "run_ref",
-    "score_kind",
+    "add_score_kind",
 ]
 
 CORPUS_HELP = "folder of .md / .txt / .pdf / .html documents"
@@ -136,7 +136,7 @@ def pipeline_options(sp: argparse.ArgumentParser, strategies: str, retrievers: s
     quiet_option(sp, "no progress bars")
 
 
-def score_kind(sp: argparse.ArgumentParser, flag: str) -> None:
+def add_score_kind(sp: argparse.ArgumentParser, flag: str) -> None:
     """How an external run's scores read (``--score`` of import-run, ``--score-kind`` of
     run-endpoint, whose ``--score`` is the hit field)."""
     sp.add_argument(

@@ -157,7 +157,7 @@ def compare_text(
         model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
     if two:
-        from evalcore.inputs.qsets import versions_note
+        from evalcore.inputs.question_sets import versions_note
 
         note = versions_note(runs[0], runs[1])
         if note is not None:
@@ -177,7 +177,7 @@ def compare_text(
     try:
         comparison = compare(store, sides, k, adjust=holm)
     except (NotComparable, StoreError) as exc:  # runs that did not answer the same queries
-        from evalcore.inputs.qsets import versions_note
+        from evalcore.inputs.question_sets import versions_note
 
         note = versions_note(runs[0], runs[1]) if two else None
         raise type(exc)(f"{exc}; {note}" if note else str(exc)) from None

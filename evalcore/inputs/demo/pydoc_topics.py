@@ -61,7 +61,7 @@ def normalise(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def to_markdown(text: str) -> tuple[str, str | None]:
+def topic_markdown(text: str) -> tuple[str, str | None]:
     """Return ``(canonical text, title)`` for one topic's text.
 
     Underlined headings become ``#``-headings by level of first appearance (see the module
@@ -90,7 +90,7 @@ def to_markdown(text: str) -> tuple[str, str | None]:
 
 def extract_topic(key: str, text: str) -> Document:
     """One help topic as a Document: doc_id = the key, path ``pydoc_data.topics:<key>``."""
-    canonical, title = to_markdown(text)
+    canonical, title = topic_markdown(text)
     return Document(
         doc_id=key,
         title=title or key,

@@ -99,7 +99,7 @@ def library_version(distribution: str) -> str:
         return "missing"
 
 
-def require(module: str, extra: str, filename: str) -> ModuleType:
+def require_library(module: str, extra: str, filename: str) -> ModuleType:
     """Import ``module``, the library an optional extractor is built on; when it is not
     installed, InputError saying which extra installs it (the corpus records ``filename`` as
     failed with that line and goes on)."""

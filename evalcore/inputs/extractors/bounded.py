@@ -98,9 +98,9 @@ def _main(filename: str, budget: int) -> int:
     import resource
 
     data = sys.stdin.buffer.read()
-    from evalcore.inputs.extractors import pdf, require
+    from evalcore.inputs.extractors import pdf, require_library
 
-    require("pypdfium2", "pdf", filename)  # import it before the cap is set
+    require_library("pypdfium2", "pdf", filename)  # import it before the cap is set
     held = _vm_bytes()
     if held:
         resource.setrlimit(resource.RLIMIT_AS, (held + budget, held + budget))

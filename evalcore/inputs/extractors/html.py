@@ -51,7 +51,7 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.inputs.extractors import Extraction, library_version, plain_characters, require
+from evalcore.inputs.extractors import Extraction, library_version, plain_characters, require_library
 
 logger = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGN
 def decode(data: bytes, filename: str) -> Any:
     """Parse ``data`` into an lxml document (see the module doc for the encoding rule);
     InputError when lxml, the ``html`` extra, is not installed."""
-    require("lxml.html", "html", filename)
+    require_library("lxml.html", "html", filename)
     import lxml.html
 
     if not data.strip():

@@ -58,7 +58,7 @@ from pathlib import PurePath
 from typing import Any
 
 from evalcore.errors import InputError
-from evalcore.inputs.extractors import Extraction, library_version, plain_characters, require
+from evalcore.inputs.extractors import Extraction, library_version, plain_characters, require_library
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ def _signature(text: str) -> str:
 def open_document(data: bytes, filename: str) -> Any:
     """A ``pypdfium2.PdfDocument``; InputError naming ``filename`` when it cannot be opened
     (or when pypdfium2, the ``pdf`` extra, is not installed)."""
-    pdfium = require("pypdfium2", "pdf", filename)
+    pdfium = require_library("pypdfium2", "pdf", filename)
     import pypdfium2.raw as pdfium_c
 
     if not data:

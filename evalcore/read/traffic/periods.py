@@ -32,8 +32,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
-from evalcore.measures.drift import first_start, holm, ks_test, period_index, psi, psi_words
-from evalcore.measures.stats import ALPHA, format_p_plain, wilson_intervals
+from evalcore.measures.drift import first_start, ks_test, period_index, psi, psi_words
+from evalcore.measures.stats import ALPHA, format_p_plain, holm, wilson_intervals
 from evalcore.read.traffic.stored import _key, axis, evaluation_gate_values, reference_values, refused, stored
 
 if TYPE_CHECKING:

@@ -173,7 +173,7 @@ def borderline(
 
 
 @dataclass(frozen=True, slots=True)
-class Rate:
+class RateInterval:
     """k of n with its 95% Wilson interval."""
 
     k: int
@@ -191,21 +191,21 @@ class Rate:
         return f"{self.value:.1%} ({self.k} of {self.n}; 95% CI {self.low:.1%}-{self.high:.1%})"
 
 
-def _rate(k: int, n: int) -> Rate:
+def _rate(k: int, n: int) -> RateInterval:
     if not n:
-        return Rate(0, 0, math.nan, math.nan)
+        return RateInterval(0, 0, math.nan, math.nan)
     ci = wilson_interval(k, n)
-    return Rate(k, n, ci.low, ci.high)
+    return RateInterval(k, n, ci.low, ci.high)
 
 
 @dataclass(frozen=True, slots=True)
 class LabelledRates:
     """Bluff and lost rates at a threshold on labelled traffic and in the evaluation."""
 
-    traffic_bluff: Rate
-    traffic_lost: Rate
-    evaluation_bluff: Rate
-    evaluation_lost: Rate
+    traffic_bluff: RateInterval
+    traffic_lost: RateInterval
+    evaluation_bluff: RateInterval
+    evaluation_lost: RateInterval
     unlabelled: int
 
 
@@ -293,7 +293,7 @@ class Claims:
     problem: str | None
 
 
-def claims(store: Store, run_id: str, configuration: Configuration) -> Claims:
+def traffic_claims(store: Store, run_id: str, configuration: Configuration) -> Claims:
     """:func:`traffic_claim` and ``claim_of``, a ClaimError kept as its message (cacheable, unlike a raise)."""
     from evalcore.measures.claim import ClaimError
     from evalcore.read.claims import claim_of

@@ -201,7 +201,7 @@ def word_characters(buf: Any, is_word: Any) -> Any:
     return out
 
 
-def warm() -> None:
+def warm_index_kernels() -> None:
     """Load these kernels with the argument types the build uses (see ``kernels.warm``)."""
     f64, i32, i64 = np.float64, np.int32, np.int64
     indptr32 = np.zeros(2, dtype=i32)

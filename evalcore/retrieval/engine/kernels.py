@@ -423,4 +423,4 @@ def warm() -> None:
     indptr32 = np.zeros(2, dtype=i32)
     bm25_row(indptr32, np.zeros(0, dtype=i32), np.zeros(0, dtype=f64), ids[:1] * 0, np.ones(1, dtype=f64), 4)
 
-    index_kernels.warm()
+    index_kernels.warm_index_kernels()

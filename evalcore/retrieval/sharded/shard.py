@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalcore.retrieval.bm25 import BM25, Analyzer
-from evalcore.retrieval.dense import max_norm, screen, screening_error
+from evalcore.retrieval.dense import max_norm, screen_scores, screening_error
 from evalcore.retrieval.engine.rank_rows import BM25Row, DenseRow, exact_similarities
 from evalcore.retrieval.engine.wordcount import count_words, postings
 
@@ -129,7 +129,7 @@ class Shard:
         q32 = np.asarray(qvec, dtype=np.float32)
         q64 = q32.astype(np.float64)
         eps = screening_error(q32, cmax)
-        scores32 = screen(q32, self.vectors)
+        scores32 = screen_scores(q32, self.vectors)
         rows = {a: [self.index[a].row(t) for t in qtexts] for a in bm25_depth}
         self._block = {"scores32": scores32, "q64": q64, "eps": eps, "rows": rows, "sorted": {}}
         nb = len(q32)

@@ -80,7 +80,7 @@ def finish_import(store: Connection, import_id: str, status: str, counts: list[A
         )
 
 
-def set_label(store: Connection, key: list[str], text_hash: str, label: str | None, author: str | None) -> None:
+def write_label(store: Connection, key: list[str], text_hash: str, label: str | None, author: str | None) -> None:
     """Label one stored text of configuration ``key`` (run id, strategy, retriever); None removes it."""
     with store.transaction() as con:
         con.execute(
@@ -94,7 +94,7 @@ def set_label(store: Connection, key: list[str], text_hash: str, label: str | No
             )
 
 
-def forget(
+def delete_lines_before(
     store: Connection, before: datetime, run_id: str | None = None, requests: pd.DataFrame | None = None
 ) -> tuple[int, int]:
     """Delete every log line asked before ``before`` (of one run, or all) and the texts no

@@ -1,5 +1,5 @@
-"""A question set's files: the canonical JSON lines ``dataset export`` writes and
-``dataset import`` reads (:mod:`evalcore.inputs.qsets` keeps the sets themselves).
+"""A question set's files: the canonical JSON lines ``question-set export`` writes and
+``question-set import`` reads (:mod:`evalcore.inputs.question_sets` keeps the sets themselves).
 
 Export writes each item in the canonical form evalcore itself writes: one
 ``json.dumps(obj, ensure_ascii=False)`` a line, keys ``id, question, needle, group, variant``
@@ -7,7 +7,7 @@ Export writes each item in the canonical form evalcore itself writes: one
 ``id, query, kind`` for off-topic queries, each followed by the item's other fields as the
 file gave them (an importer's ``answer`` beside its offsets, a tag): nothing an import
 accepted is dropped. A file in that form comes back byte for byte; another layout comes back
-with the same content in that form (``dataset import`` says how many lines that concerns).
+with the same content in that form (``question-set import`` says how many lines that concerns).
 """
 
 from __future__ import annotations

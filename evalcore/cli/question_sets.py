@@ -1,6 +1,6 @@
-"""``evalcore dataset ...``: question sets in the store (evalcore.inputs.qsets) and candidate
-needles from a corpus (evalcore.inputs.suggest). The author of a version is the OS user
-(evalcore.authors.os_author)."""
+"""``evalcore question-set ...`` (and its former name ``dataset``, kept as an alias): question sets
+in the store (evalcore.inputs.question_sets) and candidate needles from a corpus
+(evalcore.inputs.suggest). The author of a version is the OS user (evalcore.authors.os_author)."""
 
 from __future__ import annotations
 
@@ -12,19 +12,19 @@ from typing import Any
 from evalcore.boundary.text import for_terminal
 from evalcore.cli.shared.common import open_store
 from evalcore.cli.shared.options import integer
+from evalcore.inputs import question_sets
 
-MAX_CANDIDATES = 100_000  # dataset suggest -n: the most candidates one call writes
+MAX_CANDIDATES = 100_000  # question-set suggest -n: the most candidates one call writes
 LARGE = 1_000_000  # bytes of a questions file from which an import prints progress lines on stderr
 
 
-def cmd_import(args: argparse.Namespace) -> int:
+def cmd_question_set_import(args: argparse.Namespace) -> int:
     from evalcore import authors
-    from evalcore.inputs import qsets
 
     def said(line: str) -> None:
         print(for_terminal(line), file=sys.stderr, flush=True)
 
-    saved, other = qsets.import_folder(
+    saved, other = question_sets.import_folder(
         open_store(args),
         args.folder,
         args.name,
@@ -53,24 +53,22 @@ def _large(folder: str) -> bool:
         return False
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from evalcore.inputs import qsets
+def cmd_question_set_export(args: argparse.Namespace) -> int:
 
-    version, paths = qsets.export_folder(open_store(args), args.ref, args.output)
+    version, paths = question_sets.export_folder(open_store(args), args.ref, args.output)
     print(f"wrote {version.label} to " + ", ".join(for_terminal(p) for p in paths))
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def cmd_question_set_list(args: argparse.Namespace) -> int:
     from evalcore import authors
-    from evalcore.inputs import qsets
 
-    found = qsets.versions(open_store(args))
+    found = question_sets.versions(open_store(args))
     if args.json:
         print(json.dumps([_row(v) for v in found], indent=2, ensure_ascii=False))
         return 0
     if not found:
-        print("no question sets in the store (add one: evalcore dataset import DIR --name NAME)")
+        print("no question sets in the store (add one: evalcore question-set import DIR --name NAME)")
         return 0
     print(f"{'set':<28} {'parent':>6} {'questions':>9} {'off-topic':>9}  {'saved':<19}  author  note")
     for v in found:
@@ -96,11 +94,10 @@ def _row(v: Any) -> dict[str, Any]:
     }
 
 
-def cmd_show(args: argparse.Namespace) -> int:
-    from evalcore.inputs import qsets
+def cmd_question_set_show(args: argparse.Namespace) -> int:
 
-    qs = qsets.load(open_store(args), args.ref)
-    report = qsets.describe(qs)
+    qs = question_sets.load_question_set(open_store(args), args.ref)
+    report = question_sets.describe_question_set(qs)
     if args.corpus:
         from evalcore.inputs.corpus import load_corpus
 
@@ -126,13 +123,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_suggest(args: argparse.Namespace) -> int:
+def cmd_question_set_suggest(args: argparse.Namespace) -> int:
     from evalcore.errors import InputError
     from evalcore.inputs.corpus import load_corpus
     from evalcore.inputs.suggest import suggest, write_candidates
 
     if args.output is None and args.save_as is None:
-        raise InputError("dataset suggest needs -o FILE (the candidates) or --save-as NAME (their drafts as a set)")
+        raise InputError(
+            f"{args.question_set_command_name} suggest needs -o FILE (the candidates) "
+            "or --save-as NAME (their drafts as a set)"
+        )
     corpus = load_corpus(args.corpus)
     found = suggest(corpus, args.n, seed=args.seed)
     docs = len({c.doc_id for c in found})
@@ -157,14 +157,34 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     return 0
 
 
-def dataset_parser(sub: Any) -> None:
-    """The ``dataset`` command and its subcommands."""
-    p = sub.add_parser(
-        "dataset",
-        help="question sets in the store: import, export, list, show, suggest",
-        description="Question sets: named, versioned questions and off-topic queries kept in the store. "
+def add_question_set(sub: Any) -> None:
+    """The ``question-set`` command and its subcommands."""
+    _add(
+        sub,
+        "question-set",
+        "question sets in the store: import, export, list, show, suggest",
+        "Question sets: named, versioned questions and off-topic queries kept in the store. "
         "Every save is a new version; versions are never rewritten.",
     )
+
+
+def add_dataset(sub: Any) -> None:
+    """``dataset``: the former name of ``question-set``, kept working (the same subcommands)."""
+    _add(
+        sub,
+        "dataset",
+        "the former name of question-set (the same subcommands)",
+        "Question sets: named, versioned questions and off-topic queries kept in the store. "
+        "Every save is a new version; versions are never rewritten. "
+        "dataset is the former name of question-set and works the same.",
+    )
+
+
+def _add(sub: Any, command: str, help_text: str, description: str) -> None:
+    """``command`` with the subcommands import, export, list, show and suggest (``question-set``
+    and its alias ``dataset`` are built here alike, so that each prints its own name in usage)."""
+    p = sub.add_parser(command, help=help_text, description=description)
+    p.set_defaults(question_set_command_name=command)
     dsub = p.add_subparsers(
         dest="dataset_command", required=True, metavar="SUBCOMMAND", help="import, export, list, show or suggest"
     )
@@ -178,7 +198,7 @@ def dataset_parser(sub: Any) -> None:
     sp.add_argument("folder", metavar="DIR", help="folder holding questions.jsonl and optionally ood.jsonl")
     sp.add_argument("--name", required=True, help="the set's name (letters, digits, '.', '_', '-')")
     sp.add_argument("--note", default="", help="a note kept with the version")
-    sp.set_defaults(func=cmd_import)
+    sp.set_defaults(func=cmd_question_set_import)
 
     sp = dsub.add_parser(
         "export",
@@ -188,11 +208,11 @@ def dataset_parser(sub: Any) -> None:
     )
     sp.add_argument("ref", metavar="NAME[@VERSION]")
     sp.add_argument("-o", "--output", required=True, metavar="DIR", help="folder to write into (created)")
-    sp.set_defaults(func=cmd_export)
+    sp.set_defaults(func=cmd_question_set_export)
 
     sp = dsub.add_parser("list", help="every set version", description="List every question-set version.")
     sp.add_argument("--json", action="store_true", help="print JSON")
-    sp.set_defaults(func=cmd_list)
+    sp.set_defaults(func=cmd_question_set_list)
 
     sp = dsub.add_parser(
         "show",
@@ -203,7 +223,7 @@ def dataset_parser(sub: Any) -> None:
     sp.add_argument("ref", metavar="NAME[@VERSION]")
     sp.add_argument("--corpus", default=None, metavar="DIR", help="resolve the set against this corpus")
     sp.add_argument("--json", action="store_true", help="print JSON")
-    sp.set_defaults(func=cmd_show)
+    sp.set_defaults(func=cmd_question_set_show)
 
     sp = dsub.add_parser(
         "suggest",
@@ -227,4 +247,4 @@ def dataset_parser(sub: Any) -> None:
         metavar="NAME",
         help="save the cloze drafts as pseudo-queries of variant 'cloze' in a new version of the question set NAME",
     )
-    sp.set_defaults(func=cmd_suggest)
+    sp.set_defaults(func=cmd_question_set_suggest)

@@ -12,7 +12,7 @@ question, group, variant, and a needle or an exact span) and off-topic
 (ids unique across both kinds, one needle per group, kinds near/far); a problem is an
 InputError naming the set, the line (the item's position in the exported file) and the field.
 
-Export and import read and write the canonical JSON lines of :mod:`evalcore.inputs.qset_files`,
+Export and import read and write the canonical JSON lines of :mod:`evalcore.inputs.question_set_files`,
 every field an import accepted kept (the names re-exported here are that module's).
 
 Against a corpus a set resolves like question files do (:func:`evalcore.inputs.groundtruth.resolve`),
@@ -35,13 +35,13 @@ from evalcore.boundary import text as boundary_text
 from evalcore.boundary.files import write_file_atomic
 from evalcore.errors import InputError, StoreError
 from evalcore.inputs.groundtruth import MAX_TEXT, OOD_KINDS, group_questions, resolve
-from evalcore.inputs.qset_files import MAX_ITEMS as MAX_ITEMS
-from evalcore.inputs.qset_files import OOD_FILE as OOD_FILE
-from evalcore.inputs.qset_files import QUESTIONS_FILE as QUESTIONS_FILE
-from evalcore.inputs.qset_files import ood_row as ood_row
-from evalcore.inputs.qset_files import question_row as question_row
-from evalcore.inputs.qset_files import read_folder as read_folder
-from evalcore.inputs.qset_files import to_jsonl as to_jsonl
+from evalcore.inputs.question_set_files import MAX_ITEMS as MAX_ITEMS
+from evalcore.inputs.question_set_files import OOD_FILE as OOD_FILE
+from evalcore.inputs.question_set_files import QUESTIONS_FILE as QUESTIONS_FILE
+from evalcore.inputs.question_set_files import ood_row as ood_row
+from evalcore.inputs.question_set_files import question_row as question_row
+from evalcore.inputs.question_set_files import read_folder as read_folder
+from evalcore.inputs.question_set_files import to_jsonl as to_jsonl
 from evalcore.records import GroundTruth, OODQuery, Question
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _who(author: str | None) -> str:
 # ----------------------------------------------------------------------- checking
 
 
-def check_name(name: str) -> str:
+def check_question_set_name(name: str) -> str:
     """A set name: letters, digits, ``.``, ``_``, ``-``, starting with a letter or digit (the
     rules every name follows, :func:`evalcore.boundary.text.check_name`, and these)."""
     name = boundary_text.check_name(name or "", field="question set name", max_len=MAX_NAME)
@@ -132,14 +132,14 @@ def check_name(name: str) -> str:
     return name
 
 
-def parse_ref(ref: str) -> tuple[str, int | None]:
+def parse_question_set_ref(ref: str) -> tuple[str, int | None]:
     """``NAME`` or ``NAME@VERSION`` -> (name, version or None for the newest)."""
     name, sep, version = (ref or "").partition("@")
     if sep:
         if not version.isdigit() or int(version) < 1:
             raise InputError(f"question set {ref!r}: the version after '@' must be a number from 1")
-        return check_name(name), int(version)
-    return check_name(name), None
+        return check_question_set_name(name), int(version)
+    return check_question_set_name(name), None
 
 
 def check_items(questions: Sequence[Question], ood: Sequence[OODQuery], where: str) -> None:
@@ -215,36 +215,26 @@ def _version(row: tuple[Any, ...]) -> Version:
     return Version(name, int(version), parent, author, created_at, note or "", origin or "", int(nq), int(no))
 
 
-_VERSIONS = """
-    SELECT v.name, v.version, v.parent, v.author, v.created_at, v.note, v.origin,
-           (SELECT count(*) FROM question_set_items i WHERE i.name = v.name AND i.version = v.version),
-           (SELECT count(*) FROM question_set_ood o WHERE o.name = v.name AND o.version = v.version)
-    FROM question_set_versions v
-"""
-
-
 def versions(store: Store, name: str | None = None) -> list[Version]:
     """Every version (of ``name``, or of every set), by name then version."""
-    with store.read() as con:
-        if name is None:
-            rows = con.execute(_VERSIONS + " ORDER BY v.name, v.version").fetchall()
-        else:
-            rows = con.execute(_VERSIONS + " WHERE v.name = ? ORDER BY v.version", [name]).fetchall()
-    return [_version(r) for r in rows]
+    from evalcore.store.question_sets import version_rows  # pandas: loaded when a set is read
+
+    return [_version(r) for r in version_rows(store, name)]
 
 
 def names(store: Store) -> list[str]:
-    with store.read() as con:
-        return [r[0] for r in con.execute("SELECT name FROM question_sets ORDER BY name").fetchall()]
+    from evalcore.store.question_sets import question_set_names
+
+    return question_set_names(store)
 
 
-def load(store: Store, ref: str) -> QuestionSet:
+def load_question_set(store: Store, ref: str) -> QuestionSet:
     """The items of ``NAME`` (its newest version) or ``NAME@VERSION``; StoreError when unknown."""
-    name, wanted = parse_ref(ref)
+    name, wanted = parse_question_set_ref(ref)
     found = versions(store, name)
     if not found:
         known = names(store)
-        hint = f" (sets: {', '.join(known)})" if known else " (the store has no question set; see dataset import)"
+        hint = f" (sets: {', '.join(known)})" if known else " (the store has no question set; see question-set import)"
         raise StoreError(f"no question set {name!r}{hint}")
     if wanted is None:
         version = found[-1]
@@ -253,17 +243,9 @@ def load(store: Store, ref: str) -> QuestionSet:
         if not matches:
             raise StoreError(f"question set {name!r} has no version {wanted} (versions 1 to {found[-1].version})")
         version = matches[0]
-    with store.read() as con:
-        qrows = con.execute(
-            'SELECT position, item_id, question, group_id, variant, needle, doc_id, start, "end", extra '
-            "FROM question_set_items WHERE name = ? AND version = ? ORDER BY position",
-            [name, version.version],
-        ).fetchall()
-        orows = con.execute(
-            "SELECT position, item_id, query, kind, extra FROM question_set_ood WHERE name = ? AND version = ? "
-            "ORDER BY position",
-            [name, version.version],
-        ).fetchall()
+    from evalcore.store.question_sets import item_rows
+
+    qrows, orows = item_rows(store, name, version.version)
     questions = tuple(
         Question(
             query_id=r[1],
@@ -301,7 +283,7 @@ def save(
     from evalcore.authors import clean_author
     from evalcore.store.question_sets import insert_version
 
-    name = check_name(name)
+    name = check_question_set_name(name)
     note = boundary_text.clean_text(note or "", field="note", max_len=MAX_NOTE).strip()
     questions, ood = numbered(questions, ood)
     check_items(questions, ood, f"question set {name}")
@@ -354,11 +336,11 @@ def import_folder(
     note: str = "",
     said: Callable[[str], None] | None = None,
 ) -> tuple[Saved, int]:
-    """``dataset import``: the folder's files as a new set, or as a new version of ``name``
+    """``question-set import``: the folder's files as a new set, or as a new version of ``name``
     (from its newest version). Returns what was saved and the count of non-canonical lines.
     The name and the note are checked before the files are read; ``said`` hears a line as
     each step ends (a progress line for a large set)."""
-    name = check_name(name)
+    name = check_question_set_name(name)
     boundary_text.clean_text(note or "", field="--note", max_len=MAX_NOTE)
     t0 = time.perf_counter()
     questions, ood, other = read_folder(folder, said)
@@ -376,10 +358,10 @@ def import_folder(
 
 
 def export_folder(store: Store, ref: str, folder: str | Path) -> tuple[Version, list[Path]]:
-    """``dataset export``: write questions.jsonl (and ood.jsonl when the version has off-topic
+    """``question-set export``: write questions.jsonl (and ood.jsonl when the version has off-topic
     items) into ``folder`` (created); refuses to replace an existing file, and never writes
     through a symbolic link (:func:`evalcore.boundary.files.write_file_atomic`)."""
-    qs = load(store, ref)
+    qs = load_question_set(store, ref)
     folder = Path(folder)
     targets = [(QUESTIONS_FILE, [question_row(q) for q in qs.questions])]
     if qs.ood:
@@ -409,8 +391,8 @@ def export_folder(store: Store, ref: str, folder: str | Path) -> tuple[Version, 
     return qs.version, written
 
 
-def describe(qs: QuestionSet) -> dict[str, Any]:
-    """What ``dataset show`` prints: the version, its items by group and variant."""
+def describe_question_set(qs: QuestionSet) -> dict[str, Any]:
+    """What ``question-set show`` prints: the version, its items by group and variant."""
     v = qs.version
     groups = {q.group for q in qs.questions}
     variants: dict[str, int] = {}
@@ -436,7 +418,7 @@ def _present(value: Any) -> bool:
     return value is not None and str(value) not in ("", "nan", "<NA>", "None")
 
 
-def run_label(run: Run) -> str:
+def ground_truth_label(run: Run) -> str:
     """Which ground truth a run (its ``runs`` row) used: ``question set NAME@V`` or its files."""
     name, version = run.get("question_set"), run.get("question_set_version")
     if _present(name) and _present(version):
@@ -448,7 +430,7 @@ def run_label(run: Run) -> str:
 def versions_note(first: Run, second: Run) -> str | None:
     """A sentence when two runs (their ``runs`` rows) did not use the same question-set
     version, else None: what Compare and ``gate`` print beside their figures."""
-    a, b = run_label(first), run_label(second)
+    a, b = ground_truth_label(first), ground_truth_label(second)
     if a == b or (a.startswith("question files") and b.startswith("question files")):
         return None
     same_set = _present(first.get("question_set")) and first.get("question_set") == second.get("question_set")
