@@ -320,7 +320,7 @@ def test_an_evaluation_is_queued_watched_and_cancelled(served):
 
 
 def test_the_dashboard_still_works_on_the_same_port_after_api_calls(served):
-    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled
+    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, watch
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
@@ -333,7 +333,7 @@ def test_the_dashboard_still_works_on_the_same_port_after_api_calls(served):
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = watch(browser.new_page(viewport={"width": 1400, "height": 1000}))
             for path in ("", "threshold?run_id=base&config=P%2Fdense"):
                 page.goto(f"{url}/{path}")
                 settled(page)

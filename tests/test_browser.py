@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 
 from evalcore.measures.stats import p_relation
 from evalcore.store import Store
@@ -72,7 +72,7 @@ def browser(served):
 @pytest.fixture()
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    tab = context.new_page()
+    tab = watch(context.new_page())
     tab.requested = []  # every URL the page asked for
     tab.on("request", lambda request: tab.requested.append(request.url))
     yield tab

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from reliability.header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 from test_browser import _download, goto, nav, select, selected, text_of, threshold_shown
 from test_threshold_claim_cli import _expected
 
@@ -61,7 +61,7 @@ def _page(browser, headers: dict[str, str] | None = None):
     context = browser.new_context(
         viewport={"width": 1400, "height": 1000}, accept_downloads=True, extra_http_headers=headers or {}
     )
-    return context, context.new_page()
+    return context, watch(context.new_page())
 
 
 def test_claim_journey(served_claims):

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from api_serving import api_server, make_key, make_store
 from reliability.header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, watch
 from test_browser import goto, text_of
 
 from evalcore.read.decisions import latest_decision
@@ -45,7 +45,7 @@ def test_deploy_as_from_the_threshold_screen_is_read_back_over_http(served):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            page = context.new_page()
+            page = watch(context.new_page())
             goto(page, f"{signed_in}/threshold?run_id={base}&config=E/dense")
             healthy(page, "deploy 1 threshold")
             # save the threshold shown, then point production at that decision

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MINI, ROOT
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 from test_browser import _download, goto, nav, save_decision, select, selected, text_of, threshold_shown
 
 sys.path.insert(0, str(ROOT / "examples"))
@@ -168,7 +168,7 @@ def tab(served):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-            yield context.new_page()
+            yield watch(context.new_page())
         finally:
             browser.close()
 

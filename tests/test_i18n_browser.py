@@ -16,7 +16,7 @@ import zipfile
 from fractions import Fraction
 
 import pytest
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 from test_browser import _download, goto, nav, select, text_of
 from test_threshold_claim_cli import _expected
 
@@ -54,7 +54,7 @@ def test_threshold_compare_and_review_pack_in_german(served_german):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-            page = context.new_page()
+            page = watch(context.new_page())
 
             # 1. Threshold in German: the claim's sentence, 0, decimals, the bound on its safe side
             goto(page, f"{url}/threshold?run_id={faq}&lang=de")

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
+from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy, watch
 
 import evalcore
 from evalcore.cli import main
@@ -348,7 +348,7 @@ def _walk_installed_dashboard(url: str, run_id: str) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = watch(browser.new_page(viewport={"width": 1400, "height": 1000}))
             page.goto(url + "/", wait_until="domcontentloaded")
             settled(page)
             healthy(page, "installed: runs")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MINI
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 
 from evalcore import jobs
 from evalcore.chunking import chunk_document, parse_strategies
@@ -103,7 +103,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
     store_path = tmp_path / "evalcore.duckdb"
     with streamlit_app(store_path, tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True).new_page()
+        page = watch(browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True).new_page())
         page.goto(url + "/questions", wait_until="domcontentloaded")
         settled(page)
         healthy(page, "questions: empty store")

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 from reliability.header_proxy import HeaderProxy
 from scipy.stats import binom
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 from statsmodels.stats.proportion import proportion_confint
 from test_traffic import T, _log_rows, _write_jsonl, traffic_run  # noqa: F401 - the run fixture
 
@@ -156,7 +156,7 @@ def test_import_open_traffic_see_drift_label_two_queries_open_a_borderline_query
     ):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-        page = context.new_page()
+        page = watch(context.new_page())
         page.goto(f"{url}/traffic?run_id={run_id}&config=E/dense", wait_until="domcontentloaded")
         settled(page)
         healthy(page, "traffic")

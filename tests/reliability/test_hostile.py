@@ -699,7 +699,7 @@ def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
     """The product manager's step on a run imported with a chunker named like a Markdown image
     and a retriever named like HTML: the Threshold page's Save button shows the label as typed,
     the browser never fetches x.png, and saving works (a real Streamlit and chromium)."""
-    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
@@ -722,7 +722,7 @@ def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
     label = "![c](x.png)/<i>r"
     with streamlit_app(store, tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = watch(browser.new_page(viewport={"width": 1400, "height": 1000}))
         requested: list[str] = []
         page.on("request", lambda r: requested.append(r.url))
         page.goto(f"{url}/threshold", wait_until="domcontentloaded")

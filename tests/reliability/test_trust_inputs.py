@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import MINI
 from header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
 from test_reliability import RUN, base_store, check, evalcore  # noqa: F401 - base_store: the shared one-run store
 
 from evalcore.authors import MAX_AUTHOR, NOT_RECORDED
@@ -50,7 +50,7 @@ def _saved_by(port: int, run_id: str, added: bytes, sent: dict[str, str]) -> str
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000}, extra_http_headers=sent)
-            page = context.new_page()
+            page = watch(context.new_page())
             page.goto(f"{url}/threshold?run_id={run_id}", wait_until="domcontentloaded")
             settled(page)
             text = page.locator('[data-testid="save-as"]').first.inner_text()
@@ -121,7 +121,7 @@ def _upload_real_queries(url: str, name: str, data: bytes) -> tuple[str, list[st
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            page = watch(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page())
             requested: list[str] = []
             page.on("request", lambda request: requested.append(request.url))
             page.goto(url + "/questions", wait_until="domcontentloaded")
