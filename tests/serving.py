@@ -231,6 +231,73 @@ def new_tab(browser, **options):
     return watch(browser.new_context(**options).new_page())
 
 
+_SHARED: dict[str, object] = {}
+
+
+def shared_playwright():
+    """The test process's playwright driver, started on first use and stopped by
+    :func:`stop_shared` (tests/conftest.py, at the end of the session). Playwright's sync API
+    allows one driver a process: every test drives chromium through this one."""
+    if "playwright" not in _SHARED:
+        from playwright.sync_api import sync_playwright
+
+        _SHARED["playwright"] = sync_playwright().start()
+    return _SHARED["playwright"]
+
+
+def stop_shared() -> None:
+    """Close the shared chromium and stop the driver, if they were started."""
+    browser = _SHARED.pop("browser", None)
+    driver = _SHARED.pop("playwright", None)
+    try:
+        if browser is not None:
+            browser.close()
+    finally:
+        if driver is not None:
+            driver.stop()
+
+
+class Tabs:
+    """A test's view of the shared chromium: the contexts it opens (each its own cookies,
+    storage and downloads), their pages watched (:func:`watch`); :meth:`close` closes them
+    and leaves chromium running for the next test."""
+
+    def __init__(self, browser) -> None:
+        self.browser = browser
+        self.contexts: list = []
+
+    def new_context(self, **options):
+        context = self.browser.new_context(**options)
+        context.on("page", watch)
+        self.contexts.append(context)
+        return context
+
+    def new_page(self, **options):
+        """A page in a context of its own, as ``Browser.new_page`` makes it."""
+        return watch(self.new_context(**options).new_page())
+
+    def close(self) -> None:
+        while self.contexts:
+            self.contexts.pop().close()
+
+
+@contextmanager
+def shared_chromium() -> Iterator[Tabs]:
+    """Debian's chromium (:data:`CHROMIUM`, :data:`CHROMIUM_ARGS`), launched once per test
+    process (each pytest-xdist worker) instead of once per test: yields the test's
+    :class:`Tabs`, closed afterwards. A launch costs about a second of CPU and several of wall
+    on a busy machine; a new context isolates a test as a new browser did."""
+    if "browser" not in _SHARED or not _SHARED["browser"].is_connected():
+        _SHARED["browser"] = shared_playwright().chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+    tabs = Tabs(_SHARED["browser"])
+    try:
+        yield tabs
+    finally:
+        tabs.close()
+
+
 def _state(page) -> dict:
     from playwright.sync_api import Error
 

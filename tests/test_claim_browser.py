@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from reliability.header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app, watch
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 from test_browser import _download, goto, nav, select, selected, text_of, threshold_shown
 from test_threshold_claim_cli import _expected
 
@@ -66,14 +66,12 @@ def _page(browser, headers: dict[str, str] | None = None):
 
 def test_claim_journey(served_claims):
     from markdown_it import MarkdownIt
-    from playwright.sync_api import sync_playwright
 
     served, store, (mini, faq, close) = served_claims
     # Signed in as an authenticating proxy does it: the proxy sets the header on every request,
     # the WebSocket handshake the dashboard reads it from included (a browser's extra headers
     # do not reach that handshake in Chromium 150 and later).
-    with HeaderProxy(urlsplit(served).port, f"{HEADER}: {PM}\r\n".encode()) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with HeaderProxy(urlsplit(served).port, f"{HEADER}: {PM}\r\n".encode()) as url, shared_chromium() as browser:
         try:
             context, page = _page(browser)
 
