@@ -216,6 +216,23 @@ def tiny_cross_encoder(tmp_path_factory):
     return path
 
 
+# --- The browser journeys' harness (tests/serving.py) --------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_chromium():
+    """At the end of the session, close the chromium the journeys share in this test process
+    (serving.shared_chromium: launched once per worker, a new context per test) and stop
+    playwright's driver."""
+    yield
+    from serving import stop_shared
+
+    stop_shared()
+
+
+# --- end of the browser journeys' harness ---------------------------------------------------
+
+
 # Real PDFs and web pages printed from ../shared/data by chromium, once per session.
 from real_documents import printed  # noqa: E402,F401
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from built_once import built_once
-from serving import CHROMIUM
+from serving import CHROMIUM, shared_playwright
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
@@ -136,20 +136,20 @@ def printed(tmp_path_factory) -> dict[str, PrintedCorpus]:
     mkdocs = shared_data("mkdocs-docs", "docs")
     if not CHROMIUM:
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
+    pytest.importorskip("playwright.sync_api")
     pytest.importorskip("markdown")
 
     def build(out: Path) -> None:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-            try:
-                print_corpus(browser, "poetry", poetry, out, header_footer=True, outline=False)
-                # the release notes alone would be 60 pages; the rest of mkdocs keeps the session short
-                print_corpus(
-                    browser, "mkdocs", mkdocs, out, header_footer=False, outline=True, skip=("about/release-notes.md",)
-                )
-            finally:
-                browser.close()
+        # through the test process's playwright driver (one a process: serving.shared_playwright)
+        browser = shared_playwright().chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            print_corpus(browser, "poetry", poetry, out, header_footer=True, outline=False)
+            # the release notes alone would be 60 pages; the rest of mkdocs keeps the session short
+            print_corpus(
+                browser, "mkdocs", mkdocs, out, header_footer=False, outline=True, skip=("about/release-notes.md",)
+            )
+        finally:
+            browser.close()
 
     # printed once per session, not per worker; read in place: each footer prints its page's URL
     out = built_once(tmp_path_factory, "printed", build, copy=False)

@@ -66,7 +66,9 @@ def test_the_validation_report_is_a_record_whose_json_is_what_validate_prints(ca
     from evalcore.inputs.groundtruth import validation_report
     from evalcore.records import ValidationReport
 
-    corpus, gt = sources.load_corpus_and_questions(*(str(MINI / name) for name in ("corpus", "questions.jsonl", "ood.jsonl")))
+    corpus, gt = sources.load_corpus_and_questions(
+        *(str(MINI / name) for name in ("corpus", "questions.jsonl", "ood.jsonl"))
+    )
     report = validation_report(corpus, gt)
     assert isinstance(report, ValidationReport)
     assert (report.documents, report.valid_ground_truths, len(report.invalid)) == (4, 9, 1)

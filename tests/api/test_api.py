@@ -320,20 +320,19 @@ def test_an_evaluation_is_queued_watched_and_cancelled(served):
 
 
 def test_the_dashboard_still_works_on_the_same_port_after_api_calls(served):
-    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled
+    from serving import CHROMIUM, healthy, settled, shared_chromium, watch
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     url, _, keys = served
     with client(url, keys["all"]) as c:  # the API is busy first: a write, reads, an error
         assert c.post("/runs/base/decisions", json={"configuration": "P/dense", "threshold": 0.45}).status_code == 201
         assert c.get("/runs").status_code == 200
         is_problem(c.get("/runs/none-such"), 404)
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with shared_chromium() as browser:
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = watch(browser.new_page(viewport={"width": 1400, "height": 1000}))
             for path in ("", "threshold?run_id=base&config=P%2Fdense"):
                 page.goto(f"{url}/{path}")
                 settled(page)

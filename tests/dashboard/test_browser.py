@@ -31,7 +31,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 
 from evalcore.measures.stats import p_relation
 from evalcore.store import Store
@@ -59,20 +59,15 @@ def served(two_run_store, two_run_ids, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser(served):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    """The test process's chromium (serving.shared_chromium), its contexts closed afterwards."""
+    with shared_chromium() as tabs:
+        yield tabs
 
 
 @pytest.fixture()
 def page(browser):
     context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-    tab = context.new_page()
+    tab = watch(context.new_page())
     tab.requested = []  # every URL the page asked for
     tab.on("request", lambda request: tab.requested.append(request.url))
     yield tab

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from cli.test_threshold_claim_cli import _expected
 from reliability.header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 
 from dashboard.test_browser import _download, goto, nav, select, selected, text_of, threshold_shown
 
@@ -62,19 +62,17 @@ def _page(browser, headers: dict[str, str] | None = None):
     context = browser.new_context(
         viewport={"width": 1400, "height": 1000}, accept_downloads=True, extra_http_headers=headers or {}
     )
-    return context, context.new_page()
+    return context, watch(context.new_page())
 
 
 def test_claim_journey(served_claims):
     from markdown_it import MarkdownIt
-    from playwright.sync_api import sync_playwright
 
     served, store, (mini, faq, close) = served_claims
     # Signed in as an authenticating proxy does it: the proxy sets the header on every request,
     # the WebSocket handshake the dashboard reads it from included (a browser's extra headers
     # do not reach that handshake in Chromium 150 and later).
-    with HeaderProxy(urlsplit(served).port, f"{HEADER}: {PM}\r\n".encode()) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with HeaderProxy(urlsplit(served).port, f"{HEADER}: {PM}\r\n".encode()) as url, shared_chromium() as browser:
         try:
             context, page = _page(browser)
 

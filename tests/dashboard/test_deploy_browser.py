@@ -9,7 +9,7 @@ import httpx
 import pytest
 from api_serving import api_server, make_key, make_store
 from reliability.header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled
+from serving import CHROMIUM, healthy, settled, shared_chromium, watch
 
 from dashboard.test_browser import goto, text_of
 from evalcore.read.decisions import latest_decision
@@ -33,7 +33,6 @@ def served(tmp_path_factory):
 
 
 def test_deploy_as_from_the_threshold_screen_is_read_back_over_http(served):
-    from playwright.sync_api import sync_playwright
 
     url, store, key = served
     api = httpx.Client(base_url=url + "/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=30)
@@ -41,11 +40,10 @@ def test_deploy_as_from_the_threshold_screen_is_read_back_over_http(served):
     base = str(Store(store).latest_complete("base"))
     port = int(url.rsplit(":", 1)[1])
     # the person signs in at the proxy, which sets the user header on every request (docs/DEPLOY.md)
-    with HeaderProxy(port, f"{HEADER}: {PM}\r\n".encode()) as signed_in, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with HeaderProxy(port, f"{HEADER}: {PM}\r\n".encode()) as signed_in, shared_chromium() as browser:
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            page = context.new_page()
+            page = watch(context.new_page())
             goto(page, f"{signed_in}/threshold?run_id={base}&config=E/dense")
             healthy(page, "deploy 1 threshold")
             # save the threshold shown, then point production at that decision

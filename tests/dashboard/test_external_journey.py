@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MINI, ROOT
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 
 from dashboard.test_browser import _download, goto, nav, save_decision, select, selected, text_of, threshold_shown
 
@@ -163,13 +163,11 @@ def served(journey):
 @pytest.fixture(scope="module")
 def tab(served):
     """One browser tab for the whole journey: a session goes on from screen to screen."""
-    from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with shared_chromium() as browser:
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-            yield context.new_page()
+            yield watch(context.new_page())
         finally:
             browser.close()
 

@@ -17,7 +17,7 @@ from fractions import Fraction
 
 import pytest
 from cli.test_threshold_claim_cli import _expected
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 
 from dashboard.test_browser import _download, goto, nav, select, text_of
 
@@ -48,14 +48,12 @@ def _numbers(text: str) -> list[str]:
 
 
 def test_threshold_compare_and_review_pack_in_german(served_german):
-    from playwright.sync_api import sync_playwright
 
     url, store, (_mini, faq, _close) = served_german
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with shared_chromium() as browser:
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-            page = context.new_page()
+            page = watch(context.new_page())
 
             # 1. Threshold in German: the claim's sentence, 0, decimals, the bound on its safe side
             goto(page, f"{url}/threshold?run_id={faq}&lang=de")

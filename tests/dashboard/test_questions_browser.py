@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from conftest import MINI
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 
 from evalcore import jobs
 from evalcore.chunking import chunk_document, parse_strategies
@@ -93,7 +93,7 @@ def _author(page, doc: str, section: str, needle: str, phrasings: list[str], var
 def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, monkeypatch):
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     corpus_files = sorted(str(p) for p in (MINI / "corpus").glob("*.md"))
     install = load_corpus(MINI / "corpus").by_id()["install"]
     a_cut = [c.end for c in chunk_document(install, parse_strategies("A")[0])]
@@ -101,9 +101,8 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
     assert any(at < cut < at + len(CUT) for cut in a_cut)  # the blind strategy cuts this needle
     cut = next(cut for cut in a_cut if at < cut < at + len(CUT))
     store_path = tmp_path / "evalcore.duckdb"
-    with streamlit_app(store_path, tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True).new_page()
+    with streamlit_app(store_path, tmp_path / "streamlit.log") as url, shared_chromium() as browser:
+        page = watch(browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True).new_page())
         page.goto(url + "/questions", wait_until="domcontentloaded")
         settled(page)
         healthy(page, "questions: empty store")

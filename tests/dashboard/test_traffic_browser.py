@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 from reliability.header_proxy import HeaderProxy
 from scipy.stats import binom
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 from statsmodels.stats.proportion import proportion_confint
 from traffic.test_traffic import T, _log_rows, _write_jsonl, traffic_run  # noqa: F401 - the run fixture
 
@@ -133,7 +133,7 @@ def test_import_open_traffic_see_drift_label_two_queries_open_a_borderline_query
 ):
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     source, run_id = traffic_run
     store = tmp_path / "evalcore.duckdb"
     shutil.copy(source, store)
@@ -152,11 +152,10 @@ def test_import_open_traffic_see_drift_label_two_queries_open_a_borderline_query
         # signed in through a proxy that sets the header on every request, the WebSocket
         # handshake included (a browser's extra headers do not reach it in Chromium 150+)
         HeaderProxy(urlsplit(served).port, f"{HEADER}: {PM}\r\n".encode()) as url,
-        sync_api.sync_playwright() as p,
+        shared_chromium() as browser,
     ):
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-        page = context.new_page()
+        page = watch(context.new_page())
         page.goto(f"{url}/traffic?run_id={run_id}&config=E/dense", wait_until="domcontentloaded")
         settled(page)
         healthy(page, "traffic")

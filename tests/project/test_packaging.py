@@ -30,7 +30,7 @@ import pytest
 from conftest import ROOT
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from serving import CHROMIUM, CHROMIUM_ARGS, free_port, healthy, settled, stop, wait_healthy
+from serving import CHROMIUM, free_port, healthy, settled, shared_chromium, stop, wait_healthy, watch
 
 import evalcore
 from evalcore.cli import main
@@ -343,12 +343,10 @@ def _walk_installed_dashboard(url: str, run_id: str) -> None:
     if CHROMIUM is None or importlib.util.find_spec("playwright") is None:
         print("chromium or playwright is not installed: the installed dashboard was fetched, not drawn")
         return
-    from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with shared_chromium() as browser:
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page = watch(browser.new_page(viewport={"width": 1400, "height": 1000}))
             page.goto(url + "/", wait_until="domcontentloaded")
             settled(page)
             healthy(page, "installed: runs")

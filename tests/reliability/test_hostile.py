@@ -699,11 +699,11 @@ def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
     """The product manager's step on a run imported with a chunker named like a Markdown image
     and a retriever named like HTML: the Threshold page's Save button shows the label as typed,
     the browser never fetches x.png, and saving works (a real Streamlit and chromium)."""
-    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+    from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 
     if CHROMIUM is None:
         pytest.skip("chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     store = tmp_path / "s.duckdb"
     ran = evalcore(
         "import-run",
@@ -720,9 +720,8 @@ def test_a_markdown_label_is_text_on_the_threshold_save_button(files, tmp_path):
     )
     assert ran.code == 0, ran.err
     label = "![c](x.png)/<i>r"
-    with streamlit_app(store, tmp_path / "streamlit.log") as url, sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    with streamlit_app(store, tmp_path / "streamlit.log") as url, shared_chromium() as browser:
+        page = watch(browser.new_page(viewport={"width": 1400, "height": 1000}))
         requested: list[str] = []
         page.on("request", lambda r: requested.append(r.url))
         page.goto(f"{url}/threshold", wait_until="domcontentloaded")

@@ -249,14 +249,12 @@ def served_net(two_runs_net, tmp_path_factory):  # noqa: F811
 
 @pytest.mark.browser
 def test_typed_and_uploaded_text_never_becomes_an_element(served_net):
-    from playwright.sync_api import sync_playwright
-    from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled
+    from serving import healthy, settled, shared_chromium, watch
 
     url, produced = served_net, []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with shared_chromium() as browser:
         try:
-            tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+            tab = watch(browser.new_page(viewport={"width": 1400, "height": 1000}))
             # the Query screen's search echoes what was typed
             tab.goto(f"{url}/query", wait_until="domcontentloaded")
             settled(tab)

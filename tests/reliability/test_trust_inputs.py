@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 from conftest import MINI
 from header_proxy import HeaderProxy
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 from test_reliability import RUN, base_store, check, evalcore  # noqa: F401 - base_store: the shared one-run store
 
 from evalcore.authors import MAX_AUTHOR, NOT_RECORDED
@@ -44,13 +44,11 @@ def dashboard(base_store, tmp_path_factory):  # noqa: F811 - the imported fixtur
 def _saved_by(port: int, run_id: str, added: bytes, sent: dict[str, str]) -> str:
     """What the Threshold screen says it would save as author, reached through a proxy that
     adds ``added`` to each request the browser makes (with its own headers ``sent``)."""
-    from playwright.sync_api import sync_playwright
 
-    with HeaderProxy(port, added) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with HeaderProxy(port, added) as url, shared_chromium() as browser:
         try:
             context = browser.new_context(viewport={"width": 1400, "height": 1000}, extra_http_headers=sent)
-            page = context.new_page()
+            page = watch(context.new_page())
             page.goto(f"{url}/threshold?run_id={run_id}", wait_until="domcontentloaded")
             settled(page)
             text = page.locator('[data-testid="save-as"]').first.inner_text()
@@ -115,13 +113,11 @@ def _upload_real_queries(url: str, name: str, data: bytes) -> tuple[str, list[st
     """On the Questions screen: the mini corpus uploaded, a set named, then the list ``name``
     holding ``data`` uploaded as real queries. Returns the page's text, the injected images and
     links found (their src/href), and every URL the browser asked for."""
-    from playwright.sync_api import sync_playwright
 
     corpus = sorted(str(p) for p in (MINI / "corpus").glob("*.md"))
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    with shared_chromium() as browser:
         try:
-            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            page = watch(browser.new_context(viewport={"width": 1400, "height": 1000}).new_page())
             requested: list[str] = []
             page.on("request", lambda request: requested.append(request.url))
             page.goto(url + "/questions", wait_until="domcontentloaded")

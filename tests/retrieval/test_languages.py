@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import MINI_ARGS
 from scipy.stats import binomtest
-from serving import CHROMIUM, CHROMIUM_ARGS, healthy, settled, streamlit_app
+from serving import CHROMIUM, healthy, settled, shared_chromium, streamlit_app, watch
 
 from evalcore.cli import main
 from evalcore.read.summary import summary_table
@@ -142,12 +142,10 @@ def test_languages_journey_in_chromium(served_languages):
     """The engineer: New run offers the languages and says which retrievers that makes; Query
     shows the query's tokens as bm25:english reads them; Compare pairs the analyzers; Export
     names the file after the configuration without a ':'."""
-    from playwright.sync_api import sync_playwright
 
     url, run_id = served_languages
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True).new_page()
+    with shared_chromium() as browser:
+        page = watch(browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True).new_page())
 
         def select(label: str, option: str) -> None:
             box = page.get_by_role("combobox", name=label, exact=True)
