@@ -427,6 +427,8 @@ def test_sql_text_lives_only_under_store_and_read(tmp_path):
         "SQL outside evalcore/store/ and evalcore/read/ (a figure, the gate or a format reads through a "
         "named reader in read/, a write goes through the table's writer in store/): " + "; ".join(outside)
     )
+
+
 # --- one name, one concept (issue 35, item 3) ---------------------------------------------------
 
 #: Names that several modules define on purpose, each module implementing one protocol: the
