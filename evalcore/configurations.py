@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import ConfigError
 from evalcore.measures.threshold import Axis
 from evalcore.records import Configuration
+from evalcore.store.runs import configuration_rows, failure_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -149,19 +150,7 @@ def builtin_rows(
 def read(store: Store, run_id: str) -> dict[tuple[str, str], ConfigInfo]:
     """Every configuration with results in ``run_id`` (or failures), keyed by (strategy,
     retriever); those without a row (older runs) read as built-in under the run's model."""
-    df = store.query(
-        """
-        WITH have AS (SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?
-                      UNION SELECT DISTINCT strategy, retriever FROM failures WHERE run_id = ?)
-        SELECT h.strategy, h.retriever, c.source, c.score_kind, c.gate_on,
-               coalesce(c.model, CASE WHEN c.source IS NULL THEN u.model END) AS model,
-               coalesce(c.chunker, h.strategy) AS chunker, c.detail
-        FROM have h
-        LEFT JOIN configurations c ON c.run_id = ? AND c.strategy = h.strategy AND c.retriever = h.retriever
-        LEFT JOIN runs u ON u.run_id = ?
-        """,
-        [run_id, run_id, run_id, run_id],
-    )
+    df = configuration_rows(store, run_id)
 
     def value(r: Mapping[Hashable, Any], key: str, default: Any = None) -> Any:
         v = r[key]
@@ -191,9 +180,4 @@ def info(store: Store, run_id: str, strategy: str, retriever: str) -> ConfigInfo
 def failures(store: Store, run_id: str) -> pd.DataFrame:
     """Queries the run's configurations could not answer: strategy, retriever, query_id,
     domain, reason, attempts, text (the query), in configuration and query order."""
-    return store.query(
-        "SELECT f.strategy, f.retriever, f.query_id, f.domain, f.reason, f.attempts, q.text "
-        "FROM failures f LEFT JOIN queries q ON q.run_id = f.run_id AND q.query_id = f.query_id "
-        "WHERE f.run_id = ? ORDER BY f.strategy, f.retriever, f.query_id",
-        [run_id],
-    )
+    return failure_rows(store, run_id)

@@ -22,6 +22,7 @@ from evalcore.external.record import DEFAULT_MAX_FAILURES
 from evalcore.run.execute import load_inputs, model_folders
 from evalcore.run.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
 from evalcore.store.basics import new_run_id
+from evalcore.store.jobs import job_exists, job_ids
 
 if TYPE_CHECKING:
     from evalcore.external.endpoint import Endpoint
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 SOURCES = ("upload", "folder", "demo")  # what :func:`source` says
 
 
-def source(spec: RunSpec) -> str:
+def job_source(spec: RunSpec) -> str:
     """Where a job's inputs are: ``demo`` (the built-in demo), ``folder`` (paths on the server,
     inside the operator's data roots) or ``upload`` (files saved under runs/uploads/JOB_ID)."""
     return "demo" if spec.demo else "folder" if spec.server_paths else "upload"
@@ -245,10 +246,9 @@ def with_options(
 
 def discard(store: Store, prepared: Prepared) -> None:
     """Forget prepared inputs that were never submitted (removes a saved upload folder)."""
-    if source(prepared.spec) == "upload":
+    if job_source(prepared.spec) == "upload":
         folder = uploads_dir(store) / prepared.job_id
-        queued = store.query("SELECT count(*) AS n FROM jobs WHERE job_id = ?", [prepared.job_id])["n"][0]
-        if not queued:
+        if not job_exists(store, prepared.job_id):
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -259,7 +259,7 @@ def clean_uploads(store: Store, max_age_hours: float = 24.0) -> list[str]:
     root = uploads_dir(store)
     if not root.is_dir():
         return []
-    known = set(store.query("SELECT job_id FROM jobs")["job_id"])
+    known = job_ids(store)
     cutoff = time.time() - max_age_hours * 3600
     removed = []
     for folder in root.iterdir():

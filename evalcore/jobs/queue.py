@@ -49,10 +49,10 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
 
     ``start=False`` only queues it (a test, or a caller that spawns it itself)."""
     from evalcore.boundary.text import check_run_name
-    from evalcore.jobs.prepare import source
+    from evalcore.jobs.prepare import job_source
 
     spec = prepared.spec
-    where = source(spec)
+    where = job_source(spec)
     name = check_run_name(name) if name and name.strip() else None
     name = name or (
         "demo" if where == "demo" else Path(str(spec.corpus or "run")).name if where == "folder" else "upload"

@@ -345,7 +345,7 @@ def band_of(
         return None
 
 
-def segments(gv: GateValues, threshold: float) -> pd.DataFrame:
+def claim_segments(gv: GateValues, threshold: float) -> pd.DataFrame:
     """The gate at ``threshold`` per segment, with 95% Wilson intervals: off-topic queries by
     ``kind`` (near / far: the bluff rate) and in-domain queries by ``variant`` (the share
     answered from a right source and the lost rate over the answerable ones). Columns:

@@ -131,7 +131,7 @@ def _pairs(store: Store, baseline: Run, candidate: Run, base_ref: Ref, cand_ref:
     return [(x, x) for x in shared]
 
 
-def first_ranks(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
+def ranks_by_configuration(store: Store, run_id: str) -> dict[str, dict[str, int | None]]:
     """{configuration: {query id: first correct rank or None}} over a run's scored in-domain
     queries, all configurations in one read."""
     import pandas as pd
@@ -206,7 +206,10 @@ def run_gate(
     m = len(pairs)
     level = alpha / m if (holm and m > 1) else alpha
 
-    ranks = {"b": first_ranks(store, base_run["run_id"]), "c": first_ranks(store, cand_run["run_id"])}
+    ranks = {
+        "b": ranks_by_configuration(store, base_run["run_id"]),
+        "c": ranks_by_configuration(store, cand_run["run_id"]),
+    }
     failed = {"b": _failed(store, base_run["run_id"]), "c": _failed(store, cand_run["run_id"])}
     raw = []
     notes: list[str] = []

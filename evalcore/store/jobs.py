@@ -172,3 +172,13 @@ def overview(store: Connection, limit: int) -> pd.DataFrame:
         """,
         [limit],
     )
+
+
+def job_exists(store: Connection, job_id: str) -> bool:
+    """Whether a job with this id was ever submitted."""
+    return bool(store.query("SELECT count(*) AS n FROM jobs WHERE job_id = ?", [job_id])["n"][0])
+
+
+def job_ids(store: Connection) -> set[str]:
+    """The ids of every job ever submitted."""
+    return set(store.query("SELECT job_id FROM jobs")["job_id"])

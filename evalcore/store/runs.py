@@ -174,3 +174,33 @@ def fail_run(store: Runs, run_id: str, stage: str, exc: BaseException) -> NoRetu
     if signum is not None:
         raise Interrupted(signum, f"during {stage}", marked) from None
     raise exc
+
+
+def configuration_rows(store: Connection, run_id: str) -> pd.DataFrame:
+    """Every configuration with results in ``run_id`` (or failures): strategy, retriever and its
+    ``configurations`` row's source, score_kind, gate_on, model, chunker, detail (null where the
+    run has no row for it; the model then is the run's)."""
+    return store.query(
+        """
+        WITH have AS (SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?
+                      UNION SELECT DISTINCT strategy, retriever FROM failures WHERE run_id = ?)
+        SELECT h.strategy, h.retriever, c.source, c.score_kind, c.gate_on,
+               coalesce(c.model, CASE WHEN c.source IS NULL THEN u.model END) AS model,
+               coalesce(c.chunker, h.strategy) AS chunker, c.detail
+        FROM have h
+        LEFT JOIN configurations c ON c.run_id = ? AND c.strategy = h.strategy AND c.retriever = h.retriever
+        LEFT JOIN runs u ON u.run_id = ?
+        """,
+        [run_id, run_id, run_id, run_id],
+    )
+
+
+def failure_rows(store: Connection, run_id: str) -> pd.DataFrame:
+    """Queries the run's configurations could not answer: strategy, retriever, query_id,
+    domain, reason, attempts, text (the query), in configuration and query order."""
+    return store.query(
+        "SELECT f.strategy, f.retriever, f.query_id, f.domain, f.reason, f.attempts, q.text "
+        "FROM failures f LEFT JOIN queries q ON q.run_id = f.run_id AND q.query_id = f.query_id "
+        "WHERE f.run_id = ? ORDER BY f.strategy, f.retriever, f.query_id",
+        [run_id],
+    )

@@ -259,7 +259,7 @@ st.dataframe(
 st.subheader(_("Per segment at t = {t}").format(t=tr.decimal_text(threshold_text(t))))
 values = _ui.cached(claims.gate_values, store, ctx.run_id, config)
 st.dataframe(
-    _ui.cached(claims.segments, values, t),
+    _ui.cached(claims.claim_segments, values, t),
     hide_index=True,
     column_config={
         "segment": st.column_config.TextColumn(_("segment"), width="medium"),

@@ -191,14 +191,14 @@ def test_segments_and_coverage_equal_a_brute_force_count(engine_store, engine_ru
     raw hits with statsmodels' Wilson interval; the coverage view against the sweep's counts."""
     from statsmodels.stats.proportion import proportion_confint
 
-    from evalcore.read.claims import coverage, coverage_at, gate_values, refuses_most, segments
+    from evalcore.read.claims import claim_segments, coverage, coverage_at, gate_values, refuses_most
     from evalcore.read.sweeps import sweep
     from evalcore.records import Configuration
 
     store = Store(engine_store)
     config = Configuration("C", "dense")
     t = 0.55
-    got = segments(gate_values(store, engine_run_id, config), t)
+    got = claim_segments(gate_values(store, engine_run_id, config), t)
     q = store.query("SELECT query_id, domain, kind, variant FROM queries WHERE run_id = ? AND valid", [engine_run_id])
     h = store.query(
         "SELECT query_id, distance, correct FROM hits WHERE run_id = ? AND strategy = 'C' AND retriever = 'dense' "

@@ -362,10 +362,8 @@ SQL_STATEMENT = re.compile(
 SQL_CALLS = {"execute", "executemany", "sql", "query"}
 #: the packages that hold SQL: the store (its writers, and reads beside them) and the read side
 SQL_HOMES = (LIBRARY / "store", LIBRARY / "read")
-#: files whose SQL other branches of issue 35 move into read/ or store/: jobs/prepare.py and
-#: configurations.py (records), inputs/qsets.py (names, which renames it). Once those branches
-#: are merged, empty this set (a file here that holds no SQL, or no longer exists, is not flagged).
-NOT_YET_MOVED = {"evalcore/jobs/prepare.py", "evalcore/configurations.py", "evalcore/inputs/qsets.py"}
+#: files outside store/ and read/ that may still hold SQL: none
+NOT_YET_MOVED: set[str] = set()
 
 
 def _sql_in(path):
@@ -448,12 +446,8 @@ PROTOCOL_NAMES: dict[str, set[str]] = {
 STILL_TWICE: dict[str, set[str]] = {
     "allowed": {"evalcore/external/endpoint.py", "evalcore/measures/claim.py"},
     "check_name": {"evalcore/boundary/text.py", "evalcore/external/importer.py"},
-    "first_ranks": {"evalcore/read/summary.py", "evalcore/regression/gate.py"},
-    "load_inputs": {"evalcore/jobs/prepare.py", "evalcore/run/execute.py"},
-    "model_folders": {"evalcore/jobs/prepare.py", "evalcore/run/execute.py"},
     "N_": {"evalcore/i18n/__init__.py", "evalcore_app/screens/_lang.py"},
     "plain": {"evalcore/boundary/text.py", "evalcore_app/screens/_ui.py"},
-    "segments": {"evalcore/embedding/embedder.py", "evalcore/read/claims.py"},
     "sweep": {"evalcore/measures/threshold.py", "evalcore/read/sweeps.py"},
     "write_url": {"evalcore_app/screens/_lang.py", "evalcore_app/screens/_url.py"},
 }
