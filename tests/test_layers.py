@@ -14,7 +14,8 @@ from conftest import ROOT
 
 import evalcore
 
-SCREENS = sorted((ROOT / "evalcore_app" / "screens").glob("*.py")) + [ROOT / "evalcore_app" / "app.py"]
+#: the dashboard: its entry, its pages (screens/), its frame (ui/) and partials
+SCREENS = sorted((ROOT / "evalcore_app").rglob("*.py"))
 
 
 def test_the_library_never_imports_streamlit():

@@ -28,8 +28,8 @@ from evalcore.read import qsets as rq
 from evalcore.read import triage as rt
 from evalcore.store import triage as writer
 from evalcore.traffic import hits as traffic_hits
-from evalcore_app.screens import _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.ui.lang import _
 
 PAGE = 20  # real queries shown at once
 HITS = 5  # hits shown for a query
@@ -45,7 +45,7 @@ def restore(store: Any, set_name: str, author: str, add_ood: Callable[[list[str]
     if not set_name or ss.get("qs_triage_restored") == marker:
         return
     ss["qs_triage_restored"] = marker
-    for query, kind in _ui.guarded(lambda: rt.off_topic(store, set_name, author)) or []:
+    for query, kind in ui.guarded(lambda: rt.off_topic(store, set_name, author)) or []:
         add_ood([query], kind)
 
 
@@ -66,7 +66,7 @@ def draw(
 
     def paste() -> None:
         lines = ss.get("qs_real", "").splitlines()
-        if set_name and _ui.guarded(lambda: writer.add_queries(store, set_name, author, lines)) is not None:
+        if set_name and ui.guarded(lambda: writer.add_queries(store, set_name, author, lines)) is not None:
             ss["qs_real"] = ""
 
     def decided(query: str, key: str) -> None:
@@ -74,7 +74,7 @@ def draw(
         try:
             writer.decide(store, set_name, author, query, decision)
         except EvalcoreError as exc:
-            _ui.show_error(exc)
+            ui.show_error(exc)
             return
         remove_ood(query)
         if decision in ("near", "far"):
@@ -82,7 +82,7 @@ def draw(
         elif decision == "answer":
             ss["qs_pending"] = query
 
-    total = _ui.cached(rt.progress, store, set_name, author) if set_name else rt.Progress(0, 0)
+    total = ui.cached(rt.progress, store, set_name, author) if set_name else rt.Progress(0, 0)
     with st.expander(_("From real queries: paste user queries and triage them"), expanded=total.total > 0):
         if not set_name:
             st.caption(_("Name the set above first: the list and your decisions are kept for that set."))
@@ -109,20 +109,20 @@ def draw(
                     queries = rq.read_queries(listed.name, data, column.strip())
                     added = writer.add_queries(store, set_name, author, queries)
                 except EvalcoreError as exc:
-                    _ui.show_error(exc)
+                    ui.show_error(exc)
                 else:
                     ss["qs_real_file_done"] = (digest, set_name, author)
-                    st.success(f"{added:,} new queries of {_ui.esc(listed.name)} added to the list.")
-                    total = _ui.cached(rt.progress, store, set_name, author)
+                    st.success(f"{added:,} new queries of {ui.esc(listed.name)} added to the list.")
+                    total = ui.cached(rt.progress, store, set_name, author)
         if not total.total:
             return
         pages = (total.total + PAGE - 1) // PAGE
         page_no = int(st.number_input(f"Page (of {pages:,})", 1, pages, 1, key="qs_real_page")) if pages > 1 else 1
-        _ui.plain(total.sentence(), testid="qs-progress")
-        shown = _ui.cached(rt.page, store, set_name, author, page_no, PAGE)
+        ui.plain(total.sentence(), testid="qs-progress")
+        shown = ui.cached(rt.page, store, set_name, author, page_no, PAGE)
         for entry in shown:
             c = st.columns([4, 2])
-            c[0].markdown(f"{entry.position:,}. {_ui.esc(entry.query)}")
+            c[0].markdown(f"{entry.position:,}. {ui.esc(entry.query)}")
             key = f"qs_triage_{entry.position - 1}"
             ss[key] = rt.LABELS.get(entry.decision or "", "")  # the kept decision is the truth
             c[1].selectbox(
@@ -135,7 +135,7 @@ def draw(
             )
         st.caption(_("“answer in the corpus” puts the query among the phrasings above: select its answer and add it."))
         if st.button(_("Forget this list and its decisions"), key="qs_real_clear"):
-            _ui.guarded(lambda: writer.clear(store, set_name, author))
+            ui.guarded(lambda: writer.clear(store, set_name, author))
             st.rerun()
         _hits(store, set_name, author, run_id, [e.query for e in shown], docs, selector)
 
@@ -152,9 +152,9 @@ def _hits(
             )
         )
         return
-    usable, why = _ui.cached(rq.hit_configurations, store, run_id)
+    usable, why = ui.cached(rq.hit_configurations, store, run_id)
     if why is not None:
-        _ui.plain(why, testid="qs-no-hits")
+        ui.plain(why, testid="qs-no-hits")
         return
     c = st.columns(2)
     config = c[0].selectbox(
@@ -162,14 +162,14 @@ def _hits(
     )
     look = c[1].selectbox(_("Query"), shown, key="qs_hits_query")
     with st.spinner(_("Ranking the query as the run did…")):
-        hits = _ui.guarded(lambda: _ui.cached(traffic_hits.config_hits, store, run_id, config, look, HITS)) or []
+        hits = ui.guarded(lambda: ui.cached(traffic_hits.config_hits, store, run_id, config, look, HITS)) or []
     if not hits:
         st.info(_("No hit for this query in this configuration."))
     st.caption(_("Select the answer in a hit's text to make the query an in-domain question with that span."))
     for h in hits:
         if h.doc_id not in docs:
             continue
-        _ui.plain(f"{h.rank}. {h.doc_id} · {h.section} ({config} score {h.score:.3f})", testid=f"qs-hit-{h.rank}")
+        ui.plain(f"{h.rank}. {h.doc_id} · {h.section} ({config} score {h.score:.3f})", testid=f"qs-hit-{h.rank}")
         got = selector(
             data={"text": docs[h.doc_id].text[h.start : h.end], "base": h.start, "mark": None},
             key=f"qs_hit_{config}_{h.doc_id}_{h.start}",
@@ -179,5 +179,5 @@ def _hits(
         if sel and isinstance(sel, dict):
             ss["qs_sel"] = (h.doc_id, int(sel["start"]), int(sel["end"]))
             ss["qs_pending"] = look
-            _ui.guarded(lambda: writer.decide(store, set_name, author, look, "answer"))
+            ui.guarded(lambda: writer.decide(store, set_name, author, look, "answer"))
             st.rerun()

@@ -11,11 +11,11 @@ version downloads as questions.jsonl / ood.jsonl.
 
 Session keys: ``qs_source``, ``qs_upload``, ``qs_set``, ``qs_new_name``, ``qs_doc_search``,
 ``qs_doc``, ``qs_section``, ``qs_phrase``, ``qs_occurrence``, ``qs_phrasings``, ``qs_variant``,
-``qs_ood_text``, ``qs_ood_kind``, ``qs_note`` (and those of screens/_triage.py); ``qs_sel``
+``qs_ood_text``, ``qs_ood_kind``, ``qs_note`` (and those of screens/triage.py); ``qs_sel``
 (doc, start, end) the current selection; ``qs_items`` / ``qs_ood`` the draft;
 ``qs_parent`` the version the draft came from; ``qs_loaded`` which version was loaded;
 ``qs_saved`` the last save's message. The list of real queries and the decisions on it are
-kept in the store (screens/_triage.py).
+kept in the store (screens/triage.py).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from evalcore.figures import markdown_text
 from evalcore.inputs import qsets, uploads
 from evalcore.read import qsets as rq
 from evalcore.records import OODQuery, Question
-from evalcore_app.screens import _triage, _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.partials import triage
+from evalcore_app.ui.lang import _
 
 NEW = "(new set)"
 
@@ -86,8 +87,8 @@ selector = st.components.v2.component(
     "evalcore.text_selector", html="", css=SELECTOR_CSS, js=SELECTOR_JS, isolate_styles=False
 )
 
-ctx = _ui.sidebar()
-store = _ui.get_store(ctx.store_path)
+ctx = ui.context()
+store = ui.get_store(ctx.store_path)
 st.title(_("Questions"))
 st.caption(
     _(
@@ -122,17 +123,17 @@ if source == "upload":
                 ss["qs_corpus"] = rq.corpus_from_upload(got)
                 ss["qs_corpus_key"] = digest
             except EvalcoreError as exc:
-                _ui.show_error(exc)
+                ui.show_error(exc)
                 st.stop()
         corpus = ss["qs_corpus"]
 else:
-    corpus = _ui.cached(rq.run_corpus, store, ctx.run_id)
-    strategies = _ui.cached(rq.run_strategies, store, ctx.run_id) or strategies
+    corpus = ui.cached(rq.run_corpus, store, ctx.run_id)
+    strategies = ui.cached(rq.run_strategies, store, ctx.run_id) or strategies
 if corpus is None or not corpus.documents:
     st.info(_("Upload the corpus (or pick a run in the sidebar) to author questions on it."))
     st.stop()
 docs = corpus.by_id()
-_ui.plain(
+ui.plain(
     _("{n} documents; strategies checked: {strategies}").format(
         n=len(corpus.documents), strategies=", ".join(strategies)
     ),
@@ -140,7 +141,7 @@ _ui.plain(
 )
 
 # --- the set ----------------------------------------------------------------------------------
-names = _ui.guarded(lambda: rq.set_names(store)) or []
+names = ui.guarded(lambda: rq.set_names(store)) or []
 cols = st.columns([2, 2, 3])
 chosen = cols[0].selectbox(_("Question set"), [NEW, *names], key="qs_set")
 if chosen == NEW:
@@ -158,7 +159,7 @@ else:
         ss["qs_parent"], ss["qs_loaded"] = loaded.version.version, ref
     version = next(v for v in found if v.label == ref)
     cols[2].caption(
-        _ui.esc(
+        ui.esc(
             f"{version.label}: saved {str(version.created_at)[:19]} by {authors.shown(version.author)}"
             + (f", from version {version.parent}" if version.parent else "")
             + (f"; note: {version.note}" if version.note else "")
@@ -168,7 +169,7 @@ else:
 # --- select an answer -------------------------------------------------------------------------
 st.subheader(_("Select an answer in a document"))
 search = st.text_input(_("Find a document (title or text)"), key="qs_doc_search")
-matches = _ui.cached(rq.find_documents, corpus, search)
+matches = ui.cached(rq.find_documents, corpus, search)
 if not matches:
     st.info(_("No document holds that text."))
     st.stop()
@@ -176,7 +177,7 @@ doc_id = st.selectbox(
     _("Document"), matches, key="qs_doc", format_func=lambda d: f"{docs[d].title} · {d}" if docs[d].title != d else d
 )
 doc = docs[doc_id]
-parts = _ui.cached(rq.sections, doc)
+parts = ui.cached(rq.sections, doc)
 titles = [f"{i + 1}. {t}" for i, (t, _, _) in enumerate(parts)]
 if ss.get("qs_section") not in titles:
     ss["qs_section"] = titles[0]
@@ -199,13 +200,13 @@ if picked and isinstance(picked, dict):
 with st.expander(_("Without a mouse: search a phrase and pick an occurrence")):
     phrase = st.text_input(_("Phrase"), key="qs_phrase")
     if phrase.strip():
-        found_at = _ui.cached(rq.occurrences, corpus, phrase)
+        found_at = ui.cached(rq.occurrences, corpus, phrase)
         if not found_at:
             st.warning(_("The phrase does not occur in the corpus."))
         else:
             labels_at = [f"{d} · characters {a}-{b}: …{docs[d].text[max(0, a - 30) : a]}" for d, a, b in found_at[:50]]
             pick = st.radio(
-                _("Occurrence"), range(len(labels_at)), format_func=lambda i: _ui.esc(labels_at[i]), key="qs_occurrence"
+                _("Occurrence"), range(len(labels_at)), format_func=lambda i: ui.esc(labels_at[i]), key="qs_occurrence"
             )
             if st.button(_("Use this occurrence"), key="qs_use_occurrence"):
                 ss["qs_sel"] = found_at[int(pick)]
@@ -215,11 +216,11 @@ with st.expander(_("Candidates from the corpus: valid needles spread over the do
     c = st.columns([1, 1, 2])
     how_many = c[0].number_input(_("How many"), 1, 500, 10, key="qs_cand_n")
     seed = c[1].number_input(_("Seed"), 0, 10**6, 0, key="qs_cand_seed")
-    found_c = _ui.cached(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
+    found_c = ui.cached(rq.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
     if found_c:
         labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
         which = st.radio(
-            _("Candidate"), range(len(found_c)), format_func=lambda i: _ui.esc(labels_c[i]), key="qs_candidate"
+            _("Candidate"), range(len(found_c)), format_func=lambda i: ui.esc(labels_c[i]), key="qs_candidate"
         )
         if st.button(_("Use this candidate"), key="qs_use_candidate"):
             chosen_c = found_c[int(which)]
@@ -230,8 +231,8 @@ with st.expander(_("Candidates from the corpus: valid needles spread over the do
 verdict = None
 if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     d, a, b = ss["qs_sel"]
-    verdict = _ui.cached(rq.check, corpus, d, a, b, list(strategies))
-    _ui.plain(
+    verdict = ui.cached(rq.check, corpus, d, a, b, list(strategies))
+    ui.plain(
         _("Selected in {doc} (characters {start}-{end}): “{needle}”").format(
             doc=d, start=verdict.start, end=verdict.end, needle=verdict.needle
         ),
@@ -239,14 +240,14 @@ if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     )
     box = st.success if verdict.valid and not verdict.destroyed else st.warning if verdict.valid else st.error
     with st.container(key="qs_verdict"):
-        box(_ui.esc(verdict.sentence()))
+        box(ui.esc(verdict.sentence()))
 
 pending = ss.pop("qs_pending", None)  # a real query chosen below, as a phrasing of the next item
 if pending and pending not in ss.get("qs_phrasings", "").splitlines():
     ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + pending).strip()
 hint = ss.get("qs_hint")
 if hint and ss.get("qs_sel"):
-    _ui.plain(
+    ui.plain(
         _("Hint (a cloze draft, not a question: write your own): {hint}").format(hint=hint),
         small=True,
         testid="qs-hint",
@@ -336,14 +337,14 @@ try:
 except EvalcoreError:
     triage_name = ""
 who = authors.author_from_headers(st.context.headers) or ""
-_triage.restore(store, triage_name, who, _add_ood)
+triage.restore(store, triage_name, who, _add_ood)
 
 
 def _remove_ood(query: str) -> None:
     ss["qs_ood"] = [o for o in ss["qs_ood"] if o.query != query]
 
 
-_triage.draw(
+triage.draw(
     store,
     triage_name,
     who,
@@ -358,7 +359,7 @@ _triage.draw(
 st.subheader(_("The set"))
 items = ss["qs_items"]
 ood = ss["qs_ood"]
-_ui.plain(
+ui.plain(
     _("{n} questions in {groups} groups, {ood} off-topic").format(
         n=len(items), groups=len({q.group for q in items}), ood=len(ood)
     ),
@@ -375,18 +376,18 @@ if items:
 if ood:
     st.dataframe([{"id": o.query_id, "kind": o.kind, "query": o.query} for o in ood], hide_index=True)
 if items:
-    invalid = _ui.cached(rq.not_resolving, corpus, tuple(items))
+    invalid = ui.cached(rq.not_resolving, corpus, tuple(items))
     if invalid:
         st.error(
             _("{n} item(s) do not resolve in this corpus; a run on it lists and excludes them:").format(n=len(invalid))
         )
-        _ui.plain(
+        ui.plain(
             "; ".join(f"{i['group']} ({i['ids']}, line {i['line']}): {i['reason']}" for i in invalid),
             testid="qs-invalid",
         )
         st.dataframe(invalid, hide_index=True)
     with st.expander(_("Coverage: documents and sections without a question")):
-        st.dataframe(_ui.cached(rq.coverage, corpus, tuple(items)), hide_index=True)
+        st.dataframe(ui.cached(rq.coverage, corpus, tuple(items)), hide_index=True)
 
 note = st.text_input(_("Note for this version"), key="qs_note")
 
@@ -409,7 +410,7 @@ def _save() -> None:
 st.button(_("Save a new version"), key="qs_save", type="primary", on_click=_save, disabled=not items or not name)
 if ss.get("qs_saved"):
     status, message = ss["qs_saved"]
-    (st.success if status == "ok" else st.error)(_ui.esc(message[0].upper() + message[1:]))
+    (st.success if status == "ok" else st.error)(ui.esc(message[0].upper() + message[1:]))
 
 if chosen != NEW and ss.get("qs_loaded"):
     files = rq.export_bytes(rq.load_set(store, ss["qs_loaded"]))
