@@ -28,9 +28,7 @@ st.markdown(
 )
 ui.plain(f"n: {lang.source(summary.n_text())}.", small=True, testid="distance-n")
 cols = st.columns(4)
-cols[0].metric(
-    _("Worst in-domain answer"), _("n/a") if math.isnan(summary.worst_in) else lang.num(summary.worst_in, 3)
-)
+cols[0].metric(_("Worst in-domain answer"), _("n/a") if math.isnan(summary.worst_in) else lang.num(summary.worst_in, 3))
 cols[1].metric(
     _("Best out-of-domain top hit"), _("n/a") if math.isnan(summary.best_out) else lang.num(summary.best_out, 3)
 )

@@ -32,7 +32,6 @@ DEMO_COMMAND = "python -m evalcore demo"
 RUN_STATUSES = (N_("queued"), N_("running"), N_("complete"), N_("failed"), N_("cancelled"))
 
 
-
 @dataclass(frozen=True, slots=True)
 class Context:
     store_path: str
