@@ -1,4 +1,4 @@
-"""The Questions screen's "From real queries" (drawn by screens/questions.py; not a page).
+"""The Questions screen's "From real queries" (drawn by screens/questions.py; a partial, not a page).
 
 A pasted or uploaded list of real user queries is kept in the store with the decision on each
 (evalcore.store.triage; read back by evalcore.read.triage), per question set name and author
@@ -9,7 +9,8 @@ list puts them back); "answer in the corpus" puts it among the phrasings of the 
 The hits of a query come from the chosen configuration of the selected run, ranked by the
 run's own retriever (evalcore.traffic.hits.config_hits).
 
-Session keys: ``qs_real`` (the paste box), ``qs_real_file``, ``qs_real_column``,
+Session keys (evalcore_app/ui/state.py declares ``Triage``): ``qs_real`` (the paste box),
+``qs_real_file``, ``qs_real_column``,
 ``qs_real_file_done`` (the file already added), ``qs_real_page``, ``qs_triage_N`` (the
 decision of the list's N-th query, 0-based), ``qs_hits_config``, ``qs_hits_query``,
 ``qs_triage_restored`` (which draft the kept off-topic decisions were restored into).
@@ -30,6 +31,7 @@ from evalcore.store import triage as writer
 from evalcore.traffic import hits as traffic_hits
 from evalcore_app import ui
 from evalcore_app.ui.lang import _
+from evalcore_app.ui.state import Key, Questions, Triage
 
 PAGE = 20  # real queries shown at once
 HITS = 5  # hits shown for a query
@@ -40,11 +42,11 @@ BY_LABEL = {label: decision for decision, label in rt.LABELS.items()}
 def restore(store: Any, set_name: str, author: str, add_ood: Callable[[list[str], str], None]) -> None:
     """Put the kept off-topic decisions into the draft, once per loaded draft (a reload, a new
     session, another version loaded)."""
-    ss = st.session_state
-    marker = (str(store.path), set_name, author, ss.get("qs_loaded"))
-    if not set_name or ss.get("qs_triage_restored") == marker:
+    view = Triage()
+    marker = (str(store.path), set_name, author, Questions().loaded)
+    if not set_name or view.restored == marker:
         return
-    ss["qs_triage_restored"] = marker
+    view.restored = marker
     for query, kind in ui.guarded(lambda: rt.off_topic(store, set_name, author)) or []:
         add_ood([query], kind)
 
@@ -62,15 +64,15 @@ def draw(
 ) -> None:
     """The expander: paste or upload, the kept list a page at a time, the hits view.
     ``run_id``: the run whose corpus is authored on (None: an uploaded corpus, no hits)."""
-    ss = st.session_state
+    view, draft = Triage(), Questions()
 
     def paste() -> None:
-        lines = ss.get("qs_real", "").splitlines()
+        lines = view.real.splitlines()
         if set_name and ui.guarded(lambda: writer.add_queries(store, set_name, author, lines)) is not None:
-            ss["qs_real"] = ""
+            view.real = ""
 
-    def decided(query: str, key: str) -> None:
-        decision = BY_LABEL.get(ss.get(key, ""))
+    def decided(query: str, key: Key[str]) -> None:
+        decision = BY_LABEL.get(key.get())
         try:
             writer.decide(store, set_name, author, query, decision)
         except EvalcoreError as exc:
@@ -80,7 +82,7 @@ def draw(
         if decision in ("near", "far"):
             add_ood([query], decision)
         elif decision == "answer":
-            ss["qs_pending"] = query
+            draft.pending = query
 
     total = ui.cached(rt.progress, store, set_name, author) if set_name else rt.Progress(0, 0)
     with st.expander(_("From real queries: paste user queries and triage them"), expanded=total.total > 0):
@@ -104,14 +106,14 @@ def draw(
         if listed is not None and set_name:
             data = listed.getvalue()
             digest = hashlib.sha256(listed.name.encode() + b"\0" + data).hexdigest()
-            if ss.get("qs_real_file_done") != (digest, set_name, author):
+            if view.file_done != (digest, set_name, author):
                 try:
                     queries = rq.read_queries(listed.name, data, column.strip())
                     added = writer.add_queries(store, set_name, author, queries)
                 except EvalcoreError as exc:
                     ui.show_error(exc)
                 else:
-                    ss["qs_real_file_done"] = (digest, set_name, author)
+                    view.file_done = (digest, set_name, author)
                     st.success(f"{added:,} new queries of {ui.esc(listed.name)} added to the list.")
                     total = ui.cached(rt.progress, store, set_name, author)
         if not total.total:
@@ -123,12 +125,12 @@ def draw(
         for entry in shown:
             c = st.columns([4, 2])
             c[0].markdown(f"{entry.position:,}. {ui.esc(entry.query)}")
-            key = f"qs_triage_{entry.position - 1}"
-            ss[key] = rt.LABELS.get(entry.decision or "", "")  # the kept decision is the truth
+            key = Triage.decision(entry.position - 1)
+            key.set(rt.LABELS.get(entry.decision or "", ""))  # the kept decision is the truth
             c[1].selectbox(
                 _("Decision"),
                 CHOICES,
-                key=key,
+                key=key.name,
                 label_visibility="collapsed",
                 on_change=decided,
                 args=(entry.query, key),
@@ -143,7 +145,7 @@ def draw(
 def _hits(
     store: Any, set_name: str, author: str, run_id: str | None, shown: list[str], docs: dict[str, Any], selector: Any
 ) -> None:
-    ss = st.session_state
+    draft = Questions()
     if run_id is None:
         st.caption(
             _(
@@ -177,7 +179,7 @@ def _hits(
         )
         sel = getattr(got, "selection", None)
         if sel and isinstance(sel, dict):
-            ss["qs_sel"] = (h.doc_id, int(sel["start"]), int(sel["end"]))
-            ss["qs_pending"] = look
+            draft.sel = (h.doc_id, int(sel["start"]), int(sel["end"]))
+            draft.pending = look
             ui.guarded(lambda: writer.decide(store, set_name, author, look, "answer"))
             st.rerun()

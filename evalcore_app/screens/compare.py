@@ -18,16 +18,17 @@ store = ui.store()
 tr = lang.tr()
 st.title(_("Compare"))
 run = ui.require_run(ctx)
+view = ui.state.Compare()
 
 complete = runs.complete_runs(store)
 others = [""] + [r for r in complete["run_id"] if r != ctx.run_id]
 names = dict(zip(complete["run_id"], complete["name"], strict=True))
-if st.session_state.get("run_id_b") not in others:
-    st.session_state["run_id_b"] = ""
+if view.run_id_b not in others:
+    view.run_id_b = ""
 
 
 def _forget_choice() -> None:
-    st.session_state.pop("matrix_configs", None)
+    del view.matrix_configs
 
 
 cols = st.columns([1, 1, 2])
@@ -35,14 +36,14 @@ k = ui.bound(
     cols[0].selectbox,
     "hit@k",
     list(DEFAULT_KS),
-    key="hit_k",
+    key=ui.state.Compare.hit_k,
     default=4,
     help=_("A query is a hit when a correct chunk is in the top k."),
 )
 adjust = ui.bound(
     cols[1].toggle,
     _("Holm correction"),
-    key="holm",
+    key=ui.state.Compare.holm,
     default=True,
     help=_("Adjust the p-values for the number of pairs compared (Holm step-down)."),
 )
@@ -50,7 +51,7 @@ other = ui.bound(
     cols[2].selectbox,
     _("Second run (same queries)"),
     others,
-    key="run_id_b",
+    key=ui.state.Compare.run_id_b,
     format_func=lambda r: _("none: configurations of this run") if not r else f"{names.get(r)} · {r}",
     on_change=_forget_choice,
 )
@@ -67,13 +68,13 @@ available, default = ui.compare_sides(ctx)
 by_key = {ui.side_key(s): s for s in available}
 two_runs = len({s.run_id for s in available}) > 1
 label_of = {key: side.label(two_runs) for key, side in by_key.items()}
-if any(key not in by_key for key in st.session_state.get("matrix_configs", [])):
-    st.session_state.pop("matrix_configs")
+if any(key not in by_key for key in view.matrix_configs or []):
+    del view.matrix_configs
 chosen = ui.bound(
     st.multiselect,
     _("Configurations compared"),
     list(by_key),
-    key="matrix_configs",
+    key=ui.state.Compare.matrix_configs,
     default=default,
     format_func=label_of.get,
     help=(
@@ -142,21 +143,21 @@ labels = list(comparison.labels)
 selected = (event.selection.get("cell") or []) if event is not None and hasattr(event, "selection") else []
 if selected:
     cell = (selected[0].get("row"), selected[0].get("column"))
-    if cell != st.session_state.get("_last_cell") and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
-        st.session_state["pair_first"], st.session_state["pair_second"] = cell
-        st.session_state["_last_cell"] = cell
-st.session_state["pair_first"], st.session_state["pair_second"] = defaults.pair(
-    labels, st.session_state.get("pair_first"), st.session_state.get("pair_second")
-)
+    if cell != view.last_cell and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
+        view.pair_first, view.pair_second = cell
+        view.last_cell = cell
+view.pair_first, view.pair_second = defaults.pair(labels, view.pair_first, view.pair_second)
 cols = st.columns(2)
 first = ui.bound(
     cols[0].selectbox,
     _("First configuration"),
     labels,
-    key="pair_first",
+    key=ui.state.Compare.pair_first,
     help=_("Click a cell of the matrix or pick here."),
 )
-second = ui.bound(cols[1].selectbox, _("Second configuration"), [x for x in labels if x != first], key="pair_second")
+second = ui.bound(
+    cols[1].selectbox, _("Second configuration"), [x for x in labels if x != first], key=ui.state.Compare.pair_second
+)
 ui.plain(compare.pair_sentence(comparison, first, second, tr), testid="pair-detail")
 a, b = comparison.side(first), comparison.side(second)
 _pair, queries = ui.cached(compare.pair_queries, store, a, b, k)

@@ -1,19 +1,10 @@
 """New run: upload or pick inputs, validate them, start a background job; watch and cancel jobs.
 
 A job runs in its own process (evalcore.jobs), so leaving this page, reloading it or
-opening another tab does not stop it. Page-local session keys (widget keys, not kept
-when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``nr_ood``,
-``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_questions_from`` (question
-files or a question set of the store), ``nr_set``, ``nr_set_version`` (the set and its version,
-newest first), ``nr_strategies``,
-``nr_custom`` (empty by default: A-G are in ``nr_strategies``), ``nr_retrievers``, ``nr_languages``
-(BM25 analyzers),
-``nr_name``, ``nr_mode`` (built-in or endpoint), ``nr_models`` (model folders), ``nr_url``,
-``nr_body``, ``nr_hits``, ``nr_chunk_id``, ``nr_text``, ``nr_document``, ``nr_score``,
-``nr_score_kind``, ``nr_chunker``, ``nr_retriever``; ``nr_prepared`` holds validated inputs
-(evalcore.jobs.Prepared) until they are started or an input changes, ``nr_nothing`` a
-validation that found no needle to score (each needle's reason, the document ids); ``nr_last_job``
-the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
+opening another tab does not stop it. The page's session keys (its widgets' ``nr_*`` keys,
+not kept when another page is shown, and what it keeps itself: the validated inputs until
+they are started or an input changes, the job started last) are declared in
+evalcore_app/ui/state.py (``NewRun``).
 """
 
 from __future__ import annotations
@@ -43,9 +34,10 @@ ctx = ui.context()
 store = ui.get_store(ctx.store_path)
 store_exists = Path(ctx.store_path).exists()  # a missing store is created by the first job, never by a visit
 st.title(_("New run"))
-if store_exists and not st.session_state.get("nr_cleaned"):  # once a session: uploads never started, a day old
+view = ui.state.NewRun()
+if store_exists and not view.cleaned:  # once a session: uploads never started, a day old
     ui.guarded(lambda: jobs.clean_uploads(store))
-    st.session_state["nr_cleaned"] = True
+    view.cleaned = True
 
 SOURCES = {"upload": "Upload files", "demo": "Built-in demo", "folder": "Folder on the server"}
 roots = inputs.data_roots()  # the operator's EVALCORE_DATA_ROOTS; none: no server folders
@@ -54,8 +46,8 @@ if not roots:
 
 
 def _forget() -> None:
-    st.session_state.pop("nr_nothing", None)
-    prepared = st.session_state.pop("nr_prepared", None)
+    del view.nothing
+    prepared = ui.state.NewRun.prepared.pop()
     if prepared is not None:
         ui.guarded(lambda: jobs.discard(store, prepared))
 
@@ -91,8 +83,8 @@ if from_set:
     cols = st.columns(2)
     set_name = cols[0].selectbox(_("Question set"), set_names, key="nr_set", on_change=_forget)
     labels = [v.label for v in ui.cached(question_sets.set_versions, store, set_name)][::-1]
-    if st.session_state.get("nr_set_version") not in labels:
-        st.session_state["nr_set_version"] = labels[0]
+    if view.set_version not in labels:
+        view.set_version = labels[0]
     dataset = cols[1].selectbox(
         _("Version"), labels, key="nr_set_version", on_change=_forget, help=_("The newest first; a run records it.")
     )
@@ -255,13 +247,13 @@ def _inputs() -> jobs.Prepared:
     if source == "folder":
         if dataset is not None:
             return jobs.prepare_paths(
-                st.session_state.get("nr_corpus_dir", ""), "", None, strategies, retriever_list,
+                view.corpus_dir, "", None, strategies, retriever_list,
                 dataset=dataset, store=store,
             )  # fmt: skip
         return jobs.prepare_paths(
-            st.session_state.get("nr_corpus_dir", ""),
-            st.session_state.get("nr_questions_path", ""),
-            st.session_state.get("nr_ood_path") or None,
+            view.corpus_dir,
+            view.questions_path,
+            view.ood_path or None,
             strategies,
             retriever_list,
         )
@@ -283,7 +275,7 @@ def _validate() -> jobs.Prepared | None:
     try:
         return _prepare()
     except jobs.NothingToScore as exc:  # shown below, needle by needle, until an input changes
-        st.session_state["nr_nothing"] = {
+        view.nothing = {
             "message": str(exc),
             "report": exc.report,
             "documents": exc.documents,
@@ -295,7 +287,7 @@ def _validate() -> jobs.Prepared | None:
 if st.button(_("Validate"), key="nr_validate", icon=":material/fact_check:"):
     _forget()
     with st.spinner(_("Checking the inputs…")):
-        st.session_state["nr_prepared"] = ui.guarded(_validate)
+        view.prepared = ui.guarded(_validate)
 
 SHOWN_IDS = 40  # document ids listed under a needle problem
 SHOWN_ROWS = 25  # up to this many invalid needles are a plain table, more a scrolling one
@@ -322,7 +314,7 @@ def needle_rows(report: dict) -> list[dict[str, str]]:
     ]
 
 
-nothing = st.session_state.get("nr_nothing")
+nothing = view.nothing
 if nothing is not None:
     rows = needle_rows(nothing["report"])
     st.error(
@@ -360,7 +352,7 @@ def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
     return rows
 
 
-prepared: jobs.Prepared | None = st.session_state.get("nr_prepared")
+prepared: jobs.Prepared | None = view.prepared
 if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
@@ -419,8 +411,8 @@ if prepared is not None:
     if st.button(_("Start run"), key="nr_start", type="primary", icon=":material/play_arrow:"):
         job_id = ui.guarded(lambda: jobs.submit(store, prepared, name))
         if job_id:
-            st.session_state.pop("nr_prepared", None)
-            st.session_state["nr_last_job"] = job_id
+            del view.prepared
+            view.last_job = job_id
             st.rerun()
     if found:
         reasons = Counter(row["message"].split(" (")[0] for row in found)
@@ -433,19 +425,19 @@ if prepared is not None:
     with st.expander(_("Validation report (as `python -m evalcore validate --json`)")):
         st.json(rep, expanded=False)
 
-last_job = st.session_state.get("nr_last_job")
+last_job = view.last_job
 if last_job and store_exists:  # said while the job waits or runs; gone once it ended (the Jobs list says how)
     try:
         last_status = jobs.job(store, last_job)["status"]
     except EvalcoreError:  # no longer among the jobs listed
         last_status = None
     if last_status not in jobs.ACTIVE:
-        st.session_state.pop("nr_last_job", None)
-if st.session_state.get("nr_last_job"):
+        del view.last_job
+if view.last_job:
     st.info(
         _(
             "Started job `{job}`; it runs in the background. At most {n} job(s) run at once; the others wait in order."
-        ).format(job=st.session_state["nr_last_job"], n=ui.guarded(jobs.max_jobs) or 1)
+        ).format(job=view.last_job, n=ui.guarded(jobs.max_jobs) or 1)
     )
 
 st.subheader(_("Jobs"))

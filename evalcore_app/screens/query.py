@@ -26,35 +26,33 @@ run = ui.require_run(ctx, need_config=True)
 if st.query_params.get("traffic"):  # a logged query opened from the Traffic screen
     traffic_query.show(ctx, str(st.query_params["traffic"]))
     st.stop()
-search = ui.bound(st.text_input, _("Search queries (text or id)"), key="query_search")
+view = ui.state.Query()
+search = ui.bound(st.text_input, _("Search queries (text or id)"), key=ui.state.Query.search)
 found = ui.cached(queries.search_queries, store, ctx.run_id, search)
 labels = {
     row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}" + ("" if row.valid else " (invalid)")
     for row in found.itertuples()
 }
-wanted = st.session_state.get("query_id")
+wanted = view.query_id
 if wanted and wanted not in labels and not search:
     extra = ui.guarded(lambda: ui.cached(queries.query_row, store, ctx.run_id, wanted))
     if extra is None:
-        st.session_state.pop("query_id", None)
+        del view.query_id
     else:
         labels = {wanted: f"{wanted} · {extra['domain']} · {str(extra['text'])[:90]}", **labels}
 if not labels:
     st.info(_("No query matches the search."))
     st.stop()
-if st.session_state.get("query_id") not in labels:
-    st.session_state["query_id"] = next(iter(labels))
+if view.query_id not in labels:
+    view.query_id = next(iter(labels))
 
 
 def _shareable() -> None:  # the URL follows the query shown, so it can be copied and shared
-    st.query_params.from_dict({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]})
-    st.session_state["_params"] = tuple(
-        sorted({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]}.items())
-    )
+    ui.url.write_query(ctx.run_id, view.query_id)
 
 
 query_id = ui.bound(
-    st.selectbox, _("Query"), list(labels), key="query_id", format_func=labels.get, on_change=_shareable
+    st.selectbox, _("Query"), list(labels), key=ui.state.Query.query_id, format_func=labels.get, on_change=_shareable
 )
 query = ui.cached(queries.query_row, store, ctx.run_id, query_id)
 threshold, source = ui.threshold_state(ctx)

@@ -120,10 +120,11 @@ def board() -> None:
         )
     )
     statuses = dict(zip(overview["run_id"], overview["status"], strict=True))
-    if st.session_state.get("_statuses", statuses) != statuses:
-        st.session_state["_statuses"] = statuses
+    view = ui.state.Runs()
+    if (statuses if view.statuses is None else view.statuses) != statuses:
+        view.statuses = statuses
         st.rerun()  # a run changed state: redraw the whole page (sidebar run list included)
-    st.session_state["_statuses"] = statuses
+    view.statuses = statuses
     match = overview[overview["run_id"] == ctx.run_id]
     if not match.empty:
         selected(match.iloc[0].to_dict())

@@ -33,7 +33,9 @@ tr = lang.tr()
 st.title(_("Refusal threshold"))
 run = ui.require_run(ctx, need_config=True)
 config = ctx.config
-why = st.session_state.get("config_why")
+view = ui.state.Threshold()
+Threshold = ui.state.Threshold  # its keys, for the widgets bound to them
+why = ui.state.Selection().config_why
 st.markdown(
     _("Configuration **{label}**").format(label=ui.esc(config.label))
     + (
@@ -57,7 +59,7 @@ st.caption(
     )
 )
 
-flash = st.session_state.pop("saved_flash", None)
+flash = Threshold.saved_flash.pop()
 if flash:
     st.success(ui.esc(flash))
 
@@ -69,7 +71,7 @@ ui.bound(
     0.001,
     0.999,
     step=0.01,
-    key="claim_alpha",
+    key=Threshold.claim_alpha,
     default=DEFAULT_ALPHA,
     format="%.3f",
     help=_("The largest share of off-topic questions that may get an answer."),
@@ -80,7 +82,7 @@ ui.bound(
     0.001,
     0.999,
     step=0.01,
-    key="claim_beta",
+    key=Threshold.claim_beta,
     default=DEFAULT_BETA,
     format="%.3f",
     help=_("The largest share of answerable questions that may lose their answer."),
@@ -91,7 +93,7 @@ ui.bound(
     0.5,
     0.999,
     step=0.01,
-    key="claim_confidence",
+    key=Threshold.claim_confidence,
     default=DEFAULT_CONFIDENCE,
     format="%.3f",
     help=_("1 - delta: how sure the bluff and lost bounds are (exact binomial bounds)."),
@@ -148,20 +150,28 @@ lo, hi = min(lo, math.floor(t * 1000) / 1000), max(hi, math.ceil(t * 1000) / 100
 def _moved() -> None:
     # the slider's value on its grid exactly (the browser's arithmetic may leave 0.11300000000000002),
     # so that the t a bound's words name is the t the gate uses
-    st.session_state["threshold"] = float(f"{float(st.session_state['threshold']):.{DIGITS}f}")
-    st.session_state["threshold_source"] = N_("set on the Threshold screen (not saved)")
-    st.session_state["threshold_for"] = f"{ctx.run_id}|{config.label}"
+    view.threshold = float(f"{float(view.threshold or 0.0):.{DIGITS}f}")
+    view.threshold_source = N_("set on the Threshold screen (not saved)")
+    view.threshold_for = f"{ctx.run_id}|{config.label}"
 
 
 # a t off the grid (an exact bound) is shown with the decimals it has, never rounded past its bound
 decimals = max(DIGITS, len(threshold_text(t).partition(".")[2]) if math.isfinite(t) else DIGITS)
 t = ui.bound(
-    st.slider, _("Threshold t"), lo, hi, step=0.001, key="threshold", format=f"%.{min(decimals, 12)}f", on_change=_moved
+    st.slider,
+    _("Threshold t"),
+    lo,
+    hi,
+    step=0.001,
+    key=Threshold.threshold,
+    format=f"%.{min(decimals, 12)}f",
+    on_change=_moved,
 )
 ui.plain(ui.cached(sweeps.sentence_at, sweep, t, tr), strong=True, testid="sentence-at-t")
 ui.plain(
     _("Threshold t = {t} · {source}").format(
-        t=tr.decimal_text(threshold_text(t, 4)), source=lang.source(st.session_state.get("threshold_source", source))
+        t=tr.decimal_text(threshold_text(t, 4)),
+        source=lang.source(view.threshold_source if Threshold.threshold_source.present() else source),
     ),
     small=True,
     testid="threshold-state",
@@ -176,7 +186,7 @@ if most:
 with st.expander(_("Suggest a threshold by cost (second to the claim)"), expanded=False):
     cols = st.columns([1, 1, 2])
     rules = [N_("cost weighting")] + ([N_("bluff-rate ceiling")] if n_out else [])
-    rule = ui.bound(cols[0].radio, _("Rule"), rules, key="rule", format_func=_)
+    rule = ui.bound(cols[0].radio, _("Rule"), rules, key=Threshold.rule, format_func=_)
     if rule == "bluff-rate ceiling":
         ceiling = ui.bound(
             cols[1].number_input,
@@ -184,7 +194,7 @@ with st.expander(_("Suggest a threshold by cost (second to the claim)"), expande
             0.0,
             1.0,
             step=0.01,
-            key="max_bluff_rate",
+            key=Threshold.max_bluff_rate,
             default=0.05,
             format="%.2f",
         )
@@ -196,7 +206,7 @@ with st.expander(_("Suggest a threshold by cost (second to the claim)"), expande
             0.0,
             1000.0,
             step=0.5,
-            key="cost_ratio",
+            key=Threshold.cost_ratio,
             default=DEFAULT_COST_RATIO,
         )
         suggestion = ui.guarded(lambda: ui.cached(sweeps.suggest, sweep, float(ratio), None))
@@ -328,7 +338,7 @@ with save_col.form("decision"):
         if saved_id:
             latest = decisions.latest_decision(store, ctx.run_id, config)
             ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
-            st.session_state["saved_flash"] = _(
+            view.saved_flash = _(
                 "Saved decision {id}: t = {t} for {label} by {author}. The dashboard opens on it from now on."
             ).format(
                 id=saved_id, t=tr.decimal_text(threshold_text(t, 4)), label=config.label, author=authors.shown(author)
@@ -343,7 +353,7 @@ with deploy_col.form("deploy"):
     if st.form_submit_button(label, disabled=latest_saved is None) and latest_saved is not None:
         moved = ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
         if moved is not None:
-            st.session_state["saved_flash"] = _(
+            view.saved_flash = _(
                 "Deployment {name} now points at decision {id}: t = {t} for {label} (version {version}, by {author})."
             ).format(
                 name=moved.name,

@@ -177,7 +177,7 @@ for row in near.head(15).itertuples():
         query_params={"run_id": ctx.run_id, "config": config.label, "traffic": row.text_hash},
     )
 labellable = near[near["log_unlabelled"] > 0]
-flash = st.session_state.pop("traffic_flash", None)
+flash = ui.state.Traffic.flash.pop()
 if flash:
     st.success(flash, icon=":material/label:")
 if not labellable.empty:
@@ -197,7 +197,7 @@ if not labellable.empty:
             if ui.guarded(save):
                 text = str(labellable.loc[labellable["text_hash"] == pick, "text"].iloc[0])
                 said = f"Labelled {value}" if label else "Label removed"
-                st.session_state["traffic_flash"] = f"{said}: {ui.esc(text[:80])} (by {ui.esc(authors.shown(who))})."
+                view.flash = f"{said}: {ui.esc(text[:80])} (by {ui.esc(authors.shown(who))})."
                 st.rerun()
 elif not near.empty:
     st.caption(_("Every borderline query here carries a label from the log (the log's label wins)."))

@@ -44,13 +44,20 @@ class Key(Generic[T]):
     def __get__(self, obj: object | None, owner: type) -> Key[T] | T:
         if obj is None:
             return self
-        return st.session_state.get(self.name, self.default)  # type: ignore[no-any-return]
+        return self.get()
 
     def __set__(self, obj: object, value: T) -> None:
-        st.session_state[self.name] = value
+        self.set(value)
 
     def __delete__(self, obj: object) -> None:
         st.session_state.pop(self.name, None)
+
+    def get(self) -> T:
+        """The value (the default when the session has none)."""
+        return st.session_state.get(self.name, self.default)  # type: ignore[no-any-return]
+
+    def set(self, value: T) -> None:
+        st.session_state[self.name] = value
 
     def present(self) -> bool:
         """Whether the session holds the key (a value was chosen or seeded)."""
@@ -197,7 +204,21 @@ class Traffic:
 
 
 class NewRun:
-    """The New run screen's own state (its widgets keep their ``nr_*`` keys)."""
+    """The New run screen's own state. Its widgets keep their ``nr_*`` keys (:data:`WIDGETS`);
+    the keys below are those the page reads or writes itself."""
+
+    #: the page's widget keys: the inputs (``nr_source``: upload, demo or folder; the uploads;
+    #: the server paths; ``nr_questions_from``: question files or a question set of the store,
+    #: ``nr_set`` and ``nr_set_version``), what to run (``nr_strategies``, A-G; ``nr_custom``,
+    #: empty by default; ``nr_retrievers``; ``nr_languages``, the BM25 analyzers; ``nr_models``,
+    #: model folders; ``nr_mode``, built-in or endpoint, and the endpoint's fields) and the name
+    WIDGETS = (
+        "nr_source", "nr_corpus", "nr_questions", "nr_ood", "nr_corpus_dir", "nr_questions_path",
+        "nr_ood_path", "nr_questions_from", "nr_set", "nr_set_version", "nr_strategies", "nr_custom",
+        "nr_retrievers", "nr_languages", "nr_name", "nr_mode", "nr_models", "nr_url", "nr_body",
+        "nr_hits", "nr_chunk_id", "nr_text", "nr_document", "nr_score", "nr_score_kind",
+        "nr_chunker", "nr_retriever",
+    )  # fmt: skip
 
     #: old unused upload folders were removed (once a session)
     cleaned = Key[bool]("nr_cleaned", False)
