@@ -42,11 +42,11 @@ BY_LABEL = {label: decision for decision, label in rt.LABELS.items()}
 def restore(store: Any, set_name: str, author: str, add_ood: Callable[[list[str], str], None]) -> None:
     """Put the kept off-topic decisions into the draft, once per loaded draft (a reload, a new
     session, another version loaded)."""
-    view = Triage()
+    session = Triage()
     marker = (str(store.path), set_name, author, Questions().loaded)
-    if not set_name or view.restored == marker:
+    if not set_name or session.restored == marker:
         return
-    view.restored = marker
+    session.restored = marker
     for query, kind in ui.guarded(lambda: rt.off_topic(store, set_name, author)) or []:
         add_ood([query], kind)
 
@@ -64,12 +64,12 @@ def draw(
 ) -> None:
     """The expander: paste or upload, the kept list a page at a time, the hits view.
     ``run_id``: the run whose corpus is authored on (None: an uploaded corpus, no hits)."""
-    view, draft = Triage(), Questions()
+    session, draft = Triage(), Questions()
 
     def paste() -> None:
-        lines = view.real.splitlines()
+        lines = session.real.splitlines()
         if set_name and ui.guarded(lambda: writer.add_queries(store, set_name, author, lines)) is not None:
-            view.real = ""
+            session.real = ""
 
     def decided(query: str, key: Key[str]) -> None:
         decision = BY_LABEL.get(key.get())
@@ -106,14 +106,14 @@ def draw(
         if listed is not None and set_name:
             data = listed.getvalue()
             digest = hashlib.sha256(listed.name.encode() + b"\0" + data).hexdigest()
-            if view.file_done != (digest, set_name, author):
+            if session.file_done != (digest, set_name, author):
                 try:
                     queries = rq.read_queries(listed.name, data, column.strip())
                     added = writer.add_queries(store, set_name, author, queries)
                 except EvalcoreError as exc:
                     ui.show_error(exc)
                 else:
-                    view.file_done = (digest, set_name, author)
+                    session.file_done = (digest, set_name, author)
                     st.success(f"{added:,} new queries of {ui.esc(listed.name)} added to the list.")
                     total = ui.cached(rt.progress, store, set_name, author)
         if not total.total:

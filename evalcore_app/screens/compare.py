@@ -18,17 +18,17 @@ store = ui.store()
 tr = lang.tr()
 st.title(_("Compare"))
 run = ui.require_run(ctx)
-view = ui.state.Compare()
+session = ui.state.Compare()
 
 complete = runs.complete_runs(store)
 others = [""] + [r for r in complete["run_id"] if r != ctx.run_id]
 names = dict(zip(complete["run_id"], complete["name"], strict=True))
-if view.run_id_b not in others:
-    view.run_id_b = ""
+if session.run_id_b not in others:
+    session.run_id_b = ""
 
 
 def _forget_choice() -> None:
-    del view.matrix_configs
+    del session.matrix_configs
 
 
 cols = st.columns([1, 1, 2])
@@ -68,8 +68,8 @@ available, default = ui.compare_sides(ctx)
 by_key = {ui.side_key(s): s for s in available}
 two_runs = len({s.run_id for s in available}) > 1
 label_of = {key: side.label(two_runs) for key, side in by_key.items()}
-if any(key not in by_key for key in view.matrix_configs or []):
-    del view.matrix_configs
+if any(key not in by_key for key in session.matrix_configs or []):
+    del session.matrix_configs
 chosen = ui.bound(
     st.multiselect,
     _("Configurations compared"),
@@ -143,10 +143,10 @@ labels = list(comparison.labels)
 selected = (event.selection.get("cell") or []) if event is not None and hasattr(event, "selection") else []
 if selected:
     cell = (selected[0].get("row"), selected[0].get("column"))
-    if cell != view.last_cell and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
-        view.pair_first, view.pair_second = cell
-        view.last_cell = cell
-view.pair_first, view.pair_second = defaults.pair(labels, view.pair_first, view.pair_second)
+    if cell != session.last_cell and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
+        session.pair_first, session.pair_second = cell
+        session.last_cell = cell
+session.pair_first, session.pair_second = defaults.pair(labels, session.pair_first, session.pair_second)
 cols = st.columns(2)
 first = ui.bound(
     cols[0].selectbox,

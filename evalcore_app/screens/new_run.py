@@ -34,10 +34,10 @@ ctx = ui.context()
 store = ui.get_store(ctx.store_path)
 store_exists = Path(ctx.store_path).exists()  # a missing store is created by the first job, never by a visit
 st.title(_("New run"))
-view = ui.state.NewRun()
-if store_exists and not view.cleaned:  # once a session: uploads never started, a day old
+session = ui.state.NewRun()
+if store_exists and not session.cleaned:  # once a session: uploads never started, a day old
     ui.guarded(lambda: jobs.clean_uploads(store))
-    view.cleaned = True
+    session.cleaned = True
 
 SOURCES = {"upload": "Upload files", "demo": "Built-in demo", "folder": "Folder on the server"}
 roots = inputs.data_roots()  # the operator's EVALCORE_DATA_ROOTS; none: no server folders
@@ -46,7 +46,7 @@ if not roots:
 
 
 def _forget() -> None:
-    del view.nothing
+    del session.nothing
     prepared = ui.state.NewRun.prepared.pop()
     if prepared is not None:
         ui.guarded(lambda: jobs.discard(store, prepared))
@@ -83,8 +83,8 @@ if from_set:
     cols = st.columns(2)
     set_name = cols[0].selectbox(_("Question set"), set_names, key="nr_set", on_change=_forget)
     labels = [v.label for v in ui.cached(question_sets.set_versions, store, set_name)][::-1]
-    if view.set_version not in labels:
-        view.set_version = labels[0]
+    if session.set_version not in labels:
+        session.set_version = labels[0]
     dataset = cols[1].selectbox(
         _("Version"), labels, key="nr_set_version", on_change=_forget, help=_("The newest first; a run records it.")
     )
@@ -247,13 +247,13 @@ def _inputs() -> jobs.Prepared:
     if source == "folder":
         if dataset is not None:
             return jobs.prepare_paths(
-                view.corpus_dir, "", None, strategies, retriever_list,
+                session.corpus_dir, "", None, strategies, retriever_list,
                 dataset=dataset, store=store,
             )  # fmt: skip
         return jobs.prepare_paths(
-            view.corpus_dir,
-            view.questions_path,
-            view.ood_path or None,
+            session.corpus_dir,
+            session.questions_path,
+            session.ood_path or None,
             strategies,
             retriever_list,
         )
@@ -275,7 +275,7 @@ def _validate() -> jobs.Prepared | None:
     try:
         return _prepare()
     except jobs.NothingToScore as exc:  # shown below, needle by needle, until an input changes
-        view.nothing = {
+        session.nothing = {
             "message": str(exc),
             "report": exc.report,
             "documents": exc.documents,
@@ -287,7 +287,7 @@ def _validate() -> jobs.Prepared | None:
 if st.button(_("Validate"), key="nr_validate", icon=":material/fact_check:"):
     _forget()
     with st.spinner(_("Checking the inputs…")):
-        view.prepared = ui.guarded(_validate)
+        session.prepared = ui.guarded(_validate)
 
 SHOWN_IDS = 40  # document ids listed under a needle problem
 SHOWN_ROWS = 25  # up to this many invalid needles are a plain table, more a scrolling one
@@ -314,7 +314,7 @@ def needle_rows(report: dict) -> list[dict[str, str]]:
     ]
 
 
-nothing = view.nothing
+nothing = session.nothing
 if nothing is not None:
     rows = needle_rows(nothing["report"])
     st.error(
@@ -352,7 +352,7 @@ def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
     return rows
 
 
-prepared: jobs.Prepared | None = view.prepared
+prepared: jobs.Prepared | None = session.prepared
 if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
@@ -411,8 +411,8 @@ if prepared is not None:
     if st.button(_("Start run"), key="nr_start", type="primary", icon=":material/play_arrow:"):
         job_id = ui.guarded(lambda: jobs.submit(store, prepared, name))
         if job_id:
-            del view.prepared
-            view.last_job = job_id
+            del session.prepared
+            session.last_job = job_id
             st.rerun()
     if found:
         reasons = Counter(row["message"].split(" (")[0] for row in found)
@@ -425,19 +425,19 @@ if prepared is not None:
     with st.expander(_("Validation report (as `python -m evalcore validate --json`)")):
         st.json(rep, expanded=False)
 
-last_job = view.last_job
+last_job = session.last_job
 if last_job and store_exists:  # said while the job waits or runs; gone once it ended (the Jobs list says how)
     try:
         last_status = jobs.job(store, last_job)["status"]
     except EvalcoreError:  # no longer among the jobs listed
         last_status = None
     if last_status not in jobs.ACTIVE:
-        del view.last_job
-if view.last_job:
+        del session.last_job
+if session.last_job:
     st.info(
         _(
             "Started job `{job}`; it runs in the background. At most {n} job(s) run at once; the others wait in order."
-        ).format(job=view.last_job, n=ui.guarded(jobs.max_jobs) or 1)
+        ).format(job=session.last_job, n=ui.guarded(jobs.max_jobs) or 1)
     )
 
 st.subheader(_("Jobs"))

@@ -26,29 +26,29 @@ run = ui.require_run(ctx, need_config=True)
 if st.query_params.get("traffic"):  # a logged query opened from the Traffic screen
     traffic_query.show(ctx, str(st.query_params["traffic"]))
     st.stop()
-view = ui.state.Query()
+session = ui.state.Query()
 search = ui.bound(st.text_input, _("Search queries (text or id)"), key=ui.state.Query.search)
 found = ui.cached(queries.search_queries, store, ctx.run_id, search)
 labels = {
     row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}" + ("" if row.valid else " (invalid)")
     for row in found.itertuples()
 }
-wanted = view.query_id
+wanted = session.query_id
 if wanted and wanted not in labels and not search:
     extra = ui.guarded(lambda: ui.cached(queries.query_row, store, ctx.run_id, wanted))
     if extra is None:
-        del view.query_id
+        del session.query_id
     else:
         labels = {wanted: f"{wanted} · {extra['domain']} · {str(extra['text'])[:90]}", **labels}
 if not labels:
     st.info(_("No query matches the search."))
     st.stop()
-if view.query_id not in labels:
-    view.query_id = next(iter(labels))
+if session.query_id not in labels:
+    session.query_id = next(iter(labels))
 
 
 def _shareable() -> None:  # the URL follows the query shown, so it can be copied and shared
-    ui.url.write_query(ctx.run_id, view.query_id)
+    ui.url.write_query(ctx.run_id, session.query_id)
 
 
 query_id = ui.bound(

@@ -120,11 +120,11 @@ def board() -> None:
         )
     )
     statuses = dict(zip(overview["run_id"], overview["status"], strict=True))
-    view = ui.state.Runs()
-    if (statuses if view.statuses is None else view.statuses) != statuses:
-        view.statuses = statuses
+    session = ui.state.Runs()
+    if (statuses if session.statuses is None else session.statuses) != statuses:
+        session.statuses = statuses
         st.rerun()  # a run changed state: redraw the whole page (sidebar run list included)
-    view.statuses = statuses
+    session.statuses = statuses
     match = overview[overview["run_id"] == ctx.run_id]
     if not match.empty:
         selected(match.iloc[0].to_dict())

@@ -33,7 +33,7 @@ tr = lang.tr()
 st.title(_("Refusal threshold"))
 run = ui.require_run(ctx, need_config=True)
 config = ctx.config
-view = ui.state.Threshold()
+session = ui.state.Threshold()
 Threshold = ui.state.Threshold  # its keys, for the widgets bound to them
 why = ui.state.Selection().config_why
 st.markdown(
@@ -150,9 +150,9 @@ lo, hi = min(lo, math.floor(t * 1000) / 1000), max(hi, math.ceil(t * 1000) / 100
 def _moved() -> None:
     # the slider's value on its grid exactly (the browser's arithmetic may leave 0.11300000000000002),
     # so that the t a bound's words name is the t the gate uses
-    view.threshold = float(f"{float(view.threshold or 0.0):.{DIGITS}f}")
-    view.threshold_source = N_("set on the Threshold screen (not saved)")
-    view.threshold_for = f"{ctx.run_id}|{config.label}"
+    session.threshold = float(f"{float(session.threshold or 0.0):.{DIGITS}f}")
+    session.threshold_source = N_("set on the Threshold screen (not saved)")
+    session.threshold_for = f"{ctx.run_id}|{config.label}"
 
 
 # a t off the grid (an exact bound) is shown with the decimals it has, never rounded past its bound
@@ -171,7 +171,7 @@ ui.plain(ui.cached(sweeps.sentence_at, sweep, t, tr), strong=True, testid="sente
 ui.plain(
     _("Threshold t = {t} · {source}").format(
         t=tr.decimal_text(threshold_text(t, 4)),
-        source=lang.source(view.threshold_source if Threshold.threshold_source.present() else source),
+        source=lang.source(session.threshold_source if Threshold.threshold_source.present() else source),
     ),
     small=True,
     testid="threshold-state",
@@ -338,7 +338,7 @@ with save_col.form("decision"):
         if saved_id:
             latest = decisions.latest_decision(store, ctx.run_id, config)
             ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
-            view.saved_flash = _(
+            session.saved_flash = _(
                 "Saved decision {id}: t = {t} for {label} by {author}. The dashboard opens on it from now on."
             ).format(
                 id=saved_id, t=tr.decimal_text(threshold_text(t, 4)), label=config.label, author=authors.shown(author)
@@ -353,7 +353,7 @@ with deploy_col.form("deploy"):
     if st.form_submit_button(label, disabled=latest_saved is None) and latest_saved is not None:
         moved = ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
         if moved is not None:
-            view.saved_flash = _(
+            session.saved_flash = _(
                 "Deployment {name} now points at decision {id}: t = {t} for {label} (version {version}, by {author})."
             ).format(
                 name=moved.name,

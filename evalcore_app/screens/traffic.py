@@ -45,7 +45,7 @@ def _choice(row: Any) -> str:
 # ?deployment=NAME: the entry applied it to the address before drawing the sidebar (ui.url.deployment_link)
 deployment = ui.current().deployment
 ctx = ui.context()
-view = ui.state.Traffic()
+session = ui.state.Traffic()
 store = ui.store()
 st.title(_("Traffic"))
 run = ui.require_run(ctx, need_config=True)
@@ -57,9 +57,9 @@ if deployment is not None and (deployment.run_id, deployment.configuration) == (
         testid="traffic-deployment",
     )
     key = f"{ctx.run_id}|{config.label}"
-    if view.deployment_threshold != (key, deployment.name, deployment.version):
+    if session.deployment_threshold != (key, deployment.name, deployment.version):
         ui.set_threshold(ctx, deployment.threshold, f"deployment {deployment.name} (version {deployment.version})")
-        view.deployment_threshold = (key, deployment.name, deployment.version)
+        session.deployment_threshold = (key, deployment.name, deployment.version)
 held = ui.cached(reads.stored, store, ctx.run_id, config)
 ui.plain(
     held.sentence() + " Query texts stay in this store; evalcore traffic forget deletes them.",
@@ -197,7 +197,7 @@ if not labellable.empty:
             if ui.guarded(save):
                 text = str(labellable.loc[labellable["text_hash"] == pick, "text"].iloc[0])
                 said = f"Labelled {value}" if label else "Label removed"
-                view.flash = f"{said}: {ui.esc(text[:80])} (by {ui.esc(authors.shown(who))})."
+                session.flash = f"{said}: {ui.esc(text[:80])} (by {ui.esc(authors.shown(who))})."
                 st.rerun()
 elif not near.empty:
     st.caption(_("Every borderline query here carries a label from the log (the log's label wins)."))
