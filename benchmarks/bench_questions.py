@@ -5,7 +5,7 @@
 The reads are the ones the screen makes when a person opens one document and looks at the
 coverage of the set (evalcore.inputs.authoring, evalcore.read.question_sets and
 evalcore.read.triage), each called through the screen's own cache wrapper
-(``evalcore_app.screens._ui.cached``: keyed by function and arguments, the store by its
+(``evalcore_app.ui.cached``: keyed by function and arguments, the store by its
 change stamp, a copy of the result handed out): "cold" is the first call (a new corpus or a
 changed set), "warm" the same call again (what every rerun of
 the screen costs while nothing changed). The issue's bounds: warm under 1 s, ``suggest`` over
@@ -50,7 +50,7 @@ from evalcore.read import triage as rt  # noqa: E402
 from evalcore.records import Corpus, Question  # noqa: E402
 from evalcore.store import Store  # noqa: E402
 from evalcore.store import triage as writer  # noqa: E402
-from evalcore_app.screens import _ui  # noqa: E402
+from evalcore_app import ui  # noqa: E402
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -67,17 +67,17 @@ def screen_reads(corpus: Corpus, items: list[Question], store: Store, set_name: 
     cand = suggest(Corpus(corpus.root, (doc,)), 1)  # a valid span of this document to select
     start, end = (cand[0].start, cand[0].end) if cand else (0, min(60, len(doc.text)))
     return [
-        ("documents (search '')", lambda: _ui.cached(authoring.find_documents, corpus, "")),
-        ("sections of one document", lambda: _ui.cached(authoring.sections, doc)),
+        ("documents (search '')", lambda: ui.cached(authoring.find_documents, corpus, "")),
+        ("sections of one document", lambda: ui.cached(authoring.sections, doc)),
         (
             "verdict of a selection",
-            lambda: _ui.cached(authoring.check_needle, corpus, doc.doc_id, start, end, strategies),
+            lambda: ui.cached(authoring.check_needle, corpus, doc.doc_id, start, end, strategies),
         ),
-        ("coverage", lambda: _ui.cached(authoring.section_coverage, corpus, items)),
-        ("items not resolving", lambda: _ui.cached(rq.not_resolving, corpus, items)),
-        ("candidates (10)", lambda: _ui.cached(authoring.candidates, corpus, 10, 0)),
-        ("triage progress", lambda: _ui.cached(rt.progress, store, set_name, "")),
-        ("triage page 1", lambda: _ui.cached(rt.page, store, set_name, "", 1, 20)),
+        ("coverage", lambda: ui.cached(authoring.section_coverage, corpus, items)),
+        ("items not resolving", lambda: ui.cached(rq.not_resolving, corpus, items)),
+        ("candidates (10)", lambda: ui.cached(authoring.candidates, corpus, 10, 0)),
+        ("triage progress", lambda: ui.cached(rt.progress, store, set_name, "")),
+        ("triage page 1", lambda: ui.cached(rt.page, store, set_name, "", 1, 20)),
     ]
 
 

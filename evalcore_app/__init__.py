@@ -2,7 +2,9 @@
 
 A package of its own beside :mod:`evalcore`, in the same distribution, so that the library
 never imports Streamlit. :data:`APP` is the script Streamlit runs; ``app.py`` holds the
-navigation and ``screens/`` one file per screen. Importing this package imports nothing else.
+navigation and draws the sidebar once, ``screens/`` holds one file per screen (its URL path is
+the file's name), ``ui/`` the frame the pages share and ``partials/`` what a page
+draws inside it. Importing this package imports nothing else.
 """
 
 from __future__ import annotations

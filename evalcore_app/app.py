@@ -1,8 +1,11 @@
 """evalcore dashboard: ``evalcore dashboard`` (or ``streamlit run app.py`` in a clone).
 
-Navigation only; each screen is a thin page in screens/ over evalcore.read and evalcore.figures.build,
-and draws the shared sidebar itself (screens/_ui.py documents the session state). Streamlit runs
-this file as its main script for every page view; the clone's root ``app.py`` calls :func:`main` too.
+The entry: the navigation, grouped in sections, and the frame every page shares. It draws the
+sidebar (language, store, run and configuration pickers: :mod:`evalcore_app.ui.sidebar`) once
+per page view, before the page runs, and hands it to the page (:mod:`evalcore_app.ui.frame`);
+each screen is a thin page in screens/ over evalcore.read and evalcore.figures.build
+(evalcore_app/ui/state.py declares the session state). Streamlit runs this file as its main
+script for every page view; the clone's root ``app.py`` calls :func:`main` too.
 When ``streamlit run`` starts the server it first imports this file as the module ``app`` and
 serves the ``st.App`` assigned below: the dashboard and the HTTP API (``/api/v1``) on one port
 (:mod:`evalcore_app.server`).
@@ -13,27 +16,47 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore_app import screen
-from evalcore_app.screens._lang import _
+from evalcore_app.ui import frame, sidebar, url
+from evalcore_app.ui.lang import _
+
+
+def _page(name: str, title: str, icon: str, *, default: bool = False) -> st.Page:
+    """Screen ``name``: its URL path is its file's name (``/query``), what users bookmark."""
+    return st.Page(screen(name), title=title, icon=icon, default=default)
 
 
 def main() -> None:
-    """Draw the navigation and run the page the URL names (``/query?run_id=..`` deep links
-    included: a page's URL path is its file's name)."""
+    """Draw the navigation and the sidebar, and run the page the URL names (``/query?run_id=..``
+    deep links included: a page's URL path is its file's name)."""
     st.set_page_config(page_title="evalcore", page_icon=":material/insights:", layout="wide")
-    pages = [
-        st.Page(screen("runs"), title=_("Runs"), icon=":material/list:", default=True),
-        st.Page(screen("new_run"), title=_("New run"), icon=":material/add_circle:"),
-        st.Page(screen("questions"), title=_("Questions"), icon=":material/edit_note:"),
-        st.Page(screen("compare"), title=_("Compare"), icon=":material/compare_arrows:"),
-        st.Page(screen("distances"), title=_("Distances"), icon=":material/bar_chart:"),
-        st.Page(screen("threshold"), title=_("Threshold"), icon=":material/tune:"),
-        st.Page(screen("query"), title=_("Query"), icon=":material/search:"),
-        st.Page(screen("traffic"), title=_("Traffic"), icon=":material/monitoring:"),
-        st.Page(screen("index"), title=_("Index"), icon=":material/inventory_2:"),
-        st.Page(screen("export"), title=_("Export"), icon=":material/download:"),
-        st.Page(screen("methods"), title=_("Methods"), icon=":material/menu_book:"),
-    ]
-    st.navigation(pages).run()
+    traffic = _page("traffic", _("Traffic"), ":material/monitoring:")
+    methods = _page("methods", _("Methods"), ":material/menu_book:")
+    sections = {  # the order of the pages is the order the sidebar lists them
+        _("Runs and inputs"): [
+            _page("runs", _("Runs"), ":material/list:", default=True),
+            _page("new_run", _("New run"), ":material/add_circle:"),
+            _page("questions", _("Questions"), ":material/edit_note:"),
+        ],
+        _("Results"): [
+            _page("compare", _("Compare"), ":material/compare_arrows:"),
+            _page("distances", _("Distances"), ":material/bar_chart:"),
+            _page("threshold", _("Threshold"), ":material/tune:"),
+            _page("query", _("Query"), ":material/search:"),
+        ],
+        _("Operations"): [
+            traffic,
+            _page("index", _("Index"), ":material/inventory_2:"),
+            _page("export", _("Export"), ":material/download:"),
+        ],
+        _("Reference"): [methods],
+    }
+    page = st.navigation(sections)
+    if page is methods:  # the reference text shows no run: the language picker only
+        frame.hand(frame.Frame(sidebar.language_only()))
+    else:
+        deployment = url.deployment_link() if page is traffic else None  # before the sidebar reads the address
+        frame.hand(frame.Frame(sidebar.sidebar(), deployment))
+    page.run()
 
 
 if __name__ == "__main__":  # Streamlit runs its main script as __main__

@@ -2,7 +2,7 @@
 
 English text is the message id; ``locales/<lang>/LC_MESSAGES/evalcore.po`` holds the German,
 Dutch and Indonesian text, read with Babel at run time (no compile step, nothing to build).
-Which language a session shows is chosen by the dashboard (``evalcore_app/screens/_lang.py``);
+Which language a session shows is chosen by the dashboard (``evalcore_app/ui/lang.py``);
 everything here takes the language as an argument, so the CLI, the API and library errors
 stay English by calling nothing here (or :data:`ENGLISH`).
 

@@ -10,70 +10,72 @@ from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.read import compare, question_sets, runs
 from evalcore.read import selection as defaults
 from evalcore.read.comparison import statements
-from evalcore_app.screens import _lang, _ui, _url
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _
 
-ctx = _ui.sidebar()
-store = _ui.store()
-tr = _lang.tr()
+ctx = ui.context()
+store = ui.store()
+tr = lang.tr()
 st.title(_("Compare"))
-run = _ui.require_run(ctx)
+run = ui.require_run(ctx)
+session = ui.state.Compare()
 
 complete = runs.complete_runs(store)
 others = [""] + [r for r in complete["run_id"] if r != ctx.run_id]
 names = dict(zip(complete["run_id"], complete["name"], strict=True))
-if st.session_state.get("run_id_b") not in others:
-    st.session_state["run_id_b"] = ""
+if session.run_id_b not in others:
+    session.run_id_b = ""
 
 
 def _forget_choice() -> None:
-    st.session_state.pop("matrix_configs", None)
+    del session.matrix_configs
 
 
 cols = st.columns([1, 1, 2])
-k = _ui.bound(
+k = ui.bound(
     cols[0].selectbox,
     "hit@k",
     list(DEFAULT_KS),
-    key="hit_k",
+    key=ui.state.Compare.hit_k,
     default=4,
     help=_("A query is a hit when a correct chunk is in the top k."),
 )
-adjust = _ui.bound(
+adjust = ui.bound(
     cols[1].toggle,
     _("Holm correction"),
-    key="holm",
+    key=ui.state.Compare.holm,
     default=True,
     help=_("Adjust the p-values for the number of pairs compared (Holm step-down)."),
 )
-other = _ui.bound(
+other = ui.bound(
     cols[2].selectbox,
     _("Second run (same queries)"),
     others,
-    key="run_id_b",
+    key=ui.state.Compare.run_id_b,
     format_func=lambda r: _("none: configurations of this run") if not r else f"{names.get(r)} · {r}",
     on_change=_forget_choice,
 )
 if other:
     ground_truth = question_sets.versions_note_between(store, ctx.run_id, other)
     if ground_truth:
-        st.warning(_ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
+        st.warning(ui.esc(ground_truth[0].upper() + ground_truth[1:] + "."))
     reason = compare.comparable(store, ctx.run_id, other)
     if reason:
-        st.error(_("Cannot compare with run {run}: {reason}.").format(run=_ui.esc(other), reason=_ui.esc(reason)))
+        st.error(_("Cannot compare with run {run}: {reason}.").format(run=ui.esc(other), reason=ui.esc(reason)))
         st.stop()
 
-available, default = _ui.compare_sides(ctx)
-by_key = {_ui.side_key(s): s for s in available}
+available, default = ui.compare_sides(ctx)
+by_key = {ui.side_key(s): s for s in available}
 two_runs = len({s.run_id for s in available}) > 1
 label_of = {key: side.label(two_runs) for key, side in by_key.items()}
-if any(key not in by_key for key in st.session_state.get("matrix_configs", [])):
-    st.session_state.pop("matrix_configs")
-chosen = _ui.bound(
+if any(key not in by_key for key in session.matrix_configs or []):
+    del session.matrix_configs
+chosen = ui.bound(
     st.multiselect,
     _("Configurations compared"),
     list(by_key),
-    key="matrix_configs",
+    key=ui.state.Compare.matrix_configs,
     default=default,
     format_func=label_of.get,
     help=(
@@ -86,33 +88,33 @@ chosen = _ui.bound(
     ),
 )
 sides = tuple(by_key[key] for key in chosen)
-_url.write_compare()  # the choice in the address: a reload (and Export after one) keeps it
+ui.url.write_compare()  # the choice in the address: a reload (and Export after one) keeps it
 if not sides:
     st.info(_("Pick at least one configuration."))
     st.stop()
 
 comparison = None
 if len(sides) >= 2:
-    matrix = _ui.guarded(lambda: _ui.cached(figures.matrix_figure, store, sides, k, adjust, tr))
+    matrix = ui.guarded(lambda: ui.cached(figures.matrix_figure, store, sides, k, adjust, tr))
     if matrix is None:
         st.stop()
     comparison = matrix.detail
     top = statements.best(comparison)
     if top is not None:
-        (st.success if top.significant else st.info)(_ui.esc(top.sentence(k, comparison.p_name, tr)))
+        (st.success if top.significant else st.info)(ui.esc(top.sentence(k, comparison.p_name, tr)))
 
 st.subheader(_("Recall@k and MRR per configuration"))
-recall, mrr = _ui.cached(figures.recall_figures, store, sides, tr)
+recall, mrr = ui.cached(figures.recall_figures, store, sides, tr)
 if recall.chart is None:
     st.info(_("No scored in-domain queries in these configurations: nothing to compare."))
     st.stop()
 tab_chart, tab_mrr, tab_table = st.tabs(["recall@k", "MRR", _("table")])
 with tab_chart:
-    _ui.show_figure(recall, "recall")
+    ui.show_figure(recall, "recall")
 with tab_mrr:
-    _ui.show_figure(mrr, "mrr")
+    ui.show_figure(mrr, "mrr")
 with tab_table:
-    wide = _ui.cached(compare.recall_wide, recall.data)
+    wide = ui.cached(compare.recall_wide, recall.data)
     config = {
         "label": st.column_config.TextColumn(_("configuration"), width="large"),
         "queries": st.column_config.NumberColumn("n"),
@@ -126,47 +128,47 @@ with tab_table:
 
 st.subheader(_("Destroyed answers per strategy"))
 for run_id in dict.fromkeys(s.run_id for s in sides):
-    destroyed = _ui.cached(figures.destroyed_figure, store, run_id, tr)
+    destroyed = ui.cached(figures.destroyed_figure, store, run_id, tr)
     if two_runs:
-        _ui.plain(_("run {name} {id}").format(name=names.get(run_id, run_id), id=run_id), strong=True)
-    _ui.show_figure(destroyed, f"destroyed-{run_id}")
+        ui.plain(_("run {name} {id}").format(name=names.get(run_id, run_id), id=run_id), strong=True)
+    ui.show_figure(destroyed, f"destroyed-{run_id}")
 
 st.subheader(_("Paired wins and losses"))
 if comparison is None:
     st.info(_("Pick two or more configurations to compare them query by query."))
     st.stop()
-event = _ui.show_figure(matrix, "matrix", on_select=True)
-_ui.plain(statements.significance_text(comparison, tr))
+event = ui.show_figure(matrix, "matrix", on_select=True)
+ui.plain(statements.significance_text(comparison, tr))
 
 labels = list(comparison.labels)
 selected = (event.selection.get("cell") or []) if event is not None and hasattr(event, "selection") else []
 if selected:
     cell = (selected[0].get("row"), selected[0].get("column"))
-    if cell != st.session_state.get("_last_cell") and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
-        st.session_state["pair_first"], st.session_state["pair_second"] = cell
-        st.session_state["_last_cell"] = cell
-st.session_state["pair_first"], st.session_state["pair_second"] = defaults.pair(
-    labels, st.session_state.get("pair_first"), st.session_state.get("pair_second")
-)
+    if cell != session.last_cell and cell[0] in labels and cell[1] in labels and cell[0] != cell[1]:
+        session.pair_first, session.pair_second = cell
+        session.last_cell = cell
+session.pair_first, session.pair_second = defaults.pair(labels, session.pair_first, session.pair_second)
 cols = st.columns(2)
-first = _ui.bound(
+first = ui.bound(
     cols[0].selectbox,
     _("First configuration"),
     labels,
-    key="pair_first",
+    key=ui.state.Compare.pair_first,
     help=_("Click a cell of the matrix or pick here."),
 )
-second = _ui.bound(cols[1].selectbox, _("Second configuration"), [x for x in labels if x != first], key="pair_second")
-_ui.plain(statements.pair_sentence(comparison, first, second, tr), testid="pair-detail")
+second = ui.bound(
+    cols[1].selectbox, _("Second configuration"), [x for x in labels if x != first], key=ui.state.Compare.pair_second
+)
+ui.plain(statements.pair_sentence(comparison, first, second, tr), testid="pair-detail")
 a, b = comparison.side(first), comparison.side(second)
-_pair, queries = _ui.cached(compare.pair_queries, store, a, b, k)
+_pair, queries = ui.cached(compare.pair_queries, store, a, b, k)
 if queries.empty:
     st.info(_("No query differs between these two configurations at this k."))
 else:
     queries = queries.assign(
         link=[f"/query?run_id={a.run_id}&query_id={q}" for q in queries["query_id"]],
         # no rank: no correct chunk among the hits (destroyed, or not returned by a run made elsewhere)
-        **{col: [_ui.rank_text(r) for r in queries[col]] for col in ("rank_first", "rank_second")},
+        **{col: [ui.rank_text(r) for r in queries[col]] for col in ("rank_first", "rank_second")},
     )
     st.dataframe(
         queries,
@@ -177,4 +179,4 @@ else:
             "rank_second": st.column_config.TextColumn(_("rank in second")),
         },
     )
-_ui.methods_link()
+ui.methods_link()

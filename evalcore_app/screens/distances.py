@@ -7,14 +7,15 @@ import math
 import streamlit as st
 
 from evalcore.figures import build as figures
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _
 
-ctx = _ui.sidebar()
-store = _ui.store()
+ctx = ui.context()
+store = ui.store()
 st.title(_("Distances"))
-run = _ui.require_run(ctx, need_config=True)
-figure = _ui.cached(figures.distance_figure, store, ctx.run_id, ctx.config, _lang.tr())
+run = ui.require_run(ctx, need_config=True)
+figure = ui.cached(figures.distance_figure, store, ctx.run_id, ctx.config, lang.tr())
 frame, summary = figure.detail
 if frame.empty:
     st.info(_("No distances stored for this configuration."))
@@ -23,15 +24,13 @@ st.markdown(
     _(
         "Configuration **{label}** · {axis} of each in-domain query to its answer "
         "(the best-ranked correct chunk) and of its top hit, against the top hit of each out-of-domain query."
-    ).format(label=_ui.esc(ctx.config.label), axis=_(summary.axis))
+    ).format(label=ui.esc(ctx.config.label), axis=_(summary.axis))
 )
-_ui.plain(f"n: {_lang.source(summary.n_text())}.", small=True, testid="distance-n")
+ui.plain(f"n: {lang.source(summary.n_text())}.", small=True, testid="distance-n")
 cols = st.columns(4)
-cols[0].metric(
-    _("Worst in-domain answer"), _("n/a") if math.isnan(summary.worst_in) else _lang.num(summary.worst_in, 3)
-)
+cols[0].metric(_("Worst in-domain answer"), _("n/a") if math.isnan(summary.worst_in) else lang.num(summary.worst_in, 3))
 cols[1].metric(
-    _("Best out-of-domain top hit"), _("n/a") if math.isnan(summary.best_out) else _lang.num(summary.best_out, 3)
+    _("Best out-of-domain top hit"), _("n/a") if math.isnan(summary.best_out) else lang.num(summary.best_out, 3)
 )
 cols[2].metric(
     _("Answers in the overlap"),
@@ -55,8 +54,8 @@ elif summary.separated:
 else:
     st.warning(_("The groups overlap (shaded band): no threshold keeps every answer without a bluff."))
 if figure.chart is not None:
-    _ui.show_figure(figure, "distances")
+    ui.show_figure(figure, "distances")
 scored = not summary.lower_is_closer  # the retriever's own score, not a distance
 with st.expander("Per-query scores" if scored else "Per-query distances"):
     st.dataframe(frame.rename(columns={"distance": "score"}) if scored else frame, hide_index=True)
-_ui.methods_link()
+ui.methods_link()

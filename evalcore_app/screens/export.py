@@ -8,18 +8,19 @@ import streamlit as st
 from evalcore.figures import build as figures
 from evalcore.figures import review
 from evalcore.files import figure_files as export
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _
 
-ctx = _ui.sidebar()
-tr = _lang.tr()
+ctx = ui.context()
+tr = lang.tr()
 st.title(_("Export"))
-run = _ui.require_run(ctx, need_config=True)
-selection = _ui.guarded(lambda: _ui.selection(ctx))
+run = ui.require_run(ctx, need_config=True)
+selection = ui.guarded(lambda: ui.selection(ctx))
 if selection is None:
     st.stop()
 compared = ", ".join(s.label(len({x.run_id for x in selection.sides}) > 1) for s in selection.sides)
-_ui.plain(
+ui.plain(
     (
         _("Compared at hit@{k} (Holm-adjusted p): {compared}.")
         if selection.adjust
@@ -27,11 +28,11 @@ _ui.plain(
     ).format(k=selection.k, compared=compared or _("nothing")),
     testid="export-compared",
 )
-_ui.plain(
+ui.plain(
     _("Threshold t = {t} for {label} · {source}").format(
-        t=_lang.num(selection.threshold, 4),
+        t=lang.num(selection.threshold, 4),
         label=selection.configuration.label,
-        source=_lang.source(selection.threshold_source),
+        source=lang.source(selection.threshold_source),
     ),
     testid="threshold-state",
 )
@@ -49,9 +50,9 @@ if tr.lang != "en":
             "('.' decimals, ISO dates, English column names) and say so in their first lines."
         ).format(language=tr.name)
     )
-store = _ui.store()  # bound now: the pack is built on click, outside this run and its session state
-shown = _ui.guarded(
-    lambda: figures.selection_figures(store, selection, call=lambda fn, *args: _ui.cached(fn, store, *args), tr=tr)
+store = ui.store()  # bound now: the pack is built on click, outside this run and its session state
+shown = ui.guarded(
+    lambda: figures.selection_figures(store, selection, call=lambda fn, *args: ui.cached(fn, store, *args), tr=tr)
 )
 if not shown:
     st.stop()
@@ -76,6 +77,6 @@ st.download_button(
 )
 for figure in shown:
     with st.container(border=True):
-        st.markdown(f"**{_ui.esc(figure.title)}**")
-        _ui.show_figure(figure, f"export-{figure.slug}")
-_ui.methods_link()
+        st.markdown(f"**{ui.esc(figure.title)}**")
+        ui.show_figure(figure, f"export-{figure.slug}")
+ui.methods_link()

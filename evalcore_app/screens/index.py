@@ -6,14 +6,15 @@ import streamlit as st
 
 from evalcore.figures import build as figures
 from evalcore.read import index
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import _, ngettext
+from evalcore_app import ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _, ngettext
 
-ctx = _ui.sidebar()
-store = _ui.store()
+ctx = ui.context()
+store = ui.store()
 st.title(_("Index health"))
-run = _ui.require_run(ctx)
-figure = _ui.cached(figures.index_figure, store, ctx.run_id, _lang.tr())
+run = ui.require_run(ctx)
+figure = ui.cached(figures.index_figure, store, ctx.run_id, lang.tr())
 health = figure.detail
 if health.empty:
     st.info(_("This run has no strategies recorded."))
@@ -31,9 +32,9 @@ else:
             "over_window": st.column_config.NumberColumn(_("over 256 window")),
         },
     )
-    _ui.show_figure(figure, "index")
+    ui.show_figure(figure, "index")
 
-over = _ui.cached(index.over_window_chunks, store, ctx.run_id)
+over = ui.cached(index.over_window_chunks, store, ctx.run_id)
 measured = health.empty or bool(health["over_window"].notna().any())  # a run ranked elsewhere: not measured
 st.subheader(_("Chunks over the 256-piece window ({n})").format(n=len(over) if measured else _("not measured")))
 st.caption(_("The model cuts these silently: the words past the window are never embedded."))
@@ -44,7 +45,7 @@ elif over.empty:
 else:
     st.dataframe(over, hide_index=True)
 
-unlocated = _ui.cached(index.unlocated_chunks, store, ctx.run_id)
+unlocated = ui.cached(index.unlocated_chunks, store, ctx.run_id)
 if not unlocated.empty:  # only a run made elsewhere has them
     st.subheader(_("Chunks that could not be located ({n})").format(n=len(unlocated)))
     st.caption(
@@ -55,7 +56,7 @@ if not unlocated.empty:  # only a run made elsewhere has them
     )
     st.dataframe(unlocated, hide_index=True, column_config={"reason": st.column_config.TextColumn(width="large")})
 
-destroyed = _ui.cached(index.destroyed_list, store, ctx.run_id)
+destroyed = ui.cached(index.destroyed_list, store, ctx.run_id)
 st.subheader(_("Destroyed ground truths ({n})").format(n=len(destroyed)))
 if destroyed.empty:
     st.success(_("Every ground truth lies whole in some chunk."))
@@ -83,7 +84,7 @@ else:
         ],
     )
 
-docs = _ui.cached(index.documents, store, ctx.run_id)
+docs = ui.cached(index.documents, store, ctx.run_id)
 st.subheader(_("Documents ({n})").format(n=len(docs)))
 stale = int(docs["stale"].sum())
 failed = int((docs["state"] == "failed").sum())
@@ -104,4 +105,4 @@ if failed:
         ).format(n=failed)
     )
 st.dataframe(docs, hide_index=True)
-_ui.methods_link()
+ui.methods_link()

@@ -10,17 +10,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from evalcore_app.screens import _lang
-from evalcore_app.screens._lang import _
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _
 
 _PACKAGE = Path(__file__).resolve().parents[1]
 _INSTALLED = _PACKAGE / "METHODS.md"
 METHODS = _INSTALLED if _INSTALLED.exists() else _PACKAGE.parent / "docs" / "METHODS.md"
 
-with st.sidebar:
-    _lang.selector()
 st.title(_("Methods"))
-if _lang.current() != "en":
+if lang.current() != "en":
     st.info(
         _(
             "This page is in English in this version: it is the reference text of docs/METHODS.md. "

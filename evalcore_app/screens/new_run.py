@@ -1,19 +1,10 @@
 """New run: upload or pick inputs, validate them, start a background job; watch and cancel jobs.
 
 A job runs in its own process (evalcore.jobs), so leaving this page, reloading it or
-opening another tab does not stop it. Page-local session keys (widget keys, not kept
-when another page is shown): ``nr_source``, ``nr_corpus``, ``nr_questions``, ``nr_ood``,
-``nr_corpus_dir``, ``nr_questions_path``, ``nr_ood_path``, ``nr_questions_from`` (question
-files or a question set of the store), ``nr_set``, ``nr_set_version`` (the set and its version,
-newest first), ``nr_strategies``,
-``nr_custom`` (empty by default: A-G are in ``nr_strategies``), ``nr_retrievers``, ``nr_languages``
-(BM25 analyzers),
-``nr_name``, ``nr_mode`` (built-in or endpoint), ``nr_models`` (model folders), ``nr_url``,
-``nr_body``, ``nr_hits``, ``nr_chunk_id``, ``nr_text``, ``nr_document``, ``nr_score``,
-``nr_score_kind``, ``nr_chunker``, ``nr_retriever``; ``nr_prepared`` holds validated inputs
-(evalcore.jobs.Prepared) until they are started or an input changes, ``nr_nothing`` a
-validation that found no needle to score (each needle's reason, the document ids); ``nr_last_job``
-the job started last; ``nr_cleaned`` set once old unused upload folders were removed.
+opening another tab does not stop it. The page's session keys (its widgets' ``nr_*`` keys,
+not kept when another page is shown, and what it keeps itself: the validated inputs until
+they are started or an input changes, the job started last) are declared in
+evalcore_app/ui/state.py (``NewRun``).
 """
 
 from __future__ import annotations
@@ -35,16 +26,18 @@ from evalcore.read import question_sets
 from evalcore.retrieval.bm25 import languages
 from evalcore.retrieval.names import RETRIEVERS, analyzer_label, with_analyzers
 from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import _, ngettext
+from evalcore_app import ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _, ngettext
 
-ctx = _ui.sidebar()
-store = _ui.get_store(ctx.store_path)
+ctx = ui.context()
+store = ui.get_store(ctx.store_path)
 store_exists = Path(ctx.store_path).exists()  # a missing store is created by the first job, never by a visit
 st.title(_("New run"))
-if store_exists and not st.session_state.get("nr_cleaned"):  # once a session: uploads never started, a day old
-    _ui.guarded(lambda: jobs.clean_uploads(store))
-    st.session_state["nr_cleaned"] = True
+session = ui.state.NewRun()
+if store_exists and not session.cleaned:  # once a session: uploads never started, a day old
+    ui.guarded(lambda: jobs.clean_uploads(store))
+    session.cleaned = True
 
 SOURCES = {"upload": "Upload files", "demo": "Built-in demo", "folder": "Folder on the server"}
 roots = inputs.data_roots()  # the operator's EVALCORE_DATA_ROOTS; none: no server folders
@@ -53,10 +46,10 @@ if not roots:
 
 
 def _forget() -> None:
-    st.session_state.pop("nr_nothing", None)
-    prepared = st.session_state.pop("nr_prepared", None)
+    del session.nothing
+    prepared = ui.state.NewRun.prepared.pop()
     if prepared is not None:
-        _ui.guarded(lambda: jobs.discard(store, prepared))
+        ui.guarded(lambda: jobs.discard(store, prepared))
 
 
 def _files(items) -> list[uploads.UploadedFile]:
@@ -70,7 +63,7 @@ def _one(item) -> uploads.UploadedFile | None:
 source = st.radio(
     _("Inputs"), list(SOURCES), format_func=SOURCES.get, horizontal=True, key="nr_source", on_change=_forget
 )
-set_names = (_ui.guarded(lambda: _ui.cached(question_sets.set_names, store)) or []) if store_exists else []
+set_names = (ui.guarded(lambda: ui.cached(question_sets.set_names, store)) or []) if store_exists else []
 QUESTIONS_FROM = {"files": "Question files", "set": "A question set of the store"}
 from_set = False
 dataset: str | None = None
@@ -89,9 +82,9 @@ if source != "demo" and set_names:
 if from_set:
     cols = st.columns(2)
     set_name = cols[0].selectbox(_("Question set"), set_names, key="nr_set", on_change=_forget)
-    labels = [v.label for v in _ui.cached(question_sets.set_versions, store, set_name)][::-1]
-    if st.session_state.get("nr_set_version") not in labels:
-        st.session_state["nr_set_version"] = labels[0]
+    labels = [v.label for v in ui.cached(question_sets.set_versions, store, set_name)][::-1]
+    if session.set_version not in labels:
+        session.set_version = labels[0]
     dataset = cols[1].selectbox(
         _("Version"), labels, key="nr_set_version", on_change=_forget, help=_("The newest first; a run records it.")
     )
@@ -99,7 +92,7 @@ if from_set:
         _(
             "The run reads {set} as `python -m evalcore run --dataset {set}` does: its needles are resolved "
             "against this corpus, and those that no longer resolve are listed and excluded."
-        ).format(set=_ui.esc(dataset))
+        ).format(set=ui.esc(dataset))
     )
 if source == "upload":
     st.caption(
@@ -227,7 +220,7 @@ else:
     )
     retrievers = with_analyzers(retrievers, analyzers)
     if analyzers not in ([], [""]):
-        st.caption("Retrievers to run: " + _ui.esc(", ".join(retrievers)))
+        st.caption("Retrievers to run: " + ui.esc(", ".join(retrievers)))
 model_folders: list[str] = []
 if mode == "builtin" and roots:
     models_text = st.text_area(
@@ -254,13 +247,13 @@ def _inputs() -> jobs.Prepared:
     if source == "folder":
         if dataset is not None:
             return jobs.prepare_paths(
-                st.session_state.get("nr_corpus_dir", ""), "", None, strategies, retriever_list,
+                session.corpus_dir, "", None, strategies, retriever_list,
                 dataset=dataset, store=store,
             )  # fmt: skip
         return jobs.prepare_paths(
-            st.session_state.get("nr_corpus_dir", ""),
-            st.session_state.get("nr_questions_path", ""),
-            st.session_state.get("nr_ood_path") or None,
+            session.corpus_dir,
+            session.questions_path,
+            session.ood_path or None,
             strategies,
             retriever_list,
         )
@@ -282,7 +275,7 @@ def _validate() -> jobs.Prepared | None:
     try:
         return _prepare()
     except jobs.NothingToScore as exc:  # shown below, needle by needle, until an input changes
-        st.session_state["nr_nothing"] = {
+        session.nothing = {
             "message": str(exc),
             "report": exc.report,
             "documents": exc.documents,
@@ -294,7 +287,7 @@ def _validate() -> jobs.Prepared | None:
 if st.button(_("Validate"), key="nr_validate", icon=":material/fact_check:"):
     _forget()
     with st.spinner(_("Checking the inputs…")):
-        st.session_state["nr_prepared"] = _ui.guarded(_validate)
+        session.prepared = ui.guarded(_validate)
 
 SHOWN_IDS = 40  # document ids listed under a needle problem
 SHOWN_ROWS = 25  # up to this many invalid needles are a plain table, more a scrolling one
@@ -321,15 +314,15 @@ def needle_rows(report: dict) -> list[dict[str, str]]:
     ]
 
 
-nothing = st.session_state.get("nr_nothing")
+nothing = session.nothing
 if nothing is not None:
     rows = needle_rows(nothing["report"])
     st.error(
-        f"{_ui.esc(nothing['message'])}: {len(rows):,} ground truth{'' if len(rows) == 1 else 's'}, "
+        f"{ui.esc(nothing['message'])}: {len(rows):,} ground truth{'' if len(rows) == 1 else 's'}, "
         "each excluded for the reason below; nothing can be run."
     )
     for note in nothing["notes"]:
-        st.info(_ui.esc(note))
+        st.info(ui.esc(note))
     if len(rows) <= SHOWN_ROWS:  # a few: a plain table, every reason readable in full
         st.table(rows)
     else:
@@ -359,13 +352,13 @@ def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
     return rows
 
 
-prepared: jobs.Prepared | None = st.session_state.get("nr_prepared")
+prepared: jobs.Prepared | None = session.prepared
 if prepared is not None:
     rep = prepared.report
     gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
     service = prepared.spec.endpoint
-    count = _lang.tr().integer
+    count = lang.tr().integer
     summary = (
         (_("Question set {name}: ").format(name=prepared.spec.dataset) if prepared.spec.dataset else "")
         + ngettext("{n} document ({failed} failed), ", "{n} documents ({failed} failed), ", rep["documents"]).format(
@@ -397,9 +390,9 @@ if prepared is not None:
         )
     )
     for note in prepared.notes:
-        st.info(_ui.esc(note))
+        st.info(ui.esc(note))
     if not found:
-        st.success(_("Valid: {summary}").format(summary=_ui.esc(summary)))
+        st.success(_("Valid: {summary}").format(summary=ui.esc(summary)))
     else:
         kinds = Counter(row["what"] for row in found)
         counted = "; ".join(f"{n:,} × {what}" for what, n in kinds.items())
@@ -410,41 +403,41 @@ if prepared is not None:
                 "{message}."
             ).format(
                 counted=counted,
-                summary=_ui.esc(summary),
-                where=_ui.esc(first["where"]),
-                message=_ui.esc(first["message"]),
+                summary=ui.esc(summary),
+                where=ui.esc(first["where"]),
+                message=ui.esc(first["message"]),
             )
         )
     if st.button(_("Start run"), key="nr_start", type="primary", icon=":material/play_arrow:"):
-        job_id = _ui.guarded(lambda: jobs.submit(store, prepared, name))
+        job_id = ui.guarded(lambda: jobs.submit(store, prepared, name))
         if job_id:
-            st.session_state.pop("nr_prepared", None)
-            st.session_state["nr_last_job"] = job_id
+            del session.prepared
+            session.last_job = job_id
             st.rerun()
     if found:
         reasons = Counter(row["message"].split(" (")[0] for row in found)
-        with st.expander(_("Problems ({n})").format(n=_lang.tr().integer(len(found))), expanded=len(found) <= 10):
+        with st.expander(_("Problems ({n})").format(n=lang.tr().integer(len(found))), expanded=len(found) <= 10):
             if len(reasons) < len(found):
-                st.caption(_("Most frequent: ") + "; ".join(f"{_ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
+                st.caption(_("Most frequent: ") + "; ".join(f"{ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
             st.dataframe(found, hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
             if rep["invalid_ground_truths"] and prepared.documents:
                 st.caption(documents_found(prepared.documents))
     with st.expander(_("Validation report (as `python -m evalcore validate --json`)")):
         st.json(rep, expanded=False)
 
-last_job = st.session_state.get("nr_last_job")
+last_job = session.last_job
 if last_job and store_exists:  # said while the job waits or runs; gone once it ended (the Jobs list says how)
     try:
         last_status = jobs.job(store, last_job)["status"]
     except EvalcoreError:  # no longer among the jobs listed
         last_status = None
     if last_status not in jobs.ACTIVE:
-        st.session_state.pop("nr_last_job", None)
-if st.session_state.get("nr_last_job"):
+        del session.last_job
+if session.last_job:
     st.info(
         _(
             "Started job `{job}`; it runs in the background. At most {n} job(s) run at once; the others wait in order."
-        ).format(job=st.session_state["nr_last_job"], n=_ui.guarded(jobs.max_jobs) or 1)
+        ).format(job=session.last_job, n=ui.guarded(jobs.max_jobs) or 1)
     )
 
 st.subheader(_("Jobs"))
@@ -470,7 +463,7 @@ def job_panel() -> None:
         where = f"queued, #{int(row['position'])} in line" if row["status"] == "queued" else "running"
         cols[0].progress(
             float(row["progress"]),
-            text=f"**{_ui.esc(row['name'])}** {row['job_id']} · {where} · {_ui.esc(row['stage'] or '')}",
+            text=f"**{ui.esc(row['name'])}** {row['job_id']} · {where} · {ui.esc(row['stage'] or '')}",
         )
         if row["cancel_requested"]:
             cols[1].caption(_("cancelling…"))

@@ -14,54 +14,52 @@ import html
 import streamlit as st
 
 from evalcore.read import queries, sweeps
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.partials import traffic_query
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _
 
-ctx = _ui.sidebar()
-store = _ui.store()
+ctx = ui.context()
+store = ui.store()
 st.title(_("Query"))
-run = _ui.require_run(ctx, need_config=True)
+run = ui.require_run(ctx, need_config=True)
 if st.query_params.get("traffic"):  # a logged query opened from the Traffic screen
-    from evalcore_app.screens import traffic_query
-
     traffic_query.show(ctx, str(st.query_params["traffic"]))
     st.stop()
-search = _ui.bound(st.text_input, _("Search queries (text or id)"), key="query_search")
-found = _ui.cached(queries.search_queries, store, ctx.run_id, search)
+session = ui.state.Query()
+search = ui.bound(st.text_input, _("Search queries (text or id)"), key=ui.state.Query.search)
+found = ui.cached(queries.search_queries, store, ctx.run_id, search)
 labels = {
     row.query_id: f"{row.query_id} · {row.domain} · {row.text[:90]}" + ("" if row.valid else " (invalid)")
     for row in found.itertuples()
 }
-wanted = st.session_state.get("query_id")
+wanted = session.query_id
 if wanted and wanted not in labels and not search:
-    extra = _ui.guarded(lambda: _ui.cached(queries.query_row, store, ctx.run_id, wanted))
+    extra = ui.guarded(lambda: ui.cached(queries.query_row, store, ctx.run_id, wanted))
     if extra is None:
-        st.session_state.pop("query_id", None)
+        del session.query_id
     else:
         labels = {wanted: f"{wanted} · {extra['domain']} · {str(extra['text'])[:90]}", **labels}
 if not labels:
     st.info(_("No query matches the search."))
     st.stop()
-if st.session_state.get("query_id") not in labels:
-    st.session_state["query_id"] = next(iter(labels))
+if session.query_id not in labels:
+    session.query_id = next(iter(labels))
 
 
 def _shareable() -> None:  # the URL follows the query shown, so it can be copied and shared
-    st.query_params.from_dict({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]})
-    st.session_state["_params"] = tuple(
-        sorted({"run_id": ctx.run_id, "query_id": st.session_state["query_id"]}.items())
-    )
+    ui.url.write_query(ctx.run_id, session.query_id)
 
 
-query_id = _ui.bound(
-    st.selectbox, _("Query"), list(labels), key="query_id", format_func=labels.get, on_change=_shareable
+query_id = ui.bound(
+    st.selectbox, _("Query"), list(labels), key=ui.state.Query.query_id, format_func=labels.get, on_change=_shareable
 )
-query = _ui.cached(queries.query_row, store, ctx.run_id, query_id)
-threshold, source = _ui.threshold_state(ctx)
-_ui.plain(str(query["text"]), strong=True, testid="query-text")
+query = ui.cached(queries.query_row, store, ctx.run_id, query_id)
+threshold, source = ui.threshold_state(ctx)
+ui.plain(str(query["text"]), strong=True, testid="query-text")
 if query["domain"] == "in":
     where = f"{query['doc_id']}{query['needle_locator']}" if query["valid"] else str(query["doc_id"] or "")
-    _ui.plain(
+    ui.plain(
         _("In-domain · group {group} · variant {variant} · needle in {where}").format(
             group=query["group_id"], variant=query["variant"] or _("(none)"), where=where
         )
@@ -70,21 +68,21 @@ if query["domain"] == "in":
         testid="query-meta",
     )
     if query["valid"] and query["needle_text"] is not None:  # destroyed answers too: no chunk shows it whole
-        _ui.plain(_("Answer (needle): {text}").format(text=query["needle_text"]), small=True, testid="query-needle")
+        ui.plain(_("Answer (needle): {text}").format(text=query["needle_text"]), small=True, testid="query-needle")
 else:
-    _ui.plain(
+    ui.plain(
         _("Out-of-domain ({kind}): the corpus does not answer it, so it should get NO ANSWER.").format(
             kind=query["kind"] or _("no kind")
         ),
         small=True,
         testid="query-meta",
     )
-axis = _ui.cached(sweeps.gate_axis, store, ctx.run_id, ctx.config)
-_ui.plain(
+axis = ui.cached(sweeps.gate_axis, store, ctx.run_id, ctx.config)
+ui.plain(
     _(
         "Threshold t = {t}, chosen for {label} · {source} · the gate keeps top-4 hits with {rule}; every "
         "configuration below is judged at this t."
-    ).format(t=_lang.num(threshold, 4), label=ctx.config.label, source=_lang.source(source), rule=_(axis.keep_rule)),
+    ).format(t=lang.num(threshold, 4), label=ctx.config.label, source=lang.source(source), rule=_(axis.keep_rule)),
     small=True,
     testid="threshold-state",
 )
@@ -93,19 +91,19 @@ if not query["valid"]:
     st.stop()
 
 for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t was chosen for first
-    view = _ui.guarded(
-        lambda config=config: _ui.cached(queries.query_view, store, ctx.run_id, query_id, config, threshold)
+    view = ui.guarded(
+        lambda config=config: ui.cached(queries.query_view, store, ctx.run_id, query_id, config, threshold)
     )
     if view is None:
         continue
-    with st.expander(_ui.esc(view.headline()), expanded=config == ctx.config):
+    with st.expander(ui.esc(view.headline()), expanded=config == ctx.config):
         shown = ["rank", "distance", "score", "correct", "doc_id", "section", "locator"]
         if view.hits["pages"].astype(bool).any():  # a PDF among the hits: its page numbers
             shown.insert(shown.index("locator"), "pages")
         if view.hits["problem"].astype(bool).any():  # a chunk made elsewhere that could not be located
             shown.append("problem")
         st.dataframe(view.hits[shown], hide_index=True, height=240)
-        terms = _ui.cached(queries.query_tokens, store, ctx.run_id, query_id, config)
+        terms = ui.cached(queries.query_tokens, store, ctx.run_id, query_id, config)
         if terms is not None:  # BM25 reads the query: its tokens, and which top hits hold each
             ranks = [c for c in terms.columns if c.startswith("#")]
             head = "".join(f"<th>{html.escape(c)}</th>" for c in ["token", "query words", *ranks])
@@ -135,12 +133,12 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
                 f"<div style='font-size:0.85em'><b>#{hit.rank}</b> {html.escape(where)}"
                 f"<pre style='white-space:pre-wrap;overflow-wrap:anywhere'>{body}</pre></div>"
             )
-        answer = _ui.guarded(lambda view=view: _ui.cached(queries.answer_for, view, str(query["text"])))
+        answer = ui.guarded(lambda view=view: ui.cached(queries.answer_for, view, str(query["text"])))
         if answer is None:
             continue
         if answer.uncited:
             ranks = ", ".join(f"#{r}" for r in answer.uncited)
-            _ui.plain(
+            ui.plain(
                 _(
                     "Kept by the gate but not cited: {ranks}, a heading only (no text beyond the title or "
                     "section line, so nothing to quote)."
@@ -154,7 +152,7 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
                 if answer.uncited
                 else _("No hit in the top 4 passes the gate ({rule}, t = {t}), so no model is called; the user gets:")
             )
-            st.markdown(passed.format(rule=_(view.axis.keep_rule), t=_lang.num(threshold, 3)))
+            st.markdown(passed.format(rule=_(view.axis.keep_rule), t=lang.num(threshold, 3)))
             st.code(answer.prompt, language=None, wrap_lines=True)
         else:
             st.markdown(_("Citations"))
@@ -162,4 +160,4 @@ for config in sorted(ctx.configs, key=lambda c: c != ctx.config):  # the one t w
             pieces = _("n/a (model not installed)") if answer.pieces is None else answer.pieces
             st.markdown(_("Prompt ({pieces} word pieces)").format(pieces=pieces))
             st.code(answer.prompt, language=None, wrap_lines=True)
-_ui.methods_link()
+ui.methods_link()

@@ -11,11 +11,12 @@ version downloads as questions.jsonl / ood.jsonl.
 
 Session keys: ``qs_source``, ``qs_upload``, ``qs_set``, ``qs_new_name``, ``qs_doc_search``,
 ``qs_doc``, ``qs_section``, ``qs_phrase``, ``qs_occurrence``, ``qs_phrasings``, ``qs_variant``,
-``qs_ood_text``, ``qs_ood_kind``, ``qs_note`` (and those of screens/_triage.py); ``qs_sel``
+``qs_ood_text``, ``qs_ood_kind``, ``qs_note`` (and those of partials/triage.py); ``qs_sel``
 (doc, start, end) the current selection; ``qs_items`` / ``qs_ood`` the draft;
 ``qs_parent`` the version the draft came from; ``qs_loaded`` which version was loaded;
 ``qs_saved`` the last save's message. The list of real queries and the decisions on it are
-kept in the store (screens/_triage.py).
+kept in the store (partials/triage.py). The keys the page reads or writes itself are declared
+in evalcore_app/ui/state.py (``Questions``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from evalcore.figures import markdown_text
 from evalcore.inputs import authoring, question_sets, uploads
 from evalcore.read import question_sets as rq
 from evalcore.records import OODQuery, Question
-from evalcore_app.screens import _triage, _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.partials import triage
+from evalcore_app.ui.lang import _
 
 NEW = "(new set)"
 
@@ -86,8 +88,8 @@ selector = st.components.v2.component(
     "evalcore.text_selector", html="", css=SELECTOR_CSS, js=SELECTOR_JS, isolate_styles=False
 )
 
-ctx = _ui.sidebar()
-store = _ui.get_store(ctx.store_path)
+ctx = ui.context()
+store = ui.get_store(ctx.store_path)
 st.title(_("Questions"))
 st.caption(
     _(
@@ -95,10 +97,11 @@ st.caption(
         "off-topic questions, save a version of a question set. Every save is a new version."
     )
 )
-ss = st.session_state
-ss.setdefault("qs_items", [])
-ss.setdefault("qs_ood", [])
-ss.setdefault("qs_parent", None)
+qs = ui.state.Questions()
+Questions = ui.state.Questions  # its keys
+Questions.items.setdefault([])
+Questions.ood.setdefault([])
+Questions.parent.setdefault(None)
 
 # --- the corpus -------------------------------------------------------------------------------
 SOURCES = {"upload": "Upload files"}
@@ -117,22 +120,22 @@ if source == "upload":
     if files:
         got = [uploads.UploadedFile(f.name, f.getvalue()) for f in files]
         digest = hashlib.sha256(b"".join(hashlib.sha256(f.name.encode() + f.data).digest() for f in got)).hexdigest()
-        if ss.get("qs_corpus_key") != digest:
+        if qs.corpus_key != digest:
             try:
-                ss["qs_corpus"] = uploads.corpus_from_upload(got)
-                ss["qs_corpus_key"] = digest
+                qs.corpus = uploads.corpus_from_upload(got)
+                qs.corpus_key = digest
             except EvalcoreError as exc:
-                _ui.show_error(exc)
+                ui.show_error(exc)
                 st.stop()
-        corpus = ss["qs_corpus"]
+        corpus = qs.corpus
 else:
-    corpus = _ui.cached(rq.run_corpus, store, ctx.run_id)
-    strategies = _ui.cached(rq.run_strategies, store, ctx.run_id) or strategies
+    corpus = ui.cached(rq.run_corpus, store, ctx.run_id)
+    strategies = ui.cached(rq.run_strategies, store, ctx.run_id) or strategies
 if corpus is None or not corpus.documents:
     st.info(_("Upload the corpus (or pick a run in the sidebar) to author questions on it."))
     st.stop()
 docs = corpus.by_id()
-_ui.plain(
+ui.plain(
     _("{n} documents; strategies checked: {strategies}").format(
         n=len(corpus.documents), strategies=", ".join(strategies)
     ),
@@ -140,25 +143,25 @@ _ui.plain(
 )
 
 # --- the set ----------------------------------------------------------------------------------
-names = _ui.guarded(lambda: rq.set_names(store)) or []
+names = ui.guarded(lambda: rq.set_names(store)) or []
 cols = st.columns([2, 2, 3])
 chosen = cols[0].selectbox(_("Question set"), [NEW, *names], key="qs_set")
 if chosen == NEW:
     name = cols[1].text_input(_("Name of the new set"), key="qs_new_name", placeholder=_("e.g. support-v1"))
-    if ss.get("qs_loaded") not in (None, NEW):
-        ss["qs_items"], ss["qs_ood"], ss["qs_parent"], ss["qs_loaded"] = [], [], None, NEW
+    if qs.loaded not in (None, NEW):
+        qs.items, qs.ood, qs.parent, qs.loaded = [], [], None, NEW
 else:
     name = chosen
     found = rq.set_versions(store, chosen)
     labels = [v.label for v in found]
     ref = cols[1].selectbox(_("Version"), labels[::-1], key="qs_version")
-    if ss.get("qs_loaded") != ref:
+    if qs.loaded != ref:
         loaded = rq.load_set(store, ref)
-        ss["qs_items"], ss["qs_ood"] = list(loaded.questions), list(loaded.ood)
-        ss["qs_parent"], ss["qs_loaded"] = loaded.version.version, ref
+        qs.items, qs.ood = list(loaded.questions), list(loaded.ood)
+        qs.parent, qs.loaded = loaded.version.version, ref
     version = next(v for v in found if v.label == ref)
     cols[2].caption(
-        _ui.esc(
+        ui.esc(
             f"{version.label}: saved {str(version.created_at)[:19]} by {authors.shown(version.author)}"
             + (f", from version {version.parent}" if version.parent else "")
             + (f"; note: {version.note}" if version.note else "")
@@ -168,7 +171,7 @@ else:
 # --- select an answer -------------------------------------------------------------------------
 st.subheader(_("Select an answer in a document"))
 search = st.text_input(_("Find a document (title or text)"), key="qs_doc_search")
-matches = _ui.cached(authoring.find_documents, corpus, search)
+matches = ui.cached(authoring.find_documents, corpus, search)
 if not matches:
     st.info(_("No document holds that text."))
     st.stop()
@@ -176,13 +179,13 @@ doc_id = st.selectbox(
     _("Document"), matches, key="qs_doc", format_func=lambda d: f"{docs[d].title} · {d}" if docs[d].title != d else d
 )
 doc = docs[doc_id]
-parts = _ui.cached(authoring.sections, doc)
+parts = ui.cached(authoring.sections, doc)
 titles = [f"{i + 1}. {t}" for i, (t, _, _) in enumerate(parts)]
-if ss.get("qs_section") not in titles:
-    ss["qs_section"] = titles[0]
+if qs.section not in titles:
+    qs.section = titles[0]
 section = st.selectbox(_("Section"), titles, key="qs_section")
 _title, sec_start, sec_end = parts[titles.index(section)]
-current = ss.get("qs_sel")
+current = qs.sel
 mark = None
 if current and current[0] == doc_id and sec_start <= current[1] and current[2] <= sec_end:
     mark = [current[1] - sec_start, current[2] - sec_start]
@@ -194,44 +197,44 @@ result = selector(
 )
 picked = getattr(result, "selection", None)
 if picked and isinstance(picked, dict):
-    ss["qs_sel"] = (doc_id, int(picked["start"]), int(picked["end"]))
+    qs.sel = (doc_id, int(picked["start"]), int(picked["end"]))
 
 with st.expander(_("Without a mouse: search a phrase and pick an occurrence")):
     phrase = st.text_input(_("Phrase"), key="qs_phrase")
     if phrase.strip():
-        found_at = _ui.cached(authoring.occurrences, corpus, phrase)
+        found_at = ui.cached(authoring.occurrences, corpus, phrase)
         if not found_at:
             st.warning(_("The phrase does not occur in the corpus."))
         else:
             labels_at = [f"{d} · characters {a}-{b}: …{docs[d].text[max(0, a - 30) : a]}" for d, a, b in found_at[:50]]
             pick = st.radio(
-                _("Occurrence"), range(len(labels_at)), format_func=lambda i: _ui.esc(labels_at[i]), key="qs_occurrence"
+                _("Occurrence"), range(len(labels_at)), format_func=lambda i: ui.esc(labels_at[i]), key="qs_occurrence"
             )
             if st.button(_("Use this occurrence"), key="qs_use_occurrence"):
-                ss["qs_sel"] = found_at[int(pick)]
+                qs.sel = found_at[int(pick)]
                 st.rerun()
 
 with st.expander(_("Candidates from the corpus: valid needles spread over the documents, with a cloze hint")):
     c = st.columns([1, 1, 2])
     how_many = c[0].number_input(_("How many"), 1, 500, 10, key="qs_cand_n")
     seed = c[1].number_input(_("Seed"), 0, 10**6, 0, key="qs_cand_seed")
-    found_c = _ui.cached(authoring.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
+    found_c = ui.cached(authoring.candidates, corpus, int(how_many), int(seed)) if corpus.documents else []
     if found_c:
         labels_c = [f"{c.doc_id} · {c.section or '(start)'}: {c.needle}" for c in found_c]
         which = st.radio(
-            _("Candidate"), range(len(found_c)), format_func=lambda i: _ui.esc(labels_c[i]), key="qs_candidate"
+            _("Candidate"), range(len(found_c)), format_func=lambda i: ui.esc(labels_c[i]), key="qs_candidate"
         )
         if st.button(_("Use this candidate"), key="qs_use_candidate"):
             chosen_c = found_c[int(which)]
-            ss["qs_sel"] = (chosen_c.doc_id, chosen_c.start, chosen_c.end)
-            ss["qs_hint"] = chosen_c.draft
+            qs.sel = (chosen_c.doc_id, chosen_c.start, chosen_c.end)
+            qs.hint = chosen_c.draft
             st.rerun()
 
 verdict = None
-if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
-    d, a, b = ss["qs_sel"]
-    verdict = _ui.cached(authoring.check_needle, corpus, d, a, b, list(strategies))
-    _ui.plain(
+if qs.sel and qs.sel[0] in docs:
+    d, a, b = qs.sel
+    verdict = ui.cached(authoring.check_needle, corpus, d, a, b, list(strategies))
+    ui.plain(
         _("Selected in {doc} (characters {start}-{end}): “{needle}”").format(
             doc=d, start=verdict.start, end=verdict.end, needle=verdict.needle
         ),
@@ -239,14 +242,14 @@ if ss.get("qs_sel") and ss["qs_sel"][0] in docs:
     )
     box = st.success if verdict.valid and not verdict.destroyed else st.warning if verdict.valid else st.error
     with st.container(key="qs_verdict"):
-        box(_ui.esc(verdict.sentence()))
+        box(ui.esc(verdict.sentence()))
 
-pending = ss.pop("qs_pending", None)  # a real query chosen below, as a phrasing of the next item
-if pending and pending not in ss.get("qs_phrasings", "").splitlines():
-    ss["qs_phrasings"] = (ss.get("qs_phrasings", "").rstrip() + "\n" + pending).strip()
-hint = ss.get("qs_hint")
-if hint and ss.get("qs_sel"):
-    _ui.plain(
+pending = Questions.pending.pop()  # a real query chosen below, as a phrasing of the next item
+if pending and pending not in qs.phrasings.splitlines():
+    qs.phrasings = (qs.phrasings.rstrip() + "\n" + pending).strip()
+hint = qs.hint
+if hint and qs.sel:
+    ui.plain(
         _("Hint (a cloze draft, not a question: write your own): {hint}").format(hint=hint),
         small=True,
         testid="qs-hint",
@@ -259,24 +262,24 @@ variant = cols[0].text_input(_("Variant (a free label, e.g. course, ticket)"), k
 def _add_question() -> None:
     if verdict is None or not verdict.valid:
         return
-    lines = [line.strip() for line in ss.get("qs_phrasings", "").splitlines() if line.strip()]
-    hint = (ss.get("qs_hint") or "").strip()
+    lines = [line.strip() for line in qs.phrasings.splitlines() if line.strip()]
+    hint = (qs.hint or "").strip()
     if not lines or (hint and hint in lines):  # a cloze draft is a hint, never a question unedited
-        ss["qs_draft_refused"] = bool(lines)
+        qs.draft_refused = bool(lines)
         return
-    taken = {q.query_id for q in ss["qs_items"]} | {o.query_id for o in ss["qs_ood"]}
-    groups = {q.group for q in ss["qs_items"]}
+    taken = {q.query_id for q in qs.items} | {o.query_id for o in qs.ood}
+    groups = {q.group for q in qs.items}
     n = len(groups) + 1
     while f"q{n:03d}" in groups or f"q{n:03d}-1" in taken:
         n += 1
     group = f"q{n:03d}"
     for i, text in enumerate(lines, start=1):
-        ss["qs_items"].append(
+        qs.items.append(
             Question(
                 query_id=f"{group}-{i}",
                 question=text,
                 group=group,
-                variant=ss.get("qs_variant", "").strip(),
+                variant=qs.variant.strip(),
                 needle=verdict.needle,
                 line=0,
                 document=verdict.doc_id,
@@ -284,9 +287,9 @@ def _add_question() -> None:
                 end=verdict.end,
             )  # fmt: skip
         )
-    ss["qs_phrasings"] = ""
-    ss["qs_sel"] = None
-    ss["qs_hint"] = None
+    qs.phrasings = ""
+    qs.sel = None
+    qs.hint = None
 
 
 cols[1].button(
@@ -298,7 +301,7 @@ cols[1].button(
 )
 if verdict is not None and not verdict.valid:
     st.caption(_("A selection that is not a valid needle cannot be added; select a longer or another span."))
-if ss.pop("qs_draft_refused", False):  # said once, where the add was tried
+if Questions.draft_refused.pop():  # said once, where the add was tried
     st.error(_("A cloze draft is a hint, not a question: write the question in your own words (or save drafts as "
              "pseudo-queries of variant cloze with `python -m evalcore dataset suggest --save-as NAME`)."))  # fmt: skip
 
@@ -310,24 +313,24 @@ kind = cols[1].radio(_("Kind"), ["near", "far"], key="qs_ood_kind", help=_("near
 
 
 def _ood_id() -> str:
-    taken = {q.query_id for q in ss["qs_items"]} | {o.query_id for o in ss["qs_ood"]}
-    n = len(ss["qs_ood"]) + 1
+    taken = {q.query_id for q in qs.items} | {o.query_id for o in qs.ood}
+    n = len(qs.ood) + 1
     while f"ood-{n:03d}" in taken:
         n += 1
     return f"ood-{n:03d}"
 
 
 def _add_ood(texts: list[str], kind: str) -> None:
-    known = {o.query for o in ss["qs_ood"]}
+    known = {o.query for o in qs.ood}
     for text in texts:
         if text and text not in known:
-            ss["qs_ood"].append(OODQuery(_ood_id(), text, kind, 0))
+            qs.ood.append(OODQuery(_ood_id(), text, kind, 0))
             known.add(text)
 
 
 def _add_typed() -> None:
-    _add_ood([t.strip() for t in ss.get("qs_ood_text", "").splitlines()], ss.get("qs_ood_kind", "near"))
-    ss["qs_ood_text"] = ""
+    _add_ood([t.strip() for t in qs.ood_text.splitlines()], qs.ood_kind)
+    qs.ood_text = ""
 
 
 cols[1].button(_("Add off-topic"), key="qs_add_ood", on_click=_add_typed)
@@ -336,14 +339,14 @@ try:
 except EvalcoreError:
     triage_name = ""
 who = authors.author_from_headers(st.context.headers) or ""
-_triage.restore(store, triage_name, who, _add_ood)
+triage.restore(store, triage_name, who, _add_ood)
 
 
 def _remove_ood(query: str) -> None:
-    ss["qs_ood"] = [o for o in ss["qs_ood"] if o.query != query]
+    qs.ood = [o for o in qs.ood if o.query != query]
 
 
-_triage.draw(
+triage.draw(
     store,
     triage_name,
     who,
@@ -356,9 +359,9 @@ _triage.draw(
 
 # --- the draft, coverage, save ----------------------------------------------------------------
 st.subheader(_("The set"))
-items = ss["qs_items"]
-ood = ss["qs_ood"]
-_ui.plain(
+items = qs.items
+ood = qs.ood
+ui.plain(
     _("{n} questions in {groups} groups, {ood} off-topic").format(
         n=len(items), groups=len({q.group for q in items}), ood=len(ood)
     ),
@@ -375,18 +378,18 @@ if items:
 if ood:
     st.dataframe([{"id": o.query_id, "kind": o.kind, "query": o.query} for o in ood], hide_index=True)
 if items:
-    invalid = _ui.cached(rq.not_resolving, corpus, tuple(items))
+    invalid = ui.cached(rq.not_resolving, corpus, tuple(items))
     if invalid:
         st.error(
             _("{n} item(s) do not resolve in this corpus; a run on it lists and excludes them:").format(n=len(invalid))
         )
-        _ui.plain(
+        ui.plain(
             "; ".join(f"{i['group']} ({i['ids']}, line {i['line']}): {i['reason']}" for i in invalid),
             testid="qs-invalid",
         )
         st.dataframe(invalid, hide_index=True)
     with st.expander(_("Coverage: documents and sections without a question")):
-        st.dataframe(_ui.cached(authoring.section_coverage, corpus, tuple(items)), hide_index=True)
+        st.dataframe(ui.cached(authoring.section_coverage, corpus, tuple(items)), hide_index=True)
 
 note = st.text_input(_("Note for this version"), key="qs_note")
 
@@ -395,33 +398,31 @@ def _save() -> None:
     author = authors.author_from_headers(st.context.headers)
     try:
         saved = question_sets.save(
-            store, name or "", ss["qs_items"], ss["qs_ood"], parent=ss["qs_parent"], author=author,
-            note=ss.get("qs_note", ""), origin="dashboard",
+            store, name or "", qs.items, qs.ood, parent=qs.parent, author=author,
+            note=qs.note, origin="dashboard",
         )  # fmt: skip
     except EvalcoreError as exc:
-        ss["qs_saved"] = ("error", str(exc))
+        qs.saved = ("error", str(exc))
         return
-    ss["qs_saved"] = ("ok", saved.message() + f" by {authors.shown(author)}")
-    ss["qs_set"], ss["qs_version"] = saved.version.name, saved.version.label
-    ss["qs_loaded"], ss["qs_parent"] = saved.version.label, saved.version.version
+    qs.saved = ("ok", saved.message() + f" by {authors.shown(author)}")
+    qs.set_name, qs.version = saved.version.name, saved.version.label
+    qs.loaded, qs.parent = saved.version.label, saved.version.version
 
 
 st.button(_("Save a new version"), key="qs_save", type="primary", on_click=_save, disabled=not items or not name)
-if ss.get("qs_saved"):
-    status, message = ss["qs_saved"]
-    (st.success if status == "ok" else st.error)(_ui.esc(message[0].upper() + message[1:]))
+if qs.saved:
+    status, message = qs.saved
+    (st.success if status == "ok" else st.error)(ui.esc(message[0].upper() + message[1:]))
 
-if chosen != NEW and ss.get("qs_loaded"):
-    files = rq.export_bytes(rq.load_set(store, ss["qs_loaded"]))
+if chosen != NEW and qs.loaded:
+    files = rq.export_bytes(rq.load_set(store, qs.loaded))
     cols = st.columns(len(files))
     for col, (file, data) in zip(cols, files.items(), strict=True):
         col.download_button(
             _("Download {file}").format(file=file),
             data,
-            file_name=f"{ss['qs_loaded'].replace('@', '-v')}-{file}",
+            file_name=f"{qs.loaded.replace('@', '-v')}-{file}",
             mime="application/jsonl",
             key=f"qs_download_{file.split('.')[0]}",
         )
-    st.caption(
-        _("Run on it: ") + markdown_text.code(f"python -m evalcore run --corpus DIR --dataset {ss['qs_loaded']}")
-    )
+    st.caption(_("Run on it: ") + markdown_text.code(f"python -m evalcore run --corpus DIR --dataset {qs.loaded}"))

@@ -5,14 +5,15 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore.read import decisions, runs
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _
 
-ctx = _ui.sidebar()
-store = _ui.store()
+ctx = ui.context()
+store = ui.store()
 st.title(_("Runs"))
 if ctx.run is None:
-    _ui.no_runs_message(ctx)
+    ui.no_runs_message(ctx)
     st.stop()
 
 COLUMNS = {
@@ -48,22 +49,22 @@ ORDER = [
 
 
 def selected(row: dict) -> None:
-    st.subheader(_("Selected: {name}").format(name=_ui.esc(row["name"])))
-    _ui.plain(_("run {id}").format(id=row["run_id"]), small=True)
+    st.subheader(_("Selected: {name}").format(name=ui.esc(row["name"])))
+    ui.plain(_("run {id}").format(id=row["run_id"]), small=True)
     if row["status"] in ("failed", "cancelled"):
         said = runs.state_text(row).removeprefix(str(row["status"])).removeprefix(": ")  # the reason, where it stopped
         st.error(
             _("This run is **{status}**: {reason}").format(
-                status=_(row["status"]), reason=_ui.esc(said or _("no reason recorded"))
+                status=_(row["status"]), reason=ui.esc(said or _("no reason recorded"))
             )
         )
         return
     if row["status"] == "running":
-        st.progress(float(row["progress"]), text=_ui.esc(runs.state_text(row)))
+        st.progress(float(row["progress"]), text=ui.esc(runs.state_text(row)))
         return
     cols = st.columns(5)
     cols[0].metric(_("Documents"), int(row["documents"]), help=_("{n} failed").format(n=int(row["failed_documents"])))
-    cols[1].metric(_("Characters"), _lang.tr().integer(int(row["characters"])))
+    cols[1].metric(_("Characters"), lang.tr().integer(int(row["characters"])))
     cols[2].metric(_("Sections"), int(row["sections"]))
     cols[3].metric(
         _("In-domain queries"),
@@ -71,25 +72,25 @@ def selected(row: dict) -> None:
         help=_("{n} invalid needles excluded").format(n=int(row["invalid"])),
     )
     cols[4].metric(_("Out-of-domain queries"), int(row["out_of_domain"]))
-    _ui.plain(
+    ui.plain(
         _("Strategies {strategies} · retrievers {retrievers} · {ranked_by}").format(
             strategies=row["strategies"], retrievers=row["retrievers"], ranked_by=row["ranked_by"]
         )
         + (f" · {row['rerank_note']}" if row["rerank_note"] else "")
     )
-    timings = _ui.cached(runs.timings, store, row["run_id"])
+    timings = ui.cached(runs.timings, store, row["run_id"])
     if not timings.empty:
         with st.expander(_("Timings per stage")):
             st.dataframe(timings, hide_index=True)
     saved = decisions.decisions(store, row["run_id"])
     if not saved.empty:
         first = saved.iloc[0]
-        _ui.plain(
+        ui.plain(
             _("Latest decision: t = {t} for {configuration}, saved by {author}").format(
-                t=_lang.num(float(first["threshold"]), 4), configuration=first["configuration"], author=first["author"]
+                t=lang.num(float(first["threshold"]), 4), configuration=first["configuration"], author=first["author"]
             )
             + (
-                _("; claim: {claim}").format(claim=_lang.figures(first["claim"]))
+                _("; claim: {claim}").format(claim=lang.figures(first["claim"]))
                 if first["claim"]
                 else _("; no claim stored")
             ),
@@ -119,10 +120,11 @@ def board() -> None:
         )
     )
     statuses = dict(zip(overview["run_id"], overview["status"], strict=True))
-    if st.session_state.get("_statuses", statuses) != statuses:
-        st.session_state["_statuses"] = statuses
+    session = ui.state.RunsState()
+    if (statuses if session.statuses is None else session.statuses) != statuses:
+        session.statuses = statuses
         st.rerun()  # a run changed state: redraw the whole page (sidebar run list included)
-    st.session_state["_statuses"] = statuses
+    session.statuses = statuses
     match = overview[overview["run_id"] == ctx.run_id]
     if not match.empty:
         selected(match.iloc[0].to_dict())

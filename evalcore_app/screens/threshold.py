@@ -18,38 +18,40 @@ from evalcore.measures.rounding import DIGITS, threshold_text
 from evalcore.measures.suggestion import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
 from evalcore.service import deployments
-from evalcore_app import screen
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import N_, _
+from evalcore_app import screen, ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import N_, _
 
 DEPLOY_HELP = N_(
     "A deployment (production, staging) is what a service reads through the API: it points at the latest "
     "decision shown above. Moving it is recorded with who moved it, as saving a decision is."
 )
 
-ctx = _ui.sidebar()
-store = _ui.store()
-tr = _lang.tr()
+ctx = ui.context()
+store = ui.store()
+tr = lang.tr()
 st.title(_("Refusal threshold"))
-run = _ui.require_run(ctx, need_config=True)
+run = ui.require_run(ctx, need_config=True)
 config = ctx.config
-why = st.session_state.get("config_why")
+session = ui.state.Threshold()
+Threshold = ui.state.Threshold  # its keys, for the widgets bound to them
+why = ui.state.SelectionState().config_why
 st.markdown(
-    _("Configuration **{label}**").format(label=_ui.esc(config.label))
+    _("Configuration **{label}**").format(label=ui.esc(config.label))
     + (
-        _(": opened on {why}. Pick another in the sidebar.").format(why=_ui.esc(_lang.source(why)))
+        _(": opened on {why}. Pick another in the sidebar.").format(why=ui.esc(lang.source(why)))
         if why
         else _(" (picked in the sidebar).")
     )
 )
-sweep = _ui.cached(sweeps.sweep, store, ctx.run_id, config)
+sweep = ui.cached(sweeps.sweep, store, ctx.run_id, config)
 n_in, n_out = (int(sweep["in_domain"].iloc[0]), int(sweep["out_domain"].iloc[0])) if len(sweep) else (0, 0)
 if n_in + n_out == 0:
     st.info(_("No scored queries in this configuration: nothing to sweep."))
     st.stop()
-axis = _ui.cached(sweeps.gate_axis, store, ctx.run_id, config)
+axis = ui.cached(sweeps.gate_axis, store, ctx.run_id, config)
 st.caption(
-    _lang.figures(
+    lang.figures(
         _(
             "The gate keeps, from the top 4 hits, those with {keeps}; nothing kept means NO ANSWER "
             "before any model is called. {n_in} in-domain and {n_out} out-of-domain queries."
@@ -57,75 +59,75 @@ st.caption(
     )
 )
 
-flash = st.session_state.pop("saved_flash", None)
+flash = Threshold.saved_flash.pop()
 if flash:
-    st.success(_ui.esc(flash))
+    st.success(ui.esc(flash))
 
 st.subheader(_("The claim"))
 cols = st.columns(3)
-_ui.bound(
+ui.bound(
     cols[0].number_input,
     _("Max bluff rate (alpha)"),
     0.001,
     0.999,
     step=0.01,
-    key="claim_alpha",
+    key=Threshold.claim_alpha,
     default=DEFAULT_ALPHA,
     format="%.3f",
     help=_("The largest share of off-topic questions that may get an answer."),
 )
-_ui.bound(
+ui.bound(
     cols[1].number_input,
     _("Max lost rate (beta)"),
     0.001,
     0.999,
     step=0.01,
-    key="claim_beta",
+    key=Threshold.claim_beta,
     default=DEFAULT_BETA,
     format="%.3f",
     help=_("The largest share of answerable questions that may lose their answer."),
 )
-_ui.bound(
+ui.bound(
     cols[2].number_input,
     _("Confidence"),
     0.5,
     0.999,
     step=0.01,
-    key="claim_confidence",
+    key=Threshold.claim_confidence,
     default=DEFAULT_CONFIDENCE,
     format="%.3f",
     help=_("1 - delta: how sure the bluff and lost bounds are (exact binomial bounds)."),
 )
-claim = _ui.claim_or_none(ctx, DEFAULT_SPLITS)
+claim = ui.claim_or_none(ctx, DEFAULT_SPLITS)
 if claim is None:
-    _ui.guarded(lambda: _ui.cached(claims.claim_of, store, ctx.run_id, config, *_ui.claim_params()))
+    ui.guarded(lambda: ui.cached(claims.claim_of, store, ctx.run_id, config, *ui.claim_params()))
 else:
     sentence = claims.claim_sentence(claim, tr)
-    _ui.plain(sentence, strong=True, testid="claim-sentence")
+    ui.plain(sentence, strong=True, testid="claim-sentence")
     if not claim.feasible and claim.problem(tr) != sentence:
-        st.warning(_ui.esc(claim.problem(tr) or ""))
-    _ui.plain(claims.separability(claim, tr), testid="separability")
+        st.warning(ui.esc(claim.problem(tr) or ""))
+    ui.plain(claims.separability(claim, tr), testid="separability")
     if not math.isnan(claim.auc) and claim.auc < POOR_SEPARATION:
         st.warning(_("No threshold separates real from off-topic questions well on this corpus."))
     if claim.held_out_splits_used:
-        _ui.plain(
+        ui.plain(
             _(
                 "Held-out check over {splits} seeded splits (every phrasing of a ground truth on one side): "
                 "in {share} of {used} splits the other half's bluff rate stayed <= {alpha} at the first half's "
                 "threshold; median held-out bluff rate {bluff}, lost rate {lost}. A report, not a second guarantee."
             ).format(
                 splits=claim.splits,
-                share=_lang.pct(claim.held_out_share),
+                share=lang.pct(claim.held_out_share),
                 used=claim.held_out_splits_used,
-                alpha=_lang.pct(claim.max_bluff_rate),
-                bluff=_lang.pct(claim.held_out_bluff_rate, 1),
-                lost=_lang.pct(claim.held_out_lost_rate or 0, 1),
+                alpha=lang.pct(claim.max_bluff_rate),
+                bluff=lang.pct(claim.held_out_bluff_rate, 1),
+                lost=lang.pct(claim.held_out_lost_rate or 0, 1),
             ),
             small=True,
             testid="held-out",
         )
     else:
-        _ui.plain(
+        ui.plain(
             _(
                 "Held-out check: half of the {n} off-topic questions cannot support a bounded claim, so "
                 "no split was checked."
@@ -137,100 +139,108 @@ else:
     if offered is not None and st.button(
         _("Use the claim's t = {t}").format(t=tr.decimal_text(threshold_text(offered))), key="use-claim"
     ):
-        _ui.set_threshold(ctx, offered, f"the claim's recommendation: {claims.claim_sentence(claim)}")
+        ui.set_threshold(ctx, offered, f"the claim's recommendation: {claims.claim_sentence(claim)}")
         st.rerun()
 
-t, source = _ui.threshold_state(ctx)
-lo, hi = _ui.cached(sweeps.threshold_range, sweep)
+t, source = ui.threshold_state(ctx)
+lo, hi = ui.cached(sweeps.threshold_range, sweep)
 lo, hi = min(lo, math.floor(t * 1000) / 1000), max(hi, math.ceil(t * 1000) / 1000)
 
 
 def _moved() -> None:
     # the slider's value on its grid exactly (the browser's arithmetic may leave 0.11300000000000002),
     # so that the t a bound's words name is the t the gate uses
-    st.session_state["threshold"] = float(f"{float(st.session_state['threshold']):.{DIGITS}f}")
-    st.session_state["threshold_source"] = N_("set on the Threshold screen (not saved)")
-    st.session_state["threshold_for"] = f"{ctx.run_id}|{config.label}"
+    session.threshold = float(f"{float(session.threshold or 0.0):.{DIGITS}f}")
+    session.threshold_source = N_("set on the Threshold screen (not saved)")
+    session.threshold_for = f"{ctx.run_id}|{config.label}"
 
 
 # a t off the grid (an exact bound) is shown with the decimals it has, never rounded past its bound
 decimals = max(DIGITS, len(threshold_text(t).partition(".")[2]) if math.isfinite(t) else DIGITS)
-t = _ui.bound(
-    st.slider, _("Threshold t"), lo, hi, step=0.001, key="threshold", format=f"%.{min(decimals, 12)}f", on_change=_moved
+t = ui.bound(
+    st.slider,
+    _("Threshold t"),
+    lo,
+    hi,
+    step=0.001,
+    key=Threshold.threshold,
+    format=f"%.{min(decimals, 12)}f",
+    on_change=_moved,
 )
-_ui.plain(_ui.cached(sweeps.sentence_at, sweep, t, tr), strong=True, testid="sentence-at-t")
-_ui.plain(
+ui.plain(ui.cached(sweeps.sentence_at, sweep, t, tr), strong=True, testid="sentence-at-t")
+ui.plain(
     _("Threshold t = {t} · {source}").format(
-        t=tr.decimal_text(threshold_text(t, 4)), source=_lang.source(st.session_state.get("threshold_source", source))
+        t=tr.decimal_text(threshold_text(t, 4)),
+        source=lang.source(session.threshold_source if Threshold.threshold_source.present() else source),
     ),
     small=True,
     testid="threshold-state",
 )
-warning = _ui.cached(sweeps.ood_support, sweep, t, tr)
+warning = ui.cached(sweeps.ood_support, sweep, t, tr)
 if warning:
-    st.warning(_ui.esc(warning))
-most = _ui.cached(claims.refuses_most, sweep, t, claim, tr)
+    st.warning(ui.esc(warning))
+most = ui.cached(claims.refuses_most, sweep, t, claim, tr)
 if most:
-    st.warning(_ui.esc(most))
+    st.warning(ui.esc(most))
 
 with st.expander(_("Suggest a threshold by cost (second to the claim)"), expanded=False):
     cols = st.columns([1, 1, 2])
     rules = [N_("cost weighting")] + ([N_("bluff-rate ceiling")] if n_out else [])
-    rule = _ui.bound(cols[0].radio, _("Rule"), rules, key="rule", format_func=_)
+    rule = ui.bound(cols[0].radio, _("Rule"), rules, key=Threshold.rule, format_func=_)
     if rule == "bluff-rate ceiling":
-        ceiling = _ui.bound(
+        ceiling = ui.bound(
             cols[1].number_input,
             _("Max bluff rate"),
             0.0,
             1.0,
             step=0.01,
-            key="max_bluff_rate",
+            key=Threshold.max_bluff_rate,
             default=0.05,
             format="%.2f",
         )
-        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest_on_grid, sweep, None, float(ceiling)))
+        suggestion = ui.guarded(lambda: ui.cached(sweeps.suggest_on_grid, sweep, None, float(ceiling)))
     else:
-        ratio = _ui.bound(
+        ratio = ui.bound(
             cols[1].number_input,
             _("One bluff = N lost answers"),
             0.0,
             1000.0,
             step=0.5,
-            key="cost_ratio",
+            key=Threshold.cost_ratio,
             default=DEFAULT_COST_RATIO,
         )
-        suggestion = _ui.guarded(lambda: _ui.cached(sweeps.suggest_on_grid, sweep, float(ratio), None))
+        suggestion = ui.guarded(lambda: ui.cached(sweeps.suggest_on_grid, sweep, float(ratio), None))
     if suggestion is not None:
         cols[2].markdown(
             _("Suggested **t = {t}**. {rule}").format(
-                t=tr.decimal_text(threshold_text(suggestion.threshold)), rule=_ui.esc(_lang.source(suggestion.rule))
+                t=tr.decimal_text(threshold_text(suggestion.threshold)), rule=ui.esc(lang.source(suggestion.rule))
             )
         )
-        other = _ui.cached(sweeps.ood_support, sweep, suggestion.threshold, tr)
+        other = ui.cached(sweeps.ood_support, sweep, suggestion.threshold, tr)
         if other and other != warning:
-            st.warning(_ui.esc(other))
-        refuses = _ui.cached(claims.refuses_most, sweep, suggestion.threshold, claim, tr)
+            st.warning(ui.esc(other))
+        refuses = ui.cached(claims.refuses_most, sweep, suggestion.threshold, claim, tr)
         if refuses:
-            st.warning(_ui.esc(_("The suggestion refuses most real questions. {why}").format(why=refuses)))
+            st.warning(ui.esc(_("The suggestion refuses most real questions. {why}").format(why=refuses)))
         if math.isfinite(suggestion.threshold) and st.button(_("Use the suggestion")):
-            _ui.set_threshold(ctx, suggestion.threshold, f"suggested: {suggestion.rule}")
+            ui.set_threshold(ctx, suggestion.threshold, f"suggested: {suggestion.rule}")
             st.rerun()
 
 st.subheader(_("Bluffs, lost answers and refusals"))
 band = claims.band(claim, tr)
 if band is not None:
-    _ui.plain(_("Shaded green: {band}.").format(band=band[2]), small=True, testid="claim-band")
+    ui.plain(_("Shaded green: {band}.").format(band=band[2]), small=True, testid="claim-band")
 tab_rates, tab_counts, tab_coverage = st.tabs(
     [_("rates (with 95% Wilson bands)"), _("counts"), _("coverage (share of real questions answered)")]
 )
-run_text = _ui.cached(figures.run_text, store, ctx.run_id)
+run_text = ui.cached(figures.run_text, store, ctx.run_id)
 with tab_rates:
-    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, True, band, tr), "sweep-rates")
+    ui.show_figure(ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, True, band, tr), "sweep-rates")
 with tab_counts:
-    _ui.show_figure(_ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, False, band, tr), "sweep-counts")
+    ui.show_figure(ui.cached(figures.sweep_figure_of, sweep, run_text, config, t, False, band, tr), "sweep-counts")
 with tab_coverage:
     st.altair_chart(
-        _ui.cached(charts.coverage_chart, _ui.cached(claims.coverage, sweep), _ui.cached(claims.coverage_at, sweep, t)),
+        ui.cached(charts.coverage_chart, ui.cached(claims.coverage, sweep), ui.cached(claims.coverage_at, sweep, t)),
         theme=None,
         width="content",
         key="chart-coverage",
@@ -244,7 +254,7 @@ with tab_coverage:
 
 st.subheader(_("At t = {t}").format(t=tr.decimal_text(threshold_text(t))))
 st.dataframe(
-    _ui.cached(sweeps.gate_table, sweep, t).assign(outcome=lambda d: d["outcome"].map(_)),
+    ui.cached(sweeps.gate_table, sweep, t).assign(outcome=lambda d: d["outcome"].map(_)),
     hide_index=True,
     column_config={
         "outcome": st.column_config.TextColumn(_("outcome"), width="large"),
@@ -257,9 +267,9 @@ st.dataframe(
 )
 
 st.subheader(_("Per segment at t = {t}").format(t=tr.decimal_text(threshold_text(t))))
-values = _ui.cached(claims.gate_values, store, ctx.run_id, config)
+values = ui.cached(claims.gate_values, store, ctx.run_id, config)
 st.dataframe(
-    _ui.cached(claims.claim_segments, values, t),
+    ui.cached(claims.claim_segments, values, t),
     hide_index=True,
     column_config={
         "segment": st.column_config.TextColumn(_("segment"), width="medium"),
@@ -270,7 +280,7 @@ st.dataframe(
 )
 
 if n_out:
-    bluffs = _ui.cached(sweeps.bluffs_at, store, ctx.run_id, config, t)
+    bluffs = ui.cached(sweeps.bluffs_at, store, ctx.run_id, config, t)
     st.subheader(_("Out-of-domain queries that still bluff ({n})").format(n=len(bluffs)))
     if bluffs.empty:
         st.success(_("No out-of-domain query passes the gate at this threshold."))
@@ -280,11 +290,11 @@ if n_out:
             st.page_link(
                 screen("query"),
                 label=_("{query} · {kind} · nearest {axis} = {value} · {text}").format(
-                    query=_ui.esc(row.query_id),
-                    kind=_ui.esc(row.kind),
+                    query=ui.esc(row.query_id),
+                    kind=ui.esc(row.kind),
                     axis="d" if axis.column == "distance" else _("score"),
-                    value=_lang.num(row.distance, 3),
-                    text=_ui.esc(row.text),
+                    value=lang.num(row.distance, 3),
+                    text=ui.esc(row.text),
                 ),
                 icon=":material/search:",
                 query_params={"run_id": ctx.run_id, "query_id": row.query_id, "config": config.label},
@@ -294,7 +304,7 @@ if n_out:
 
 st.subheader(_("Save the decision"))
 author = authors.author_from_headers(st.context.headers)
-_ui.plain(
+ui.plain(
     _("Saved by: {author}").format(author=_(authors.shown(author)))
     + (
         _(" (from the {header} header)").format(header=authors.trusted_header())
@@ -311,9 +321,9 @@ _ui.plain(
 )
 latest_saved = decisions.latest_decision(store, ctx.run_id, config)
 if latest_saved is not None:
-    _ui.plain(
+    ui.plain(
         _("Latest decision: {decision}. {claim}").format(
-            decision=_lang.source(latest_saved.describe()), claim=_lang.source(latest_saved.claim_text())
+            decision=lang.source(latest_saved.describe()), claim=lang.source(latest_saved.claim_text())
         ),
         small=True,
         testid="latest",
@@ -322,13 +332,13 @@ save_col, deploy_col = st.columns([3, 2])
 with save_col.form("decision"):
     note = st.text_area(_("Note (why this threshold)"), key="decision_note")
     if st.form_submit_button(
-        _("Save t = {t} for {label}").format(t=tr.decimal_text(threshold_text(t, 4)), label=_ui.esc(config.label))
+        _("Save t = {t} for {label}").format(t=tr.decimal_text(threshold_text(t, 4)), label=ui.esc(config.label))
     ):
-        saved_id = _ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
+        saved_id = ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
         if saved_id:
             latest = decisions.latest_decision(store, ctx.run_id, config)
-            _ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
-            st.session_state["saved_flash"] = _(
+            ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
+            session.saved_flash = _(
                 "Saved decision {id}: t = {t} for {label} by {author}. The dashboard opens on it from now on."
             ).format(
                 id=saved_id, t=tr.decimal_text(threshold_text(t, 4)), label=config.label, author=authors.shown(author)
@@ -341,9 +351,9 @@ with deploy_col.form("deploy"):
         st.caption(_("Save a decision first: a deployment points at a saved decision."))
     label = _("Deploy decision {id}").format(id=latest_saved.decision_id) if latest_saved else _("Deploy")
     if st.form_submit_button(label, disabled=latest_saved is None) and latest_saved is not None:
-        moved = _ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
+        moved = ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
         if moved is not None:
-            st.session_state["saved_flash"] = _(
+            session.saved_flash = _(
                 "Deployment {name} now points at decision {id}: t = {t} for {label} (version {version}, by {author})."
             ).format(
                 name=moved.name,
@@ -354,9 +364,9 @@ with deploy_col.form("deploy"):
                 author=authors.shown(author),
             )
             st.rerun()
-pointing = [h.deployment for h in _ui.cached(deployments.list_deployments, store) if h.deployment.run_id == ctx.run_id]
+pointing = [h.deployment for h in ui.cached(deployments.list_deployments, store) if h.deployment.run_id == ctx.run_id]
 for d in pointing:
-    _ui.plain(
+    ui.plain(
         _(
             "Deployment {name}: t = {t} for {label} (decision {id}, version {version}, deployed {when} by {author})"
         ).format(
@@ -381,4 +391,4 @@ st.dataframe(
         "threshold": st.column_config.NumberColumn(format="%.4f"),
     },
 )
-_ui.methods_link()
+ui.methods_link()

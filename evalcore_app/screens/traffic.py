@@ -22,14 +22,12 @@ from evalcore.figures import traffic_charts
 from evalcore.read import claims
 from evalcore.read.traffic import periods as periods_read
 from evalcore.read.traffic import stored as reads
-from evalcore.service import deployments
-from evalcore.service.deployments import Deployment
 from evalcore.traffic import posted
 from evalcore.traffic import replay as traffic
 from evalcore.traffic.target import resolve_target
-from evalcore_app import screen
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import N_, _, ngettext
+from evalcore_app import screen, ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import N_, _, ngettext
 
 NO_LABEL = N_("no label")
 LABEL_CHOICES = [N_("answerable"), N_("off-topic"), NO_LABEL]
@@ -44,41 +42,26 @@ def _choice(row: Any) -> str:
     return f"{row.text[:100]} · gate {row.gate_value:.4f} ({verdict}) · {now}{by}"
 
 
-def _deployment() -> Deployment | None:
-    """``?deployment=NAME``: the deployment the screen opens on (its run, configuration and
-    threshold), applied to the sidebar once per version of the deployment."""
-    name = st.query_params.get("deployment")
-    if not name:
-        return None
-    found = _ui.guarded(lambda: _ui.cached(deployments.get_deployment, _ui.store(), name))
-    if found is None:
-        st.warning(f"No deployment {_ui.esc(name)} in this store: showing the run picked in the sidebar.")
-        return None
-    if st.session_state.get("_deployment_applied") != (found.name, found.version):
-        st.query_params["run_id"] = found.run_id
-        st.query_params["config"] = found.configuration.label
-        st.session_state["_deployment_applied"] = (found.name, found.version)
-    return found
-
-
-deployment = _deployment()
-ctx = _ui.sidebar()
-store = _ui.store()
+# ?deployment=NAME: the entry applied it to the address before drawing the sidebar (ui.url.deployment_link)
+deployment = ui.current_frame().deployment
+ctx = ui.context()
+session = ui.state.Traffic()
+store = ui.store()
 st.title(_("Traffic"))
-run = _ui.require_run(ctx, need_config=True)
+run = ui.require_run(ctx, need_config=True)
 config = ctx.config
 if deployment is not None and (deployment.run_id, deployment.configuration) == (ctx.run_id, config):
-    _ui.plain(
+    ui.plain(
         f"Deployment {deployment.name}: decision {deployment.decision_id}, version {deployment.version}. "
         f"Queries it posts are replayed here as imports named {posted.source_of(deployment.name)!r}.",
         testid="traffic-deployment",
     )
     key = f"{ctx.run_id}|{config.label}"
-    if st.session_state.get("_deployment_threshold") != (key, deployment.name, deployment.version):
-        _ui.set_threshold(ctx, deployment.threshold, f"deployment {deployment.name} (version {deployment.version})")
-        st.session_state["_deployment_threshold"] = (key, deployment.name, deployment.version)
-held = _ui.cached(reads.stored, store, ctx.run_id, config)
-_ui.plain(
+    if session.deployment_threshold != (key, deployment.name, deployment.version):
+        ui.set_threshold(ctx, deployment.threshold, f"deployment {deployment.name} (version {deployment.version})")
+        session.deployment_threshold = (key, deployment.name, deployment.version)
+held = ui.cached(reads.stored, store, ctx.run_id, config)
+ui.plain(
     held.sentence() + " Query texts stay in this store; evalcore traffic forget deletes them.",
     testid="traffic-stored",
 )
@@ -96,10 +79,10 @@ if not held.lines:
     )
     st.stop()
 
-threshold, source = _ui.threshold_state(ctx)
-_ui.plain(
+threshold, source = ui.threshold_state(ctx)
+ui.plain(
     _("Threshold t = {t} for {label} · {source}.").format(
-        t=_lang.num(threshold, 4), label=config.label, source=_lang.source(source)
+        t=lang.num(threshold, 4), label=config.label, source=lang.source(source)
     ),
     small=True,
     testid="traffic-threshold",
@@ -107,10 +90,10 @@ _ui.plain(
 unit = st.radio(_("Period"), [N_("day"), N_("week")], index=1, horizontal=True, key="traffic_period", format_func=_)
 step = timedelta(days=1 if unit == "day" else 7)
 try:  # too many periods to build: said (the log's file name escaped), and the rest of the screen goes on
-    view = _ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
+    view = ui.cached(traffic_charts.period_view, store, ctx.run_id, config, step, threshold, unit)
 except ConfigError as exc:
     view = None
-    st.warning(_ui.esc(exc), icon=":material/calendar_month:")
+    st.warning(ui.esc(exc), icon=":material/calendar_month:")
 frame = None if view is None else view[0]
 if frame is not None and frame.empty:
     st.info(_("Every stored query failed at the endpoint: no period has an answered query to chart or test."))
@@ -120,7 +103,7 @@ elif view is not None:
     if len(frame) > traffic_charts.CHART_PERIODS:
         st.caption(
             _("The charts draw the last {n} of {m} periods; the drift table below holds them all.").format(
-                n=traffic_charts.CHART_PERIODS, m=_lang.tr().integer(len(frame))
+                n=traffic_charts.CHART_PERIODS, m=lang.tr().integer(len(frame))
             )
         )
     cols = st.columns(2)
@@ -142,7 +125,7 @@ elif view is not None:
         )
     )
     for row in frame[frame["drifted"].astype(bool)].to_dict("records"):
-        st.warning(_ui.esc(periods_read.drift_sentence(row)), icon=":material/trending_up:")
+        st.warning(ui.esc(periods_read.drift_sentence(row)), icon=":material/trending_up:")
     if not frame["drifted"].astype(bool).any():
         st.success(_("No period moved away from the evaluation or from the period before it."))
     table = frame.assign(drift=frame["drifted"].map({True: "moved", False: ""}))
@@ -174,18 +157,18 @@ elif view is not None:
     chosen = st.selectbox(_("Gate values of the period"), periods[::-1], key="traffic_hist_period")
     starts = frame.loc[frame["period"] == chosen, "start"]
     start = starts.iloc[0] if len(starts) else None
-    histogram = _ui.cached(traffic_charts.histogram_spec, store, ctx.run_id, config, step, start, threshold)
+    histogram = ui.cached(traffic_charts.histogram_spec, store, ctx.run_id, config, step, start, threshold)
     st.vega_lite_chart(histogram, theme=None, width="stretch")
 
 st.subheader(_("Borderline queries"))
 band_width = st.slider(_("Band around t"), 0.005, 0.2, 0.05, 0.005, key="traffic_band")
-near = _ui.cached(reads.borderline, store, ctx.run_id, config, threshold, band_width)
+near = ui.cached(reads.borderline, store, ctx.run_id, config, threshold, band_width)
 st.caption(f"{len(near)} distinct queries with a gate value within {band_width:g} of t (closest first).")
 for row in near.head(15).itertuples():
     c1, c2 = st.columns([5, 1])
     verdict = "refused" if row.refused else "answered"
     c1.markdown(
-        f"{_ui.esc(row.text[:140])} · gate {row.gate_value:.4f} ({verdict}) · asked {row.asked}×"
+        f"{ui.esc(row.text[:140])} · gate {row.gate_value:.4f} ({verdict}) · asked {row.asked}×"
         + (f" · {row.label}" if isinstance(row.label, str) else "")
     )
     c2.page_link(
@@ -194,7 +177,7 @@ for row in near.head(15).itertuples():
         query_params={"run_id": ctx.run_id, "config": config.label, "traffic": row.text_hash},
     )
 labellable = near[near["log_unlabelled"] > 0]
-flash = st.session_state.pop("traffic_flash", None)
+flash = ui.state.Traffic.flash.pop()
 if flash:
     st.success(flash, icon=":material/label:")
 if not labellable.empty:
@@ -211,20 +194,20 @@ if not labellable.empty:
                 traffic.set_label(store, target, pick, label, who)
                 return True
 
-            if _ui.guarded(save):
+            if ui.guarded(save):
                 text = str(labellable.loc[labellable["text_hash"] == pick, "text"].iloc[0])
                 said = f"Labelled {value}" if label else "Label removed"
-                st.session_state["traffic_flash"] = f"{said}: {_ui.esc(text[:80])} (by {_ui.esc(authors.shown(who))})."
+                session.flash = f"{said}: {ui.esc(text[:80])} (by {ui.esc(authors.shown(who))})."
                 st.rerun()
 elif not near.empty:
     st.caption(_("Every borderline query here carries a label from the log (the log's label wins)."))
 
 st.subheader(_("Labelled traffic"))
-rates = _ui.cached(reads.labelled_rates, store, ctx.run_id, config, threshold)
+rates = ui.cached(reads.labelled_rates, store, ctx.run_id, config, threshold)
 cols = st.columns(2)
 with cols[0]:
-    _ui.plain(
-        _lang.figures(
+    ui.plain(
+        lang.figures(
             _("Bluff rate (off-topic answered) · traffic: {traffic} · evaluation: {evaluation}").format(
                 traffic=rates.traffic_bluff.text(), evaluation=rates.evaluation_bluff.text()
             )
@@ -232,8 +215,8 @@ with cols[0]:
         testid="traffic-bluff",
     )
 with cols[1]:
-    _ui.plain(
-        _lang.figures(
+    ui.plain(
+        lang.figures(
             _(
                 "Lost rate (answerable refused) · traffic: {traffic} · evaluation (answer lost to the gate): "
                 "{evaluation}"
@@ -243,27 +226,27 @@ with cols[1]:
     )
 st.caption(
     ngettext("{n} logged query carries no label.", "{n} logged queries carry no label.", rates.unlabelled).format(
-        n=_lang.tr().integer(rates.unlabelled)
+        n=lang.tr().integer(rates.unlabelled)
     )
 )
-found = _ui.cached(reads.traffic_claims, store, ctx.run_id, config)
+found = ui.cached(reads.traffic_claims, store, ctx.run_id, config)
 real, evaluated = found.traffic, found.evaluation
 if real is not None:
-    _ui.plain(
+    ui.plain(
         _("Threshold claim on the real off-topic queries ({n} lines): {sentence}").format(
-            n=_lang.tr().integer(real.n_ood), sentence=claims.claim_sentence(real, _lang.tr())
+            n=lang.tr().integer(real.n_ood), sentence=claims.claim_sentence(real, lang.tr())
         ),
         testid="traffic-claim",
     )
     if evaluated is not None:
-        _ui.plain(
+        ui.plain(
             _("On the evaluation's {n} off-topic queries: {sentence}").format(
-                n=evaluated.n_ood, sentence=claims.claim_sentence(evaluated, _lang.tr())
+                n=evaluated.n_ood, sentence=claims.claim_sentence(evaluated, lang.tr())
             ),
             small=True,
         )
 elif found.problem:
-    st.caption(_("No threshold claim on real queries: {problem}").format(problem=_ui.esc(found.problem)))
+    st.caption(_("No threshold claim on real queries: {problem}").format(problem=ui.esc(found.problem)))
 else:
     st.caption(_("Label off-topic traffic (in the log or above) to recompute the threshold claim on real queries."))
 
@@ -271,7 +254,7 @@ with_text = st.checkbox(_("Include query texts in the download (they may hold pe
 st.caption(_("A cell a spreadsheet would run as a formula (=, +, -, @, a tab) is written with a leading '."))
 st.download_button(
     _("Download the logged queries (CSV)"),
-    data=lambda: csv_text(_ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text)).encode(
+    data=lambda: csv_text(ui.cached(reads.export_frame, store, ctx.run_id, config, threshold, with_text)).encode(
         "utf-8"
     ),
     file_name=f"traffic-{ctx.run_id}-{config.label.replace('/', '-')}.csv",
@@ -279,4 +262,4 @@ st.download_button(
     key="traffic-download",
     on_click="ignore",
 )
-_ui.methods_link()
+ui.methods_link()

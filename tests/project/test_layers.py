@@ -14,7 +14,8 @@ from conftest import ROOT
 
 import evalcore
 
-SCREENS = sorted((ROOT / "evalcore_app" / "screens").glob("*.py")) + [ROOT / "evalcore_app" / "app.py"]
+#: the dashboard: its entry, its pages (screens/), its frame (ui/) and partials
+SCREENS = sorted((ROOT / "evalcore_app").rglob("*.py"))
 
 
 def test_the_library_never_imports_streamlit():
@@ -60,6 +61,28 @@ def test_screens_hold_no_sql_and_no_statistics():
                 assert names and all(n.isupper() for n in names), (
                     f"{path.name} imports {names} from {module}: statistics are computed in evalcore.read"
                 )
+
+
+def test_pages_keep_their_session_state_through_typed_accessors():
+    """Only the dashboard's frame (evalcore_app/ui/) touches st.session_state: a page reads and
+    writes its keys through its accessor in ui/state.py, where each key is declared once."""
+    frame = ROOT / "evalcore_app" / "ui"
+    outside = [p for p in SCREENS if frame not in p.parents]
+    assert len(outside) >= 12
+    touching = [p.relative_to(ROOT).as_posix() for p in outside if "session_state" in p.read_text(encoding="utf-8")]
+    assert not touching, f"session state read or written outside evalcore_app/ui/state.py's accessors: {touching}"
+
+
+def test_the_pages_folder_holds_pages_only_and_none_draws_the_sidebar():
+    """Every file in screens/ is a page of the navigation (partials live in partials/, the frame
+    in ui/), and the entry draws the sidebar once: no page draws it."""
+    pages = sorted(p for p in (ROOT / "evalcore_app" / "screens").glob("*.py") if p.name != "__init__.py")
+    entry = (ROOT / "evalcore_app" / "app.py").read_text(encoding="utf-8")
+    assert len(pages) >= 11
+    for page in pages:
+        assert f'_page("{page.stem}"' in entry, f"{page.name} is in the pages folder but not in the navigation"
+        text = page.read_text(encoding="utf-8")
+        assert "st.sidebar" not in text and "sidebar(" not in text, f"{page.name} draws the sidebar"
 
 
 def test_the_schema_lives_in_migration_files():
@@ -446,10 +469,10 @@ PROTOCOL_NAMES: dict[str, set[str]] = {
 STILL_TWICE: dict[str, set[str]] = {
     "allowed": {"evalcore/external/endpoint.py", "evalcore/measures/claim.py"},
     "check_name": {"evalcore/boundary/text.py", "evalcore/external/importer.py"},
-    "N_": {"evalcore/i18n/__init__.py", "evalcore_app/screens/_lang.py"},
-    "plain": {"evalcore/boundary/text.py", "evalcore_app/screens/_ui.py"},
+    "N_": {"evalcore/i18n/__init__.py", "evalcore_app/ui/lang.py"},
+    "plain": {"evalcore/boundary/text.py", "evalcore_app/ui/text.py"},
     "sweep": {"evalcore/measures/threshold.py", "evalcore/read/sweeps.py"},
-    "write_url": {"evalcore_app/screens/_lang.py", "evalcore_app/screens/_url.py"},
+    "write_url": {"evalcore_app/ui/lang.py", "evalcore_app/ui/url.py"},
 }
 
 

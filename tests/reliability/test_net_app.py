@@ -4,7 +4,7 @@ AppTest against a store holding real runs, traffic and a question set.
 
 :data:`INPUTS` maps each input's widget key to its kind (``text``, ``name``, ``path``,
 ``upload``). A test reads every screen's source and fails naming an input (a
-``text_input``, ``text_area`` or ``file_uploader`` call, directly or through ``_ui.bound``)
+``text_input``, ``text_area`` or ``file_uploader`` call, directly or through ``ui.bound``)
 whose key the table lacks; another fails when a rendered page shows an input the table lacks.
 Each hostile value must leave the page without an exception, and no text the page then shows
 may carry it as live Markdown or HTML: an image, a link, a style or raw HTML typed by a user
@@ -22,7 +22,10 @@ from dashboard.test_app import no_exception, open_page
 from reliability_table import record
 from test_net_cli import two_runs_net  # noqa: F401 - the shared store (a session fixture)
 
-SCREENS = sorted((ROOT / "evalcore_app" / "screens").glob("*.py")) + [ROOT / "evalcore_app" / "app.py"]
+from evalcore_app.ui import state
+
+#: the dashboard: its entry, its pages (screens/), its frame (ui/) and partials
+SCREENS = sorted((ROOT / "evalcore_app").rglob("*.py"))
 WIDGETS = {"text_input", "text_area", "file_uploader"}
 
 #: widget key (an f-string key as written, e.g. ``nr_{key}``) -> kind
@@ -99,6 +102,9 @@ LIVE = re.compile(r"<img|<style|<a\s|\]\(javascript:|!\[i\]\(http|\]\(http://x\.
 
 
 def _key_pattern(node: ast.expr) -> str:
+    declared = _declared_key(node)
+    if declared is not None:
+        return declared
     if isinstance(node, ast.Constant):
         return str(node.value)
     if isinstance(node, ast.JoinedStr):
@@ -107,6 +113,17 @@ def _key_pattern(node: ast.expr) -> str:
             for v in node.values
         )
     return ast.unparse(node)
+
+
+def _declared_key(node: ast.expr) -> str | None:
+    """The key string of a key declared in evalcore_app.ui.state (``ui.state.Query.search``,
+    ``state.Query.search`` or ``Query.search``), else None."""
+    parts = ast.unparse(node).split(".")
+    if len(parts) < 2:
+        return None
+    found: object = getattr(state, parts[-2], None)
+    found = getattr(found, parts[-1], None) if found is not None else None
+    return found.name if isinstance(found, state.Key) else None
 
 
 def source_inputs() -> dict[str, str]:
@@ -118,7 +135,7 @@ def source_inputs() -> dict[str, str]:
                 continue
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name == "bound" and node.args:  # _ui.bound(st.text_input, label, key=...)
+            if name == "bound" and node.args:  # ui.bound(st.text_input, label, key=...)
                 inner = node.args[0]
                 name = inner.attr if isinstance(inner, ast.Attribute) else ""
             if name not in WIDGETS:
@@ -139,7 +156,7 @@ def test_the_table_lists_every_input_of_every_screen():
 
 
 def _listed(key: str) -> bool:
-    key = key.removeprefix("w_")  # a widget drawn by _ui.bound has the key w_KEY
+    key = key.removeprefix("w_")  # a widget drawn by ui.bound has the key w_KEY
     return key in INPUTS or any(
         "{" in k and re.fullmatch(re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(k)), key) for k in INPUTS
     )

@@ -10,21 +10,21 @@ import streamlit as st
 
 from evalcore.read import queries
 from evalcore.read.traffic import stored as traffic
-from evalcore_app import screen
-from evalcore_app.screens import _lang, _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import screen, ui
+from evalcore_app.ui import lang
+from evalcore_app.ui.lang import _
 
 
-def show(ctx: _ui.Context, text_hash: str) -> None:
-    threshold, source = _ui.threshold_state(ctx)
-    found = traffic.traffic_query(_ui.store(), ctx.run_id, ctx.config, text_hash, threshold)
+def show(ctx: ui.Context, text_hash: str) -> None:
+    threshold, source = ui.threshold_state(ctx)
+    found = traffic.traffic_query(ui.store(), ctx.run_id, ctx.config, text_hash, threshold)
     if found is None:
         st.warning(_("This logged query is not stored (any more) for this configuration."))
         return
-    _ui.plain(str(found["text"]), strong=True, testid="query-text")
+    ui.plain(str(found["text"]), strong=True, testid="query-text")
     label = _(found["label"]) if isinstance(found["label"], str) else _("no label")
-    tr = _lang.tr()
-    _ui.plain(
+    tr = lang.tr()
+    ui.plain(
         _(
             "Logged query (traffic) · asked {n}× from {first} to {last} UTC · {label} · replayed against {config}"
         ).format(
@@ -39,7 +39,7 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
     )
     hits = found["hits"]
     if isinstance(found["failure"], str):
-        st.warning(_("The endpoint could not answer this query: {failure}").format(failure=_ui.esc(found["failure"])))
+        st.warning(_("The endpoint could not answer this query: {failure}").format(failure=ui.esc(found["failure"])))
     verdict = (
         _("The gate keeps {n} of the top 4 hits ({rule}).").format(n=found["kept"], rule=_(found["keep_rule"]))
         if found["kept"]
@@ -47,9 +47,9 @@ def show(ctx: _ui.Context, text_hash: str) -> None:
     )
     gate = found["gate_value"]
     shown = _("none (no answer)") if gate is None or gate != gate else tr.number(gate, 4)
-    _ui.plain(
+    ui.plain(
         _("Gate value {value} at t = {t} ({source}). {verdict}").format(
-            value=shown, t=tr.number(threshold, 4), source=_lang.source(source), verdict=verdict
+            value=shown, t=tr.number(threshold, 4), source=lang.source(source), verdict=verdict
         ),
         testid="threshold-state",
     )

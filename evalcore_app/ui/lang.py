@@ -15,23 +15,25 @@ import streamlit as st
 
 from evalcore.i18n import DEFAULT, LANGUAGES, Translator, language, translator
 from evalcore.i18n.templates import SOURCES
+from evalcore_app.ui.state import Link
 
-KEY = "lang"  #: session key of the chosen language (a code of LANGUAGES)
+KEY = Link.lang.name  #: session key (and URL parameter) of the chosen language (a code of LANGUAGES)
 
 
 def _from_url() -> None:
     """Apply ``?lang=`` once per distinct value (a later choice in the sidebar wins until the
     address changes)."""
     wanted = language(st.query_params.get(KEY))
-    if wanted is not None and st.session_state.get("_lang_param") != wanted:
-        st.session_state[KEY] = wanted
-        st.session_state["_lang_param"] = wanted
+    link = Link()
+    if wanted is not None and link.lang_param != wanted:
+        link.lang = wanted
+        link.lang_param = wanted
 
 
 def current() -> str:
     """The session's language code (see the module docstring)."""
     _from_url()
-    chosen = language(st.session_state.get(KEY))
+    chosen = language(Link().lang)
     if chosen is not None:
         return chosen
     try:
@@ -85,11 +87,11 @@ def source(text: str) -> str:
 def write_url() -> None:
     """Keep the chosen language in the address (only when one was chosen: a browser's own
     language needs no parameter)."""
-    chosen = language(st.session_state.get(KEY))
+    chosen = language(Link().lang)
     if chosen is not None and st.query_params.get(KEY) != chosen:
         st.query_params[KEY] = chosen
     if chosen is not None:
-        st.session_state["_lang_param"] = chosen
+        Link().lang_param = chosen
 
 
 def selector() -> None:

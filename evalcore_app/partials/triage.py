@@ -1,4 +1,4 @@
-"""The Questions screen's "From real queries" (drawn by screens/questions.py; not a page).
+"""The Questions screen's "From real queries" (drawn by screens/questions.py; a partial, not a page).
 
 A pasted or uploaded list of real user queries is kept in the store with the decision on each
 (evalcore.store.triage; read back by evalcore.read.triage), per question set name and author
@@ -9,7 +9,8 @@ list puts them back); "answer in the corpus" puts it among the phrasings of the 
 The hits of a query come from the chosen configuration of the selected run, ranked by the
 run's own retriever (evalcore.traffic.hits.config_hits).
 
-Session keys: ``qs_real`` (the paste box), ``qs_real_file``, ``qs_real_column``,
+Session keys (evalcore_app/ui/state.py declares ``Triage``): ``qs_real`` (the paste box),
+``qs_real_file``, ``qs_real_column``,
 ``qs_real_file_done`` (the file already added), ``qs_real_page``, ``qs_triage_N`` (the
 decision of the list's N-th query, 0-based), ``qs_hits_config``, ``qs_hits_query``,
 ``qs_triage_restored`` (which draft the kept off-topic decisions were restored into).
@@ -29,8 +30,9 @@ from evalcore.read import triage as rt
 from evalcore.read.traffic.hits import hit_configurations
 from evalcore.store import triage as writer
 from evalcore.traffic import hits as traffic_hits
-from evalcore_app.screens import _ui
-from evalcore_app.screens._lang import _
+from evalcore_app import ui
+from evalcore_app.ui.lang import _
+from evalcore_app.ui.state import Key, Questions, Triage
 
 PAGE = 20  # real queries shown at once
 HITS = 5  # hits shown for a query
@@ -41,12 +43,12 @@ BY_LABEL = {label: decision for decision, label in rt.LABELS.items()}
 def restore(store: Any, set_name: str, author: str, add_ood: Callable[[list[str], str], None]) -> None:
     """Put the kept off-topic decisions into the draft, once per loaded draft (a reload, a new
     session, another version loaded)."""
-    ss = st.session_state
-    marker = (str(store.path), set_name, author, ss.get("qs_loaded"))
-    if not set_name or ss.get("qs_triage_restored") == marker:
+    session = Triage()
+    marker = (str(store.path), set_name, author, Questions().loaded)
+    if not set_name or session.restored == marker:
         return
-    ss["qs_triage_restored"] = marker
-    for query, kind in _ui.guarded(lambda: rt.off_topic(store, set_name, author)) or []:
+    session.restored = marker
+    for query, kind in ui.guarded(lambda: rt.off_topic(store, set_name, author)) or []:
         add_ood([query], kind)
 
 
@@ -63,27 +65,27 @@ def draw(
 ) -> None:
     """The expander: paste or upload, the kept list a page at a time, the hits view.
     ``run_id``: the run whose corpus is authored on (None: an uploaded corpus, no hits)."""
-    ss = st.session_state
+    session, draft = Triage(), Questions()
 
     def paste() -> None:
-        lines = ss.get("qs_real", "").splitlines()
-        if set_name and _ui.guarded(lambda: writer.add_queries(store, set_name, author, lines)) is not None:
-            ss["qs_real"] = ""
+        lines = session.real.splitlines()
+        if set_name and ui.guarded(lambda: writer.add_queries(store, set_name, author, lines)) is not None:
+            session.real = ""
 
-    def decided(query: str, key: str) -> None:
-        decision = BY_LABEL.get(ss.get(key, ""))
+    def decided(query: str, key: Key[str]) -> None:
+        decision = BY_LABEL.get(key.get())
         try:
             writer.decide(store, set_name, author, query, decision)
         except EvalcoreError as exc:
-            _ui.show_error(exc)
+            ui.show_error(exc)
             return
         remove_ood(query)
         if decision in ("near", "far"):
             add_ood([query], decision)
         elif decision == "answer":
-            ss["qs_pending"] = query
+            draft.pending = query
 
-    total = _ui.cached(rt.progress, store, set_name, author) if set_name else rt.TriageProgress(0, 0)
+    total = ui.cached(rt.progress, store, set_name, author) if set_name else rt.TriageProgress(0, 0)
     with st.expander(_("From real queries: paste user queries and triage them"), expanded=total.total > 0):
         if not set_name:
             st.caption(_("Name the set above first: the list and your decisions are kept for that set."))
@@ -105,38 +107,38 @@ def draw(
         if listed is not None and set_name:
             data = listed.getvalue()
             digest = hashlib.sha256(listed.name.encode() + b"\0" + data).hexdigest()
-            if ss.get("qs_real_file_done") != (digest, set_name, author):
+            if session.file_done != (digest, set_name, author):
                 try:
                     queries = read_queries(listed.name, data, column.strip())
                     added = writer.add_queries(store, set_name, author, queries)
                 except EvalcoreError as exc:
-                    _ui.show_error(exc)
+                    ui.show_error(exc)
                 else:
-                    ss["qs_real_file_done"] = (digest, set_name, author)
-                    st.success(f"{added:,} new queries of {_ui.esc(listed.name)} added to the list.")
-                    total = _ui.cached(rt.progress, store, set_name, author)
+                    session.file_done = (digest, set_name, author)
+                    st.success(f"{added:,} new queries of {ui.esc(listed.name)} added to the list.")
+                    total = ui.cached(rt.progress, store, set_name, author)
         if not total.total:
             return
         pages = (total.total + PAGE - 1) // PAGE
         page_no = int(st.number_input(f"Page (of {pages:,})", 1, pages, 1, key="qs_real_page")) if pages > 1 else 1
-        _ui.plain(total.sentence(), testid="qs-progress")
-        shown = _ui.cached(rt.page, store, set_name, author, page_no, PAGE)
+        ui.plain(total.sentence(), testid="qs-progress")
+        shown = ui.cached(rt.page, store, set_name, author, page_no, PAGE)
         for entry in shown:
             c = st.columns([4, 2])
-            c[0].markdown(f"{entry.position:,}. {_ui.esc(entry.query)}")
-            key = f"qs_triage_{entry.position - 1}"
-            ss[key] = rt.LABELS.get(entry.decision or "", "")  # the kept decision is the truth
+            c[0].markdown(f"{entry.position:,}. {ui.esc(entry.query)}")
+            key = Triage.decision(entry.position - 1)
+            key.set(rt.LABELS.get(entry.decision or "", ""))  # the kept decision is the truth
             c[1].selectbox(
                 _("Decision"),
                 CHOICES,
-                key=key,
+                key=key.name,
                 label_visibility="collapsed",
                 on_change=decided,
                 args=(entry.query, key),
             )
         st.caption(_("“answer in the corpus” puts the query among the phrasings above: select its answer and add it."))
         if st.button(_("Forget this list and its decisions"), key="qs_real_clear"):
-            _ui.guarded(lambda: writer.clear(store, set_name, author))
+            ui.guarded(lambda: writer.clear(store, set_name, author))
             st.rerun()
         _hits(store, set_name, author, run_id, [e.query for e in shown], docs, selector)
 
@@ -144,7 +146,7 @@ def draw(
 def _hits(
     store: Any, set_name: str, author: str, run_id: str | None, shown: list[str], docs: dict[str, Any], selector: Any
 ) -> None:
-    ss = st.session_state
+    draft = Questions()
     if run_id is None:
         st.caption(
             _(
@@ -153,9 +155,9 @@ def _hits(
             )
         )
         return
-    usable, why = _ui.cached(hit_configurations, store, run_id)
+    usable, why = ui.cached(hit_configurations, store, run_id)
     if why is not None:
-        _ui.plain(why, testid="qs-no-hits")
+        ui.plain(why, testid="qs-no-hits")
         return
     c = st.columns(2)
     config = c[0].selectbox(
@@ -163,14 +165,14 @@ def _hits(
     )
     look = c[1].selectbox(_("Query"), shown, key="qs_hits_query")
     with st.spinner(_("Ranking the query as the run did…")):
-        hits = _ui.guarded(lambda: _ui.cached(traffic_hits.config_hits, store, run_id, config, look, HITS)) or []
+        hits = ui.guarded(lambda: ui.cached(traffic_hits.config_hits, store, run_id, config, look, HITS)) or []
     if not hits:
         st.info(_("No hit for this query in this configuration."))
     st.caption(_("Select the answer in a hit's text to make the query an in-domain question with that span."))
     for h in hits:
         if h.doc_id not in docs:
             continue
-        _ui.plain(f"{h.rank}. {h.doc_id} · {h.section} ({config} score {h.score:.3f})", testid=f"qs-hit-{h.rank}")
+        ui.plain(f"{h.rank}. {h.doc_id} · {h.section} ({config} score {h.score:.3f})", testid=f"qs-hit-{h.rank}")
         got = selector(
             data={"text": docs[h.doc_id].text[h.start : h.end], "base": h.start, "mark": None},
             key=f"qs_hit_{config}_{h.doc_id}_{h.start}",
@@ -178,7 +180,7 @@ def _hits(
         )
         sel = getattr(got, "selection", None)
         if sel and isinstance(sel, dict):
-            ss["qs_sel"] = (h.doc_id, int(sel["start"]), int(sel["end"]))
-            ss["qs_pending"] = look
-            _ui.guarded(lambda: writer.decide(store, set_name, author, look, "answer"))
+            draft.sel = (h.doc_id, int(sel["start"]), int(sel["end"]))
+            draft.pending = look
+            ui.guarded(lambda: writer.decide(store, set_name, author, look, "answer"))
             st.rerun()
