@@ -349,8 +349,8 @@ def plan(path: Path, rel: str, banned: tuple[str, ...], patched: set[str]) -> Pl
             continue
         for a, b in bindings(node):
             imported = module or a.name
-            if is_banned(imported, banned):
-                continue
+            if is_banned(imported, banned) or (module and is_banned(b.target, banned)):
+                continue  # a heavy module, or one imported from its package (``from a import kernels``)
             if _noqa(lines, node):
                 result.kept += 1
                 continue
