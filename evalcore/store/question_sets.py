@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from evalcore.errors import InputError, StoreError
 from evalcore.store.basics import now
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evalcore.store.connection import Connection
 
 ITEM_COLUMNS = ("position", "item_id", "question", "group_id", "variant", "needle", "doc_id", "start", "end", "extra")
@@ -30,6 +30,8 @@ _TYPES = {"position": "int32", "start": "Int32", "end": "Int32"}
 def frame(columns: tuple[str, ...], values: dict[str, list[object]]) -> pd.DataFrame:
     """A DataFrame of ``columns`` (whole numbers for position/start/end, possibly missing for
     start/end; text otherwise) from lists of values: what :func:`insert_version` takes."""
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(values[c], dtype=_TYPES.get(c, "object")) for c in columns})
 
 
