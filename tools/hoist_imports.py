@@ -12,6 +12,8 @@ leaves alone:
   them out of a module's head), read from there;
 - ``from __future__``, imports under ``if TYPE_CHECKING:``, the lazy front door (``__getattr__``
   of a package ``__init__.py``), and a line that says why with ``# noqa: PLC0415``;
+- the files for which pyproject.toml's ``per-file-ignores`` turn PLC0415 off (a package
+  ``__init__`` that must stay light because every import of its modules runs it; tests/);
 - the imports of :data:`MANUAL` (moved by hand, each with its reason).
 
 It refuses, and reports, a move that would change what a name means: a hoisted name that the
@@ -33,12 +35,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_PATHS = ("evalcore", "evalcore_app", "tools", "examples")
@@ -54,10 +58,27 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 SCOPES = (*FUNCTIONS, ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
+def _lint(root: Path) -> dict[str, Any]:
+    lint: dict[str, Any] = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]["lint"]
+    return lint
+
+
 def banned_modules(root: Path = ROOT) -> tuple[str, ...]:
     """pyproject.toml's ``banned-module-level-imports``: the modules that load inside functions."""
-    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
-    return tuple(config["tool"]["ruff"]["lint"]["flake8-tidy-imports"]["banned-module-level-imports"])
+    return tuple(_lint(root)["flake8-tidy-imports"]["banned-module-level-imports"])
+
+
+def exempt_files(root: Path = ROOT) -> tuple[str, ...]:
+    """The patterns of pyproject.toml's ``per-file-ignores`` that turn PLC0415 off (a lazy package
+    ``__init__``, tests/): the tool leaves those files alone. A negated pattern (``!...``) is
+    read as nothing."""
+    ignores = _lint(root).get("per-file-ignores", {})
+    return tuple(sorted(p for p, rules in ignores.items() if "PLC0415" in rules and not p.startswith("!")))
+
+
+def is_exempt(rel: str, patterns: tuple[str, ...]) -> bool:
+    """``rel`` matches a per-file-ignores pattern (``*`` and ``**`` match across folders here)."""
+    return any(fnmatch.fnmatchcase(rel, p.replace("**", "*")) for p in patterns)
 
 
 def is_banned(module: str, banned: tuple[str, ...]) -> bool:
@@ -490,12 +511,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when anything would move")
     parser.add_argument("--no-ruff", action="store_true", help="do not run ruff's import sorting and format")
     args = parser.parse_args(argv)
-    banned, patched = banned_modules(), monkeypatched()
+    banned, patched, exempt = banned_modules(), monkeypatched(), exempt_files()
     changed: list[str] = []
     refused: list[str] = []
     notes: list[str] = []
     moved = kept = 0
     for path, rel in files(args.paths):
+        if is_exempt(rel, exempt):
+            continue
         result = plan(path, rel, banned, patched)
         refused += result.refused
         notes += result.notes
