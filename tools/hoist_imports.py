@@ -422,6 +422,10 @@ def _statement_text(node: ast.Import | ast.ImportFrom, keep: list[ast.alias]) ->
     return ast.unparse(ast.ImportFrom(module=node.module, names=keep, level=node.level))
 
 
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
 def _head_line(tree: ast.Module, lines: list[str]) -> int:
     """The line after which the hoisted imports go: after the last import of the module's head
     (the docstring, ``from __future__``, imports, ``if TYPE_CHECKING:`` and optional-import
@@ -480,6 +484,21 @@ def apply(result: Plan) -> None:
             else:
                 indent = lines[body[0].lineno - 1][: body[0].col_offset]
                 edits[body[0].lineno] = (edits[body[0].lineno][0], [f"{indent}pass\n"])
+    # imports that opened a body (after its docstring) leave no blank line behind them
+    for parent in {id(parents[id(at[k])]): parents[id(at[k])] for k in losing}.values():
+        for body_name in ("body", "orelse", "finalbody"):
+            body = getattr(parent, body_name, None)
+            if not isinstance(body, list):
+                continue
+            i = 1 if body and _is_docstring(body[0]) and not isinstance(parent, ast.Module) else 0
+            opening = []
+            while i < len(body) and id(body[i]) in emptied:
+                opening.append(body[i])
+                i += 1
+            if opening and i < len(body):
+                end = opening[-1].end_lineno or opening[-1].lineno
+                if end < len(lines) and not lines[end].strip() and end + 1 not in edits:
+                    edits[opening[-1].lineno] = (end + 1, edits[opening[-1].lineno][1])
     head = _head_line(tree, lines)
     block = [f"{text}\n" for text in result.hoist]
     if block and not any(
