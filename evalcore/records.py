@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from evalcore.inputs.extractors import page_of
+
 
 @dataclass(frozen=True, slots=True)
 class Document:
@@ -39,8 +41,6 @@ class Document:
 
     def page_of(self, offset: int) -> int | None:
         """1-based page of the character at ``offset`` (None without pages)."""
-        from evalcore.inputs.extractors import page_of
-
         return page_of(self.page_starts, offset)
 
     @property

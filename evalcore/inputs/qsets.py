@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.authors import clean_author, shown
 from evalcore.boundary import text as boundary_text
 from evalcore.boundary.files import write_file_atomic
 from evalcore.errors import InputError, StoreError
@@ -43,6 +44,7 @@ from evalcore.inputs.qset_files import question_row as question_row
 from evalcore.inputs.qset_files import read_folder as read_folder
 from evalcore.inputs.qset_files import to_jsonl as to_jsonl
 from evalcore.records import GroundTruth, OODQuery, Question
+from evalcore.store.question_sets import ITEM_COLUMNS, OOD_COLUMNS, frame, insert_version
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus
@@ -112,8 +114,6 @@ class Saved:
 
 
 def _who(author: str | None) -> str:
-    from evalcore.authors import shown
-
     return shown(author)
 
 
@@ -298,9 +298,6 @@ def save(
     written when a check fails). ``parent``: the version they were edited from (None: a new
     set, refused when the name is taken). The version number is the next free one, taken
     inside the write's transaction, so concurrent saves never collide."""
-    from evalcore.authors import clean_author
-    from evalcore.store.question_sets import insert_version
-
     name = check_name(name)
     note = boundary_text.clean_text(note or "", field="note", max_len=MAX_NOTE).strip()
     questions, ood = numbered(questions, ood)
@@ -315,8 +312,6 @@ def save(
 
 def _frames(questions: Sequence[Question], ood: Sequence[OODQuery]) -> tuple[Any, Any]:
     """The rows the store inserts, as the frames :func:`evalcore.store.question_sets.frame` makes."""
-    from evalcore.store.question_sets import ITEM_COLUMNS, OOD_COLUMNS, frame
-
     items = frame(
         ITEM_COLUMNS,
         {

@@ -16,8 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.configurations import EXTERNAL
+from evalcore.chunking import parse_strategies
+from evalcore.configurations import EXTERNAL, score_kind
 from evalcore.errors import ConfigError, InputError
+from evalcore.external.endpoint import allowed
+from evalcore.inputs import qsets
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import validation_report
+from evalcore.inputs.sources import server_path
+from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
+from evalcore.retrieval.names import parse_retrievers
+from evalcore.run.execute import load_inputs as load
+from evalcore.run.execute import model_folders as folders
 from evalcore.run.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
 from evalcore.store.basics import new_run_id
 
@@ -120,8 +130,6 @@ def load_inputs(spec: JobSpec, cache: Store | None = None, sets: Store | None = 
     :func:`evalcore.run.execute.load_inputs`). With ``cache`` (the job's store), PDF and
     HTML extractions are reused. A spec with a question set reads it from ``sets`` (the
     store, read only) and resolves it against the corpus as the run will."""
-    from evalcore.run.execute import load_inputs as load
-
     if spec.source not in SOURCES:
         raise ConfigError(f"unknown job source {spec.source!r}; known: {', '.join(SOURCES)}")
     if spec.source != "demo":
@@ -130,10 +138,6 @@ def load_inputs(spec: JobSpec, cache: Store | None = None, sets: Store | None = 
         if not spec.questions and spec.dataset is None:
             raise InputError("a questions.jsonl file (or a question set) is required")
     if spec.dataset is not None:
-        from evalcore.inputs import qsets
-        from evalcore.inputs.corpus import load_corpus
-        from evalcore.inputs.sources import server_path
-
         if sets is None:
             raise ConfigError("a question set is read from a store")
         qs = qsets.load(sets, spec.dataset)
@@ -145,8 +149,6 @@ def load_inputs(spec: JobSpec, cache: Store | None = None, sets: Store | None = 
 
 
 def _server_paths(corpus: str | None, questions: str | None, ood: str | None) -> tuple[str, str, str | None]:
-    from evalcore.inputs.sources import server_path
-
     return (
         str(server_path(corpus, "corpus folder")),
         str(server_path(questions, "questions file")),
@@ -157,8 +159,6 @@ def _server_paths(corpus: str | None, questions: str | None, ood: str | None) ->
 def model_folders(spec: JobSpec) -> list[str]:
     """The spec's model folders, each inside the operator's data roots (checked again in the
     job's process); empty for the packaged model."""
-    from evalcore.run.execute import model_folders as folders
-
     return folders(spec.run_spec())
 
 
@@ -172,14 +172,7 @@ def validate(spec: JobSpec, sets: Store | None = None) -> dict[str, Any]:
 
 def _validated(spec: JobSpec, sets: Store | None = None) -> tuple[dict[str, Any], tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
-    from evalcore.chunking import parse_strategies
-    from evalcore.inputs.groundtruth import validation_report
-    from evalcore.retrieval.names import parse_retrievers
-
     if spec.endpoint is not None:
-        from evalcore.configurations import score_kind
-        from evalcore.external.endpoint import allowed
-
         options = endpoint_options(spec.endpoint)
         options["endpoint"].check()
         allowed(options["endpoint"].url)
@@ -216,8 +209,6 @@ def prepare_upload(
     error the folder is removed and InputError/ConfigError raised. The store is not written.
     ``dataset`` (``NAME`` or ``NAME@VERSION``): the questions are that question set of the
     store (pinned to its version now), not uploaded files."""
-    from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
-
     pinned = _pinned(store, dataset, questions, ood)
     job_id = new_run_id()
     saved = save_upload(
@@ -251,7 +242,6 @@ def _pinned(store: Store, dataset: str | None, *files: object) -> str | None:
         return None
     if any(f for f in files):
         raise ConfigError("a run takes a question set or question files, not both")
-    from evalcore.inputs import qsets
 
     if not store.path.exists():
         raise InputError("the store holds no question set yet (save one on the Questions page)")
@@ -271,8 +261,6 @@ def prepare_paths(
     """Validate a corpus folder and jsonl files that are already on the server, inside the
     operator's data roots (evalcore.inputs.sources); InputError without reading them otherwise.
     ``dataset`` with ``store``: a question set of the store instead of the jsonl files."""
-    from evalcore.inputs.sources import server_path
-
     if dataset is not None:
         if store is None:
             raise ConfigError("a question set is read from a store")

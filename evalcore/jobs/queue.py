@@ -14,7 +14,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.text import check_run_name
 from evalcore.errors import ConfigError, EvalcoreError, StoreError
+from evalcore.jobs.launch import spawn
 from evalcore.store import jobs as job_rows
 
 if TYPE_CHECKING:
@@ -47,8 +49,6 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     """Queue a prepared job and start its process; returns the job id (also the run id).
 
     ``start=False`` only queues it (a test, or a caller that spawns it itself)."""
-    from evalcore.boundary.text import check_run_name
-
     spec = prepared.spec
     name = check_run_name(name) if name and name.strip() else None
     name = name or (
@@ -56,8 +56,6 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     )
     job_rows.insert(store, prepared.job_id, name, spec.run_spec().to_json())
     if start:
-        from evalcore.jobs.launch import spawn
-
         proc = spawn(store, prepared.job_id)
         job_rows.set_pid(store, prepared.job_id, proc.pid)
     log.info("job %s (%s) queued", prepared.job_id, name)

@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING
 from evalcore import signals
 from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
 from evalcore.jobs.queue import POLL_SECONDS, claim, finish, max_jobs, set_stage
+from evalcore.run.execute import execute
+from evalcore.run.spec import RunSpec
+from evalcore.store import Store as _Store
+from evalcore.traffic.posted import replay_posted
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -84,10 +88,6 @@ def _record(store: Store, job_id: str, status: str, reason: str) -> None:
 
 
 def _run(store: Store, job_id: str, slots: int | None) -> str:
-    from evalcore.run.execute import execute
-    from evalcore.run.spec import RunSpec
-    from evalcore.store import Store as _Store
-
     found = store.query("SELECT run_id, name, spec, kind, deployment FROM jobs WHERE job_id = ?", [job_id])
     if found.empty:
         raise StoreError(f"no job {job_id!r} in {store.path}")
@@ -104,8 +104,6 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         return status
     watch = CancelWatch(poll, job_id)
     if kind == "traffic":  # the replay of a deployment's posted traffic (evalcore.traffic.posted)
-        from evalcore.traffic.posted import replay_posted
-
         replay_posted(store, str(deployment), cancelled=watch, on_step=lambda stage: set_stage(poll, job_id, stage))
     else:
         spec = dataclasses.replace(RunSpec.from_json(spec_json), name=str(name))

@@ -55,6 +55,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
+from evalcore.i18n import ENGLISH
 from evalcore.measures.rounding import bound_text, grid_above, grid_at_or_below, rate_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -197,7 +198,6 @@ class Claim:
         ``tr``: the dashboard's language (English without it)."""
         if self.feasible:
             return None
-        from evalcore.i18n import ENGLISH
 
         tr = tr or ENGLISH
         _ = tr.gettext

@@ -3,6 +3,9 @@ note Compare shows when two runs used different set versions (evalcore.inputs.qs
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 import tempfile
 from collections.abc import Sequence
@@ -10,12 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.inputs import qsets
+from evalcore.chunking import NAMED_STRATEGIES, chunk_document, parse_strategies
+from evalcore.configurations import read
+from evalcore.errors import InputError
+from evalcore.inputs import jsontext, qsets
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import NeedleIndex, resolve
+from evalcore.inputs.suggest import suggest
+from evalcore.inputs.uploads import corpus_files
+from evalcore.records import Corpus, Document, Question
+from evalcore.scoring import destroyed_cut, is_correct
 
 if TYPE_CHECKING:
     from evalcore.inputs.suggest import Candidate
     from evalcore.inputs.uploads import UploadedFile
-    from evalcore.records import Corpus, Document, Question
     from evalcore.store import Store
 
 
@@ -74,8 +85,6 @@ def find_documents(corpus: Corpus, phrase: str) -> list[str]:
 
 def occurrences(corpus: Corpus, phrase: str) -> list[tuple[str, int, int]]:
     """Every occurrence of ``phrase`` (whitespace runs matching as for needles) in the corpus."""
-    from evalcore.inputs.groundtruth import NeedleIndex
-
     return [(o.doc_id, o.start, o.end) for o in NeedleIndex(corpus.documents).find(phrase)]
 
 
@@ -83,11 +92,6 @@ def check(corpus: Corpus, doc_id: str, start: int, end: int, strategies: Sequenc
     """The selection ``[start, end)`` of ``doc_id`` as a needle: stripped of surrounding
     whitespace, then resolved over the whole corpus exactly as a run resolves it (found once,
     no heading line touched), and chunked with each strategy to list those that destroy it."""
-    from evalcore.chunking import chunk_document, parse_strategies
-    from evalcore.inputs.groundtruth import resolve
-    from evalcore.records import Question
-    from evalcore.scoring import destroyed_cut, is_correct
-
     doc = corpus.by_id()[doc_id]
     start, end = max(0, min(start, end)), min(len(doc.text), max(start, end))
     raw = doc.text[start:end]
@@ -114,8 +118,6 @@ def check(corpus: Corpus, doc_id: str, start: int, end: int, strategies: Sequenc
 def coverage(corpus: Corpus, questions: Sequence[Question]) -> list[dict[str, object]]:
     """Per document: its items, its sections and the sections without an item (by where each
     item's needle resolves in this corpus)."""
-    from evalcore.inputs.groundtruth import resolve
-
     spans, _ = resolve(list(questions), corpus, "coverage") if questions else ({}, [])
     by_group: dict[str, int] = {}
     for q in questions:
@@ -139,9 +141,6 @@ def coverage(corpus: Corpus, questions: Sequence[Question]) -> list[dict[str, ob
 def corpus_from_upload(files: Sequence[UploadedFile]) -> Corpus:
     """The corpus of uploaded files (checked as New run checks them), read in a temporary
     folder that is removed again: nothing is kept on the server."""
-    from evalcore.inputs.corpus import load_corpus
-    from evalcore.inputs.uploads import corpus_files
-
     docs = corpus_files(files)
     with tempfile.TemporaryDirectory(prefix="evalcore-questions-") as tmp:
         root = Path(tmp) / "corpus"
@@ -162,8 +161,6 @@ def export_bytes(qs: qsets.QuestionSet) -> dict[str, bytes]:
 
 def run_corpus(store: Store, run_id: str) -> Corpus:
     """The canonical texts a stored run indexed, as a corpus (to author questions on it)."""
-    from evalcore.records import Corpus, Document
-
     with store.read() as con:
         rows = con.execute(
             "SELECT doc_id, coalesce(title, doc_id), coalesce(source_type, ''), text, coalesce(extractor, ''), "
@@ -177,8 +174,6 @@ def run_corpus(store: Store, run_id: str) -> Corpus:
 
 def run_strategies(store: Store, run_id: str) -> list[str]:
     """The named strategies (A-G) of a run, the ones a selection can be checked against."""
-    from evalcore.chunking import NAMED_STRATEGIES
-
     names = str(store.run(run_id).get("strategies") or "").split(",")
     return [n for n in names if n in NAMED_STRATEGIES]
 
@@ -198,8 +193,6 @@ def load_set(store: Store, ref: str) -> qsets.QuestionSet:
 def not_resolving(corpus: Corpus, questions: Sequence[Question]) -> list[dict[str, str]]:
     """The groups of ``questions`` whose needle does not resolve in ``corpus``, with the reason
     (what a run on this corpus would list and exclude)."""
-    from evalcore.inputs.groundtruth import resolve
-
     numbered, _ = qsets.numbered(questions, [])
     _, invalid = resolve(numbered, corpus, "question set")
     return [
@@ -225,8 +218,6 @@ def hit_configurations(store: Store, run_id: str) -> tuple[list[str], str | None
     """The configurations ``STRATEGY/RETRIEVER`` of a run whose hits a new query can get
     exactly as the run ranked its own (built-in ones: the run's model, chunks, BM25 index and
     cross-encoder), and, when there is none, the one line that says why."""
-    from evalcore.configurations import read
-
     configs = read(store, run_id)
     usable = sorted(info.label for info in configs.values() if info.source == "builtin")
     if usable or not configs:
@@ -265,12 +256,6 @@ def read_queries(name: str, data: bytes, column: str = "query") -> list[str]:
     """Distinct non-empty real queries of an uploaded list, in order: one a line (``.txt``), the
     column ``column`` of a CSV file (``.csv``), or the field ``column`` of JSON lines
     (``.jsonl``; a line may also be a JSON string). InputError "NAME:LINE: ..." otherwise."""
-    import csv
-    import io
-    import json
-
-    from evalcore.errors import InputError
-    from evalcore.inputs import jsontext
 
     try:
         text = data.decode("utf-8-sig")
@@ -305,6 +290,4 @@ def read_queries(name: str, data: bytes, column: str = "query") -> list[str]:
 
 def candidates(corpus: Corpus, n: int, seed: int = 0) -> list[Candidate]:
     """``dataset suggest``'s candidates for the screen (evalcore.inputs.suggest)."""
-    from evalcore.inputs.suggest import suggest
-
     return suggest(corpus, n, seed=seed)

@@ -10,10 +10,13 @@ row-by-row insert took while every other reader and writer waited.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from evalcore.authors import shown
+from evalcore.boundary.text import for_terminal
 from evalcore.errors import InputError, StoreError
 from evalcore.store.basics import now
 
@@ -40,9 +43,6 @@ class NameTaken(InputError):
     set's newest version, who saved it and when."""
 
     def __init__(self, name: str, version: int, author: str | None, created: datetime) -> None:
-        from evalcore.authors import shown
-        from evalcore.boundary.text import for_terminal
-
         self.name, self.version, self.author, self.created = name, version, author, created
         super().__init__(
             f"question set {name!r} already exists: its newest version is {name}@{version}, saved "
@@ -77,8 +77,6 @@ def insert_version(
     the name is taken) with its ``items`` and ``ood`` rows (frames of ITEM_COLUMNS and
     OOD_COLUMNS, see :func:`frame`), in one transaction. The version number is the next
     free one, taken inside the transaction, so concurrent saves never collide."""
-    import time
-
     with store.transaction() as con:
         held = time.perf_counter()  # the file is open for writing from here to the close
         existing = con.execute(

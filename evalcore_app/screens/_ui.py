@@ -50,10 +50,15 @@ from typing import Any, ParamSpec, TypeVar
 
 import streamlit as st
 
+from evalcore import jobs
+from evalcore.chunking import DEFAULT_STRATEGIES
 from evalcore.errors import EvalcoreError
 from evalcore.figures import markdown_text as markdown
 from evalcore.figures.build import Figure, Selection
-from evalcore.read import runs
+from evalcore.files import figure_files as export
+from evalcore.inputs import demo
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, ClaimError
+from evalcore.read import claims, runs
 from evalcore.read import selection as defaults
 from evalcore.records import Configuration, Corpus, Document, RunConfiguration
 from evalcore.store import Store
@@ -292,10 +297,6 @@ def sidebar() -> Context:
 
 def no_runs_message(ctx: Context) -> None:
     """No complete run yet: show the runs under way, or offer to start the demo here."""
-    from evalcore import jobs
-    from evalcore.chunking import DEFAULT_STRATEGIES
-    from evalcore.inputs import demo
-
     exists = Path(ctx.store_path).exists()
     if exists and not jobs.active_jobs(store()).empty:
         st.info(_("A run is under way; this page shows it as soon as it completes."))
@@ -364,8 +365,6 @@ def threshold_state(ctx: Context) -> tuple[float, str]:
 def claim_params() -> tuple[float, float, float]:
     """The threshold claim's (alpha, beta, confidence) set on the Threshold screen (defaults
     0.05, 0.20, 0.95)."""
-    from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
-
     return (
         float(st.session_state.get("claim_alpha", DEFAULT_ALPHA)),
         float(st.session_state.get("claim_beta", DEFAULT_BETA)),
@@ -376,9 +375,6 @@ def claim_params() -> tuple[float, float, float]:
 def claim_or_none(ctx: Context, splits: int | None = None) -> Any:
     """The selected configuration's threshold claim at :func:`claim_params` (with the held-out
     check over ``splits``), or None when none can be made (no off-topic or answerable query)."""
-    from evalcore.measures.claim import ClaimError
-    from evalcore.read import claims
-
     try:
         return cached(claims.claim_of, store(), ctx.run_id, ctx.config, *claim_params(), splits)
     except ClaimError:
@@ -440,8 +436,6 @@ def show_figure(figure: Figure, key: str, on_select: bool = False) -> Any:
 
 def downloads(figure: Figure, key: str) -> None:
     """PNG, SVG and CSV download buttons of one figure (rendered when clicked)."""
-    from evalcore.files import figure_files as export
-
     run_id = st.session_state.get("run_id", "run")
     kinds = (
         ("png", export.to_png, "image/png", ":material/image:"),
