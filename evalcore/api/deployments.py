@@ -20,6 +20,7 @@ from evalcore.api.revalidate import matches
 from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
 from evalcore.service.deployments import deploy
+from evalcore.service.deployments import get_deployment as deployment_named
 from evalcore.service.deployments import list_deployments as listed
 from evalcore.service.ingest import ingest_traffic
 
@@ -35,12 +36,10 @@ def _tagged(body: dict[str, Any], etag: str, status: int = 200, headers: dict[st
 def put_deployment(
     request: Request, name: str, body: DeploymentIn, caller: Annotated[Caller, Depends(require("deploy"))]
 ) -> JSONResponse:
-    from evalcore.service.deployments import get_deployment
-
     store = request.app.state.store
     try:
         with request.app.state.write_lock:
-            before = get_deployment(store, name)
+            before = deployment_named(store, name)
             moved = deploy(store, name, body.decision_id, caller.author)
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None

@@ -73,8 +73,6 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     needle is (``#page=N`` in a PDF, else ``#char=from,to``; None without a valid span), and
     ``needle_text``: the document's text at that span (None without one).
     StoreError naming an unknown id."""
-    from evalcore.read.citations import locator
-
     df = store.query(
         "SELECT q.*, d.page_starts AS needle_pages, "
         'substr(d.text, q.start + 1, q."end" - q.start) AS needle_text FROM queries q LEFT JOIN documents d '
@@ -88,7 +86,7 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     pages = None if _missing_map(pages) else [int(x) for x in pages]
     row: dict[str, Any] = {str(k): (None if _missing(v) else v) for k, v in raw.items()}
     row["needle_locator"] = (
-        locator(int(row["start"]), int(row["end"]), pages) if row["valid"] and row["start"] is not None else None
+        cite(int(row["start"]), int(row["end"]), pages) if row["valid"] and row["start"] is not None else None
     )
     return row
 

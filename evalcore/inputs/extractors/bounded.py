@@ -22,6 +22,9 @@ import sys
 from evalcore.errors import InputError
 from evalcore.inputs.extractors import Extraction, pdf, require
 
+if sys.platform != "win32":  # POSIX only: the child that caps its memory never runs on Windows
+    import resource
+
 MEMORY_ENV = "EVALCORE_PDF_MEMORY_MB"
 SECONDS_ENV = "EVALCORE_PDF_SECONDS"
 DEFAULT_MEMORY_MB = 1024
@@ -93,8 +96,6 @@ def extract(data: bytes, filename: str) -> Extraction:
 
 
 def _main(filename: str, budget: int) -> int:
-    import resource
-
     data = sys.stdin.buffer.read()
 
     require("pypdfium2", "pdf", filename)  # import it before the cap is set

@@ -25,6 +25,7 @@ from evalcore.measures.claim import ClaimError, threshold_claim
 from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP, counts_at, gate, split_hits
 from evalcore.read.claims import claim_of
+from evalcore.read.claims import gate_values as evaluation_values
 from evalcore.read.sweeps import top_hits
 from evalcore.store.traffic.imported import LABELS
 
@@ -270,13 +271,10 @@ def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Cl
     (duplicates included: each line is one draw of production traffic); the lost side keeps the
     evaluation's answerable queries (traffic has no needle to tell a correct hit). None when no
     log line is labelled off-topic."""
-
-    from evalcore.read.claims import gate_values
-
     ood = off_topic_minima(store, run_id, configuration)
     if not ood:
         return None
-    values = gate_values(store, run_id, configuration)
+    values = evaluation_values(store, run_id, configuration)
     found = threshold_claim(ood, values.answerable_min, values.in_domain_min, axis=values.axis)
     return replace(found, configuration=configuration.label)
 
