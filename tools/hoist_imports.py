@@ -11,7 +11,7 @@ leaves alone:
   pyproject.toml (the heavy optional dependencies and the numeric stack; ruff's TID253 keeps
   them out of a module's head), read from there;
 - ``from __future__``, imports under ``if TYPE_CHECKING:``, the lazy front door (``__getattr__``
-  of a package ``__init__.py``), and a line that says why with ``# noqa: PLC0415``;
+  of a package ``__init__.py``), and a line marked noqa for PLC0415 (with its reason);
 - the files for which pyproject.toml's ``per-file-ignores`` turn PLC0415 off (a package
   ``__init__`` that must stay light because every import of its modules runs it; tests/);
 - the imports of :data:`MANUAL` (moved by hand, each with its reason).
@@ -52,7 +52,7 @@ DEFAULT_PATHS = ("evalcore", "evalcore_app", "tools", "examples")
 #: refuses, by hand"): a name clash gets an alias at the head (api/deployments.py's
 #: get_deployment, read/traffic/stored.py's gate_values) or the head's existing alias
 #: (read/queries.py's locator is cite); a script that puts the repository on sys.path imports
-#: after it with ``# noqa: E402`` (tools/compare_runs.py).
+#: after it, marked noqa for E402 (tools/compare_runs.py).
 MANUAL: dict[tuple[str, str], str] = {
     ("evalcore/inputs/extractors/bounded.py", "resource"): (
         "POSIX only: the head imports it behind `if sys.platform != 'win32'` (the child runs on POSIX only)"
