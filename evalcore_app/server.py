@@ -19,7 +19,7 @@ import streamlit as st
 from starlette.middleware import Middleware
 
 from evalcore.api import ApiFirst
-from evalcore.api.limits import RATE_ENV, parse_rate
+from evalcore.api.rate import RATE_ENV, parse_rate
 
 
 def api_middleware() -> list[Middleware]:

@@ -14,7 +14,8 @@ from starlette.types import ASGIApp
 from evalcore import __version__
 from evalcore.api import deployments, evaluations, health, problems, runs
 from evalcore.api.auth import Keys
-from evalcore.api.limits import RATE_ENV, BodyLimit, RateLimiter, parse_rate
+from evalcore.api.limits import BodyLimit
+from evalcore.api.rate import RATE_ENV, RateLimiter, parse_rate
 from evalcore.api.snapshots import Deployments
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path

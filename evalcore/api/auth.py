@@ -28,7 +28,7 @@ from evalcore.store.keys import PREFIX, SCOPES, key_hash, touch_key
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from evalcore.api.limits import RateLimiter
+    from evalcore.api.rate import RateLimiter
     from evalcore.read.keys import ApiKey
     from evalcore.store import Store
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.api.limits import RATE_ENV, parse_rate
+from evalcore.api.rate import RATE_ENV, parse_rate
 from evalcore.cli.shared.options import integer
 from evalcore.errors import InputError
 from evalcore.store.connection import default_store_path
