@@ -35,22 +35,21 @@ import json
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlsplit
 
+import httpx
+
+from evalcore.boundary.files import read_user_file
 from evalcore.errors import ConfigError, EvalcoreError, ServiceError, ServiceUnavailable, UnknownDeployment
+from evalcore.measures.claim import Claim
 from evalcore.records import Configuration
 from evalcore.service.deployments import Deployment, DeploymentHistory, Move
+from evalcore.service.evaluations import QueuedEvaluation
 from evalcore.service.ingest import LineResult
-
-if TYPE_CHECKING:
-    import httpx
-
-    from evalcore.measures.claim import Claim
-    from evalcore.service.evaluations import QueuedEvaluation
 
 PREFIX = "/api/v1"
 MAX_LINES = 1000  #: lines of one traffic post (the service's limit)
@@ -109,8 +108,6 @@ def history_from_json(data: Mapping[str, Any]) -> DeploymentHistory:
 
 
 def claim_from_json(data: Mapping[str, Any]) -> Claim:
-    from evalcore.measures.claim import Claim
-
     names = {f.name for f in fields(Claim)}
     return Claim(**{k: v for k, v in data.items() if k in names})
 
@@ -134,8 +131,6 @@ class Client:
     ``timeout``: seconds for one request (a deployment's revalidation: at most 5)."""
 
     def __init__(self, url: str, key: str | None, max_age: float = 30, *, timeout: float = 30.0) -> None:
-        import httpx
-
         parts = urlsplit(str(url).strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ConfigError(f"--server must be an http:// or https:// URL, got {str(url)[:80]!r}")
@@ -173,8 +168,6 @@ class Client:
 
     # -- HTTP --------------------------------------------------------------------------------
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        import httpx
-
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.TimeoutException:
@@ -281,8 +274,6 @@ class Client:
     def upload_run(self, path: str | Path) -> dict[str, Any]:
         """``POST /runs``: a run file as ``export-run`` writes it; ``loaded`` false when the
         service held the run already (nothing duplicated)."""
-        from evalcore.boundary.files import read_user_file
-
         resolved = read_user_file(path, field="run file", max_bytes=MAX_UPLOAD)
         with open(resolved, "rb") as fh:  # streamed, with its length
             found: dict[str, Any] = self._json("POST", "/runs", content=fh, headers={"Content-Type": "application/zip"})
@@ -416,7 +407,6 @@ class Client:
 
 def evaluation_from_json(data: Mapping[str, Any]) -> QueuedEvaluation:
     """An :class:`~evalcore.service.evaluations.QueuedEvaluation` from its JSON."""
-    from evalcore.service.evaluations import QueuedEvaluation
 
     def when(value: Any) -> datetime | None:
         return None if value is None else _parse_time(value)
@@ -437,8 +427,6 @@ def evaluation_from_json(data: Mapping[str, Any]) -> QueuedEvaluation:
 
 
 def _with(value: LiveDeployment, **changes: Any) -> LiveDeployment:
-    from dataclasses import replace
-
     return replace(value, **changes)
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+import unicodedata
+
 
 def control_characters(text: str) -> bool:
     """Whether ``text`` holds a control character (C0, DEL, C1, or Unicode format/bidi
     controls): such a name or id would move the cursor or hide text in a terminal, break
     XML, or read differently than it is."""
-    import unicodedata
-
     if text.isprintable():  # the quick answer: no Cc or Cf character is printable
         return False
     return any(unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
@@ -68,8 +69,6 @@ class Interrupted(RunInterrupted):
     what is recorded ("interrupted by SIGTERM during E: embedding")."""
 
     def __init__(self, signum: int, where: str = "", note: str = "") -> None:
-        import signal
-
         self.signum = signum
         self.reason = f"interrupted by {signal.Signals(signum).name}{' ' + where if where else ''}"
         super().__init__(self.reason + (f"; {note}" if note else ""))

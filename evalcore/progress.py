@@ -18,11 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Never, Protocol
 
+from tqdm import tqdm
+
 from evalcore.errors import EvalcoreError
+from evalcore.store import Store as _Store
 
 if TYPE_CHECKING:
-    from tqdm import tqdm
-
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -118,8 +119,6 @@ class BarProgress:
     def stage(self, stage: Stage) -> None:
         self.close()
         if self.enabled:
-            from tqdm import tqdm
-
             self.bar = tqdm(
                 total=stage.total,
                 desc=f"{stage.name:<34}",
@@ -149,8 +148,6 @@ class StoreProgress:
     cent of a run, however slow the disk."""
 
     def __init__(self, store: Store, run_id: str, interval: float = STORE_EVERY) -> None:
-        from evalcore.store import Store as _Store
-
         self.store = _Store(store.path, lock_timeout=2.0)
         self.run_id, self.interval = run_id, interval
         self.current: Stage | None = None

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, SupportsFloat, SupportsInt, cast
 
+from evalcore.inputs.extractors import page_of
+
 
 @dataclass(frozen=True, slots=True)
 class Document:
@@ -42,8 +44,6 @@ class Document:
 
     def page_of(self, offset: int) -> int | None:
         """1-based page of the character at ``offset`` (None without pages)."""
-        from evalcore.inputs.extractors import page_of
-
         return page_of(self.page_starts, offset)
 
     @property

@@ -12,10 +12,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from evalcore import signals
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -29,8 +32,6 @@ PAUSE_SECONDS = 60.0
 
 def pause(stage: str) -> None:
     """Wait at ``stage`` when ``$EVALCORE_TEST_PAUSE`` names it (see the module doc)."""
-    from evalcore import signals
-
     spec = os.environ.get(PAUSE_ENV)
     if not spec or spec.split("=", 1)[0] != stage:
         return
@@ -46,7 +47,6 @@ def embedder() -> Embedder | None:
     spec = os.environ.get(EMBEDDER_ENV)
     if not spec:
         return None
-    import importlib
 
     module, _, name = spec.partition(":")
     factory: Callable[[], Embedder] = getattr(importlib.import_module(module), name)

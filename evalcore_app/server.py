@@ -13,23 +13,18 @@ on every request itself (:mod:`evalcore.api.auth`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
 
 import streamlit as st
+from starlette.middleware import Middleware
 
-if TYPE_CHECKING:
-    from starlette.middleware import Middleware
+from evalcore.api import ApiFirst
+from evalcore.api.rate import RATE_ENV, parse_rate
 
 
 def api_middleware() -> list[Middleware]:
     """The middleware that serves the API under the dashboard's ``server.baseUrlPath``, over the
     store the dashboard shows (``$EVALCORE_STORE``)."""
-    import os
-
-    from starlette.middleware import Middleware
-
-    from evalcore.api import ApiFirst
-    from evalcore.api.limits import RATE_ENV, parse_rate
 
     parse_rate(os.environ.get(RATE_ENV))  # a bad EVALCORE_API_RATE stops the server at its start
     return [Middleware(ApiFirst, base_url_path=str(st.get_option("server.baseUrlPath") or ""))]

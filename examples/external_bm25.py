@@ -13,10 +13,17 @@ rankings as a TREC run file and as JSONL.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from rank_bm25 import BM25Okapi
+
+from evalcore.inputs import demo
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import load_ground_truth
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
 _TOKEN = re.compile(r"\w+")
@@ -61,8 +68,6 @@ def bm25_rankings(
     windows: list[Window], queries: dict[str, str], depth: int = 50
 ) -> dict[str, list[tuple[str, float]]]:
     """{query id: [(chunk id, BM25 score), ...]} best first, at most ``depth`` hits, ties by chunk order."""
-    from rank_bm25 import BM25Okapi
-
     bm25 = BM25Okapi([tokens(w.text) for w in windows])
     out = {}
     for qid, text in queries.items():
@@ -104,11 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     """Write the example's files for a corpus (or the demo): ``python examples/external_bm25.py
     --demo -o DIR`` then ``python -m evalcore import-run --demo --chunks DIR/chunks.jsonl
     --rankings DIR/rankings.trec --chunker sent3 --retriever rank_bm25``."""
-    import argparse
-
-    from evalcore.inputs import demo
-    from evalcore.inputs.corpus import load_corpus
-    from evalcore.inputs.groundtruth import load_ground_truth
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", metavar="DIR")

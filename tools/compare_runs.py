@@ -15,14 +15,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from evalcore.store import Store
+
 KEYS = {"results": ["strategy", "retriever", "query_id"], "hits": ["strategy", "retriever", "query_id", "rank"]}
 EXACT = {"results": ["domain", "first_correct_rank", "destroyed"], "hits": ["chunk_id", "correct"]}
 CLOSE = {"results": ["answer_distance", "top_distance"], "hits": ["distance", "score"]}
 
 
 def load(store: str, run_id: str, table: str):
-    from evalcore.store import Store
-
     keys = KEYS[table]
     df = Store(store).query(f"SELECT * FROM {table} WHERE run_id = ?", [run_id])
     return df.drop(columns=["run_id"]).sort_values(keys).reset_index(drop=True)

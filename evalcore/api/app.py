@@ -11,10 +11,14 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.types import ASGIApp
 
-from evalcore.api import problems
+from evalcore import __version__
+from evalcore.api import deployments, evaluations, health, problems, runs
 from evalcore.api.auth import Keys
-from evalcore.api.limits import RATE_ENV, BodyLimit, RateLimiter, parse_rate
+from evalcore.api.limits import BodyLimit
+from evalcore.api.rate import RATE_ENV, RateLimiter, parse_rate
 from evalcore.api.snapshots import Deployments
+from evalcore.store import Store
+from evalcore.store.connection import default_store_path
 
 DESCRIPTION = (
     "evalcore's HTTP API: runs, threshold claims and decisions, the regression gate, evaluations, "
@@ -27,11 +31,6 @@ DESCRIPTION = (
 def create_api(store_path: str | Path | None = None) -> FastAPI:
     """The FastAPI app over the store ``store_path`` (default: ``$EVALCORE_STORE``, else
     ``runs/evalcore.duckdb``), to be mounted at ``/api/v1``."""
-    from evalcore import __version__
-    from evalcore.api import deployments, evaluations, health, runs
-    from evalcore.store import Store
-    from evalcore.store.connection import default_store_path
-
     api = FastAPI(
         title="evalcore",
         version=__version__,

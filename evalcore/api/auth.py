@@ -21,12 +21,14 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from evalcore.api.problems import Problem
-from evalcore.store.keys import PREFIX, SCOPES, key_hash
+from evalcore.api.snapshots import Snapshot
+from evalcore.read.keys import keys_in_use
+from evalcore.store.keys import PREFIX, SCOPES, key_hash, touch_key
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from evalcore.api.limits import RateLimiter
+    from evalcore.api.rate import RateLimiter
     from evalcore.read.keys import ApiKey
     from evalcore.store import Store
 
@@ -53,9 +55,6 @@ class Keys:
     """The keys in use of one store, read again when the store changed."""
 
     def __init__(self, store: Store, limiter: RateLimiter) -> None:
-        from evalcore.api.snapshots import Snapshot
-        from evalcore.read.keys import keys_in_use
-
         self.store = store
         self.limiter = limiter
         self._lock = threading.Lock()
@@ -99,8 +98,6 @@ class Keys:
         return Caller(found.key_id, found.name, found.scopes)
 
     def _touch(self, key_id: str) -> None:
-        from evalcore.store.keys import touch_key
-
         now = time.monotonic()
         with self._lock:
             if now - self._touched.get(key_id, -1e9) < TOUCH_EVERY:

@@ -19,6 +19,10 @@ from evalcore.api.problems import Problem, from_error
 from evalcore.api.revalidate import etag_matches
 from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
+from evalcore.service.deployments import deploy
+from evalcore.service.deployments import get_deployment as deployment_named
+from evalcore.service.deployments import list_deployments as listed
+from evalcore.service.ingest import ingest_traffic
 
 router = APIRouter(tags=["deployments"])
 NDJSON = "application/x-ndjson"
@@ -32,12 +36,10 @@ def _tagged(body: dict[str, Any], etag: str, status: int = 200, headers: dict[st
 def put_deployment(
     request: Request, name: str, body: DeploymentIn, caller: Annotated[Caller, Depends(require("deploy"))]
 ) -> JSONResponse:
-    from evalcore.service.deployments import deploy, get_deployment
-
     store = request.app.state.store
     try:
         with request.app.state.write_lock:
-            before = get_deployment(store, name)
+            before = deployment_named(store, name)
             moved = deploy(store, name, body.decision_id, caller.author)
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
@@ -67,8 +69,6 @@ async def get_deployment(request: Request, name: str, _: Annotated[Caller, Depen
 
 @router.get("/deployments", summary="every deployment and its moves: who moved it, when, from what to what")
 def list_deployments(request: Request, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
-    from evalcore.service.deployments import list_deployments as listed
-
     store = request.app.state.store
     try:
         return answer({"data": [h.to_json() for h in listed(store)]})
@@ -91,8 +91,6 @@ def list_deployments(request: Request, _: Annotated[Caller, Depends(require("rea
 async def post_traffic(
     request: Request, name: str, caller: Annotated[Caller, Depends(require("traffic:write"))]
 ) -> JSONResponse:
-    from evalcore.service.ingest import ingest_traffic
-
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind not in (NDJSON, "application/jsonl", "application/json-lines"):
         raise Problem(

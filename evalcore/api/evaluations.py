@@ -15,6 +15,7 @@ from evalcore.api.models import EvaluationIn
 from evalcore.api.problems import from_error
 from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
+from evalcore.service.evaluations import cancel_evaluation, evaluation, start_evaluation
 
 router = APIRouter(tags=["evaluations"])
 
@@ -23,8 +24,6 @@ router = APIRouter(tags=["evaluations"])
 async def start(
     request: Request, body: EvaluationIn, _: Annotated[Caller, Depends(require("evaluate"))]
 ) -> JSONResponse:
-    from evalcore.service.evaluations import start_evaluation
-
     store = request.app.state.store
     try:
         started = await run_in_threadpool(start_evaluation, store, body.model_dump(exclude_none=True))
@@ -36,8 +35,6 @@ async def start(
 
 @router.get("/evaluations/{evaluation_id}", summary="an evaluation's status, stage, progress, and run_id once complete")
 def status(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
-    from evalcore.service.evaluations import evaluation
-
     store = request.app.state.store
     try:
         return answer(evaluation(store, evaluation_id).to_json())
@@ -47,8 +44,6 @@ def status(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(re
 
 @router.post("/evaluations/{evaluation_id}/cancel", status_code=202, summary="cancel an evaluation")
 def cancel(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(require("evaluate"))]) -> JSONResponse:
-    from evalcore.service.evaluations import cancel_evaluation
-
     store = request.app.state.store
     try:
         with request.app.state.write_lock:

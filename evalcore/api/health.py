@@ -6,17 +6,16 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
+from evalcore import __version__
 from evalcore.api.problems import Problem
 from evalcore.errors import EvalcoreError
+from evalcore.store.migrate import applied_version, schema_version
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", summary="the service is up: evalcore's version and the schema version")
 def health(request: Request) -> dict[str, Any]:
-    from evalcore import __version__
-    from evalcore.store.migrate import applied_version, schema_version
-
     store = request.app.state.store
     try:
         with store.read() as con:

@@ -18,8 +18,18 @@ from evalcore.api.auth import Caller, require
 from evalcore.api.jsonout import answer, jsonable
 from evalcore.api.models import DecisionIn, GateIn
 from evalcore.api.problems import Problem, from_error
+from evalcore.boundary.numbers import bounded_float
+from evalcore.boundary.text import clean_text
 from evalcore.errors import EvalcoreError
+from evalcore.files.run_files import load_run
 from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+from evalcore.read.claims import claim_of, claims_of_ref
+from evalcore.read.decisions import save_decision as save
+from evalcore.read.refs import find_run, resolve_run
+from evalcore.read.summary import summary_json
+from evalcore.records import Configuration
+from evalcore.regression.gate import run_gate
+from evalcore.regression.report import to_dict
 
 router = APIRouter(tags=["runs"])
 MAX_PAGE = 200
@@ -89,8 +99,6 @@ def list_runs(
     },
 )
 async def upload_run(request: Request, caller: Annotated[Caller, Depends(require("runs:write"))]) -> JSONResponse:
-    from evalcore.files.run_files import load_run
-
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != ZIP:
         raise Problem(415, f"a run file is sent as {ZIP} (export-run writes it), not {kind or 'no type'}", "media-type")
@@ -122,9 +130,6 @@ async def upload_run(request: Request, caller: Annotated[Caller, Depends(require
 
 @router.get("/runs/{ref}", summary="one run and its per-configuration summary (as `evalcore show --json`)")
 def show_run(request: Request, ref: str, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
-    from evalcore.read.refs import find_run
-    from evalcore.read.summary import summary_json
-
     store = _store(request)
     try:
         run = find_run(store, ref)
@@ -143,10 +148,6 @@ def claim(
     max_lost_rate: Annotated[str, Query(max_length=40)] = repr(DEFAULT_BETA),
     confidence: Annotated[str, Query(max_length=40)] = repr(DEFAULT_CONFIDENCE),
 ) -> JSONResponse:
-    from evalcore.boundary.numbers import bounded_float
-    from evalcore.read.claims import claims_of_ref
-    from evalcore.records import Configuration
-
     store = _store(request)
     try:
         alpha, beta, conf = (
@@ -179,12 +180,6 @@ def claim(
 def save_decision(
     request: Request, ref: str, body: DecisionIn, caller: Annotated[Caller, Depends(require("deploy"))]
 ) -> JSONResponse:
-    from evalcore.boundary.text import clean_text
-    from evalcore.read.claims import claim_of
-    from evalcore.read.decisions import save_decision as save
-    from evalcore.read.refs import resolve_run
-    from evalcore.records import Configuration
-
     store = _store(request)
     try:
         note = clean_text(body.note, field="note", max_len=2000)
@@ -214,9 +209,6 @@ def save_decision(
 
 @router.post("/gate", summary="the regression gate (as `evalcore gate --format json`); a regression is passed: false")
 def gate(request: Request, body: GateIn, _: Annotated[Caller, Depends(require("gate"))]) -> JSONResponse:
-    from evalcore.regression.gate import run_gate
-    from evalcore.regression.report import to_dict
-
     store = _store(request)
     try:
         report = run_gate(

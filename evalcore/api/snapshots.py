@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from evalcore.service.deployments import check_deployment_name, get_deployment
+
 if TYPE_CHECKING:
     from evalcore.service.deployments import Deployment
     from evalcore.store import Store
@@ -107,8 +109,6 @@ class Deployments:
         return value if ok else None
 
     def get(self, name: str) -> Deployment | None:
-        from evalcore.service.deployments import check_deployment_name, get_deployment
-
         name = check_deployment_name(name)
         with self._lock:
             snap = self._kept.get(name)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from evalcore.cli.shared.common import open_store
 from evalcore.cli.shared.options import integer, run_ref
+from evalcore.cli.text.compare_text import compare_text
 from evalcore.regression.gate import DEFAULT_METRIC
 
 if TYPE_CHECKING:
@@ -17,8 +18,6 @@ MIN_WIDTH, MAX_WIDTH = 20, 10_000
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from evalcore.cli.text.compare_text import compare_text
-
     print(compare_text(open_store(args), args.run, args.run2, metric=args.metric, holm=args.holm, width=args.width))
     return 0
 

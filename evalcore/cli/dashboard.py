@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalcore.api.rate import RATE_ENV, parse_rate
 from evalcore.cli.shared.options import integer
 from evalcore.errors import InputError
 from evalcore.store.connection import default_store_path
@@ -91,8 +92,6 @@ def environment(store: str | None) -> dict[str, str]:
 
 def serve(port: int, address: str, store: str | None, browser: bool) -> None:
     """Replace this process with Streamlit serving the dashboard (does not return)."""
-    from evalcore.api.limits import RATE_ENV, parse_rate
-
     argv = command(port, address, browser)
     env = environment(store)
     parse_rate(env.get(RATE_ENV))  # ConfigError, one line, before anything starts

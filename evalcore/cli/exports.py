@@ -6,16 +6,17 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from evalcore.cli import remote
 from evalcore.cli.shared.common import open_store
 from evalcore.cli.shared.options import run_ref
+from evalcore.files.ir_formats import export_formats
+from evalcore.files.run_files import export_run, load_run
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_export_formats(args: argparse.Namespace) -> int:
-    from evalcore.files.ir_formats import export_formats
-
     done = export_formats(open_store(args), args.run, args.output, args.config or None)
     print(
         f"wrote run {done.run_id} to {done.folder}: {len(done.strategies)} strategy folder(s) "
@@ -31,8 +32,6 @@ def cmd_export_formats(args: argparse.Namespace) -> int:
 
 
 def cmd_export_run(args: argparse.Namespace) -> int:
-    from evalcore.files.run_files import export_run
-
     done = export_run(open_store(args), args.run, args.output)
     print(
         f"wrote run {done.run_id} ({done.run_name}) to {done.path}: "
@@ -44,11 +43,7 @@ def cmd_export_run(args: argparse.Namespace) -> int:
 
 
 def cmd_load_run(args: argparse.Namespace) -> int:
-    from evalcore.files.run_files import load_run
-
     if args.server:
-        from evalcore.cli import remote
-
         return remote.remote_load_run(args)
     store = open_store(args)
     done = load_run(store, args.file)

@@ -7,13 +7,20 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.text import for_terminal
+from evalcore.cli.run import execute_run
 from evalcore.cli.shared.common import open_store, report_invalid
 from evalcore.cli.shared.options import add_score_kind, external_inputs, integer, number
 from evalcore.cli.text.summary import EXTERNAL_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
+from evalcore.external.endpoint import Endpoint, Fields
+from evalcore.external.importer import import_run
+from evalcore.external.live import LiveResult
+from evalcore.external.record import DEFAULT_MAX_FAILURES
+from evalcore.inputs import sources as inputs
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
@@ -27,8 +34,6 @@ MAX_K, MAX_CONCURRENCY, MAX_RETRIES, MAX_TIMEOUT = 10_000, 256, 10, 3600.0
 
 def _inputs_of(args: argparse.Namespace) -> tuple[Corpus, GroundTruth]:
     """Corpus and ground truth of an external run: --demo, or --corpus/--questions/--ood."""
-    from evalcore.inputs import sources as inputs
-
     if args.demo:
         return inputs.load_demo()
     if not args.corpus or not args.questions:
@@ -75,8 +80,6 @@ def _external_summary(args: argparse.Namespace, store: Store, run_id: str, wall:
 
 
 def cmd_import_run(args: argparse.Namespace) -> int:
-    from evalcore.external.importer import import_run
-
     corpus, gt = _inputs_of(args)
     report_invalid(gt)
     store = open_store(args)
@@ -108,9 +111,6 @@ def cmd_import_run(args: argparse.Namespace) -> int:
 
 
 def cmd_run_endpoint(args: argparse.Namespace) -> int:
-    from evalcore.cli.run import execute_run
-    from evalcore.external.live import LiveResult
-
     store, done, wall = execute_run(args, args.quiet or args.json)
     assert isinstance(done, LiveResult)
     sent = done.stats
@@ -177,10 +177,6 @@ def add_import_run(sub: Subparsers) -> None:
 
 
 def add_run_endpoint(sub: Subparsers) -> None:
-    from dataclasses import fields
-
-    from evalcore.external.endpoint import Endpoint, Fields
-    from evalcore.external.record import DEFAULT_MAX_FAILURES
 
     endpoint = {f.name: f.default for f in fields(Endpoint)}
     field = {f.name: f.default for f in fields(Fields)}

@@ -7,25 +7,22 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalcore.boundary.numbers import bounded_float
+from evalcore.cli import remote
 from evalcore.cli.shared.common import open_store, write_text
-from evalcore.regression.gate import DEFAULT_ALPHA, DEFAULT_METRIC
+from evalcore.regression.gate import DEFAULT_ALPHA, DEFAULT_METRIC, run_gate
+from evalcore.regression.report import render, to_junit
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from evalcore.boundary.numbers import bounded_float
-    from evalcore.regression.gate import run_gate
-    from evalcore.regression.report import render, to_junit
-
     alpha = bounded_float(args.alpha, option="--alpha", low=0.0, high=1.0, low_open=True, high_open=True)
     min_effect = (
         None if args.min_effect is None else bounded_float(args.min_effect, option="--min-effect", low=0.0, high=1.0)
     )
     if args.server:
-        from evalcore.cli import remote
-
         return remote.remote_gate(args, alpha, min_effect)
     report = run_gate(
         open_store(args),

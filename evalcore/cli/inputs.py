@@ -5,6 +5,7 @@ corpus and questions)."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import sys
@@ -12,18 +13,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
+from evalcore.boundary.files import write_file_streamed
+from evalcore.chunking import chunk_corpus, parse_strategies
 from evalcore.cli.shared.common import print_json
 from evalcore.cli.shared.options import CORPUS_HELP, integer, json_option
 from evalcore.errors import EvalcoreError, InputError
+from evalcore.inputs import sources as inputs
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import validation_report
+from evalcore.inputs.public_sets import import_squad, questions_from_csv
+from evalcore.read.citations import locator, page_range
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from evalcore.inputs import sources as inputs
-    from evalcore.inputs.groundtruth import validation_report
-
     if args.demo:
         corpus, gt = inputs.load_demo()
     else:
@@ -50,9 +55,6 @@ def _write_output(name: str, emit: Callable[[TextIO], None]) -> None:
     """What ``emit`` writes, as the file ``--output`` names: streamed into a temporary file in
     its folder and renamed into place (:func:`evalcore.boundary.files.write_file_streamed`):
     never half a file, never through a symbolic link, never into a FIFO, device or folder."""
-    import io
-
-    from evalcore.boundary.files import write_file_streamed
 
     def write(fh: BinaryIO) -> None:
         text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
@@ -68,11 +70,6 @@ def _write_output(name: str, emit: Callable[[TextIO], None]) -> None:
 
 
 def cmd_chunks(args: argparse.Namespace) -> int:
-    from evalcore.chunking import chunk_corpus, parse_strategies
-    from evalcore.inputs import sources as inputs
-    from evalcore.inputs.corpus import load_corpus
-    from evalcore.read.citations import locator, page_range
-
     corpus = inputs.load_demo()[0] if args.demo else load_corpus(args.corpus)
     strategies = parse_strategies(args.strategy)
     if len(strategies) != 1:
@@ -108,8 +105,6 @@ def cmd_chunks(args: argparse.Namespace) -> int:
 
 
 def cmd_import_squad(args: argparse.Namespace) -> int:
-    from evalcore.inputs.public_sets import import_squad, questions_from_csv
-
     ood = questions_from_csv(args.ood_csv, args.ood_column, args.ood_kind, args.ood_limit) if args.ood_csv else []
     report = import_squad(args.input, args.out, ood)
     out = Path(args.out)

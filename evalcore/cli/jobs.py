@@ -6,14 +6,13 @@ import argparse
 from typing import TYPE_CHECKING
 
 from evalcore.cli.shared.common import open_store
+from evalcore.jobs import run_job
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_job(args: argparse.Namespace) -> int:
-    from evalcore.jobs import run_job
-
     status = run_job(open_store(args), args.job_id)
     print(f"job {args.job_id}: {status}")
     return {"complete": 0, "cancelled": 1}.get(status, 2)

@@ -9,19 +9,18 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from evalcore.authors import os_author
 from evalcore.boundary.text import for_terminal
 from evalcore.cli.shared.common import open_store, print_json
 from evalcore.cli.shared.options import json_option
-from evalcore.store.keys import SCOPES
+from evalcore.read.keys import keys
+from evalcore.store.keys import SCOPES, check_scopes, create_key, revoke_key
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    from evalcore.authors import os_author
-    from evalcore.store.keys import check_scopes, create_key
-
     scopes = check_scopes(args.scope.split(","))
     key = create_key(open_store(args), args.name, scopes, os_author())
     print(f"key {for_terminal(args.name.strip())} created with scopes {','.join(scopes)}; it is shown only now:")
@@ -30,8 +29,6 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    from evalcore.read.keys import keys
-
     rows = keys(open_store(args))
     if args.json:
         print_json(rows)
@@ -50,8 +47,6 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 
 def cmd_revoke(args: argparse.Namespace) -> int:
-    from evalcore.store.keys import revoke_key
-
     revoke_key(open_store(args), args.name)
     print(f"key {for_terminal(args.name.strip())} revoked: the API refuses it from now on")
     return 0

@@ -13,12 +13,15 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalcore import signals
 from evalcore.boundary.text import for_terminal
 from evalcore.cli.parser import build_parser
+from evalcore.cli.remote import check_remote
+from evalcore.embedding.model_env import NOTE
 from evalcore.errors import EvalcoreError, Interrupted
 
 log = logging.getLogger("evalcore")
@@ -27,8 +30,6 @@ log = logging.getLogger("evalcore")
 def unexpected(exc: BaseException) -> str:
     """The one line of an exception evalcore did not foresee: where it arose and what it says
     (the full traceback goes to the log with ``-v``)."""
-    import traceback
-
     log.info("unexpected error", exc_info=exc)
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if "evalcore" in f.filename] or frames
@@ -44,14 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvalcoreError as exc:  # an option's value refused by evalcore.boundary (numbers): one line
         print(f"error: {for_terminal(exc)}", file=sys.stderr)
         return 2
-    from evalcore.embedding.model_env import NOTE
 
     logging.basicConfig(level=logging.INFO if args.verbose else NOTE, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "chunks" and not args.demo and not args.corpus:
         parser.error("chunks needs --corpus DIR or --demo")
     try:
-        from evalcore.cli.remote import check_remote
-
         check_remote(args)
         with signals.handled():  # SIGTERM and SIGINT end any command with one line
             command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, cast
 
+from evalcore import __version__
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.compare import add_compare
 from evalcore.cli.dashboard import add_dashboard
 from evalcore.cli.exports import add_export_formats, add_export_run, add_load_run
@@ -62,14 +64,10 @@ class Parser(argparse.ArgumentParser):
     not read: each may quote what the user typed) is escaped for the terminal."""
 
     def error(self, message: str) -> NoReturn:
-        from evalcore.boundary.text import for_terminal
-
         super().error(for_terminal(message))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evalcore import __version__
-
     p = Parser(
         prog=_prog(),
         description="Evaluate the retrieval half of RAG: chunk, embed, retrieve, score, store.",

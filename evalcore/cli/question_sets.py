@@ -7,20 +7,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
+from evalcore import authors
 from evalcore.boundary.text import for_terminal
 from evalcore.cli.shared.common import open_store
 from evalcore.cli.shared.options import integer
+from evalcore.errors import InputError
 from evalcore.inputs import question_sets
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.suggest import CLOZE, save_drafts, suggest, write_candidates
 
 MAX_CANDIDATES = 100_000  # question-set suggest -n: the most candidates one call writes
 LARGE = 1_000_000  # bytes of a questions file from which an import prints progress lines on stderr
 
 
 def cmd_question_set_import(args: argparse.Namespace) -> int:
-    from evalcore import authors
-
     def said(line: str) -> None:
         print(for_terminal(line), file=sys.stderr, flush=True)
 
@@ -45,8 +48,6 @@ def cmd_question_set_import(args: argparse.Namespace) -> int:
 
 def _large(folder: str) -> bool:
     """Whether the folder's questions file is large enough for progress lines."""
-    from pathlib import Path
-
     try:
         return (Path(folder) / "questions.jsonl").stat().st_size > LARGE
     except OSError:
@@ -61,8 +62,6 @@ def cmd_question_set_export(args: argparse.Namespace) -> int:
 
 
 def cmd_question_set_list(args: argparse.Namespace) -> int:
-    from evalcore import authors
-
     found = question_sets.versions(open_store(args))
     if args.json:
         print(json.dumps([_row(v) for v in found], indent=2, ensure_ascii=False))
@@ -99,8 +98,6 @@ def cmd_question_set_show(args: argparse.Namespace) -> int:
     qs = question_sets.load_question_set(open_store(args), args.ref)
     report = question_sets.describe_question_set(qs)
     if args.corpus:
-        from evalcore.inputs.corpus import load_corpus
-
         gt = qs.ground_truth(load_corpus(args.corpus))
         report["against"] = str(args.corpus)
         report["resolved"] = len(gt.spans)
@@ -124,10 +121,6 @@ def cmd_question_set_show(args: argparse.Namespace) -> int:
 
 
 def cmd_question_set_suggest(args: argparse.Namespace) -> int:
-    from evalcore.errors import InputError
-    from evalcore.inputs.corpus import load_corpus
-    from evalcore.inputs.suggest import suggest, write_candidates
-
     if args.output is None and args.save_as is None:
         raise InputError(
             f"{args.question_set_command_name} suggest needs -o FILE (the candidates) "
@@ -140,9 +133,6 @@ def cmd_question_set_suggest(args: argparse.Namespace) -> int:
         write_candidates(found, args.output)
         print(f"wrote {len(found)} candidate(s) from {docs} of {len(corpus.documents)} documents to {args.output}")
     if args.save_as is not None:
-        from evalcore import authors
-        from evalcore.inputs.suggest import CLOZE, save_drafts
-
         saved = save_drafts(open_store(args), args.save_as, found, author=authors.os_author())
         v = saved.version
         added = int(v.note.split()[0])

@@ -6,16 +6,25 @@ would show it in the process list and the shell's history)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 from evalcore.cli.shared.common import print_json, write_text
+from evalcore.cli.text.claims_text import print_claims
+from evalcore.cli.text.summary import print_runs
+from evalcore.client import Client
 from evalcore.errors import ConfigError
-
-if TYPE_CHECKING:
-    from evalcore.client import Client
+from evalcore.measures.metrics import DEFAULT_KS
+from evalcore.read.refs import parse_ref
+from evalcore.read.summary import format_table
+from evalcore.regression.from_json import report_from_dict
+from evalcore.regression.report import render, to_junit
+from evalcore.traffic.log import LogFields, LogLine, LogProblem, infer_format, read_log
+from evalcore.traffic.replay import Occurrences, line_key
 
 KEY_ENV = "EVALCORE_API_KEY"
 TIMEOUT = 900.0  #: seconds for one request: a gate or an upload is computed while the command waits
@@ -39,8 +48,6 @@ def check_remote(args: argparse.Namespace) -> None:
 
 
 def client(args: argparse.Namespace) -> Client:
-    from evalcore.client import Client
-
     key = os.environ.get(KEY_ENV, "").strip()
     if not key:
         raise ConfigError(f"--server needs the API key in ${KEY_ENV} (never on the command line)")
@@ -57,8 +64,6 @@ def _time(value: Any) -> Any:
 
 
 def remote_list(args: argparse.Namespace) -> int:
-    from evalcore.cli.text.summary import print_runs
-
     with client(args) as c:
         rows = c.runs()
     if args.json:
@@ -71,8 +76,6 @@ def remote_list(args: argparse.Namespace) -> int:
 
 
 def remote_show(args: argparse.Namespace) -> int:
-    from evalcore.read.summary import format_table
-
     with client(args) as c:
         summary = c.run(args.run)
     if args.json:
@@ -93,8 +96,6 @@ def remote_show(args: argparse.Namespace) -> int:
 def _table(configs: list[dict[str, Any]]) -> Any:
     import pandas as pd
 
-    from evalcore.measures.metrics import DEFAULT_KS
-
     rows = []
     for c in configs:
         row = {
@@ -113,10 +114,6 @@ def _table(configs: list[dict[str, Any]]) -> Any:
 
 
 def remote_gate(args: argparse.Namespace, alpha: float, min_effect: float | None) -> int:
-    from pathlib import Path
-
-    from evalcore.regression.from_json import report_from_dict
-    from evalcore.regression.report import render, to_junit
 
     with client(args) as c:
         found = c.gate(
@@ -154,9 +151,6 @@ def remote_load_run(args: argparse.Namespace) -> int:
 
 
 def remote_threshold(args: argparse.Namespace, alpha: float, beta: float, confidence: float) -> int:
-    from evalcore.cli.text.claims_text import print_claims
-    from evalcore.read.refs import parse_ref
-
     if args.splits is not None:
         raise ConfigError("--splits (the held-out check) runs only on a local store, not with --server")
     ref = parse_ref(args.run)
@@ -173,10 +167,6 @@ def remote_threshold(args: argparse.Namespace, alpha: float, beta: float, confid
 def cmd_traffic_import(args: argparse.Namespace) -> int:
     """Post the log's usable lines to deployment ``--deployment``: each line's id is its identity
     in the log (time, text, occurrence), so importing the log again posts only duplicates."""
-    import json
-
-    from evalcore.traffic.log import LogFields, LogLine, LogProblem, infer_format, read_log
-    from evalcore.traffic.replay import Occurrences, line_key
 
     if args.run is not None:
         raise ConfigError("--run names a run of a local store; with --server give --deployment NAME")

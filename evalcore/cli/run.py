@@ -12,25 +12,23 @@ from evalcore.cli.shared.common import open_store, report_invalid
 from evalcore.cli.shared.options import CORPUS_HELP, DEFAULT_STRATEGIES, DEMO_RETRIEVERS, pipeline_options
 from evalcore.cli.text.summary import BUILT_IN_LEGEND, print_summary
 from evalcore.errors import EvalcoreError
-from evalcore.run.spec import DEFAULT_RETRIEVERS
+from evalcore.external.endpoint import Endpoint, Fields, parse_header
+from evalcore.progress import BarProgress
+from evalcore.run.execute import execute
+from evalcore.run.runner import RunResult
+from evalcore.run.spec import DEFAULT_RETRIEVERS, RunSpec
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
     from evalcore.external.live import LiveResult
     from evalcore.run.execute import Inputs
-    from evalcore.run.runner import RunResult
-    from evalcore.run.spec import RunSpec
     from evalcore.store import Store
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:
     """The RunSpec of a run command's options (``demo``, ``run``, ``run-endpoint``): the one
     place the CLI's options become a run. EvalcoreError naming the option that is missing."""
-    from evalcore.run.spec import RunSpec
-
     if args.command == "run-endpoint":
-        from evalcore.external.endpoint import Endpoint, Fields, parse_header
-
         fields = Fields(
             hits=args.hits,
             chunk_id=args.chunk_id,
@@ -89,9 +87,6 @@ def execute_run(args: argparse.Namespace, quiet: bool) -> tuple[Store, RunResult
     """Execute the run of a run command's options (progress bars unless ``quiet``), with the
     warnings a user reads before it starts; returns the store, the result and the run's wall
     time (from the moment the run starts, inputs and models loaded)."""
-    from evalcore.progress import BarProgress
-    from evalcore.run.execute import execute
-
     spec = run_spec(args)
     store = open_store(args)
     started = [time.perf_counter()]
@@ -113,8 +108,6 @@ def execute_run(args: argparse.Namespace, quiet: bool) -> tuple[Store, RunResult
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``demo`` and ``run``: the built-in pipeline."""
-    from evalcore.run.runner import RunResult
-
     store, result, wall = execute_run(args, args.quiet)
     assert isinstance(result, RunResult)
     heading = [

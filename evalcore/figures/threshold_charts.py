@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import altair as alt
+
 from evalcore.figures.charts import (
     MEASURE_COLOURS,
     MEASURE_TITLES,
@@ -18,7 +20,6 @@ from evalcore.figures.charts import (
 )
 
 if TYPE_CHECKING:
-    import altair as alt
     import pandas as pd
 
 
@@ -28,8 +29,6 @@ def distance_chart(
     """One histogram per measure, stacked on a shared distance axis, with rules at the worst
     in-domain answer and the best out-of-domain top hit; the band between them is shaded
     when the groups overlap (no threshold separates them there)."""
-    import altair as alt
-
     inline_all_rows()
     import pandas as pd
 
@@ -136,8 +135,6 @@ def sweep_chart(
 
     ``sweep_long``: threshold, series, count, rate, low, high (:func:`evalcore.read.sweeps.sweep_long`).
     """
-    import altair as alt
-
     inline_all_rows()
     import pandas as pd
 

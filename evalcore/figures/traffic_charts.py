@@ -16,6 +16,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+import altair as alt
+
+from evalcore.measures.drift import binned_shares
+from evalcore.read.traffic.periods import distributions, periods
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -32,9 +37,6 @@ def period_view(
     """The periods frame (:func:`evalcore.read.traffic.periods.periods`, with a ``period`` label
     column), the volume chart's spec and the refused share chart's spec (the last
     :data:`CHART_PERIODS` periods). ConfigError when there are too many periods to build."""
-    import altair as alt
-
-    from evalcore.read.traffic.periods import periods
 
     frame = periods(store, run_id, configuration, period, threshold)
     label = "%Y-%m-%d" if period >= timedelta(days=1) else "%Y-%m-%d %H:%M"
@@ -68,11 +70,7 @@ def histogram_spec(
 ) -> dict[str, Any]:
     """The binned gate values of the period starting at ``start`` (default: the last) beside
     the evaluation's, and the threshold."""
-    import altair as alt
     import pandas as pd
-
-    from evalcore.measures.drift import binned_shares
-    from evalcore.read.traffic.periods import distributions
 
     bins = binned_shares(distributions(store, run_id, configuration, period, start))
     hist = (

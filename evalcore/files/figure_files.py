@@ -23,11 +23,15 @@ import io
 import json
 import re
 import struct
+import zipfile
 import zlib
 from typing import TYPE_CHECKING, Any
+from xml.sax.saxutils import escape
+
+import vl_convert as vlc
 
 from evalcore.boundary.csvcells import neutralise_frame
-from evalcore.i18n import N_
+from evalcore.i18n import N_, translator
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -69,8 +73,6 @@ def captioned_spec(chart: Any, provenance: Provenance) -> dict[str, Any]:
 
 def to_png(figure: Figure, scale: float = 2.0) -> bytes:
     """PNG bytes of a figure, its caption drawn in and written as text chunks (``scale`` 2 for slides)."""
-    import vl_convert as vlc
-
     if scale <= 0:
         raise ValueError(f"scale must be positive, got {scale!r}")
     provenance = figure.provenance.stamped()
@@ -80,8 +82,6 @@ def to_png(figure: Figure, scale: float = 2.0) -> bytes:
 
 def to_svg(figure: Figure) -> str:
     """SVG text of a figure, its caption drawn in and given as ``<title>`` and ``<desc>``."""
-    import vl_convert as vlc
-
     provenance = figure.provenance.stamped()
     svg = vlc.vegalite_to_svg(captioned_spec(figure.chart, provenance))
     return svg_with_title(svg, figure.title, provenance.text())
@@ -121,8 +121,6 @@ def png_with_text(png: bytes, text: dict[str, str]) -> bytes:
 
 def svg_with_title(svg: str, title: str, description: str) -> str:
     """``svg`` with ``<title>`` and ``<desc>`` as the first children of its root element."""
-    from xml.sax.saxutils import escape
-
     match = re.search(r"<svg\b[^>]*>", svg)
     if match is None:
         raise ValueError("not an SVG document")
@@ -163,7 +161,6 @@ def csv_fields(provenance: Provenance) -> list[tuple[str, str]]:
     in both languages, that the values are machine-readable."""
     if provenance.lang == "en":
         return provenance.fields()
-    from evalcore.i18n import translator
 
     tr = translator(provenance.lang)
     fields = dict(provenance.english_fields())
@@ -237,8 +234,6 @@ def review_pack(figures: list[Figure], run_id: str, summary: str | Any) -> bytes
     ``summary`` is the Markdown text, or a function ``(files) -> str`` given the file names
     of each figure (slug -> names), so the summary can list them.
     """
-    import zipfile
-
     files: dict[str, list[str]] = {}
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as pack:

@@ -44,8 +44,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.files import write_file_atomic
+from evalcore.configurations import failures
 from evalcore.errors import ConfigError, InputError
 from evalcore.read.files import ir_formats as stored
+from evalcore.read.refs import resolve_run
+from evalcore.read.runs import configurations as run_configurations
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -118,10 +121,6 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
     """Write ``run`` (run id, name or unique prefix; complete) in the standard formats into
     ``folder`` (see the module docstring). ``configurations`` (``["E/dense", ...]``) limits
     the runs written; their strategies' datasets are written whole."""
-    from evalcore.configurations import failures
-    from evalcore.read.refs import resolve_run
-    from evalcore.read.runs import configurations as run_configurations
-
     info = resolve_run(store, run)
     run_id = str(info["run_id"])
     have = [c.label for c in run_configurations(store, run_id)]

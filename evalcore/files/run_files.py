@@ -31,11 +31,11 @@ import re
 import tempfile
 import zipfile
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from evalcore import testhooks
+from evalcore import __version__, testhooks
 from evalcore.boundary.files import kind_of, write_file_streamed
 from evalcore.boundary.text import check_run_name
 from evalcore.errors import InputError
@@ -51,6 +51,7 @@ from evalcore.read.files.run_members import (
     run_stored,
     table_columns,
 )
+from evalcore.read.refs import resolve_run
 from evalcore.store.loaded_runs import insert_parquet
 from evalcore.store.migrate import applied_version
 
@@ -123,10 +124,6 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     device at ``path`` is refused (:func:`evalcore.boundary.files.write_file_streamed`).
     StoreError for an unknown or incomplete run.
     """
-    from datetime import datetime
-
-    from evalcore import __version__
-    from evalcore.read.refs import resolve_run
 
     info = resolve_run(store, run)
     run_id = str(info["run_id"])

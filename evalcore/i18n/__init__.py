@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import gettext
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from babel import Locale
+from babel.dates import format_date, format_time
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
 from babel.numbers import format_decimal, format_percent, get_decimal_symbol
@@ -203,7 +205,6 @@ class Translator:
         ``seconds``); English keeps the ISO form shown today."""
         if value is None:
             return ""
-        from babel.dates import format_date, format_time
 
         if self.lang == DEFAULT:
             if isinstance(value, dt.datetime):
@@ -239,8 +240,6 @@ def _pattern(template: str) -> re.Pattern[str]:
 
 def _plural_index(cat: Catalog, n: int) -> int:
     """The catalog's ``Plural-Forms`` expression at ``n`` (gettext's own evaluator)."""
-    import gettext
-
     return int(gettext.c2py(cat.plural_expr)(n))
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from evalcore.errors import InputError
+from evalcore.inputs.demo import pydoc_topics
 from evalcore.inputs.extractors import Extraction, page_of
 from evalcore.inputs.extractors import bounded as _bounded
 from evalcore.inputs.extractors import html as _html
@@ -104,8 +105,6 @@ def extract_file(data: bytes, filename: str) -> tuple[Extractor, Extraction]:
 
 def current_versions() -> dict[str, str]:
     """Extractor name -> the version this code would stamp (demo extractor included)."""
-    from evalcore.inputs.demo import pydoc_topics
-
     versions = {e.name: e.version for e in EXTRACTORS.values()}
     versions[pydoc_topics.NAME] = pydoc_topics.VERSION
     return versions

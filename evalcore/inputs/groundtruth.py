@@ -38,7 +38,7 @@ from typing import Any
 
 from evalcore.boundary.files import iter_text_lines
 from evalcore.boundary.text import clean_text
-from evalcore.errors import InputError
+from evalcore.errors import InputError, control_characters
 from evalcore.inputs import jsontext
 from evalcore.records import Corpus, Document, GroundTruth, InvalidNeedle, OODQuery, Question, Span, ValidationReport
 
@@ -106,8 +106,6 @@ def _extra(obj: dict[str, Any], known: tuple[str, ...]) -> str | None:
 
 
 def _check_id(query_id: str, where: str, seen: dict[str, str]) -> None:
-    from evalcore.errors import control_characters
-
     if control_characters(query_id):
         raise InputError(f"{where}: id {query_id!r} holds control characters")
     if query_id in seen:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import InputError
+from evalcore.inputs.corpus import load_corpus
 
 
 @dataclass
@@ -136,8 +137,6 @@ def import_squad(source: str | Path, out_dir: str | Path, ood: Iterable[tuple[st
 
 def _check_spans(corpus_dir: Path, rows: list[dict[str, Any]]) -> None:
     """Every span must slice its answer out of the canonical text the extractor makes."""
-    from evalcore.inputs.corpus import load_corpus
-
     texts = {d.doc_id: d.text for d in load_corpus(corpus_dir).documents}
     for row in rows:
         got = texts[row["document"]][row["start"] : row["end"]]

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.authors import clean_author, shown
 from evalcore.boundary import text as boundary_text
 from evalcore.boundary.files import write_file_atomic
 from evalcore.errors import InputError, StoreError
@@ -43,6 +44,15 @@ from evalcore.inputs.question_set_files import question_row as question_row
 from evalcore.inputs.question_set_files import read_folder as read_folder
 from evalcore.inputs.question_set_files import to_jsonl as to_jsonl
 from evalcore.records import GroundTruth, OODQuery, Question
+from evalcore.store.question_sets import (
+    ITEM_COLUMNS,
+    OOD_COLUMNS,
+    frame,
+    insert_version,
+    item_rows,
+    question_set_names,
+    version_rows,
+)
 
 if TYPE_CHECKING:
     from evalcore.records import Corpus, Run
@@ -112,8 +122,6 @@ class Saved:
 
 
 def _who(author: str | None) -> str:
-    from evalcore.authors import shown
-
     return shown(author)
 
 
@@ -217,14 +225,10 @@ def _version(row: tuple[Any, ...]) -> Version:
 
 def versions(store: Store, name: str | None = None) -> list[Version]:
     """Every version (of ``name``, or of every set), by name then version."""
-    from evalcore.store.question_sets import version_rows  # pandas: loaded when a set is read
-
     return [_version(r) for r in version_rows(store, name)]
 
 
 def names(store: Store) -> list[str]:
-    from evalcore.store.question_sets import question_set_names
-
     return question_set_names(store)
 
 
@@ -243,7 +247,6 @@ def load_question_set(store: Store, ref: str) -> QuestionSet:
         if not matches:
             raise StoreError(f"question set {name!r} has no version {wanted} (versions 1 to {found[-1].version})")
         version = matches[0]
-    from evalcore.store.question_sets import item_rows
 
     qrows, orows = item_rows(store, name, version.version)
     questions = tuple(
@@ -280,9 +283,6 @@ def save(
     written when a check fails). ``parent``: the version they were edited from (None: a new
     set, refused when the name is taken). The version number is the next free one, taken
     inside the write's transaction, so concurrent saves never collide."""
-    from evalcore.authors import clean_author
-    from evalcore.store.question_sets import insert_version
-
     name = check_question_set_name(name)
     note = boundary_text.clean_text(note or "", field="note", max_len=MAX_NOTE).strip()
     questions, ood = numbered(questions, ood)
@@ -297,8 +297,6 @@ def save(
 
 def _frames(questions: Sequence[Question], ood: Sequence[OODQuery]) -> tuple[Any, Any]:
     """The rows the store inserts, as the frames :func:`evalcore.store.question_sets.frame` makes."""
-    from evalcore.store.question_sets import ITEM_COLUMNS, OOD_COLUMNS, frame
-
     items = frame(
         ITEM_COLUMNS,
         {

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.errors import InputError
+from evalcore.inputs import demo
+from evalcore.inputs.corpus import load_corpus
+from evalcore.inputs.groundtruth import load_ground_truth
 
 if TYPE_CHECKING:
     from evalcore.inputs.corpus import ExtractionCache
@@ -31,18 +34,12 @@ def load_corpus_and_questions(
 ) -> tuple[Corpus, GroundTruth]:
     """The corpus under ``corpus`` and its ground truth; InputError naming the file otherwise.
     With ``cache`` (the run store), PDF and HTML extractions are reused (evalcore.inputs.corpus)."""
-    from evalcore.inputs.corpus import load_corpus
-    from evalcore.inputs.groundtruth import load_ground_truth
-
     loaded = load_corpus(corpus, cache=cache)
     return loaded, load_ground_truth(loaded, questions, ood)
 
 
 def load_demo() -> tuple[Corpus, GroundTruth]:
     """The built-in demo corpus (Python language reference) and its ground truth."""
-    from evalcore.inputs import demo
-    from evalcore.inputs.groundtruth import load_ground_truth
-
     corpus = demo.load_demo_corpus()
     return corpus, load_ground_truth(corpus, demo.QUESTIONS_PATH, demo.OOD_PATH)
 

@@ -35,7 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalcore.boundary.files import write_path_atomic
 from evalcore.errors import InputError
+from evalcore.inputs import question_sets
+from evalcore.records import Question
 
 if TYPE_CHECKING:
     from evalcore.inputs.question_sets import Saved
@@ -223,8 +226,6 @@ def suggest(corpus: Corpus, n: int, seed: int = 0) -> list[Candidate]:
 def write_candidates(candidates: Sequence[Candidate], path: str | Path) -> None:
     """The candidates as JSON lines in the file ``path``, whole or not at all, never through a
     symbolic link (:func:`evalcore.boundary.files.write_path_atomic`)."""
-    from evalcore.boundary.files import write_path_atomic
-
     write_path_atomic(path, "".join(json.dumps(c.row(), ensure_ascii=False) + "\n" for c in candidates))
 
 
@@ -237,9 +238,6 @@ def save_drafts(store: Store, name: str, candidates: Sequence[Candidate], *, aut
     version of NAME holding its newest version's items too (a new set when NAME is new). A
     candidate whose needle the set already has is left out. The one way a draft becomes a
     question without an edit: asked for explicitly, and labelled so it can be told apart."""
-    from evalcore.inputs import question_sets
-    from evalcore.records import Question
-
     name = question_sets.check_question_set_name(name)
     found = question_sets.versions(store, name)
     base = question_sets.load_question_set(store, found[-1].label) if found else None

@@ -37,9 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from evalcore.errors import InputError
+from evalcore.errors import InputError, control_characters
 from evalcore.inputs import extract
 from evalcore.inputs.corpus import SOURCE_TYPES, doc_id_for, load_corpus
+from evalcore.inputs.groundtruth import read_ood, read_questions
 from evalcore.records import Corpus
 
 log = logging.getLogger(__name__)
@@ -112,8 +113,6 @@ def check_size(upload: UploadedFile, limits: Limits = DEFAULT_LIMITS) -> None:
 
 def safe_name(name: str) -> str:
     """The base name of an uploaded file (browsers may send a path); InputError when empty."""
-    from evalcore.errors import control_characters
-
     base = PurePosixPath(name.replace("\\", "/")).name
     if not base or base in (".", ".."):
         raise InputError(f"{name!r}: not a usable file name")
@@ -132,7 +131,6 @@ def entry_path(upload_name: str, entry: str) -> PurePosixPath:
     if norm.startswith("/") or (len(norm) > 1 and norm[1] == ":"):
         raise InputError(f"{upload_name}: entry {entry!r} has an absolute path; refusing the zip")
     parts = [p for p in norm.split("/") if p not in ("", ".")]
-    from evalcore.errors import control_characters
 
     if control_characters(norm):
         raise InputError(f"{upload_name}: entry {entry!r} has a control character in its name; refusing the zip")
@@ -317,7 +315,6 @@ def check_jsonl(upload: UploadedFile, kind: str, limits: Limits = DEFAULT_LIMITS
     the ground-truth readers; InputError ``"NAME:LINE: ..."`` (or ``"NAME: ..."``) otherwise."""
     if kind not in ("questions", "ood"):
         raise ValueError(f"kind must be 'questions' or 'ood', got {kind!r}")
-    from evalcore.inputs.groundtruth import read_ood, read_questions
 
     name = safe_name(upload.name)
     check_size(upload, limits)

@@ -19,6 +19,10 @@ from typing import TYPE_CHECKING, Any
 from evalcore.configurations import EXTERNAL
 from evalcore.errors import ConfigError, InputError
 from evalcore.external.record import DEFAULT_MAX_FAILURES
+from evalcore.inputs import question_sets
+from evalcore.inputs.groundtruth import validation_report
+from evalcore.inputs.sources import server_path
+from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
 from evalcore.run.execute import load_inputs, model_folders
 from evalcore.run.spec import SIMILARITY, RunSpec, endpoint_from_json, endpoint_json
 from evalcore.store.basics import new_run_id
@@ -96,8 +100,6 @@ class NothingToScore(InputError):
 
 
 def _server_paths(corpus: str | None, questions: str | None, ood: str | None) -> tuple[str, str, str | None]:
-    from evalcore.inputs.sources import server_path
-
     return (
         str(server_path(corpus, "corpus folder")),
         str(server_path(questions, "questions file")),
@@ -115,8 +117,6 @@ def validate(spec: RunSpec, sets: Store | None = None) -> ValidationReport:
 
 def _validated(spec: RunSpec, sets: Store | None = None) -> tuple[ValidationReport, tuple[str, ...]]:
     """:func:`validate`'s report and the corpus's document ids."""
-    from evalcore.inputs.groundtruth import validation_report
-
     if spec.endpoint is None:
         model_folders(spec)
     loaded = load_inputs(spec, sets, cache=False)
@@ -146,8 +146,6 @@ def prepare_upload(
     error the folder is removed and InputError/ConfigError raised. The store is not written.
     ``dataset`` (``NAME`` or ``NAME@VERSION``): the questions are that question set of the
     store (pinned to its version now), not uploaded files."""
-    from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
-
     pinned = _pinned(store, dataset, questions, ood)
     job_id = new_run_id()
     saved = save_upload(
@@ -181,7 +179,6 @@ def _pinned(store: Store, dataset: str | None, *files: object) -> str | None:
         return None
     if any(f for f in files):
         raise ConfigError("a run takes a question set or question files, not both")
-    from evalcore.inputs import question_sets
 
     if not store.path.exists():
         raise InputError("the store holds no question set yet (save one on the Questions page)")
@@ -201,8 +198,6 @@ def prepare_paths(
     """Validate a corpus folder and jsonl files that are already on the server, inside the
     operator's data roots (evalcore.inputs.sources); InputError without reading them otherwise.
     ``dataset`` with ``store``: a question set of the store instead of the jsonl files."""
-    from evalcore.inputs.sources import server_path
-
     if dataset is not None:
         if store is None:
             raise ConfigError("a question set is read from a store")

@@ -15,7 +15,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.text import check_run_name
 from evalcore.errors import ConfigError, StoreError
+from evalcore.jobs.launch import spawn
+from evalcore.jobs.prepare import job_source
 from evalcore.store import jobs as job_rows
 
 if TYPE_CHECKING:
@@ -48,9 +51,6 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     """Queue a prepared job and start its process; returns the job id (also the run id).
 
     ``start=False`` only queues it (a test, or a caller that spawns it itself)."""
-    from evalcore.boundary.text import check_run_name
-    from evalcore.jobs.prepare import job_source
-
     spec = prepared.spec
     where = job_source(spec)
     name = check_run_name(name) if name and name.strip() else None
@@ -59,8 +59,6 @@ def submit(store: Store, prepared: Prepared, name: str | None = None, start: boo
     )
     job_rows.insert(store, prepared.job_id, name, spec.to_json())
     if start:
-        from evalcore.jobs.launch import spawn
-
         proc = spawn(store, prepared.job_id)
         job_rows.set_pid(store, prepared.job_id, proc.pid)
     log.info("job %s (%s) queued", prepared.job_id, name)

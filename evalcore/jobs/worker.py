@@ -18,7 +18,11 @@ from typing import TYPE_CHECKING
 from evalcore import signals
 from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
 from evalcore.jobs.queue import POLL_SECONDS, max_jobs
+from evalcore.run.execute import execute
+from evalcore.run.spec import RunSpec
+from evalcore.store import Store as _Store
 from evalcore.store.jobs import cancel_requested, claim_slot, finish_job, job_to_run, set_job_stage
+from evalcore.traffic.posted import replay_posted
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -92,10 +96,6 @@ def _set_stage(store: Store, job_id: str, stage: str) -> None:
 
 
 def _run(store: Store, job_id: str, slots: int | None) -> str:
-    from evalcore.run.execute import execute
-    from evalcore.run.spec import RunSpec
-    from evalcore.store import Store as _Store
-
     found = job_to_run(store, job_id)
     if found is None:
         raise StoreError(f"no job {job_id!r} in {store.path}")
@@ -112,8 +112,6 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
         return status
     watch = CancelWatch(poll, job_id)
     if kind == "traffic":  # the replay of a deployment's posted traffic (evalcore.traffic.posted)
-        from evalcore.traffic.posted import replay_posted
-
         replay_posted(store, str(deployment), cancelled=watch, on_step=lambda stage: _set_stage(poll, job_id, stage))
     else:
         spec = dataclasses.replace(RunSpec.from_json(spec_json), name=str(name))

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ClaimError as ClaimError  # defined with the other errors; read here too
 from evalcore.errors import EmptyClaimSet
+from evalcore.i18n import ENGLISH
 from evalcore.measures.rounding import bound_text, grid_above, grid_at_or_below, rate_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -193,7 +194,6 @@ class Claim:
         ``tr``: the dashboard's language (English without it)."""
         if self.feasible:
             return None
-        from evalcore.i18n import ENGLISH
 
         tr = tr or ENGLISH
         _ = tr.gettext

@@ -10,6 +10,7 @@ moves it only inside its step, or to the strict side.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from evalcore.measures.rounding import DIGITS, grid_above, grid_at_or_below
@@ -28,8 +29,6 @@ def on_grid(
     the strict side (below the step for distances, above it for similarities), whose counts are
     those of the step it falls in: never more bluffs, and the rule says so. A threshold already
     on the grid, or infinite, is returned as it is."""
-    from dataclasses import replace
-
     t, low, high = s.threshold, s.t_from, s.t_to
     if not math.isfinite(t) or grid_at_or_below(t) == t:
         return s

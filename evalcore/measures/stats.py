@@ -14,7 +14,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
+from statistics import NormalDist
 from typing import TYPE_CHECKING, SupportsInt, cast
+
+from evalcore.i18n import ENGLISH
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -98,8 +101,6 @@ def _confidence(confidence: float) -> float:
 def _critical(confidence: float) -> float:
     """The two-sided standard normal quantile of ``confidence`` (1.959964 for 0.95), from the
     standard library: scipy's ``norm.isf`` gives the same to within 2 units in the last place."""
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
 
 
@@ -396,7 +397,6 @@ def sample_statement(
     half = interval_half_width(n, p, confidence)
     diff = detectable_difference(n, discordance, alpha, power)
     discordant = round(n * discordance)
-    from evalcore.i18n import ENGLISH
 
     _ = (tr or ENGLISH).gettext
     first = _("With {n} queries, a recall near {p} carries a {confidence} Wilson interval of about ±{half}").format(

@@ -36,6 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evalcore.measures.stats import wilson_intervals
+
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
     import pandas as pd
@@ -176,8 +178,6 @@ def counts_at(
 def _rates(frame: pd.DataFrame, confidence: float = 0.95) -> None:
     """Add each rate of :data:`RATES` with its Wilson ``_low``/``_high`` (NaN where n == 0)."""
     import numpy as np
-
-    from evalcore.measures.stats import wilson_intervals
 
     for name, (num, den) in RATES.items():
         k = frame[num].to_numpy(dtype=float)

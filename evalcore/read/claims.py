@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import info
 from evalcore.errors import EmptyClaimSet
 from evalcore.i18n import ENGLISH, N_, Translator
 from evalcore.measures.claim import (
@@ -22,7 +23,11 @@ from evalcore.measures.claim import (
 )
 from evalcore.measures.claim_held_out import held_out, with_held_out
 from evalcore.measures.rounding import rate_text, threshold_text
-from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.measures.stats import wilson_interval
+from evalcore.measures.threshold import DEFAULT_TOP, state_at
+from evalcore.read.refs import parse_ref, resolve_run
+from evalcore.read.runs import configurations as all_configurations
+from evalcore.records import Configuration as Config
 
 if TYPE_CHECKING:
     import numpy as np
@@ -70,8 +75,6 @@ def gate_values(store: Store, run_id: str, configuration: Configuration) -> Gate
     """Each scored query's gate values for ``configuration`` (one store query; the same
     minima :func:`evalcore.read.sweeps.sweep` sweeps)."""
     import numpy as np
-
-    from evalcore.configurations import info
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
@@ -153,8 +156,6 @@ def claims(
     splits: int | None = None,
 ) -> list[Claim]:
     """:func:`claim_of` for each configuration (every configuration of the run by default)."""
-    from evalcore.read.runs import configurations as all_configurations
-
     chosen = configurations if configurations is not None else all_configurations(store, run_id)
     return [claim_of(store, run_id, c, alpha, beta, confidence, splits) for c in chosen]
 
@@ -171,10 +172,6 @@ def claims_of_ref(
     :func:`evalcore.read.refs.parse_ref` reads it) and the claim of each configuration it names
     (all of them without ``:CONFIG``): what ``evalcore threshold`` and ``GET /runs/{ref}/claim``
     answer. ClaimError naming the configurations the run has when it lacks the one named."""
-    from evalcore.read.refs import parse_ref, resolve_run
-    from evalcore.read.runs import configurations as all_configurations
-    from evalcore.records import Configuration as Config
-
     ref = parse_ref(reference)
     run = resolve_run(store, ref.run)
     known = all_configurations(store, run.run_id)
@@ -203,8 +200,6 @@ def claim_sentence(claim: Claim, tr: Translator = ENGLISH) -> str:
     answer (14 of 98; the claim 'lost <= 20%' holds for t > 0.300)." Or what stands in the way.
     Bounds are rounded on their safe side, with the decimals the recommendation needs
     (:meth:`Claim.bluff_region`). ``tr``: the dashboard's language (figures keep their digits)."""
-    from evalcore.measures.stats import wilson_interval
-
     _ = tr.gettext
     conf = rate_text(claim.confidence)
     if claim.bluff_status == "too_few":
@@ -352,8 +347,6 @@ def claim_segments(gv: GateValues, threshold: float) -> pd.DataFrame:
     segment, group, queries, rate (what), share, wilson low, wilson high."""
     import pandas as pd
 
-    from evalcore.measures.stats import wilson_interval
-
     df = gv.frame
     higher = gv.higher_is_closer
 
@@ -417,8 +410,6 @@ def coverage(sweep_df: pd.DataFrame) -> pd.DataFrame:
 
 def coverage_at(sweep_df: pd.DataFrame, threshold: float) -> float | None:
     """The share of real (in-domain) questions the gate answers at ``threshold``."""
-    from evalcore.measures.threshold import state_at
-
     c = state_at(sweep_df, threshold)
     return (c.in_domain - c.refused) / c.in_domain if c.in_domain else None
 
@@ -426,8 +417,6 @@ def coverage_at(sweep_df: pd.DataFrame, threshold: float) -> float | None:
 def refuses_most(sweep_df: pd.DataFrame, threshold: float, claim: Claim | None, tr: Translator = ENGLISH) -> str | None:
     """A warning when the gate at ``threshold`` refuses most real questions (more than half of
     the in-domain ones), saying why; None otherwise."""
-    from evalcore.measures.threshold import state_at
-
     c = state_at(sweep_df, threshold)
     if c.in_domain == 0 or c.refused * 2 <= c.in_domain:
         return None

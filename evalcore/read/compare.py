@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import StoreError
 from evalcore.i18n import N_
-from evalcore.measures.metrics import DEFAULT_KS
-from evalcore.measures.stats import ALPHA, SignTest, format_p
+from evalcore.measures.metrics import DEFAULT_KS, parse_metric, summarize, wide
+from evalcore.measures.stats import ALPHA, SignTest, format_p, paired_test, wilson_interval, win_loss_matrix
 from evalcore.read.results import scored_ranks
-from evalcore.read.runs import by_strategy_order
+from evalcore.read.runs import by_strategy_order, configurations
+from evalcore.read.summary import first_ranks
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
@@ -63,9 +64,6 @@ def recall_table(store: Store, sides: Sequence[RunConfiguration], ks: Sequence[i
     """
     import pandas as pd
 
-    from evalcore.measures.metrics import parse_metric, summarize
-    from evalcore.read.summary import first_ranks
-
     labels = dict(zip(sides, labels_for(sides), strict=True))
     frames = []
     for run_id in dict.fromkeys(s.run_id for s in sides):
@@ -96,8 +94,6 @@ def recall_wide(table: pd.DataFrame) -> pd.DataFrame:
     """One row per side of :func:`recall_table`: label, run_id, strategy, retriever, queries,
     recall@k with its ``low``/``high`` for each k, then mrr (:func:`evalcore.measures.metrics.wide`)."""
     import pandas as pd
-
-    from evalcore.measures.metrics import wide
 
     if table.empty:
         return pd.DataFrame(columns=["label", "run_id", "strategy", "retriever", "queries", "mrr"])
@@ -150,8 +146,6 @@ def run_hit_outcomes(
 def ranked(store: Store, run_id: str, k: int) -> list[tuple[Configuration, int, int]]:
     """The run's configurations from the highest recall@k down: (configuration, hits, n);
     ties keep the run's order. One query: what a default choice needs, no tests."""
-    from evalcore.read.runs import configurations
-
     df = scored_ranks(store, run_id)
     hit = df["first_correct_rank"].le(k).fillna(False).astype(bool)
     counts = {
@@ -239,8 +233,6 @@ def compare(store: Store, sides: Sequence[RunConfiguration], k: int, adjust: boo
     """
     import pandas as pd
 
-    from evalcore.measures.stats import wilson_interval, win_loss_matrix
-
     sides = tuple(dict.fromkeys(sides))
     runs = list(dict.fromkeys(s.run_id for s in sides))
     for other in runs[1:]:
@@ -289,8 +281,6 @@ def pair_queries(
     """The sign test of ``first`` against ``second`` at hit@k (unadjusted), and the queries
     won and lost: outcome ("won"/"lost"), query_id, text, rank_first, rank_second."""
     import pandas as pd
-
-    from evalcore.measures.stats import paired_test
 
     a = hit_outcomes(store, first.run_id, first.configuration, k)
     b = hit_outcomes(store, second.run_id, second.configuration, k)

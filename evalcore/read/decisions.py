@@ -6,11 +6,15 @@ threshold chosen for it, and the note saying why. The dashboard opens on the lat
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from evalcore.authors import clean_author, shown
+from evalcore.measures.rounding import rate_text, region_text
+from evalcore.read.runs import require_complete
 from evalcore.records import Configuration
 
 if TYPE_CHECKING:
@@ -35,8 +39,6 @@ class Decision:
 
     def describe(self) -> str:
         """``"t = 0.5060 for G/dense, saved 2026-11-30 10:12 by ana@example.org (decision 1a2b3c4d5e6f)"``."""
-        from evalcore.authors import shown
-
         when = (
             self.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(self.created_at, "strftime") else str(self.created_at)
         )
@@ -48,8 +50,6 @@ class Decision:
     def claim_text(self) -> str:
         """The claim the decision was saved under, in one line, or that none was stored; the
         bluff bound rounded on its safe side, with the decimals the decided t needs."""
-        from evalcore.measures.rounding import rate_text, region_text
-
         c = self.claim
         if not c:
             return "No threshold claim stored with this decision."
@@ -101,7 +101,6 @@ def latest_decision(store: Store, run_id: str, configuration: Configuration | No
     if df.empty:
         return None
     row = df.iloc[0]
-    import json
 
     import pandas as pd
 
@@ -130,9 +129,6 @@ def save_decision(
 ) -> str:
     """Store a chosen threshold for one configuration of a complete run, with who chose it
     (:mod:`evalcore.authors`) and the claim it was made under; returns its id."""
-    from evalcore.authors import clean_author
-    from evalcore.read.runs import require_complete
-
     require_complete(store, run_id)
     if not math.isfinite(float(threshold)):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")

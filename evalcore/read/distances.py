@@ -7,6 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evalcore.configurations import info
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -84,8 +86,6 @@ def distances(store: Store, run_id: str, configuration: Configuration) -> pd.Dat
     reads the retriever's own score (a run made elsewhere, METHODS.md "Runs made elsewhere"), ``distance`` holds that
     score; the column ``axis`` names what it holds (:class:`evalcore.measures.threshold.Axis`).
     """
-    from evalcore.configurations import info
-
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     answer, top = ("answer_score", "top_score") if gate.column == "score" else ("answer_distance", "top_distance")
     frame = store.query(

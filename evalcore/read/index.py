@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalcore import PIPELINE_VERSION
+from evalcore.inputs.extract import stale_reason
 from evalcore.read.runs import by_strategy_order, strategies_of
 
 if TYPE_CHECKING:
@@ -83,8 +85,6 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
     :data:`evalcore.PIPELINE_VERSION` or another version of its extractor than the
     current one; ``stale_reason`` says which. Failed documents are never stale.
     """
-    from evalcore import PIPELINE_VERSION
-
     df = store.query(
         "SELECT doc_id, coalesce(title, '') AS title, state, coalesce(reason, '') AS reason, extractor, "
         "extractor_version, coalesce(model, '') AS model, model_dim, "
@@ -94,7 +94,6 @@ def documents(store: Store, run_id: str) -> pd.DataFrame:
         "ORDER BY state DESC, doc_id",
         [run_id],
     )
-    from evalcore.inputs.extract import stale_reason
 
     reasons = []
     for state, pipeline_version, extractor_name, extractor_version in zip(

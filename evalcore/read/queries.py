@@ -7,8 +7,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, SupportsInt, cast
 
+from evalcore.configurations import info
+from evalcore.embedding.embedder import piece_counter
 from evalcore.errors import StoreError
-from evalcore.measures.threshold import COSINE, DEFAULT_TOP, Axis
+from evalcore.measures.threshold import COSINE, DEFAULT_TOP, Axis, gate
+from evalcore.read.citations import NoAnswer, Source, context_for_query, page_range, pages_label
+from evalcore.read.citations import locator as cite
+from evalcore.retrieval.bm25 import Analyzer, tokens, words
+from evalcore.retrieval.names import ANALYZED, split_retriever
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,8 +46,6 @@ def _missing_map(value: object) -> bool:
 def chunk_locator(start: object, end: object, page_starts: Sequence[int] | None = ()) -> str:
     """The locator of a chunk's content (``#page=N`` or ``#char=from,to``); "" for a chunk made
     elsewhere that could not be located in its document (no offsets)."""
-    from evalcore.read.citations import locator as cite
-
     if _missing(start) or _missing(end):
         return ""
     # a present offset is a number read from the store (int, numpy integer or float)
@@ -69,8 +73,6 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     needle is (``#page=N`` in a PDF, else ``#char=from,to``; None without a valid span), and
     ``needle_text``: the document's text at that span (None without one).
     StoreError naming an unknown id."""
-    from evalcore.read.citations import locator
-
     df = store.query(
         "SELECT q.*, d.page_starts AS needle_pages, "
         'substr(d.text, q.start + 1, q."end" - q.start) AS needle_text FROM queries q LEFT JOIN documents d '
@@ -84,7 +86,7 @@ def query_row(store: Store, run_id: str, query_id: str) -> dict[str, Any]:
     pages = None if _missing_map(pages) else [int(x) for x in pages]
     row: dict[str, Any] = {str(k): (None if _missing(v) else v) for k, v in raw.items()}
     row["needle_locator"] = (
-        locator(int(row["start"]), int(row["end"]), pages) if row["valid"] and row["start"] is not None else None
+        cite(int(row["start"]), int(row["end"]), pages) if row["valid"] and row["start"] is not None else None
     )
     return row
 
@@ -103,8 +105,6 @@ def query_hits(
     ``""``). A hit of a run made elsewhere has no cosine distance (NaN); a chunk that could
     not be located has no offsets, an empty locator and no pages.
     """
-    from evalcore.read.citations import page_range, pages_label
-
     df = store.query(
         """
         SELECT h.rank, h.distance, h.score, h.correct, h.chunk_id, c.doc_id, coalesce(d.title, c.doc_id) AS title,
@@ -238,9 +238,6 @@ class QueryView:
 def query_view(store: Store, run_id: str, query_id: str, configuration: Configuration, threshold: float) -> QueryView:
     """Rank of the first correct hit, the top hits, and the hits the gate at ``threshold`` keeps
     (on the configuration's axis: the cosine distance, or a run made elsewhere's own score)."""
-    from evalcore.configurations import info
-    from evalcore.measures.threshold import gate
-
     res = store.query(
         "SELECT q.domain, q.kind, r.first_correct_rank, r.destroyed FROM queries q "
         "LEFT JOIN results r ON r.run_id = q.run_id AND r.query_id = q.query_id AND r.strategy = ? "
@@ -300,9 +297,6 @@ def answer_for(view: QueryView, question: str, count: bool = True) -> Answer:
     and its word pieces, or the NO ANSWER line)."""
     import pandas as pd
 
-    from evalcore.embedding.embedder import piece_counter
-    from evalcore.read.citations import NoAnswer, Source, context_for_query
-
     top = view.hits[view.hits["rank"] <= DEFAULT_TOP]
     sources = [
         Source(
@@ -353,10 +347,6 @@ def query_tokens(
     None when the configuration reads no BM25 (dense, or a run made elsewhere).
     """
     import pandas as pd
-
-    from evalcore.configurations import info
-    from evalcore.retrieval.bm25 import Analyzer, tokens, words
-    from evalcore.retrieval.names import ANALYZED, split_retriever
 
     base, analyzer = split_retriever(configuration.retriever)
     if base not in ANALYZED or info(store, run_id, configuration.strategy, configuration.retriever).source != "builtin":

@@ -7,10 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from evalcore.chunking import NAMED_STRATEGIES
 from evalcore.inputs import question_sets
+from evalcore.inputs.groundtruth import resolve
+from evalcore.records import Corpus, Document
 
 if TYPE_CHECKING:
-    from evalcore.records import Corpus, Question
+    from evalcore.records import Question
     from evalcore.store import Store
 
 
@@ -33,8 +36,6 @@ def export_bytes(qs: question_sets.QuestionSet) -> dict[str, bytes]:
 
 def run_corpus(store: Store, run_id: str) -> Corpus:
     """The canonical texts a stored run indexed, as a corpus (to author questions on it)."""
-    from evalcore.records import Corpus, Document
-
     with store.read() as con:
         rows = con.execute(
             "SELECT doc_id, coalesce(title, doc_id), coalesce(source_type, ''), text, coalesce(extractor, ''), "
@@ -48,8 +49,6 @@ def run_corpus(store: Store, run_id: str) -> Corpus:
 
 def run_strategies(store: Store, run_id: str) -> list[str]:
     """The named strategies (A-G) of a run, the ones a selection can be checked against."""
-    from evalcore.chunking import NAMED_STRATEGIES
-
     names = str(store.run(run_id).get("strategies") or "").split(",")
     return [n for n in names if n in NAMED_STRATEGIES]
 
@@ -69,8 +68,6 @@ def load_set(store: Store, ref: str) -> question_sets.QuestionSet:
 def not_resolving(corpus: Corpus, questions: Sequence[Question]) -> list[dict[str, str]]:
     """The groups of ``questions`` whose needle does not resolve in ``corpus``, with the reason
     (what a run on this corpus would list and exclude)."""
-    from evalcore.inputs.groundtruth import resolve
-
     numbered, _ = question_sets.numbered(questions, [])
     _, invalid = resolve(numbered, corpus, "question set")
     return [

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalcore.errors import ConfigError, StoreError
+from evalcore.read.runs import require_complete
+from evalcore.records import Configuration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -35,8 +37,6 @@ def parse_ref(text: str) -> Ref:
     with a colon but no configuration still reads as a run. ConfigError for an empty run or
     a malformed configuration.
     """
-    from evalcore.records import Configuration
-
     text = str(text).strip()
     colon = text.rfind(":", 0, max(text.rfind("/"), 0))
     run, configuration = (text[:colon], text[colon + 1 :]) if colon >= 0 else (text, "")
@@ -73,8 +73,6 @@ def resolve_run(store: Store, run: str) -> Run:
     """The complete run a reference names: an exact run id, else a run name (its newest complete
     run), else a unique prefix of a run id. StoreError for an unknown or ambiguous reference,
     and for a run that is not complete (naming its status and reason)."""
-    from evalcore.read.runs import require_complete
-
     named = _by_name(store, run)
     if not named.empty:
         done = named[named["status"] == "complete"]

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import read
 from evalcore.measures.metrics import DEFAULT_KS, summarize, wide
+from evalcore.read.results import scored_ranks
+from evalcore.read.runs import configuration_order
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,9 +21,6 @@ if TYPE_CHECKING:
 def first_ranks(store: Store, run_id: str) -> dict[tuple[str, str], list[int | None]]:
     """(strategy, retriever) -> first correct ranks of the scored in-domain queries, in query order."""
     import pandas as pd
-
-    from evalcore.read.results import scored_ranks
-    from evalcore.read.runs import configuration_order
 
     df = scored_ranks(store, run_id)
 
@@ -61,8 +61,6 @@ def summary_table(store: Store, run_id: str, ks: tuple[int, ...] = DEFAULT_KS) -
 def summary_json(store: Store, run_id: str) -> dict[str, Any]:
     """Machine-readable summary: the run id and, per configuration, the figures of the table."""
     import pandas as pd
-
-    from evalcore.configurations import read
 
     run = store.run(run_id)
     table = summary_table(store, run_id)

@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import info
 from evalcore.i18n import ENGLISH, N_, Translator
+from evalcore.measures.grid import on_grid
 from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import wilson_interval
-from evalcore.measures.suggestion import MAX_BLUFF_INTERVAL_WIDTH
-from evalcore.measures.threshold import DEFAULT_TOP, state_at
+from evalcore.measures.suggestion import MAX_BLUFF_INTERVAL_WIDTH, suggest_threshold
+from evalcore.measures.threshold import DEFAULT_TOP, state_at, sweep_from_minima
+from evalcore.read.queries import chunk_locator
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,9 +46,6 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
     elsewhere gates on its own score (:func:`evalcore.configurations.ConfigInfo.axis`): then
     the largest scores of a similarity, and the frame's ``higher_is_closer`` column says so."""
     import numpy as np
-
-    from evalcore.configurations import info
-    from evalcore.measures.threshold import sweep_from_minima
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
@@ -80,8 +80,6 @@ def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFra
 def gate_axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
     """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`): the cosine
     distance of a built-in configuration, or a run made elsewhere's own score."""
-    from evalcore.configurations import info
-
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
 
@@ -91,9 +89,6 @@ def suggest_on_grid(
     """:func:`evalcore.measures.suggestion.suggest_threshold` in the direction the sweep was made in,
     on the Threshold slider's 0.001 grid on its safe side (:func:`evalcore.measures.grid.on_grid`):
     the value the screen offers is one the slider can hold, with no more bluffs than the rule's."""
-    from evalcore.measures.grid import on_grid
-    from evalcore.measures.suggestion import suggest_threshold
-
     higher = bool(sweep_df["higher_is_closer"].iloc[0]) if "higher_is_closer" in sweep_df and len(sweep_df) else False
     found = suggest_threshold(sweep_df, cost_ratio=cost_ratio, max_bluff_rate=max_bluff_rate, higher_is_closer=higher)
     return on_grid(sweep_df, found, higher, cost_ratio)
@@ -252,9 +247,6 @@ def ood_support(sweep_df: pd.DataFrame, threshold: float, tr: Translator = ENGLI
 def bluffs_at(store: Store, run_id: str, configuration: Configuration, threshold: float) -> pd.DataFrame:
     """Out-of-domain queries that still bluff at ``threshold`` (a top-4 hit with distance < t),
     each with its nearest chunk: query_id, kind, text, distance, rank, doc_id, section, locator, content."""
-    from evalcore.configurations import info
-    from evalcore.read.queries import chunk_locator
-
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis
     value = f"h.{gate.column}"
     keep, closest = (">=", "DESC") if gate.higher_is_closer else ("<", "ASC")

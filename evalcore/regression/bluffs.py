@@ -6,6 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import info
+from evalcore.measures.claim import ClaimError
+from evalcore.measures.rounding import rate_text, threshold_text
+from evalcore.measures.threshold import DEFAULT_TOP, gate, split_hits
+from evalcore.read.claims import claim_of
+from evalcore.read.decisions import latest_decision
+from evalcore.read.sweeps import top_hits
+from evalcore.records import Configuration
+
 if TYPE_CHECKING:
     from collections.abc import Set
 
@@ -15,9 +24,6 @@ if TYPE_CHECKING:
 
 def axis_of(store: Store, run_id: str, configuration: str) -> Axis:
     """What the configuration's gate reads (:class:`evalcore.measures.threshold.Axis`)."""
-    from evalcore.configurations import info
-    from evalcore.records import Configuration
-
     parsed = Configuration.parse(configuration)
     return info(store, run_id, parsed.strategy, parsed.retriever).axis
 
@@ -28,10 +34,6 @@ def bluff_outcomes(
     """{out-of-domain query id: does the gate at ``threshold`` keep a top-4 hit?} (METHODS.md "The refusal
     threshold"; on an external configuration's own score, METHODS.md "Runs made elsewhere"). A
     query the configuration could not answer (a failed endpoint call) is left out."""
-    from evalcore.measures.threshold import DEFAULT_TOP, gate, split_hits
-    from evalcore.read.sweeps import top_hits
-    from evalcore.records import Configuration
-
     axis = axis_of(store, run_id, configuration)
     hits = top_hits(store, run_id, Configuration.parse(configuration))
     _, out_domain = split_hits(hits, column=axis.column)
@@ -43,9 +45,6 @@ def bluff_outcomes(
 
 
 def saved_threshold(store: Store, run_id: str, configuration: str) -> dict[str, Any] | None:
-    from evalcore.read.decisions import latest_decision
-    from evalcore.records import Configuration
-
     found = latest_decision(store, run_id, Configuration.parse(configuration))
     if found is None:
         return None
@@ -59,11 +58,6 @@ def claim_check(store: Store, run_id: str, configuration: str, threshold: float,
     bounded bluff claim is not checked (never failed). The check compares ``threshold`` with
     the exact bound; the words round the bound on its safe side, with the decimals it takes
     to read ``threshold`` the same way (they never contradict the verdict)."""
-    from evalcore.measures.claim import ClaimError
-    from evalcore.measures.rounding import rate_text, threshold_text
-    from evalcore.read.claims import claim_of
-    from evalcore.records import Configuration
-
     if not claim or claim.get("bluff_status") not in ("bounded", "unbounded"):
         return False, "the decision stored no bluff claim (too few off-topic questions, or saved before claims)"
     alpha, confidence = float(claim["max_bluff_rate"]), float(claim["confidence"])

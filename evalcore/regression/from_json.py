@@ -5,9 +5,11 @@ report the service computed (``POST /api/v1/gate``) prints exactly as a local on
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
+from evalcore.regression.report import _sample
 
 
 def _side(d: dict[str, Any]) -> Side:
@@ -91,10 +93,8 @@ def report_from_dict(d: dict[str, Any], holm: bool = True) -> GateReport:
         notes=tuple(d.get("notes") or ()),
     )
     sample = str(d.get("sample_statement") or "")
-    from evalcore.regression.report import _sample
 
     first = _sample(report).rstrip()
     statement = sample[len(first) :].strip() if sample.startswith(first) else sample
-    from dataclasses import replace
 
     return replace(report, statement=statement)

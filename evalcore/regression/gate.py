@@ -31,10 +31,23 @@ import logging
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import failures, model_label
 from evalcore.errors import ConfigError, NotComparable
-from evalcore.measures.stats import ALPHA
+from evalcore.inputs.question_sets import versions_note
+from evalcore.measures.metrics import hit_at_k, parse_metric
+from evalcore.measures.stats import (
+    ALPHA,
+    detectable_difference,
+    paired_test,
+    sample_statement,
+    sign_test,
+    wilson_interval,
+)
+from evalcore.measures.stats import holm as holm_adjust
 from evalcore.read.queries import scored_texts
 from evalcore.read.refs import Ref, parse_ref, resolve_run
+from evalcore.read.results import scored_ranks
+from evalcore.read.runs import configurations
 from evalcore.regression.bluffs import axis_of, bluff_outcomes, claim_check, saved_threshold
 from evalcore.regression.model import BluffCheck, ConfigResult, GateReport, QueryChange, Side
 
@@ -55,8 +68,6 @@ DEFAULT_ALPHA = ALPHA  #: the significance level (:data:`evalcore.measures.stats
 def gate_metric(name: str) -> Metric:
     """Parse ``hit@k`` / ``recall@k`` (:func:`evalcore.measures.metrics.parse_metric`); the gate pairs a
     yes/no per query, so ``mrr`` is refused with a ConfigError saying why."""
-    from evalcore.measures.metrics import parse_metric
-
     metric = parse_metric(name)
     if metric.k is None:
         raise ConfigError(
@@ -104,8 +115,6 @@ def _same_queries(store: Store, baseline: Run, candidate: Run, domain: str) -> d
 
 def _pairs(store: Store, baseline: Run, candidate: Run, base_ref: Ref, cand_ref: Ref) -> list[tuple[str, str]]:
     """(baseline configuration, candidate configuration) pairs to compare."""
-    from evalcore.read.runs import configurations
-
     have_b = [c.label for c in configurations(store, baseline["run_id"])]
     have_c = [c.label for c in configurations(store, candidate["run_id"])]
 
@@ -136,8 +145,6 @@ def ranks_by_configuration(store: Store, run_id: str) -> dict[str, dict[str, int
     queries, all configurations in one read."""
     import pandas as pd
 
-    from evalcore.read.results import scored_ranks
-
     df = scored_ranks(store, run_id)
     out: dict[str, dict[str, int | None]] = {}
     for strategy, retriever, query_id, rank in df.itertuples(index=False):
@@ -147,8 +154,6 @@ def ranks_by_configuration(store: Store, run_id: str) -> dict[str, dict[str, int
 
 def _failed(store: Store, run_id: str) -> dict[str, set[str]]:
     """{configuration: ids of the queries it could not answer} (failed endpoint calls)."""
-    from evalcore.configurations import failures
-
     out: dict[str, set[str]] = {}
     for row in failures(store, run_id).itertuples(index=False):
         out.setdefault(f"{row.strategy}/{row.retriever}", set()).add(str(row.query_id))
@@ -179,10 +184,6 @@ def run_gate(
     metric, alpha outside (0, 1), a min_effect outside [0, 1], or ``threshold_from_decision``
     when no compared configuration has a saved threshold in the baseline.
     """
-    from evalcore.measures.metrics import hit_at_k
-    from evalcore.measures.stats import detectable_difference, paired_test, sample_statement, wilson_interval
-    from evalcore.measures.stats import holm as holm_adjust
-
     base_ref = baseline if isinstance(baseline, Ref) else parse_ref(baseline)
     cand_ref = candidate if isinstance(candidate, Ref) else parse_ref(candidate)
     parsed = gate_metric(metric)
@@ -197,8 +198,6 @@ def run_gate(
     try:
         texts = _same_queries(store, base_run, cand_run, "in")
     except NotComparable as exc:
-        from evalcore.inputs.question_sets import versions_note
-
         note = versions_note(base_run, cand_run)
         raise NotComparable(f"{exc}; {note}" if note else str(exc)) from None
     pairs = _pairs(store, base_run, cand_run, base_ref, cand_ref)
@@ -305,7 +304,6 @@ def run_gate(
             )
 
     notes += _recipe_changes(base_run, cand_run, pairs)
-    from evalcore.inputs.question_sets import versions_note
 
     ground_truth = versions_note(base_run, cand_run)
     if ground_truth is not None:
@@ -381,8 +379,6 @@ def _recipe_changes(base_run: Run, cand_run: Run, pairs: list[tuple[str, str]]) 
             name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
             notes.append(f"strategy {name}: {old} -> {new}")
     if base_run.get("model") != cand_run.get("model"):
-        from evalcore.configurations import model_label
-
         notes.append(f"{model_label(base_run)} -> {model_label(cand_run)}")
     return notes
 
@@ -391,8 +387,6 @@ def smallest_flag(n: int, level: float) -> int | None:
     """The fewest losses (with no win) the sign test flags at ``level``: the smallest L <= n with
     ``sign_test(0, L) < level`` (p = 2 * 0.5^L); None when even n losses are not enough. A drop
     of fewer than L of the n queries can never fail the gate on significance."""
-    from evalcore.measures.stats import sign_test
-
     return next((losses for losses in range(1, n + 1) if sign_test(0, losses) < level), None)
 
 

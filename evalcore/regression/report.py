@@ -14,6 +14,7 @@ import json
 import math
 import re
 import textwrap
+import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Any
 
 from evalcore.measures.rounding import threshold_text
@@ -357,8 +358,6 @@ def to_json(report: GateReport) -> str:
 def to_junit(report: GateReport) -> str:
     """JUnit XML: one ``testcase`` per configuration (classname ``evalcore.gate.<metric>``) and per
     refusal-contract check (``evalcore.gate.bluffs``); a ``failure`` element for each that fails."""
-    import xml.etree.ElementTree as ET
-
     cases: list[ET.Element] = []
     for r in report.results:
         case = ET.Element("testcase", classname=f"evalcore.gate.{report.metric}", name=r.name, time="0")

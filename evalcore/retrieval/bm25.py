@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import Stemmer
 
 from evalcore.errors import ConfigError
+from evalcore.retrieval.engine.wordcount import count_words, postings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -126,9 +127,6 @@ class BM25:
 
         import numpy as np
 
-        # the compiled engine loads numba: not before an index is built (the CLI's start stays light)
-        from evalcore.retrieval.engine.wordcount import count_words, postings  # noqa: PLC0415
-
         analyze = analyzer if isinstance(analyzer, Analyzer) else Analyzer(analyzer)
         # a stemming analyzer: words now, their stems once at the end
         vocab, r, freq, ptr, lengths_a = count_words(texts, analyze.name)
@@ -173,7 +171,7 @@ class BM25:
         pass over the query terms' postings)."""
         import numpy as np
 
-        from evalcore.retrieval.engine import kernels  # noqa: PLC0415 - numba, once a query is scored
+        from evalcore.retrieval.engine import kernels
 
         qm = self._query_matrix([query])
         w = self.weights

@@ -156,7 +156,7 @@ def _warm_kernels() -> Thread:
 
     def warm() -> None:
         try:
-            from evalcore.retrieval.engine import kernels  # noqa: PLC0415 - numba may fail to load: then the first query compiles
+            from evalcore.retrieval.engine import kernels  # numba may fail to load: then the first query compiles
 
             kernels.warm()
         except Exception:

@@ -26,14 +26,14 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from evalcore.errors import UnknownDecision
+from evalcore.authors import clean_author
+from evalcore.boundary.text import check_name
+from evalcore.errors import InputError, UnknownDecision
 from evalcore.records import Configuration
+from evalcore.store import Store
 from evalcore.store import deployments as stored
-
-if TYPE_CHECKING:
-    from evalcore.store import Store
 
 #: what a store argument may be: a Store, or the path of its file
 MAX_NAME = 100
@@ -41,17 +41,12 @@ MAX_NAME = 100
 
 def as_store(store: Store | str | os.PathLike[str]) -> Store:
     """``store`` itself, or the Store at that path."""
-    from evalcore.store import Store
-
     return store if isinstance(store, Store) else Store(Path(store))
 
 
 def check_deployment_name(name: str) -> str:
     """``name`` as a deployment name (NFC, stripped; at most 100 characters, no leading ``-``,
     no control, bidirectional or zero-width character, no ``/``); InputError naming the field."""
-    from evalcore.boundary.text import check_name
-    from evalcore.errors import InputError
-
     text = check_name(name, field="deployment name", max_len=MAX_NAME)
     if "/" in text or "\\" in text:
         raise InputError(f"deployment name: {text!r} holds a slash (a name is one path segment)")
@@ -159,9 +154,6 @@ def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: s
     it at the decision it names already changes nothing (same version). InputError for a bad
     name or id; :class:`~evalcore.errors.UnknownDecision` when the store holds no such decision
     of a complete run (nothing written)."""
-    from evalcore.authors import clean_author
-    from evalcore.boundary.text import check_name
-
     name = check_deployment_name(name)
     decision_id = check_name(str(decision_id), field="decision_id", max_len=64)
     store = as_store(store_path)

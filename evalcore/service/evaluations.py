@@ -24,7 +24,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from evalcore import jobs
+from evalcore.boundary.text import check_name
+from evalcore.chunking import DEFAULT_STRATEGIES
 from evalcore.errors import ConfigError, InputError, StoreError
+from evalcore.run.spec import DEFAULT_RETRIEVERS
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -82,11 +86,6 @@ def start_evaluation(store: Store, fields: Mapping[str, Any]) -> QueuedEvaluatio
     """Validate the inputs ``fields`` name (see the module docstring) as the New run screen does,
     queue the run in the job runner and start its process; returns the queued evaluation.
     InputError or ConfigError naming the field for anything the screen would refuse."""
-    from evalcore import jobs
-    from evalcore.boundary.text import check_name
-    from evalcore.chunking import DEFAULT_STRATEGIES
-    from evalcore.run.spec import DEFAULT_RETRIEVERS
-
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise ConfigError(f"{unknown[0]}: not a field an evaluation takes (it takes {', '.join(FIELDS)})")
@@ -117,8 +116,6 @@ def start_evaluation(store: Store, fields: Mapping[str, Any]) -> QueuedEvaluatio
 
 def evaluation(store: Store, evaluation_id: str) -> QueuedEvaluation:
     """The evaluation ``evaluation_id`` as it is now; StoreError (``no evaluation ...``) when unknown."""
-    from evalcore import jobs
-
     try:
         row = jobs.job(store, evaluation_id)
     except StoreError:
@@ -150,8 +147,6 @@ def evaluation(store: Store, evaluation_id: str) -> QueuedEvaluation:
 def cancel_evaluation(store: Store, evaluation_id: str) -> QueuedEvaluation:
     """Cancel an evaluation: a queued one at once, a running one within about a second (its run
     ends ``cancelled``); a finished one is left as it is. Returns it as it is after the call."""
-    from evalcore import jobs
-
     try:
         jobs.cancel_job(store, evaluation_id)
     except StoreError:

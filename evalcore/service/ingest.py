@@ -33,7 +33,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from evalcore.authors import clean_author
+from evalcore.boundary.text import check_name, clean_text
+from evalcore.boundary.times import parse_time
+from evalcore.embedding.embedder import text_hash
 from evalcore.errors import InputError, UnknownDeployment
+from evalcore.inputs import jsontext
+from evalcore.jobs.launch import spawn
+from evalcore.service.deployments import as_store, check_deployment_name, get_deployment
+from evalcore.store import jobs as job_rows
+from evalcore.store.traffic import posted as traffic_posted
+from evalcore.traffic.log import parse_label
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -81,18 +91,12 @@ def _id(value: Any) -> str:
         raise InputError("id: missing (each line needs the caller's id of the query)")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(f"id: expected text or an integer, got {type(value).__name__}")
-    from evalcore.boundary.text import check_name
 
     return check_name(str(value), field="id", max_len=MAX_ID)
 
 
 def _parse(number: int, raw: bytes | str) -> _Line | LineResult:
     """One line as a checked query, or its problem."""
-    from evalcore.boundary.text import clean_text
-    from evalcore.boundary.times import parse_time
-    from evalcore.inputs import jsontext
-    from evalcore.traffic.log import parse_label
-
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
@@ -149,11 +153,6 @@ def ingest_traffic(
     a bad name. Safe to call from many threads and processes at once."""
     import pandas as pd
 
-    from evalcore.authors import clean_author
-    from evalcore.embedding.embedder import text_hash
-    from evalcore.service.deployments import as_store, check_deployment_name, get_deployment
-    from evalcore.store.traffic import posted as traffic_posted
-
     name = check_deployment_name(deployment)
     store = as_store(store_path)
     found = get_deployment(store, name)
@@ -204,8 +203,5 @@ def ingest_traffic(
 
 def _start(store: Store, job_id: str) -> None:
     """Start the queued replay job's process (as the New run screen starts a run's)."""
-    from evalcore.jobs.launch import spawn
-    from evalcore.store import jobs as job_rows
-
     proc = spawn(store, job_id)
     job_rows.set_pid(store, job_id, proc.pid)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalcore.inputs.extractors import Extraction
 from evalcore.store.basics import now
 from evalcore.store.connection import Connection
 
 if TYPE_CHECKING:
     import duckdb
     import numpy as np
-
-    from evalcore.inputs.extractors import Extraction
 
 
 def forget_vectors(con: duckdb.DuckDBPyConnection, forgotten: str) -> int:
@@ -74,8 +73,6 @@ class Caches(Connection):
         if not keys:
             return {}
         import pandas as pd
-
-        from evalcore.inputs.extractors import Extraction
 
         want = pd.DataFrame(keys, columns=["file_hash", "extractor", "extractor_version"]).drop_duplicates()
         with self.read() as con:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import uuid
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from evalcore.boundary.files import kind_of
 from evalcore.errors import StoreError
 from evalcore.store.basics import io_reason, one_row
 from evalcore.store.migrate import migrations
@@ -50,9 +52,6 @@ def check_file(path: Path) -> None:
     DuckDB database (read: its first 12 bytes), and its write-ahead log, when there is one, a
     regular file too. A FIFO, a device or a socket is refused at once, never opened for a
     blocking read."""
-    import stat
-
-    from evalcore.boundary.files import kind_of
 
     wal = path.with_name(path.name + ".wal")
     try:

@@ -5,8 +5,10 @@ The reaper (:mod:`evalcore.store.connection`) marks jobs whose process is gone."
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import uuid
 from typing import TYPE_CHECKING
 
 from evalcore.errors import StoreError
@@ -113,9 +115,6 @@ def queue_traffic(con: duckdb.DuckDBPyConnection, deployment: str, run_id: str) 
     """Inside the caller's transaction: a ``queued`` replay job (kind ``traffic``) for
     ``deployment`` unless one is queued already (a queued replay takes every line pending when
     it starts). Returns the new job's id, or None."""
-    import json
-    import uuid
-
     queued = con.execute(
         "SELECT job_id FROM jobs WHERE kind = 'traffic' AND deployment = ? AND status = 'queued'", [deployment]
     ).fetchall()

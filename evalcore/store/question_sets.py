@@ -11,16 +11,19 @@ row-by-row insert took while every other reader and writer waited.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
+from evalcore.authors import shown
+from evalcore.boundary.text import for_terminal
 from evalcore.errors import InputError, StoreError
 from evalcore.store.basics import now
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from evalcore.store.connection import Connection
 
 ITEM_COLUMNS = ("position", "item_id", "question", "group_id", "variant", "needle", "doc_id", "start", "end", "extra")
@@ -31,6 +34,8 @@ _TYPES = {"position": "int32", "start": "Int32", "end": "Int32"}
 def frame(columns: tuple[str, ...], values: dict[str, list[object]]) -> pd.DataFrame:
     """A DataFrame of ``columns`` (whole numbers for position/start/end, possibly missing for
     start/end; text otherwise) from lists of values: what :func:`insert_version` takes."""
+    import pandas as pd
+
     return pd.DataFrame({c: pd.Series(values[c], dtype=_TYPES.get(c, "object")) for c in columns})
 
 
@@ -39,9 +44,6 @@ class NameTaken(InputError):
     set's newest version, who saved it and when."""
 
     def __init__(self, name: str, version: int, author: str | None, created: datetime) -> None:
-        from evalcore.authors import shown
-        from evalcore.boundary.text import for_terminal
-
         self.name, self.version, self.author, self.created = name, version, author, created
         super().__init__(
             f"question set {name!r} already exists: its newest version is {name}@{version}, saved "
@@ -76,8 +78,6 @@ def insert_version(
     the name is taken) with its ``items`` and ``ood`` rows (frames of ITEM_COLUMNS and
     OOD_COLUMNS, see :func:`frame`), in one transaction. The version number is the next
     free one, taken inside the transaction, so concurrent saves never collide."""
-    import time
-
     with store.transaction() as con:
         held = time.perf_counter()  # the file is open for writing from here to the close
         existing = con.execute(

@@ -17,7 +17,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalcore import signals
-from evalcore.errors import Cancelled, EvalcoreError, Interrupted, NotRunning, StoreError
+from evalcore.boundary.text import check_run_name
+from evalcore.errors import (
+    Cancelled,
+    ConfigError,
+    EvalcoreError,
+    Interrupted,
+    NotRunning,
+    StoreError,
+    control_characters,
+)
 from evalcore.records import Run
 from evalcore.store.basics import now
 from evalcore.store.connection import Connection
@@ -71,9 +80,6 @@ class Runs(Connection):
         ConfigError for a run name with control characters, InputError for one that breaks
         another rule of names (:func:`evalcore.boundary.text.check_name`: a leading ``-``, over
         200 characters); nothing is written."""
-        from evalcore.boundary.text import check_run_name
-        from evalcore.errors import ConfigError, control_characters
-
         if control_characters(str(row.get("name") or "")):
             raise ConfigError(f"--name {row.get('name')!r}: a run name without control characters")
         if row.get("name"):

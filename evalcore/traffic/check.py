@@ -21,7 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalcore.errors import ConfigError
-from evalcore.measures.stats import ALPHA, format_p_plain
+from evalcore.measures.drift import parse_period
+from evalcore.measures.stats import ALPHA, format_p_plain, holm
+from evalcore.read.decisions import latest_decision
+from evalcore.read.traffic.periods import periods as period_rows
+from evalcore.traffic.target import resolve_target
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -81,12 +85,6 @@ def run_check(
     alpha: float = ALPHA,
 ) -> CheckReport:
     """The check of the module docstring."""
-    from evalcore.measures.drift import parse_period
-    from evalcore.measures.stats import holm
-    from evalcore.read.decisions import latest_decision
-    from evalcore.read.traffic.periods import periods as period_rows
-    from evalcore.traffic.target import resolve_target
-
     step = parse_period(period)
     if max_refused_share is not None and not 0.0 <= max_refused_share <= 1.0:
         raise ConfigError(f"--max-refused-share must lie in [0, 1], got {max_refused_share!r}")

@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from evalcore.configurations import info
+from evalcore.embedding.embedder import text_hash
+from evalcore.external.endpoint import from_spec
 from evalcore.read.traffic.known import texts_to_forget
 from evalcore.store.traffic import imported as traffic_rows
 
@@ -47,10 +50,6 @@ def endpoint_requests(store: Store, before: datetime, run_id: str | None = None)
     delete (texts of endpoint configurations with no line left at or after ``before`` in their
     configuration, and that no evaluation run asked)."""
     import pandas as pd
-
-    from evalcore.configurations import info
-    from evalcore.embedding.embedder import text_hash
-    from evalcore.external.endpoint import from_spec
 
     doomed = texts_to_forget(store, before, run_id)
     rows: list[tuple[str, str, str | None]] = []

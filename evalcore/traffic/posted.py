@@ -16,7 +16,16 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from evalcore.embedding.embedder import text_hash
 from evalcore.errors import Cancelled, UnknownDeployment
+from evalcore.records import Configuration
+from evalcore.store import deployments
+from evalcore.store.traffic import imported as traffic_rows
+from evalcore.store.traffic import posted as traffic_posted
+from evalcore.traffic import replay as r
+from evalcore.traffic.log import LogLine
+from evalcore.traffic.replayers import endpoint_replayer, replayer
+from evalcore.traffic.target import refuse, resolve_target
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -43,16 +52,6 @@ def replay_posted(
 ) -> ImportResult | None:
     """Score every pending line of ``deployment`` into the traffic of its configuration; the
     import's result, or None when nothing was pending."""
-    from evalcore.embedding.embedder import text_hash
-    from evalcore.records import Configuration
-    from evalcore.store import deployments
-    from evalcore.store.traffic import imported as traffic_rows
-    from evalcore.store.traffic import posted as traffic_posted
-    from evalcore.traffic import replay as r
-    from evalcore.traffic.log import LogLine
-    from evalcore.traffic.replayers import endpoint_replayer, replayer
-    from evalcore.traffic.target import refuse, resolve_target
-
     found = deployments.pointed_at(store, deployment)
     if found is None:
         raise UnknownDeployment(f"no deployment {deployment!r} in this store")

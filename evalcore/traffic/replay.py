@@ -44,9 +44,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore import testhooks
+from evalcore.authors import os_author
 from evalcore.embedding.embedder import text_hash
 from evalcore.errors import InputError
+from evalcore.progress import SilentProgress, Stage
 from evalcore.read.traffic.known import stored_of_batch
+from evalcore.store.basics import now
 from evalcore.store.traffic import imported as traffic_rows
 from evalcore.store.traffic.imported import LABELS
 from evalcore.traffic.log import BATCH, LogFields, LogLine, LogProblem, count_lines, infer_format, read_log
@@ -161,9 +164,6 @@ def import_log(
 ) -> ImportResult:
     """Import the log at ``path`` into the traffic of ``reference`` (see the module docstring).
     InputError (nothing stored) when no line of the log is usable."""
-    from evalcore.authors import os_author
-    from evalcore.progress import SilentProgress, Stage
-
     path = Path(path)
     fmt = infer_format(path, fmt)
     fields = fields or LogFields()
@@ -346,8 +346,6 @@ def _label_frame(target: Target, relabel: list[tuple[LogLine, int, str]]) -> pd.
 
 
 def _import_row(target: Target, import_id: str, source: str, fmt: str, author: str | None) -> dict[str, Any]:
-    from evalcore.store.basics import now
-
     run_id, strategy, retriever = target.key
     return {
         "import_id": import_id,

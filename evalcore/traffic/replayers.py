@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from evalcore import testhooks
+from evalcore.embedding.embedder import load_embedder, text_hash
+from evalcore.embedding.vector_cache import embed_with_cache
 from evalcore.errors import ConfigError, ModelError
+from evalcore.external.endpoint import from_spec, parse_header
+from evalcore.external.endpoint_calls import Counters, answers
+from evalcore.external.record import Failure
 from evalcore.measures.threshold import DEFAULT_TOP
 from evalcore.read.index import chunk_ids_by_external_id, chunk_texts
+from evalcore.retrieval.bm25 import BM25
+from evalcore.retrieval.dense import max_norm
+from evalcore.retrieval.ranking import block_queries, rank_block
+from evalcore.retrieval.rerank import Reranker as _Reranker
 from evalcore.traffic.target import Target, refuse
 
 if TYPE_CHECKING:
@@ -20,7 +30,6 @@ if TYPE_CHECKING:
     Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, str]]
 
     from evalcore.embedding.embedder import Embedder
-    from evalcore.retrieval.bm25 import BM25
     from evalcore.retrieval.rerank import Reranker
     from evalcore.store import Store
 
@@ -44,9 +53,6 @@ class Replayer:
         """Top hits of each text: (ids, distances, scores) of shape (texts, top), the gate
         value of each (smallest distance among its top 4), and no failures."""
         import numpy as np
-
-        from evalcore.embedding.vector_cache import embed_with_cache
-        from evalcore.retrieval.ranking import block_queries, rank_block
 
         t0 = time.perf_counter()
         qvec, stats = embed_with_cache(self.embedder, texts, self.store)
@@ -103,10 +109,6 @@ class EndpointReplayer:
     def score(self, texts: Sequence[str]) -> Scores:
         import numpy as np
 
-        from evalcore.embedding.embedder import text_hash
-        from evalcore.external.endpoint_calls import Counters, answers
-        from evalcore.external.record import Failure
-
         t0 = time.perf_counter()
         queries = [(f"traffic-{text_hash(t)[:16]}", t) for t in texts]
         where = {qid: i for i, (qid, _) in enumerate(queries)}
@@ -137,9 +139,6 @@ class EndpointReplayer:
 def endpoint_replayer(store: Store, target: Target, headers: Sequence[str] = ()) -> EndpointReplayer:
     """The endpoint of ``target`` as the run described it, with ``headers`` ("Name: value") for
     the header names the run used (their values are never stored)."""
-    from dataclasses import replace
-
-    from evalcore.external.endpoint import from_spec, parse_header
 
     detail = target.info.details()
     endpoint = from_spec({k: v for k, v in detail.items() if k != "refresh"})
@@ -173,12 +172,6 @@ def replayer(
     """Load what replaying ``target`` needs: the run's model, the configuration's chunks and
     their vectors (from the vector cache; embedded anew only if missing), its BM25 index and
     cross-encoder when its retriever uses them."""
-    from evalcore import testhooks
-    from evalcore.embedding.embedder import load_embedder
-    from evalcore.embedding.vector_cache import embed_with_cache
-    from evalcore.retrieval.bm25 import BM25
-    from evalcore.retrieval.dense import max_norm
-
     refuse(target)
     model = target.info.model
     embedder = embedder or testhooks.embedder() or load_embedder()
@@ -198,8 +191,6 @@ def replayer(
     bm25 = BM25.build(texts) if retriever in ("bm25", "hybrid", "rerank") else None
     reranker = None
     if retriever == "rerank":
-        from evalcore.retrieval.rerank import Reranker as _Reranker
-
         path = reranker_path or _rerank_path(store, target.run_id)
         if not path:
             raise ConfigError(f"run {target.run_id}: its cross-encoder is not known; give --reranker PATH")

@@ -5,11 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evalcore.configurations import read
 from evalcore.errors import ConfigError
+from evalcore.read.decisions import latest_decision
+from evalcore.read.refs import parse_ref, resolve_run
+from evalcore.records import Configuration
 
 if TYPE_CHECKING:
     from evalcore.configurations import ConfigInfo
-    from evalcore.records import Configuration
     from evalcore.store import Store
 
 
@@ -31,11 +34,6 @@ def resolve_target(store: Store, reference: str) -> Target:
     """``RUN`` or ``RUN:STRATEGY/RETRIEVER`` -> the run's configuration; ``RUN`` alone names
     the configuration of the run's latest saved decision, or its only one. ConfigError naming
     the choices otherwise."""
-    from evalcore.configurations import read
-    from evalcore.read.decisions import latest_decision
-    from evalcore.read.refs import parse_ref, resolve_run
-    from evalcore.records import Configuration
-
     ref = parse_ref(reference)
     run = resolve_run(store, ref.run)
     run_id = run.run_id

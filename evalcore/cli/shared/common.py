@@ -9,17 +9,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore.boundary.files import write_path_atomic
 from evalcore.boundary.text import for_terminal
+from evalcore.store import Store
 
 if TYPE_CHECKING:
     from evalcore.records import GroundTruth
-    from evalcore.store import Store
 
 
 def open_store(args: argparse.Namespace) -> Store:
     """The store of the global ``--store`` (else ``$EVALCORE_STORE``, else the default path)."""
-    from evalcore.store import Store
-
     return Store(args.store)
 
 
@@ -38,6 +37,4 @@ def write_text(path: Path, text: str, option: str) -> None:
     """Write a report file the user named, whole or not at all, never through a symbolic link
     (:func:`evalcore.boundary.files.write_path_atomic`); one line naming it when that cannot be
     done."""
-    from evalcore.boundary.files import write_path_atomic
-
     write_path_atomic(path, text, option=option)

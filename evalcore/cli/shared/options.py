@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from evalcore.boundary.numbers import bounded_float, bounded_int
 from evalcore.chunking import DEFAULT_STRATEGIES
 from evalcore.configurations import EXTERNAL, SCORE_KINDS
 from evalcore.inputs.demo import RETRIEVERS as DEMO_RETRIEVERS
@@ -55,7 +56,6 @@ def integer(option: str, low: float, high: float) -> Callable[[str], int]:
     """The ``type=`` of an integer option: plain decimal digits in ``[low, high]``, read by
     :func:`evalcore.boundary.numbers.bounded_int` (never ``int()``, which reads ``1_0`` as 10
     and digits of other scripts). A refusal is a ConfigError that ``main`` prints as one line."""
-    from evalcore.boundary.numbers import bounded_int
 
     def parse(text: str) -> int:
         return bounded_int(text, option=option, low=low, high=high)
@@ -68,7 +68,6 @@ def number(
 ) -> Callable[[str], float]:
     """The ``type=`` of a numeric option: plain decimal notation in the range, read by
     :func:`evalcore.boundary.numbers.bounded_float` (no ``nan``, ``inf``, ``1_0`` or hex)."""
-    from evalcore.boundary.numbers import bounded_float
 
     def parse(text: str) -> float:
         return bounded_float(text, option=option, low=low, high=high, low_open=low_open, high_open=high_open)

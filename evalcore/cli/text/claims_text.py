@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evalcore.measures.rounding import threshold_text
+from evalcore.read.claims import claim_sentence, separability
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -15,9 +18,6 @@ def print_claims(
     run: Mapping[str, Any], found: list[Claim], alpha: float, beta: float, confidence: float, splits: int | None
 ) -> None:
     """The claims as ``evalcore threshold`` prints them: the table, then a sentence each."""
-    from evalcore.measures.rounding import threshold_text
-    from evalcore.read.claims import claim_sentence, separability
-
     print(f"run {run['run_id']} ({run['name']}): bluffs <= {alpha!r}, lost <= {beta!r}, confidence {confidence!r}")
     header = f"{'configuration':<16} {'ood':>4} {'ans':>4} {'bluff':<9} {'ok up to':>8} {'lost':<9} "
     header += f"{'ok above':>8} {'feasible':<8} {'t':>6} {'bluffs':>6} {'lost':>5} {'AUC':>5}"

@@ -17,8 +17,15 @@ import shutil
 import textwrap
 from typing import TYPE_CHECKING
 
+from evalcore.configurations import model_label
 from evalcore.errors import NotComparable, StoreError
-from evalcore.measures.stats import ALPHA, SIGN_TEST, format_p_plain
+from evalcore.inputs.question_sets import versions_note
+from evalcore.measures.stats import ALPHA, SIGN_TEST, format_p_plain, sample_statement
+from evalcore.read.compare import compare
+from evalcore.read.refs import resolve_run
+from evalcore.read.runs import run_configurations
+from evalcore.read.summary import summary_table
+from evalcore.regression.gate import gate_metric
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -133,15 +140,7 @@ def compare_text(
     width: int | None = None,
 ) -> str:
     """The terminal report of ``compare`` for one run, or two runs on the same queries."""
-    from evalcore.measures.stats import sample_statement
-    from evalcore.read.compare import compare
-    from evalcore.read.refs import resolve_run
-    from evalcore.read.runs import run_configurations
-    from evalcore.read.summary import summary_table
-    from evalcore.regression.gate import gate_metric
-
     width = width or terminal_width()
-    from evalcore.configurations import model_label
 
     k = int(gate_metric(metric).k)  # type: ignore[arg-type]
     first = resolve_run(store, run)
@@ -157,8 +156,6 @@ def compare_text(
         model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
     if two:
-        from evalcore.inputs.question_sets import versions_note
-
         note = versions_note(runs[0], runs[1])
         if note is not None:
             lines += textwrap.wrap("note: " + note, width)
@@ -177,8 +174,6 @@ def compare_text(
     try:
         comparison = compare(store, sides, k, adjust=holm)
     except (NotComparable, StoreError) as exc:  # runs that did not answer the same queries
-        from evalcore.inputs.question_sets import versions_note
-
         note = versions_note(runs[0], runs[1]) if two else None
         raise type(exc)(f"{exc}; {note}" if note else str(exc)) from None
     short = {

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evalcore.cli.shared.common import print_json
+from evalcore.read.summary import format_table, summary_json, summary_table
+from evalcore.store.connection import default_store_path
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -26,8 +28,6 @@ EXTERNAL_LEGEND = "\nrecall@k and MRR over the hits the run gave; destroyed = gr
 def dashboard_hint(store: Store) -> str:
     """The run's last line: the command that opens the dashboard on the store the run was
     written to (``--store`` named when it is not the one the dashboard opens by default)."""
-    from evalcore.store.connection import default_store_path
-
     if Path(store.path).resolve() == default_store_path().resolve():
         return "Open the dashboard:  python -m evalcore dashboard   (in a clone also: streamlit run app.py)"
     return f"Open the dashboard:  python -m evalcore dashboard --store {shlex.quote(str(store.path))}"
@@ -49,8 +49,6 @@ def print_summary(
     As JSON: :func:`evalcore.read.summary.summary_json`, plus ``wall_seconds`` when ``wall``
     is given and the ``extra`` keys. As text: the ``heading`` lines, a blank line, the table,
     then the ``legend`` and the dashboard hint when asked for."""
-    from evalcore.read.summary import format_table, summary_json, summary_table
-
     if as_json:
         out = summary_json(store, run_id)
         if wall is not None:

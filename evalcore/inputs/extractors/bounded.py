@@ -20,7 +20,10 @@ import subprocess
 import sys
 
 from evalcore.errors import InputError
-from evalcore.inputs.extractors import Extraction
+from evalcore.inputs.extractors import Extraction, pdf, require_library
+
+if sys.platform != "win32":  # POSIX only: the child that caps its memory never runs on Windows
+    import resource
 
 MEMORY_ENV = "EVALCORE_PDF_MEMORY_MB"
 SECONDS_ENV = "EVALCORE_PDF_SECONDS"
@@ -56,8 +59,6 @@ def extract(data: bytes, filename: str) -> Extraction:
     """:func:`evalcore.inputs.extractors.pdf.extract` in a capped child process (see the module doc);
     InputError naming ``filename`` when it fails, needs more memory than allowed or runs out
     of time."""
-    from evalcore.inputs.extractors import pdf
-
     if not data or b"%PDF-" not in data[:1024] or sys.platform == "win32":
         return pdf.extract(data, filename)  # the cheap refusals need no child (Windows has no RLIMIT_AS)
     try:
@@ -95,10 +96,7 @@ def extract(data: bytes, filename: str) -> Extraction:
 
 
 def _main(filename: str, budget: int) -> int:
-    import resource
-
     data = sys.stdin.buffer.read()
-    from evalcore.inputs.extractors import pdf, require_library
 
     require_library("pypdfium2", "pdf", filename)  # import it before the cap is set
     held = _vm_bytes()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalcore.i18n import ENGLISH, Translator
-from evalcore.measures.stats import ALPHA, PAIRED_TEST, Interval, p_relation
+from evalcore.measures.stats import ALPHA, PAIRED_TEST, Interval, p_relation, sample_statement
 
 if TYPE_CHECKING:
     from evalcore.read.compare import Comparison
@@ -174,8 +174,6 @@ def decided_sentence(comparison: Comparison, decided: RunConfiguration, top: Bes
 
 def significance_text(comparison: Comparison, tr: Translator = ENGLISH) -> str:
     """A plain sentence: which pairs differ significantly at hit@k, and what n can detect."""
-    from evalcore.measures.stats import sample_statement
-
     _ = tr.gettext
     matrix = comparison.matrix
     k = comparison.k

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evalcore.configurations import read
+
 if TYPE_CHECKING:
     from evalcore.store import Store
 
@@ -29,8 +31,6 @@ def hit_configurations(store: Store, run_id: str) -> tuple[list[str], str | None
     """The configurations ``STRATEGY/RETRIEVER`` of a run whose hits a new query can get
     exactly as the run ranked its own (built-in ones: the run's model, chunks, BM25 index and
     cross-encoder), and, when there is none, the one line that says why."""
-    from evalcore.configurations import read
-
     configs = read(store, run_id)
     usable = sorted(info.label for info in configs.values() if info.source == "builtin")
     if usable or not configs:

@@ -16,12 +16,17 @@ threshold") and its lost rate among answerable in-domain queries (a correct hit 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from evalcore.configurations import info
+from evalcore.measures.claim import ClaimError, threshold_claim
 from evalcore.measures.stats import wilson_interval
-from evalcore.measures.threshold import DEFAULT_TOP
+from evalcore.measures.threshold import DEFAULT_TOP, counts_at, gate, split_hits
+from evalcore.read.claims import claim_of
+from evalcore.read.claims import gate_values as evaluation_values
+from evalcore.read.sweeps import top_hits
 from evalcore.store.traffic.imported import LABELS
 
 if TYPE_CHECKING:
@@ -41,8 +46,6 @@ def _key(run_id: str, configuration: Configuration) -> list[str]:
 
 
 def axis(store: Store, run_id: str, configuration: Configuration) -> Axis:
-    from evalcore.configurations import info
-
     return info(store, run_id, configuration.strategy, configuration.retriever).axis
 
 
@@ -211,9 +214,6 @@ class LabelledRates:
 
 def labelled_rates(store: Store, run_id: str, configuration: Configuration, threshold: float) -> LabelledRates:
     """See the module docstring. Every labelled log line counts."""
-    from evalcore.measures.threshold import counts_at, split_hits
-    from evalcore.read.sweeps import top_hits
-
     ax = axis(store, run_id, configuration)
     kept = ">=" if ax.higher_is_closer else "<"
     counts = store.query(  # counted in DuckDB: no row of the (possibly millions of) lines leaves it
@@ -271,15 +271,10 @@ def traffic_claim(store: Store, run_id: str, configuration: Configuration) -> Cl
     (duplicates included: each line is one draw of production traffic); the lost side keeps the
     evaluation's answerable queries (traffic has no needle to tell a correct hit). None when no
     log line is labelled off-topic."""
-    from dataclasses import replace
-
-    from evalcore.measures.claim import threshold_claim
-    from evalcore.read.claims import gate_values
-
     ood = off_topic_minima(store, run_id, configuration)
     if not ood:
         return None
-    values = gate_values(store, run_id, configuration)
+    values = evaluation_values(store, run_id, configuration)
     found = threshold_claim(ood, values.answerable_min, values.in_domain_min, axis=values.axis)
     return replace(found, configuration=configuration.label)
 
@@ -295,9 +290,6 @@ class Claims:
 
 def traffic_claims(store: Store, run_id: str, configuration: Configuration) -> Claims:
     """:func:`traffic_claim` and ``claim_of``, a ClaimError kept as its message (cacheable, unlike a raise)."""
-    from evalcore.measures.claim import ClaimError
-    from evalcore.read.claims import claim_of
-
     found: list[Claim | None] = []
     problem = None
     for make in (traffic_claim, claim_of):
@@ -340,7 +332,6 @@ def traffic_query(
         """,
         [*_key(run_id, configuration), text_hash],
     )
-    from evalcore.measures.threshold import gate
 
     ax = axis(store, run_id, configuration)
     values = [float(v) for v in out["hits"][ax.column].head(DEFAULT_TOP) if v == v]

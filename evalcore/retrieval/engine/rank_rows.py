@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalcore.retrieval.engine import kernels
-
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -29,6 +27,8 @@ def exact_similarities(q64: np.ndarray, vectors: np.ndarray, ids: np.ndarray) ->
     whatever else is asked with it: exact products summed in numpy's pairwise order (the
     bits of ``(vectors[ids].astype(float64) * q64).sum(axis=1)``)."""
     import numpy as np
+
+    from evalcore.retrieval.engine import kernels
 
     ids = np.asarray(ids, dtype=np.int64).reshape(-1)
     q = np.ascontiguousarray(q64, dtype=np.float64)
@@ -49,6 +49,8 @@ def _threshold_candidates(values: np.ndarray, n: int, margin: float) -> NDArray[
     """Indices of every element >= (the n-th largest value) - margin; a superset of the
     top n, found without sorting ``values`` (a sampled guess, checked, else a partition)."""
     import numpy as np
+
+    from evalcore.retrieval.engine import kernels
 
     size = len(values)
     if n >= size:
@@ -97,6 +99,8 @@ class _Levels:
         (each a pass over a million values saved); else they are read from the row."""
         import numpy as np
 
+        from evalcore.retrieval.engine import kernels
+
         self.values = values
         self.n = len(values)
         self.size = int(min(_LEVELS, max(1 << 10, self.n // 8)))
@@ -111,6 +115,8 @@ class _Levels:
         self.above: NDArray[np.int64] = self.n - np.cumsum(counts)
 
     def level(self, v: np.ndarray) -> NDArray[np.int64]:
+        from evalcore.retrieval.engine import kernels
+
         out: NDArray[np.int64] = kernels.levels_of(v, self.lo, self.scale, self.size)
         return out
 
@@ -128,6 +134,8 @@ class _Levels:
     def members(self, lo: np.ndarray, hi: np.ndarray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """(positions, levels) of the values in the levels of any range [lo[j], hi[j]], in one pass."""
         import numpy as np
+
+        from evalcore.retrieval.engine import kernels
 
         k_lo, k_hi = self.level(lo), self.level(hi)
         edge = np.zeros(self.size + 1, dtype=np.int64)
@@ -245,6 +253,8 @@ class DenseRow:
         the band's levels are read (else a blocked pass counts and collects, see kernels)."""
         import numpy as np
 
+        from evalcore.retrieval.engine import kernels
+
         if self._levels is None and len(x) < _MANY:
             above, idx, owner = kernels.band_members(self.row, lo, hi)
         else:
@@ -264,6 +274,8 @@ class DenseRow:
         only those from the band's bottom up can (the chunk itself among them). Many chunks
         at once are bounded from the row's levels (the band's levels widen it a little)."""
         import numpy as np
+
+        from evalcore.retrieval.engine import kernels
 
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) >= _MANY:
@@ -340,6 +352,8 @@ class BM25Row:
     (descending, ties by chunk order), then every other chunk in chunk order."""
 
     def __init__(self, row: NDArray[np.float64]) -> None:
+        from evalcore.retrieval.engine import kernels
+
         self.row = row  # score of every chunk (0: shares no term)
         self.n = len(row)
         self.m = kernels.count_above(row, 0.0)  # chunks sharing a term with the query
@@ -359,6 +373,8 @@ class BM25Row:
         """Every matched chunk scoring at least the ``want``-th best matched score (all of
         them when fewer match), in order: score descending, then chunk id."""
         import numpy as np
+
+        from evalcore.retrieval.engine import kernels
 
         if self.m <= want:
             idx = kernels.select_ge(self.row, np.nextafter(0.0, 1.0))
@@ -449,6 +465,8 @@ class BM25Row:
         (all the others at once) one blocked counting pass over the row. An unmatched chunk
         ranks after the ``m`` matched ones, in chunk order."""
         import numpy as np
+
+        from evalcore.retrieval.engine import kernels
 
         ids = np.asarray(ids, dtype=np.int64)
         s = self.score(ids)

@@ -16,8 +16,6 @@ import unicodedata
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from evalcore.retrieval.engine import index_kernels as kernels
-
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
@@ -48,6 +46,8 @@ def _batch_bytes(batch: list[str], unicode: bool) -> bytes:
     joined = _SEP.join(batch) + _SEP
     if unicode:
         import numpy as np
+
+        from evalcore.retrieval.engine import index_kernels as kernels
 
         data = unicodedata.normalize("NFC", joined).casefold().encode("utf-8", "surrogatepass")
         kept: bytes = kernels.word_characters(np.frombuffer(data, dtype=np.uint8), _word_table()).tobytes()
@@ -91,6 +91,8 @@ class _Words:
     def ids(self, data: bytes) -> np.ndarray:
         """Every word's id (-1 for a text's end), numbering new words."""
         import numpy as np
+
+        from evalcore.retrieval.engine import index_kernels as kernels
 
         buf = np.frombuffer(data, dtype=np.uint8)
         if len(self.ids_buffer) < len(buf):  # a word or a separator: one byte at least
@@ -216,6 +218,8 @@ def postings(
     weight(t, d) = idf(t) * f * (k1 + 1) / (f + k1 * (1 - b + b * |d| / avg))."""
     import numpy as np
     from scipy import sparse
+
+    from evalcore.retrieval.engine import index_kernels as kernels
 
     n = len(lengths)
     # the length norm of each chunk (the same expression per element as per posting)
