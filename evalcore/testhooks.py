@@ -2,8 +2,9 @@
 
 - ``EVALCORE_TEST_PAUSE="STAGE=MARKER"``: when a run reaches the stage named STAGE (a
   :class:`~evalcore.progress.Stage` name such as ``"E: embedding"``, or ``"writing
-  results"``, which pauses inside the final write's transaction, or ``"traffic: batch
-  written"``, after each batch a traffic import has written), it writes the file
+  results"``, which pauses inside the final write's transaction, ``"traffic: batch
+  written"``, after each batch a traffic import has written, or ``"question set: versions
+  read"``, after an import has read a set's versions and before it writes), it writes the file
   MARKER and waits there for up to 60 s, so that a test can signal the process at that
   exact moment, or watch the stage from outside and remove MARKER to let the run go on.
 - ``EVALCORE_TEST_EMBEDDER="module:factory"``: the embedder is ``factory()`` from that

@@ -31,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalcore import testhooks
 from evalcore.authors import clean_author, shown
 from evalcore.boundary import text as boundary_text
 from evalcore.boundary.files import write_file_atomic
@@ -344,6 +345,7 @@ def import_folder(
     questions, ood, other = read_folder(folder, said)
     found = versions(store, name)
     parent = found[-1].version if found else None
+    testhooks.pause("question set: versions read")  # between the read and the write's transaction
     saved = save(
         store, name, questions, ood, parent=parent, author=author, note=note, origin=f"import {Path(folder).resolve()}"
     )

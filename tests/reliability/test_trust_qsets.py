@@ -182,7 +182,17 @@ def test_four_imports_of_one_new_name_one_wins_the_others_name_its_version(tmp_p
     assert evalcore("dataset", "list", store=store).code == 0
     Store(store).migrate()
     argv = ["--store", str(store), "dataset", "import", str(folder), "--name", "race"]
-    procs = [zygote.start(argv, {**os.environ, **FAKE}) for _ in range(4)]
+    # "at once": each process stops after it has read the set's versions (none yet) and before it
+    # writes; all four are let go together once all four are there, so the race is real every time
+    markers = [tmp_path / f"read-{i}" for i in range(4)]
+    pause = "question set: versions read"
+    procs = [zygote.start(argv, {**os.environ, **FAKE, "EVALCORE_TEST_PAUSE": f"{pause}={m}"}) for m in markers]
+    deadline = time.monotonic() + 120
+    while not all(m.exists() for m in markers) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert all(m.exists() for m in markers), "not all four imports reached the point between read and write"
+    for m in markers:
+        m.unlink()
     done = [(p.wait(timeout=300), p.stdout.read(), p.stderr.read()) for p in procs]
     won = [d for d in done if d[0] == 0 and d[1].startswith("saved race@1 (a new set)")]
     refused = [d for d in done if d[0] == 2 and d[2].count("\n") == 1]
