@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import array
 import atexit
+import functools
 import io
 import json
 import os
@@ -247,6 +248,7 @@ class Forked:
 PLAIN_ENV = "EVALCORE_TEST_NO_FORK_SERVER"
 
 
+@functools.cache
 def _can_fork_here() -> bool:
     """Whether this system gives what the server needs (a pidfd to wait on each child: Linux
     5.3 or later); elsewhere every process is started the plain way, a little slower."""
