@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evalcore.store.basics import one_row
+
 if TYPE_CHECKING:
     from evalcore.store import Store
 
@@ -42,11 +44,12 @@ def progress(store: Store, set_name: str, author: str) -> TriageProgress:
     if not _has_table(store):
         return TriageProgress(0, 0)
     with store.read() as con:
-        row = con.execute(
+        row = one_row(
+            con,
             "SELECT count(decision), count(*) FROM triage_queries WHERE set_name = ? AND author = ?",
             [set_name, author],
-        ).fetchone()
-    return TriageProgress(int(row[0]), int(row[1])) if row else TriageProgress(0, 0)
+        )
+    return TriageProgress(int(row[0]), int(row[1]))
 
 
 def page(store: Store, set_name: str, author: str, number: int, size: int) -> list[Entry]:

@@ -19,9 +19,19 @@ DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
 }
 
 
+def first_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[Any, ...] | None:
+    """The first row ``sql`` returns (None when it returns none), its result read to the end.
+    Never ``fetchone()``: DuckDB 2 keeps a result that was not read to its end open on the
+    connection, and the connection's next ``register``, ``unregister`` or ``sql`` then fails
+    ("connection has an unfinished result")."""
+    rows = con.execute(sql, params).fetchall()
+    return tuple(rows[0]) if rows else None
+
+
 def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> tuple[Any, ...]:
-    """The one row a query that always returns one (an aggregate, a PRAGMA) returns."""
-    row = con.execute(sql, params).fetchone()
+    """The one row a query that always returns one (an aggregate, a PRAGMA) returns (read to
+    the end, as :func:`first_row`)."""
+    row = first_row(con, sql, params)
     if row is None:
         raise StoreError(f"no row from {sql.split()[0]} ... (a query that always returns one row)")
     return row

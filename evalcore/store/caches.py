@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from evalcore.inputs.extractors import Extraction
-from evalcore.store.basics import now
+from evalcore.store.basics import now, one_row
 from evalcore.store.connection import Connection
 
 if TYPE_CHECKING:
@@ -24,9 +24,9 @@ def forget_vectors(con: duckdb.DuckDBPyConnection, forgotten: str) -> int:
         f"text_hash IN (SELECT text_hash FROM {forgotten}) "
         "AND NOT EXISTS (SELECT 1 FROM traffic_texts t WHERE t.text_hash = embeddings.text_hash)"
     )
-    found = con.execute(f"SELECT count(*) FROM embeddings WHERE {where}").fetchone()
+    found = one_row(con, f"SELECT count(*) FROM embeddings WHERE {where}")
     con.execute(f"DELETE FROM embeddings WHERE {where}")
-    return int(found[0]) if found else 0
+    return int(found[0])
 
 
 class Caches(Connection):

@@ -20,6 +20,7 @@ import math
 import os
 import random
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -52,6 +53,15 @@ DEFAULT_STORE = Path("runs") / "evalcore.duckdb"
 STATUSES = ("running", "complete", "failed", "cancelled")
 REAP_EVERY = 2.0  # seconds between two looks for runs whose process is gone
 NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is failed
+
+#: One ``duckdb.connect`` of a file at a time in this process. DuckDB's Python package keeps one
+#: database instance per file while any connection to it is open; the connect that creates the
+#: instance publishes it to the other threads *before* it has registered ``pandas_scan`` in it,
+#: so a second thread's connect could get the instance early and its ``register`` of a data frame
+#: failed with "Table Function with name pandas_scan does not exist" (seen under twenty
+#: concurrent traffic posts). Held for the connect only (milliseconds), never while waiting out
+#: another process's lock.
+_CONNECTING = threading.Lock()
 
 
 #: Tables whose running rows name the process that writes them (table, id column, what the
@@ -105,7 +115,8 @@ class Connection:
         delay = 0.02
         while True:
             try:
-                return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
+                with _CONNECTING:
+                    return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
             except duckdb.Error as exc:
                 if is_lock_error(exc) and time.monotonic() < deadline:
                     time.sleep(delay + random.random() * delay)

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from evalcore.boundary.text import check_name
 from evalcore.errors import InputError
-from evalcore.store.basics import now
+from evalcore.store.basics import now, one_row
 from evalcore.store.connection import Connection
 
 PREFIX = "evk_"
@@ -55,8 +55,8 @@ def create_key(store: Connection, name: str, scopes: Iterable[str], author: str 
     chosen = check_scopes(scopes)
     key = PREFIX + secrets.token_urlsafe(KEY_BYTES)
     with store.transaction() as con:
-        row = con.execute("SELECT count(*) FROM api_keys WHERE name = ? AND revoked_at IS NULL", [name]).fetchone()
-        if row and row[0]:
+        row = one_row(con, "SELECT count(*) FROM api_keys WHERE name = ? AND revoked_at IS NULL", [name])
+        if row[0]:
             raise InputError(f"key name {name!r}: a key of that name is in use; revoke it first (evalcore keys revoke)")
         con.execute(
             "INSERT INTO api_keys (key_id, name, key_hash, scopes, author, created_at) VALUES (?, ?, ?, ?, ?, ?)",

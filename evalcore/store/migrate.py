@@ -6,7 +6,7 @@ import logging
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from evalcore.store.basics import now
+from evalcore.store.basics import now, one_row
 
 if TYPE_CHECKING:
     import duckdb
@@ -55,5 +55,4 @@ def apply(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def applied_version(con: duckdb.DuckDBPyConnection) -> int:
     """The newest migration applied to the store ``con`` reads (0 for none)."""
-    row = con.execute("SELECT coalesce(max(version), 0) FROM schema_migrations").fetchone()
-    return int(row[0]) if row else 0
+    return int(one_row(con, "SELECT coalesce(max(version), 0) FROM schema_migrations")[0])

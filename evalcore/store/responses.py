@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalcore.store.basics import now
+from evalcore.store.basics import now, one_row
 
 if TYPE_CHECKING:
     import duckdb
@@ -33,9 +33,9 @@ def forget_requests(con: duckdb.DuckDBPyConnection, requests: str) -> int:
         f"EXISTS (SELECT 1 FROM {requests} w WHERE w.method = responses.method AND w.url = responses.url "
         "AND w.body IS NOT DISTINCT FROM responses.body)"
     )
-    found = con.execute(f"SELECT count(*) FROM responses WHERE {where}").fetchone()
+    found = one_row(con, f"SELECT count(*) FROM responses WHERE {where}")
     con.execute(f"DELETE FROM responses WHERE {where}")
-    return int(found[0]) if found else 0
+    return int(found[0])
 
 
 def cached_rows(store: Connection, keys: list[str]) -> list[tuple[str, int, str, float | None]]:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evalcore.errors import InputError
-from evalcore.store.basics import now
+from evalcore.store.basics import first_row, now, one_row
 
 if TYPE_CHECKING:
     from evalcore.store.connection import Connection
@@ -27,17 +27,19 @@ def add_queries(store: Connection, set_name: str, author: str, queries: Sequence
     with store.transaction() as con:
         con.register("_pasted", pd.DataFrame({"query": wanted, "at": range(len(wanted))}))
         try:
-            last = con.execute(
+            last = one_row(
+                con,
                 "SELECT coalesce(max(position), 0) FROM triage_queries WHERE set_name = ? AND author = ?",
                 [set_name, author],
-            ).fetchone()
-            added = con.execute(
+            )
+            added = first_row(
+                con,
                 "INSERT INTO triage_queries (set_name, author, position, query) "
                 "SELECT ?, ?, ? + row_number() OVER (ORDER BY p.at), p.query FROM _pasted p "
                 "WHERE p.query NOT IN (SELECT query FROM triage_queries WHERE set_name = ? AND author = ?) "
                 "ORDER BY p.at",
-                [set_name, author, int(last[0] if last else 0), set_name, author],
-            ).fetchone()
+                [set_name, author, int(last[0]), set_name, author],
+            )
         finally:
             con.unregister("_pasted")
     return int(added[0]) if added else 0
@@ -49,10 +51,11 @@ def decide(store: Connection, set_name: str, author: str, query: str, decision: 
     if decision is not None and decision not in DECISIONS:
         raise InputError(f"triage decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
     with store.transaction() as con:
-        found = con.execute(
+        found = first_row(
+            con,
             "SELECT position FROM triage_queries WHERE set_name = ? AND author = ? AND query = ?",
             [set_name, author, query],
-        ).fetchone()
+        )
         if found is None:
             raise InputError(f"the list of real queries for {set_name!r} does not hold {query[:80]!r}")
         con.execute(
@@ -64,7 +67,5 @@ def decide(store: Connection, set_name: str, author: str, query: str, decision: 
 def clear(store: Connection, set_name: str, author: str) -> int:
     """Forget the list of (``set_name``, ``author``) and its decisions; returns the rows removed."""
     with store.transaction() as con:
-        removed = con.execute(
-            "DELETE FROM triage_queries WHERE set_name = ? AND author = ?", [set_name, author]
-        ).fetchone()
+        removed = first_row(con, "DELETE FROM triage_queries WHERE set_name = ? AND author = ?", [set_name, author])
     return int(removed[0]) if removed else 0

@@ -207,6 +207,19 @@ def test_every_write_statement_lives_in_the_store_package():
     assert not outside, "writes outside evalcore/store/: " + ", ".join(outside)
 
 
+def test_no_query_result_is_left_half_read():
+    # DuckDB 2 keeps a result not read to its end open on its connection, and the connection's
+    # next register, unregister or sql fails: the store reads rows with fetchall (one_row,
+    # first_row), never fetchone.
+    half = re.compile(r"\.fetchone\(\)")
+    found = []
+    for path in PACKAGES + sorted((ROOT / "evalcore_app").rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if half.search(line) and "Never ``fetchone()``" not in line:
+                found.append(f"{path.relative_to(ROOT)}:{n}")
+    assert not found, "fetchone() leaves a result half read: " + ", ".join(found)
+
+
 def test_the_front_door_gives_a_run_in_one_import():
     for name in ("RunSpec", "execute", "evaluate", "compare", "gate", "Store"):
         assert name in evalcore.__all__, name

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcore.errors import InputError
+from evalcore.store.basics import one_row
 
 
 def parquet_row_count(path: Path) -> int | None:
@@ -17,10 +18,10 @@ def parquet_row_count(path: Path) -> int | None:
 
     with duckdb.connect(":memory:", config={"autoinstall_known_extensions": False}) as con:
         try:
-            found = con.execute("SELECT count(*) FROM read_parquet(?)", [str(path)]).fetchone()
+            found = one_row(con, "SELECT count(*) FROM read_parquet(?)", [str(path)])
         except duckdb.Error:
             return None
-    return int(found[0]) if found else None
+    return int(found[0])
 
 
 def parquet_rows(path: Path, columns: Callable[[list[str]], list[str]], batch: int) -> Iterator[list[tuple[Any, ...]]]:
