@@ -338,7 +338,7 @@ def time_reads(store_path: Path, run_id: str, repeat: int = 2) -> list[tuple[str
         ("compare.destroyed_counts", compare.destroyed_counts, (store, run_id)),
         ("compare.compare@20", compare.compare, (store, sides, 20)),
         ("distances.distances", distances.distances, (store, run_id, config)),
-        ("sweeps.sweep", sweeps.sweep, (store, run_id, config)),
+        ("sweeps.run_sweep", sweeps.run_sweep, (store, run_id, config)),
         ("queries.search_queries", queries.search_queries, (store, run_id, "question 12")),
         ("queries.query_hits", queries.query_hits, (store, run_id, qid, config)),
         ("index.index_health", index.index_health, (store, run_id)),

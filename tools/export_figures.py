@@ -57,7 +57,7 @@ def main() -> int:
     if decision is not None:
         t = decision.threshold
     else:
-        t = suggest_threshold(sweeps.sweep(store, run_id, config), cost_ratio=DEFAULT_COST_RATIO).threshold
+        t = suggest_threshold(sweeps.run_sweep(store, run_id, config), cost_ratio=DEFAULT_COST_RATIO).threshold
         t = t if math.isfinite(t) else 0.5
     sweep = figures.sweep_figure(store, run_id, config, t, rates=True)
     for name, figure in (("compare-matrix", matrix), ("threshold", sweep)):

@@ -95,7 +95,7 @@ def clean_text(value: str, *, field: str, max_len: int) -> str:
     return text
 
 
-def plain(text: str) -> bool:
+def is_plain(text: str) -> bool:
     """Whether ``text`` holds no control character other than tab and newline (what
     :func:`clean_text` refuses, but for length): a quick check for many texts at once."""
     return _CONTROL.search(text) is None

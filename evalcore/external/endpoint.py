@@ -162,7 +162,7 @@ def allowed_prefixes() -> list[str]:
     return [p.strip() for p in os.environ.get(ALLOWED_ENV, "").split(",") if p.strip()]
 
 
-def allowed(url: str) -> None:
+def check_allowed(url: str) -> None:
     """ConfigError unless ``url`` lies under one of the operator's prefixes in
     ``$EVALCORE_ENDPOINTS`` (comma-separated). The dashboard checks this before it queues an
     endpoint run (and the job again before it sends anything), so its users reach only

@@ -29,7 +29,7 @@ from evalcore.external import responses
 from evalcore.external.chunks import ChunkSet, read_chunks
 from evalcore.external.endpoint import Endpoint, parse
 from evalcore.external.hits import BadHits
-from evalcore.external.importer import check_name
+from evalcore.external.importer import check_label
 from evalcore.external.live import run_live
 from evalcore.external.record import DEFAULT_MAX_FAILURES, Failure
 from evalcore.external.responses import Response
@@ -373,8 +373,8 @@ def run_endpoint(
     is what the service returned. Inputs are checked before the run row is written."""
 
     endpoint.check()
-    check_name(chunker, "--chunker")
-    check_name(retriever, "--retriever")
+    check_label(chunker, "--chunker")
+    check_label(retriever, "--retriever")
     share = DEFAULT_MAX_FAILURES if max_failures is None else float(max_failures)
     if not 0.0 <= share <= 1.0:
         raise ConfigError(f"--max-failures must lie in [0, 1] (a share of the queries), got {max_failures!r}")

@@ -60,8 +60,8 @@ def import_run(
     """Read, check, score and store one external configuration (see the module docstring)."""
 
     name = check_run_name(name)
-    check_name(chunker, "--chunker")
-    check_name(retriever, "--retriever")
+    check_label(chunker, "--chunker")
+    check_label(retriever, "--retriever")
     if not gt.valid_questions:
         raise InputError("no valid in-domain question to score (every needle is invalid); see validate")
     t0 = time.perf_counter()
@@ -115,7 +115,9 @@ def import_run(
     )
 
 
-def check_name(value: str, option: str) -> None:
+def check_label(value: str, option: str) -> None:
+    """The name of a chunker or retriever the caller gives (``option`` names where it came from):
+    ConfigError unless it can label a configuration and name its export folder."""
 
     if (
         not value

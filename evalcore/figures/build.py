@@ -27,7 +27,7 @@ from evalcore.read.compare import compare, destroyed_counts, recall_table
 from evalcore.read.distances import distance_histogram, distance_summary, distances
 from evalcore.read.index import index_health
 from evalcore.read.runs import named_runs
-from evalcore.read.sweeps import sweep, sweep_long
+from evalcore.read.sweeps import run_sweep, sweep_long
 from evalcore.records import Configuration, RunConfiguration
 
 if TYPE_CHECKING:
@@ -298,7 +298,7 @@ def sweep_figure(store: Store, run_id: str, configuration: Configuration, thresh
     """The threshold sweep (counts, or rates with Wilson bands) with a rule at ``threshold``
     (detail: the sweep frame)."""
     return sweep_figure_of(
-        sweep(store, run_id, configuration), run_text(store, run_id), configuration, threshold, rates
+        run_sweep(store, run_id, configuration), run_text(store, run_id), configuration, threshold, rates
     )
 
 
@@ -312,7 +312,7 @@ def sweep_figures(
 ) -> tuple[Figure, Figure]:
     """The sweep as counts and as rates, from one read; with ``claim_params`` (alpha, beta,
     confidence) the threshold claim's band is shaded and the claim stated in the captions."""
-    frame, run = sweep(store, run_id, configuration), run_text(store, run_id)
+    frame, run = run_sweep(store, run_id, configuration), run_text(store, run_id)
     band = band_of(store, run_id, configuration, *claim_params) if claim_params else None
     return (
         sweep_figure_of(frame, run, configuration, threshold, False, band, tr),

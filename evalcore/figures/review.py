@@ -20,7 +20,7 @@ from evalcore.read.claims import claim_of, refuses_most, separability
 from evalcore.read.compare import compare
 from evalcore.read.comparison.statements import best, decided_sentence, significance_text
 from evalcore.read.decisions import latest_decision
-from evalcore.read.sweeps import gate_axis, gate_table, ood_support, sentence_at, sweep
+from evalcore.read.sweeps import gate_axis, gate_table, ood_support, run_sweep, sentence_at
 from evalcore.records import RunConfiguration
 
 if TYPE_CHECKING:
@@ -134,7 +134,7 @@ def review_summary(
                 else _("The chosen t = {t} does NOT meet the bluff claim ({region}).")
             )
             lines += [tr.numbers_in(verdict.format(t=threshold_text(selection.threshold), region=_(region))), ""]
-    frame = sweep(store, selection.run_id, selection.configuration)
+    frame = run_sweep(store, selection.run_id, selection.configuration)
     if len(frame):
         lines += [sentence_at(frame, selection.threshold, tr), ""]
         warning = ood_support(frame, selection.threshold, tr)

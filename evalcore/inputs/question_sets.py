@@ -198,7 +198,7 @@ def _check_texts(at: str, fields: Sequence[tuple[str, object]]) -> None:
     if (
         len(strings) == len(texts)
         and all(len(v) <= MAX_TEXT for v in strings)
-        and boundary_text.plain("".join(strings))
+        and boundary_text.is_plain("".join(strings))
     ):
         return
     for key, value in fields:

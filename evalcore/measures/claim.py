@@ -259,7 +259,7 @@ def _array(values: Values, name: str, higher_is_closer: bool) -> NDArray[np.floa
     return a
 
 
-def allowed(n: int, rate: float, delta: float) -> int | None:
+def allowed_count(n: int, rate: float, delta: float) -> int | None:
     """``max{k >= 0 : BinomCDF(k; n, rate) <= delta}``, or None when there is no such k."""
     import numpy as np
     from scipy.stats import binom
@@ -288,7 +288,7 @@ def _bound(
     """(status, boundary, allowed): the ``(k*+1)``-th smallest (or largest) value."""
     import numpy as np
 
-    k = allowed(len(values), rate, delta)
+    k = allowed_count(len(values), rate, delta)
     if k is None:
         return "too_few", None, None
     if k + 1 > len(values):

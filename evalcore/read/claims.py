@@ -73,7 +73,7 @@ class GateValues:
 
 def gate_values(store: Store, run_id: str, configuration: Configuration) -> GateValues:
     """Each scored query's gate values for ``configuration`` (one store query; the same
-    minima :func:`evalcore.read.sweeps.sweep` sweeps)."""
+    minima :func:`evalcore.read.sweeps.run_sweep` sweeps)."""
     import numpy as np
 
     gate = info(store, run_id, configuration.strategy, configuration.retriever).axis

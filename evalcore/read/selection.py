@@ -97,7 +97,7 @@ def default_threshold(
         )
     fallback = FALLBACK_THRESHOLD, f"the fallback {FALLBACK_THRESHOLD:g} (nothing to suggest from)"
     try:
-        t = float(suggest_threshold(sweeps.sweep(store, run_id, configuration), DEFAULT_COST_RATIO, None).threshold)
+        t = float(suggest_threshold(sweeps.run_sweep(store, run_id, configuration), DEFAULT_COST_RATIO, None).threshold)
     except ValueError:
         return fallback
     if not math.isfinite(t):

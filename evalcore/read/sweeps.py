@@ -37,7 +37,7 @@ SERIES = {
 }
 
 
-def sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
+def run_sweep(store: Store, run_id: str, configuration: Configuration) -> pd.DataFrame:
     """The exact threshold sweep (:func:`evalcore.measures.threshold.sweep`) of one configuration over its
     scored queries' stored top-4 hits (queries without hits count as refused).
 

@@ -32,8 +32,8 @@ from evalcore.boundary.text import check_run_name
 from evalcore.chunking import DEFAULT_STRATEGIES, parse_strategies
 from evalcore.configurations import EXTERNAL, score_kind
 from evalcore.errors import ConfigError
-from evalcore.external.endpoint import allowed, from_spec
-from evalcore.external.importer import check_name
+from evalcore.external.endpoint import check_allowed, from_spec
+from evalcore.external.importer import check_label
 from evalcore.external.record import DEFAULT_MAX_FAILURES
 from evalcore.inputs.question_sets import parse_question_set_ref
 from evalcore.retrieval.names import parse_retrievers
@@ -142,9 +142,9 @@ class RunSpec:
         if self.endpoint is not None:
             self.endpoint.check()
             if self.confined:
-                allowed(self.endpoint.url)  # checked again in the job's process (from_json)
-            check_name(self.chunker, "--chunker")
-            check_name(self.retriever_name, "--retriever")
+                check_allowed(self.endpoint.url)  # checked again in the job's process (from_json)
+            check_label(self.chunker, "--chunker")
+            check_label(self.retriever_name, "--retriever")
         else:
             if not callable(self.function):
                 raise ConfigError(
@@ -152,8 +152,8 @@ class RunSpec:
                 )
             if not isinstance(self.k, int) or self.k < 1:
                 raise ConfigError(f"k must be an integer >= 1, got {self.k!r}")
-            check_name(self.chunker, "chunker")
-            check_name(self.retriever_name, "retriever_name")
+            check_label(self.chunker, "chunker")
+            check_label(self.retriever_name, "retriever_name")
         score_kind(self.score)
 
     @property

@@ -44,7 +44,7 @@ st.markdown(
         else _(" (picked in the sidebar).")
     )
 )
-sweep = ui.cached(sweeps.sweep, store, ctx.run_id, config)
+sweep = ui.cached(sweeps.run_sweep, store, ctx.run_id, config)
 n_in, n_out = (int(sweep["in_domain"].iloc[0]), int(sweep["out_domain"].iloc[0])) if len(sweep) else (0, 0)
 if n_in + n_out == 0:
     st.info(_("No scored queries in this configuration: nothing to sweep."))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from evalcore.i18n import DEFAULT, LANGUAGES, Translator, language, translator
+from evalcore.i18n import N_ as N_  # the pages mark their messages with it, from here
 from evalcore.i18n.templates import SOURCES
 from evalcore_app.ui.state import Link
 
@@ -53,11 +54,6 @@ def _(message: str) -> str:
     return tr().gettext(message)
 
 
-def N_(message: str) -> str:
-    """Mark ``message`` for the catalog without translating it here (translated where shown)."""
-    return message
-
-
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The plural form of a message for ``n`` in the session's language."""
     return tr().ngettext(singular, plural, n)
@@ -84,7 +80,7 @@ def source(text: str) -> str:
     return tr().rewrite(text, SOURCES)
 
 
-def write_url() -> None:
+def _write_url() -> None:
     """Keep the chosen language in the address (only when one was chosen: a browser's own
     language needs no parameter)."""
     chosen = language(Link().lang)
@@ -101,7 +97,7 @@ def selector() -> None:
 
     def changed() -> None:
         st.session_state[KEY] = st.session_state["w_" + KEY]
-        write_url()
+        _write_url()
 
     st.session_state["w_" + KEY] = code
     st.selectbox(
@@ -111,4 +107,4 @@ def selector() -> None:
         format_func=LANGUAGES.get,
         on_change=changed,
     )
-    write_url()
+    _write_url()

@@ -192,7 +192,7 @@ def test_segments_and_coverage_equal_a_brute_force_count(engine_store, engine_ru
     from statsmodels.stats.proportion import proportion_confint
 
     from evalcore.read.claims import claim_segments, coverage, coverage_at, gate_values, refuses_most
-    from evalcore.read.sweeps import sweep
+    from evalcore.read.sweeps import run_sweep
     from evalcore.records import Configuration
 
     store = Store(engine_store)
@@ -226,7 +226,7 @@ def test_segments_and_coverage_equal_a_brute_force_count(engine_store, engine_ru
     low, high = proportion_confint(got["queries"], got["of"], alpha=0.05, method="wilson")
     assert np.allclose(got["wilson low"], low) and np.allclose(got["wilson high"], high)
 
-    frame = sweep(store, engine_run_id, config)
+    frame = run_sweep(store, engine_run_id, config)
     cov = coverage(frame)
     assert np.allclose(cov["coverage"], 1 - frame["refused"] / frame["in_domain"])
     n_in = int((q["domain"] == "in").sum())

@@ -373,7 +373,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     from evalcore.measures.threshold import counts_at, state_at
     from evalcore.read.distances import distance_summary, distances
     from evalcore.read.queries import query_answer, query_view
-    from evalcore.read.sweeps import suggest_on_grid, sweep
+    from evalcore.read.sweeps import run_sweep, suggest_on_grid
     from evalcore.records import Configuration
 
     first, qrels, rankings = oracle
@@ -396,7 +396,7 @@ def test_every_page_and_the_gate_axis_on_an_imported_run(
     ind = {q: [(sc, c in qrels[q]) for c, sc in rankings[q]] for q in qrels}
     ood = {q: [sc for _, sc in hits] for q, hits in rankings.items() if q.startswith("ood-")}
     ood["ood-paella"] = [1000.0] + ood["ood-paella"]
-    swept = sweep(s, run_id, config)
+    swept = run_sweep(s, run_id, config)
     for t in [0.0, 2.5, 5.0, 7.5, 10.0, 100.0, *swept["threshold"].iloc[:-1].tolist()]:
         assert state_at(swept, t) == counts_at(ind, ood, t, higher_is_closer=True), t
     suggestion = suggest_on_grid(swept, cost_ratio=3.0)

@@ -434,18 +434,6 @@ PROTOCOL_NAMES: dict[str, set[str]] = {
     "check": {f"evalcore/inputs/extractors/{m}.py" for m in ("html", "markdown", "pdf")},
     "decode": {f"evalcore/inputs/extractors/{m}.py" for m in ("html", "markdown")},
 }
-#: Names still defined in two or more modules (beside a protocol's modules), each with those
-#: modules: left open at the end of issue 35's naming step (most sit in rooms other changes of
-#: that step were moving). The list may only shrink: rename one side, or merge true duplicates,
-#: then take the row off; a row that no longer matches fails.
-STILL_TWICE: dict[str, set[str]] = {
-    "allowed": {"evalcore/external/endpoint.py", "evalcore/measures/claim.py"},
-    "check_name": {"evalcore/boundary/text.py", "evalcore/external/importer.py"},
-    "N_": {"evalcore/i18n/__init__.py", "evalcore_app/ui/lang.py"},
-    "plain": {"evalcore/boundary/text.py", "evalcore_app/ui/text.py"},
-    "sweep": {"evalcore/measures/threshold.py", "evalcore/read/sweeps.py"},
-    "write_url": {"evalcore_app/ui/lang.py", "evalcore_app/ui/url.py"},
-}
 
 
 def _public_definitions(extra=()):
@@ -476,23 +464,18 @@ def _is_route(decorator):
 
 def _defined_twice(found):
     """The names of ``found`` defined in two or more modules, a protocol's own modules aside
-    (a protocol name defined outside them counts as twice), less :data:`STILL_TWICE`."""
+    (a protocol name defined outside them counts as twice)."""
     twice = {}
     for name, files in found.items():
         rest = files - PROTOCOL_NAMES.get(name, set())
         if len(rest) + (name in PROTOCOL_NAMES and rest != files) > 1:
             twice[name] = rest
-    for name in STILL_TWICE:
-        twice.pop(name, None)
     return twice
 
 
 def test_a_public_name_is_defined_once():
     found = _public_definitions()
     assert found["holm"] == {"evalcore/measures/stats.py"}  # the definitions were really read: one Holm
-    for name, files in STILL_TWICE.items():
-        now = found.get(name, set()) - PROTOCOL_NAMES.get(name, set())
-        assert now == files, f"{name} is now defined in {sorted(now)}: update STILL_TWICE"
     twice = _defined_twice(found)
     assert not twice, f"public names defined in more than one module (rename one, or merge them): {twice}"
 

@@ -35,7 +35,7 @@ def _brute_gate(store: Store, run_id: str, config, t: float) -> dict[str, int]:
 
 def test_sweep_table_sentence_and_bluffs_match_brute_force(store, engine_run_id):
     config = runs.configurations(store, engine_run_id)[0]
-    sweep = sweeps.sweep(store, engine_run_id, config)
+    sweep = sweeps.run_sweep(store, engine_run_id, config)
     finite = sweep["threshold"][np.isfinite(sweep["threshold"])]
     for t in (float(finite.min()) - 0.01, float(finite.median()), float(finite.max()) + 0.01):
         expected = _brute_gate(store, engine_run_id, config, t)
@@ -63,7 +63,7 @@ def test_sweep_table_sentence_and_bluffs_match_brute_force(store, engine_run_id)
 
 def test_sweep_long_carries_the_wilson_band_of_each_rate(store, engine_run_id):
     config = runs.configurations(store, engine_run_id)[1]
-    sweep = sweeps.sweep(store, engine_run_id, config)
+    sweep = sweeps.run_sweep(store, engine_run_id, config)
     long = sweeps.sweep_long(sweep)
     assert set(long["series"]) == set(sweeps.SERIES)
     assert np.isfinite(long["threshold"]).all()

@@ -282,11 +282,11 @@ ALLOW_CASES = [
 @pytest.mark.parametrize("name, url, message", ALLOW_CASES, ids=[c[0] for c in ALLOW_CASES])
 def test_endpoint_allow_list_compares_parsed_urls(monkeypatch, name, url, message):
     from evalcore.errors import ConfigError
-    from evalcore.external.endpoint import allowed
+    from evalcore.external.endpoint import check_allowed
 
     monkeypatch.setenv("EVALCORE_ENDPOINTS", ALLOW)
     try:
-        allowed(url)
+        check_allowed(url)
         got = "admitted"
     except ConfigError as exc:
         got = str(exc)
