@@ -121,12 +121,12 @@ def external(strategy: str, retriever: str, source: str, kind: str, detail: dict
     )
 
 
-def model_label(run: Mapping[Any, Any]) -> str:
-    """A run's model for a caption: ``model all-MiniLM-L6-v2``, or ``ranked elsewhere (import)``
+def model_label(model: Any, settings: Any) -> str:
+    """A run's model for a caption, from its ``model`` and ``settings`` (parsed, or the JSON
+    text of a ``runs`` row): ``model all-MiniLM-L6-v2``, or ``ranked elsewhere (import)``
     for a run made elsewhere (it has no model of ours), or ``""`` when neither is recorded."""
-    if run.get("model"):
-        return f"model {run['model']}"
-    settings = run.get("settings")
+    if isinstance(model, str) and model:
+        return f"model {model}"
     if isinstance(settings, str):
         settings = json.loads(settings) if settings else {}
     if not isinstance(settings, dict):  # NULL (NaN or None in a frame): a run without settings
@@ -147,9 +147,9 @@ def builtin_rows(
     ]
 
 
-def read(store: Store, run_id: str) -> dict[tuple[str, str], ConfigInfo]:
-    """Every configuration with results in ``run_id`` (or failures), keyed by (strategy,
-    retriever); those without a row (older runs) read as built-in under the run's model."""
+def read(store: Store, run_id: str) -> dict[Configuration, ConfigInfo]:
+    """Every configuration with results in ``run_id`` (or failures), with its
+    :class:`ConfigInfo`; those without a row (older runs) read as built-in under the run's model."""
     df = configuration_rows(store, run_id)
 
     def value(r: Mapping[Hashable, Any], key: str, default: Any = None) -> Any:
@@ -158,7 +158,7 @@ def read(store: Store, run_id: str) -> dict[tuple[str, str], ConfigInfo]:
 
     out = {}
     for r in df.to_dict("records"):
-        out[(r["strategy"], r["retriever"])] = ConfigInfo(
+        out[Configuration(r["strategy"], r["retriever"])] = ConfigInfo(
             r["strategy"],
             r["retriever"],
             value(r, "source", "builtin"),
@@ -173,8 +173,8 @@ def read(store: Store, run_id: str) -> dict[tuple[str, str], ConfigInfo]:
 
 def info(store: Store, run_id: str, strategy: str, retriever: str) -> ConfigInfo:
     """One configuration's :class:`ConfigInfo` (built-in when the run has no row for it)."""
-    found = read(store, run_id).get((strategy, retriever))
-    return found or ConfigInfo(strategy, retriever)
+    found = (i for c, i in read(store, run_id).items() if (c.strategy, c.retriever) == (strategy, retriever))
+    return next(found, None) or ConfigInfo(strategy, retriever)
 
 
 def failures(store: Store, run_id: str) -> pd.DataFrame:

@@ -8,7 +8,7 @@ Offsets are Unicode code point offsets into a document's canonical text, half-op
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, SupportsFloat, SupportsInt, cast
@@ -275,15 +275,14 @@ def _names(value: object) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class Run(Mapping[str, Any]):
+class Run:
     """One stored run: its row of ``runs`` (:meth:`evalcore.store.Store.run`,
     :func:`evalcore.read.refs.resolve_run`), typed.
 
     ``strategies`` and ``retrievers`` are the names the run was asked for, in its order;
     ``settings`` the run's sizes, k list, seed and versions (empty for a run without them);
     a missing value (a run that stopped early has no model) is None. ``row`` is the row as
-    it was read; reading a run by column (``run["name"]``, ``run.get("reason")``) gives that
-    row's value, for code that has not moved to the attributes yet.
+    it was read (:meth:`to_json`).
     """
 
     run_id: str
@@ -355,26 +354,16 @@ class Run(Mapping[str, Any]):
         """The row as it was read (``settings`` parsed): what a run looked like as a dict."""
         return dict(self.row)
 
-    # a run read by column: the row's value (see the class docstring)
-    def __getitem__(self, key: str) -> Any:
-        return self.row[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.row)
-
-    def __len__(self) -> int:
-        return len(self.row)
-
 
 @dataclass(frozen=True, slots=True)
-class ValidationReport(Mapping[str, Any]):
+class ValidationReport:
     """What checking a corpus and its ground truth found (``evalcore validate``, the New run
     screen, a job before it is queued): corpus counts, the documents that failed (with their
     reasons), the ground truths and in-domain queries that can be scored, the invalid needles
     (with their lines and reasons), and the out-of-domain queries near and far.
 
     :meth:`to_json` is what ``evalcore validate --json`` prints (lists at the top level, so a
-    printer shows one line an item); reading the report by key (``report["ood"]``) reads that.
+    printer shows one line an item); what the attributes say.
     """
 
     documents: int
@@ -431,13 +420,3 @@ class ValidationReport(Mapping[str, Any]):
             "in_domain_queries": {"valid": self.valid_queries, "total": self.queries},
             "ood": {"near": self.ood_near, "far": self.ood_far, "total": self.ood},
         }
-
-    # the report read by key: its JSON's value (see the class docstring)
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __len__(self) -> int:
-        return len(self.to_json())

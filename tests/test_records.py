@@ -4,6 +4,7 @@ as typed records."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 import pytest
 from conftest import MINI
@@ -47,8 +48,9 @@ def test_a_stored_run_is_a_typed_record_whose_row_reads_as_before(gate_store, tm
     assert run.strategies == tuple(str(row["strategies"]).split(",")) and all(run.strategies)
     assert run.retrievers == tuple(str(row["retrievers"]).split(","))
     assert run.model_dim == int(row["model_dim"]) and isinstance(run.model_dim, int)
-    assert run.settings == json.loads(row["settings"]) and run["settings"] == run.settings
-    assert run.to_json()["run_id"] == run["run_id"] == run.run_id and set(run.to_json()) == set(row.index)
+    assert run.settings == json.loads(row["settings"]) == run.to_json()["settings"]
+    assert run.to_json()["run_id"] == run.run_id and set(run.to_json()) == set(row.index)
+    assert not isinstance(run, Mapping)  # a record, read by attribute, not a dict
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.status = "failed"  # type: ignore[misc]
     failed = find_run(store, "zz-failed-1")
@@ -72,7 +74,11 @@ def test_the_validation_report_is_a_record_whose_json_is_what_validate_prints(ca
     report = validation_report(corpus, gt)
     assert isinstance(report, ValidationReport)
     assert (report.documents, report.valid_ground_truths, len(report.invalid)) == (4, 9, 1)
-    assert [i.reason for i in report.invalid] == ["not found"] == [i["reason"] for i in report["invalid_ground_truths"]]
-    assert report.ood == report.ood_near + report.ood_far == report["ood"]["total"]
+    assert (
+        [i.reason for i in report.invalid]
+        == ["not found"]
+        == [i["reason"] for i in report.to_json()["invalid_ground_truths"]]
+    )
+    assert report.ood == report.ood_near + report.ood_far == report.to_json()["ood"]["total"]
     assert main(["validate", *MINI_ARGS, "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == report.to_json()

@@ -160,7 +160,7 @@ def remote_threshold(args: argparse.Namespace, alpha: float, beta: float, confid
     if args.json:
         print_json([x.to_json() for x in found])
         return 0
-    print_claims({"run_id": summary["run_id"], "name": summary["name"]}, found, alpha, beta, confidence, None)
+    print_claims(summary["run_id"], summary["name"], found, alpha, beta, confidence, None)
     return 0
 
 

@@ -37,7 +37,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     heading = [f"run {run.run_id}  {run.name}  status {run.status}"]
     if run.status != "complete":
         print(heading[0])
-        print(f"reason: {run.get('reason') or run.get('stage') or '-'}")
+        print(f"reason: {run.reason or run.stage or '-'}")
         return 0
     s = run.settings
     heading += [
@@ -45,11 +45,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         f"{s.get('characters')} characters, {s.get('sections')} sections",
         f"queries: {s.get('queries_in')} in-domain, {s.get('queries_out')} out-of-domain; "
         f"{s.get('invalid_needles')} invalid needles",
-        f"model: {run['model']} ({run['model_dim']} dims); embeddings {run['new_embeddings']} new, "
-        f"{run['cached_embeddings']} cached",
+        f"model: {run.model} ({run.model_dim} dims); embeddings {run.new_embeddings} new, "
+        f"{run.cached_embeddings} cached",
     ]
-    if run.get("rerank_note"):
-        heading.append(run["rerank_note"])
+    if run.rerank_note:
+        heading.append(run.rerank_note)
     print_summary(store, run.run_id, as_json=False, heading=heading)
     return 0
 

@@ -35,7 +35,7 @@ def cmd_threshold(args: argparse.Namespace) -> int:
         print_json([c.to_json() for c in found])
         return 0
 
-    print_claims(run, found, alpha, beta, confidence, splits)
+    print_claims(run.run_id, run.name, found, alpha, beta, confidence, splits)
     return 0
 
 

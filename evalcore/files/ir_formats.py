@@ -122,7 +122,7 @@ def export_formats(store: Store, run: str, folder: str | Path, configurations: l
     ``folder`` (see the module docstring). ``configurations`` (``["E/dense", ...]``) limits
     the runs written; their strategies' datasets are written whole."""
     info = resolve_run(store, run)
-    run_id = str(info["run_id"])
+    run_id = info.run_id
     have = [c.label for c in run_configurations(store, run_id)]
     wanted = configurations or have
     for label in wanted:

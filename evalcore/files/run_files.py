@@ -126,7 +126,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
     """
 
     info = resolve_run(store, run)
-    run_id = str(info["run_id"])
+    run_id = info.run_id
     path = Path(path)
     if path.is_dir():
         raise RunFileError(f"{path}: is a folder; give the run file's name, e.g. {path / (run_id + '.evalcore.zip')}")
@@ -147,7 +147,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
             "evalcore_version": __version__,
             "schema_version": version,
             "run_id": run_id,
-            "run_name": str(info["name"]),
+            "run_name": info.name,
             "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tables": tables,
             **extras,
@@ -165,7 +165,7 @@ def export_run(store: Store, run: str, path: str | Path) -> Transfer:
         except InputError as exc:
             raise RunFileError(str(exc)) from None
     notes = tuple(f"not carried: {n['what']}: {n['why']}" for n in extras["not_carried"])
-    return Transfer(run_id, str(info["name"]), {t: m["rows"] for t, m in tables.items()}, str(path), notes=notes)
+    return Transfer(run_id, info.name, {t: m["rows"] for t, m in tables.items()}, str(path), notes=notes)
 
 
 # --- load -----------------------------------------------------------------------------------

@@ -420,10 +420,10 @@ def _present(value: Any) -> bool:
 
 def ground_truth_label(run: Run) -> str:
     """Which ground truth a run (its ``runs`` row) used: ``question set NAME@V`` or its files."""
-    name, version = run.get("question_set"), run.get("question_set_version")
+    name, version = run.question_set, run.question_set_version
     if _present(name) and _present(version):
         return f"question set {name}@{int(str(version).split('.')[0])}"
-    path = run.get("questions_path")
+    path = run.questions_path
     return f"question files ({path})" if _present(path) else "question files"
 
 
@@ -433,10 +433,10 @@ def versions_note(first: Run, second: Run) -> str | None:
     a, b = ground_truth_label(first), ground_truth_label(second)
     if a == b or (a.startswith("question files") and b.startswith("question files")):
         return None
-    same_set = _present(first.get("question_set")) and first.get("question_set") == second.get("question_set")
+    same_set = _present(first.question_set) and first.question_set == second.question_set
     what = (
-        f"different versions of question set {first['question_set']}"
+        f"different versions of question set {first.question_set}"
         if same_set
         else "ground truth from different sources"
     )
-    return f"the runs used {what}: {first.get('run_id')} {a}, {second.get('run_id')} {b}"
+    return f"the runs used {what}: {first.run_id} {a}, {second.run_id} {b}"

@@ -49,8 +49,7 @@ def run_corpus(store: Store, run_id: str) -> Corpus:
 
 def run_strategies(store: Store, run_id: str) -> list[str]:
     """The named strategies (A-G) of a run, the ones a selection can be checked against."""
-    names = str(store.run(run_id).get("strategies") or "").split(",")
-    return [n for n in names if n in NAMED_STRATEGIES]
+    return [n for n in store.run(run_id).strategies if n in NAMED_STRATEGIES]
 
 
 def set_names(store: Store) -> list[str]:

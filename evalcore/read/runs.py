@@ -54,7 +54,7 @@ def runs_overview(store: Store) -> pd.DataFrame:
         """
     )
     # what ranked the run: "model <name>", or "ranked elsewhere (import)" for a run made elsewhere
-    df["ranked_by"] = [model_label(row) for row in df.to_dict("records")]
+    df["ranked_by"] = [model_label(m, s) for m, s in zip(df["model"], df["settings"], strict=True)]
     df["model"] = [m or str(r).removeprefix("model ") for m, r in zip(df["model"], df["ranked_by"], strict=True)]
     df = df.drop(columns=["settings"])
     df["state"] = [state_text(row) for row in df.to_dict("records")]
@@ -112,7 +112,7 @@ def require_complete(store: Store, run_id: str) -> Run:
     """The run when it is complete; StoreError saying its status (and reason) otherwise."""
     info = store.run(run_id)
     if info.status != "complete":
-        reason = f": {info['reason']}" if info.get("reason") else ""
+        reason = f": {info.reason}" if info.reason else ""
         raise StoreError(f"run {run_id} ({info.name}) is {info.status}{reason}")
     return info
 

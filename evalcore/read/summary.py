@@ -11,6 +11,7 @@ from evalcore.configurations import read
 from evalcore.measures.metrics import DEFAULT_KS, summarize, wide
 from evalcore.read.results import scored_ranks
 from evalcore.read.runs import configuration_order
+from evalcore.records import Configuration
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -74,20 +75,20 @@ def summary_json(store: Store, run_id: str) -> dict[str, Any]:
         item["mrr"] = row["mrr"]
         item["destroyed"] = None if pd.isna(row["destroyed"]) else int(row["destroyed"])
         item["failed"] = int(row["failed"])
-        kind = kinds.get((row["strategy"], row["retriever"]))
+        kind = kinds.get(Configuration(row["strategy"], row["retriever"]))
         if kind is not None:
             item.update(source=kind.source, model=kind.model, gate=kind.axis.keep_rule)
         configs.append(item)
     return {
         "run_id": run.run_id,
-        "name": run["name"],
-        "status": run["status"],
-        "reason": run.get("reason"),
-        "rerank_note": run.get("rerank_note"),
-        "new_embeddings": run.get("new_embeddings"),
-        "cached_embeddings": run.get("cached_embeddings"),
-        "queries_in": run["settings"].get("queries_in"),
-        "queries_out": run["settings"].get("queries_out"),
+        "name": run.name,
+        "status": run.status,
+        "reason": run.reason,
+        "rerank_note": run.rerank_note,
+        "new_embeddings": run.new_embeddings,
+        "cached_embeddings": run.cached_embeddings,
+        "queries_in": run.settings.get("queries_in"),
+        "queries_out": run.settings.get("queries_out"),
         "configurations": configs,
     }
 

@@ -87,8 +87,8 @@ def _alpha(value: float) -> float:
 def _same_queries(store: Store, baseline: Run, candidate: Run, domain: str) -> dict[str, str]:
     """{query id: text} both runs scored in ``domain``; NotComparable (naming a few ids) unless the
     runs hold the same queries with the same texts."""
-    a = scored_texts(store, baseline["run_id"], domain)
-    b = scored_texts(store, candidate["run_id"], domain)
+    a = scored_texts(store, baseline.run_id, domain)
+    b = scored_texts(store, candidate.run_id, domain)
     what = "in-domain" if domain == "in" else "out-of-domain"
     if set(a) != set(b):
 
@@ -99,30 +99,29 @@ def _same_queries(store: Store, baseline: Run, candidate: Run, domain: str) -> d
             return f"{len(ids)} ({', '.join(shown)}{', ...' if len(ids) > 3 else ''})"
 
         raise NotComparable(
-            f"baseline {baseline['run_id']} and candidate {candidate['run_id']} did not answer the same "
+            f"baseline {baseline.run_id} and candidate {candidate.run_id} did not answer the same "
             f"{what} queries: {few(set(a) - set(b))} only in the baseline, {few(set(b) - set(a))} only in the candidate"
         )
     changed = sorted(q for q in a if a[q] != b[q])
     if changed:
         raise NotComparable(
-            f"baseline {baseline['run_id']} and candidate {candidate['run_id']}: {len(changed)} {what} "
+            f"baseline {baseline.run_id} and candidate {candidate.run_id}: {len(changed)} {what} "
             f"queries have the same id but another text (e.g. {changed[0]!r})"
         )
     if not a and domain == "in":
-        raise NotComparable(f"run {baseline['run_id']} has no scored in-domain query")
+        raise NotComparable(f"run {baseline.run_id} has no scored in-domain query")
     return a
 
 
 def _pairs(store: Store, baseline: Run, candidate: Run, base_ref: Ref, cand_ref: Ref) -> list[tuple[str, str]]:
     """(baseline configuration, candidate configuration) pairs to compare."""
-    have_b = [c.label for c in configurations(store, baseline["run_id"])]
-    have_c = [c.label for c in configurations(store, candidate["run_id"])]
+    have_b = [c.label for c in configurations(store, baseline.run_id)]
+    have_c = [c.label for c in configurations(store, candidate.run_id)]
 
     def check(configuration: str, have: list[str], run: Run, side: str) -> str:
         if configuration not in have:
             raise ConfigError(
-                f"{side} run {run['name']} {run['run_id']} has no configuration "
-                f"{configuration!r}; it has {', '.join(have)}"
+                f"{side} run {run.name} {run.run_id} has no configuration {configuration!r}; it has {', '.join(have)}"
             )
         return configuration
 
@@ -133,8 +132,8 @@ def _pairs(store: Store, baseline: Run, candidate: Run, base_ref: Ref, cand_ref:
     shared = [x for x in have_b if x in have_c]
     if not shared:
         raise ConfigError(
-            f"baseline {baseline['run_id']} ({', '.join(have_b)}) and candidate "
-            f"{candidate['run_id']} ({', '.join(have_c)}) share no configuration; "
+            f"baseline {baseline.run_id} ({', '.join(have_b)}) and candidate "
+            f"{candidate.run_id} ({', '.join(have_c)}) share no configuration; "
             "name one on each side, e.g. --baseline RUN:E/hybrid --candidate RUN:G/hybrid"
         )
     return [(x, x) for x in shared]
@@ -206,10 +205,10 @@ def run_gate(
     level = alpha / m if (holm and m > 1) else alpha
 
     ranks = {
-        "b": ranks_by_configuration(store, base_run["run_id"]),
-        "c": ranks_by_configuration(store, cand_run["run_id"]),
+        "b": ranks_by_configuration(store, base_run.run_id),
+        "c": ranks_by_configuration(store, cand_run.run_id),
     }
-    failed = {"b": _failed(store, base_run["run_id"]), "c": _failed(store, cand_run["run_id"])}
+    failed = {"b": _failed(store, base_run.run_id), "c": _failed(store, cand_run.run_id)}
     raw = []
     notes: list[str] = []
     for b_cfg, c_cfg in pairs:
@@ -245,39 +244,38 @@ def run_gate(
         ood = _same_queries(store, base_run, cand_run, "out")
         if not ood:
             raise NotComparable(
-                f"--threshold-from-decision: baseline {base_run['run_id']} has no "
-                "out-of-domain queries to count bluffs on"
+                f"--threshold-from-decision: baseline {base_run.run_id} has no out-of-domain queries to count bluffs on"
             )
         found = []
         for i, (b_cfg, c_cfg, *_rest) in enumerate(raw):
-            decision = saved_threshold(store, base_run["run_id"], b_cfg)
+            decision = saved_threshold(store, base_run.run_id, b_cfg)
             if decision is None:
                 bluff_notes[i] = f"no saved threshold for {b_cfg} in the baseline run: bluffs not checked"
                 continue
             t = float(decision["threshold"])
-            b_axis, c_axis = axis_of(store, base_run["run_id"], b_cfg), axis_of(store, cand_run["run_id"], c_cfg)
+            b_axis, c_axis = axis_of(store, base_run.run_id, b_cfg), axis_of(store, cand_run.run_id, c_cfg)
             if b_axis != c_axis:
                 bluff_notes[i] = (
                     f"the baseline's threshold for {b_cfg} reads {b_axis.label}, the candidate's gate "
                     f"reads {c_axis.label}: one threshold cannot serve both; bluffs not checked"
                 )
                 continue
-            b_bluff = bluff_outcomes(store, base_run["run_id"], b_cfg, ood, t, failed["b"].get(b_cfg, set()))
-            c_bluff = bluff_outcomes(store, cand_run["run_id"], c_cfg, ood, t, failed["c"].get(c_cfg, set()))
+            b_bluff = bluff_outcomes(store, base_run.run_id, b_cfg, ood, t, failed["b"].get(b_cfg, set()))
+            c_bluff = bluff_outcomes(store, cand_run.run_id, c_cfg, ood, t, failed["c"].get(c_cfg, set()))
             found.append((i, decision, b_bluff, c_bluff, paired_test(c_bluff, b_bluff, common=True)))
         mismatched = [note for note in bluff_notes.values() if "cannot serve both" in note]
         if not found and mismatched:
             raise ConfigError(f"--threshold-from-decision: {mismatched[0]}")
         if not found:
             raise ConfigError(
-                f"--threshold-from-decision: the baseline run {base_run['name']} {base_run['run_id']} has no saved "
+                f"--threshold-from-decision: the baseline run {base_run.name} {base_run.run_id} has no saved "
                 f"threshold for {', '.join(b for b, *_ in raw)}; save one on the Threshold page first"
             )
         adj = holm_adjust([t.p_value for *_, t in found]) if holm else [t.p_value for *_, t in found]
         for (i, decision, b_bluff, c_bluff, test), p_adj in zip(found, adj, strict=True):
             more = test.wins > test.losses and p_adj < alpha
             broken, claim_note = claim_check(
-                store, cand_run["run_id"], raw[i][1], float(decision["threshold"]), decision.get("claim")
+                store, cand_run.run_id, raw[i][1], float(decision["threshold"]), decision.get("claim")
             )
             bluff_checks[i] = BluffCheck(
                 threshold=float(decision["threshold"]),
@@ -296,10 +294,10 @@ def run_gate(
                 claim_failed=broken,
                 claim_note=claim_note,
             )
-        if base_run.get("model") != cand_run.get("model"):
+        if base_run.model != cand_run.model:
             notes.append(
-                f"the runs embed with different models ({base_run.get('model')} / "
-                f"{cand_run.get('model')}): the baseline's threshold is applied to the "
+                f"the runs embed with different models ({base_run.model} / "
+                f"{cand_run.model}): the baseline's threshold is applied to the "
                 "candidate's distances as they are"
             )
 
@@ -316,7 +314,7 @@ def run_gate(
         for run, cfg, hits in ((base_run, b_cfg, b_hits), (cand_run, c_cfg, c_hits)):
             s = sum(hits.values())
             low, high = wilson_interval(s, paired)
-            sides.append(Side(run["run_id"], run["name"], cfg, s, paired, low, high))
+            sides.append(Side(run.run_id, run.name, cfg, s, paired, low, high))
         worse_by = (sides[0].successes - sides[1].successes) / paired
         ids = ranks["b"][b_cfg], ranks["c"][c_cfg]
         results.append(
@@ -367,8 +365,7 @@ def _recipe_changes(base_run: Run, cand_run: Run, pairs: list[tuple[str, str]]) 
 
     def recipes(run: Run) -> dict[str, str]:
         return {
-            name: str(spec.get("describe", ""))
-            for name, spec in ((run.get("settings") or {}).get("strategies") or {}).items()
+            name: str(spec.get("describe", "")) for name, spec in ((run.settings or {}).get("strategies") or {}).items()
         }
 
     before, after = recipes(base_run), recipes(cand_run)
@@ -378,8 +375,10 @@ def _recipe_changes(base_run: Run, cand_run: Run, pairs: list[tuple[str, str]]) 
         if old and new and old != new:
             name = b_strategy if b_strategy == c_strategy else f"{b_strategy} -> {c_strategy}"
             notes.append(f"strategy {name}: {old} -> {new}")
-    if base_run.get("model") != cand_run.get("model"):
-        notes.append(f"{model_label(base_run)} -> {model_label(cand_run)}")
+    if base_run.model != cand_run.model:
+        notes.append(
+            f"{model_label(base_run.model, base_run.settings)} -> {model_label(cand_run.model, cand_run.settings)}"
+        )
     return notes
 
 
@@ -391,10 +390,10 @@ def smallest_flag(n: int, level: float) -> int | None:
 
 
 def _run_summary(run: Run) -> dict[str, Any]:
-    created = run.get("created_at")
+    created = run.created_at
     return {
-        "run_id": run["run_id"],
-        "name": run["name"],
-        "model": run.get("model"),
+        "run_id": run.run_id,
+        "name": run.name,
+        "model": run.model,
         "created_at": created.isoformat(sep=" ", timespec="seconds") if isinstance(created, datetime) else str(created),
     }

@@ -199,7 +199,7 @@ def replayer(
 
 
 def _rerank_path(store: Store, run_id: str) -> str | None:
-    note = str(store.run(run_id).get("rerank_note") or "")
+    note = str(store.run(run_id).rerank_note or "")
     prefix = "rerank: cross-encoder "
     if note.startswith(prefix):
         return note[len(prefix) :].rsplit(", hybrid top", 1)[0]

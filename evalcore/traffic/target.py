@@ -38,7 +38,7 @@ def resolve_target(store: Store, reference: str) -> Target:
     run = resolve_run(store, ref.run)
     run_id = run.run_id
     configs = read(store, run_id)
-    labels = sorted(f"{s}/{r}" for s, r in configs)
+    labels = sorted(c.label for c in configs)
     if ref.configuration is not None:
         configuration = Configuration.parse(ref.configuration)
     else:
@@ -46,16 +46,16 @@ def resolve_target(store: Store, reference: str) -> Target:
         if decision is not None:
             configuration = decision.configuration
         elif len(configs) == 1:
-            configuration = Configuration(*next(iter(configs)))
+            configuration = next(iter(configs))
         else:
             raise ConfigError(
                 f"run {run_id} has {len(configs)} configurations and no saved decision; name one as "
                 f"RUN:STRATEGY/RETRIEVER ({', '.join(labels[:8])}{' ...' if len(labels) > 8 else ''})"
             )
-    found = configs.get((configuration.strategy, configuration.retriever))
+    found = configs.get(configuration)
     if found is None:
         raise ConfigError(f"run {run_id} has no configuration {configuration.label} (it has {', '.join(labels)})")
-    settings = run.get("settings") or {}
+    settings = run.settings or {}
     return Target(run_id, configuration, found, int(settings.get("top_n", 20)))
 
 

@@ -23,6 +23,7 @@ from evalcore.figures import markdown_text
 from evalcore.inputs import sources as inputs
 from evalcore.inputs import uploads
 from evalcore.read import question_sets
+from evalcore.records import ValidationReport
 from evalcore.retrieval.bm25 import languages
 from evalcore.retrieval.names import RETRIEVERS, analyzer_label, with_analyzers
 from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
@@ -301,16 +302,11 @@ def documents_found(documents: list[str] | tuple[str, ...]) -> str:
     return f"Document ids in this corpus ({len(documents):,}): {shown}{more}"
 
 
-def needle_rows(report: dict) -> list[dict[str, str]]:
+def needle_rows(report: ValidationReport) -> list[dict[str, str]]:
     """Each invalid needle of a validation report: its questions line, group, needle and reason."""
     return [
-        {
-            "line": str(item["line"]),
-            "group": str(item["group"]),
-            "needle": str(item["needle"]),
-            "reason": str(item["reason"]),
-        }
-        for item in report["invalid_ground_truths"]
+        {"line": str(item.line), "group": str(item.group), "needle": str(item.needle), "reason": str(item.reason)}
+        for item in report.invalid
     ]
 
 
@@ -337,17 +333,16 @@ def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
         {"what": "file skipped", "where": message.split(":", 1)[0], "message": message} for message in prepared.skipped
     ]
     rows += [
-        {"what": "document failed", "where": item["path"], "message": f"{item['reason']} (recorded as failed)"}
-        for item in rep["failed"]
+        {"what": "document failed", "where": item.path, "message": f"{item.reason} (recorded as failed)"}
+        for item in rep.failed
     ]
     rows += [
         {
             "what": "ground truth excluded",
-            "where": f"{'question set' if prepared.spec.dataset else 'questions'} line {item['line']}, "
-            f"group {item['group']}",
-            "message": f"needle {item['reason']}",
+            "where": f"{'question set' if prepared.spec.dataset else 'questions'} line {item.line}, group {item.group}",
+            "message": f"needle {item.reason}",
         }
-        for item in rep["invalid_ground_truths"]
+        for item in rep.invalid
     ]
     return rows
 
@@ -355,28 +350,27 @@ def problems(prepared: jobs.Prepared) -> list[dict[str, str]]:
 prepared: jobs.Prepared | None = session.prepared
 if prepared is not None:
     rep = prepared.report
-    gt, q, ood = rep["ground_truths"], rep["in_domain_queries"], rep["ood"]
     found = problems(prepared)
     service = prepared.spec.endpoint
     count = lang.tr().integer
     summary = (
         (_("Question set {name}: ").format(name=prepared.spec.dataset) if prepared.spec.dataset else "")
-        + ngettext("{n} document ({failed} failed), ", "{n} documents ({failed} failed), ", rep["documents"]).format(
-            n=rep["documents"], failed=len(rep["failed"])
+        + ngettext("{n} document ({failed} failed), ", "{n} documents ({failed} failed), ", rep.documents).format(
+            n=rep.documents, failed=len(rep.failed)
         )
         + _(
             "{sections} sections, {characters} characters; ground truths {gt_valid} of {gt_total} valid; "
             "in-domain queries {q_valid} of {q_total}; out-of-domain {ood} ({near} near, {far} far). "
         ).format(
-            sections=rep["sections"],
-            characters=count(rep["characters"]),
-            gt_valid=count(gt["valid"]),
-            gt_total=count(gt["total"]),
-            q_valid=count(q["valid"]),
-            q_total=count(q["total"]),
-            ood=ood["total"],
-            near=ood["near"],
-            far=ood["far"],
+            sections=rep.sections,
+            characters=count(rep.characters),
+            gt_valid=count(rep.valid_ground_truths),
+            gt_total=count(rep.ground_truths),
+            q_valid=count(rep.valid_queries),
+            q_total=count(rep.queries),
+            ood=rep.ood,
+            near=rep.ood_near,
+            far=rep.ood_far,
         )
         + (
             _("Endpoint {url} as {chunker}/{retriever}.").format(
@@ -420,10 +414,10 @@ if prepared is not None:
             if len(reasons) < len(found):
                 st.caption(_("Most frequent: ") + "; ".join(f"{ui.esc(r)} ({n:,})" for r, n in reasons.most_common(5)))
             st.dataframe(found, hide_index=True, column_config={"message": st.column_config.TextColumn(width="large")})
-            if rep["invalid_ground_truths"] and prepared.documents:
+            if rep.invalid and prepared.documents:
                 st.caption(documents_found(prepared.documents))
     with st.expander(_("Validation report (as `python -m evalcore validate --json`)")):
-        st.json(rep, expanded=False)
+        st.json(rep.to_json(), expanded=False)
 
 last_job = session.last_job
 if last_job and store_exists:  # said while the job waits or runs; gone once it ended (the Jobs list says how)

@@ -19,7 +19,7 @@ from evalcore.figures import markdown_text as markdown
 from evalcore.inputs import demo
 from evalcore.read import runs
 from evalcore.read import selection as defaults
-from evalcore.records import Configuration
+from evalcore.records import Configuration, Run
 from evalcore_app.ui import lang, url
 from evalcore_app.ui.cache import cached
 from evalcore_app.ui.lang import N_, _
@@ -138,7 +138,7 @@ def no_runs_message(ctx: Context) -> None:
         st.rerun()
 
 
-def require_run(ctx: Context, need_config: bool = False) -> dict:
+def require_run(ctx: Context, need_config: bool = False) -> Run:
     """Stop the page with a message unless a complete run (and a configuration) is selected."""
     if ctx.run is None:
         no_runs_message(ctx)

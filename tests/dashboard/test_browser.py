@@ -373,7 +373,7 @@ def test_runs_compare_threshold_query_open_on_the_read_selection(served, page):
     goto(page, url)
     healthy(page, "opening 1 runs")
     run_id = runs.default_run(store)
-    name = store.run(run_id)["name"]
+    name = store.run(run_id).name
     body = page.locator("body").inner_text()
     assert f"Selected: {name}" in body and f"run {run_id}" in body, body  # the newest complete run
     assert run_id in run_ids and f" · {run_id} (complete)" in selected(page, "Run")

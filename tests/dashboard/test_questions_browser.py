@@ -242,14 +242,14 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert jobs.job(store, job_id[0])["status"] == "complete"
         first = job_id[0]
         run = store.run(first)
-        assert (run["question_set"], int(run["question_set_version"])) == ("kettle", 1)
+        assert (run.question_set, int(run.question_set_version)) == ("kettle", 1)
         # the same as `run --dataset kettle` in a terminal: the same figures
         from evalcore.cli import main
 
         argv = ["--store", str(store_path), "run", "--corpus", str(MINI / "corpus"), "--dataset", "kettle"]
         assert main([*argv, "--strategies", "A,E", "--name", "cli", "-q"]) == 0
         cli_run = store.latest_complete("cli")
-        assert int(store.run(cli_run)["question_set_version"]) == 1
+        assert int(store.run(cli_run).question_set_version) == 1
         assert summary_table(store, first).equals(summary_table(store, cli_run))
 
         # from real queries through the hits view of the run's A/bm25: the answer selected in a hit
@@ -280,7 +280,7 @@ def test_author_a_set_from_an_empty_store_and_see_a_changed_document(tmp_path, m
         assert page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved kettle@2 (from version 1)")
         assert main([*argv, "--strategies", "A,E", "--name", "cli", "-q"]) == 0
         second = store.latest_complete("cli")
-        assert second != cli_run and int(store.run(second)["question_set_version"]) == 2
+        assert second != cli_run and int(store.run(second).question_set_version) == 2
 
         page.goto(url + f"/compare?run_id={first}", wait_until="domcontentloaded")
         settled(page)

@@ -268,7 +268,7 @@ def test_endpoint_run_as_a_dashboard_job(tmp_path, service, monkeypatch):
     row = jobs.job(store, job_id)
     assert row["status"] == "complete", row
     run = store.run(row["run_id"])
-    assert run["settings"]["source"] == "endpoint" and run["strategies"] == "sent3"
+    assert run.settings["source"] == "endpoint" and run.strategies == ("sent3",)
     failed = store.query("SELECT query_id FROM failures WHERE run_id = ?", [row["run_id"]])
     assert failed["query_id"].tolist() == [BROKEN]
 
@@ -315,4 +315,4 @@ def test_new_run_screen_starts_an_endpoint_run(tmp_path, service, monkeypatch):
         time.sleep(0.2)
     row = jobs.job(store, job_id)
     assert row["status"] == "complete", row
-    assert store.run(row["run_id"])["strategies"] == "sent3"
+    assert store.run(row["run_id"]).strategies == ("sent3",)

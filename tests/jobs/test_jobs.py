@@ -164,7 +164,7 @@ def test_killed_job_is_marked_failed_and_the_next_run_works(tmp_path):
     wait_until(lambda: not pid_alive(pid))
     fresh = Store(store_path)  # what the app does when it starts: open the store, which reaps
     run = fresh.run(job_id)
-    assert run["status"] == "failed" and "killed or crashed" in run["reason"], run
+    assert run.status == "failed" and "killed or crashed" in run.reason, run
     assert jobs.job(fresh, job_id)["status"] == "failed"
     assert stored_counts(fresh, job_id) == (0, 0)  # partial results never look complete
     # the store is still readable and the next run works

@@ -54,7 +54,7 @@ def test_configurations_in_the_runs_order(store, engine_run_id):
     results = store.query("SELECT DISTINCT strategy, retriever FROM results WHERE run_id = ?", [engine_run_id])
     assert set(configs) == {Configuration(s, r) for s, r in zip(results["strategy"], results["retriever"], strict=True)}
     run = store.run(engine_run_id)
-    strategies, retrievers = run["strategies"].split(","), run["retrievers"].split(",")
+    strategies, retrievers = list(run.strategies), list(run.retrievers)
     assert configs == sorted(configs, key=lambda c: (strategies.index(c.strategy), retrievers.index(c.retriever)))
     sides = runs.run_configurations(store, engine_run_id)
     assert [s.configuration for s in sides] == configs and {s.run_name for s in sides} == {"mini"}

@@ -611,7 +611,7 @@ files.append(UploadedFile(pdf.name, pdf.read_bytes()))
 q = UploadedFile("questions.jsonl", (mini / "questions.jsonl").read_bytes())
 prepared = jobs.prepare_upload(store, files, q, None, "A", "dense")
 hwm = [x for x in open("/proc/self/status") if x.startswith("VmHWM")][0].split()[1]
-print(json.dumps({"failed": {f["path"]: f["reason"] for f in prepared.report["failed"]}, "peak_kb": int(hwm)}))
+print(json.dumps({"failed": {f.path: f.reason for f in prepared.report.failed}, "peak_kb": int(hwm)}))
 """
 
 

@@ -840,8 +840,8 @@ def test_a_signal_to_a_job_process_ends_job_and_run_with_the_reason(store_copy, 
         f"run failed: {run_reason.format(pid=row['pid'])} · complete runs unchanged"
     )
     observed = (
-        f"exit {ran.code} · {ran.line()} · job {row['status']}: {row['reason']} · run {run['status']}: "
-        f"{run['reason']} · {kept(store_copy, before)}"
+        f"exit {ran.code} · {ran.line()} · job {row['status']}: {row['reason']} · run {run.status}: "
+        f"{run.reason} · {kept(store_copy, before)}"
     )
     check(f"signal: {sig.name} at {stage} (job process)", expected, observed)
 

@@ -56,10 +56,10 @@ def test_bm25_and_hybrid_unchanged_beside_analyzers(lang_store, engine_store, en
             ours, before = rows(path, run_id, table, retriever), rows(engine_store, engine_run_id, table, retriever)
             assert len(ours) and ours.equals(before), (table, retriever)
         assert len(rows(path, run_id, table, "bm25:english")) == len(rows(path, run_id, table, "bm25"))
-    settings = Store(path).run(run_id)["settings"]
+    settings = Store(path).run(run_id).settings
     assert settings["retrievers"] == RETRIEVERS
     assert "english Snowball stemmer (PyStemmer 3." in settings["bm25_analyzers"]["english"]
-    assert "bm25_analyzers" not in Store(engine_store).run(engine_run_id)["settings"]
+    assert "bm25_analyzers" not in Store(engine_store).run(engine_run_id).settings
 
 
 def hit_at(path: Path, run_id: str, retriever: str, k: int) -> dict[str, bool]:

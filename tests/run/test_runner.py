@@ -157,7 +157,7 @@ def test_rerank_without_a_model_says_so_plainly(tiny):
     store, res, _ = run_tiny(tiny, retrievers=("dense", "rerank"))
     assert res.retrievers == ["dense"]
     assert "rerank was not run" in res.rerank_note
-    assert "rerank was not run" in store.run(res.run_id)["rerank_note"]
+    assert "rerank was not run" in store.run(res.run_id).rerank_note
 
 
 def test_real_model_run_figures_match_a_recount_from_stored_hits(engine_store, engine_run_id):
@@ -165,8 +165,8 @@ def test_real_model_run_figures_match_a_recount_from_stored_hits(engine_store, e
     hits; distances are real cosine distances of unit vectors."""
     store = Store(engine_store)
     run = store.run(engine_run_id)
-    assert run["status"] == "complete"
-    assert run["retrievers"] == "dense,bm25,hybrid" and "rerank was not run" in run["rerank_note"]
+    assert run.status == "complete"
+    assert run.retrievers == ("dense", "bm25", "hybrid") and "rerank was not run" in run.rerank_note
     table = summary_table(store, engine_run_id).set_index("config")
     assert len(table) == 18
     res = store.query("SELECT * FROM results WHERE run_id = ? AND domain = 'in'", [engine_run_id])

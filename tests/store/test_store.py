@@ -38,7 +38,7 @@ def test_unknown_and_ambiguous_run_ids_are_clear_errors(tmp_path):
         s.run("zzz")
     with pytest.raises(StoreError, match="ambiguous"):
         s.run("20260101")
-    assert s.run("20260101-a")["name"] == "x"
+    assert s.run("20260101-a").name == "x"
 
 
 def test_complete_runs_are_immutable(tmp_path):
@@ -48,7 +48,7 @@ def test_complete_runs_are_immutable(tmp_path):
     s.start_run({"run_id": "r1", "name": "x"})
     s.complete_run("r1", {}, {"new_embeddings": 0})
     s.finish_run("r1", "failed", "late failure")  # ignored: only running runs change
-    assert s.run("r1")["status"] == "complete" and s.run("r1")["reason"] is None
+    assert s.run("r1").status == "complete" and s.run("r1").reason is None
     with pytest.raises(StoreError, match="not running"):
         s.complete_run(
             "r1", {"timings": pd.DataFrame([{"run_id": "r1", "stage": "x", "seconds": 1.0, "items": 1}])}, {}
@@ -66,7 +66,7 @@ def test_a_write_that_fails_midway_leaves_nothing_half_written(tmp_path):
     with pytest.raises(duckdb.Error):
         s.complete_run("r1", {"timings": good, "strategies": bad}, {})
     assert s.query("SELECT count(*) AS n FROM timings")["n"][0] == 0
-    assert s.run("r1")["status"] == "running"
+    assert s.run("r1").status == "running"
 
 
 def test_a_run_whose_process_is_gone_is_marked_failed(tmp_path):
@@ -78,7 +78,7 @@ def test_a_run_whose_process_is_gone_is_marked_failed(tmp_path):
         con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [proc.pid])
     fresh = Store(tmp_path / "s.duckdb")
     run = fresh.run("r1")
-    assert run["status"] == "failed" and f"process {proc.pid} ended" in run["reason"]
+    assert run.status == "failed" and f"process {proc.pid} ended" in run.reason
 
 
 def _wait_for_running(store: Store, proc, timeout: float = 120.0) -> str:
@@ -121,11 +121,11 @@ def test_killing_a_run_midway_leaves_it_failed_and_the_next_run_works(tmp_path, 
     proc.wait(timeout=60)
     after = Store(path)  # a new store object reaps dead runs when it opens
     run = after.run(run_id)
-    assert run["status"] == "failed"
+    assert run.status == "failed"
     assert (
-        run["reason"].startswith("interrupted by SIGTERM during ")
+        run.reason.startswith("interrupted by SIGTERM during ")
         if sig == signal.SIGTERM
-        else ("ended before the run completed" in run["reason"])
+        else ("ended before the run completed" in run.reason)
     )
     assert after.query("SELECT count(*) AS n FROM results WHERE run_id = ?", [run_id])["n"][0] == 0
     done = zygote.run([*cmd[3:-1], "A"], env, timeout=300)
@@ -143,7 +143,7 @@ def test_a_long_lived_store_notices_a_run_that_died_later(tmp_path):
     with s.connect() as con:
         con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [proc.pid])
     time.sleep(2.1)  # the same Store object (as the dashboard keeps one) looks again
-    assert s.run("r1")["status"] == "failed"
+    assert s.run("r1").status == "failed"
 
 
 # --- creation: nothing on disk until a write, and then whole (identity cases: tests/reliability) ----

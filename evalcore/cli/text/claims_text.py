@@ -3,22 +3,21 @@ service (``--server``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evalcore.measures.rounding import threshold_text
 from evalcore.read.claims import claim_sentence, separability
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     from evalcore.measures.claim import Claim
 
 
 def print_claims(
-    run: Mapping[str, Any], found: list[Claim], alpha: float, beta: float, confidence: float, splits: int | None
+    run_id: str, name: str, found: list[Claim], alpha: float, beta: float, confidence: float, splits: int | None
 ) -> None:
-    """The claims as ``evalcore threshold`` prints them: the table, then a sentence each."""
-    print(f"run {run['run_id']} ({run['name']}): bluffs <= {alpha!r}, lost <= {beta!r}, confidence {confidence!r}")
+    """The claims on run ``run_id`` (named ``name``) as ``evalcore threshold`` prints them: the
+    table, then a sentence each."""
+    print(f"run {run_id} ({name}): bluffs <= {alpha!r}, lost <= {beta!r}, confidence {confidence!r}")
     header = f"{'configuration':<16} {'ood':>4} {'ans':>4} {'bluff':<9} {'ok up to':>8} {'lost':<9} "
     header += f"{'ok above':>8} {'feasible':<8} {'t':>6} {'bluffs':>6} {'lost':>5} {'AUC':>5}"
     if splits:

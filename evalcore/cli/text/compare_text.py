@@ -152,7 +152,7 @@ def compare_text(
     lines: list[str] = []
     for r in runs:
         line = f"{tags[r.run_id]}{' ' if two else ''}run {r.name} {r.run_id}"
-        label = model_label(r)
+        label = model_label(r.model, r.settings)
         model = f", {label}" if label else ""
         lines.append(line + model if len(line) + len(model) <= width else line)
     if two:
