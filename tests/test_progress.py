@@ -77,7 +77,7 @@ def test_the_store_row_and_the_cli_receive_the_same_stages(tmp_path, mini_inputs
     fractions = [f for _, _, f in recorder.seen]
     assert fractions == sorted(fractions)
     row = store.run(result.run_id)
-    assert row["status"] == "complete" and row["progress"] == 1.0 and row["stage"] is None
+    assert row.status == "complete" and row.progress == 1.0 and row.stage is None
     # the last bar ends full: one advance per table written (the tables that have rows)
     write = recorder.seen[-1][0]
     tables = store.query(

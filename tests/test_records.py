@@ -56,7 +56,7 @@ def test_a_stored_run_is_a_typed_record_whose_row_reads_as_before(gate_store, tm
     failed = find_run(store, "zz-failed-1")
     assert (failed.status, failed.reason) == ("failed", "disk full")
     assert (failed.model, failed.model_dim, failed.strategies, failed.settings) == (None, None, (), {})  # never ran
-    assert failed.finished_at is not None and failed.finished_at == failed["finished_at"]
+    assert failed.finished_at is not None and failed.finished_at == failed.to_json()["finished_at"]
 
 
 def test_the_validation_report_is_a_record_whose_json_is_what_validate_prints(capsys):

@@ -194,7 +194,7 @@ def test_queue_runs_one_at_a_time_in_order_and_cancel_works(tmp_path, monkeypatc
     row1 = wait_until(lambda: job_done(store, first))
     row2 = wait_until(lambda: job_done(store, second))
     assert row1["status"] == "cancelled" and row1["reason"] == jobs.CANCEL_REASON
-    assert store.run(first)["status"] == "cancelled"  # the run too, with no results
+    assert store.run(first).status == "cancelled"  # the run too, with no results
     assert stored_counts(store, first) == (0, 0)
     assert row2["status"] == "complete", row2["reason"]
     assert row2["started_at"] >= row1["finished_at"]  # it waited for the slot
