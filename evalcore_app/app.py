@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from evalcore.store import reading
 from evalcore_app import screen
 from evalcore_app.ui import frame, sidebar, url
 from evalcore_app.ui.lang import _
@@ -51,12 +52,13 @@ def main() -> None:
         _("Reference"): [methods],
     }
     page = st.navigation(sections)
-    if page is methods:  # the reference text shows no run: the language picker only
-        frame.hand(frame.Frame(sidebar.language_only()))
-    else:
-        deployment = url.deployment_link() if page is traffic else None  # before the sidebar reads the address
-        frame.hand(frame.Frame(sidebar.sidebar(), deployment))
-    page.run()
+    with reading():  # the page view's reads share one connection per store (a fragment's rerun reads alone)
+        if page is methods:  # the reference text shows no run: the language picker only
+            frame.hand(frame.Frame(sidebar.language_only()))
+        else:
+            deployment = url.deployment_link() if page is traffic else None  # before the sidebar reads the address
+            frame.hand(frame.Frame(sidebar.sidebar(), deployment))
+        page.run()
 
 
 if __name__ == "__main__":  # Streamlit runs its main script as __main__

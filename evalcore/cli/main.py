@@ -23,8 +23,13 @@ from evalcore.cli.parser import build_parser
 from evalcore.cli.remote import check_remote
 from evalcore.embedding.model_env import NOTE
 from evalcore.errors import EvalcoreError, Interrupted
+from evalcore.store import reading
 
 log = logging.getLogger("evalcore")
+
+#: Short commands that only read the store: their reads share one connection (a long command
+#: never does, as it would keep writers out while it runs).
+READS_ONLY = frozenset({"list", "show", "threshold", "compare"})
 
 
 def unexpected(exc: BaseException) -> str:
@@ -53,6 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_remote(args)
         with signals.handled():  # SIGTERM and SIGINT end any command with one line
             command: Callable[[argparse.Namespace], int] = args.func  # set by each subparser
+            if args.command in READS_ONLY:  # one connection to the store for all its reads
+                with reading():
+                    return command(args)
             return command(args)
     except Interrupted as exc:
         print(f"error: {for_terminal(exc)}", file=sys.stderr)

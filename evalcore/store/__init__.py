@@ -15,10 +15,12 @@
   shapes the documents and queries rows every kind of run stores.
 
 :class:`Store` is the connection with the runs, decisions and caches methods in one object;
-every importer takes it from here (``from evalcore.store import Store``).
+every importer takes it from here (``from evalcore.store import Store``). :func:`reading` lets a
+burst of reads (one page view) share one read-only connection per store file.
 """
 
 from evalcore.store.caches import Caches
+from evalcore.store.connection import reading
 from evalcore.store.decisions import Decisions
 from evalcore.store.runs import Runs
 
@@ -27,4 +29,4 @@ class Store(Runs, Decisions, Caches):
     """A DuckDB run store at ``path``; created (atomically) and migrated on first write."""
 
 
-__all__ = ["Store"]
+__all__ = ["Store", "reading"]
