@@ -175,7 +175,7 @@ def test_many_problems_are_one_summary_and_one_table_above_nothing(tmp_path, mon
     upload(at, mini_corpus()[:1], questions, None)  # one document: most needles are not found
     assert not at.exception, [e.value for e in at.exception]
     prepared = at.session_state["nr_prepared"]
-    invalid = len(prepared.report["invalid_ground_truths"])
+    invalid = len(prepared.report.to_json()["invalid_ground_truths"])
     assert invalid > 3
     assert not at.success and len(at.warning) == 1
     assert f"{invalid} × ground truth excluded" in at.warning[0].value

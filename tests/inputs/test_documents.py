@@ -201,7 +201,7 @@ def test_upload_of_pdf_html_and_a_zip_of_them(printed, tmp_path):
         "corpus.zip: docs/locked.pdf: not a readable PDF (corrupt or truncated: "
         "PDFium finds a data format error); skipped",
     )
-    assert prepared.report["documents"] == 4
+    assert prepared.report.to_json()["documents"] == 4
     saved = sorted(p.relative_to(prepared.spec.corpus).as_posix() for p in Path(prepared.spec.corpus).rglob("*.*"))
     # the zip holds one top folder (docs/): its files are read from inside it (issue 20, item 6)
     assert saved == ["faq.pdf", "getting-started.html", "install.htm", "libraries.pdf"]

@@ -227,11 +227,11 @@ def test_groups_share_one_span_and_report(tmp_path):
     assert [q.query_id for q in gt.valid_questions] == ["q1", "q2"]
     assert gt.questions[2].group == "q3" and gt.questions[2].variant == ""
     report = validation_report(CORPUS, gt)
-    assert report["documents"] == 2 and report["sections"] == 1
-    assert report["characters"] == CORPUS.characters
-    assert report["ground_truths"] == {"total": 2, "valid": 1, "invalid": 1}
-    assert report["invalid_ground_truths"][0]["reason"].startswith("found 2 times")
-    assert report["invalid_ground_truths"][0]["query_ids"] == ["q3"]
-    assert report["in_domain_queries"] == {"valid": 2, "total": 3}
-    assert report["failed"] == []
-    assert report["ood"] == {"near": 1, "far": 2, "total": 3}
+    assert report.to_json()["documents"] == 2 and report.to_json()["sections"] == 1
+    assert report.to_json()["characters"] == CORPUS.characters
+    assert report.to_json()["ground_truths"] == {"total": 2, "valid": 1, "invalid": 1}
+    assert report.to_json()["invalid_ground_truths"][0]["reason"].startswith("found 2 times")
+    assert report.to_json()["invalid_ground_truths"][0]["query_ids"] == ["q3"]
+    assert report.to_json()["in_domain_queries"] == {"valid": 2, "total": 3}
+    assert report.to_json()["failed"] == []
+    assert report.to_json()["ood"] == {"near": 1, "far": 2, "total": 3}

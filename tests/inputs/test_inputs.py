@@ -40,7 +40,7 @@ def test_no_data_roots_means_no_server_folders(monkeypatch):
 def test_a_folder_inside_a_root_is_validated_as_the_cli_would(root):
     prepared = prepare(root / "mini" / "corpus", "mini/questions.jsonl", root / "mini" / "ood.jsonl")
     corpus, gt = inputs.load_corpus_and_questions(MINI / "corpus", MINI / "questions.jsonl", MINI / "ood.jsonl")
-    assert prepared.report["documents"] == len(corpus.documents) == 4
+    assert prepared.report.to_json()["documents"] == len(corpus.documents) == 4
     assert prepared.spec.questions == str(root / "mini" / "questions.jsonl")  # relative: from the first root
     assert inputs.data_roots() == (root,)  # roots that do not exist are left out
 

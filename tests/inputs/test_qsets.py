@@ -312,7 +312,7 @@ def test_new_run_takes_a_set_pinned_to_its_version_and_no_question_files(tmp_pat
         "dense",
     )
     for key in ("documents", "ground_truths", "in_domain_queries", "ood", "invalid_ground_truths"):
-        assert prepared.report[key] == as_files.report[key], key
+        assert prepared.report.to_json()[key] == as_files.report.to_json()[key], key
     with pytest.raises(ConfigError, match="a question set or question files, not both"):
         jobs.prepare_upload(
             store, files, UploadedFile("questions.jsonl", b"{}"), None, "A", "dense", dataset="mini"

@@ -76,7 +76,7 @@ def test_bad_documents_are_skipped_with_their_reason_and_the_rest_goes_on(store)
     assert "empty.md: empty file" in skipped
     assert "report.pdf: not a readable PDF" in skipped
     assert "notes.docx: not a corpus document" in skipped
-    assert prepared.report["documents"] == 4  # the four good files, as on disk
+    assert prepared.report.to_json()["documents"] == 4  # the four good files, as on disk
     saved = sorted(p.name for p in Path(prepared.spec.corpus).iterdir())
     assert saved == sorted(p.name for p in (MINI / "corpus").iterdir())
 
@@ -133,7 +133,7 @@ def test_good_zip_keeps_its_folders(store):
     entries = {f"{'docs' if i % 2 else 'guides'}/{f.name}": f.data for i, f in enumerate(files)}
     data = make_zip(entries | {"__MACOSX/._x.md": b"junk"})
     prepared = jobs.prepare_upload(store, [UploadedFile("corpus.zip", data)], questions(), None, "A", "dense")
-    assert prepared.report["documents"] == 4 and prepared.skipped == () and prepared.notes == ()
+    assert prepared.report.to_json()["documents"] == 4 and prepared.skipped == () and prepared.notes == ()
     corpus = Path(prepared.spec.corpus)
     assert sorted(p.relative_to(corpus).as_posix() for p in corpus.rglob("*.md")) == sorted(entries)
     assert sorted(prepared.documents) == sorted(e.removesuffix(".md") for e in entries)
@@ -169,7 +169,7 @@ def test_questions_that_match_no_document_show_every_reason_and_the_document_ids
     with pytest.raises(jobs.NothingToScore) as exc:
         jobs.prepare_upload(store, mini_files(), UploadedFile("questions.jsonl", bad), None, "A", "dense")
     assert snapshot(store) == before  # the saved upload is removed again
-    assert [(i["line"], i["reason"]) for i in exc.value.report["invalid_ground_truths"]] == [
+    assert [(i["line"], i["reason"]) for i in exc.value.report.to_json()["invalid_ground_truths"]] == [
         (1, "document 'corpus/install' not in corpus")
     ]
     assert sorted(exc.value.documents) == sorted(Path(f.name).stem for f in mini_files())
