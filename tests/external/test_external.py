@@ -345,7 +345,7 @@ def test_evaluate_a_python_retriever(tmp_path, mini_inputs, oracle):
     assert row["mrr"] == pytest.approx(sum(1 / r for r in scored.values() if r) / len(scored), abs=1e-12)
     assert "sent3/bm25fn" in str(result) and "1 queries failed" in str(result)
     info = Store(tmp_path / "s.duckdb").run(result.run_id)
-    assert info["status"] == "complete" and info["settings"]["source"] == "python"
+    assert info.status == "complete" and info.settings["source"] == "python"
 
 
 def test_front_door_is_small_and_lazy():
