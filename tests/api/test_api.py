@@ -16,6 +16,7 @@ from conftest import MINI
 from evalcore.api.jsonout import jsonable
 
 NDJSON = "application/x-ndjson"
+HOLD = "hold-evaluations"  # beside the served store: see the served fixture
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,12 @@ def served(base_store, tmp_path_factory):
         "burst": make_key(store, "burst", "read"),
     }
     assert cli(store, "keys", "revoke", "gone").returncode == 0
-    env = {"EVALCORE_API_RATE": "20/40", "EVALCORE_DATA_ROOTS": str(MINI.parent)}
+    env = {
+        "EVALCORE_API_RATE": "20/40",
+        "EVALCORE_DATA_ROOTS": str(MINI.parent),
+        # an evaluation's job waits at its chunking while this file exists (evalcore.testhooks)
+        "EVALCORE_TEST_PAUSE": f"E: chunking={folder / HOLD}",
+    }
     with api_server(store, folder / "server.log", env) as url:
         yield url, store, keys
     log = (folder / "server.log").read_text()
@@ -296,15 +302,23 @@ def test_an_evaluation_is_queued_watched_and_cancelled(served):
         "retrievers": "bm25",
         "name": "from-api",
     }
+    hold = store.parent / HOLD
     with client(url, keys["all"]) as c:
         first = c.post("/evaluations", json=spec)
         assert first.status_code == 202, first.text
         where = first.headers["location"]
         assert where == "/api/v1/evaluations/" + first.json()["id"]
+        deadline = time.monotonic() + 120
+        while not hold.exists() and time.monotonic() < deadline:  # the first runs, holding the one slot
+            time.sleep(0.05)
+        assert hold.exists(), c.get(where.removeprefix("/api/v1")).json()
         second = c.post("/evaluations", json={**spec, "name": "to-cancel"})
         assert second.status_code == 202, second.text
         cancelled = c.post(f"/evaluations/{second.json()['id']}/cancel")
-        assert cancelled.status_code == 202 and cancelled.json()["status"] in ("cancelled", "running")
+        # queued behind the first: cancelled at once (a small run could otherwise finish between
+        # two of its cancel checks, and a cancel that comes that late cannot stop it)
+        assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
+        hold.unlink()
         done = _until(c, where.removeprefix("/api/v1"), {"complete", "failed", "cancelled"})
         assert done["status"] == "complete", done
         assert c.get(f"/runs/{done['run_id']}").json()["name"] == "from-api"
