@@ -173,8 +173,7 @@ def read(store: Store, run_id: str) -> dict[Configuration, ConfigInfo]:
 
 def info(store: Store, run_id: str, strategy: str, retriever: str) -> ConfigInfo:
     """One configuration's :class:`ConfigInfo` (built-in when the run has no row for it)."""
-    found = (i for c, i in read(store, run_id).items() if (c.strategy, c.retriever) == (strategy, retriever))
-    return next(found, None) or ConfigInfo(strategy, retriever)
+    return read(store, run_id).get(Configuration(strategy, retriever)) or ConfigInfo(strategy, retriever)
 
 
 def failures(store: Store, run_id: str) -> pd.DataFrame:

@@ -363,7 +363,7 @@ class ValidationReport:
     (with their lines and reasons), and the out-of-domain queries near and far.
 
     :meth:`to_json` is what ``evalcore validate --json`` prints (lists at the top level, so a
-    printer shows one line an item); what the attributes say.
+    printer shows one line an item), the attributes as JSON.
     """
 
     documents: int

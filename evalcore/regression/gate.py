@@ -364,9 +364,7 @@ def _recipe_changes(base_run: Run, cand_run: Run, pairs: list[tuple[str, str]]) 
     blind (40 chars)``."""
 
     def recipes(run: Run) -> dict[str, str]:
-        return {
-            name: str(spec.get("describe", "")) for name, spec in ((run.settings or {}).get("strategies") or {}).items()
-        }
+        return {name: str(spec.get("describe", "")) for name, spec in (run.settings.get("strategies") or {}).items()}
 
     before, after = recipes(base_run), recipes(cand_run)
     notes = []

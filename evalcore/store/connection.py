@@ -63,8 +63,8 @@ NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is f
 #: another process's lock.
 _CONNECTING = threading.Lock()
 
-#: A shared read connection (:func:`reading`) is reused for at most this long after it was
-#: opened, so that a block of reads never keeps writers out for longer than one read past it.
+#: A shared read connection (:func:`reading`) older than this is closed when a read ends (or
+#: when the next read finds it idle), so that a long block lets writers in between its reads.
 SHARED_READ_SECONDS = 2.0
 
 _THREAD = threading.local()  # this thread's shared read connections (reading()), by file
@@ -254,12 +254,9 @@ class Connection:
             self._migrate(con)
         else:
             shared = self._shared()
-            try:
-                con = shared.con.cursor() if shared is not None else self._open(read_only=True)
-            except BaseException:
-                if shared is not None:
-                    shared.users -= 1
-                raise
+            con = shared.con.cursor() if shared is not None else self._open(read_only=True)
+            if shared is not None:
+                shared.users += 1
         try:
             with self._session(con, "cannot read the run store") as con:
                 yield con
@@ -271,19 +268,15 @@ class Connection:
 
     def _shared(self) -> _Shared | None:
         """Inside :func:`reading`: this thread's shared read connection to the store, opened
-        now if there is none (or the one there is too old), counted as in use; else None."""
+        now if there is none (or the one there is too old); else None."""
         shared: dict[str, _Shared] | None = getattr(_THREAD, "shared", None)
         if shared is None:
             return None
         key = os.path.realpath(self.path)
         one = shared.get(key)
-        if one is not None and one.stale():
-            del shared[key]
-            one.close()
-            one = None
-        if one is None:
+        if one is None or one.stale():
+            _drop_shared(self.path)
             one = shared[key] = _Shared(self._open(read_only=True))
-        one.users += 1
         return one
 
     @contextmanager

@@ -55,8 +55,7 @@ def resolve_target(store: Store, reference: str) -> Target:
     found = configs.get(configuration)
     if found is None:
         raise ConfigError(f"run {run_id} has no configuration {configuration.label} (it has {', '.join(labels)})")
-    settings = run.settings or {}
-    return Target(run_id, configuration, found, int(settings.get("top_n", 20)))
+    return Target(run_id, configuration, found, int(run.settings.get("top_n", 20)))
 
 
 def refuse(target: Target) -> None:
