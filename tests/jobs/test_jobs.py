@@ -210,5 +210,7 @@ def test_a_job_that_fails_on_its_own_configuration_records_that_reason(tmp_path,
     row = wait_until(lambda: job_done(store, job_id), timeout=60)
     assert row["status"] == "failed"
     assert row["reason"] == "EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"
-    log = (tmp_path / "jobs" / f"{job_id}.log").read_text()
-    assert log.strip().splitlines()[-1] == "error: EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"
+    # the process records the reason in the store first, then prints its line and exits
+    log_file = tmp_path / "jobs" / f"{job_id}.log"
+    log = wait_until(lambda: "error: " in log_file.read_text() and log_file.read_text().strip(), timeout=60)
+    assert log.splitlines()[-1] == "error: EVALCORE_MAX_JOBS must be a positive integer, got 'zero'"
