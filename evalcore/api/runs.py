@@ -30,6 +30,7 @@ from evalcore.read.summary import summary_json
 from evalcore.records import Configuration
 from evalcore.regression.gate import run_gate
 from evalcore.regression.report import to_dict
+from evalcore.store import reading
 
 router = APIRouter(tags=["runs"])
 MAX_PAGE = 200
@@ -132,8 +133,9 @@ async def upload_run(request: Request, caller: Annotated[Caller, Depends(require
 def show_run(request: Request, ref: str, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
     store = _store(request)
     try:
-        run = find_run(store, ref)
-        return answer(summary_json(store, run.run_id))
+        with reading():  # one connection for its reads, as `evalcore show`
+            run = find_run(store, ref)
+            return answer(summary_json(store, run.run_id))
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
 
@@ -166,7 +168,8 @@ def claim(
                     422, f"configuration: {exc}", "validation", [{"field": "query.configuration", "detail": str(exc)}]
                 ) from None
         reference = f"{ref}:{configuration}" if configuration else ref
-        _run, found = claims_of_ref(store, reference, alpha, beta, conf)
+        with reading():  # one connection for its reads, as `evalcore threshold`
+            _run, found = claims_of_ref(store, reference, alpha, beta, conf)
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     return answer([c.to_json() for c in found])
@@ -211,16 +214,17 @@ def save_decision(
 def gate(request: Request, body: GateIn, _: Annotated[Caller, Depends(require("gate"))]) -> JSONResponse:
     store = _store(request)
     try:
-        report = run_gate(
-            store,
-            body.baseline,
-            body.candidate,
-            metric=body.metric,
-            alpha=body.alpha,
-            holm=body.holm,
-            min_effect=body.min_effect,
-            threshold_from_decision=body.threshold_from_decision,
-        )
+        with reading():  # one connection for its reads, as `evalcore gate`
+            report = run_gate(
+                store,
+                body.baseline,
+                body.candidate,
+                metric=body.metric,
+                alpha=body.alpha,
+                holm=body.holm,
+                min_effect=body.min_effect,
+                threshold_from_decision=body.threshold_from_decision,
+            )
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     out = to_dict(report)

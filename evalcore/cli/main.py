@@ -29,7 +29,7 @@ log = logging.getLogger("evalcore")
 
 #: Short commands that only read the store: their reads share one connection (a long command
 #: never does, as it would keep writers out while it runs).
-READS_ONLY = frozenset({"list", "show", "threshold", "compare"})
+READS_ONLY = frozenset({"list", "show", "threshold", "compare", "gate", "export-formats", "export-run"})
 
 
 def unexpected(exc: BaseException) -> str:

@@ -22,6 +22,7 @@ from evalcore.read.comparison.statements import best, decided_sentence, signific
 from evalcore.read.decisions import latest_decision
 from evalcore.read.sweeps import gate_axis, gate_table, ood_support, run_sweep, sentence_at
 from evalcore.records import RunConfiguration
+from evalcore.store import reading
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -72,7 +73,15 @@ def review_summary(
 ) -> str:
     """The review pack's Markdown summary: the decision and the comparison the charts support,
     what each file shows, and the methods in a few lines. User text (run names, notes) is escaped.
-    ``tr``: the dashboard's language (named in the summary's provenance line)."""
+    ``tr``: the dashboard's language (named in the summary's provenance line). Its twenty-odd
+    reads share one connection to the store (:func:`evalcore.store.reading`)."""
+    with reading():
+        return _summary(store, selection, figures, files, tr)
+
+
+def _summary(
+    store: Store, selection: Selection, figures: list[Figure], files: dict[str, list[str]], tr: Translator
+) -> str:
     _ = tr.gettext
     made = _now()
     run = store.run(selection.run_id)

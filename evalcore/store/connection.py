@@ -248,6 +248,11 @@ class Connection:
         themselves). Only a store of an older schema is upgraded once, on its first use."""
         import duckdb
 
+        if not self._ready and getattr(_THREAD, "shared", None) is None:
+            # this Store's first read checks the file first: one connection for both
+            with reading(), self.read() as con:
+                yield con
+            return
         shared = None
         if self._ensure(write=False) is None:
             con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
@@ -265,6 +270,23 @@ class Connection:
                 shared.users -= 1
                 if shared.stale():  # old enough: let writers in now rather than at the block's end
                     _drop_shared(self.path)
+
+    @contextmanager
+    def _inspecting(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection for the store's first check (:func:`inspect`): inside
+        :func:`reading`, a cursor on this thread's shared connection, which the reads after it
+        go on using; else one of its own."""
+        shared = self._shared()
+        if shared is None:
+            with closing(self._open(read_only=True)) as con:
+                yield con
+            return
+        shared.users += 1
+        try:
+            with closing(shared.con.cursor()) as con:
+                yield con
+        finally:
+            shared.users -= 1
 
     def _shared(self) -> _Shared | None:
         """Inside :func:`reading`: this thread's shared read connection to the store, opened

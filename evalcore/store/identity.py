@@ -15,7 +15,7 @@ import logging
 import os
 import stat
 import uuid
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -41,6 +41,8 @@ class StoreFile(Protocol):
     def _open(
         self, read_only: bool, path: Path | None = None, doing: str = "cannot open the run store"
     ) -> duckdb.DuckDBPyConnection: ...
+
+    def _inspecting(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
 
     def _unreadable(self, exc: Exception, doing: str) -> StoreError: ...
 
@@ -95,7 +97,7 @@ def inspect(store: StoreFile) -> set[int]:
     import duckdb
 
     check_file(store.path)
-    with closing(store._open(read_only=True)) as con:
+    with store._inspecting() as con:
         try:
             tables = {
                 r[0]

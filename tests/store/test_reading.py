@@ -103,3 +103,29 @@ def test_threads_reading_in_blocks_while_others_write(tmp_path):
         con.register("_f", frame)
         assert con.execute("SELECT count(*) FROM _f").fetchall() == [(1,)]
         con.unregister("_f")
+
+
+def test_a_stores_first_read_checks_the_file_on_the_connection_it_reads_with(store, monkeypatch):
+    """A new Store checks the file (an evalcore store, of a schema this code knows) before its
+    first read: on the connection that read then uses, so the file is opened once, not twice;
+    and it is closed again after that read, as after any plain read."""
+    import duckdb
+
+    opened: list[str] = []
+    real = duckdb.connect
+
+    def counted(database=":memory:", *args, **kwargs):
+        opened.append(str(database))
+        return real(database, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counted)
+    fresh = Store(store.path)
+    assert fresh.query("SELECT name FROM runs")["name"].tolist() == ["one"]
+    assert opened == [str(store.path)]
+    assert other_process_can_write(store.path) == "free"
+    assert len(fresh.query("SELECT * FROM runs")) == 1  # checked once: each later read opens once
+    assert opened == [str(store.path)] * 2
+    with pytest.raises(Exception, match="not an evalcore run store"):
+        other = store.path.with_name("other.duckdb")
+        real(str(other)).execute("CREATE TABLE t (x INTEGER)").close()
+        Store(other).query("SELECT 1")
