@@ -444,6 +444,29 @@ def pytest_configure(config):
         from evalcore.retrieval.engine import kernels
 
         kernels.warm()
+    _scan_components_once()
+
+
+def _scan_components_once() -> None:
+    """Every new ``AppTest`` makes a component manager of its own, which reads the metadata of
+    every installed distribution, looking for Streamlit components (about 0.15 CPU seconds, in
+    a thread pool): several hundred times a session. The installed distributions do not change
+    while the tests run, so each test process scans once and hands every AppTest that answer
+    (a copy of the list). A served app (``streamlit run``) scans once at its start, as before."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    if getattr(scan, "evalcore_once", False):
+        return
+    found: list = []
+
+    def once(max_workers: int | None = None) -> list:
+        if not found:
+            found.append(scan(max_workers))
+        return list(found[0])
+
+    once.evalcore_once = True  # type: ignore[attr-defined]
+    manifest_scanner.scan_component_manifests = once
 
 
 def _longest_first(items: list) -> None:

@@ -14,6 +14,7 @@ than 0.001 away from the exact one (unless the thresholds beside it need more de
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import math
@@ -28,7 +29,7 @@ from scipy.stats import binom
 
 from evalcore.cli import main
 from evalcore.measures.rounding import threshold_text
-from evalcore.store import Store
+from evalcore.store import Store, reading
 
 #: 20 (alpha, beta) pairs: strict to loose, some not on a percent (2.5%, 7.5%, 33.3%)
 PAIRS = [
@@ -142,12 +143,18 @@ class Counted:
         return int((self.ans >= t).sum())
 
     def k_star(self, alpha: float) -> int | None:
-        ks = [k for k in range(len(self.ood) + 1) if binom.cdf(k, len(self.ood), alpha) <= 1 - CONFIDENCE]
-        return ks[-1] if ks else None
+        return _largest_allowed(len(self.ood), alpha)
 
     def j_star(self, beta: float) -> int | None:
-        js = [j for j in range(len(self.ans) + 1) if binom.cdf(j, len(self.ans), beta) <= 1 - CONFIDENCE]
-        return js[-1] if js else None
+        return _largest_allowed(len(self.ans), beta)
+
+
+@functools.cache
+def _largest_allowed(n: int, rate: float) -> int | None:
+    """The largest count k in 0..n with scipy's binomial CDF(k; n, rate) <= 1 - confidence
+    (every k's CDF in one call, once per (n, rate)); None when there is none."""
+    allowed = np.flatnonzero(binom.cdf(np.arange(n + 1), n, rate) <= 1 - CONFIDENCE)
+    return int(allowed[-1]) if allowed.size else None
 
 
 def check_text(text: str, counted: Counted, alpha: float, beta: float, where: str) -> int:
@@ -224,8 +231,9 @@ def pack_text(path, run_id: str, config: str, alpha: float, beta: float, t: floa
     chosen = Configuration.parse(config)
     params = (alpha, beta, CONFIDENCE)
     selection = build.Selection(run_id, chosen, t, "set", (), 4, True, params)
-    figures = list(build.sweep_figures(store, run_id, chosen, t, params))
-    return review_summary(store, selection, figures, {})
+    with reading():  # its reads share one connection, as in the Export screen's page view
+        figures = list(build.sweep_figures(store, run_id, chosen, t, params))
+        return review_summary(store, selection, figures, {})
 
 
 @pytest.mark.parametrize("which", ["demo", "many"])
