@@ -295,6 +295,33 @@ def gate_store(tmp_path_factory, request):
     return built_once(tmp_path_factory, "gate", build) / "gate.duckdb"
 
 
+#: The demo run of :func:`demo_store`: one strategy, the three retrievers a claim is read for.
+DEMO_STRATEGIES = "C"
+DEMO_RETRIEVERS = ("dense", "bm25", "hybrid")
+
+
+@pytest.fixture(scope="session")
+def demo_store(tmp_path_factory, request):
+    """The demo (the Python language reference, 108 queries, 36 of them off topic) run by the
+    real engine: strategy :data:`DEMO_STRATEGIES` x :data:`DEMO_RETRIEVERS`, all-MiniLM-L6-v2.
+    Its store also caches the vectors of that strategy's chunks and of every query, so a later
+    run of the demo in a copy of it reads them instead of embedding again (about 30 CPU
+    seconds). ``.run_id`` beside it. Built once per session (built_once)."""
+    from evalcore.chunking import parse_strategies
+    from evalcore.inputs.sources import load_demo
+    from evalcore.run.runner import RunRequest, run_evaluation
+    from evalcore.store import Store
+
+    def build(folder: Path) -> None:
+        path = folder / "evalcore.duckdb"
+        corpus, gt = load_demo()
+        run = RunRequest(corpus, gt, parse_strategies(DEMO_STRATEGIES), list(DEMO_RETRIEVERS), name="demo")
+        result = run_evaluation(run, Store(path), embedders=[request.getfixturevalue("real_embedder")])
+        path.with_suffix(".run_id").write_text(result.run_id)
+
+    return built_once(tmp_path_factory, "demo", build) / "evalcore.duckdb"
+
+
 #: The articles of XQuAD (English) the claim runs index: the first three paragraphs of each.
 XQUAD_ARTICLES = slice(1, 6)  # Warsaw, Normans, Nikola Tesla, Computational complexity theory, Teacher
 
@@ -361,6 +388,7 @@ MODEL_FIXTURES = frozenset(
     {
         "real_embedder",
         "engine_store",
+        "demo_store",
         "two_run_store",
         "gate_store",
         "claim_store",

@@ -23,7 +23,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import XQUAD_ARTICLES, shared_data
+from conftest import DEMO_RETRIEVERS, DEMO_STRATEGIES, XQUAD_ARTICLES, shared_data
 from dashboard.test_app import open_page, shown_text
 from scipy.stats import binom
 
@@ -71,12 +71,10 @@ def _run(path, corpus, gt, name, embedder) -> str:
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory, real_embedder):
-    from evalcore.inputs.sources import load_demo
-
-    path = tmp_path_factory.mktemp("bounds-demo") / "evalcore.duckdb"
-    run_id = _run(path, *load_demo(), "demo", real_embedder)
-    return path, run_id
+def demo_run(demo_store):
+    """The session's demo run (tests/conftest.py): strategy C x dense, bm25, hybrid."""
+    assert (DEMO_STRATEGIES, DEMO_RETRIEVERS) == (STRATEGIES, tuple(RETRIEVERS))
+    return demo_store, demo_store.with_suffix(".run_id").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -238,7 +236,7 @@ def pack_text(path, run_id: str, config: str, alpha: float, beta: float, t: floa
 
 @pytest.mark.parametrize("which", ["demo", "many"])
 def test_every_bound_shown_holds_at_the_value_shown(which, request, capsys, monkeypatch, tmp_path):
-    path, run_id = request.getfixturevalue(f"{which}_store")
+    path, run_id = request.getfixturevalue("demo_run" if which == "demo" else "many_store")
     counted = {f"{STRATEGIES}/{r}": Counted(path, run_id, f"{STRATEGIES}/{r}") for r in RETRIEVERS}
     if which == "many":
         assert all(len(c.ood) >= 1000 for c in counted.values())

@@ -2,7 +2,8 @@
 
 One local Ray runtime (2 CPUs) for the module; every sharded run uses 4 actors. The results
 and hits must equal the one-machine run's row for row, every column, bit for bit: on the
-demo (real model, a real tiny cross-encoder for rerank, a stemming analyzer), on 200,000
+demo (real model, its vectors cached by the session's demo run; a real tiny cross-encoder
+for rerank, a stemming analyzer), on 200,000
 synthetic chunks made as benchmarks/bench_scale.py makes them, and on data made to be hard
 (exact ties, near ties, few words, correct chunks deep in every order).
 """
@@ -10,12 +11,13 @@ synthetic chunks made as benchmarks/bench_scale.py makes them, and on data made 
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, cli_in_process
+from conftest import DEMO_STRATEGIES, ROOT, cli_in_process
 
 from evalcore.store import Store
 
@@ -46,19 +48,23 @@ def _stored(store: Store, run_id: str, table: str, order: str) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
-def test_a_sharded_demo_run_equals_the_one_machine_run(ray_runtime, real_embedder, tiny_cross_encoder, tmp_path):
+def test_a_sharded_demo_run_equals_the_one_machine_run(
+    ray_runtime, real_embedder, tiny_cross_encoder, demo_store, tmp_path
+):
     from evalcore.chunking import parse_strategies
     from evalcore.inputs.sources import load_demo
     from evalcore.retrieval.rerank import Reranker
     from evalcore.run.runner import RunRequest, run_evaluation
 
     corpus, gt = load_demo()
+    shutil.copy(demo_store, tmp_path / "s.duckdb")  # both runs read the vectors its demo run cached
     store = Store(tmp_path / "s.duckdb")
     reranker = Reranker.load(tiny_cross_encoder)
     retrievers = ["dense", "bm25", "hybrid", "rerank", "bm25:english", "hybrid:english"]
+    strategies = parse_strategies(DEMO_STRATEGIES)
     runs = []
-    for ray_address in (None, "local"):  # the second run reads the first one's cached vectors
-        request = RunRequest(corpus, gt, parse_strategies("E"), retrievers, name="demo", ray=ray_address, shards=SHARDS)
+    for ray_address in (None, "local"):
+        request = RunRequest(corpus, gt, strategies, retrievers, name="demo", ray=ray_address, shards=SHARDS)
         runs.append(run_evaluation(request, store, embedders=[real_embedder], reranker=reranker).run_id)
     one, sharded = runs
     stages = set(store.query("SELECT stage FROM timings WHERE run_id = ?", [sharded])["stage"])
