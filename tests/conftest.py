@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -463,17 +464,21 @@ LONGEST_FIRST = (
 
 
 def pytest_configure(config):
-    """Under pytest-xdist, the controller loads numba's kernels once before the workers start:
+    """Before any test: the controller (or a run without xdist) byte-compiles the sources
+    (:func:`_compile_sources`), and each test process scans for Streamlit components once
+    (:func:`_scan_components_once`).
+
+    Under pytest-xdist, the controller also loads numba's kernels once before the workers start:
     on a fresh checkout (no cache beside evalcore/retrieval/engine yet) it compiles them once,
     instead of both workers, their servers and every run process started before the cache is
     written compiling them at the same time (about 16 CPU seconds each); on a warm cache it
     reads them (about a second)."""
-    if getattr(config, "workerinput", None) is None:
+    if getattr(config, "workerinput", None) is None:  # the controller, or a run without xdist
         _compile_sources()
-    if getattr(config, "workerinput", None) is None and getattr(config.option, "numprocesses", None):
-        from evalcore.retrieval.engine import kernels
+        if getattr(config.option, "numprocesses", None):
+            from evalcore.retrieval.engine import kernels
 
-        kernels.warm()
+            kernels.warm()
     _scan_components_once()
 
 
@@ -504,12 +509,10 @@ def _scan_components_once() -> None:
     scan = manifest_scanner.scan_component_manifests
     if getattr(scan, "evalcore_once", False):
         return
-    found: list = []
+    scanned = functools.cache(scan)
 
     def once(max_workers: int | None = None) -> list:
-        if not found:
-            found.append(scan(max_workers))
-        return list(found[0])
+        return list(scanned(max_workers))
 
     once.evalcore_once = True  # type: ignore[attr-defined]
     manifest_scanner.scan_component_manifests = once

@@ -253,40 +253,34 @@ class Connection:
             with reading(), self.read() as con:
                 yield con
             return
-        shared = None
         if self._ensure(write=False) is None:
             con = duckdb.connect(":memory:", config=DUCKDB_CONFIG)
             self._migrate(con)
-        else:
-            shared = self._shared()
-            con = shared.con.cursor() if shared is not None else self._open(read_only=True)
-            if shared is not None:
-                shared.users += 1
-        try:
             with self._session(con, "cannot read the run store") as con:
                 yield con
-        finally:
-            if shared is not None:
-                shared.users -= 1
-                if shared.stale():  # old enough: let writers in now rather than at the block's end
-                    _drop_shared(self.path)
+            return
+        with self._read_only() as con, self._translated("cannot read the run store"):
+            yield con
 
     @contextmanager
-    def _inspecting(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-only connection for the store's first check (:func:`inspect`): inside
-        :func:`reading`, a cursor on this thread's shared connection, which the reads after it
-        go on using; else one of its own."""
+    def _read_only(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A read-only connection to the file, closed afterwards (a read's, and the store's
+        first check's, :func:`inspect`): inside :func:`reading`, a cursor on this thread's
+        shared connection; else one of its own."""
         shared = self._shared()
         if shared is None:
             with closing(self._open(read_only=True)) as con:
                 yield con
             return
+        con = shared.con.cursor()
         shared.users += 1
         try:
-            with closing(shared.con.cursor()) as con:
+            with closing(con):
                 yield con
         finally:
             shared.users -= 1
+            if shared.stale():  # old enough: let writers in now rather than at the block's end
+                _drop_shared(self.path)
 
     def _shared(self) -> _Shared | None:
         """Inside :func:`reading`: this thread's shared read connection to the store, opened

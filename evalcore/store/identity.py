@@ -42,7 +42,7 @@ class StoreFile(Protocol):
         self, read_only: bool, path: Path | None = None, doing: str = "cannot open the run store"
     ) -> duckdb.DuckDBPyConnection: ...
 
-    def _inspecting(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
+    def _read_only(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
 
     def _unreadable(self, exc: Exception, doing: str) -> StoreError: ...
 
@@ -97,7 +97,7 @@ def inspect(store: StoreFile) -> set[int]:
     import duckdb
 
     check_file(store.path)
-    with store._inspecting() as con:
+    with store._read_only() as con:
         try:
             tables = {
                 r[0]

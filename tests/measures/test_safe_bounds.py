@@ -55,8 +55,8 @@ PAIRS = [
     (0.4, 0.45),
 ]
 CONFIDENCE = 0.95
-STRATEGIES = "C"
-RETRIEVERS = ["dense", "bm25", "hybrid"]
+STRATEGIES = DEMO_STRATEGIES  # the session's demo run (tests/conftest.py): C x dense, bm25, hybrid
+RETRIEVERS = list(DEMO_RETRIEVERS)
 NUMBER = r"(-?\d+(?:\.\d+)?)"
 GATE_WORDS = rf"holds for t <= {NUMBER}; t = {NUMBER} (meets it|no longer meets it)"
 VERDICT = rf"The chosen t = {NUMBER} (meets|does NOT meet) the bluff claim \(t <= {NUMBER}\)"
@@ -72,8 +72,7 @@ def _run(path, corpus, gt, name, embedder) -> str:
 
 @pytest.fixture(scope="module")
 def demo_run(demo_store):
-    """The session's demo run (tests/conftest.py): strategy C x dense, bm25, hybrid."""
-    assert (DEMO_STRATEGIES, DEMO_RETRIEVERS) == (STRATEGIES, tuple(RETRIEVERS))
+    """The session's demo run (tests/conftest.py): :data:`STRATEGIES` x :data:`RETRIEVERS`."""
     return demo_store, demo_store.with_suffix(".run_id").read_text()
 
 
