@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STORE_EVERY = 0.5  # seconds between two progress writes to the store (stage ends always written)
+STORE_EVERY = 0.5  # seconds between two progress writes to the store within a stage
 SPACING = 25  # a write within a stage waits at least this many times the last write's duration
 
 
@@ -141,11 +141,14 @@ class BarProgress:
 
 class StoreProgress:
     """Writes the stage text with counts and the overall fraction to the run's row: at each
-    stage start, at most every ``interval`` seconds while it runs, and at its end. Best
-    effort with a short lock timeout: a busy store delays a progress bar, never a run. A write
-    opens the store file (tens of milliseconds), so writes within a stage are also kept at
-    least :data:`SPACING` times the last write's duration apart: they take at most a few per
-    cent of a run, however slow the disk."""
+    stage start, and at most every ``interval`` seconds while it runs. A stage's end is not
+    written on its own: the next stage starts where it ended (the row shows that start at
+    once), and the run's end sets the row complete. Best effort with a short lock timeout: a
+    busy store delays a progress bar, never a run. A write opens the store file (tens of
+    milliseconds), so writes within a stage are also kept at least :data:`SPACING` times the
+    last write's duration apart: they take at most a few per cent of a run, however slow the
+    disk. (Writing every stage's end too was close to half the writes of a small run, each
+    followed within milliseconds by the next stage's start.)"""
 
     def __init__(self, store: Store, run_id: str, interval: float = STORE_EVERY) -> None:
         self.store = _Store(store.path, lock_timeout=2.0)
@@ -173,9 +176,7 @@ class StoreProgress:
 
     def advance(self, n: int = 1) -> None:
         self.done += n
-        total = self.current.total if self.current else 0
-        wait = max(self.interval, SPACING * self._took)
-        if time.monotonic() - self._last >= wait or self.done >= total:
+        if time.monotonic() - self._last >= max(self.interval, SPACING * self._took):
             self._write()
 
     def close(self) -> None:
