@@ -15,7 +15,7 @@ from evalcore import jobs
 from evalcore.errors import InputError
 from evalcore.inputs import uploads
 from evalcore.inputs.uploads import Limits, UploadedFile
-from evalcore.store import Store
+from evalcore.store import Store, reading
 
 TABLES = ("runs", "jobs", "documents", "queries", "results", "hits", "embeddings")
 
@@ -40,7 +40,8 @@ def store(tmp_path) -> Store:
 
 
 def snapshot(store: Store) -> tuple:
-    counts = tuple(int(store.query(f"SELECT count(*) FROM {t}").iloc[0, 0]) for t in TABLES)
+    with reading():  # one read connection for the tables' counts
+        counts = tuple(int(store.query(f"SELECT count(*) FROM {t}").iloc[0, 0]) for t in TABLES)
     folder = jobs.uploads_dir(store)
     return counts, sorted(p.as_posix() for p in folder.rglob("*")) if folder.exists() else []
 

@@ -6,6 +6,10 @@ demo (real model, its vectors cached by the session's demo run; a real tiny cros
 for rerank, a stemming analyzer), on 200,000
 synthetic chunks made as benchmarks/bench_scale.py makes them, and on data made to be hard
 (exact ties, near ties, few words, correct chunks deep in every order).
+
+Both paths of a comparison rerank the same (query, chunks) pairs; the cross-encoder scores
+each such pair once (:class:`ScoredOnce`), and the other path reads those scores: a pure
+function of its input, so what is compared is the sharded merge, not the model twice.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import sys
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import pytest
 from conftest import DEMO_STRATEGIES, ROOT, cli_in_process
 
+from evalcore.retrieval.rerank import Reranker
 from evalcore.store import Store
 
 ray = pytest.importorskip("ray")
@@ -37,6 +43,19 @@ def ray_runtime():
         ray.shutdown()
 
 
+@dataclass
+class ScoredOnce(Reranker):
+    """The real cross-encoder, each (query, texts) it is given scored once."""
+
+    scored: dict[tuple[str, tuple[str, ...]], list[float]] = field(default_factory=dict)
+
+    def score(self, query: str, texts) -> list[float]:
+        key = (query, tuple(texts))
+        if key not in self.scored:
+            self.scored[key] = super().score(query, texts)
+        return self.scored[key]
+
+
 def _frames(results: list[pd.DataFrame], hits: list[pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
     r = pd.concat(results, ignore_index=True).sort_values(["strategy", "retriever", "query_id"])
     h = pd.concat(hits, ignore_index=True).sort_values(["strategy", "retriever", "query_id", "rank"])
@@ -53,13 +72,13 @@ def test_a_sharded_demo_run_equals_the_one_machine_run(
 ):
     from evalcore.chunking import parse_strategies
     from evalcore.inputs.sources import load_demo
-    from evalcore.retrieval.rerank import Reranker
     from evalcore.run.runner import RunRequest, run_evaluation
 
     corpus, gt = load_demo()
     shutil.copy(demo_store, tmp_path / "s.duckdb")  # both runs read the vectors its demo run cached
     store = Store(tmp_path / "s.duckdb")
-    reranker = Reranker.load(tiny_cross_encoder)
+    loaded = Reranker.load(tiny_cross_encoder)
+    reranker = ScoredOnce(loaded.path, loaded.model)
     retrievers = ["dense", "bm25", "hybrid", "rerank", "bm25:english", "hybrid:english"]
     strategies = parse_strategies(DEMO_STRATEGIES)
     runs = []
@@ -89,7 +108,6 @@ def _bench_scale():
 
 
 def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cross_encoder):
-    from evalcore.retrieval.rerank import Reranker
     from evalcore.retrieval.scored import score_queries
     from evalcore.retrieval.sharded.driver import score_sharded
 
@@ -97,7 +115,8 @@ def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cro
     n, nq = 200_000, 120
     cvec, qvec, qtexts, correct, n_in, texts = bench.make(n, nq)
     chunk_texts = list(texts())
-    reranker = Reranker.load(tiny_cross_encoder)
+    loaded = Reranker.load(tiny_cross_encoder)
+    reranker = ScoredOnce(loaded.path, loaded.model)
 
     def rerank(query: str, ids: np.ndarray) -> list[float]:
         return reranker.score(query, [chunk_texts[j] for j in ids])
