@@ -354,8 +354,9 @@ class Connection:
         costs tens of milliseconds), and so do the readers that show whether a run or job is
         still running (:meth:`Store.runs`, :meth:`Store.run`, the run and job overviews), so a
         long-lived Store (the dashboard's) sees crashed runs too; no other read does. A reader
-        looks read only and opens for writing only when there is one to mark, and only as far
-        as the disk allows."""
+        looks read only (inside :func:`reading`, on the block's shared connection: a page view
+        opens the file once) and opens for writing only when there is one to mark, and only as
+        far as the disk allows."""
         if time.monotonic() - self._reaped_at <= REAP_EVERY:
             return
         self._reaped_at = time.monotonic()
@@ -364,7 +365,7 @@ class Connection:
                 if self._dead(writer):
                     self._reap(writer)
                 return
-            with closing(self._open(read_only=True)) as con:
+            with self._read_only() as con:
                 if not self._dead(con):
                     return
             with closing(self._open(read_only=False)) as con:

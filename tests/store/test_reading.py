@@ -129,3 +129,34 @@ def test_a_stores_first_read_checks_the_file_on_the_connection_it_reads_with(sto
         other = store.path.with_name("other.duckdb")
         real(str(other)).execute("CREATE TABLE t (x INTEGER)").close()
         Store(other).query("SELECT 1")
+
+
+def test_the_dead_run_check_of_a_block_reads_on_the_blocks_connection(store, monkeypatch):
+    """Listing runs looks for runs whose process is gone (at most every few seconds): inside a
+    block, on the block's connection, so a page view that lists runs opens the file once; it
+    opens the file for writing only when there is a dead run to mark."""
+    import duckdb
+
+    store.query("SELECT 1")  # checked once
+    opened: list[bool] = []
+    real = duckdb.connect
+
+    def counted(database=":memory:", *args, **kwargs):
+        opened.append(bool(kwargs.get("read_only")))
+        return real(database, *args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counted)
+    monkeypatch.setattr(store, "_reaped_at", float("-inf"))  # the check is due
+    with reading():
+        assert store.runs()["run_id"].tolist() == ["r1"]  # r1 runs in this (living) process
+        assert store.run("r1").status == "running"
+    assert opened == [True]
+    with store.connect() as con:  # r1's process is gone now: the next check marks it
+        con.execute("UPDATE runs SET pid = ? WHERE run_id = 'r1'", [2**22 + 12345])
+    opened.clear()
+    monkeypatch.setattr(store, "_reaped_at", float("-inf"))
+    with reading():
+        assert store.run("r1").status == "failed"
+    # the block's read; one write to mark it (which closed the block's connection to take the
+    # file); the block's reads go on, on a connection opened again
+    assert opened == [True, False, True]
