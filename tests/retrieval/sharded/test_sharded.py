@@ -3,9 +3,9 @@
 One local Ray runtime (2 CPUs) for the module; every sharded run uses 4 actors. The results
 and hits must equal the one-machine run's row for row, every column, bit for bit: on the
 demo (real model, its vectors cached by the session's demo run; a real tiny cross-encoder
-for rerank, a stemming analyzer), on 200,000
-synthetic chunks made as benchmarks/bench_scale.py makes them, and on data made to be hard
-(exact ties, near ties, few words, correct chunks deep in every order).
+for rerank, a stemming analyzer), on 200,000 synthetic chunks made as
+benchmarks/bench_scale.py makes them, and on data made to be hard (exact ties, near ties,
+few words, correct chunks deep in every order).
 
 Both paths of a comparison rerank the same (query, chunks) pairs; the cross-encoder scores
 each such pair once (:class:`ScoredOnce`), and the other path reads those scores: a pure
@@ -77,8 +77,7 @@ def test_a_sharded_demo_run_equals_the_one_machine_run(
     corpus, gt = load_demo()
     shutil.copy(demo_store, tmp_path / "s.duckdb")  # both runs read the vectors its demo run cached
     store = Store(tmp_path / "s.duckdb")
-    loaded = Reranker.load(tiny_cross_encoder)
-    reranker = ScoredOnce(loaded.path, loaded.model)
+    reranker = ScoredOnce.load(tiny_cross_encoder)
     retrievers = ["dense", "bm25", "hybrid", "rerank", "bm25:english", "hybrid:english"]
     strategies = parse_strategies(DEMO_STRATEGIES)
     runs = []
@@ -115,8 +114,7 @@ def test_200000_synthetic_chunks_sharded_equal_one_machine(ray_runtime, tiny_cro
     n, nq = 200_000, 120
     cvec, qvec, qtexts, correct, n_in, texts = bench.make(n, nq)
     chunk_texts = list(texts())
-    loaded = Reranker.load(tiny_cross_encoder)
-    reranker = ScoredOnce(loaded.path, loaded.model)
+    reranker = ScoredOnce.load(tiny_cross_encoder)
 
     def rerank(query: str, ids: np.ndarray) -> list[float]:
         return reranker.score(query, [chunk_texts[j] for j in ids])
