@@ -1,11 +1,13 @@
 """What the API tests share: a store with two small complete runs made by the real CLI (the
-keyword embedder of the reliability suite, so a run takes seconds), keys made by the real
+keyword embedder of the reliability suite, so a run takes seconds; made once per session and
+copied for each module), keys made by the real
 ``evalcore keys create``, and ``evalcore dashboard`` started as a real process on a free port of
 127.0.0.1, serving the dashboard and ``/api/v1`` on that one port."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -14,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from built_once import built_once
 from conftest import MINI, ROOT
 from serving import free_port, stop
 
@@ -42,11 +45,22 @@ def cli(store: Path, *args: str, env: dict[str, str] | None = None) -> subproces
     )
 
 
-def make_store(path: Path) -> Path:
-    """Two complete runs, ``base`` and ``cand`` (see :data:`RUNS`), retrievers dense and bm25."""
+def _two_runs(folder: Path) -> None:
+    """Two complete runs, ``base`` and ``cand`` (see :data:`RUNS`), retrievers dense and bm25, in
+    ``folder / evalcore.duckdb``."""
     for name, strategies in RUNS.items():
-        ran = cli(path, *RUN, "--strategies", strategies, "--retrievers", "dense,bm25", "--name", name)
+        ran = cli(
+            folder / "evalcore.duckdb", *RUN, "--strategies", strategies, "--retrievers", "dense,bm25", "--name", name
+        )
         assert ran.returncode == 0, ran.stderr
+
+
+def make_store(tmp_path_factory, path: Path) -> Path:
+    """The store of :func:`_two_runs` at ``path``: made once per session (tests/built_once.py,
+    by real CLI processes) and copied there, so each module that serves the API starts from
+    the same two runs in a store of its own."""
+    built = built_once(tmp_path_factory, "api-two-runs", _two_runs, copy=False) / "evalcore.duckdb"
+    shutil.copy(built, path)
     return path
 
 

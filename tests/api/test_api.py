@@ -21,7 +21,7 @@ HOLD = "hold-evaluations"  # beside the served store: see the served fixture
 
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory):
-    return make_store(tmp_path_factory.mktemp("api-base") / "evalcore.duckdb")
+    return make_store(tmp_path_factory, tmp_path_factory.mktemp("api-base") / "evalcore.duckdb")
 
 
 @pytest.fixture(scope="module")

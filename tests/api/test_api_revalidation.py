@@ -21,7 +21,7 @@ RATE, BURST = 20, 40
 def served(tmp_path_factory):
     """(url, store, keys by name) of a server whose deployment ``staging`` points at a decision."""
     folder = tmp_path_factory.mktemp("api-reval")
-    store = make_store(folder / "evalcore.duckdb")
+    store = make_store(tmp_path_factory, folder / "evalcore.duckdb")
     keys = {
         "all": make_key(store, "all", ALL_SCOPES),
         "reader": make_key(store, "reader", "read"),

@@ -21,7 +21,7 @@ from evalcore.service.deployments import Deployment, get_deployment
 
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory):
-    return make_store(tmp_path_factory.mktemp("client-base") / "evalcore.duckdb")
+    return make_store(tmp_path_factory, tmp_path_factory.mktemp("client-base") / "evalcore.duckdb")
 
 
 @pytest.fixture()

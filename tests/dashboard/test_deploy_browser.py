@@ -26,7 +26,7 @@ def served(tmp_path_factory):
         pytest.skip("chromium is not installed (apt-get install chromium)")
     pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     folder = tmp_path_factory.mktemp("deploy-browser")
-    store = make_store(folder / "evalcore.duckdb")
+    store = make_store(tmp_path_factory, folder / "evalcore.duckdb")
     key = make_key(store, "prod", "read")
     with api_server(store, folder / "server.log", {"EVALCORE_USER_HEADER": HEADER}) as url:
         yield url, store, key

@@ -31,7 +31,7 @@ def server(tmp_path_factory) -> Iterator[dict]:
     ``production`` pointing at it, keys of several scopes, and small limits for the run file
     (1 MB) and the body deadline (3 s)."""
     folder = tmp_path_factory.mktemp("trust-api")
-    store = make_store(folder / "evalcore.duckdb")
+    store = make_store(tmp_path_factory, folder / "evalcore.duckdb")
     keys = {
         "all": make_key(store, "all", ALL_SCOPES),
         "reader": make_key(store, "reader", "read"),
