@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -113,6 +115,32 @@ def real_embedder():
     from evalcore.embedding.embedder import load_embedder
 
     return load_embedder()
+
+
+@pytest.fixture()
+def ray_runtime():
+    """A local Ray runtime (2 CPUs), started by the first test that asks for it and kept for
+    the tests after it that ask too; shut down after the last of them in a row
+    (:func:`pytest_runtest_teardown`). The files that use it run in one test process
+    (:data:`SAME_WORKER`), one after the other (:data:`LONGEST_FIRST`), so a session starts
+    Ray once: each start costs about ten CPU seconds in Ray's own processes."""
+    ray = pytest.importorskip("ray")
+    from evalcore.embedding.distributed import connect
+
+    connect("local", num_cpus=2)
+    return ray
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """Shut the local Ray runtime down after a test that used it, unless the next test in
+    this process uses it too (see :func:`ray_runtime`)."""
+    if "ray_runtime" not in getattr(item, "fixturenames", ()):
+        return
+    if nextitem is not None and "ray_runtime" in getattr(nextitem, "fixturenames", ()):
+        return
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 @pytest.fixture(scope="session")
@@ -440,6 +468,7 @@ LONGEST_FIRST = (
     "tests/cli/test_compare_text.py",  # 215
     "tests/dashboard/test_external_journey.py",  # journeys (not measured)
     "tests/measures/test_safe_bounds.py",  # the demo embedded, a real-data run (not measured)
+    "tests/embedding/test_distributed.py",  # Ray: right before test_sharded (ray_runtime)
     "tests/retrieval/sharded/test_sharded.py",  # a Ray runtime, 200,000 chunks (not measured)
     "tests/inputs/test_pdf.py",  # 165: PDFs printed by chromium
     "tests/reliability/test_hostile.py",  # 150
@@ -463,23 +492,94 @@ LONGEST_FIRST = (
 )
 
 
+#: Test files that run in the same test process, one after the other (a scope of their own in
+#: pytest-xdist's ``loadfile`` scheduling, :func:`pytest_xdist_make_scheduler`), because they
+#: share something each process would otherwise make again:
+#:
+#: - ``ray``: a local Ray runtime (:func:`ray_runtime`), started once instead of once a file;
+#: - ``ranx``: ranx's numba-typed dictionaries, compiled in every process that first builds a
+#:   ``Qrels`` or a ``Run`` (about 15 CPU seconds; numba cannot cache them).
+SAME_WORKER = {
+    "tests/embedding/test_distributed.py": "ray",
+    "tests/retrieval/sharded/test_sharded.py": "ray",
+    "tests/retrieval/test_retrieval.py": "ranx",
+    "tests/files/test_formats.py": "ranx",
+    "tests/external/test_external.py": "ranx",
+    "tests/measures/test_metrics.py": "ranx",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest.ini's ``--dist loadfile``, with the files of one :data:`SAME_WORKER` group
+    handed to one worker together."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFileScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SAME_WORKER.get(path, path)
+
+    return SharedFileScheduling(config, log)
+
+
 def pytest_configure(config):
     """Before any test: the controller (or a run without xdist) byte-compiles the sources
     (:func:`_compile_sources`), and each test process scans for Streamlit components once
     (:func:`_scan_components_once`).
 
-    Under pytest-xdist, the controller also loads numba's kernels once before the workers start:
-    on a fresh checkout (no cache beside evalcore/retrieval/engine yet) it compiles them once,
-    instead of both workers, their servers and every run process started before the cache is
-    written compiling them at the same time (about 16 CPU seconds each); on a warm cache it
-    reads them (about a second)."""
+    Under pytest-xdist, the controller also has numba's kernels loaded once, by a process of
+    their own (:func:`_warm_kernels`), while the workers start and collect."""
     if getattr(config, "workerinput", None) is None:  # the controller, or a run without xdist
         _compile_sources()
         if getattr(config.option, "numprocesses", None):
-            from evalcore.retrieval.engine import kernels
-
-            kernels.warm()
+            _warm_kernels()
     _scan_components_once()
+
+
+#: The environment variable that names the lock file :func:`_warm_kernels` holds.
+WARMING = "EVALCORE_TEST_WARMING"
+
+
+def _warm_kernels() -> None:
+    """Load numba's kernels in a process of their own, started before the workers are: on a
+    fresh checkout (no cache beside evalcore/retrieval/engine yet) it compiles them once
+    (about 14 CPU seconds), instead of both workers, their servers and every run process started
+    before the cache is written compiling them at the same time; on a warm cache it reads them
+    (about a second). The workers collect meanwhile (about 8 seconds each) and then wait for it
+    (:func:`pytest_collection_finish`); done by the controller itself, the compile kept one of
+    two cores idle while nothing else could start.
+
+    The controller takes an exclusive lock on a file and hands it to the process (an inherited
+    descriptor shares the lock), so the lock is held from before any worker starts until that
+    process has ended, whichever way it ends."""
+    fd, lock = tempfile.mkstemp(prefix="evalcore-warming-")
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    code = "from evalcore.retrieval.engine import kernels; kernels.warm()"
+    _WARMER.append(subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, pass_fds=(fd,)))
+    os.close(fd)
+    os.environ[WARMING] = lock  # the workers inherit it
+
+
+_WARMER: list[subprocess.Popen] = []
+
+
+def pytest_unconfigure(config):
+    """The controller reaps :func:`_warm_kernels`' process and removes its lock file."""
+    for proc in _WARMER:
+        proc.wait()
+    if _WARMER:
+        os.unlink(os.environ.pop(WARMING))
+
+
+def pytest_collection_finish(session):
+    """A worker waits for :func:`_warm_kernels`' process to end before its first test."""
+    lock = os.environ.get(WARMING)
+    if lock and getattr(session.config, "workerinput", None) is not None:
+        with open(lock) as held:
+            fcntl.flock(held, fcntl.LOCK_SH)
 
 
 def _compile_sources() -> None:

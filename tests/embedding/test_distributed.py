@@ -1,4 +1,4 @@
-"""Embedding through Ray Data on a local Ray runtime (2 CPUs, started once per session):
+"""Embedding through Ray Data on a local Ray runtime (2 CPUs, tests/conftest.py's ``ray_runtime``):
 the vectors equal the local path's and land in the store's cache as usual."""
 
 from __future__ import annotations
@@ -11,16 +11,7 @@ from evalcore.store import Store
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="session")
-def local_ray():
-    from evalcore.embedding.distributed import connect
-
-    connect("local", num_cpus=2)
-    yield
-    ray.shutdown()
-
-
-def test_ray_vectors_equal_the_local_ones(local_ray, real_embedder):
+def test_ray_vectors_equal_the_local_ones(ray_runtime, real_embedder):
     from evalcore.embedding.distributed import RayEmbedder
 
     texts = [f"chunk {i}: the prompt cache keeps {i % 7} keys" for i in range(300)] + ["", "x " * 400]
@@ -31,7 +22,7 @@ def test_ray_vectors_equal_the_local_ones(local_ray, real_embedder):
     assert np.sum(got.astype(np.float64) * want, axis=1).min() >= 0.9999
 
 
-def test_a_run_through_ray_caches_vectors_under_the_model_name(local_ray, real_embedder, mini_inputs, tmp_path):
+def test_a_run_through_ray_caches_vectors_under_the_model_name(ray_runtime, real_embedder, mini_inputs, tmp_path):
     from evalcore.chunking import parse_strategies
     from evalcore.embedding.distributed import RayEmbedder
     from evalcore.run.runner import RunRequest, run_evaluation

@@ -1,6 +1,7 @@
 """Retrieval sharded on Ray actors (evalcore.retrieval.sharded.driver) against the one-machine path.
 
-One local Ray runtime (2 CPUs) for the module; every sharded run uses 4 actors. The results
+One local Ray runtime (2 CPUs, tests/conftest.py's ``ray_runtime``, shared with
+tests/embedding/test_distributed.py); every sharded run uses 4 actors. The results
 and hits must equal the one-machine run's row for row, every column, bit for bit: on the
 demo (real model, its vectors cached by the session's demo run; a real tiny cross-encoder
 for rerank, a stemming analyzer), on 200,000 synthetic chunks made as
@@ -30,17 +31,6 @@ from evalcore.store import Store
 ray = pytest.importorskip("ray")
 
 SHARDS = 4
-
-
-@pytest.fixture(scope="module")
-def ray_runtime():
-    from evalcore.embedding.distributed import connect
-
-    started = not ray.is_initialized()
-    connect("local", num_cpus=2)
-    yield
-    if started:
-        ray.shutdown()
 
 
 @dataclass
