@@ -111,7 +111,7 @@ def selected(row: dict) -> None:
 
 def board() -> None:
     """The table and the selected run, drawn from ONE read of the store, so they never disagree."""
-    overview = runs.runs_overview(store)
+    overview = ui.overview_now(store)
     st.dataframe(overview, hide_index=True, column_order=ORDER, column_config=COLUMNS)
     st.caption(
         _(
@@ -130,6 +130,6 @@ def board() -> None:
         selected(match.iloc[0].to_dict())
 
 
-active = bool((runs.runs_overview(store)["status"] == "running").any())
+active = bool((ui.overview_now(store)["status"] == "running").any())
 # while runs are going, the table and the selected run redraw together every 2 seconds
 (st.fragment(board, run_every=2) if active else board)()

@@ -39,7 +39,7 @@ from evalcore_app.ui.shared import (
     side_key,
     threshold_state,
 )
-from evalcore_app.ui.sidebar import Context, no_runs_message, require_run
+from evalcore_app.ui.sidebar import Context, no_runs_message, overview_now, require_run
 from evalcore_app.ui.state import bound
 from evalcore_app.ui.stores import get_store, store
 from evalcore_app.ui.text import esc, guarded, plain, rank_text, show_error
@@ -61,6 +61,7 @@ __all__ = [
     "lang",
     "methods_link",
     "no_runs_message",
+    "overview_now",
     "plain",
     "rank_text",
     "require_run",

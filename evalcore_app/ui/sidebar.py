@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
@@ -20,12 +21,16 @@ from evalcore.inputs import demo
 from evalcore.read import runs
 from evalcore.read import selection as defaults
 from evalcore.records import Configuration, Run
+from evalcore.store import Store
 from evalcore_app.ui import lang, url
 from evalcore_app.ui.cache import cached
 from evalcore_app.ui.lang import N_, _
 from evalcore_app.ui.state import SelectionState, bound
 from evalcore_app.ui.stores import store, store_choices, store_path
 from evalcore_app.ui.text import esc, guarded, show_error
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEMO_COMMAND = "python -m evalcore demo"
 #: a run's status words, translated where shown
@@ -39,6 +44,17 @@ class Context:
     run: dict | None  # the selected run's row (runs_overview)
     config: Configuration | None
     configs: tuple[Configuration, ...]
+
+
+def overview_now(store_: Store) -> pd.DataFrame:
+    """Every run as :func:`runs.runs_overview` shows it, read once per change of the store.
+
+    The check for runs whose process is gone runs first (at most every 2 s): marking one
+    changes the store, so the overview is read again. A running run writes its progress at
+    least every 0.5 s as it goes, so its row follows too; otherwise a rerun (every click)
+    reuses the last read instead of querying the store again (about 12 ms each on the demo)."""
+    store_.reap_if_due()
+    return cached(runs.runs_overview, store_)
 
 
 def sidebar() -> Context:
@@ -63,7 +79,7 @@ def sidebar() -> Context:
             st.caption(_("Store: {path} (not created yet)").format(path=esc(path)))
             return Context(path, None, None, None, ())
         try:
-            overview = runs.runs_overview(store())
+            overview = overview_now(store())
         except EvalcoreError as exc:
             show_error(exc)
             return Context(path, None, None, None, ())

@@ -353,3 +353,50 @@ def test_export_equals_the_compare_screen(engine_store, engine_run_id, monkeypat
     assert len(on_export) == 1
     assert _matrix_cells(on_export[0]) == _matrix_cells(on_compare[0])
     assert len(keys) > 3
+
+
+def test_the_run_list_is_read_again_only_when_the_store_changed_or_a_run_died(copy, engine_run_id, monkeypatch):
+    """The sidebar's run list is read once per change of the store: a rerun (a click) with the
+    store unchanged reuses it. A run whose process is gone shows failed at the next rerun
+    although nothing wrote to the store since the last read (the look for dead runs comes
+    before the kept list)."""
+    import socket
+    import subprocess
+    import sys
+
+    import duckdb
+
+    from evalcore.store import connection
+
+    monkeypatch.setattr(connection, "REAP_EVERY", 0.0)  # look for dead runs at every rerun
+    reads = []
+    real = runs.runs_overview
+
+    def counted(store):
+        reads.append(store.path)
+        return real(store)
+
+    monkeypatch.setattr(runs, "runs_overview", counted)
+    alive = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        con = duckdb.connect(str(copy))
+        con.execute(
+            "UPDATE runs SET status = 'running', host = ?, pid = ? WHERE run_id = ?",
+            [socket.gethostname(), alive.pid, engine_run_id],
+        )
+        con.close()
+        at = open_page(copy, "runs", monkeypatch)
+        no_exception(at)
+        label = at.selectbox(key="w_run_id").options[0]
+        assert label.endswith(f"{engine_run_id} (running)"), label
+        before = len(reads)
+        at.run()
+        assert len(reads) == before  # unchanged store: the list is not read again
+        assert at.selectbox(key="w_run_id").options[0] == label
+    finally:
+        alive.kill()
+        alive.wait()
+    at.run()  # the process is gone; nothing was written since the last read
+    no_exception(at)
+    assert len(reads) > before
+    assert at.selectbox(key="w_run_id").options[0].endswith(f"{engine_run_id} (failed)")
