@@ -44,14 +44,14 @@ def period_view(
     data = shown[["period", "queries", "refused", "refused_share", "refused_low", "refused_high"]].tail(CHART_PERIODS)
     base = alt.Chart(data).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
     volume = base.mark_bar(color="#4c78a8").encode(
-        y=alt.Y("queries:Q", title="queries"), tooltip=["period", "queries", "refused"]
+        y=alt.Y("queries:Q", title="queries"), tooltip=["period:N", "queries:Q", "refused:Q"]
     )
     band = base.mark_errorbar(color="#e45756").encode(
         y=alt.Y("refused_low:Q", title="refused share (95% Wilson)", scale=alt.Scale(domain=[0, 1])),
         y2="refused_high:Q",
     )
     point = base.mark_point(color="#e45756", filled=True).encode(
-        y="refused_share:Q", tooltip=["period", alt.Tooltip("refused_share:Q", format=".1%")]
+        y="refused_share:Q", tooltip=["period:N", alt.Tooltip("refused_share:Q", format=".1%")]
     )
     return (
         shown,
@@ -81,7 +81,7 @@ def histogram_spec(
             x2="bin_end:Q",
             y=alt.Y("share:Q", title="share of the group", stack=None),
             color=alt.Color("group:N", title=None),
-            tooltip=["group", "bin_start", "bin_end", "n", alt.Tooltip("share:Q", format=".1%")],
+            tooltip=["group:N", "bin_start:Q", "bin_end:Q", "n:Q", alt.Tooltip("share:Q", format=".1%")],
         )
     )
     rule = alt.Chart(pd.DataFrame({"t": [float(threshold)]})).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
