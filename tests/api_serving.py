@@ -1,8 +1,8 @@
 """What the API tests share: a store with two small complete runs made by the real CLI (the
 keyword embedder of the reliability suite, so a run takes seconds; made once per session and
-copied for each module), keys made by the real
-``evalcore keys create``, and ``evalcore dashboard`` started as a real process on a free port of
-127.0.0.1, serving the dashboard and ``/api/v1`` on that one port."""
+copied for each module), keys made by the real ``evalcore keys create``, and ``evalcore
+dashboard`` started as a real process on a free port of 127.0.0.1, serving the dashboard and
+``/api/v1`` on that one port."""
 
 from __future__ import annotations
 

@@ -50,9 +50,9 @@ def overview_now(store_: Store) -> pd.DataFrame:
     """Every run as :func:`runs.runs_overview` shows it, read once per change of the store.
 
     The check for runs whose process is gone runs first (at most every 2 s): marking one
-    changes the store, so the overview is read again. A running run writes its progress at
-    least every 0.5 s as it goes, so its row follows too; otherwise a rerun (every click)
-    reuses the last read instead of querying the store again (about 12 ms each on the demo)."""
+    changes the store, so the overview is read again. Each progress write of a running run
+    changes the store too, so its row follows; otherwise a rerun (every click) reuses the last
+    read instead of querying the store again (about 12 ms each on the demo)."""
     store_.reap_if_due()
     return cached(runs.runs_overview, store_)
 

@@ -9,8 +9,12 @@ points that variable at its store.
 from __future__ import annotations
 
 import shutil
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
+import duckdb
 import pytest
 from conftest import ROOT
 from streamlit.testing.v1 import AppTest
@@ -19,7 +23,7 @@ from evalcore.measures.stats import p_relation
 from evalcore.read import compare, decisions, runs
 from evalcore.read.comparison import statements
 from evalcore.records import Configuration
-from evalcore.store import Store
+from evalcore.store import Store, connection
 
 APP = str(ROOT / "app.py")
 PAGES = ("runs", "new_run", "compare", "distances", "threshold", "query", "traffic", "index", "export", "methods")
@@ -360,14 +364,6 @@ def test_the_run_list_is_read_again_only_when_the_store_changed_or_a_run_died(co
     store unchanged reuses it. A run whose process is gone shows failed at the next rerun
     although nothing wrote to the store since the last read (the look for dead runs comes
     before the kept list)."""
-    import socket
-    import subprocess
-    import sys
-
-    import duckdb
-
-    from evalcore.store import connection
-
     monkeypatch.setattr(connection, "REAP_EVERY", 0.0)  # look for dead runs at every rerun
     reads = []
     real = runs.runs_overview
