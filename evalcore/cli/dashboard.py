@@ -32,6 +32,7 @@ SETTINGS: dict[str, str] = {
     "server.maxUploadSize": "50",  # MB per upload; evalcore.inputs.uploads checks it too
     "browser.gatherUsageStats": "false",
     "runner.magicEnabled": "false",  # a bare expression in a page is never echoed
+    "runner.postScriptGC": "false",  # no full collection after every rerun (docs/DECISIONS.md)
     "client.toolbarMode": "viewer",  # no Deploy button, no developer options
 }
 DEFAULT_ADDRESS = SETTINGS["server.address"]
