@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import altair as alt
 
+from evalcore.figures.encoding import Chart
 from evalcore.measures.stats import ALPHA
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ def recall_chart(table: pd.DataFrame) -> alt.FacetChart:
     data = table[table["metric"].str.startswith("recall@")].copy()
     data["k"] = data["k"].astype(int)
     order = list(dict.fromkeys(data["label"]))
-    base = alt.Chart().encode(
+    base = Chart().encode(
         y=alt.Y("label:N", title=None, sort=order),
         color=alt.Color("retriever:N", title="retriever", scale=retriever_scale(data["retriever"])),
     )
@@ -155,7 +156,7 @@ def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
     data = table[table["metric"] == "mrr"]
     order = list(dict.fromkeys(data["label"]))
     bars = (
-        alt.Chart(data)
+        Chart(data)
         .mark_bar()
         .encode(
             y=alt.Y("label:N", title=None, sort=order),
@@ -170,7 +171,7 @@ def mrr_chart(table: pd.DataFrame) -> alt.LayerChart:
         )
     )
     text = (
-        alt.Chart(data)
+        Chart(data)
         .mark_text(align="left", dx=3, fontSize=10)
         .encode(y=alt.Y("label:N", sort=order), x="value:Q", text=alt.Text("value:Q", format=".3f"))
     )
@@ -182,7 +183,7 @@ def destroyed_chart(counts: pd.DataFrame) -> alt.LayerChart:
     """Destroyed ground truths per strategy (bars, labelled with the count)."""
     inline_all_rows()
     order = list(counts["strategy"])
-    base = alt.Chart(counts).encode(
+    base = Chart(counts).encode(
         y=alt.Y("strategy:N", sort=order, title="strategy"),
         x=alt.X("destroyed:Q", title="destroyed ground truths", axis=alt.Axis(tickMinStep=1, format="d")),
     )
@@ -260,7 +261,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
     domain = list(VERDICT_COLOURS) + ["same configuration"]
     colours = list(VERDICT_COLOURS.values()) + ["#ffffff"]
     rect = (
-        alt.Chart(data)
+        Chart(data)
         .mark_rect(stroke="#ffffff", strokeWidth=1.5)
         .encode(
             x=x,
@@ -285,7 +286,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
         )
         .add_params(select)
     )
-    empty = alt.Chart(diagonal).mark_rect(color="#f7f7f7").encode(x=x, y=y)
+    empty = Chart(diagonal).mark_rect(color="#f7f7f7").encode(x=x, y=y)
     texts = []
     styles: tuple[tuple[bool, str, Literal["normal", "bold"]], ...] = (
         (False, "#222222", "normal"),
@@ -296,7 +297,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
         if part.empty:
             continue
         texts.append(
-            alt.Chart(part)
+            Chart(part)
             .mark_text(
                 baseline="bottom",
                 dy=-1,
@@ -307,7 +308,7 @@ def heatmap(matrix: pd.DataFrame, labels: Sequence[str], k: int, p_name: str) ->
             .encode(x=x, y=y, text="counts:N")
         )
         texts.append(
-            alt.Chart(part)
+            Chart(part)
             .mark_text(
                 baseline="top", dy=2, fontSize=11 if big else 9 if not small else 8, color=colour, fontWeight=weight
             )
@@ -336,7 +337,7 @@ def index_chart(health: pd.DataFrame) -> alt.LayerChart:
         ]
     )
     order = list(data["strategy"])
-    base = alt.Chart(data).encode(y=alt.Y("strategy:N", sort=order, title="strategy"))
+    base = Chart(data).encode(y=alt.Y("strategy:N", sort=order, title="strategy"))
     chart = alt.LayerChart(
         layer=[
             base.mark_bar(color="#4c78a8").encode(
@@ -383,7 +384,7 @@ def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
         scale=alt.Scale(domain=[0, 1]),
     )
     lines = (
-        alt.Chart(long)
+        Chart(long)
         .mark_line(interpolate="step-after", strokeWidth=2, point=False)
         .encode(
             x=x,
@@ -409,9 +410,9 @@ def coverage_chart(coverage: pd.DataFrame, at: float | None) -> alt.LayerChart:
     layers: list[Any] = [lines]
     if at is not None:
         mark = pd.DataFrame({"c": [at], "label": [f"at t: {at:.0%} answered"]})
-        layers.append(alt.Chart(mark).mark_rule(color="black", strokeDash=[4, 3]).encode(x="c:Q"))
+        layers.append(Chart(mark).mark_rule(color="black", strokeDash=[4, 3]).encode(x="c:Q"))
         layers.append(
-            alt.Chart(mark)
+            Chart(mark)
             .mark_text(align="left", dx=4, baseline="top", fontSize=11)
             .encode(x="c:Q", y=alt.value(2), text="label:N")
         )

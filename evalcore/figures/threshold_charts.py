@@ -18,6 +18,7 @@ from evalcore.figures.charts import (
     configure,
     inline_all_rows,
 )
+from evalcore.figures.encoding import Chart
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,7 +56,7 @@ def distance_chart(
         if overlap:
             band = pd.DataFrame({"x": [best_out], "x2": [worst_in]})
             layers.append(
-                alt.Chart(band)
+                Chart(band)
                 .mark_rect(color="#f1c40f", opacity=0.25)
                 .encode(
                     x=alt.X("x:Q", scale=scale),
@@ -67,7 +68,7 @@ def distance_chart(
                 )
             )
         layers.append(
-            alt.Chart(part)
+            Chart(part)
             .mark_bar(binSpacing=0, color=MEASURE_COLOURS[measure])
             .encode(
                 x=alt.X(
@@ -87,7 +88,7 @@ def distance_chart(
             )
         )
         if marks:
-            rule = alt.Chart(pd.DataFrame(marks)).encode(x=alt.X("x:Q", scale=scale))
+            rule = Chart(pd.DataFrame(marks)).encode(x=alt.X("x:Q", scale=scale))
             layers.append(rule.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"]))
         rows.append(
             alt.LayerChart(layer=layers).properties(
@@ -104,12 +105,12 @@ def distance_chart(
     if marks:  # the rules' labels in a strip of their own above the bars, never over them
         middle = (low + high) / 2
         frame = pd.DataFrame(marks).assign(y=lambda d: [2 + 14 * j for j in range(len(d))])
-        strip = alt.Chart(frame).encode(x=alt.X("x:Q", scale=scale, axis=None))
+        strip = Chart(frame).encode(x=alt.X("x:Q", scale=scale, axis=None))
         labels = [strip.mark_rule(strokeDash=[4, 3], color="black").encode(tooltip=["what:N"])]
         for right, part in ((False, frame[frame["x"] <= middle]), (True, frame[frame["x"] > middle])):
             if len(part):  # a label left of a rule in the right half, so it stays inside the chart
                 labels.append(
-                    alt.Chart(part)
+                    Chart(part)
                     .mark_text(align="right" if right else "left", dx=-3 if right else 3, baseline="top", fontSize=10)
                     .encode(x=alt.X("x:Q", scale=scale, axis=None), y=alt.Y("y:Q", scale=None), text="what:N")
                 )
@@ -152,7 +153,7 @@ def sweep_chart(
         scale=alt.Scale(zero=False, nice=False),
     )
     lines = (
-        alt.Chart(sweep_long)
+        Chart(sweep_long)
         .mark_line(interpolate="step-after", strokeWidth=2)
         .encode(
             x=x,
@@ -178,30 +179,30 @@ def sweep_chart(
     if band is not None:
         zone = pd.DataFrame({"from": [band[0]], "to": [band[1]], "label": [band[2]]})
         layers.append(
-            alt.Chart(zone)
+            Chart(zone)
             .mark_rect(color="#2ca02c", opacity=0.12)
             .encode(x="from:Q", x2="to:Q", tooltip=[alt.Tooltip("label:N", title="threshold claim")])
         )
         layers.append(
-            alt.Chart(zone)
+            Chart(zone)
             .mark_text(align="left", dx=3, baseline="bottom", fontSize=10, color="#1a6e1a")
             .encode(x="from:Q", y=alt.value(298), text=alt.value("claim holds"))
         )
     if rates:
         layers.append(
-            alt.Chart(sweep_long)
+            Chart(sweep_long)
             .mark_area(interpolate="step-after", opacity=0.15)
             .encode(x=x, y="low:Q", y2="high:Q", color=colour)
         )
     layers.append(lines)
     mark = pd.DataFrame({"t": [threshold], "label": [f"t = {threshold:.3f}"]})
     layers.append(
-        alt.Chart(mark)
+        Chart(mark)
         .mark_rule(color="black", strokeDash=[4, 3])
         .encode(x="t:Q", tooltip=[alt.Tooltip("t:Q", title="chosen threshold", format=".4f")])
     )
     layers.append(
-        alt.Chart(mark)
+        Chart(mark)
         .mark_text(align="left", dx=4, baseline="top", fontSize=11)
         .encode(x="t:Q", y=alt.value(2), text="label:N")
     )

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import altair as alt
 
+from evalcore.figures.encoding import Chart
 from evalcore.measures.drift import binned_shares
 from evalcore.read.traffic.periods import distributions, periods
 
@@ -42,7 +43,7 @@ def period_view(
     label = "%Y-%m-%d" if period >= timedelta(days=1) else "%Y-%m-%d %H:%M"
     shown = frame.assign(period=[f"{d:{label}}" for d in frame["start"]])
     data = shown[["period", "queries", "refused", "refused_share", "refused_low", "refused_high"]].tail(CHART_PERIODS)
-    base = alt.Chart(data).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
+    base = Chart(data).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
     volume = base.mark_bar(color="#4c78a8").encode(
         y=alt.Y("queries:Q", title="queries"), tooltip=["period:N", "queries:Q", "refused:Q"]
     )
@@ -74,7 +75,7 @@ def histogram_spec(
 
     bins = binned_shares(distributions(store, run_id, configuration, period, start))
     hist = (
-        alt.Chart(bins)
+        Chart(bins)
         .mark_bar(opacity=0.5)
         .encode(
             x=alt.X("bin_start:Q", title="gate value (smallest top-4 distance)"),
@@ -84,6 +85,6 @@ def histogram_spec(
             tooltip=["group:N", "bin_start:Q", "bin_end:Q", "n:Q", alt.Tooltip("share:Q", format=".1%")],
         )
     )
-    rule = alt.Chart(pd.DataFrame({"t": [float(threshold)]})).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
+    rule = Chart(pd.DataFrame({"t": [float(threshold)]})).mark_rule(strokeDash=[4, 3]).encode(x="t:Q")
     spec: dict[str, Any] = (hist + rule).properties(height=240).to_dict()
     return spec
