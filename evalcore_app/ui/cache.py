@@ -1,9 +1,11 @@
 """What a page keeps of a library function's result: :func:`cached`, keyed by the function and
-its arguments, a store by its path and change stamp."""
+its arguments, a store by its path and change stamp, a table :func:`cached` handed out by
+where it came from."""
 
 from __future__ import annotations
 
 import copy
+import weakref
 from collections.abc import Callable
 from dataclasses import is_dataclass
 from pathlib import Path
@@ -17,6 +19,10 @@ from evalcore.store import Store
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+#: Each result :func:`cached` handed out as a copy (a table, an array), by its ``id``: the
+#: function and key it came from; dropped when the result is.
+_ORIGINS: dict[int, tuple[str, tuple[object, ...]]] = {}
 
 
 def _stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
@@ -36,11 +42,16 @@ def _stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
 
 def _key(arg: object) -> object:
     """What identifies an argument in the cache key: a store by its path and change stamp; a
-    corpus, a document or a tuple of records (frozen dataclasses) by Python's hash of its
-    fields (the hash of each text is computed once and kept by the string), not by hashing its
-    content again at every rerun (seconds for a 10,000-document corpus); anything else as it is."""
+    copy that :func:`cached` handed out (a table, an array) by the function and key it came
+    from (a screen passes the threshold sweep to a dozen functions at every rerun: hashing its
+    rows each time took an eighth of a rerun); a corpus, a document or a tuple of records
+    (frozen dataclasses) by Python's hash of its fields (the hash of each text is computed once
+    and kept by the string), not by hashing its content again at every rerun (seconds for a
+    10,000-document corpus); anything else as it is."""
     if isinstance(arg, Store):
         return ("store", str(arg.path), _stamp(arg.path))
+    if (origin := _ORIGINS.get(id(arg))) is not None:  # alive: its entry goes when it does
+        return ("result", *origin)
     if isinstance(arg, Corpus | Document) or (isinstance(arg, tuple) and arg and is_dataclass(arg[0])):
         try:
             return ("record", type(arg).__name__, len(arg) if isinstance(arg, tuple) else 0, hash(arg))
@@ -70,8 +81,19 @@ def cached(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     by module and qualified name. A :class:`Store` argument is keyed by its path and change
     stamp (:func:`_stamp`), so a write anywhere (a finished run, an imported traffic log, a
     label, a decision) is seen at the next call. Figures are shared without copying; any other
-    result is a copy (a screen may change it).
+    result is a copy (a screen may change it). Such a copy passed on to another call (a table,
+    an array) is keyed by where it came from, not by its content: a screen that changes one in
+    place passes on a copy of it instead.
     """
+    name = f"{fn.__module__}.{fn.__qualname__}"
     key = (tuple(_key(a) for a in args), tuple((k, _key(kwargs[k])) for k in sorted(kwargs)))
-    value = _call(f"{fn.__module__}.{fn.__qualname__}", key, fn, args, dict(kwargs))
-    return value if _shared(value) else copy.deepcopy(value)
+    value = _call(name, key, fn, args, dict(kwargs))
+    if _shared(value):
+        return value
+    mine = copy.deepcopy(value)
+    try:
+        weakref.finalize(mine, _ORIGINS.pop, id(mine), None)
+    except TypeError:  # no weak reference to it (a list, a dict): keyed by content
+        return mine
+    _ORIGINS[id(mine)] = (name, key)
+    return mine
