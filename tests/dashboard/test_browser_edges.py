@@ -26,7 +26,7 @@ import pytest
 from conftest import MINI
 from serving import CHROMIUM, healthy, settled, streamlit_app
 
-from dashboard.test_browser import browser, goto, page, select  # noqa: F401 - the shared browser and tab
+from dashboard.test_browser import _tab, browser, goto, page, select  # noqa: F401 - the shared browser and tab
 from evalcore.inputs.corpus import load_corpus
 from evalcore.read.citations import heading_only
 from evalcore.store import Store
