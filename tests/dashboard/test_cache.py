@@ -6,10 +6,10 @@ own cache (outside a server, as the library runs it in bare mode)."""
 from __future__ import annotations
 
 import gc
-import shutil
 
 import pandas as pd
 
+from dashboard.test_app import copy  # noqa: F401 - a copy of the engine store, per test
 from evalcore.read import decisions
 from evalcore.records import Configuration
 from evalcore.store import Store
@@ -28,10 +28,8 @@ def _count(table: pd.DataFrame) -> int:
     return len(table)
 
 
-def test_a_handed_out_table_is_keyed_by_its_origin_and_a_write_reaches_it(engine_store, engine_run_id, tmp_path):
-    path = tmp_path / "copy.duckdb"
-    shutil.copy(engine_store, path)
-    store = Store(path)
+def test_a_handed_out_table_is_keyed_by_its_origin_and_a_write_reaches_it(copy, engine_run_id):  # noqa: F811
+    store = Store(copy)
     decisions.save_decision(store, engine_run_id, Configuration("E", "dense"), 0.4, "first")
     CALLS.clear()
     first = cache.cached(_table, store)
@@ -55,10 +53,8 @@ def test_a_handed_out_table_is_keyed_by_its_origin_and_a_write_reaches_it(engine
     assert CALLS[-1] == "count" and CALLS.count("count") == 3
 
 
-def test_a_copy_that_is_gone_leaves_no_origin_behind(engine_store, tmp_path):
-    path = tmp_path / "copy.duckdb"
-    shutil.copy(engine_store, path)
-    store = Store(path)
+def test_a_copy_that_is_gone_leaves_no_origin_behind(copy):  # noqa: F811
+    store = Store(copy)
     table = cache.cached(_table, store)
     mine = id(table)
     assert cache._ORIGINS[mine][0] == f"{__name__}._table"
