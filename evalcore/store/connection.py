@@ -40,7 +40,7 @@ from evalcore.store.basics import (
     sql_identifier,
     sql_string,
 )
-from evalcore.store.identity import create, inspect, missing_parent
+from evalcore.store.identity import CONNECTING, create, held, inspect, missing_parent, release
 from evalcore.store.migrate import apply, migrations
 
 if TYPE_CHECKING:
@@ -54,14 +54,6 @@ STATUSES = ("running", "complete", "failed", "cancelled")
 REAP_EVERY = 2.0  # seconds between two looks for runs whose process is gone
 NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is failed
 
-#: One ``duckdb.connect`` of a file at a time in this process. DuckDB's Python package keeps one
-#: database instance per file while any connection to it is open; the connect that creates the
-#: instance publishes it to the other threads *before* it has registered ``pandas_scan`` in it,
-#: so a second thread's connect could get the instance early and its ``register`` of a data frame
-#: failed with "Table Function with name pandas_scan does not exist" (seen under twenty
-#: concurrent traffic posts). Held for the connect only (milliseconds), never while waiting out
-#: another process's lock.
-_CONNECTING = threading.Lock()
 
 #: A shared read connection (:func:`reading`) older than this is closed when a read ends (or
 #: when the next read finds it idle), so that a long block lets writers in between its reads.
@@ -83,7 +75,7 @@ class _Shared:
         return self.users == 0 and time.monotonic() - self.opened > SHARED_READ_SECONDS
 
     def close(self) -> None:
-        self.con.close()
+        release(self.con)
 
 
 @contextmanager
@@ -167,7 +159,8 @@ class Connection:
     def _open(
         self, read_only: bool, path: Path | None = None, doing: str = "cannot open the run store"
     ) -> duckdb.DuckDBPyConnection:
-        """A raw connection, retried while another process (or thread) holds the file."""
+        """A raw connection, retried while another process (or thread) holds the file; close it
+        with :func:`~evalcore.store.identity.release` (:meth:`_opened` does)."""
         import duckdb
 
         target = str(path or self.path)
@@ -177,8 +170,8 @@ class Connection:
         delay = 0.02
         while True:
             try:
-                with _CONNECTING:
-                    return duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG)
+                with CONNECTING:
+                    return held(duckdb.connect(target, read_only=read_only, config=DUCKDB_CONFIG), Path(target))
             except duckdb.Error as exc:
                 if is_lock_error(exc) and time.monotonic() < deadline:
                     time.sleep(delay + random.random() * delay)
@@ -189,6 +182,17 @@ class Connection:
                         f"{self.path}: the run store stayed busy for {self.lock_timeout:g} s ({first_line(exc)})"
                     ) from None
                 raise self._unreadable(exc, doing) from None
+
+    @contextmanager
+    def _opened(
+        self, read_only: bool, path: Path | None = None, doing: str = "cannot open the run store"
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """:meth:`_open`, released at the end of the block."""
+        con = self._open(read_only, path, doing)
+        try:
+            yield con
+        finally:
+            release(con)
 
     def _unreadable(self, exc: Exception, doing: str) -> StoreError:
         first = first_line(exc)
@@ -213,7 +217,7 @@ class Connection:
             done = inspect(self)
             applied = []
             if any(number not in done for number, _, _ in migrations()):
-                with closing(self._open(read_only=False)) as con, self._translated("cannot upgrade the run store"):
+                with self._opened(read_only=False) as con, self._translated("cannot upgrade the run store"):
                     applied = self._migrate(con)
         self._ready = True
         return applied
@@ -269,7 +273,7 @@ class Connection:
         shared connection; else one of its own."""
         shared = self._shared()
         if shared is None:
-            with closing(self._open(read_only=True)) as con:
+            with self._opened(read_only=True) as con:
                 yield con
             return
         con = shared.con.cursor()
@@ -301,7 +305,7 @@ class Connection:
             with self._translated(doing):
                 yield con
         finally:
-            con.close()
+            release(con)
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -368,7 +372,7 @@ class Connection:
             with self._read_only() as con:
                 if not self._dead(con):
                     return
-            with closing(self._open(read_only=False)) as con:
+            with self._opened(read_only=False) as con:
                 self._reap(con)
         except Exception as exc:  # noqa: BLE001 - best effort: a read or write must still work
             log.warning("%s: could not mark dead runs failed: %s", self.path, exc)

@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import threading
 import uuid
-from contextlib import AbstractContextManager, closing
+from collections import Counter
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -33,14 +35,66 @@ APPLICATION = "evalcore"
 MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 
 
+#: One ``duckdb.connect`` of a store file at a time in this process, and no read of a store's
+#: first bytes (:func:`check_file`) while one happens. DuckDB's Python package keeps one database
+#: instance per file while any connection to it is open; the connect that creates the instance
+#: publishes it to the other threads *before* it has registered ``pandas_scan`` in it, so a
+#: second thread's connect could get the instance early and its ``register`` of a data frame
+#: failed with "Table Function with name pandas_scan does not exist" (seen under twenty
+#: concurrent traffic posts). Held for the connect only (milliseconds), never while waiting out
+#: another process's lock.
+CONNECTING = threading.Lock()
+
+#: The store files this process holds DuckDB connections to, by (device, inode): how many
+#: (:func:`held`, :func:`release`); and each connection's file, by ``id``.
+_HELD: Counter[tuple[int, int]] = Counter()
+_HELD_BY: dict[int, tuple[int, int]] = {}
+
+
+def held(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnection:
+    """Count ``con``, just connected to ``path`` (under :data:`CONNECTING`), as holding that file
+    until :func:`release` closes it; returns ``con``."""
+    try:
+        info = os.stat(path)
+    except OSError:  # gone already (a temporary file renamed): nothing to protect by its name
+        return con
+    key = (info.st_dev, info.st_ino)
+    _HELD[key] += 1
+    _HELD_BY[id(con)] = key
+    return con
+
+
+def release(con: duckdb.DuckDBPyConnection) -> None:
+    """Close a connection (one :func:`held` counted, or any other)."""
+    try:
+        con.close()
+    finally:
+        with CONNECTING:
+            key = _HELD_BY.pop(id(con), None)
+            if key is not None:
+                _HELD[key] -= 1
+                if _HELD[key] <= 0:
+                    del _HELD[key]
+
+
+def _holding(path: Path) -> bool:
+    """Whether this process holds a DuckDB connection to the file at ``path`` (call under
+    :data:`CONNECTING`)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) in _HELD
+
+
 class StoreFile(Protocol):
     """What identity needs of a store: its path, a raw open, its error wording and its migrations."""
 
     path: Path
 
-    def _open(
+    def _opened(
         self, read_only: bool, path: Path | None = None, doing: str = "cannot open the run store"
-    ) -> duckdb.DuckDBPyConnection: ...
+    ) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
 
     def _read_only(self) -> AbstractContextManager[duckdb.DuckDBPyConnection]: ...
 
@@ -53,8 +107,21 @@ def check_file(path: Path) -> None:
     """StoreError unless ``path`` is a regular file (after symbolic links) that starts like a
     DuckDB database (read: its first 12 bytes), and its write-ahead log, when there is one, a
     regular file too. A FIFO, a device or a socket is refused at once, never opened for a
-    blocking read."""
+    blocking read.
 
+    Not read while this process holds a DuckDB connection to the file (it is DuckDB's file
+    then): POSIX drops every ``fcntl`` lock a process holds on a file when the process closes
+    *any* descriptor of it, and DuckDB's lock on a store is such a lock. Reading the first bytes
+    of a store that another thread (or this one) was writing let another process open it for
+    writing at the same time, so that one of the two processes' writes could be lost. The read
+    and every connect of a store take turns (:data:`CONNECTING`)."""
+    with CONNECTING:
+        if not _holding(path):
+            _check_head(path)
+
+
+def _check_head(path: Path) -> None:
+    """:func:`check_file`'s checks: the log's kind, then the file's kind and first bytes."""
     wal = path.with_name(path.name + ".wal")
     try:
         info = os.stat(wal)
@@ -153,7 +220,7 @@ def create(store: StoreFile) -> list[str]:
         raise StoreError(f"{store.path}: cannot create the run store: {exc.strerror or exc}") from None
     tmp = folder / f".{store.path.name}.{uuid.uuid4().hex[:8]}.tmp"
     try:
-        with closing(store._open(read_only=False, path=tmp, doing="cannot create the run store")) as con:
+        with store._opened(read_only=False, path=tmp, doing="cannot create the run store") as con:
             applied = store._migrate(con)
             con.execute("CHECKPOINT")
         with open(tmp, "rb") as fh:
