@@ -509,29 +509,10 @@ SAME_WORKER = {
 }
 
 
-#: The most test processes ``-n auto`` starts: each may hold the model, a chromium and a server
-#: at once, so memory, not cores, bounds them on a large machine.
-MAX_WORKERS = 8
-
-
-def _cores() -> int:
-    """The cores this process may use: its CPU affinity, and a cgroup (v2) CPU quota where one
-    is set (a container limited to two cores may see all of its host's)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
-        if quota != "max":
-            cores = min(cores, max(1, int(quota) // int(period)))
-    except (OSError, ValueError):
-        pass
-    return cores
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config) -> int:
     """pytest.ini's ``-n auto``: one test process more than the cores this process may use
-    (three on two cores; at most :data:`MAX_WORKERS`), or ``PYTEST_XDIST_AUTO_NUM_WORKERS``
-    where it is set.
+    (three on two cores), or ``PYTEST_XDIST_AUTO_NUM_WORKERS`` where it is set.
 
     With one worker a core, the machine idled 8.6 % of a whole run on two cores (108 of 1,258
     core-seconds): the browser journeys wait on a Streamlit server and chromium, AppTest polls
@@ -540,7 +521,7 @@ def pytest_xdist_auto_num_workers(config) -> int:
     wanted = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
     if wanted.isdigit():
         return int(wanted)
-    return min(_cores() + 1, MAX_WORKERS)
+    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
 
 
 @pytest.hookimpl(optionalhook=True)
