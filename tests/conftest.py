@@ -510,21 +510,6 @@ SAME_WORKER = {
 
 
 @pytest.hookimpl(optionalhook=True)
-def pytest_xdist_auto_num_workers(config) -> int:
-    """pytest.ini's ``-n auto``: one test process more than the cores this process may use
-    (three on two cores), or ``PYTEST_XDIST_AUTO_NUM_WORKERS`` where it is set.
-
-    With one worker a core, the machine idled 8.6 % of a whole run on two cores (108 of 1,258
-    core-seconds): the browser journeys wait on a Streamlit server and chromium, AppTest polls
-    with short sleeps, a request waits on its deadline, and at times both workers waited at
-    once. A third worker's tests fill those waits (12 idle core-seconds in a run)."""
-    wanted = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "")
-    if wanted.isdigit():
-        return int(wanted)
-    return len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) + 1
-
-
-@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """pytest.ini's ``--dist loadfile``, with the files of one :data:`SAME_WORKER` group
     handed to one worker together."""
