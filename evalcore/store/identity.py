@@ -16,7 +16,6 @@ import os
 import stat
 import threading
 import uuid
-from collections import Counter
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -41,14 +40,13 @@ MAGIC = b"DUCK"  # bytes 8-11 of every DuckDB database file
 #: publishes it to the other threads *before* it has registered ``pandas_scan`` in it, so a
 #: second thread's connect could get the instance early and its ``register`` of a data frame
 #: failed with "Table Function with name pandas_scan does not exist" (seen under twenty
-#: concurrent traffic posts). Held for the connect only (milliseconds), never while waiting out
-#: another process's lock.
+#: concurrent traffic posts). Held for a connect or a read of 12 bytes (milliseconds), never
+#: while waiting out another process's lock.
 CONNECTING = threading.Lock()
 
-#: The store files this process holds DuckDB connections to, by (device, inode): how many
-#: (:func:`held`, :func:`release`); and each connection's file, by ``id``.
-_HELD: Counter[tuple[int, int]] = Counter()
-_HELD_BY: dict[int, tuple[int, int]] = {}
+#: The file (device, inode) of each DuckDB connection to a store this process holds, by the
+#: connection's ``id`` (:func:`held`, :func:`release`).
+_HELD: dict[int, tuple[int, int]] = {}
 
 
 def held(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnection:
@@ -58,9 +56,7 @@ def held(con: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnectio
         info = os.stat(path)
     except OSError:  # gone already (a temporary file renamed): nothing to protect by its name
         return con
-    key = (info.st_dev, info.st_ino)
-    _HELD[key] += 1
-    _HELD_BY[id(con)] = key
+    _HELD[id(con)] = (info.st_dev, info.st_ino)
     return con
 
 
@@ -70,11 +66,7 @@ def release(con: duckdb.DuckDBPyConnection) -> None:
         con.close()
     finally:
         with CONNECTING:
-            key = _HELD_BY.pop(id(con), None)
-            if key is not None:
-                _HELD[key] -= 1
-                if _HELD[key] <= 0:
-                    del _HELD[key]
+            _HELD.pop(id(con), None)
 
 
 def _holding(path: Path) -> bool:
@@ -84,7 +76,7 @@ def _holding(path: Path) -> bool:
         info = os.stat(path)
     except OSError:
         return False
-    return (info.st_dev, info.st_ino) in _HELD
+    return (info.st_dev, info.st_ino) in _HELD.values()
 
 
 class StoreFile(Protocol):
