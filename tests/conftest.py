@@ -497,8 +497,7 @@ LONGEST_FIRST = (
 #: share something each process would otherwise make again:
 #:
 #: - ``ray``: a local Ray runtime (:func:`ray_runtime`), started once instead of once a file;
-#: - ``ranx``: ranx's numba-typed dictionaries, compiled in every process that first builds a
-#:   ``Qrels`` or a ``Run`` (about 15 CPU seconds; numba cannot cache them).
+#: - ``ranx``: the process that answers for ranx (tests/ranx_oracle.py), started once.
 SAME_WORKER = {
     "tests/embedding/test_distributed.py": "ray",
     "tests/retrieval/sharded/test_sharded.py": "ray",

@@ -9,6 +9,7 @@ import re
 
 import numpy as np
 import pytest
+import ranx_oracle
 from scipy.spatial.distance import cosine
 
 from evalcore.errors import ConfigError, ModelError
@@ -176,8 +177,6 @@ def test_reranker_missing_folder_is_a_clear_error(tmp_path):
 def test_hybrid_matches_ranx_rrf_with_bm25_ranking_only_matching_chunks():
     """Independent oracle: ranx.fuse(method="rrf", k=60) over a dense run with every chunk and a
     BM25 run with the chunks that share a term with the query (as a BM25 engine returns)."""
-    from ranx import Run, fuse
-
     rng = random.Random(11)
     docs = random_texts(rng, 40)
     queries = ["cache prompt", "error 404", "vector index the"]
@@ -186,17 +185,13 @@ def test_hybrid_matches_ranx_rrf_with_bm25_ranking_only_matching_chunks():
     dense_order = order_by(dense_scores, descending=True)
     bm_order = order_by(bm, descending=True)
     ours = rrf_scores([dense_order, bm_order], ranked=[None, bm > 0])
-    run_dense = Run(
-        {f"q{i}": {f"c{j}": float(dense_scores[i, j]) for j in range(len(docs))} for i in range(len(queries))}
-    )
+    run_dense = {f"q{i}": {f"c{j}": float(dense_scores[i, j]) for j in range(len(docs))} for i in range(len(queries))}
     # equal BM25 scores are common; we break ties by chunk order, so hand ranx the same order
-    run_bm25 = Run(
-        {
-            f"q{i}": {f"c{j}": float(bm[i, j]) - j * 1e-9 for j in range(len(docs)) if bm[i, j] > 0}
-            for i in range(len(queries))
-        }
-    )
-    fused = fuse(runs=[run_dense, run_bm25], method="rrf", params={"k": 60}).to_dict()
+    run_bm25 = {
+        f"q{i}": {f"c{j}": float(bm[i, j]) - j * 1e-9 for j in range(len(docs)) if bm[i, j] > 0}
+        for i in range(len(queries))
+    }
+    fused = ranx_oracle.fuse([run_dense, run_bm25], method="rrf", params={"k": 60})
     for i in range(len(queries)):
         assert 0 < int((bm[i] > 0).sum()) < len(docs)  # some chunks are not ranked by bm25
         for j in range(len(docs)):
