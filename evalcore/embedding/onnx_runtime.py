@@ -35,7 +35,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,9 @@ from tokenizers import Tokenizer
 
 from evalcore.embedding.model_env import NOTE, offline
 from evalcore.errors import ModelError
+
+if sys.platform != "win32":
+    import fcntl
 
 if TYPE_CHECKING:
     import numpy as np
@@ -201,13 +204,42 @@ def export(model_folder: str | Path, dest: Path) -> Path:
 
 
 def exported(model_folder: str | Path) -> Path:
-    """The cached export of ``model_folder``, made now if missing (needs torch once)."""
+    """The cached export of ``model_folder``, made now if missing (needs torch once). One
+    process exports it; another that needs it meanwhile waits and loads that export."""
     dest = export_dir(model_folder)
     if (dest / "meta.json").exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    log.log(NOTE, "preparing the embedding model %s for fast CPU inference, once (cached in %s)", model_folder, dest)
-    return export(model_folder, dest)
+    with _one_exporter(dest):
+        if (dest / "meta.json").exists():  # exported by another process while this one waited
+            return dest
+        note = "preparing the embedding model %s for fast CPU inference, once (cached in %s)"
+        log.log(NOTE, note, model_folder, dest)
+        return export(model_folder, dest)
+
+
+@contextmanager
+def _one_exporter(dest: Path) -> Iterator[None]:
+    """Held while this process exports ``dest``, so that processes started at once on a machine
+    whose cache is empty (a dashboard and its first job, a CI run's workers) export the model
+    once, not each (an export imports torch and traces the model: several CPU seconds). An
+    exclusive ``flock`` on ``<dest>.lock`` beside the export, released when this process closes
+    the file or ends; where there is no ``flock`` (Windows) or the file cannot be made, nothing
+    is held and each process exports on its own, as before (the first complete export is kept)."""
+    if sys.platform == "win32":
+        yield
+        return
+    try:
+        fd = os.open(dest.parent / f"{dest.name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        log.debug("no lock for exporting %s", dest, exc_info=True)
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _cores() -> int:

@@ -3,8 +3,13 @@ the export cache, another model folder (--model PATH) and the fallback."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import subprocess
 import sys
+import time
+from subprocess import PIPE
 
 import numpy as np
 import pytest
@@ -136,6 +141,48 @@ def test_runtime_torch_and_a_failed_export_use_sentence_transformers(tiny_senten
 
     monkeypatch.setattr(onnx_runtime, "export", broken)
     assert isinstance(load_embedder(tiny_sentence_model), SentenceEmbedder)
+
+
+#: A process that loads a model folder's ONNX export (exporting it if needed) and prints the
+#: vector of a probe text, with evalcore's log lines on stderr.
+_LOAD = """import hashlib, logging, sys
+logging.basicConfig(level=1, format="%(message)s")
+from evalcore.embedding import onnx_runtime
+model = onnx_runtime.load(sys.argv[1])
+print(model.dim, hashlib.sha256(model.encode(["a probe text"]).tobytes()).hexdigest())
+"""
+
+
+def test_processes_that_need_one_export_at_once_make_it_once(tiny_sentence_model, tmp_path, monkeypatch):
+    """Two processes start on an empty cache while the export's lock (the file beside the
+    export) is held, as by a process exporting: neither exports meanwhile. Once it is free, one
+    exports and the other waits for that export and loads it."""
+    from conftest import ROOT
+
+    monkeypatch.setenv("EVALCORE_CACHE", str(tmp_path / "cache"))
+    dest = onnx_runtime.export_dir(tiny_sentence_model)
+    dest.parent.mkdir(parents=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    argv = [sys.executable, "-c", _LOAD, str(tiny_sentence_model)]
+    procs: list[subprocess.Popen] = []
+    try:
+        with open(dest.parent / f"{dest.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            for _ in range(2):
+                procs.append(subprocess.Popen(argv, cwd=ROOT, env=env, stdout=PIPE, stderr=PIPE, text=True))
+            time.sleep(3)  # both reach the lock (about a second after they start) and wait there
+            assert [p.poll() for p in procs] == [None, None], [p.communicate() for p in procs]
+            assert not dest.exists() and not list(dest.parent.glob(".export-*"))
+        done = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in done]
+    notes = [err.count("preparing the embedding model") for _, err in done]
+    assert sorted(notes) == [0, 1], [err[-2000:] for _, err in done]  # one export, not one each
+    assert done[0][0] == done[1][0] and done[0][0].startswith("32 ")  # the same vector from the one export
+    assert [p.name for p in dest.parent.iterdir() if p.is_dir()] == [dest.name]
 
 
 def test_cuda_without_a_gpu_is_a_clear_error():
