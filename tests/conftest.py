@@ -529,35 +529,47 @@ def pytest_configure(config):
     (:func:`_compile_sources`), and each test process scans for Streamlit components once
     (:func:`_scan_components_once`).
 
-    Under pytest-xdist, the controller also has numba's kernels loaded once, by a process of
-    their own (:func:`_warm_kernels`), while the workers start and collect."""
+    Under pytest-xdist, the controller also has numba's kernels and the embedding model loaded
+    once, by processes of their own (:func:`_warm_up`), while the workers start and collect."""
     if getattr(config, "workerinput", None) is None:  # the controller, or a run without xdist
         _compile_sources()
         if getattr(config.option, "numprocesses", None):
-            _warm_kernels()
+            _warm_up()
     _scan_components_once()
 
 
-#: The environment variable that names the lock file :func:`_warm_kernels` holds.
+#: The environment variable that names the lock file :func:`_warm_up` holds.
 WARMING = "EVALCORE_TEST_WARMING"
 
 
-def _warm_kernels() -> None:
-    """Load numba's kernels in a process of their own, started before the workers are: on a
-    fresh checkout (no cache beside evalcore/retrieval/engine yet) it compiles them once
-    (about 14 CPU seconds), instead of both workers, their servers and every run process started
-    before the cache is written compiling them at the same time; on a warm cache it reads them
-    (about a second). The workers collect meanwhile (about 8 seconds each) and then wait for it
+#: What :func:`_warm_up` has loaded, each by a process of its own: numba's kernels, and the
+#: embedding model (its ONNX export in the user's cache, and OpenVINO's compiled form beside it).
+WARM_UP = (
+    "from evalcore.retrieval.engine import kernels; kernels.warm()",
+    "from evalcore.embedding.embedder import load_embedder; load_embedder()",
+)
+
+
+def _warm_up() -> None:
+    """Load numba's kernels and the embedding model, each in a process of its own
+    (:data:`WARM_UP`), started before the workers are. On a fresh checkout (no cache beside
+    evalcore/retrieval/engine yet) the first compiles the kernels once (about 14 CPU seconds),
+    instead of both workers, their servers and every run process started before the cache is
+    written compiling them at the same time; on a warm cache it reads them (about a second).
+    Where the user's cache has no export of the model yet (a new machine, CI), the second
+    exports it once (about 9 CPU seconds; a process that needs it meanwhile waits for it), before
+    the tests' first runs and servers ask for it; otherwise it loads it (about a second). The
+    workers collect meanwhile (about 8 seconds each) and then wait for both
     (:func:`pytest_collection_finish`); done by the controller itself, the compile kept one of
     two cores idle while nothing else could start.
 
-    The controller takes an exclusive lock on a file and hands it to the process (an inherited
-    descriptor shares the lock), so the lock is held from before any worker starts until that
-    process has ended, whichever way it ends."""
+    The controller takes an exclusive lock on a file and hands it to the processes (an inherited
+    descriptor shares the lock), so the lock is held from before any worker starts until both
+    processes have ended, whichever way they end."""
     fd, lock = tempfile.mkstemp(prefix="evalcore-warming-")
     fcntl.flock(fd, fcntl.LOCK_EX)
-    code = "from evalcore.retrieval.engine import kernels; kernels.warm()"
-    _WARMER.append(subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, pass_fds=(fd,)))
+    for code in WARM_UP:
+        _WARMER.append(subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, pass_fds=(fd,)))
     os.close(fd)
     os.environ[WARMING] = lock  # the workers inherit it
 
@@ -566,7 +578,7 @@ _WARMER: list[subprocess.Popen] = []
 
 
 def pytest_unconfigure(config):
-    """The controller reaps :func:`_warm_kernels`' process and removes its lock file."""
+    """The controller reaps :func:`_warm_up`' processes and removes their lock file."""
     for proc in _WARMER:
         proc.wait()
     if _WARMER:
@@ -574,7 +586,7 @@ def pytest_unconfigure(config):
 
 
 def pytest_collection_finish(session):
-    """A worker waits for :func:`_warm_kernels`' process to end before its first test."""
+    """A worker waits for :func:`_warm_up`' processes to end before its first test."""
     lock = os.environ.get(WARMING)
     if lock and getattr(session.config, "workerinput", None) is not None:
         with open(lock) as held:
