@@ -9,6 +9,7 @@ from the page."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
@@ -67,7 +68,14 @@ def test_a_header_appended_after_the_visitors_records_no_author(dashboard):
     # are those of a visitor's header followed by an appended one.
     seen = _saved_by(port, run_id, f"{HEADER}: mallory\r\n{HEADER}: alice@corp\r\n".encode(), {HEADER: "mallory"})
     check("trusted header twice: visitor's mallory, the proxy's alice@corp appended", NOT_RECORDED, seen)
-    assert f"the trusted header {HEADER} arrived 2 times" in log.read_text(encoding="utf-8", errors="replace")
+    # What the operator is told: a warning that names the header. How many copies arrive depends
+    # on the browser's version (Chromium 156 sends a page's extra headers with the WebSocket
+    # handshake too, so a third copy arrives), so the count is only asserted to be a repeat.
+    said = re.findall(
+        rf"the trusted header {HEADER} arrived (\d+) times in one request: no author recorded",
+        log.read_text(encoding="utf-8", errors="replace"),
+    )
+    check("the log's warning names the repeated header", True, bool(said) and all(int(n) >= 2 for n in said))
 
 
 @pytest.mark.browser
