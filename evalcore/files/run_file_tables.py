@@ -123,6 +123,12 @@ VALUE_CHECKS: list[tuple[str, tuple[str, ...], str, str]] = [
         "a distance or score that is not a finite number",
     ),
     ("traffic_queries", ("label",), f"label NOT IN {_LABELS}", "a label other than answerable or off-topic"),
+    (
+        "traffic_queries",
+        ("deployment",),
+        f"regexp_matches(deployment, '{_CONTROL}')",
+        "control characters in the name of the deployment that posted a line",
+    ),
     ("traffic_labels", ("label",), f"label NOT IN {_LABELS}", "a label other than answerable or off-topic"),
     (
         "traffic_imports",

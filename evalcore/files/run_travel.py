@@ -42,7 +42,7 @@ TRAFFIC_TABLES: dict[str, str] = {
     "traffic_imports": "started_at, import_id",
     "traffic_texts": "strategy, retriever, text_hash",
     "traffic_hits": "strategy, retriever, text_hash, rank",
-    "traffic_queries": "strategy, retriever, line_key, occurrence",
+    "traffic_queries": "strategy, retriever, deployment, line_key, occurrence",
     "traffic_labels": "strategy, retriever, text_hash",
 }
 #: The question-set tables of one version: (the rows of (name, version), the order of rows).

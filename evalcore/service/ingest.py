@@ -2,10 +2,17 @@
 
 Each line is checked on its own (one :class:`LineResult` a line, in order):
 
-- ``id``: the caller's id of the query, text (or an integer) that passes
-  :func:`evalcore.boundary.text.check_name` (at most 200 characters); it makes the post
+- ``id``: the caller's id of the query, a JSON string or a JSON integer, read as one canonical
+  text (:func:`canonical_id`): a string is NFC-normalised with the spaces around it stripped,
+  an integer is written in decimal (``1`` is ``"1"``, ``0`` is ``"0"``; ``"01"`` stays a text of
+  its own); the text then passes :func:`evalcore.boundary.text.check_name` (at most 200
+  characters, no control, bidirectional or zero-width character, not starting with ``-``, so a
+  negative integer is refused). A number with a fraction or an exponent (``1.0``, ``1e3``),
+  ``true``/``false``, ``null``, a list or an object is refused. The id makes the post
   idempotent: an id the deployment has seen before (in an earlier post or earlier in the same
-  one) is a ``duplicate`` and nothing is stored twice;
+  one, compared as canonical text) is a ``duplicate`` and nothing is stored twice; the results
+  give each id as its canonical text. Ids are the deployment's own: two deployments may post
+  the same id, and each line is counted for its deployment;
 - ``query``: free text (:func:`evalcore.boundary.text.clean_text`: no control character but
   tab and newline), not blank, at most :data:`MAX_QUERY` characters;
 - ``time``: an ISO 8601 time or seconds since 1970 (:func:`evalcore.boundary.times.parse_time`);
@@ -39,9 +46,8 @@ from evalcore.boundary.times import parse_time
 from evalcore.embedding.embedder import text_hash
 from evalcore.errors import InputError, UnknownDeployment
 from evalcore.inputs import jsontext
-from evalcore.jobs.launch import spawn
+from evalcore.jobs.queue import dispatch
 from evalcore.service.deployments import as_store, check_deployment_name, get_deployment
-from evalcore.store import jobs as job_rows
 from evalcore.store.traffic import posted as traffic_posted
 from evalcore.traffic.log import parse_label
 
@@ -86,13 +92,28 @@ def _lock(store: Store) -> threading.Lock:
         return _LOCKS.setdefault(key, threading.Lock())
 
 
-def _id(value: Any) -> str:
+_JSON_TYPES = {bool: "a boolean", list: "a list", dict: "an object"}
+
+
+def canonical_id(value: Any) -> str:
+    """A posted line's id (a JSON value) as its canonical text, the text the post stores and
+    compares (see the module docstring): a string NFC-normalised and stripped, an integer in
+    decimal (so ``1`` and ``"1"`` are the same id). InputError naming ``id`` for anything else,
+    or a text that is not a valid id."""
     if value is None:
         raise InputError("id: missing (each line needs the caller's id of the query)")
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise InputError(f"id: expected text or an integer, got {type(value).__name__}")
-
-    return check_name(str(value), field="id", max_len=MAX_ID)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise InputError(f"id: {value} is a negative integer (an integer id is 0 or more)")
+        if value >= 10**MAX_ID:  # its decimal text would be too long (and str() of a huge int is slow)
+            raise InputError(f"id: an integer of more than {MAX_ID} digits (an id is at most {MAX_ID} characters)")
+        return str(value)
+    if isinstance(value, float):  # 1.0, 1e3, NaN, Infinity: never read as an integer
+        raise InputError(f"id: expected text or an integer, got the number {value!r} (not an integer)")
+    if not isinstance(value, str):
+        what = next((name for kind, name in _JSON_TYPES.items() if isinstance(value, kind)), type(value).__name__)
+        raise InputError(f"id: expected text or an integer, got {what}")
+    return check_name(value, field="id", max_len=MAX_ID)
 
 
 def _parse(number: int, raw: bytes | str) -> _Line | LineResult:
@@ -109,12 +130,14 @@ def _parse(number: int, raw: bytes | str) -> _Line | LineResult:
     except jsontext.DuplicateKey as exc:
         return LineResult(number, None, "problem", f"not JSON: the object names {exc.key[:SHOWN]!r} twice")
     except ValueError as exc:
+        if "integer string conversion" in str(exc):  # Python reads at most 4,300 digits of a JSON integer
+            return LineResult(number, None, "problem", "not JSON that can be read: a number of more than 4,300 digits")
         return LineResult(number, None, "problem", f"not JSON ({getattr(exc, 'msg', exc)})")
     if not isinstance(record, dict):
         return LineResult(number, None, "problem", f"not a JSON object (a {type(record).__name__})")
     post_id: str | None = None
     try:
-        post_id = _id(record.get("id"))
+        post_id = canonical_id(record.get("id"))
         query = record.get("query")
         if not isinstance(query, str):
             raise InputError("query: missing" if query is None else f"query: expected text, got {type(query).__name__}")
@@ -202,6 +225,6 @@ def ingest_traffic(
 
 
 def _start(store: Store, job_id: str) -> None:
-    """Start the queued replay job's process (as the New run screen starts a run's)."""
-    proc = spawn(store, job_id)
-    job_rows.set_pid(store, job_id, proc.pid)
+    """Start the queued replay job's process when a slot is free (as the New run screen starts a
+    run's); otherwise it waits in the queue, holding no process, for the next free slot."""
+    dispatch(store)

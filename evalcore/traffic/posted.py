@@ -5,9 +5,13 @@ pending lines a batch at a time, in arrival order, and scores them against the c
 the deployment points at when the job runs, exactly as ``traffic import`` scores a log's lines
 (:mod:`evalcore.traffic.replay`: the same replayer, the same tables). The job is one traffic
 import, its source ``deployment NAME``, so the Traffic screen shows its progress and results
-like an imported log's. A line's identity is its time, its text and its occurrence among the
-deployment's posted lines with that time and text, so a replay interrupted and run again adds
-nothing twice. Once a batch is stored its lines' texts are cleared from ``traffic_posted``.
+like an imported log's. A line's identity is its deployment, its time, its text and its
+occurrence among the deployment's posted lines with that time and text (stored as
+``traffic_queries.deployment``, migration 0014), so a replay interrupted and run again adds
+nothing twice, and two deployments on one configuration that post the same text at the same
+time (each under its own ids) both have every line counted: identity is never shared between
+two deployments, nor with an imported log. Once a batch is stored its lines' texts are cleared
+from ``traffic_posted``.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ def replay_posted(
             lines = [LogLine(int(seq), at, str(text), label) for _, seq, at, _, text, label, _ in rows]
             occ = [int(row[6]) for row in rows]
             hashes = [text_hash(x.text) for x in lines]
-            stored, have = r._lookup(store, target, lines, occ, hashes)
+            stored, have = r._lookup(store, target, lines, occ, hashes, deployment)
             new, relabel = [], []
             for x, o, h in zip(lines, occ, hashes, strict=True):
                 if (x.at, h, o) not in stored:
@@ -99,12 +103,12 @@ def replay_posted(
             traffic_rows.write_batch(
                 store,
                 row,
-                r._line_frame(target, import_id, new),
+                r._line_frame(target, import_id, new, deployment),
                 texts,
                 hits,
                 import_id,
                 r._counts(result),
-                r._label_frame(target, relabel),
+                r._label_frame(target, relabel, deployment),
             )
             started = True
             traffic_posted.mark_replayed(store, deployment, [str(p[0]) for p in rows], import_id)

@@ -7,12 +7,16 @@ stored with its time, its top hits with their distances, and the gate's value: t
 distance among its top 4 hits (METHODS.md "Real traffic"). A query text is scored once per configuration, however
 often it was asked; every log line is stored (its time and label) and counted.
 
-Re-importing a log adds nothing: a line's identity is its time and text plus its occurrence
-number in the log (the second line with the same time and text is occurrence 2), so an
-interrupted import, run again, goes on where it stopped and a log that grew adds only its new
-lines. The identity never depends on import options: a label is what a line says, not what it
-is, so importing the same log with or without its labels stores the same lines; a label the
-log gives to a line stored before without one is added to it. Lines are read, scored and
+Re-importing a log adds nothing: a line's identity is its configuration, its time and text
+plus its occurrence number in the log (the second line with the same time and text is
+occurrence 2), so an interrupted import, run again, goes on where it stopped and a log that grew
+adds only its new lines. Imported logs share that identity within a configuration; the lines a
+deployment posts (:mod:`evalcore.traffic.posted`) have one of their own, per deployment
+(``traffic_queries.deployment``, migration 0014), so two deployments on one configuration, or a
+deployment and an imported log, never take each other's lines. The identity never depends on
+import options: a label is what a line says, not what it is, so importing the same log with or
+without its labels stores the same lines; a label the log gives to a line stored before without
+one is added to it. Lines are read, scored and
 written a batch at a time (one transaction each), so memory stays bounded; the only state that
 grows with the log is 8 bytes per line for the occurrence numbers. An import whose process is
 killed stays ``running`` only until the store's reaper sees its process gone and marks it
@@ -24,7 +28,7 @@ endpoint could not answer is kept with the reason and left out of every figure, 
 refused. A run imported from rankings, or one made by a Python function, has no retriever to
 replay and is refused with one line.
 
-The traffic tables (migration 0007: imports, lines, scored texts, hits, labels) are written by
+The traffic tables (migrations 0007 and 0014: imports, lines, scored texts, hits, labels) are written by
 :mod:`evalcore.store.traffic.imported`, called from here; forgetting is :mod:`evalcore.traffic.forgetting`.
 """
 
@@ -255,13 +259,14 @@ def import_log(
 
 
 def _lookup(
-    store: Store, target: Target, lines: list[LogLine], occ: list[int], hashes: list[str]
+    store: Store, target: Target, lines: list[LogLine], occ: list[int], hashes: list[str], deployment: str = ""
 ) -> tuple[dict[tuple[datetime, str, int], str | None], set[str]]:
-    """Which of a batch's lines are stored already for ``target``, by their identity (time,
-    text hash, occurrence), with the label stored for each; and which of its texts are scored
-    already: both in one read-only connection. The identity is matched on stored columns, so
-    lines stored by an earlier version (whose key hashed the label too) are recognised."""
-    return stored_of_batch(store, target.key, [x.at for x in lines], hashes, occ)
+    """Which of a batch's lines are stored already for ``target`` and ``deployment`` (``""``:
+    an imported log's), by their identity (time, text hash, occurrence), with the label stored
+    for each; and which of its texts are scored already: both in one read-only connection. The
+    identity is matched on stored columns, so lines stored by an earlier version (whose key
+    hashed the label too) are recognised."""
+    return stored_of_batch(store, target.key, [x.at for x in lines], hashes, occ, deployment)
 
 
 def _score_new(
@@ -305,7 +310,11 @@ def _score_new(
     return text_rows, hit_rows[answered].reset_index(drop=True)
 
 
-def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, int, str]]) -> pd.DataFrame:
+def _line_frame(
+    target: Target, import_id: str, new: list[tuple[LogLine, int, int, str]], deployment: str = ""
+) -> pd.DataFrame:
+    """The rows of ``new`` lines for ``traffic_queries``: ``deployment`` is the deployment that
+    posted them, ``""`` for an imported log's."""
     import pandas as pd
 
     run_id, strategy, retriever = target.key
@@ -314,6 +323,7 @@ def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, in
             "run_id": run_id,
             "strategy": strategy,
             "retriever": retriever,
+            "deployment": deployment,
             "line_key": pd.Series([k for _, k, _, _ in new], dtype="int64"),
             "occurrence": [o for _, _, o, _ in new],
             "import_id": import_id,
@@ -325,8 +335,9 @@ def _line_frame(target: Target, import_id: str, new: list[tuple[LogLine, int, in
     )
 
 
-def _label_frame(target: Target, relabel: list[tuple[LogLine, int, str]]) -> pd.DataFrame | None:
-    """Labels the log gives to lines stored before without one: identity and label."""
+def _label_frame(target: Target, relabel: list[tuple[LogLine, int, str]], deployment: str = "") -> pd.DataFrame | None:
+    """Labels the log (or ``deployment``'s posts) gives to lines stored before without one:
+    identity and label."""
     import pandas as pd
 
     if not relabel:
@@ -337,6 +348,7 @@ def _label_frame(target: Target, relabel: list[tuple[LogLine, int, str]]) -> pd.
             "run_id": run_id,
             "strategy": strategy,
             "retriever": retriever,
+            "deployment": deployment,
             "asked_at": pd.Series([x.at for x, _, _ in relabel], dtype="datetime64[us]"),
             "text_hash": [h for _, _, h in relabel],
             "occurrence": [o for _, o, _ in relabel],

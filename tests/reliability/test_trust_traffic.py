@@ -490,3 +490,168 @@ def test_every_replayed_query_failed_the_failure_shows_as_text_and_forget_emptie
         f"import exit {ran.code}, {failed} failed; Traffic screen {screen}; Query view: the failure's Markdown {shown}",
         [ran.err, [e.value for e in at.exception]],
     )
+
+
+# --- posted lines: identity per deployment, one id rule, hostile ids (a real server) -------------
+
+NDJSON = "application/x-ndjson"
+POSTED_AT = "2026-12-04T10:00:00Z"
+
+
+@pytest.fixture(scope="module")
+def posting(tmp_path_factory):
+    """(url, store, key) of ``evalcore dashboard`` as a real process over a store made by the real
+    CLI (tests/api_serving.py), with deployments ``prod-a`` and ``prod-b`` on run ``base``'s
+    E/dense (two decisions of one configuration)."""
+    from api_serving import ALL_SCOPES, api_server, make_key, make_store
+
+    folder = tmp_path_factory.mktemp("posting")
+    store = make_store(tmp_path_factory, folder / "evalcore.duckdb")
+    key = make_key(store, "ops", ALL_SCOPES)
+    with api_server(store, folder / "server.log") as url:
+        with _api(url, key) as c:
+            for name, t in (("prod-a", 0.5), ("prod-b", 0.45)):
+                made = c.post("/runs/base/decisions", json={"configuration": "E/dense", "threshold": t})
+                assert made.status_code == 201, made.text
+                put = c.put(f"/deployments/{name}", json={"decision_id": made.json()["decision_id"]})
+                assert put.status_code == 201, put.text
+        yield url, store, key
+    log = (folder / "server.log").read_text()
+    assert "Traceback" not in log, log[-4000:]
+
+
+def _api(url: str, key: str):
+    import httpx
+
+    return httpx.Client(base_url=url + "/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=60)
+
+
+def _post(c, deployment: str, lines: list[str]) -> tuple[int, list[dict]]:
+    answer = c.post(
+        f"/deployments/{deployment}/traffic", content="\n".join(lines) + "\n", headers={"Content-Type": NDJSON}
+    )
+    return answer.status_code, answer.json().get("results", []) if answer.status_code == 207 else [answer.text]
+
+
+def _replays_ended(store: Path, deployments: set[str], timeout: float = 240) -> dict[str, str]:
+    """Wait until the server's replay job of each deployment has ended; {deployment: status}."""
+    ended = ("complete", "failed", "cancelled")
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = Store(store).query("SELECT deployment, status FROM jobs WHERE kind = 'traffic'")
+        done = {str(d): str(s) for d, s in zip(jobs["deployment"], jobs["status"], strict=True) if s in ended}
+        waiting = set(jobs.loc[~jobs["status"].isin(ended), "deployment"])
+        if (deployments <= set(done) and not waiting & deployments) or time.monotonic() > deadline:
+            return done
+        time.sleep(0.3)
+
+
+def test_two_deployments_on_one_configuration_posting_the_same_lines_both_have_every_line_counted(posting):
+    from evalcore.read.traffic.stored import lines_by_deployment, stored
+    from evalcore.records import Configuration
+    from evalcore.traffic.check import run_check
+
+    url, store, key = posting
+    texts = ["how do I install the package", "where is the cache kept"]
+    with _api(url, key) as c:
+        answers = [
+            _post(
+                c, name, [json.dumps({"id": f"{name}-{i}", "query": q, "time": POSTED_AT}) for i, q in enumerate(texts)]
+            )
+            for name in ("prod-a", "prod-b")
+        ]
+    said = " / ".join(f"{code} {','.join(r['status'] for r in rs)}" for code, rs in answers)
+    jobs = _replays_ended(store, {"prod-a", "prod-b"})
+    reader = Store(store)
+    runs = reader.runs()
+    run_id = str(runs.loc[runs["name"] == "base", "run_id"].iloc[0])
+    config = Configuration("E", "dense")
+    each = {name: stored(reader, run_id, config, deployment=name).lines for name in ("prod-a", "prod-b")}
+    total = stored(reader, run_id, config).lines
+    checked = sum(p["queries"] for p in run_check(reader, f"{run_id}:E/dense", threshold=0.5).periods)
+    imports = reader.query("SELECT source, added FROM traffic_imports WHERE source LIKE 'deployment %' ORDER BY 1")
+    added = ", ".join(f"{s} added {n}" for s, n in zip(imports["source"], imports["added"], strict=True))
+    check(
+        "two deployments on one configuration post the same 2 texts at the same time under their own ids "
+        "(the second replay added 0 of 2 lines)",
+        "207 stored,stored / 207 stored,stored; replays complete/complete: deployment prod-a added 2, "
+        "deployment prod-b added 2; Traffic figures prod-a 2, prod-b 2, configuration 4; traffic check 4 queries",
+        f"{said}; replays {jobs.get('prod-a')}/{jobs.get('prod-b')}: {added}; Traffic figures prod-a "
+        f"{each['prod-a']}, prod-b {each['prod-b']}, configuration {total}; traffic check {checked} queries",
+    )
+    assert lines_by_deployment(reader, run_id, config) == {"prod-a": 2, "prod-b": 2}
+
+
+def test_the_integer_1_and_the_text_1_are_one_id_for_the_post_and_its_duplicate_check(posting):
+    url, store, key = posting
+    at = "2026-12-05T09:00:00Z"
+    ids = [1, "1", " 1 ", "01", 0, 12345678901234567890123]
+    with _api(url, key) as c:
+        code, first = _post(c, "prod-a", [json.dumps({"id": i, "query": f"id {i!r}", "time": at}) for i in ids])
+        again, later = _post(c, "prod-a", [json.dumps({"id": "0", "query": "zero as text", "time": at})])
+        other, theirs = _post(c, "prod-b", [json.dumps({"id": 1, "query": "the same id elsewhere", "time": at})])
+    seen = ", ".join(f"{r['id']} {r['status']}" for r in first)
+    posted = Store(store).query(
+        "SELECT deployment || ':' || post_id AS d FROM traffic_posted WHERE asked_at = ? ORDER BY deployment, seq",
+        [datetime(2026, 12, 5, 9, 0)],
+    )
+    check(
+        'posted ids 1, "1", " 1 ", "01", 0, 12345678901234567890123; then "0"; then 1 to another deployment',
+        "207: 1 stored, 1 duplicate, 1 duplicate, 01 stored, 0 stored, 12345678901234567890123 stored; "
+        "207: 0 duplicate; 207: 1 stored; stored prod-a:1 prod-a:01 prod-a:0 prod-a:12345678901234567890123 prod-b:1",
+        f"{code}: {seen}; {again}: {later[0]['id']} {later[0]['status']}; {other}: {theirs[0]['id']} "
+        f"{theirs[0]['status']}; stored {' '.join(posted['d'])}",
+    )
+
+
+#: (case, the id as the line's JSON text, the reason its result gives)
+HOSTILE_IDS = [
+    ("true", "true", "id: expected text or an integer, got a boolean"),
+    ("false", "false", "id: expected text or an integer, got a boolean"),
+    ("1.0", "1.0", "id: expected text or an integer, got the number 1.0 (not an integer)"),
+    ("1.5", "1.5", "id: expected text or an integer, got the number 1.5 (not an integer)"),
+    ("1e3", "1e3", "id: expected text or an integer, got the number 1000.0 (not an integer)"),
+    ("NaN", "NaN", "id: expected text or an integer, got the number nan (not an integer)"),
+    ("-Infinity", "-Infinity", "id: expected text or an integer, got the number -inf (not an integer)"),
+    ("an object", '{"id": 1}', "id: expected text or an integer, got an object"),
+    ("a nested list", "[1, [2, [3]]]", "id: expected text or an integer, got a list"),
+    ("null", "null", "id: missing (each line needs the caller's id of the query)"),
+    ("empty text", '""', "id: is empty"),
+    ("10,000 characters", json.dumps("x" * 10_000), "id: 10,000 characters, more than the 200 allowed"),
+    ("a NUL", '"q\\u00001"', "id: character 2 is U+0000 (control, bidirectional and zero-width characters are not "
+     "allowed in a name)"),
+    ("-1", "-1", "id: -1 is a negative integer (an integer id is 0 or more)"),
+    ("an integer of 300 digits", "1" + "0" * 299, "id: an integer of more than 200 digits (an id is at most 200 "
+     "characters)"),
+]  # fmt: skip
+
+
+def test_hostile_ids_are_each_a_problem_naming_the_id_and_the_good_line_is_stored(posting):
+    url, store, key = posting
+    lines = [f'{{"id": {raw}, "query": "hostile {name}", "time": "{POSTED_AT}"}}' for name, raw, _ in HOSTILE_IDS]
+    lines.append(json.dumps({"id": "good-one", "query": "a good line among them", "time": POSTED_AT}))
+    lines.append('{"id": ' + "9" * 5000 + ', "query": "an integer of 5,000 digits", "time": 0}')
+    with _api(url, key) as c:
+        code, results = _post(c, "prod-b", lines)
+    by_line = {r["line"]: r for r in results} if code == 207 else {}
+    for n, (name, _, reason) in enumerate(HOSTILE_IDS, start=1):
+        got = by_line.get(n, {})
+        check(
+            f"a posted line whose id is {name}",
+            f"207; line {n} problem: {reason}",
+            f"{code}; line {got.get('line')} {got.get('status')}: {got.get('reason')}",
+        )
+    good, huge = by_line.get(len(lines) - 1, {}), by_line.get(len(lines), {})
+    posted = Store(store).query("SELECT post_id, text_hash FROM traffic_posted WHERE deployment = 'prod-b'")
+    hostile_hashes = {text_hash(f"hostile {name}") for name, _, _ in HOSTILE_IDS} | {
+        text_hash("an integer of 5,000 digits")
+    }
+    hostile = int(posted["text_hash"].isin(hostile_hashes).sum())
+    stored_ids = list(posted.loc[posted["text_hash"] == text_hash("a good line among them"), "post_id"])
+    check(
+        "a good line after the hostile ids, then an id of 5,000 digits (Python reads at most 4,300)",
+        "good-one stored (stored ['good-one']); 5,000 digits problem: not JSON that can be read: a number of more "
+        "than 4,300 digits; no hostile id stored",
+        f"{good.get('id')} {good.get('status')} (stored {stored_ids}); 5,000 digits {huge.get('status')}: "
+        f"{huge.get('reason')}; " + ("no hostile id stored" if not hostile else f"{hostile} hostile ids stored"),
+    )

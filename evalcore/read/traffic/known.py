@@ -16,12 +16,20 @@ if TYPE_CHECKING:
 
 
 def stored_of_batch(
-    store: Store, key: Sequence[str], asked_at: Sequence[datetime], hashes: Sequence[str], occurrences: Sequence[int]
+    store: Store,
+    key: Sequence[str],
+    asked_at: Sequence[datetime],
+    hashes: Sequence[str],
+    occurrences: Sequence[int],
+    deployment: str = "",
 ) -> tuple[dict[tuple[datetime, str, int], str | None], set[str]]:
     """Of a batch of lines (their times, text hashes and occurrences) for configuration ``key``
-    (run id, strategy, retriever): the lines stored already, by their identity (time, text
+    (run id, strategy, retriever) and ``deployment`` (the deployment that posted them; ``""``
+    for the lines of an imported log): the lines stored already, by their identity (time, text
     hash, occurrence), with the label stored for each; and the hashes of its texts scored
-    already: both in one read-only connection. The identity is matched on stored columns."""
+    already (texts are shared by every line of the configuration): both in one read-only
+    connection. The identity is matched on stored columns; a line another deployment posted,
+    or an imported log holds, is never this one."""
     import pandas as pd
 
     want = pd.DataFrame(
@@ -36,8 +44,8 @@ def stored_of_batch(
         rows = con.execute(
             "SELECT q.asked_at, q.text_hash, q.occurrence, q.label FROM traffic_queries q "
             "JOIN _want w USING (asked_at, text_hash, occurrence) "
-            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ?",
-            list(key),
+            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND q.deployment = ?",
+            [*key, deployment],
         ).fetchall()
         con.register("_texts", pd.DataFrame({"text_hash": list(dict.fromkeys(hashes))}))
         have = con.execute(

@@ -78,17 +78,32 @@ class Stored:
         )
 
 
-def stored(store: Store, run_id: str, configuration: Configuration) -> Stored:
+def stored(store: Store, run_id: str, configuration: Configuration, deployment: str | None = None) -> Stored:
+    """The lines stored for the configuration: all of them (``deployment`` None: imported logs
+    and every deployment's posts), or only those ``deployment`` posted (``""``: only the
+    imported logs'). Each deployment's lines are its own (migration 0014): two deployments on
+    one configuration that post the same text at the same time both have theirs counted."""
+    which = "" if deployment is None else " AND deployment = ?"
     df = store.query(
         "SELECT count(*) AS n, count(DISTINCT text_hash) AS texts, min(asked_at) AS since, max(asked_at) AS until "
-        f"FROM traffic_queries WHERE {_KEY}",
-        _key(run_id, configuration),
+        f"FROM traffic_queries WHERE {_KEY}{which}",
+        _key(run_id, configuration) + ([] if deployment is None else [deployment]),
     )
     row = df.iloc[0]
     n = int(row["n"])
     return Stored(
         n, int(row["texts"]), row["since"].to_pydatetime() if n else None, row["until"].to_pydatetime() if n else None
     )
+
+
+def lines_by_deployment(store: Store, run_id: str, configuration: Configuration) -> dict[str, int]:
+    """The configuration's stored lines per deployment that posted them (``""``: the lines of
+    imported logs), most lines first."""
+    df = store.query(
+        f"SELECT deployment, count(*) AS n FROM traffic_queries WHERE {_KEY} GROUP BY 1 ORDER BY n DESC, deployment",
+        _key(run_id, configuration),
+    )
+    return {str(d): int(n) for d, n in zip(df["deployment"], df["n"], strict=True)}
 
 
 def configurations_with_traffic(store: Store, run_id: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The traffic tables (migration 0007): imports, log lines, scored texts, their hits and labels.
+"""The traffic tables (migrations 0007, 0014): imports, log lines, scored texts, their hits and labels.
 :mod:`evalcore.traffic.replay` reads and scores a log; these are its writes, and ``forget``'s
 deletions (the store file is rewritten afterwards by :meth:`Connection.compact`)."""
 
@@ -46,7 +46,10 @@ def write_batch(
 ) -> None:
     """One batch in one transaction: the import's row (its first batch), its lines, its new
     texts and their hits, the labels the log gives to lines stored before without one
-    (``labels``: run_id, strategy, retriever, asked_at, text_hash, occurrence, label), the import's counts."""
+    (``labels``: run_id, strategy, retriever, deployment, asked_at, text_hash, occurrence, label),
+    the import's counts. A line's identity is its configuration, its ``deployment`` (``""`` for
+    an imported log's lines), its time, text and occurrence (migration 0014): a line that
+    identity holds already is left as it is."""
     with store.transaction() as con:
         if row is not None:
             cols = list(row)
@@ -61,7 +64,7 @@ def write_batch(
             con.register("_labels", labels)
             same = " AND ".join(
                 f"traffic_queries.{c} = l.{c}"
-                for c in ("run_id", "strategy", "retriever", "asked_at", "text_hash", "occurrence")
+                for c in ("run_id", "strategy", "retriever", "deployment", "asked_at", "text_hash", "occurrence")
             )
             con.execute(
                 "UPDATE traffic_queries SET label = l.label FROM _labels l "
