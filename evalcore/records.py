@@ -3,17 +3,66 @@
 Offsets are Unicode code point offsets into a document's canonical text, half-open
 ``[start, end)`` (METHODS.md "The words"). Field names follow the field: ``doc_id``,
 ``query_id``, ``chunk_id``, ``run_id``.
+
+This is the ground floor: it imports no other evalcore module, so every package may use it.
+:class:`Extraction` (what an extractor made of one file) lives here because both the extractors
+(:mod:`evalcore.inputs.extractors`, which re-exports it) and the extraction cache
+(:mod:`evalcore.store.caches`) use it, and ``inputs/`` stands above ``store/``.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from typing import Any, SupportsFloat, SupportsInt, cast
 
-from evalcore.inputs.extractors import page_of
+# --- what an extractor made of one file (plain data: the extractors in inputs/ make it, the
+# extraction cache in store/ keeps it; both stand above this module) ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """What an extractor made of one file.
+
+    ``page_starts[i]`` is the offset in ``text`` where page ``i + 1`` begins (paged formats
+    only; empty otherwise): the page map. ``notes`` are things a reader of the document
+    should know that did not stop it (e.g. pages without text).
+    """
+
+    title: str
+    text: str
+    page_starts: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        check_page_starts(self.page_starts, len(self.text))
+
+
+def check_page_starts(page_starts: tuple[int, ...], length: int) -> None:
+    """ValueError unless the page map starts at 0 and rises strictly within the text."""
+    if not page_starts:
+        return
+    if page_starts[0] != 0:
+        raise ValueError(f"page map must start at offset 0, got {page_starts[0]}")
+    for a, b in pairwise(page_starts):
+        if b <= a:
+            raise ValueError(f"page map must rise strictly, got {a} then {b}")
+    if page_starts[-1] > length:
+        raise ValueError(f"page map offset {page_starts[-1]} is beyond the text ({length} characters)")
+
+
+def page_of(page_starts: Sequence[int] | None, offset: int) -> int | None:
+    """1-based page of the character at ``offset``; None for a document without pages.
+
+    The blank line that joins two pages belongs to the page before it.
+    """
+    if page_starts is None or len(page_starts) == 0:
+        return None
+    return max(1, bisect.bisect_right(page_starts, offset))
 
 
 @dataclass(frozen=True, slots=True)

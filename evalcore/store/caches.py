@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalcore.inputs.extractors import Extraction
+from evalcore.records import Extraction
 from evalcore.store.basics import now, one_row
 from evalcore.store.connection import Connection
 

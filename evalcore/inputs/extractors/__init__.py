@@ -10,16 +10,15 @@ corpus records the file as failed and goes on.
 
 from __future__ import annotations
 
-import bisect
 import importlib
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 from importlib import metadata
-from itertools import pairwise
 from types import ModuleType
 
 from evalcore.errors import InputError
+from evalcore.records import Extraction as Extraction  # the record lives below inputs/ and store/ both
+from evalcore.records import check_page_starts as check_page_starts
+from evalcore.records import page_of as page_of
 
 # --- characters an extraction leaves behind ------------------------------------------------
 
@@ -48,47 +47,6 @@ def plain_characters(text: str) -> str:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _ARTEFACTS.sub("", text)
     return text.translate(_CP1252) if any("\x80" <= ch <= "\x9f" for ch in text) else text
-
-
-@dataclass(frozen=True, slots=True)
-class Extraction:
-    """What an extractor made of one file.
-
-    ``page_starts[i]`` is the offset in ``text`` where page ``i + 1`` begins (paged formats
-    only; empty otherwise): the page map. ``notes`` are things a reader of the document
-    should know that did not stop it (e.g. pages without text).
-    """
-
-    title: str
-    text: str
-    page_starts: tuple[int, ...] = ()
-    notes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        check_page_starts(self.page_starts, len(self.text))
-
-
-def check_page_starts(page_starts: tuple[int, ...], length: int) -> None:
-    """ValueError unless the page map starts at 0 and rises strictly within the text."""
-    if not page_starts:
-        return
-    if page_starts[0] != 0:
-        raise ValueError(f"page map must start at offset 0, got {page_starts[0]}")
-    for a, b in pairwise(page_starts):
-        if b <= a:
-            raise ValueError(f"page map must rise strictly, got {a} then {b}")
-    if page_starts[-1] > length:
-        raise ValueError(f"page map offset {page_starts[-1]} is beyond the text ({length} characters)")
-
-
-def page_of(page_starts: Sequence[int] | None, offset: int) -> int | None:
-    """1-based page of the character at ``offset``; None for a document without pages.
-
-    The blank line that joins two pages belongs to the page before it.
-    """
-    if page_starts is None or len(page_starts) == 0:
-        return None
-    return max(1, bisect.bisect_right(page_starts, offset))
 
 
 def library_version(distribution: str) -> str:
