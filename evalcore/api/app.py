@@ -1,5 +1,7 @@
-"""The FastAPI application of ``/api/v1``: its state (the store, the keys, the rate limiter, the
-one lock the API's writes take), its routers and its error handlers, wrapped in the body limit."""
+"""The FastAPI application of ``/api/v1``: its state (the store, the keys, the rate limiters, the
+one lock the API's writes take), its routers and its error handlers, behind the key check and the
+body limit (:func:`guarded_api`). No trailing-slash redirect: ``/runs/`` is a 404 like any path no
+route takes (a redirect would name the ``Host`` the caller sent)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ from starlette.types import ASGIApp
 
 from evalcore import __version__
 from evalcore.api import deployments, evaluations, health, problems, runs
-from evalcore.api.auth import Keys
+from evalcore.api.auth import KeyCheck, Keys
 from evalcore.api.limits import BodyLimit
-from evalcore.api.rate import RATE_ENV, RateLimiter, parse_rate
+from evalcore.api.problems import MEDIA_TYPE, TITLES
+from evalcore.api.rate import RATE_ENV, RateLimiter, failure_rate, global_rate, parse_rate
 from evalcore.api.snapshots import Deployments
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
@@ -26,6 +29,9 @@ DESCRIPTION = (
     "`Authorization: Bearer evk_...` (a key made with `evalcore keys create`); every error is "
     "application/problem+json (RFC 9457). See docs/API.md."
 )
+
+
+ROUTERS = (health.router, runs.router, deployments.router, evaluations.router)
 
 
 def create_api(store_path: str | Path | None = None) -> FastAPI:
@@ -39,43 +45,118 @@ def create_api(store_path: str | Path | None = None) -> FastAPI:
         docs_url=None,  # the interactive pages load their assets from a CDN: none is served
         redoc_url=None,
         swagger_ui_oauth2_redirect_url=None,
+        redirect_slashes=False,
     )
     store = Store(Path(store_path) if store_path is not None else default_store_path())
     api.state.store = store
-    api.state.keys = Keys(store, RateLimiter(parse_rate(os.environ.get(RATE_ENV))))
+    api.state.keys = Keys(
+        store,
+        RateLimiter(parse_rate(os.environ.get(RATE_ENV))),
+        service=RateLimiter(global_rate(), max_keys=1),
+        failures=RateLimiter(failure_rate()),
+    )
     api.state.write_lock = threading.Lock()
     api.state.deployments = Deployments(store)
     problems.install(api)
-    for router in (health.router, runs.router, deployments.router, evaluations.router):
+    for router in ROUTERS:
         api.include_router(router)
-    _document_keys(api)
+    _document(api)
     return api
 
 
-def _document_keys(api: FastAPI) -> None:
-    """The OpenAPI document names the key every route but /health needs (a bearer token)."""
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "RFC 9457 problem details; `errors` names each field that did not validate",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["field", "detail"],
+                "properties": {"field": {"type": "string"}, "detail": {"type": "string"}},
+            },
+        },
+    },
+}
+#: what each error status of the API means, as the OpenAPI document says it
+ERRORS = {
+    400: "the request cannot be read (a bad Content-Length, JSON nested too deeply)",
+    401: "no key, an unknown or revoked key, or more than one Authorization header",
+    403: "the key lacks the route's scope",
+    404: "no such run, decision, deployment or evaluation; or a path no route takes",
+    408: "the body took longer than its deadline to arrive",
+    412: "If-Match names another version of the deployment (or If-None-Match: * and it exists)",
+    413: "the body is over its limit",
+    415: "the body's media type is not the one the route takes",
+    422: "a field out of its range or refused (errors[] names it)",
+    429: "over a rate (the key's, the service's, or the failed authentications of an address): see Retry-After",
+}
+
+
+def _document(api: FastAPI) -> None:
+    """The OpenAPI document names the key every route but /health needs (a bearer token) and
+    every error a route may answer, each a problem document (``application/problem+json``)."""
     plain = api.openapi
 
     def openapi() -> dict[str, Any]:
         if api.openapi_schema is None:
             schema = plain()
-            schema.setdefault("components", {})["securitySchemes"] = {
+            components = schema.setdefault("components", {})
+            components["securitySchemes"] = {
                 "key": {
                     "type": "http",
                     "scheme": "bearer",
                     "description": "a key made with `evalcore keys create`: evk_...",
                 }
             }
+            schemas = components.setdefault("schemas", {})
+            schemas.pop("HTTPValidationError", None)
+            schemas.pop("ValidationError", None)
+            schemas["Problem"] = PROBLEM_SCHEMA
             for path, operations in schema.get("paths", {}).items():
-                if path != "/health":
-                    for operation in operations.values():
-                        operation["security"] = [{"key": []}]
+                for method, operation in operations.items():
+                    _errors(path, method, operation)
             api.openapi_schema = schema
         return api.openapi_schema
 
     api.openapi = openapi  # type: ignore[method-assign]
 
 
+def _errors(path: str, method: str, operation: dict[str, Any]) -> None:
+    keyed = path != "/health"
+    if keyed:
+        operation["security"] = [{"key": []}]
+    codes = {429} if keyed else set()
+    if keyed:
+        codes |= {401, 403}
+    if "{" in path:
+        codes |= {404, 422}
+    if operation.get("parameters"):
+        codes.add(422)
+    if "requestBody" in operation:
+        codes |= {400, 408, 413, 415, 422}
+    if method == "put" and path == "/deployments/{name}":
+        codes.add(412)
+    responses = operation.setdefault("responses", {})
+    for code in sorted(codes):
+        entry = responses.get(str(code), {})
+        responses[str(code)] = {
+            "description": entry.get("description") if code not in (422,) and entry else ERRORS.get(code, TITLES[code]),
+            "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+
+
+def guarded_api(api: FastAPI) -> ASGIApp:
+    """``api`` behind the key check and the body limit, in that order: a caller without a key is
+    answered before a byte of its body is read."""
+    return KeyCheck(api, BodyLimit(api), [route for router in ROUTERS for route in router.routes])
+
+
 def create_app(store_path: str | Path | None = None) -> ASGIApp:
-    """:func:`create_api` behind the body limit: what the dashboard's server mounts."""
-    return BodyLimit(create_api(store_path))
+    """:func:`create_api` behind the key check and the body limit: what the dashboard's server mounts."""
+    return guarded_api(create_api(store_path))

@@ -1,4 +1,5 @@
-"""``/deployments``: a named deployment points at a saved decision (``PUT``), production reads it
+"""``/deployments``: a named deployment points at a saved decision (``PUT``, with ``If-Match``
+honoured: 412 when the deployment moved since the ETag it names), production reads it
 (``GET``, with a strong ``ETag``: ``If-None-Match`` gets 304) and posts its queries to it
 (``POST /deployments/{name}/traffic``, NDJSON, 207 with one result a line). The routes call
 :mod:`evalcore.service.deployments` and :mod:`evalcore.service.ingest`."""
@@ -19,7 +20,7 @@ from evalcore.api.problems import Problem, from_error
 from evalcore.api.revalidate import etag_matches
 from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError
-from evalcore.service.deployments import deploy
+from evalcore.service.deployments import PreconditionFailed, deploy
 from evalcore.service.deployments import get_deployment as deployment_named
 from evalcore.service.deployments import list_deployments as listed
 from evalcore.service.ingest import ingest_traffic
@@ -32,19 +33,46 @@ def _tagged(body: dict[str, Any], etag: str, status: int = 200, headers: dict[st
     return answer(body, status, {"ETag": etag, "Cache-Control": "no-cache", **(headers or {})})
 
 
-@router.put("/deployments/{name}", summary="point deployment NAME at a saved decision (201 when new)")
+@router.put(
+    "/deployments/{name}",
+    summary="point deployment NAME at a saved decision (201 when new); If-Match: its ETag, for a move "
+    "that fails (412) when someone moved it since",
+    responses={200: {"description": "moved (or already there)"}, 201: {"description": "made"}},
+)
 def put_deployment(
     request: Request, name: str, body: DeploymentIn, caller: Annotated[Caller, Depends(require("deploy"))]
 ) -> JSONResponse:
     store = request.app.state.store
+    if_match = etags(request.headers.getlist("if-match"))
+    if_none_match = etags(request.headers.getlist("if-none-match"))
+    if if_none_match is not None and if_none_match != ["*"]:
+        raise Problem(
+            422,
+            "If-None-Match on PUT takes only * (make the deployment only when it does not exist)",
+            "validation",
+            [{"field": "header.if-none-match", "detail": "only * is taken"}],
+        )
     try:
         with request.app.state.write_lock:
             before = deployment_named(store, name)
-            moved = deploy(store, name, body.decision_id, caller.author)
+            moved = deploy(
+                store, name, body.decision_id, caller.author, if_match=if_match, if_none_match=if_none_match is not None
+            )
+    except PreconditionFailed as exc:
+        raise Problem(412, str(exc), "precondition-failed") from None
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     status = 201 if before is None else 200
     return _tagged(moved.to_json(), moved.etag(), status, {"Location": location(request, f"/deployments/{moved.name}")})
+
+
+def etags(values: list[str]) -> list[str] | None:
+    """The entity tags of ``If-Match`` (or ``If-None-Match``) headers, in order; None when none
+    was sent. A weak tag (``W/"..."``) never matches a move (RFC 9110: strong comparison), so it
+    is kept as sent and matches nothing."""
+    if not values:
+        return None
+    return [tag.strip() for value in values for tag in value.split(",") if tag.strip()]
 
 
 @router.get(

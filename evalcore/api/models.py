@@ -1,6 +1,9 @@
 """The request bodies of the API as pydantic models: they give the OpenAPI 3.1 document its
 schemas and refuse an unknown field, a wrong type or a number out of range with a 422 naming the
-field. Numbers are finite (no NaN, no infinity)."""
+field, before any work starts. Numbers are finite (no NaN, no infinity); a max bluff or lost rate
+lies in [1e-6, 1) (:data:`evalcore.measures.claim.MIN_RATE`), as does the gate's alpha
+(:data:`evalcore.regression.gate.MIN_ALPHA`), a confidence in (0, 1), ``min_effect`` in [0, 1];
+docs/API.md lists each."""
 
 from __future__ import annotations
 
@@ -8,11 +11,13 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, MIN_RATE
 from evalcore.regression.gate import DEFAULT_ALPHA as GATE_ALPHA
-from evalcore.regression.gate import DEFAULT_METRIC
+from evalcore.regression.gate import DEFAULT_METRIC, MIN_ALPHA
 
 Rate = Annotated[float, Field(gt=0.0, lt=1.0, allow_inf_nan=False)]
+#: a max bluff or lost rate of a claim: [MIN_RATE, 1)
+ClaimRate = Annotated[float, Field(ge=MIN_RATE, lt=1.0, allow_inf_nan=False)]
 Ref = Annotated[str, Field(min_length=1, max_length=300)]
 
 
@@ -26,8 +31,8 @@ class DecisionIn(Body):
     configuration: Annotated[str, Field(min_length=3, max_length=300, examples=["G/hybrid"])]
     threshold: Annotated[float, Field(allow_inf_nan=False)]
     note: Annotated[str, Field(max_length=2000)] = ""
-    max_bluff_rate: Rate = DEFAULT_ALPHA
-    max_lost_rate: Rate = DEFAULT_BETA
+    max_bluff_rate: ClaimRate = DEFAULT_ALPHA
+    max_lost_rate: ClaimRate = DEFAULT_BETA
     confidence: Rate = DEFAULT_CONFIDENCE
 
 
@@ -37,7 +42,7 @@ class GateIn(Body):
     baseline: Ref
     candidate: Ref
     metric: Annotated[str, Field(max_length=40)] = DEFAULT_METRIC
-    alpha: Rate = GATE_ALPHA
+    alpha: Annotated[float, Field(ge=MIN_ALPHA, lt=1.0, allow_inf_nan=False)] = GATE_ALPHA
     holm: bool = True
     min_effect: Annotated[float | None, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = None
     threshold_from_decision: bool = False

@@ -4,13 +4,17 @@
 
 :class:`Problem` is what a route raises; :func:`install` registers the handlers that turn
 :class:`Problem`, FastAPI's validation errors, Starlette's HTTP errors, evalcore's named errors
-and anything unforeseen into one problem document.
+and anything unforeseen into one problem document. Text that looks like a key (``evk_...``) is
+redacted from every detail, whatever sent it there (a key pasted as a run reference). Anything
+unforeseen is logged as one line (:func:`log_unexpected`: the error, its message and the line of
+evalcore that raised it), never as a traceback.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import traceback
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +32,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("evalcore.api")
 #: ``run ID (NAME) is running`` and the like (evalcore.read.runs.require_complete)
 _NOT_COMPLETE = re.compile(r"run \S+ \(.*\) is (running|queued|failed|cancelled)\b")
+
+#: what a key looks like (evalcore.store.keys: evk_ and URL-safe base64); redacted from every detail
+_KEY = re.compile(r"evk_[A-Za-z0-9_\-]+")
+REDACTED = "evk_(redacted)"
 
 MEDIA_TYPE = "application/problem+json"
 #: The URN every problem type of evalcore lives under (docs/API.md lists them).
@@ -82,11 +90,43 @@ def response(
         "type": TYPE_PREFIX + kind if kind else "about:blank",
         "title": TITLES.get(status, "Error"),
         "status": status,
-        "detail": detail,
+        "detail": redact(detail),
     }
     if errors:
-        body["errors"] = list(errors)
+        body["errors"] = [{k: redact(v) if isinstance(v, str) else v for k, v in e.items()} for e in errors]
     return JSONResponse(body, status_code=status, headers=dict(headers or {}), media_type=MEDIA_TYPE)
+
+
+def redact(text: str) -> str:
+    """``text`` with anything that looks like a key (``evk_...``) replaced by ``evk_(redacted)``."""
+    return _KEY.sub(REDACTED, text) if "evk_" in text else text
+
+
+def log_unexpected(method: str, path: str, exc: BaseException) -> None:
+    """One line in the server's log for an error nobody foresaw: the request (its path with any
+    key redacted and control characters escaped), the error's type and message, and the line of
+    evalcore (else the innermost line) that raised it. No traceback: one request, one line."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "/evalcore/" in f.filename.replace("\\", "/")]
+    where = (ours or frames)[-1:] if frames else []
+    at = f" at {_short(where[0].filename)}:{where[0].lineno} in {where[0].name}" if where else ""
+    message = " ".join(str(exc).split())[:300]
+    shown = redact(path).encode("unicode_escape").decode("ascii")[:300]
+    log.error("unexpected %s on %s %s%s: %s", type(exc).__name__, method, shown, at, redact(message))
+    setattr(exc, "_evalcore_logged", True)  # noqa: B010 - the ASGI wrapper logs nothing more for it
+
+
+def logged(exc: BaseException) -> bool:
+    """Whether :func:`log_unexpected` has logged ``exc`` already."""
+    return bool(getattr(exc, "_evalcore_logged", False))
+
+
+def _short(filename: str) -> str:
+    path = filename.replace("\\", "/")
+    for marker in ("/evalcore/", "/site-packages/"):
+        if marker in path:
+            return path[path.rindex(marker) + 1 :]
+    return path.rsplit("/", 1)[-1]
 
 
 def scrub(text: str, replacements: Sequence[tuple[object, str]] = ()) -> str:
@@ -143,8 +183,14 @@ def _problem(_: Request, exc: Exception) -> JSONResponse:
 
 def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, RecursionError):
+        setattr(exc, "_evalcore_logged", True)  # noqa: B010 - answered, nothing to log
         return response(400, "the body is nested too deeply to read", "too-deep")
-    log.error("unexpected error on %s %s: %s", request.method, request.url.path, type(exc).__name__, exc_info=exc)
+    log_unexpected(request.method, request.url.path, exc)
+    return internal(exc)
+
+
+def internal(exc: BaseException) -> JSONResponse:
+    """The 500 problem for an unforeseen error (its type only: the log has the rest)."""
     return response(500, f"unexpected {type(exc).__name__}; the server's log has the details", "internal")
 
 

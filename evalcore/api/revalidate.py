@@ -10,16 +10,18 @@ files (:func:`evalcore.api.snapshots.signature`) per request says whether what i
 the store's: a move or a revoked key, by any process, is seen by the very next request.
 
 Anything else falls through to FastAPI, which answers it in full (and alone writes errors): a
-missing, unknown or revoked key, a key without ``read``, a store changed since the last read, a
+missing, unknown or revoked key, more than one ``Authorization`` header, an address past its
+failed authentications, a key without ``read``, a store changed since the last read, a
 deployment not kept, an ETag that does not match (200 with the body), an empty bucket (429),
-a request with a body. A request that falls through has spent no token here, so each request
-spends exactly one.
+a request with a body. A request that falls through has spent no key token here, so each
+request spends exactly one of its key's (and at most two of the service's).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from evalcore.api.auth import EVERYONE
 from evalcore.api.problems import Problem
 from evalcore.api.snapshots import signature
 
@@ -62,8 +64,9 @@ class Revalidation:
         authorization = if_none_match = None
         for header, value in scope.get("headers", ()):
             if header == b"authorization":
-                if authorization is None:  # the first, as Starlette's request.headers.get reads it
-                    authorization = value.decode("latin-1")
+                if authorization is not None:
+                    return False  # two: refused (401) by the full path
+                authorization = value.decode("latin-1")
             elif header == b"if-none-match":
                 if if_none_match is None:
                     if_none_match = value.decode("latin-1")
@@ -72,6 +75,9 @@ class Revalidation:
         if authorization is None or if_none_match is None:
             return False
         keys = self.state.keys
+        client = scope.get("client")
+        if client and keys.failures.wait(str(client[0])) > 0:
+            return False  # an address past its failed authentications: 429 by the full path
         now = signature(keys.store.path)
         in_use = keys.kept_at(now)
         if in_use is None:  # the store changed: the keys are read again on the full path
@@ -88,6 +94,8 @@ class Revalidation:
         etag = found.etag()
         if not etag_matches(if_none_match, etag):
             return False  # 200 with the body
+        if keys.service.take(EVERYONE) > 0:
+            return False  # the service's 429
         if keys.limiter.take(caller.key_id) > 0:
             return False  # 429 with Retry-After
         await send(

@@ -9,6 +9,7 @@ import binascii
 import os
 import tempfile
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
@@ -20,9 +21,9 @@ from evalcore.api.models import DecisionIn, GateIn
 from evalcore.api.problems import Problem, from_error
 from evalcore.boundary.numbers import bounded_float
 from evalcore.boundary.text import clean_text
-from evalcore.errors import EvalcoreError
+from evalcore.errors import ConfigError, EvalcoreError
 from evalcore.files.run_files import load_run
-from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, MIN_RATE
 from evalcore.read.claims import claim_of, claims_of_ref
 from evalcore.read.decisions import save_decision as save
 from evalcore.read.refs import find_run, resolve_run
@@ -41,9 +42,14 @@ def _store(request: Request) -> Any:
     return request.app.state.store
 
 
+#: what RFC 3986 lets a path hold as it is (unreserved, sub-delims, ':' and '@', and '/'); the rest is %XX of UTF-8
+PATH_SAFE = "/-._~!$&'()*+,;=:@"
+
+
 def location(request: Request, path: str) -> str:
-    """``path`` under the API's own prefix (``/api/v1``, below ``server.baseUrlPath``)."""
-    return f"{request.scope.get('root_path', '')}{path}"
+    """``path`` under the API's own prefix (``/api/v1``, below ``server.baseUrlPath``), percent-
+    encoded as RFC 3986 says (a name in Cyrillic, a ``%`` or a space is never raw in a header)."""
+    return quote(f"{request.scope.get('root_path', '')}{path}", safe=PATH_SAFE)
 
 
 def _cursor(run_id: str) -> str:
@@ -146,20 +152,15 @@ def claim(
     ref: str,
     _: Annotated[Caller, Depends(require("read"))],
     configuration: Annotated[str | None, Query(max_length=300, examples=["G/hybrid"])] = None,
-    max_bluff_rate: Annotated[str, Query(max_length=40)] = repr(DEFAULT_ALPHA),
-    max_lost_rate: Annotated[str, Query(max_length=40)] = repr(DEFAULT_BETA),
-    confidence: Annotated[str, Query(max_length=40)] = repr(DEFAULT_CONFIDENCE),
+    max_bluff_rate: Annotated[str, Query(max_length=40, description="a number in [1e-06, 1)")] = repr(DEFAULT_ALPHA),
+    max_lost_rate: Annotated[str, Query(max_length=40, description="a number in [1e-06, 1)")] = repr(DEFAULT_BETA),
+    confidence: Annotated[str, Query(max_length=40, description="a number in (0, 1)")] = repr(DEFAULT_CONFIDENCE),
 ) -> JSONResponse:
     store = _store(request)
     try:
-        alpha, beta, conf = (
-            bounded_float(text, option=name, low=0.0, high=1.0, low_open=True, high_open=True)
-            for text, name in (
-                (max_bluff_rate, "max_bluff_rate"),
-                (max_lost_rate, "max_lost_rate"),
-                (confidence, "confidence"),
-            )
-        )
+        alpha = _query_number(max_bluff_rate, "max_bluff_rate", MIN_RATE)
+        beta = _query_number(max_lost_rate, "max_lost_rate", MIN_RATE)
+        conf = _query_number(confidence, "confidence", 0.0)
         if configuration:
             try:
                 Configuration.parse(configuration)
@@ -173,6 +174,15 @@ def claim(
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     return answer([c.to_json() for c in found])
+
+
+def _query_number(text: str, name: str, low: float) -> float:
+    """Query parameter ``name`` as a number in ``[low, 1)`` (``(0, 1)`` when ``low`` is 0), read as
+    the CLI reads it; Problem 422 naming ``query.NAME`` otherwise."""
+    try:
+        return bounded_float(text, option=name, low=low, high=1.0, low_open=low == 0.0, high_open=True)
+    except ConfigError as exc:
+        raise Problem(422, str(exc), "validation", [{"field": f"query.{name}", "detail": str(exc)}]) from None
 
 
 @router.post(

@@ -19,7 +19,9 @@ and every step is relative to that descriptor), never outside it (the name is on
 component), and never half: the bytes go to a temporary file in the same folder, are synced,
 and are renamed onto the name (a rename replaces a link, it never writes through one).
 
-Every refusal is an :class:`~evalcore.errors.InputError` naming the path.
+A path holding NUL or another control character is refused before it reaches the operating
+system (:func:`check_path_text`). Every refusal is an :class:`~evalcore.errors.InputError` naming
+the path.
 """
 
 from __future__ import annotations
@@ -55,9 +57,25 @@ def _size(n: int) -> str:
     return f"{n:,} bytes"
 
 
+def check_path_text(raw: str | os.PathLike[str], what: str) -> str:
+    """``raw`` as the text of a path a user gave; InputError naming ``what`` when it holds NUL or
+    another control character (C0 or DEL: no file name a person means holds one, and the
+    operating system refuses NUL with a ValueError). The path itself is not shown."""
+    text = os.fspath(raw)
+    if not isinstance(text, str):
+        raise InputError(f"{what}: a path is text, not {type(text).__name__}")
+    for pos, ch in enumerate(text, start=1):
+        if ch < " " or ch == "\x7f":
+            raise InputError(
+                f"{what}: character {pos} of the path is U+{ord(ch):04X} (a path holds no control character)"
+            )
+    return text
+
+
 def _open_regular(path: str | Path, field: str, max_bytes: int) -> tuple[int, Path]:
     """An open, read-only descriptor of ``path``'s regular file (links resolved), and the
     resolved path; InputError otherwise."""
+    check_path_text(path, field or "file")
     path = Path(path)
     label = f"{field} {path}" if field else str(path)
     try:

@@ -7,6 +7,13 @@ Two kinds of text, two rules:
   empty, longer than its cap, starts with ``-`` (a command line would read it as an option),
   or holds a control character, a bidirectional override or isolate, or a zero-width
   character (each would make the name read differently from what it is).
+- **An identifier** (a deployment's name, a key's name: what a URL, a header or a
+  configuration file names) follows a stricter rule, :func:`check_identifier`: NFC, 1 to 100
+  characters (a caller may lower the cap), each a letter or a digit of any script (Unicode
+  categories L and Nd), a combining mark after one (category M, as NFC leaves in many
+  scripts), or one of ``-``, ``_`` and ``.``; the first a letter or a digit. Nothing is
+  stripped: a space, a slash, an emoji, ``²`` or a control character is refused, naming the
+  character, so the name stored is the name sent.
 - **Free text** (a note, a question, a needle) may hold anything a person writes, HTML and
   formulas included, so it is kept as written: :func:`clean_text` normalises it to NFC and
   refuses only NUL and control characters other than tab and newline, and a text over its
@@ -66,6 +73,35 @@ def check_name(value: str, *, field: str, max_len: int = 200) -> str:
                 f"{field}: character {pos} is {_describe(ch)} (control, bidirectional and zero-width "
                 "characters are not allowed in a name)"
             )
+    return text
+
+
+MAX_IDENTIFIER = 100  #: the most characters of an identifier (:func:`check_identifier`)
+IDENTIFIER_PUNCTUATION = "-_."
+
+
+def _word(ch: str) -> bool:
+    category = unicodedata.category(ch)
+    return category[0] == "L" or category == "Nd"
+
+
+def check_identifier(value: str, *, field: str, max_len: int = MAX_IDENTIFIER) -> str:
+    """``value`` as an identifier (see the module docstring): NFC, nothing stripped; InputError
+    naming ``field`` (and the character and its position) when it is empty, longer than
+    ``max_len``, does not start with a letter or a digit, or holds anything but letters, digits,
+    combining marks after them, ``-``, ``_`` and ``.``."""
+    text = _nfc(value, field)
+    if not text:
+        raise InputError(f"{field}: is empty")
+    if len(text) > max_len:
+        raise InputError(f"{field}: {len(text):,} characters, more than the {max_len:,} allowed")
+    rule = "a name holds letters, digits, '-', '_' and '.', and starts with a letter or a digit"
+    for pos, ch in enumerate(text, start=1):
+        if _word(ch) or ch in IDENTIFIER_PUNCTUATION or (pos > 1 and unicodedata.category(ch)[0] == "M"):
+            continue
+        raise InputError(f"{field}: character {pos} is {_describe(ch)} ({rule})")
+    if not _word(text[0]):
+        raise InputError(f"{field}: {for_terminal(text)} starts with {text[0]!r} ({rule})")
     return text
 
 

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalcore.boundary.files import check_path_text
 from evalcore.errors import InputError
 from evalcore.inputs import demo
 from evalcore.inputs.corpus import load_corpus
@@ -69,7 +70,7 @@ def server_path(raw: str | None, what: str) -> Path:
         )
     if not raw or not str(raw).strip():
         raise InputError(f"{what}: give a path inside {', '.join(map(str, roots))}")
-    path = Path(str(raw).strip())
+    path = Path(check_path_text(str(raw).strip(), what))
     real = Path(os.path.realpath(path if path.is_absolute() else roots[0] / path))
     if not any(real == root or real.is_relative_to(root) for root in roots):
         raise InputError(f"{what}: not inside the folders this server allows ({', '.join(map(str, roots))})")

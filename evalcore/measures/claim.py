@@ -70,6 +70,10 @@ if TYPE_CHECKING:  # pragma: no cover
 DEFAULT_ALPHA = 0.05  #: max bluff rate
 DEFAULT_BETA = 0.20  #: max lost rate
 DEFAULT_CONFIDENCE = 0.95  #: 1 - delta
+#: The smallest max bluff or lost rate a claim is made for: below it no question set of any
+#: size could support the claim (a set of ln(1/delta) / rate questions, none failing), and the
+#: figures would leave what a float holds (1e-320: ln(1 - rate) is a subnormal, its quotient infinite).
+MIN_RATE = 1e-6
 DEFAULT_SPLITS = 200  #: held-out splits on the screen
 #: Below this AUC the screen says no threshold separates real from off-topic questions well.
 POOR_SEPARATION = 0.7
@@ -239,13 +243,15 @@ def _count(n: int | None) -> str:
     return str(n) if n is None or n < 10**12 else f"about {float(n):.3g}"
 
 
-def _rate(value: float, name: str) -> float:
+def _rate(value: float, name: str, low: float = 0.0) -> float:
+    """``value`` as a rate in ``(0, 1)``, or in ``[low, 1)`` when ``low`` is given; ClaimError naming ``name``."""
     try:
         x = float(value)
     except (TypeError, ValueError, OverflowError):
         x = math.nan
-    if isinstance(value, bool) or not (0.0 < x < 1.0):
-        raise ClaimError(f"{name} must be a number in (0, 1); got {str(value)!r}")
+    if isinstance(value, bool) or not (0.0 < x < 1.0) or x < low:
+        interval = f"[{low:g}, 1)" if low > 0 else "(0, 1)"
+        raise ClaimError(f"{name} must be a number in {interval}; got {str(value)!r}")
     return x
 
 
@@ -272,8 +278,12 @@ def allowed_count(n: int, rate: float, delta: float) -> int | None:
 
 
 def needed(rate: float, delta: float) -> int:
-    """``ceil(ln delta / ln(1 - rate))``: the set size that supports ``rate`` with none failing."""
-    return math.ceil(math.log(delta) / math.log1p(-rate))  # log1p: no 0 for a tiny rate
+    """``ceil(ln delta / ln(1 - rate))``: the set size that supports ``rate`` with none failing.
+    ClaimError when that is no finite number (a rate so small that the quotient overflows)."""
+    size = math.log(delta) / math.log1p(-rate)  # log1p: no 0 for a tiny rate
+    if not math.isfinite(size):
+        raise ClaimError(f"a rate of {rate!r} cannot be supported by any set (at least {MIN_RATE:g})")
+    return math.ceil(size)
 
 
 def best_rate(n: int, delta: float) -> float:
@@ -365,15 +375,15 @@ def threshold_claim(
     """The claim of one configuration from its gate values (see the module docstring).
 
     ``axis``: ``"distance"`` (keep ``value < t``) or ``"score"`` (higher = closer, keep
-    ``value >= t``). ClaimError for alpha, beta or confidence outside (0, 1), an unknown
+    ``value >= t``). ClaimError for alpha or beta outside [MIN_RATE, 1), a confidence outside (0, 1), an unknown
     axis, no off-topic query or no answerable query.
     """
     import numpy as np
 
     if axis not in AXES:
         raise ClaimError(f"axis must be 'distance' or 'score', got {axis!r}")
-    alpha = _rate(alpha, "max bluff rate (alpha)")
-    beta = _rate(beta, "max lost rate (beta)")
+    alpha = _rate(alpha, "max bluff rate (alpha)", MIN_RATE)
+    beta = _rate(beta, "max lost rate (beta)", MIN_RATE)
     confidence = _rate(confidence, "confidence")
     higher = axis == "score"
     ood = _array(ood_min, "off-topic gate values", higher)

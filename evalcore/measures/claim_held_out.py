@@ -15,6 +15,7 @@ from evalcore.measures.claim import (
     DEFAULT_BETA,
     DEFAULT_CONFIDENCE,
     DEFAULT_SPLITS,
+    MIN_RATE,
     Claim,
     ClaimError,
     _array,
@@ -69,8 +70,8 @@ def held_out(
         raise ClaimError(f"axis must be 'distance' or 'score', got {axis!r}")
     if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
         raise ClaimError(f"--splits must be an integer >= 1, got {splits!r}")
-    alpha = _rate(alpha, "max bluff rate (alpha)")
-    _rate(beta, "max lost rate (beta)")
+    alpha = _rate(alpha, "max bluff rate (alpha)", MIN_RATE)
+    _rate(beta, "max lost rate (beta)", MIN_RATE)
     delta = 1.0 - _rate(confidence, "confidence")
     higher = axis == "score"
     ood = _array(ood_min, "off-topic gate values", higher)

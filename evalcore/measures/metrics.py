@@ -169,6 +169,8 @@ METRICS: dict[str, MetricSpec] = {
     ),
 }
 
+#: The largest cutoff of a metric: no run keeps more ranks a query (an engine run keeps 20).
+MAX_K = 10_000
 _NAME = re.compile(r"^\s*([a-z_]+)\s*(?:@\s*(\d+))?\s*$")
 
 
@@ -189,6 +191,8 @@ def parse_metric(name: str) -> Metric:
     if spec is None or spec.takes_k != (k_text is not None) or (k_text is not None and int(k_text) < 1):
         raise ConfigError(f"unknown metric {name!r}; known: {known_metrics()} (k an integer >= 1, e.g. recall@20)")
     k = int(k_text) if k_text is not None else None
+    if k is not None and k > MAX_K:
+        raise ConfigError(f"metric {name!r}: k must be an integer in [1, {MAX_K:,}] (and at most the run's depth)")
     return Metric(f"{spec.key}@{k}" if k is not None else spec.key, spec, k)
 
 

@@ -28,6 +28,7 @@ A run reference is ``RUN`` or ``RUN:CONFIG`` (:mod:`evalcore.read.refs`); the re
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -77,10 +78,15 @@ def gate_metric(name: str) -> Metric:
     return metric
 
 
+#: The smallest significance level the gate takes (with Holm's correction it is divided by the
+#: number of configurations: far below it, the level underflows to 0).
+MIN_ALPHA = 1e-6
+
+
 def _alpha(value: float) -> float:
     value = float(value)
-    if not 0.0 < value < 1.0:
-        raise ConfigError(f"alpha must lie strictly between 0 and 1, got {value!r}")
+    if not MIN_ALPHA <= value < 1.0:
+        raise ConfigError(f"alpha must be a number in [{MIN_ALPHA:g}, 1), got {value!r}")
     return value
 
 
@@ -194,6 +200,13 @@ def run_gate(
             raise ConfigError(f"--min-effect must lie in [0, 1] (a difference of {parsed.name}), got {min_effect!r}")
     base_run = resolve_run(store, base_ref.run)
     cand_run = resolve_run(store, cand_ref.run)
+    for run in (base_run, cand_run):  # a cutoff beyond the ranks a run kept would count misses as hits@k-depth
+        depth = run.settings.get("top_n") if isinstance(run.settings, Mapping) else None
+        if isinstance(depth, int) and not isinstance(depth, bool) and k > depth:
+            raise ConfigError(
+                f"metric {parsed.name!r}: k = {k:,} is above the depth of run {run.name!r} (it kept the top "
+                f"{depth} of each query); use k in [1, {depth}]"
+            )
     try:
         texts = _same_queries(store, base_run, cand_run, "in")
     except NotComparable as exc:

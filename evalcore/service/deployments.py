@@ -13,9 +13,14 @@ Usage::
     deploy("runs/evalcore.duckdb", "production", "1a2b3c4d5e6f", author="ana@example.org")
     get_deployment("runs/evalcore.duckdb", "production").threshold   # 0.4137
 
-A name is checked by :func:`evalcore.boundary.text.check_name` (InputError); a decision the
-store does not hold (never saved, deleted, saved in another store) or whose run is not complete
-is :class:`evalcore.errors.UnknownDecision`. The tables are written and
+A new deployment's name follows the rule of names of things a URL or a header names
+(:func:`evalcore.boundary.text.check_identifier`: letters, digits, ``-``, ``_`` and ``.``, at most
+100 characters, starting with a letter or a digit; InputError otherwise, before anything is
+written). A name is looked up (read, moved, posted to) under the looser rule of every name
+(:func:`check_deployment_name`), so a deployment made before the rule stays addressable. A
+decision the store does not hold (never saved, deleted, saved in another store) or whose run is
+not complete is :class:`evalcore.errors.UnknownDecision`. ``If-Match`` and ``If-None-Match: *``
+are checked in the write's own transaction (:class:`PreconditionFailed`: nothing written). The tables are written and
 read by :mod:`evalcore.store.deployments`; reads open the store read-only.
 """
 
@@ -23,14 +28,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from evalcore.authors import clean_author
-from evalcore.boundary.text import check_name
-from evalcore.errors import InputError, UnknownDecision
+from evalcore.boundary.text import check_identifier, check_name
+from evalcore.errors import EvalcoreError, InputError, UnknownDecision
 from evalcore.records import Configuration
 from evalcore.store import Store
 from evalcore.store import deployments as stored
@@ -51,6 +57,23 @@ def check_deployment_name(name: str) -> str:
     if "/" in text or "\\" in text:
         raise InputError(f"deployment name: {text!r} holds a slash (a name is one path segment)")
     return text
+
+
+def check_new_deployment_name(name: str) -> str:
+    """``name`` as the name of a new deployment: :func:`check_deployment_name`, then
+    :func:`~evalcore.boundary.text.check_identifier` (InputError naming the field and the character)."""
+    text = check_deployment_name(name)
+    return check_identifier(text, field="deployment name", max_len=MAX_NAME)
+
+
+class PreconditionFailed(EvalcoreError):
+    """A conditional move did not hold: ``If-Match`` names another version of the deployment
+    (or there is none), or ``If-None-Match: *`` and it exists. Nothing was written."""
+
+
+def etag_of(decision_id: str, version: int) -> str:
+    """The strong ETag of a deployment at ``version`` pointing at ``decision_id``."""
+    return f'"v{version}-{decision_id}"'
 
 
 def _time(value: Any) -> str | None:
@@ -91,7 +114,7 @@ class Deployment:
 
     def etag(self) -> str:
         """A strong ETag (quoted) that changes with every move: ``"v3-1a2b3c4d5e6f"``."""
-        return f'"v{self.version}-{self.decision_id}"'
+        return etag_of(self.decision_id, self.version)
 
 
 @dataclass(frozen=True)
@@ -148,16 +171,48 @@ def _deployment(row: tuple[Any, ...]) -> Deployment:
     )
 
 
-def deploy(store_path: Store | str | os.PathLike[str], name: str, decision_id: str, author: str | None) -> Deployment:
+def deploy(
+    store_path: Store | str | os.PathLike[str],
+    name: str,
+    decision_id: str,
+    author: str | None,
+    *,
+    if_match: Sequence[str] | None = None,
+    if_none_match: bool = False,
+) -> Deployment:
     """Point deployment ``name`` at the saved decision ``decision_id``, recorded as moved by
     ``author`` (:func:`evalcore.authors.clean_author`; ``key:NAME`` for an API key). Pointing
     it at the decision it names already changes nothing (same version). InputError for a bad
-    name or id; :class:`~evalcore.errors.UnknownDecision` when the store holds no such decision
-    of a complete run (nothing written)."""
+    name (a new deployment's name: :func:`check_new_deployment_name`) or id;
+    :class:`~evalcore.errors.UnknownDecision` when the store holds no such decision of a complete
+    run; :class:`PreconditionFailed` when ``if_match`` (ETags, or ``"*"``: any version) does
+    not name the deployment's current version, or ``if_none_match`` and it exists. Nothing is
+    written on any refusal."""
     name = check_deployment_name(name)
     decision_id = check_name(str(decision_id), field="decision_id", max_len=64)
     store = as_store(store_path)
-    version = stored.point(store, name, decision_id, clean_author(author))
+    try:
+        check_identifier(name, field="deployment name", max_len=MAX_NAME)
+    except InputError:
+        if get_deployment(store, name) is None:  # a name of before the rule stays movable; no new one
+            raise
+    wanted = list(if_match) if if_match is not None else None
+
+    def precondition(current: tuple[str, int] | None) -> None:
+        if current is None:
+            if wanted is not None:
+                raise PreconditionFailed(f"If-Match: there is no deployment {name!r} (yet); nothing moved")
+            return
+        etag = etag_of(*current)
+        if if_none_match:
+            raise PreconditionFailed(f"If-None-Match: *: deployment {name!r} exists (now {etag}); nothing moved")
+        if wanted is not None and "*" not in wanted and etag not in wanted:
+            raise PreconditionFailed(
+                f"If-Match: deployment {name!r} is now {etag}, not {', '.join(wanted)}; read it again, nothing moved"
+            )
+
+    check = precondition if (wanted is not None or if_none_match) else None
+    version = stored.point(store, name, decision_id, clean_author(author), check)
     if version is None:
         raise UnknownDecision(
             f"decision_id: no saved decision {decision_id!r} of a complete run in this store "

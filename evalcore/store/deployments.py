@@ -4,6 +4,7 @@ the name and the decision; these are its statements, reads (read only) and write
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from evalcore.store.basics import now
@@ -15,12 +16,23 @@ if TYPE_CHECKING:
 _DECISION = "d.decision_id, d.run_id, d.strategy, d.retriever, d.threshold, d.claim, d.author, d.created_at"
 
 
-def point(store: Connection, name: str, decision_id: str, author: str | None) -> int | None:
+def point(
+    store: Connection,
+    name: str,
+    decision_id: str,
+    author: str | None,
+    check: Callable[[tuple[str, int] | None], None] | None = None,
+) -> int | None:
     """Point deployment ``name`` at decision ``decision_id`` in one transaction: its row
     (created, or moved with its version raised by one) and the move. Returns the new version;
     None when the store holds no such decision of a complete run (nothing written). Pointing a deployment at the
-    decision it already names is no move: its version is returned unchanged."""
+    decision it already names is no move: its version is returned unchanged. ``check`` is
+    called first, in the transaction, with the deployment's (decision_id, version) or None when
+    there is none: an exception it raises writes nothing (a precondition such as ``If-Match``)."""
     with store.transaction() as con:
+        if check is not None:
+            now_at = con.execute("SELECT decision_id, version FROM deployments WHERE name = ?", [name]).fetchall()
+            check((str(now_at[0][0]), int(now_at[0][1])) if now_at else None)
         found = con.execute(
             f"SELECT {_DECISION} FROM decisions d JOIN runs r ON r.run_id = d.run_id "
             "WHERE d.decision_id = ? AND r.status = 'complete'",

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import datetime
 
-from evalcore.boundary.text import check_name
+from evalcore.boundary.text import check_identifier, check_name
 from evalcore.errors import InputError
 from evalcore.store.basics import now, one_row
 from evalcore.store.connection import Connection
@@ -50,8 +50,9 @@ def check_key_name(name: str) -> str:
 def create_key(store: Connection, name: str, scopes: Iterable[str], author: str | None) -> str:
     """Store a new key named ``name`` with ``scopes``; returns the key (the only time it exists
     outside the caller). InputError for a bad name or scope, or when a key of that name is
-    still in use (revoke it first)."""
-    name = check_key_name(name)
+    still in use (revoke it first). A new key's name is an identifier
+    (:func:`evalcore.boundary.text.check_identifier`); one made before that rule can still be revoked."""
+    name = check_identifier(check_key_name(name), field="key name", max_len=MAX_KEY_NAME)
     chosen = check_scopes(scopes)
     key = PREFIX + secrets.token_urlsafe(KEY_BYTES)
     with store.transaction() as con:

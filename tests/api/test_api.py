@@ -78,6 +78,31 @@ def test_health_and_the_openapi_document_need_no_key(served):
     assert "<html" in httpx.get(url + "/").text.lower()
 
 
+def test_the_openapi_document_names_every_error_as_a_problem(served):
+    """The document a generated net is built from says what each route answers: every error a
+    problem document, 401/403/429 on every route with a key, 415 where a JSON body is read, 412
+    on a move of a deployment (If-Match), and none of FastAPI's own validation shape."""
+    url, _, _ = served
+    doc = httpx.get(url + "/api/v1/openapi.json").json()
+    assert "HTTPValidationError" not in json.dumps(doc)
+    assert doc["components"]["schemas"]["Problem"]["required"] == ["type", "title", "status", "detail"]
+    for path, operations in doc["paths"].items():
+        for method, operation in operations.items():
+            codes = operation["responses"]
+            for code, answer in codes.items():
+                if code.startswith(("4", "5")):
+                    assert list(answer["content"]) == ["application/problem+json"], (method, path, code)
+            if path != "/health":
+                assert {"401", "403", "429"} <= set(codes), (method, path)
+            if "requestBody" in operation:
+                assert {"413", "415", "422"} <= set(codes), (method, path)
+    assert "412" in doc["paths"]["/deployments/{name}"]["put"]["responses"]
+    rates = {p["name"]: p for p in doc["paths"]["/runs/{ref}/claim"]["get"]["parameters"]}
+    assert "[1e-06, 1)" in rates["max_bluff_rate"]["description"]
+    decision = doc["components"]["schemas"]["DecisionIn"]["properties"]["max_bluff_rate"]
+    assert decision["minimum"] == 1e-6 and decision["exclusiveMaximum"] == 1.0
+
+
 def test_a_missing_unknown_or_revoked_key_is_401_and_a_missing_scope_403(served):
     url, _, keys = served
     is_problem(client(url, None).get("/runs"), 401)

@@ -1,7 +1,7 @@
 """The reliability suite, issue 34 (trust by construction): the numeric options of the threshold
 claim, the gate and the traffic check, given what a careless or hostile user types. Every
 refusal is one line in one form, ``--OPTION must be a number in RANGE; got 'TEXT'``, exit 2,
-the store's complete runs unchanged; a tiny but valid rate is answered, not a crash.
+the store's complete runs unchanged; a rate below 1e-6 is refused naming its range, not a crash.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ def store_copy(one_run, tmp_path) -> Path:
 
 #: (command words before the option, option, range as the message says it)
 OPTIONS = [
-    (["threshold", "earlier"], "--max-bluff-rate", "(0, 1)"),
-    (["threshold", "earlier"], "--max-lost-rate", "(0, 1)"),
+    (["threshold", "earlier"], "--max-bluff-rate", "[1e-06, 1)"),
+    (["threshold", "earlier"], "--max-lost-rate", "[1e-06, 1)"),
     (["threshold", "earlier"], "--confidence", "(0, 1)"),
     (["gate", "--baseline", "earlier", "--candidate", "earlier"], "--alpha", "(0, 1)"),
     (["gate", "--baseline", "earlier", "--candidate", "earlier"], "--min-effect", "[0, 1]"),
@@ -51,7 +51,7 @@ def _shown(value: str) -> str:
 @pytest.mark.parametrize(("words", "option", "interval"), OPTIONS, ids=[f"{w[0]} {o}" for w, o, _ in OPTIONS])
 def test_a_bad_number_is_refused_in_one_form(store_copy, words, option, interval):
     before = complete_runs(store_copy)
-    values = VALUES + ([v for v in IN_RANGE_ONLY if interval == "(0, 1)"] or ["-0.5", "1.5"])
+    values = VALUES + ([v for v in IN_RANGE_ONLY if interval in ("(0, 1)", "[1e-06, 1)")] or ["-0.5", "1.5"])
     if option == "--threshold":
         values = VALUES  # any finite number is a threshold
     for value in values:
@@ -62,18 +62,33 @@ def test_a_bad_number_is_refused_in_one_form(store_copy, words, option, interval
         check(f"{' '.join(words[:2])} {option} {value[:20]!r}", expected, observed, ran.err)
 
 
-def test_a_tiny_rate_is_answered_not_a_crash(store_copy):
-    """alpha = 1e-300 is a valid rate: no off-topic set can support it, and the command says how
-    many questions it would take instead of dividing by zero (ln(1 - 1e-300) is 0 in floats)."""
+def test_a_rate_below_one_in_a_million_is_refused_naming_the_range(store_copy):
+    """A max bluff or lost rate below 1e-6 is refused before any work (issue 45): no set of any
+    size supports it, and at 1e-320 the size it would take is no float (an OverflowError was
+    "please report this"). The library refuses it too (ClaimError), whoever calls it."""
     before = complete_runs(store_copy)
-    ran = evalcore("threshold", "earlier", "--max-bluff-rate", "1e-300", store=store_copy)
-    needed = "about 3e+300 are needed for 1e-298% at 95%" in ran.out
-    says = "says" if needed else "does NOT say"
-    observed = f"exit {ran.code} · {ran.line()} · {says} how many are needed · {kept(store_copy, before)}"
-    expected = "exit 0 · - · says how many are needed · complete runs unchanged"
-    check("threshold --max-bluff-rate 1e-300", expected, observed, ran.out + ran.err)
-    json_run = evalcore("threshold", "earlier", "--max-bluff-rate", "1e-300", "--json", store=store_copy)
-    assert json_run.code == 0 and '"bluff_status": "too_few"' in json_run.out
+    for option in ("--max-bluff-rate", "--max-lost-rate"):
+        for value in ("1e-300", "5e-324", "1e-320", "9.99e-7"):
+            ran = evalcore("threshold", "earlier", f"{option}={value}", store=store_copy)
+            expected = (
+                f"exit 2 · error: {option} must be a number in [1e-06, 1); got {value!r} · complete runs unchanged"
+            )
+            observed = f"exit {ran.code} · {ran.line()} · {kept(store_copy, before)}"
+            check(f"threshold {option} {value}", expected, observed, ran.out + ran.err)
+    ran = evalcore("threshold", "earlier", "--max-bluff-rate=1e-6", "--json", store=store_copy)
+    check("threshold --max-bluff-rate 1e-6 (the smallest taken)", "exit 0", f"exit {ran.code}", ran.err)
+    from evalcore.errors import ClaimError
+    from evalcore.measures.claim import threshold_claim
+
+    for alpha in (5e-324, 1e-320, 1e-7):
+        try:
+            threshold_claim([0.5, 0.6], [0.1, 0.2], [0.1, 0.2], axis="distance", alpha=alpha)
+            seen = "accepted"
+        except ClaimError as exc:
+            seen = "ClaimError" if "[1e-06, 1)" in str(exc) else f"ClaimError without the range: {exc}"
+        except Exception as exc:  # noqa: BLE001 - the row says what escaped
+            seen = type(exc).__name__
+        check(f"threshold_claim(alpha={alpha!r})", "ClaimError", seen)
 
 
 def test_splits_must_be_a_whole_number(store_copy):
