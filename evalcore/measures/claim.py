@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.errors import ClaimError as ClaimError  # defined with the other errors; read here too
 from evalcore.errors import EmptyClaimSet
 from evalcore.i18n import ENGLISH
-from evalcore.measures.rounding import bound_text, grid_above, grid_at_or_below, rate_text
+from evalcore.measures.rounding import bound_text, grid_above, grid_at_or_below, rate_bound_text, rate_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -208,7 +208,7 @@ class Claim:
                 "{alpha} at {confidence}. Add off-topic questions or loosen the max bluff rate."
             ).format(
                 n=self.n_ood,
-                best=f"{self.best_bluff_rate:.1%}",
+                best=rate_bound_text(self.best_bluff_rate),
                 needed=_count(self.ood_needed),
                 alpha=rate_text(self.max_bluff_rate),
                 confidence=conf,
@@ -219,7 +219,7 @@ class Claim:
                 "{beta} at {confidence}. Add questions or loosen the max lost rate."
             ).format(
                 n=self.n_answerable,
-                best=f"{self.best_lost_rate:.1%}",
+                best=rate_bound_text(self.best_lost_rate),
                 needed=_count(self.answerable_needed),
                 beta=rate_text(self.max_lost_rate),
                 confidence=conf,

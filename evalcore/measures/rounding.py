@@ -124,6 +124,15 @@ def grid_above(value: float, digits: int = DIGITS) -> float:
         return float(d)
 
 
+def rate_bound_text(rate: float, digits: int = 1) -> str:
+    """An upper bound on a rate as a percentage with ``digits`` decimals, rounded up: the
+    smallest such percentage at or above the exact value (``1 - 0.05 ** (1 / 41)`` = 7.05...%
+    reads ``7.1%``, never ``7.0%``), so that the shown bound read back still holds."""
+    exact = Decimal(repr(float(rate))) * 100  # the float's shortest decimal: 0.05 is 5%, not 5.000...03%
+    shown = exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_CEILING)
+    return f"{shown}%"
+
+
 def rate_text(rate: float) -> str:
     """A rate a claim promises, as a percentage without rounding: ``5%``, ``2.5%``, ``97.5%``."""
     return f"{100 * rate:.6g}%"

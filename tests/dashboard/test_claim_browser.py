@@ -80,7 +80,7 @@ def test_claim_journey(served_claims):
             goto(page, f"{url}/threshold?run_id={mini}")
             healthy(page, "claim 1 too few")
             sentence = text_of(page, "claim-sentence")
-            assert "7 off-topic questions support at best 'bluffs <= 34.8%'" in sentence, sentence
+            assert "7 off-topic questions support at best 'bluffs <= 34.9%'" in sentence, sentence
             assert "59 are needed for 5% at 95%" in sentence
             assert page.locator('[data-testid="claim-band"]').count() == 0
 

@@ -139,3 +139,31 @@ def test_integers_and_ranges():
             bounded_int(text, option="--splits", low=1, high=math.inf)
     assert range_text(0, 1) == "[0, 1]" and range_text(-math.inf, math.inf) == "(-inf, inf)"
     assert range_text(0, 1, low_open=True) == "(0, 1]"
+
+
+@pytest.mark.parametrize("n", [1, 7, 20, 41, 58, 59, 100, 1000])
+def test_the_best_rate_a_set_supports_reads_as_a_bound_rounded_up(n):
+    """The smallest bluff rate n off-topic questions support (zero bluffs) is 1 - delta ** (1/n);
+    shown with one decimal it is rounded up, never to nearest (41 questions: 7.05% reads 7.1%).
+    The oracle is scipy: at the shown rate, zero bluffs among n are at most delta likely."""
+    from decimal import Decimal
+
+    from scipy.stats import binom
+
+    from evalcore.measures.claim import best_rate
+    from evalcore.measures.rounding import rate_bound_text
+
+    exact = best_rate(n, 0.05)
+    shown = rate_bound_text(exact)
+    value = float(Decimal(shown.removesuffix("%")) / 100)
+    assert value >= exact
+    assert value - exact < 0.001 + 1e-12  # one step of the last decimal at most
+    assert binom.cdf(0, n, min(value, 1.0)) <= 0.05 + 1e-12  # the shown rate is supported
+    if n == 41:
+        assert shown == "7.1%"
+
+
+def test_a_rate_bound_that_is_a_round_number_keeps_it():
+    from evalcore.measures.rounding import rate_bound_text
+
+    assert [rate_bound_text(r) for r in (0.05, 0.07, 0.2, 0.0704, 0.07001)] == ["5.0%", "7.0%", "20.0%", "7.1%", "7.1%"]
