@@ -121,8 +121,8 @@ _GONE = object()
 BAD_LINES = [
     ("no id", {"id": _GONE}, "id: missing"),
     ("a null id", {"id": None}, "id: missing"),
-    ("an id that is a list", {"id": [1]}, "id: expected text or an integer, got list"),
-    ("an id that is true", {"id": True}, "id: expected text or an integer, got bool"),
+    ("an id that is a list", {"id": [1]}, "id: expected text or an integer, got a list"),
+    ("an id that is true", {"id": True}, "id: expected text or an integer, got a boolean"),
     ("an empty id", {"id": ""}, "id: is empty"),
     ("an id with ESC", {"id": "q\x1b[2J"}, "id: character 2 is U+001B"),
     ("an id of 201 characters", {"id": "i" * 201}, "id: 201 characters, more than the 200 allowed"),
