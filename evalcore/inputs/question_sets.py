@@ -141,14 +141,25 @@ def check_question_set_name(name: str) -> str:
     return name
 
 
+MAX_VERSION = 2**31 - 1  #: the largest version a set can have (the store's INTEGER column)
+_VERSION = re.compile(r"[0-9]{1,10}")  # ASCII digits only: str.isdigit() also takes '²' and '١'
+
+
 def parse_question_set_ref(ref: str) -> tuple[str, int | None]:
-    """``NAME`` or ``NAME@VERSION`` -> (name, version or None for the newest)."""
+    """``NAME`` or ``NAME@VERSION`` -> (name, version or None for the newest). InputError naming
+    the version when it is not plain ASCII digits from 1 to :data:`MAX_VERSION` (``mini@²``,
+    ``mini@١``, ``mini@0``, ``mini@1_0``)."""
     name, sep, version = (ref or "").partition("@")
-    if sep:
-        if not version.isdigit() or int(version) < 1:
-            raise InputError(f"question set {ref!r}: the version after '@' must be a number from 1")
-        return check_question_set_name(name), int(version)
-    return check_question_set_name(name), None
+    name = check_question_set_name(name)
+    if not sep:
+        return name, None
+    if not _VERSION.fullmatch(version) or not 1 <= int(version) <= MAX_VERSION:
+        shown_version = version if len(version) <= 40 else version[:40] + "..."
+        raise InputError(
+            f"question set {name}: the version after '@' must be a whole number from 1 to {MAX_VERSION} "
+            f"(digits 0-9); got {boundary_text.for_terminal(repr(shown_version))}"
+        )
+    return name, int(version)
 
 
 def check_items(questions: Sequence[Question], ood: Sequence[OODQuery], where: str) -> None:
