@@ -44,12 +44,31 @@ class NotAModelFolder(ModelError):
     """A model folder holds no sentence-transformers model (no config.json, no modules.json)."""
 
 
+class ClusterError(EvalcoreError):
+    """The Ray cluster of a ``--ray`` run lost what the run needed (an actor's worker process,
+    a node, an object): the run ends failed with this reason and stores none of its results."""
+
+
 class StoreError(EvalcoreError):
     """The run store cannot be opened, or a run id is unknown or not comparable."""
 
 
+class StoreBusy(StoreError):
+    """Another process held the run store's lock for longer than the wait allowed: nothing was
+    read or written; the same operation may succeed once it lets go."""
+
+
 class NotRunning(StoreError):
     """A run's results cannot be written: the run is no longer running (the message names it)."""
+
+
+class QueueFull(EvalcoreError):
+    """The job queue holds as many jobs as its cap allows (per key or in all): nothing was queued.
+    ``retry_after``: seconds after which a place is likely free (about one job's duration)."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class RunInterrupted(EvalcoreError):
@@ -94,4 +113,11 @@ class ServiceError(EvalcoreError):
 
 
 class ServiceUnavailable(ServiceError):
-    """The evaluation service could not be reached (refused, timed out, or answered 5xx)."""
+    """The evaluation service could not be reached (refused, timed out, or answered 5xx), or
+    answered what the API never answers (not JSON, another shape, too large, too slow, a redirect
+    to another origin)."""
+
+
+class ServiceUnknownDeployment(ServiceError, UnknownDeployment):
+    """The service has no deployment of that name (404): a ServiceError from the client, and an
+    UnknownDeployment as the local store's."""

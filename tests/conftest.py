@@ -17,6 +17,9 @@ from keyword_embedder import KeywordEmbedder  # noqa: F401 - the tests import it
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# one job at a time, whatever the machine's cores and memory would allow (evalcore.jobs.max_jobs):
+# the tests of the queue count on one slot; a test that sizes the slots sets or removes it itself
+os.environ.setdefault("EVALCORE_MAX_JOBS", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -501,6 +504,7 @@ LONGEST_FIRST = (
 SAME_WORKER = {
     "tests/embedding/test_distributed.py": "ray",
     "tests/retrieval/sharded/test_sharded.py": "ray",
+    "tests/reliability/test_trust_ray_lost.py": "ray",
     "tests/retrieval/test_retrieval.py": "ranx",
     "tests/files/test_formats.py": "ranx",
     "tests/external/test_external.py": "ranx",

@@ -43,6 +43,19 @@ def unexpected(exc: BaseException) -> str:
     return f"unexpected {type(exc).__name__}{where}: {text or '(no message)'}; please report this"
 
 
+def cluster_failure(exc: BaseException) -> str | None:
+    """The one line of a ``--ray`` command whose cluster lost what it needed (a worker process
+    killed, a node gone, an object lost), or None for any other exception. A run ends failed
+    with its reason either way; this is a failure of the cluster, not a bug to report. Ray's
+    error of a task's own code (``RayTaskError``) is not one of them."""
+    found = sys.modules.get("ray.exceptions")  # loaded once a command has used Ray, never imported here
+    if found is None or not isinstance(exc, found.RayError) or isinstance(exc, found.RayTaskError):
+        return None
+    said = str(exc).strip().splitlines()
+    first = " ".join(said[0].split())[:200] if said else "(no message)"
+    return f"the Ray cluster lost a worker, a node or an object the command needed ({type(exc).__name__}): {first}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -72,5 +85,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - one line and exit 2, never a traceback (exit 1 is a regression)
-        print(f"error: {for_terminal(unexpected(exc))}", file=sys.stderr)
+        print(f"error: {for_terminal(cluster_failure(exc) or unexpected(exc))}", file=sys.stderr)
         return 2

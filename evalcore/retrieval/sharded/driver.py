@@ -44,7 +44,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evalcore import testhooks
 from evalcore.embedding.distributed import connect
+from evalcore.errors import ClusterError
 from evalcore.retrieval.bm25 import BM25, Analyzer
 from evalcore.retrieval.names import analyzers_of, split_retriever
 from evalcore.retrieval.ranking import SHARD_BLOCK_BYTES, block_queries
@@ -269,6 +271,7 @@ def score_sharded(
         if wanted:
             group.load_texts(chunk_texts)
         out.clock["shard_load"] = tick() - t0
+        testhooks.pause("retrieval: shards loaded")  # a test kills a shard's worker here
         for analyzer in wanted:
             t = tick()
             group.build_bm25(analyzer)
@@ -297,6 +300,33 @@ def score_sharded(
         out.clock.update(clock)
         out.peak_rss_mb = group.peaks()
         out.shard_sizes = [size for _, size in group.ranges]
+    except ray.exceptions.RayError as exc:
+        if isinstance(exc, ray.exceptions.RayTaskError):  # a shard's own code raised: not the cluster's doing
+            raise
+        raise lost(exc, run_id, strategy, group) from exc
     finally:
         group.close()
     return out
+
+
+def lost(exc: BaseException, run_id: str, strategy: str, group: Shards) -> ClusterError:
+    """The run's failure when Ray lost what it needed (a shard's worker process killed or
+    crashed, its node gone, an object lost): which shard, if Ray says, and Ray's first line."""
+    said = str(exc).strip().splitlines()
+    first = " ".join(said[0].split())[:200] if said else type(exc).__name__
+    actor = getattr(exc, "actor_id", None)
+    ids = [_actor_id(a) for a in group.actors]
+    which = f"shard {ids.index(actor) + 1} of {len(ids)}" if actor and actor in ids else f"one of {len(ids)} shards"
+    pid = next((line.split(":", 1)[1].strip() for line in said if line.strip().startswith("pid:")), "")
+    return ClusterError(
+        f"run {run_id}: Ray lost {which} during retrieval of strategy {strategy} "
+        f"({type(exc).__name__}{', worker pid ' + pid if pid else ''}): {first}"
+    )
+
+
+def _actor_id(actor: Any) -> str | None:
+    """An actor handle's id as Ray's errors write it (hex), or None."""
+    try:
+        return str(actor._actor_id.hex())
+    except AttributeError:
+        return None
