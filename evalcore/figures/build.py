@@ -21,6 +21,7 @@ from evalcore import __version__
 from evalcore.figures import charts, threshold_charts
 from evalcore.figures.localize import TEMPLATES, localize_spec
 from evalcore.i18n import DEFAULT, ENGLISH, N_, Translator, translator
+from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.read.claims import band_of
 from evalcore.read.compare import compare, destroyed_counts, recall_table
@@ -84,7 +85,7 @@ class Provenance:
             ("n", self.n),
             ("test", self.test or "none"),
             ("interval", self.interval or "none"),
-            ("threshold", f"t = {self.threshold:.4f}" if self.threshold is not None else "none"),
+            ("threshold", f"t = {threshold_text(self.threshold, 4)}" if self.threshold is not None else "none"),
             ("made", self.made),
             ("software", self.software),
             *([("note", self.note)] if self.note else []),

@@ -19,6 +19,7 @@ from evalcore.figures.charts import (
     inline_all_rows,
 )
 from evalcore.figures.encoding import Chart
+from evalcore.measures.rounding import threshold_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -195,7 +196,7 @@ def sweep_chart(
             .encode(x=x, y="low:Q", y2="high:Q", color=colour)
         )
     layers.append(lines)
-    mark = pd.DataFrame({"t": [threshold], "label": [f"t = {threshold:.3f}"]})
+    mark = pd.DataFrame({"t": [threshold], "label": [f"t = {threshold_text(threshold)}"]})
     layers.append(
         Chart(mark)
         .mark_rule(color="black", strokeDash=[4, 3])

@@ -43,7 +43,10 @@ def period_view(
     label = "%Y-%m-%d" if period >= timedelta(days=1) else "%Y-%m-%d %H:%M"
     shown = frame.assign(period=[f"{d:{label}}" for d in frame["start"]])
     data = shown[["period", "queries", "refused", "refused_share", "refused_low", "refused_high"]].tail(CHART_PERIODS)
-    base = Chart(data).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)"))
+    # however narrow the column, the labels never overlap: Vega drops those that would (a few
+    # hundred weeks keep a readable dozen), level, so that each is read where it stands
+    ticks = alt.Axis(labelOverlap="greedy", labelAngle=0, labelSeparation=10, labelFlush=True)
+    base = Chart(data).encode(x=alt.X("period:O", title=f"{unit} starting (UTC)", axis=ticks))
     volume = base.mark_bar(color="#4c78a8").encode(
         y=alt.Y("queries:Q", title="queries"), tooltip=["period:N", "queries:Q", "refused:Q"]
     )

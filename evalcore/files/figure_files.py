@@ -32,6 +32,7 @@ import vl_convert as vlc
 
 from evalcore.boundary.csvcells import neutralise_frame
 from evalcore.i18n import N_, translator
+from evalcore.measures.rounding import threshold_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -218,14 +219,14 @@ def file_name(figure: Figure, run_id: str, ext: str) -> str:
         digest = hashlib.sha1("\n".join(configs).encode("utf-8")).hexdigest()[:6]
         parts.append(f"{len(configs)}-configurations-{digest}")
     if figure.threshold is not None:
-        parts.append(f"t{figure.threshold:.4f}")
+        parts.append(f"t{threshold_text(figure.threshold, 4)}")  # the number it is: 0.4137512345, never 0.4138
     return "-".join(parts) + f".{ext}"
 
 
 def pack_name(run_id: str, configuration: str, threshold: float) -> str:
     """``evalcore-<run>-review-pack-<configuration>-t<threshold>.zip``: the pack holds the
     decision for one configuration and threshold, so two decisions never share a name."""
-    return f"evalcore-{_slug(run_id)}-review-pack-{_slug(configuration)}-t{threshold:.4f}.zip"
+    return f"evalcore-{_slug(run_id)}-review-pack-{_slug(configuration)}-t{threshold_text(threshold, 4)}.zip"
 
 
 def review_pack(figures: list[Figure], run_id: str, summary: str | Any) -> bytes:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from evalcore.authors import clean_author, shown
-from evalcore.measures.rounding import rate_text, region_text
+from evalcore.measures.rounding import rate_text, region_text, threshold_text
 from evalcore.read.runs import require_complete
 from evalcore.records import Configuration
 
@@ -43,8 +43,8 @@ class Decision:
             self.created_at.strftime("%Y-%m-%d %H:%M") if hasattr(self.created_at, "strftime") else str(self.created_at)
         )
         return (
-            f"t = {self.threshold:.4f} for {self.configuration.label}, saved {when} by {shown(self.author)} "
-            f"(decision {self.decision_id})"
+            f"t = {threshold_text(self.threshold, 4)} for {self.configuration.label}, saved {when} "
+            f"by {shown(self.author)} (decision {self.decision_id})"
         )
 
     def claim_text(self) -> str:

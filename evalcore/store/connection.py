@@ -25,11 +25,10 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import StoreError
+from evalcore.errors import StoreBusy, StoreError
 from evalcore.store.basics import (
     DUCKDB_CONFIG,
     first_line,
@@ -52,7 +51,6 @@ log = logging.getLogger(__name__)
 DEFAULT_STORE = Path("runs") / "evalcore.duckdb"
 STATUSES = ("running", "complete", "failed", "cancelled")
 REAP_EVERY = 2.0  # seconds between two looks for runs whose process is gone
-NEVER_STARTED_SECONDS = 120  # a queued job with no process after this long is failed
 
 
 #: A shared read connection (:func:`reading`) older than this is closed when a read ends (or
@@ -178,7 +176,7 @@ class Connection:
                     delay = min(delay * 2, 0.5)
                     continue
                 if is_lock_error(exc):
-                    raise StoreError(
+                    raise StoreBusy(
                         f"{self.path}: the run store stayed busy for {self.lock_timeout:g} s ({first_line(exc)})"
                     ) from None
                 raise self._unreadable(exc, doing) from None
@@ -329,8 +327,7 @@ class Connection:
 
     # -- reaping -----------------------------------------------------------------
     def _dead(self, con: duckdb.DuckDBPyConnection) -> bool:
-        """Whether any running run or queued/running job of this host has lost its process,
-        or a queued job never got one."""
+        """Whether any running run or queued/running job of this host has lost its process."""
         host = socket.gethostname()
         pids = con.execute(
             "SELECT pid FROM runs WHERE status = 'running' AND host = ? AND pid IS NOT NULL UNION ALL "
@@ -338,14 +335,7 @@ class Connection:
             "SELECT pid FROM traffic_imports WHERE status = 'running' AND host = ? AND pid IS NOT NULL",
             [host, host, host],
         ).fetchall()
-        if any(not pid_alive(int(pid)) for (pid,) in pids):
-            return True
-        stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
-        return bool(
-            one_row(
-                con, "SELECT count(*) FROM jobs WHERE status = 'queued' AND pid IS NULL AND created_at < ?", [stale]
-            )[0]
-        )
+        return any(not pid_alive(int(pid)) for (pid,) in pids)
 
     def reap_if_due(self) -> None:
         """:meth:`_reap_due` for a reader: nothing when there is no store (none is created)."""
@@ -379,8 +369,8 @@ class Connection:
 
     def _reap(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         """Mark runs, jobs and traffic imports whose process on this host is gone as failed (a
-        job with its still-running run), and queued jobs that never got a process (no pid after
-        ``NEVER_STARTED_SECONDS``); returns the ids marked."""
+        job with its still-running run); returns the ids marked. A queued job has no process
+        until it is given a slot (evalcore.store.jobs), so one without a pid is waiting, not dead."""
         host = socket.gethostname()
         gone = []
         for job_id, run_id, pid in con.execute(
@@ -402,15 +392,6 @@ class Connection:
                 [now(), reason, run_id],
             )
             log.warning("job %s: process %s is gone; marked failed", job_id, pid)
-            gone.append(job_id)
-        stale = now() - timedelta(seconds=NEVER_STARTED_SECONDS)
-        for (job_id,) in con.execute(
-            "SELECT job_id FROM jobs WHERE status = 'queued' AND pid IS NULL AND created_at < ?", [stale]
-        ).fetchall():
-            con.execute(
-                "UPDATE jobs SET status = 'failed', finished_at = ?, reason = ? WHERE job_id = ?",
-                [now(), f"its process never started (no pid after {NEVER_STARTED_SECONDS} s)", job_id],
-            )
             gone.append(job_id)
         # a run and a traffic import record their process the same way: one rule for both
         for table, key, what, unfinished in _PROCESS_TABLES:

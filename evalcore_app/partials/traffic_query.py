@@ -8,6 +8,7 @@ import html
 
 import streamlit as st
 
+from evalcore.measures.rounding import threshold_text
 from evalcore.read import queries
 from evalcore.read.traffic import stored as traffic
 from evalcore_app import screen, ui
@@ -49,7 +50,7 @@ def show(ctx: ui.Context, text_hash: str) -> None:
     shown = _("none (no answer)") if gate is None or gate != gate else tr.number(gate, 4)
     ui.plain(
         _("Gate value {value} at t = {t} ({source}). {verdict}").format(
-            value=shown, t=tr.number(threshold, 4), source=lang.source(source), verdict=verdict
+            value=shown, t=tr.decimal_text(threshold_text(threshold, 4)), source=lang.source(source), verdict=verdict
         ),
         testid="threshold-state",
     )

@@ -8,6 +8,7 @@ import streamlit as st
 from evalcore.figures import build as figures
 from evalcore.figures import review
 from evalcore.files import figure_files as export
+from evalcore.measures.rounding import threshold_text
 from evalcore_app import ui
 from evalcore_app.ui import lang
 from evalcore_app.ui.lang import _
@@ -30,7 +31,7 @@ ui.plain(
 )
 ui.plain(
     _("Threshold t = {t} for {label} · {source}").format(
-        t=lang.num(selection.threshold, 4),
+        t=lang.tr().decimal_text(threshold_text(selection.threshold, 4)),
         label=selection.configuration.label,
         source=lang.source(selection.threshold_source),
     ),

@@ -30,11 +30,15 @@ from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
 from evalcore_app import ui
 from evalcore_app.ui import lang
 from evalcore_app.ui.lang import _, ngettext
+from evalcore_app.ui.sidebar import unread_message
 
 ctx = ui.context()
 store = ui.get_store(ctx.store_path)
 store_exists = Path(ctx.store_path).exists()  # a missing store is created by the first job, never by a visit
 st.title(_("New run"))
+if ctx.unread is not None:  # a store this page could not read is never written into
+    unread_message(ctx)
+    st.stop()
 session = ui.state.NewRun()
 if store_exists and not session.cleaned:  # once a session: uploads never started, a day old
     ui.guarded(lambda: jobs.clean_uploads(store))

@@ -13,6 +13,7 @@ import html
 
 import streamlit as st
 
+from evalcore.measures.rounding import threshold_text
 from evalcore.read import queries, sweeps
 from evalcore_app import ui
 from evalcore_app.partials import traffic_query
@@ -82,7 +83,12 @@ ui.plain(
     _(
         "Threshold t = {t}, chosen for {label} · {source} · the gate keeps top-4 hits with {rule}; every "
         "configuration below is judged at this t."
-    ).format(t=lang.num(threshold, 4), label=ctx.config.label, source=lang.source(source), rule=_(axis.keep_rule)),
+    ).format(
+        t=lang.tr().decimal_text(threshold_text(threshold, 4)),
+        label=ctx.config.label,
+        source=lang.source(source),
+        rule=_(axis.keep_rule),
+    ),
     small=True,
     testid="threshold-state",
 )

@@ -35,6 +35,7 @@ from evalcore.records import OODQuery, Question
 from evalcore_app import ui
 from evalcore_app.partials import triage
 from evalcore_app.ui.lang import _
+from evalcore_app.ui.sidebar import unread_message
 
 NEW = "(new set)"
 
@@ -91,6 +92,9 @@ selector = st.components.v2.component(
 ctx = ui.context()
 store = ui.get_store(ctx.store_path)
 st.title(_("Questions"))
+if ctx.unread is not None:  # a store this page could not read is never written into
+    unread_message(ctx)
+    st.stop()
 st.caption(
     _(
         "Author ground truth on the corpus: select an answer span, write the questions it answers, add "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from evalcore.measures.rounding import threshold_text
 from evalcore.read import decisions, runs
 from evalcore_app import ui
 from evalcore_app.ui import lang
@@ -87,7 +88,9 @@ def selected(row: dict) -> None:
         first = saved.iloc[0]
         ui.plain(
             _("Latest decision: t = {t} for {configuration}, saved by {author}").format(
-                t=lang.num(float(first["threshold"]), 4), configuration=first["configuration"], author=first["author"]
+                t=lang.tr().decimal_text(threshold_text(float(first["threshold"]), 4)),
+                configuration=first["configuration"],
+                author=first["author"],
             )
             + (
                 _("; claim: {claim}").format(claim=lang.figures(first["claim"]))

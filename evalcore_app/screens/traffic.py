@@ -19,6 +19,7 @@ from evalcore import authors
 from evalcore.boundary.csvcells import csv_text
 from evalcore.errors import ConfigError
 from evalcore.figures import traffic_charts
+from evalcore.measures.rounding import threshold_text
 from evalcore.read import claims
 from evalcore.read.traffic import periods as periods_read
 from evalcore.read.traffic import stored as reads
@@ -82,7 +83,7 @@ if not held.lines:
 threshold, source = ui.threshold_state(ctx)
 ui.plain(
     _("Threshold t = {t} for {label} · {source}.").format(
-        t=lang.num(threshold, 4), label=config.label, source=lang.source(source)
+        t=lang.tr().decimal_text(threshold_text(threshold, 4)), label=config.label, source=lang.source(source)
     ),
     small=True,
     testid="traffic-threshold",
@@ -104,6 +105,15 @@ elif view is not None:
         st.caption(
             _("The charts draw the last {n} of {m} periods; the drift table below holds them all.").format(
                 n=traffic_charts.CHART_PERIODS, m=lang.tr().integer(len(frame))
+            )
+            + " "
+            + _(
+                "The earliest stored query is in the period starting {start}{where}: if that time is a logger's "
+                "default, forget the lines before the first real day with {command}."
+            ).format(
+                start=frame["period"].iloc[0],
+                where=ui.esc(ui.cached(periods_read.earliest_source, store, ctx.run_id, config)),
+                command=f"`evalcore traffic forget --before YYYY-MM-DD --run {ctx.run_id}`",
             )
         )
     cols = st.columns(2)

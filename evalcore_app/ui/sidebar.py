@@ -15,7 +15,7 @@ import streamlit as st
 
 from evalcore import jobs
 from evalcore.chunking import DEFAULT_STRATEGIES
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, StoreBusy
 from evalcore.figures import markdown_text as markdown
 from evalcore.inputs import demo
 from evalcore.read import runs
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 DEMO_COMMAND = "python -m evalcore demo"
+BUSY_RETRY_SECONDS = 5  #: a store another process holds is read again this often
 #: a run's status words, translated where shown
 RUN_STATUSES = (N_("queued"), N_("running"), N_("complete"), N_("failed"), N_("cancelled"))
 
@@ -44,6 +45,8 @@ class Context:
     run: dict | None  # the selected run's row (runs_overview)
     config: Configuration | None
     configs: tuple[Configuration, ...]
+    unread: str | None = None  # why the store could not be read (then nothing of it is known)
+    busy: bool = False  # ... because another process held its lock: it is read again soon
 
 
 def overview_now(store_: Store) -> pd.DataFrame:
@@ -82,7 +85,7 @@ def sidebar() -> Context:
             overview = overview_now(store())
         except EvalcoreError as exc:
             show_error(exc)
-            return Context(path, None, None, None, ())
+            return Context(path, None, None, None, (), unread=str(exc), busy=isinstance(exc, StoreBusy))
         if overview.empty:
             st.caption(_("Store: {path}").format(path=esc(path)))
             return Context(path, None, None, None, ())
@@ -126,8 +129,43 @@ def sidebar() -> Context:
     return Context(path, run_id, row, config, configs)
 
 
+def unread_message(ctx: Context) -> None:
+    """The store could not be read: say so, and never offer to write into it (it may hold runs
+    this page could not see). A busy store (another process holds its lock) is read again every
+    :data:`BUSY_RETRY_SECONDS` seconds, and at once with the button."""
+    if not ctx.busy:
+        st.error(
+            _("The store {store} could not be read, so this page shows none of its runs: {reason}").format(
+                store=markdown.code(ctx.store_path), reason=esc(ctx.unread)
+            )
+        )
+        return
+    st.warning(
+        _(
+            "The store {store} is busy: another process holds its lock, so its runs cannot be read now "
+            "({reason}). Nothing was changed. This page reads it again every {n} s."
+        ).format(store=markdown.code(ctx.store_path), reason=esc(ctx.unread), n=BUSY_RETRY_SECONDS),
+        icon=":material/hourglass_top:",
+    )
+    ticks = [0]
+
+    @st.fragment(run_every=BUSY_RETRY_SECONDS)
+    def again() -> None:
+        ticks[0] += 1
+        if ticks[0] > 1:  # the first call is the page's own draw; each later one is a timer's tick
+            st.rerun()
+
+    again()
+    if st.button(_("Read the store again now"), key="store-busy-retry"):
+        st.rerun()
+
+
 def no_runs_message(ctx: Context) -> None:
-    """No complete run yet: show the runs under way, or offer to start the demo here."""
+    """No complete run yet: show the runs under way, or offer to start the demo here. A store
+    that could not be read says so instead (:func:`unread_message`)."""
+    if ctx.unread is not None:
+        unread_message(ctx)
+        return
     exists = Path(ctx.store_path).exists()
     if exists and not jobs.active_jobs(store()).empty:
         st.info(_("A run is under way; this page shows it as soon as it completes."))

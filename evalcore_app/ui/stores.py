@@ -30,9 +30,15 @@ def store_path() -> str:
     return view.store_path or choices[0]
 
 
+#: How long a page waits for a store another process holds before it says the store is busy
+#: (and reads it again a few seconds later): evalcore's own writers hold it for milliseconds,
+#: a run's final write for seconds at most.
+LOCK_WAIT_SECONDS = 10.0
+
+
 @st.cache_resource(show_spinner=False)
 def get_store(path: str) -> Store:
-    return Store(path)
+    return Store(path, lock_timeout=LOCK_WAIT_SECONDS)
 
 
 def store() -> Store:
