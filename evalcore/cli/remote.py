@@ -13,10 +13,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalcore.boundary.text import for_terminal
 from evalcore.cli.shared.common import print_json, write_text
 from evalcore.cli.text.claims_text import print_claims
 from evalcore.cli.text.summary import print_runs
 from evalcore.client import Client
+from evalcore.client.origin import sends_in_clear
 from evalcore.errors import ConfigError
 from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.read.refs import parse_ref
@@ -27,7 +29,7 @@ from evalcore.traffic.log import LogFields, LogLine, LogProblem, infer_format, r
 from evalcore.traffic.replay import Occurrences, line_key
 
 KEY_ENV = "EVALCORE_API_KEY"
-TIMEOUT = 900.0  #: seconds for one request: a gate or an upload is computed while the command waits
+TIMEOUT = 900.0  #: seconds for one request, all of it: a gate or an upload is computed while the command waits
 #: the commands --server works with
 REMOTE = ("gate", "load-run", "traffic import", "list", "show", "threshold")
 
@@ -38,20 +40,35 @@ def command_of(args: argparse.Namespace) -> str:
 
 
 def check_remote(args: argparse.Namespace) -> None:
-    """ConfigError when ``--server`` is given to a command that cannot use it, or with ``--store``."""
-    if getattr(args, "server", None) is None:
+    """ConfigError when ``--server`` is given to a command that cannot use it, or with ``--store``,
+    or is ``http://`` to a host other than this machine without ``--insecure`` (the key would
+    cross the network in clear); with ``--insecure``, a warning. Before any connection."""
+    server = getattr(args, "server", None)
+    if server is None:
+        if getattr(args, "insecure", False):
+            raise ConfigError("--insecure goes with --server URL")
         return
     if command_of(args) not in REMOTE:
         raise ConfigError(f"--server works with {', '.join(REMOTE)}; not with {command_of(args)}")
     if getattr(args, "store", None):
         raise ConfigError("--server and --store name two places: give one")
+    if sends_in_clear(server):
+        if not getattr(args, "insecure", False):
+            raise ConfigError(
+                f"--server {server[:80]!r} is http:// to another machine: the API key would be sent in clear; "
+                "use https:// (or give --insecure to go on anyway)"
+            )
+        print(
+            for_terminal(f"warning: --server {server[:80]!r}: the API key is sent in clear (--insecure)"),
+            file=sys.stderr,
+        )
 
 
 def client(args: argparse.Namespace) -> Client:
     key = os.environ.get(KEY_ENV, "").strip()
     if not key:
         raise ConfigError(f"--server needs the API key in ${KEY_ENV} (never on the command line)")
-    return Client(args.server, key, timeout=TIMEOUT)
+    return Client(args.server, key, timeout=TIMEOUT, allow_insecure=bool(getattr(args, "insecure", False)))
 
 
 def _time(value: Any) -> Any:

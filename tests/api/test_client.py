@@ -18,6 +18,12 @@ from evalcore.client import LiveDeployment
 from evalcore.errors import ServiceError, ServiceUnavailable, UnknownDeployment
 from evalcore.service.deployments import Deployment, get_deployment
 
+WAIT = 60.0  #: these tests are about what the client answers, on a loaded machine: not its 5 s default
+
+
+def Client(url: str, key: str | None, max_age: float = 30) -> evalcore.Client:
+    return evalcore.Client(url, key, max_age, timeout=WAIT)
+
 
 @pytest.fixture(scope="module")
 def base_store(tmp_path_factory):
@@ -44,7 +50,7 @@ def _statuses(client: evalcore.Client) -> list[int]:
 
 def test_the_client_deploys_reads_back_and_revalidates_with_304(served):
     url, store, keys = served
-    with evalcore.Client(url, keys["all"]) as admin, evalcore.Client(url, keys["prod"], max_age=0.3) as prod:
+    with Client(url, keys["all"]) as admin, Client(url, keys["prod"], max_age=0.3) as prod:
         first = admin.decide("base", "E/dense", 0.41, note="first")["decision_id"]
         deployed = admin.deploy("production", first)
         assert isinstance(deployed, Deployment) and deployed == get_deployment(store, "production")
@@ -64,6 +70,7 @@ def test_the_client_deploys_reads_back_and_revalidates_with_304(served):
         moved = prod.deployment("production")
         assert (moved.threshold, moved.configuration.label, moved.version) == (0.37, "E/bm25", 2)
         assert seen == [200, 304, 200]
+        assert evalcore.Client(url, None).timeout == 5.0  # production's default: one call waits at most 5 s
         history = admin.deployments()
         assert [(m.from_threshold, m.to_threshold) for m in history[0].moves] == [(0.41, 0.37), (None, 0.41)]
         with pytest.raises(UnknownDeployment):
@@ -78,7 +85,7 @@ def test_the_last_known_value_is_served_stale_while_the_server_is_stopped(base_s
     shutil.copy(base_store, store)
     key = make_key(store, "all", ALL_SCOPES)
     with api_server(store, tmp_path / "server.log") as url:
-        client = evalcore.Client(url, key, max_age=0.2)
+        client = Client(url, key, max_age=0.2)
         client.deploy("production", client.decide("base", "E/dense", 0.43)["decision_id"])
         known = client.deployment("production")
         assert not known.stale and known.threshold == 0.43
@@ -109,13 +116,13 @@ def test_the_last_known_value_is_served_stale_while_the_server_is_stopped(base_s
     assert key not in str(down.value) and key not in repr(client)
     # the server is back: the next revalidation answers fresh again
     with api_server(store, tmp_path / "server2.log") as url2:
-        again = evalcore.Client(url2, key, max_age=0.2)
+        again = Client(url2, key, max_age=0.2)
         assert not again.deployment("production").stale
 
 
 def test_posted_traffic_gets_one_record_a_line_and_an_id_is_stored_once(served):
     url, store, keys = served
-    with evalcore.Client(url, keys["all"]) as admin, evalcore.Client(url, keys["prod"]) as prod:
+    with Client(url, keys["all"]) as admin, Client(url, keys["prod"]) as prod:
         admin.deploy("production", admin.decide("base", "E/dense", 0.5)["decision_id"])
         lines = [{"id": f"q{i}", "query": f"question {i}", "time": f"2026-11-02T10:{i:02d}:00Z"} for i in range(3)]
         lines.append({"id": "bad", "query": "x", "time": "yesterday"})
@@ -133,7 +140,7 @@ def test_posted_traffic_gets_one_record_a_line_and_an_id_is_stored_once(served):
 def test_a_wrong_key_is_refused_and_never_shown(served):
     url, _, _ = served
     secret = "evk_" + "s3cr3t" * 8
-    client = evalcore.Client(url, secret)
+    client = Client(url, secret)
     with pytest.raises(ServiceError) as refused:
         client.runs()
     assert refused.value.status == 401
@@ -212,7 +219,7 @@ def test_upload_and_traffic_import_through_the_server(served, tmp_path):
     again = _remote(url, key, "load-run", str(run_file))
     assert again.returncode == 0, again.stderr
     assert again.stdout.startswith("run ") and "is already in" in again.stdout and "nothing loaded" in again.stdout
-    with evalcore.Client(url, key) as admin:
+    with Client(url, key) as admin:
         admin.deploy("production", admin.decide("base", "E/dense", 0.5)["decision_id"])
     log = tmp_path / "log.jsonl"
     rows = [{"query": f"question {i % 4}", "time": "2026-11-02T10:00:00Z"} for i in range(8)]
@@ -241,7 +248,7 @@ def test_an_evaluation_is_started_watched_and_cancelled_as_records(served):
     from evalcore.service.evaluations import QueuedEvaluation
 
     url, _, keys = served
-    with evalcore.Client(url, keys["all"]) as c:
+    with Client(url, keys["all"]) as c:
         started = c.evaluate({"demo": True, "strategies": "E", "retrievers": "bm25", "name": "from-a-script"})
         assert isinstance(started, QueuedEvaluation) and started.status in ("queued", "running")
         assert c.evaluation(started.evaluation_id).name == "from-a-script"

@@ -60,7 +60,7 @@ FAST = ["--strategies", "E", "--retrievers", "bm25"]
 
 #: command path -> {option or positional: kind}
 TABLE: dict[str, dict[str, str]] = {
-    "": {"--store": "file", "--verbose": "flag", "--version": "flag", "--server": "url"},
+    "": {"--store": "file", "--verbose": "flag", "--version": "flag", "--server": "url", "--insecure": "flag"},
     "demo": {
         "--strategies": "same:run",
         "--retrievers": "same:run",
