@@ -9,6 +9,11 @@ runs before Streamlit's, and hands every request under ``/api/v1`` to the API. T
 ``server.baseUrlPath`` (a dashboard served at ``/evalcore/`` answers the API at
 ``/evalcore/api/v1``). Streamlit's XSRF check and its auth do not cover it: the API checks a key
 on every request itself (:mod:`evalcore.api.auth`).
+
+When the server loads this module it also bounds its own work (docs/DEPLOY.md, "Limits"): its
+connections and the time a request's headers may take (:mod:`evalcore.api.connections`, on
+Streamlit's uvicorn server), and it starts the job runner's :class:`evalcore.jobs.Dispatcher`,
+which starts a queued job when a slot is free (one freed by a job whose process died included).
 """
 
 from __future__ import annotations
@@ -18,13 +23,32 @@ import os
 import streamlit as st
 from starlette.middleware import Middleware
 
+from evalcore import jobs
 from evalcore.api import ApiFirst
+from evalcore.api.connections import guard_server
 from evalcore.api.rate import RATE_ENV, parse_rate
+from evalcore.api.settings import body_deadline, connection_limits
+from evalcore.store import Store
+from evalcore.store.connection import default_store_path
+from evalcore_app.header_guard import HeaderGuard
+
+_dispatcher: jobs.Dispatcher | None = None
 
 
 def api_middleware() -> list[Middleware]:
     """The middleware that serves the API under the dashboard's ``server.baseUrlPath``, over the
-    store the dashboard shows (``$EVALCORE_STORE``)."""
+    store the dashboard shows (``$EVALCORE_STORE``); also guards the server's connections and
+    starts the job dispatcher (once a process). A bad limit variable stops the server at its
+    start, with one line naming it."""
+    global _dispatcher
 
     parse_rate(os.environ.get(RATE_ENV))  # a bad EVALCORE_API_RATE stops the server at its start
-    return [Middleware(ApiFirst, base_url_path=str(st.get_option("server.baseUrlPath") or ""))]
+    jobs.check_settings()
+    body_deadline()
+    guard_server(connection_limits())
+    if _dispatcher is None:
+        _dispatcher = jobs.Dispatcher(Store(default_store_path(), lock_timeout=2.0)).start()
+    return [
+        Middleware(ApiFirst, base_url_path=str(st.get_option("server.baseUrlPath") or "")),
+        Middleware(HeaderGuard),  # after the API: a page request its live connection would refuse says why
+    ]

@@ -1,5 +1,7 @@
 """``/evaluations``: start a run of the built-in pipeline in the job runner (limited to what the New
-run screen allows), watch it, cancel it; over :mod:`evalcore.service.evaluations`."""
+run screen allows), watch it, cancel it; over :mod:`evalcore.service.evaluations`. A start beyond
+the queue's caps (per key, in all: :func:`evalcore.jobs.queue_caps`) is 429 with ``Retry-After``,
+and nothing is queued."""
 
 from __future__ import annotations
 
@@ -12,9 +14,9 @@ from starlette.responses import JSONResponse
 from evalcore.api.auth import Caller, require
 from evalcore.api.jsonout import answer
 from evalcore.api.models import EvaluationIn
-from evalcore.api.problems import from_error
+from evalcore.api.problems import Problem, from_error
 from evalcore.api.runs import location
-from evalcore.errors import EvalcoreError
+from evalcore.errors import EvalcoreError, QueueFull
 from evalcore.service.evaluations import cancel_evaluation, evaluation, start_evaluation
 
 router = APIRouter(tags=["evaluations"])
@@ -22,11 +24,13 @@ router = APIRouter(tags=["evaluations"])
 
 @router.post("/evaluations", status_code=202, summary="queue a run (demo, or a corpus and questions or a question set)")
 async def start(
-    request: Request, body: EvaluationIn, _: Annotated[Caller, Depends(require("evaluate"))]
+    request: Request, body: EvaluationIn, caller: Annotated[Caller, Depends(require("evaluate"))]
 ) -> JSONResponse:
     store = request.app.state.store
     try:
-        started = await run_in_threadpool(start_evaluation, store, body.model_dump(exclude_none=True))
+        started = await run_in_threadpool(start_evaluation, store, body.model_dump(exclude_none=True), caller.key_id)
+    except QueueFull as exc:
+        raise Problem(429, str(exc), "queue-full", headers={"Retry-After": str(exc.retry_after)}) from None
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     where = location(request, f"/evaluations/{started.evaluation_id}")

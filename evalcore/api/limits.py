@@ -1,12 +1,20 @@
 """Every request has a budget: how many bytes its body may hold (checked against
 ``Content-Length`` before a byte is read, and counted while a chunked body streams in), how long
-the whole body may take to arrive, and how many requests a key may make (a token bucket per key,
-``EVALCORE_API_RATE``: :mod:`evalcore.api.rate`). Each limit, when hit, is a problem document
+the whole request may take to arrive, and how many requests a key may make (a token bucket per
+key, ``EVALCORE_API_RATE``: :mod:`evalcore.api.rate`). Each limit, when hit, is a problem document
 naming it.
+
+The arrival deadline is a timer: each wait for the next piece of the body is bounded by the time
+left (``asyncio.wait_for``), so a client that declares 100 bytes, sends 10 and goes silent is
+answered 408 when the deadline passes, not when (if ever) its next chunk comes. The deadline
+counts from the request's first byte when the server says when that was
+(:data:`~evalcore.api.settings.ARRIVAL_KEY` in the scope's extensions: :mod:`evalcore.api.connections`, which also
+bounds the time the headers may take), else from when the headers were read.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Callable
@@ -14,6 +22,7 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalcore.api.problems import Problem, response
+from evalcore.api.settings import ARRIVAL_KEY, BODY_DEADLINE, BODY_DEADLINE_ENV, body_deadline
 from evalcore.errors import ConfigError
 
 MB = 1024 * 1024
@@ -25,10 +34,9 @@ MAX_TRAFFIC_LINES = 1000
 #: A run file (``POST /runs``); ``EVALCORE_API_MAX_RUN_BYTES`` changes it.
 MAX_RUN_FILE = 512 * MB
 MAX_RUN_FILE_ENV = "EVALCORE_API_MAX_RUN_BYTES"
-#: Seconds a whole body may take to arrive (a client sending a byte a second is cut off);
-#: ``EVALCORE_API_BODY_SECONDS`` changes it.
-BODY_DEADLINE = 120.0
-BODY_DEADLINE_ENV = "EVALCORE_API_BODY_SECONDS"
+#: Seconds a wait for a part of the body may take when the app asks for it after the deadline
+#: (the part may be waiting already; one still to come is too late).
+GRACE = 0.5
 
 
 def run_file_limit() -> int:
@@ -38,17 +46,6 @@ def run_file_limit() -> int:
     if not raw.isdigit() or int(raw) <= 0:
         raise ConfigError(f"{MAX_RUN_FILE_ENV} must be a positive number of bytes, got {raw!r}")
     return int(raw)
-
-
-def body_deadline() -> float:
-    raw = os.environ.get(BODY_DEADLINE_ENV, "").strip()
-    try:
-        value = float(raw) if raw else BODY_DEADLINE
-    except ValueError:
-        value = -1.0
-    if not 0 < value < 86400:
-        raise ConfigError(f"{BODY_DEADLINE_ENV} must be a number of seconds in (0, 86400), got {raw!r}")
-    return value
 
 
 def body_limit(path: str) -> tuple[int, str]:
@@ -61,10 +58,17 @@ def body_limit(path: str) -> tuple[int, str]:
     return MAX_JSON, f"a request body may be at most {MAX_JSON:,} bytes"
 
 
+def arrival(scope: Scope) -> float | None:
+    """When the request's first byte arrived (``time.monotonic()``), if its server said so."""
+    value = (scope.get("extensions") or {}).get(ARRIVAL_KEY)
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 class BodyLimit:
     """ASGI wrapper: refuses a body over its path's limit (413) before reading it when its
-    ``Content-Length`` says so, and stops reading one that streams past the limit or past
-    :data:`BODY_DEADLINE` seconds (408)."""
+    ``Content-Length`` says so, stops reading one that streams past the limit (413), and answers
+    408 (closing the connection) when the whole request has not arrived within
+    :data:`BODY_DEADLINE` seconds: a timer bounds every wait for the body."""
 
     def __init__(self, app: ASGIApp, limit: Callable[[str], tuple[int, str]] = body_limit) -> None:
         self.app = app
@@ -88,19 +92,48 @@ class BodyLimit:
             await response(413, f"the body is {length:,} bytes; {words}", "too-large")(scope, receive, send)
             return
         seen = 0
-        began = time.monotonic()
+        due = (arrival(scope) or time.monotonic()) + self.deadline
+        whole = False  # the body has arrived: later receives wait for a disconnect, with no deadline
 
         async def counted() -> Message:
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, whole
+            if whole:
+                return await receive()
+            try:  # a part already received is still taken after the deadline (within the grace)
+                message = await asyncio.wait_for(receive(), max(GRACE, due - time.monotonic()))
+            except TimeoutError:
+                raise self.too_slow() from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > cap:
                     raise Problem(413, f"the body passed {cap:,} bytes; {words}", "too-large")
-                if message.get("more_body") and time.monotonic() - began > self.deadline:
-                    raise Problem(
-                        408, f"the body took more than {self.deadline:g} s to arrive ({BODY_DEADLINE_ENV})", "too-slow"
-                    )
+                whole = not message.get("more_body", False)
+                if not whole and time.monotonic() > due:
+                    raise self.too_slow()
+            else:
+                whole = True
             return message
 
         await self.app(scope, counted, send)
+
+    def too_slow(self) -> Problem:
+        """408, closing the connection (the rest of the body is not waited for)."""
+        return Problem(
+            408,
+            f"the request took more than {self.deadline:g} s to arrive ({BODY_DEADLINE_ENV})",
+            "too-slow",
+            headers={"Connection": "close"},
+        )
+
+
+__all__ = [
+    "ARRIVAL_KEY",
+    "BODY_DEADLINE",
+    "BODY_DEADLINE_ENV",
+    "GRACE",
+    "BodyLimit",
+    "arrival",
+    "body_deadline",
+    "body_limit",
+    "run_file_limit",
+]

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalcore.api.rate import RATE_ENV, parse_rate
+from evalcore.api.settings import body_deadline, connection_limits
 from evalcore.cli.shared.options import integer
 from evalcore.errors import InputError
+from evalcore.jobs.queue import check_settings
 from evalcore.store.connection import default_store_path
 
 if TYPE_CHECKING:
@@ -96,6 +98,9 @@ def serve(port: int, address: str, store: str | None, browser: bool) -> None:
     argv = command(port, address, browser)
     env = environment(store)
     parse_rate(env.get(RATE_ENV))  # ConfigError, one line, before anything starts
+    check_settings()  # EVALCORE_MAX_JOBS and the queue's caps (docs/DEPLOY.md, "Limits")
+    connection_limits()
+    body_deadline()
     if not is_loopback(address):
         print(
             f"warning: the dashboard listens on {address}, reachable from other machines, and has no "
@@ -118,7 +123,10 @@ def add_dashboard(sub: Subparsers) -> None:
         help="open the dashboard (Streamlit) on this machine",
         description="Serve the dashboard on ADDRESS:PORT (default 127.0.0.1: this machine only; it has no "
         "login, see docs/DEPLOY.md before serving a team) over the store (--store, "
-        "$EVALCORE_STORE, else runs/evalcore.duckdb of the current folder). Ctrl-C stops it.",
+        "$EVALCORE_STORE, else runs/evalcore.duckdb of the current folder). Ctrl-C stops it. "
+        "Its limits are environment variables (docs/DEPLOY.md, Limits): $EVALCORE_MAX_JOBS, "
+        "$EVALCORE_QUEUE_MAX, $EVALCORE_QUEUE_PER_KEY, $EVALCORE_MAX_CONNECTIONS, $EVALCORE_HEADER_SECONDS, "
+        "$EVALCORE_API_BODY_SECONDS; a bad value stops it at its start.",
     )
     sp.add_argument(
         "--port", type=integer("--port", 1, 65535), default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})"

@@ -22,8 +22,10 @@ def add_job(sub: Subparsers) -> None:
     sp = sub.add_parser(
         "job",
         help="execute a queued dashboard job (started by the dashboard)",
-        description="Wait for a free slot ($EVALCORE_MAX_JOBS, default 1), run the queued "
-        "job JOB_ID and record its outcome. Exit 0 complete, 1 cancelled, 2 failed.",
+        description="Run the job JOB_ID and record its outcome, then start the next queued job. The "
+        "runner starts this command when a slot is free; started by hand on a queued job, it waits for a "
+        "free slot ($EVALCORE_MAX_JOBS, default: a slot per core, as far as 1.5 GiB of memory each allows). "
+        "Exit 0 complete, 1 cancelled, 2 failed.",
     )
     sp.add_argument("job_id", metavar="JOB_ID", help="id of a queued job in the store")
     sp.set_defaults(func=cmd_job)

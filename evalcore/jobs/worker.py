@@ -1,4 +1,7 @@
-"""A job's own process (``python -m evalcore job JOB_ID``): wait for a slot, run, record. A job
+"""A job's own process (``python -m evalcore job JOB_ID``): take its slot, run, record, and start
+the next queued job (:func:`evalcore.jobs.queue.dispatch`) on its way out. The runner starts it
+with a slot already given (:func:`evalcore.store.jobs.reserve_next`); started by hand, it waits
+for one, polling. A job
 is a run (its RunSpec executed) or, of kind ``traffic``, the replay of the queries posted to a
 deployment (:func:`evalcore.traffic.posted.replay_posted`).
 
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from evalcore import signals
 from evalcore.errors import EvalcoreError, Interrupted, RunInterrupted, StoreError
-from evalcore.jobs.queue import POLL_SECONDS, max_jobs
+from evalcore.jobs.queue import POLL_SECONDS, dispatch, max_jobs
 from evalcore.run.execute import execute
 from evalcore.run.spec import RunSpec
 from evalcore.store import Store as _Store
@@ -25,6 +28,8 @@ from evalcore.store.jobs import cancel_requested, claim_slot, finish_job, job_to
 from evalcore.traffic.posted import replay_posted
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from evalcore.store import Store
 
 log = logging.getLogger(__name__)
@@ -53,10 +58,18 @@ class CancelWatch:
 
 
 def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
-    """Wait for a slot, run the job, record how it ended; returns the final status.
+    """Take the job's slot (or wait for one), run the job, record how it ended, start the next
+    queued job; returns the final status.
 
     Any error is recorded as the job's reason before it is raised again (the CLI then
     prints it as one line)."""
+    try:
+        return _recorded(store, job_id, slots)
+    finally:
+        _next(store)
+
+
+def _recorded(store: Store, job_id: str, slots: int | None) -> str:
     try:
         with signals.handled():
             return _run(store, job_id, slots)
@@ -80,6 +93,15 @@ def run_job(store: Store, job_id: str, slots: int | None = None) -> str:
         raise
 
 
+def _next(store: Store) -> None:
+    """Start the next queued job in the slot this one leaves (best effort: the dashboard's server
+    looks for free slots too)."""
+    try:
+        dispatch(store)
+    except Exception as exc:  # noqa: BLE001 - how this job ended matters more
+        log.warning("could not start the next queued job: %s", exc)
+
+
 def _record(store: Store, job_id: str, status: str, reason: str) -> None:
     try:
         finish_job(store, job_id, status, reason)
@@ -100,10 +122,11 @@ def _run(store: Store, job_id: str, slots: int | None) -> str:
     if found is None:
         raise StoreError(f"no job {job_id!r} in {store.path}")
     run_id, name, spec_json, kind, deployment = found
-    slots = slots or max_jobs()
+    limit: Callable[[int], int] = max_jobs if slots is None else (lambda _running: slots)
+    limit(0)  # a bad $EVALCORE_MAX_JOBS fails the job here, before anything runs
     poll = _Store(store.path, lock_timeout=2.0)
     while True:
-        status, _ = claim_slot(store, job_id, slots)
+        status, _ = claim_slot(store, job_id, limit)
         if status != "queued":
             break
         time.sleep(POLL_SECONDS)

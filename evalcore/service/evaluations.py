@@ -82,10 +82,12 @@ def _text(fields: Mapping[str, Any], name: str) -> str | None:
     return value.strip() or None
 
 
-def start_evaluation(store: Store, fields: Mapping[str, Any]) -> QueuedEvaluation:
+def start_evaluation(store: Store, fields: Mapping[str, Any], queued_by: str | None = None) -> QueuedEvaluation:
     """Validate the inputs ``fields`` name (see the module docstring) as the New run screen does,
-    queue the run in the job runner and start its process; returns the queued evaluation.
-    InputError or ConfigError naming the field for anything the screen would refuse."""
+    queue the run in the job runner (started at once when a slot is free); returns the queued
+    evaluation. InputError or ConfigError naming the field for anything the screen would refuse;
+    QueueFull, with nothing queued, when the queue holds as many jobs as it takes in all or for
+    the key ``queued_by`` (:func:`evalcore.jobs.queue_caps`)."""
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise ConfigError(f"{unknown[0]}: not a field an evaluation takes (it takes {', '.join(FIELDS)})")
@@ -110,7 +112,7 @@ def start_evaluation(store: Store, fields: Mapping[str, Any]) -> QueuedEvaluatio
         raise InputError("questions: a questions file inside the operator's data roots (or a dataset) is required")
     else:
         prepared = jobs.prepare_paths(corpus, questions, ood, strategies, retrievers)
-    job_id = jobs.submit(store, prepared, name)
+    job_id = jobs.submit(store, prepared, name, queued_by=queued_by)
     return evaluation(store, job_id)
 
 

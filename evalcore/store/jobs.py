@@ -1,17 +1,26 @@
-"""The ``jobs`` table (migration 0002): a job queued, given its process, claimed a slot in,
-staged, cancelled and finished: the one API of the queue's rows (:mod:`evalcore.jobs.queue`
-submits, lists and sizes the slots; the worker claims, stages and finishes through these).
-The reaper (:mod:`evalcore.store.connection`) marks jobs whose process is gone."""
+"""The ``jobs`` table (migrations 0002, 0015): a job queued (within the queue's caps), given a
+slot and its process, staged, cancelled and finished: the one API of the queue's rows
+(:mod:`evalcore.jobs.queue` submits, lists, sizes the slots and starts the processes; the worker
+claims, stages and finishes through these). The reaper (:mod:`evalcore.store.connection`) marks
+jobs whose process is gone.
+
+A queued job has no process (``pid`` NULL) until :func:`reserve_next` gives it a slot: the job
+becomes ``running`` (stage ``starting``) under the pid of the process that starts it, which then
+hands the row to the job's own process (:func:`hand_over`). Only a job started by hand
+(``evalcore job JOB_ID``) waits for a slot in a process of its own (:func:`claim_slot`)."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalcore.errors import StoreError
+from evalcore.errors import QueueFull, StoreError
 from evalcore.store.basics import now, one_row
 
 if TYPE_CHECKING:
@@ -21,20 +30,74 @@ if TYPE_CHECKING:
     from evalcore.store.connection import Connection
 
 
-def insert(store: Connection, job_id: str, name: str, spec: str) -> None:
-    """A new ``queued`` job (its run id is its job id) on this host."""
+@dataclass(frozen=True, slots=True)
+class QueueCaps:
+    """How many jobs may be queued or running at once: ``total`` in all, ``per_key`` for one API
+    key (jobs queued without a key count toward ``total`` only)."""
+
+    total: int
+    per_key: int
+
+
+#: Seconds a caller over a cap is told to wait when no job has finished yet to time one by.
+DEFAULT_RETRY_AFTER = 30
+
+
+def insert(
+    store: Connection,
+    job_id: str,
+    name: str,
+    spec: str,
+    queued_by: str | None = None,
+    caps: QueueCaps | None = None,
+) -> None:
+    """A new ``queued`` job (its run id is its job id) on this host, queued by the API key
+    ``queued_by`` (None: the screen or the CLI). With ``caps``, QueueFull (and nothing written)
+    when the queue already holds ``caps.total`` active jobs, or ``caps.per_key`` of that key's:
+    counted and written in one transaction."""
     with store.transaction() as con:
+        if caps is not None:
+            total = one_row(con, "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running')")[0]
+            if total >= caps.total:
+                raise QueueFull(
+                    f"the job queue is full: {total} jobs are queued or running, the most the server takes "
+                    f"(${TOTAL_ENV}); try again later",
+                    _retry_after(con),
+                )
+            if queued_by is not None:
+                mine = one_row(
+                    con,
+                    "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running') AND queued_by = ?",
+                    [queued_by],
+                )[0]
+                if mine >= caps.per_key:
+                    raise QueueFull(
+                        f"this key has {mine} evaluations queued or running, the most one key may have "
+                        f"(${PER_KEY_ENV}); try again when one has ended",
+                        _retry_after(con),
+                    )
         con.execute(
-            "INSERT INTO jobs (job_id, run_id, name, status, stage, created_at, spec, host) "
-            "VALUES (?, ?, ?, 'queued', 'queued', ?, ?, ?)",
-            [job_id, job_id, name, now(), spec, socket.gethostname()],
+            "INSERT INTO jobs (job_id, run_id, name, status, stage, created_at, spec, host, queued_by) "
+            "VALUES (?, ?, ?, 'queued', 'queued', ?, ?, ?, ?)",
+            [job_id, job_id, name, now(), spec, socket.gethostname(), queued_by],
         )
 
 
-def set_pid(store: Connection, job_id: str, pid: int) -> None:
-    """The process started for a job (unless its process already recorded its own)."""
-    with store.connect() as con:
-        con.execute("UPDATE jobs SET pid = ? WHERE job_id = ? AND pid IS NULL", [pid, job_id])
+#: The variables that set :class:`QueueCaps` (read by :func:`evalcore.jobs.queue.queue_caps`).
+TOTAL_ENV = "EVALCORE_QUEUE_MAX"
+PER_KEY_ENV = "EVALCORE_QUEUE_PER_KEY"
+
+
+def _retry_after(con: duckdb.DuckDBPyConnection) -> int:
+    """About how long one job takes here: the median run time of the last 20 jobs that ended
+    (:data:`DEFAULT_RETRY_AFTER` when none has), in whole seconds from 1 to 3600."""
+    found = one_row(
+        con,
+        "SELECT median(epoch(finished_at) - epoch(started_at)) FROM (SELECT started_at, finished_at FROM jobs "
+        "WHERE started_at IS NOT NULL AND finished_at IS NOT NULL ORDER BY finished_at DESC LIMIT 20)",
+    )[0]
+    seconds = DEFAULT_RETRY_AFTER if found is None else float(found)
+    return int(min(3600, max(1, math.ceil(seconds))))
 
 
 CANCELLED_BEFORE_START = "cancelled by the user before it started"
@@ -61,17 +124,76 @@ def cancel_job(store: Connection, job_id: str, reason: str = CANCELLED_BEFORE_ST
         return status
 
 
-def claim_slot(store: Connection, job_id: str, slots: int) -> tuple[str, int]:
-    """Move ``job_id`` from queued to running in one transaction (dead jobs reaped first) when
-    fewer than ``slots`` run and it is the oldest queued job; returns its status afterwards and
-    its place in the queue (0 when not queued)."""
+def reserve_next(store: Connection, slots: Callable[[int], int], starter: int) -> str | None:
+    """Give the oldest queued job a slot, in one transaction (dead jobs reaped first), when fewer
+    jobs run than ``slots(running)`` allows: it becomes ``running`` (stage ``starting``) under the
+    pid ``starter`` of the process that is about to start it; returns its id. None when no slot
+    is free, no job is queued, or the oldest queued job waits in a process of its own (started
+    by hand: it claims the slot itself, in order)."""
     with store.transaction() as con:
         store.reap(con)
-        found = con.execute("SELECT status FROM jobs WHERE job_id = ?", [job_id]).fetchall()
+        running = one_row(con, "SELECT count(*) FROM jobs WHERE status = 'running'")[0]
+        if running >= slots(running):
+            return None
+        found = con.execute(
+            "SELECT job_id, pid FROM jobs WHERE status = 'queued' ORDER BY created_at, job_id LIMIT 1"
+        ).fetchall()
+        if not found or found[0][1] is not None:
+            return None
+        job_id = str(found[0][0])
+        con.execute(
+            "UPDATE jobs SET status = 'running', started_at = ?, pid = ?, host = ?, stage = 'starting' "
+            "WHERE job_id = ?",
+            [now(), starter, socket.gethostname(), job_id],
+        )
+        return job_id
+
+
+def hand_over(store: Connection, job_id: str, starter: int, pid: int) -> None:
+    """The process ``pid`` started for ``job_id`` by ``starter`` now owns its row (unless it
+    took the row over already)."""
+    with store.connect() as con:
+        con.execute(
+            "UPDATE jobs SET pid = ? WHERE job_id = ? AND status = 'running' AND pid = ?", [pid, job_id, starter]
+        )
+
+
+def queued_waiting(store: Connection) -> tuple[int, int]:
+    """(jobs running, queued jobs without a process) now: whether :func:`reserve_next` may have
+    work (read only, so the look costs no write lock)."""
+    with store.read() as con:
+        running, waiting = one_row(
+            con,
+            "SELECT count(*) FILTER (status = 'running'), count(*) FILTER (status = 'queued' AND pid IS NULL) "
+            "FROM jobs",
+        )
+    return int(running), int(waiting)
+
+
+def claim_slot(store: Connection, job_id: str, slots: Callable[[int], int]) -> tuple[str, int]:
+    """The job's own process takes its row: a job given a slot by :func:`reserve_next` (running,
+    under this process's pid or its parent's, the process that started it) is taken over at once;
+    a queued one (started by hand) moves to running in one transaction (dead jobs reaped first)
+    when fewer than ``slots(running)`` run and it is the oldest queued job. Returns its status afterwards
+    (``running`` when this process is to run it; a job running in another process is
+    ``elsewhere``) and its place in the queue (0 when not queued)."""
+    me, parent = os.getpid(), os.getppid()
+    with store.transaction() as con:
+        store.reap(con)
+        found = con.execute("SELECT status, pid FROM jobs WHERE job_id = ?", [job_id]).fetchall()
         if not found:
             raise StoreError(f"no job {job_id!r} in {store.path}")
-        if found[0][0] != "queued":
-            return found[0][0], 0
+        status, pid = found[0]
+        if status == "running":
+            if pid in (me, parent):
+                con.execute(
+                    "UPDATE jobs SET pid = ?, host = ? WHERE job_id = ?",
+                    [me, socket.gethostname(), job_id],
+                )
+                return "running", 0
+            return "elsewhere", 0
+        if status != "queued":
+            return str(status), 0
         running = one_row(con, "SELECT count(*) FROM jobs WHERE status = 'running'")[0]
         queue = [
             r[0]
@@ -80,18 +202,19 @@ def claim_slot(store: Connection, job_id: str, slots: int) -> tuple[str, int]:
             ).fetchall()
         ]
         place = queue.index(job_id) + 1
-        if running < slots and place == 1:
+        allowed = slots(running)
+        if running < allowed and place == 1:
             con.execute(
                 "UPDATE jobs SET status = 'running', started_at = ?, pid = ?, host = ?, stage = ? WHERE job_id = ?",
-                [now(), os.getpid(), socket.gethostname(), "starting", job_id],
+                [now(), me, socket.gethostname(), "starting", job_id],
             )
             return "running", 0
-        stage = (
-            f"waiting: {running} of {slots} slots busy"
+        waiting = (
+            f"waiting: {running} of {allowed} slots busy"
             if place == 1
             else f"waiting: {place - 1} job{'s' if place > 2 else ''} ahead"
         )
-        con.execute("UPDATE jobs SET stage = ?, pid = ? WHERE job_id = ?", [stage, os.getpid(), job_id])
+        con.execute("UPDATE jobs SET stage = ?, pid = ? WHERE job_id = ?", [waiting, me, job_id])
         return "queued", place
 
 

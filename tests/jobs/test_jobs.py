@@ -85,8 +85,16 @@ def test_job_command_has_help_text(capsys):
 
 
 def test_max_jobs_reads_the_environment(monkeypatch):
+    from evalcore.jobs import queue
+
     monkeypatch.delenv("EVALCORE_MAX_JOBS", raising=False)
-    assert jobs.max_jobs() == 1
+    # the machine's rule: a slot per core, as far as 1.5 GiB each of the memory available allows
+    free = queue.available_memory()
+    assert free is not None
+    expected = max(1, min(queue.cores(), free // queue.JOB_MEMORY))
+    assert jobs.max_jobs() == expected
+    # the memory the running jobs hold already counts as theirs, never beyond the cores
+    assert jobs.max_jobs(running=1) == max(1, min(queue.cores(), 1 + free // queue.JOB_MEMORY))
     monkeypatch.setenv("EVALCORE_MAX_JOBS", "3")
     assert jobs.max_jobs() == 3
     for bad in ("0", "-1", "two"):
