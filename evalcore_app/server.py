@@ -18,15 +18,13 @@ which starts a queued job when a slot is free (one freed by a job whose process 
 
 from __future__ import annotations
 
-import os
-
 import streamlit as st
 from starlette.middleware import Middleware
 
 from evalcore import jobs
 from evalcore.api import ApiFirst
 from evalcore.api.connections import guard_server
-from evalcore.api.rate import RATE_ENV, parse_rate
+from evalcore.api.rate import check_rates
 from evalcore.api.settings import body_deadline, connection_limits
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
@@ -42,7 +40,7 @@ def api_middleware() -> list[Middleware]:
     start, with one line naming it."""
     global _dispatcher
 
-    parse_rate(os.environ.get(RATE_ENV))  # a bad EVALCORE_API_RATE stops the server at its start
+    check_rates()  # a bad rate variable (EVALCORE_API_RATE, _GLOBAL_RATE, _AUTH_FAILURES) stops the server
     jobs.check_settings()
     body_deadline()
     guard_server(connection_limits())

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.api.rate import RATE_ENV, parse_rate
+from evalcore.api.rate import check_rates
 from evalcore.api.settings import body_deadline, connection_limits
 from evalcore.cli.shared.options import integer
 from evalcore.errors import InputError
@@ -97,7 +97,7 @@ def serve(port: int, address: str, store: str | None, browser: bool) -> None:
     """Replace this process with Streamlit serving the dashboard (does not return)."""
     argv = command(port, address, browser)
     env = environment(store)
-    parse_rate(env.get(RATE_ENV))  # ConfigError, one line, before anything starts
+    check_rates()  # the API's three rate variables: ConfigError, one line, before anything starts
     check_settings()  # EVALCORE_MAX_JOBS and the queue's caps (docs/DEPLOY.md, "Limits")
     connection_limits()
     body_deadline()

@@ -385,6 +385,16 @@ BAD_SETTINGS = [
     ),
     ("EVALCORE_HEADER_SECONDS", "nan", "EVALCORE_HEADER_SECONDS must be a number of seconds in (0, 3600], got 'nan'"),
     ("EVALCORE_API_BODY_SECONDS", "0", "EVALCORE_API_BODY_SECONDS must be a number of seconds in (0, 86400), got '0'"),
+    (
+        "EVALCORE_API_GLOBAL_RATE",
+        "bogus",
+        "EVALCORE_API_GLOBAL_RATE must be R or R/B (requests a second, burst), both positive; got 'bogus'",
+    ),
+    (
+        "EVALCORE_API_AUTH_FAILURES",
+        "0/5",
+        "EVALCORE_API_AUTH_FAILURES must be R or R/B (requests a second, burst), both positive; got '0/5'",
+    ),
 ]
 
 
