@@ -85,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the evaluation service to use instead of a local store (gate, load-run, traffic import, list, "
         "show, threshold); the key is read from $EVALCORE_API_KEY",
     )
+    p.add_argument(
+        "--insecure",
+        action="store_true",
+        help="with --server http:// to a host other than this machine: go on although the key is sent in clear",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     # every command's parser is a Parser too (argparse makes them of the type of p), typed as argparse's
     sub = cast("Subparsers", p.add_subparsers(dest="command", required=True, metavar="COMMAND"))

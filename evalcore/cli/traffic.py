@@ -29,7 +29,7 @@ from evalcore.progress import BarProgress
 from evalcore.read.decisions import latest_decision
 from evalcore.read.refs import resolve_run
 from evalcore.read.traffic.stored import export_frame
-from evalcore.traffic.check import run_check
+from evalcore.traffic.check import CheckReport, run_check, run_deployment_check
 from evalcore.traffic.forgetting import forget
 from evalcore.traffic.log import FORMATS, LogFields
 from evalcore.traffic.replay import import_log
@@ -77,7 +77,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     share = None if share is None else bounded_float(share, option="--max-refused-share", low=0.0, high=1.0)
     t = args.threshold
     t = None if t is None else bounded_float(t, option="--threshold", low=-math.inf, high=math.inf)
-    report = run_check(open_store(args), args.run, args.period, t, share)
+    report: CheckReport
+    if args.deployment is not None:
+        if t is not None:
+            raise ConfigError(
+                "--threshold and --deployment: a deployment is judged at its deployed t; drop --threshold "
+                "(or judge another t with --run RUN:STRATEGY/RETRIEVER --threshold T)"
+            )
+        report = run_deployment_check(open_store(args), args.deployment, args.period, share, args.include_partial)
+    else:
+        if args.include_partial:
+            raise ConfigError(
+                "--include-partial goes with --deployment NAME (--run judges the last period, ended or not)"
+            )
+        report = run_check(open_store(args), args.run, args.period, t, share)
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
     else:
@@ -181,15 +194,33 @@ def add_parser(sub: Any) -> None:
 
     sp = tsub.add_parser(
         "check",
-        help="exit 1 when the last period refuses too much or drifted (for a scheduled job)",
-        description="Cut stored traffic into periods from 00:00 UTC of the earliest query's day; exit 1 when the "
-        f"last period's refused share is above --max-refused-share or its gate values drifted (KS, alpha {ALPHA:g}, "
-        "Holm over the tests run), 0 otherwise, 2 on bad input.",
+        help="exit 1 when a deployment's (or a configuration's) last period refuses too much or drifted",
+        description="With --deployment NAME: the lines that deployment posted while its current version was "
+        "deployed, at that version's decision (t and configuration), in periods from 00:00 UTC of the version's "
+        "first day; only the last period that has ended is judged (--include-partial: the periods not ended "
+        "too). With --run: every stored line of the configuration, in periods from 00:00 UTC of the earliest "
+        "query's day; the last period is judged. Exit 1 when a judged period's refused share is above "
+        f"--max-refused-share or its gate values drifted (KS, alpha {ALPHA:g}, Holm over the tests run), 0 "
+        "otherwise, 2 on bad input. See docs/TRAFFIC.md.",
     )
-    sp.add_argument("--run", required=True, help="RUN or RUN:STRATEGY/RETRIEVER")
+    which = sp.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--deployment",
+        default=None,
+        metavar="NAME",
+        help="judge this deployment's current version on the lines it posted (its decision's t and configuration)",
+    )
+    which.add_argument("--run", default=None, help="RUN or RUN:STRATEGY/RETRIEVER: every stored line of it")
     sp.add_argument("--period", default="7d", help="period length: 7d, 1d, 12h, 2w (default 7d)")
-    sp.add_argument("--threshold", default=None, help="a number (default: the configuration's latest decision)")
+    sp.add_argument(
+        "--threshold", default=None, help="with --run: a number (default: the configuration's latest decision)"
+    )
     sp.add_argument("--max-refused-share", default=None, help="fail above this share, in [0, 1]")
+    sp.add_argument(
+        "--include-partial",
+        action="store_true",
+        help="with --deployment: judge the periods that have not ended yet too (default: only the last ended one)",
+    )
     sp.add_argument("--json", action="store_true", help="print the report as JSON")
     sp.set_defaults(func=cmd_check)
 

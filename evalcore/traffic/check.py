@@ -12,19 +12,41 @@ The **last** period fails the check when
 
 T is ``--threshold``, else the configuration's latest saved decision; neither: ConfigError
 (exit 2). Exit codes: 1 when the check fails, 0 when it passes, 2 on bad input.
+
+**A deployment's check** (:func:`run_deployment_check`, ``traffic check --deployment NAME``)
+judges production as it runs: the deployment's current version (its decision's threshold and
+configuration, :mod:`evalcore.read.traffic.versions`), and only the lines that deployment
+posted and that were asked while that version was deployed (from its ``deployed_at`` on). Its
+periods start at 00:00 UTC of the version's first day and run on to the one holding ``now``.
+A period is **complete** once its end has passed (``end <= now``); only the last complete
+period is judged (each period once, when it ends, for a scheduled job), and the periods after
+it, which have not ended, are skipped as partial unless ``include_partial``. The two rules of
+the last period above apply to each judged period, its KS tests Holm-adjusted within the period
+(the Traffic screen's "moved" flag).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from evalcore.errors import ConfigError
+from evalcore.boundary.text import check_name, for_terminal
+from evalcore.errors import ConfigError, UnknownDeployment
 from evalcore.measures.drift import parse_period
 from evalcore.measures.stats import ALPHA, format_p_plain, holm
 from evalcore.read.decisions import latest_decision
 from evalcore.read.traffic.periods import periods as period_rows
+from evalcore.read.traffic.versions import (
+    DeployedVersion,
+    deployed_version,
+    iso,
+    pending_lines,
+    version_lines,
+)
+from evalcore.store.deployments import sorted_names
 from evalcore.traffic.target import resolve_target
 
 if TYPE_CHECKING:
@@ -58,22 +80,38 @@ class CheckReport:
     def text(self) -> str:
         out = [f"traffic check of {self.configuration} at t = {self.threshold:.4f} ({self.threshold_source})"]
         for p, padj in zip(self.periods, self.adjusted or [None] * len(self.periods), strict=True):
-            ks = (
-                "n/a"
-                if p["ks_pvalue"] is None
-                else f"D = {p['ks_statistic']:.3f}, p = {format_p_plain(p['ks_pvalue'])}"
-                + (f", Holm-adjusted p = {format_p_plain(padj)}" if padj is not None else "")
-            )
-            share = "n/a" if p["refused_share"] is None else f"{p['refused_share']:.1%}"
-            out.append(
-                f"  {p['start']} .. {p['end']}: {p['queries']} queries, {p['refused']} refused ({share}); KS {ks}"
-            )
+            out.append(_period_line(p, padj))
         out.append("FAILED: " + "; ".join(self.reasons) if self.failed else "passed: the last period holds")
         return "\n".join(out)
 
 
+def _period_line(p: dict[str, Any], padj: float | None) -> str:
+    """One period of the text report: its span, queries, refused share and KS test."""
+    ks = (
+        "n/a"
+        if p["ks_pvalue"] is None
+        else f"D = {p['ks_statistic']:.3f}, p = {format_p_plain(p['ks_pvalue'])}"
+        + (f", Holm-adjusted p = {format_p_plain(padj)}" if padj is not None else "")
+    )
+    share = "n/a" if p["refused_share"] is None else f"{p['refused_share']:.1%}"
+    return f"  {p['start']} .. {p['end']}: {p['queries']} queries, {p['refused']} refused ({share}); KS {ks}"
+
+
 def _number(value: float) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def _period(row: Mapping[Hashable, Any]) -> dict[str, Any]:
+    """A period of the JSON report, from a row of :func:`evalcore.read.traffic.periods.periods`."""
+    return {
+        "start": iso(row["start"]),
+        "end": iso(row["end"]),
+        "queries": int(row["queries"]),
+        "refused": int(row["refused"]),
+        "refused_share": _number(row["refused_share"]),
+        "ks_statistic": _number(row["ks_statistic"]),
+        "ks_pvalue": _number(row["ks_pvalue"]),
+    }
 
 
 def run_check(
@@ -106,17 +144,7 @@ def run_check(
         raise ConfigError(f"run {target.run_id} configuration {config.label} has no stored traffic; import a log first")
     report = CheckReport(config.label, float(threshold), threshold_source=source)
     for row in frame.to_dict("records"):
-        report.periods.append(
-            {
-                "start": row["start"].strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "end": row["end"].strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "queries": int(row["queries"]),
-                "refused": int(row["refused"]),
-                "refused_share": _number(row["refused_share"]),
-                "ks_statistic": _number(row["ks_statistic"]),
-                "ks_pvalue": _number(row["ks_pvalue"]),
-            }
-        )
+        report.periods.append(_period(row))
         report.adjusted.append(_number(row["ks_padj"]))
     last = frame.iloc[-1]
     share = float(last["refused_share"])
@@ -140,3 +168,170 @@ def run_check(
             )
     report.failed = bool(report.reasons)
     return report
+
+
+# --- a deployment's check ------------------------------------------------------------------------
+
+
+@dataclass
+class DeploymentReport(CheckReport):
+    """:class:`CheckReport` of a deployment's current version (:func:`run_deployment_check`):
+    which version, as of when, which periods were judged and which were skipped as partial."""
+
+    version: DeployedVersion | None = None
+    as_of: datetime | None = None
+    period: str = ""
+    include_partial: bool = False
+    judged: list[int] = field(default_factory=list)  #: indices into ``periods``
+    partial: list[int] = field(default_factory=list)  #: indices into ``periods`` (not ended at ``as_of``)
+    notes: list[str] = field(default_factory=list)
+
+    def _spans(self, which: list[int]) -> list[dict[str, str]]:
+        return [{"start": self.periods[i]["start"], "end": self.periods[i]["end"]} for i in which]
+
+    def as_json(self) -> dict[str, Any]:
+        """The keys of docs/TRAFFIC.md "A deployment's check"."""
+        assert self.version is not None and self.as_of is not None
+        return {
+            **self.version.to_json(),
+            "as_of": iso(self.as_of),
+            "period": self.period,
+            "include_partial": self.include_partial,
+            "periods": [
+                {**p, "complete": i not in self.partial, "judged": i in self.judged} for i, p in enumerate(self.periods)
+            ],
+            "judged": self._spans(self.judged),
+            "partial": self._spans(self.partial),
+            "failed": self.failed,
+            "reasons": self.reasons,
+            "notes": self.notes,
+        }
+
+    def text(self) -> str:
+        v = self.version
+        assert v is not None
+        out = [
+            for_terminal(
+                f"traffic check of deployment {v.name} version {v.version} (decision {v.decision_id}: "
+                f"run {v.run_id} {v.configuration.label} at t = {v.threshold:.4f}), lines asked since "
+                f"{v.deployed_at:%Y-%m-%d %H:%M:%S} UTC"
+            )
+        ]
+        for i, (p, padj) in enumerate(zip(self.periods, self.adjusted, strict=True)):
+            mark = " [judged]" if i in self.judged else " [partial: not judged]" if i in self.partial else ""
+            out.append(_period_line(p, padj) + mark)
+        out += [f"note: {for_terminal(n)}" for n in self.notes]
+        if self.failed:
+            out.append("FAILED: " + "; ".join(self.reasons))
+        elif self.judged:
+            out.append(f"passed: {'the judged periods hold' if len(self.judged) > 1 else 'the judged period holds'}")
+        else:
+            out.append("passed: no period was judged")
+        return "\n".join(out)
+
+
+def find_version(store: Store, name: str) -> DeployedVersion:
+    """Deployment ``name``'s current version; InputError for a name no deployment can have,
+    :class:`~evalcore.errors.UnknownDeployment` (naming the store's deployments) for an unknown one."""
+    name = check_name(name, field="--deployment", max_len=100)
+    found = deployed_version(store, name)
+    if found is None:
+        names = sorted_names(store)
+        has = (
+            f"it has {', '.join(names[:8])}{' ...' if len(names) > 8 else ''}"
+            if names
+            else "it has none: point one at a saved decision with PUT /api/v1/deployments/NAME"
+        )
+        raise UnknownDeployment(f"--deployment: no deployment {name!r} in this store ({has})")
+    return found
+
+
+def run_deployment_check(
+    store: Store,
+    name: str,
+    period: str = "7d",
+    max_refused_share: float | None = None,
+    include_partial: bool = False,
+    alpha: float = ALPHA,
+    now: datetime | None = None,
+) -> DeploymentReport:
+    """The deployment's check of the module docstring, as of ``now`` (naive UTC; default: now)."""
+    step = parse_period(period)
+    if max_refused_share is not None and not 0.0 <= max_refused_share <= 1.0:
+        raise ConfigError(f"--max-refused-share must lie in [0, 1], got {max_refused_share!r}")
+    v = find_version(store, name)
+    target = resolve_target(store, f"{v.run_id}:{v.configuration.label}")  # the run and configuration still there
+    as_of = (now or datetime.now(UTC)).replace(tzinfo=None)
+    frame = period_rows(
+        store, target.run_id, target.configuration, step, v.threshold, deployment=v.name, since=v.deployed_at,
+        until=max(as_of, v.deployed_at),
+    )  # fmt: skip
+    report = DeploymentReport(
+        v.configuration.label,
+        v.threshold,
+        threshold_source=f"deployment {v.name} version {v.version}",
+        version=v,
+        as_of=as_of,
+        period=str(period),
+        include_partial=include_partial,
+    )
+    rows = frame.to_dict("records")
+    for row in rows:
+        report.periods.append(_period(row))
+        report.adjusted.append(_number(row["ks_padj"]))
+    ended = [i for i, row in enumerate(rows) if row["end"] <= as_of]
+    report.partial = [i for i in range(len(rows)) if i not in ended]
+    report.judged = ended[-1:] + (report.partial if include_partial else [])
+    _notes(store, report, v, as_of)
+    _judge(report, [rows[i] for i in report.judged], max_refused_share, alpha)
+    return report
+
+
+def _notes(store: Store, report: DeploymentReport, v: DeployedVersion, as_of: datetime) -> None:
+    """What the version's lines leave out: earlier versions' lines, lines waiting for their replay."""
+    held, before = version_lines(store, v)
+    if not held:
+        report.notes.append(f"no line of version {v.version} is stored yet")
+    if before:
+        report.notes.append(
+            f"{before:,} lines of deployment {v.name} asked before version {v.version} was deployed are earlier "
+            "versions' and left out"
+        )
+    waiting = pending_lines(store, v.name)
+    if waiting:
+        report.notes.append(f"{waiting:,} posted lines wait for their replay and are not counted yet")
+    if not report.judged:
+        first = report.periods[0]["end"] if report.periods else iso(as_of)
+        report.notes.append(
+            f"no period of version {v.version} has ended yet (the first ends {first}): --include-partial judges "
+            "the partial one"
+        )
+
+
+def _judge(
+    report: CheckReport, judged: list[Mapping[Hashable, Any]], max_refused_share: float | None, alpha: float
+) -> None:
+    """The refused share and drift rules on each judged period: a period fails on drift when it
+    moved as the Traffic screen flags it (its KS tests Holm-adjusted within the period)."""
+    for row in judged:
+        when = f"the period from {row['start']:%Y-%m-%d %H:%M}"
+        n = int(row["queries"])
+        share = float(row["refused_share"])
+        if max_refused_share is not None and n and share > max_refused_share:
+            report.reasons.append(f"{when} refused {share:.1%} of its {n} queries, above {max_refused_share:.1%}")
+        tests = [
+            (what, float(row[d]), float(row[p]), float(row[padj]))
+            for what, d, p, padj in (
+                ("the evaluation's queries", "ks_statistic", "ks_pvalue", "ks_padj"),
+                ("the previous period", "prev_statistic", "prev_pvalue", "prev_padj"),
+            )
+            if not math.isnan(float(row[p]))
+        ]
+        for what, d, p, padj in tests:
+            if padj < alpha:
+                report.reasons.append(
+                    f"{when}: gate values drifted from {what} (KS D = {d:.3f}, p = {format_p_plain(p)}, "
+                    f"Holm-adjusted over the period's {len(tests)} test{'s' if len(tests) > 1 else ''}: "
+                    f"{format_p_plain(padj)} < {alpha:g})"
+                )
+    report.failed = bool(report.reasons)

@@ -216,9 +216,11 @@ TABLE: dict[str, dict[str, str]] = {
     },
     "traffic check": {
         "--run": "ref",
+        "--deployment": "name",
         "--period": "period",
         "--threshold": "number",
         "--max-refused-share": "number",
+        "--include-partial": "flag",
         "--json": "flag",
     },
     "traffic forget": {"--before": "time", "--run": "ref"},

@@ -63,20 +63,37 @@ def _at(start: datetime, k: int, period: timedelta) -> datetime:
 
 
 def _gates(
-    store: Store, run_id: str, configuration: Configuration, window: tuple[datetime, datetime] | None = None
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    window: tuple[datetime, datetime] | None = None,
+    *,
+    deployment: str | None = None,
+    since: datetime | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``asked_at`` (datetime64[us]), ``gate_value`` (NaN: no hit) of the answered lines (in
-    ``window``: half-open, except that a window capped at :data:`LAST` holds that time), as numpy."""
+    ``window``: half-open, except that a window capped at :data:`LAST` holds that time), as numpy;
+    only ``deployment``'s lines when given (``""``: the imported logs'), only those asked at or
+    after ``since`` when given."""
     import numpy as np
 
     upto = "<=" if window and window[1] >= LAST else "<"
+    where, params = "", list[object]()
+    if window:
+        where += f" AND q.asked_at >= ? AND q.asked_at {upto} ?"
+        params += list(window)
+    if deployment is not None:
+        where += " AND q.deployment = ?"
+        params.append(deployment)
+    if since is not None:
+        where += " AND q.asked_at >= ?"
+        params.append(since)
     with store.read() as con:
         got = con.execute(
             "SELECT epoch_us(q.asked_at) AS at, coalesce(t.gate_value, 'NaN'::DOUBLE) AS gate_value "
             "FROM traffic_queries q JOIN traffic_texts t USING (run_id, strategy, retriever, text_hash) "
-            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL"
-            + (f" AND q.asked_at >= ? AND q.asked_at {upto} ?" if window else ""),
-            [*_key(run_id, configuration), *(window or ())],
+            "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? AND t.failure IS NULL" + where,
+            [*_key(run_id, configuration), *params],
         ).fetchnumpy()
     at = np.asarray(got["at"], dtype=np.int64).view("datetime64[us]")
     return at, np.asarray(got["gate_value"], dtype=np.float64)
@@ -87,18 +104,26 @@ def _duration(period: timedelta) -> str:
     return f"{days:g} day{'s' if days != 1 else ''}" if days >= 1 else f"{period / timedelta(hours=1):g} h"
 
 
+def earliest_source(store: Store, run_id: str, configuration: Configuration) -> str:
+    """Where the earliest stored query of the configuration came from, as `` (FILE line N)``
+    (the Traffic screen and :func:`too_many` name it: often a logger's default time), or ``""``."""
+    first = store.query(
+        "SELECT i.source, q.line FROM traffic_queries q LEFT JOIN traffic_imports i USING (import_id) "
+        "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? ORDER BY q.asked_at, i.source, q.line LIMIT 1",
+        _key(run_id, configuration),
+    )
+    if not len(first) or bool(first.iloc[0].isna().any()):
+        return ""
+    return f" ({first['source'].iloc[0]} line {int(first['line'].iloc[0])})"
+
+
 def too_many(
     store: Store, run_id: str, configuration: Configuration, period: timedelta, earliest: datetime, latest: datetime
 ) -> ConfigError:
     """The refusal of :func:`periods` when the stored times span more than :data:`MAX_PERIODS`
     periods: how many, from when to when, the earliest stored query, and what to do."""
     count = (latest - first_start(earliest)) // period + 1
-    first = store.query(
-        "SELECT i.source, q.line FROM traffic_queries q LEFT JOIN traffic_imports i USING (import_id) "
-        "WHERE q.run_id = ? AND q.strategy = ? AND q.retriever = ? ORDER BY q.asked_at, i.source, q.line LIMIT 1",
-        _key(run_id, configuration),
-    )
-    where = f" ({first['source'].iloc[0]} line {int(first['line'].iloc[0])})" if len(first) else ""
+    where = earliest_source(store, run_id, configuration)
     span = latest - first_start(earliest)
     shortest = math.ceil(span / timedelta(days=1) / MAX_PERIODS) if span >= timedelta(days=1) else 1
     return ConfigError(
@@ -111,29 +136,47 @@ def too_many(
 
 
 def periods(
-    store: Store, run_id: str, configuration: Configuration, period: timedelta, threshold: float
+    store: Store,
+    run_id: str,
+    configuration: Configuration,
+    period: timedelta,
+    threshold: float,
+    *,
+    deployment: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> pd.DataFrame:
     """One row per period (see the module docstring): start, end, queries, refused,
     refused_share with its Wilson ``refused_low``/``refused_high``; the KS tests and their
     Holm-adjusted p-values; ``psi`` and its reading; ``drifted`` when an adjusted p is below
-    0.05. ConfigError (nothing built) above :data:`MAX_PERIODS` periods."""
+    0.05. ConfigError (nothing built) above :data:`MAX_PERIODS` periods.
+
+    By default every stored line of the configuration counts, and the periods run from 00:00
+    UTC of the earliest line's day to the latest line's period. A deployment's version
+    (``traffic check --deployment``) gives ``deployment`` (only its lines), ``since`` (only lines
+    asked from then on; the periods start at 00:00 UTC of that day) and ``until`` (the periods
+    run on to the one holding that time, empty ones included, so that the periods that have
+    ended by then are all there)."""
     import numpy as np
     import pandas as pd
 
-    times, values = _gates(store, run_id, configuration)
-    if not len(times):
+    times, values = _gates(store, run_id, configuration, deployment=deployment, since=since)
+    if not len(times) and since is None:
         return pd.DataFrame(columns=COLUMNS)
-    earliest = pd.Timestamp(times.min()).to_pydatetime()
-    latest = pd.Timestamp(times.max()).to_pydatetime()
-    start = first_start(earliest)
+    earliest = pd.Timestamp(times.min()).to_pydatetime() if len(times) else since
+    latest = pd.Timestamp(times.max()).to_pydatetime() if len(times) else since
+    assert earliest is not None and latest is not None  # a line, or since
+    start = first_start(since if since is not None else earliest)
+    if until is not None and until > latest:
+        latest = min(until, LAST)
     if (latest - start) // period + 1 > MAX_PERIODS:
-        raise too_many(store, run_id, configuration, period, earliest, latest)
+        raise too_many(store, run_id, configuration, period, start, latest)
     ax = axis(store, run_id, configuration)
     reference = reference_values(store, run_id, configuration)
     index = period_index(times, start, period)
     order = np.argsort(index, kind="stable")
     index, values = index[order], values[order]
-    count = int(index.max()) + 1
+    count = max(int(index.max()) + 1 if len(index) else 0, (latest - start) // period + 1)
     bounds = np.searchsorted(index, np.arange(count + 1))
     sizes = np.diff(bounds)
     refusals = np.bincount(index, weights=refused(values, threshold, ax.higher_is_closer), minlength=count)
