@@ -88,13 +88,16 @@ ERRORS = {
     400: "the request cannot be read (a bad Content-Length, JSON nested too deeply)",
     401: "no key, an unknown or revoked key, or more than one Authorization header",
     403: "the key lacks the route's scope",
-    404: "no such run, decision, deployment or evaluation; or a path no route takes",
+    404: "no such run, decision, deployment or evaluation (in the path, or named in the body); or a path no "
+    "route takes (with any key or none)",
     408: "the body took longer than its deadline to arrive",
     412: "If-Match names another version of the deployment (or If-None-Match: * and it exists)",
     413: "the body is over its limit",
+    409: "the run named is not complete (running, queued, failed or cancelled)",
     415: "the body's media type is not the one the route takes",
     422: "a field out of its range or refused (errors[] names it)",
     429: "over a rate (the key's, the service's, or the failed authentications of an address): see Retry-After",
+    503: "the store cannot be read",
 }
 
 
@@ -128,6 +131,9 @@ def _document(api: FastAPI) -> None:
 
 
 def _errors(path: str, method: str, operation: dict[str, Any]) -> None:
+    """Name on ``operation`` the errors it may answer, each a problem document: those every route
+    of its kind answers (a key, a path parameter, a body), and those its route declares in its
+    ``responses`` (a reference in the body that names no run: 404; a run not complete: 409)."""
     keyed = path != "/health"
     if keyed:
         operation["security"] = [{"key": []}]
@@ -143,6 +149,7 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> None:
     if method == "put" and path == "/deployments/{name}":
         codes.add(412)
     responses = operation.setdefault("responses", {})
+    codes |= {int(code) for code in responses if code.isdigit() and int(code) >= 400}
     for code in sorted(codes):
         entry = responses.get(str(code), {})
         responses[str(code)] = {

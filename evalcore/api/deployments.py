@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from evalcore.api.auth import Caller, require
 from evalcore.api.jsonout import answer
 from evalcore.api.limits import MAX_TRAFFIC, MAX_TRAFFIC_LINES
-from evalcore.api.models import DeploymentIn
+from evalcore.api.models import DeploymentIn, DeploymentList, DeploymentOut, TrafficResults
 from evalcore.api.problems import Problem, from_error
 from evalcore.api.revalidate import etag_matches
 from evalcore.api.runs import location
@@ -37,7 +37,10 @@ def _tagged(body: dict[str, Any], etag: str, status: int = 200, headers: dict[st
     "/deployments/{name}",
     summary="point deployment NAME at a saved decision (201 when new); If-Match: its ETag, for a move "
     "that fails (412) when someone moved it since",
-    responses={200: {"description": "moved (or already there)"}, 201: {"description": "made"}},
+    responses={
+        200: {"model": DeploymentOut, "description": "moved (or already there)"},
+        201: {"model": DeploymentOut, "description": "made"},
+    },
 )
 def put_deployment(
     request: Request, name: str, body: DeploymentIn, caller: Annotated[Caller, Depends(require("deploy"))]
@@ -78,7 +81,10 @@ def etags(values: list[str]) -> list[str] | None:
 @router.get(
     "/deployments/{name}",
     summary="where deployment NAME points: threshold, configuration, claim, who and when, version (ETag)",
-    responses={304: {"description": "not modified since the ETag named in If-None-Match"}},
+    responses={
+        200: {"model": DeploymentOut},
+        304: {"description": "not modified since the ETag named in If-None-Match"},
+    },
 )
 async def get_deployment(request: Request, name: str, _: Annotated[Caller, Depends(require("read"))]) -> Response:
     store = request.app.state.store
@@ -95,7 +101,11 @@ async def get_deployment(request: Request, name: str, _: Annotated[Caller, Depen
     return _tagged(found.to_json(), etag)
 
 
-@router.get("/deployments", summary="every deployment and its moves: who moved it, when, from what to what")
+@router.get(
+    "/deployments",
+    summary="every deployment and its moves: who moved it, when, from what to what",
+    responses={200: {"model": DeploymentList}},
+)
 def list_deployments(request: Request, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
     store = request.app.state.store
     try:
@@ -109,6 +119,7 @@ def list_deployments(request: Request, _: Annotated[Caller, Depends(require("rea
     status_code=207,
     summary=f"production's queries, NDJSON {{id, query, time, label?}}: at most {MAX_TRAFFIC_LINES:,} lines "
     f"and {MAX_TRAFFIC // (1024 * 1024)} MB a post; 207 with one result a line",
+    responses={207: {"model": TrafficResults, "description": "one result a line, in order"}},
     openapi_extra={
         "requestBody": {
             "required": True,

@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 
 from evalcore.api.auth import Caller, require
 from evalcore.api.jsonout import answer
-from evalcore.api.models import EvaluationIn
+from evalcore.api.models import EvaluationIn, EvaluationOut
 from evalcore.api.problems import Problem, from_error
 from evalcore.api.runs import location
 from evalcore.errors import EvalcoreError, QueueFull
@@ -22,7 +22,12 @@ from evalcore.service.evaluations import cancel_evaluation, evaluation, start_ev
 router = APIRouter(tags=["evaluations"])
 
 
-@router.post("/evaluations", status_code=202, summary="queue a run (demo, or a corpus and questions or a question set)")
+@router.post(
+    "/evaluations",
+    status_code=202,
+    summary="queue a run (demo, or a corpus and questions or a question set)",
+    responses={202: {"model": EvaluationOut, "description": "queued"}},
+)
 async def start(
     request: Request, body: EvaluationIn, caller: Annotated[Caller, Depends(require("evaluate"))]
 ) -> JSONResponse:
@@ -37,7 +42,11 @@ async def start(
     return answer(started.to_json(), 202, {"Location": where})
 
 
-@router.get("/evaluations/{evaluation_id}", summary="an evaluation's status, stage, progress, and run_id once complete")
+@router.get(
+    "/evaluations/{evaluation_id}",
+    summary="an evaluation's status, stage, progress, and run_id once complete",
+    responses={200: {"model": EvaluationOut}},
+)
 def status(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
     store = request.app.state.store
     try:
@@ -46,7 +55,12 @@ def status(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(re
         raise from_error(exc, store.path) from None
 
 
-@router.post("/evaluations/{evaluation_id}/cancel", status_code=202, summary="cancel an evaluation")
+@router.post(
+    "/evaluations/{evaluation_id}/cancel",
+    status_code=202,
+    summary="cancel an evaluation",
+    responses={202: {"model": EvaluationOut, "description": "cancelled (or already finished)"}},
+)
 def cancel(request: Request, evaluation_id: str, _: Annotated[Caller, Depends(require("evaluate"))]) -> JSONResponse:
     store = request.app.state.store
     try:

@@ -14,7 +14,11 @@ from evalcore.store.migrate import applied_version, schema_version
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health", summary="the service is up: evalcore's version and the schema version")
+@router.get(
+    "/health",
+    summary="the service is up: evalcore's version and the schema version",
+    responses={503: {"description": "the store cannot be read"}},
+)
 def health(request: Request) -> dict[str, Any]:
     store = request.app.state.store
     try:

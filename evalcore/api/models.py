@@ -7,11 +7,13 @@ docs/API.md lists each."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import fields
+from typing import Annotated, Any, Literal, get_args, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, MIN_RATE
+from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, MIN_RATE, Claim
+from evalcore.measures.metrics import DEFAULT_KS
 from evalcore.regression.gate import DEFAULT_ALPHA as GATE_ALPHA
 from evalcore.regression.gate import DEFAULT_METRIC, MIN_ALPHA
 
@@ -67,3 +69,232 @@ class EvaluationIn(Body):
     strategies: Annotated[str | None, Field(max_length=500, examples=["A,E"])] = None
     retrievers: Annotated[str | None, Field(max_length=500, examples=["dense,bm25"])] = None
     name: Annotated[str | None, Field(max_length=200)] = None
+
+
+# -- the answers ---------------------------------------------------------------------------------
+# What the routes send, field by field, for the OpenAPI document (each route declares its model in
+# ``responses``; the route still sends the JSON its library function gives, through
+# :func:`evalcore.api.jsonout.answer`, where a number that is not finite is ``null``).
+
+
+class ApiAnswer(BaseModel):
+    """An answer's schema: the fields named are always sent; a field added later is no break."""
+
+
+def _nullable_floats(hint: Any) -> Any:
+    """``hint`` with ``float`` made ``float | None`` (the answer sends NaN and infinity as null)."""
+    args = get_args(hint)
+    if hint is float or (args and float in args):
+        return float | None
+    return hint
+
+
+#: a claim (:meth:`evalcore.measures.claim.Claim.to_json`): every field of :class:`Claim`, all sent
+ClaimOut: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "ClaimOut",
+    __base__=ApiAnswer,
+    __doc__="The threshold claim of one configuration (as `evalcore threshold --json` prints it).",
+    **{f.name: (_nullable_floats(hint), ...) for f in fields(Claim) for hint in [get_type_hints(Claim)[f.name]]},
+)
+
+
+class RunRow(ApiAnswer):
+    """One run's row of the store (its ``settings`` left out), times as ``YYYY-MM-DD HH:MM:SS``."""
+
+    run_id: str
+    name: str
+    status: str
+    reason: str | None
+    stage: str | None
+    progress: float | None
+    created_at: str
+    finished_at: str | None
+    pid: int | None
+    host: str | None
+    corpus_root: str | None
+    corpus_fingerprint: str | None
+    questions_path: str | None
+    ood_path: str | None
+    model: str | None
+    model_dim: int | None
+    pipeline_version: str | None
+    strategies: str | None
+    retrievers: str | None
+    rerank_note: str | None
+    new_embeddings: int | None
+    cached_embeddings: int | None
+    question_set: str | None
+    question_set_version: int | None
+
+
+class RunPage(ApiAnswer):
+    """A page of runs, newest first; ``next_cursor`` fetches the next page (null on the last)."""
+
+    data: list[RunRow]
+    next_cursor: str | None
+
+
+class _ConfigurationFigures(ApiAnswer):
+    strategy: str
+    retriever: str
+    queries: int
+    mrr: float | None
+    destroyed: int | None
+    failed: int
+    source: str | None = None
+    model: str | None = None
+    gate: str | None = None
+
+
+Wilson = Annotated[list[float | None], Field(min_length=2, max_length=2)]
+#: one configuration of :func:`evalcore.read.summary.summary_json`: recall@k (and its Wilson 95%
+#: interval) for each k of :data:`DEFAULT_KS`, MRR, destroyed and failed queries, where its rankings came from
+ConfigurationSummary: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "ConfigurationSummary",
+    __base__=_ConfigurationFigures,
+    __doc__="One configuration's figures (source, model and gate where the run knows them).",
+    **{
+        name: (kind, Field(alias=alias))
+        for k in DEFAULT_KS
+        for name, alias, kind in [
+            (f"recall_{k}", f"recall@{k}", float | None),
+            (f"recall_{k}_wilson95", f"recall@{k}_wilson95", Wilson),
+        ]
+    },
+)
+
+
+class RunSummary(ApiAnswer):
+    """One run and its per-configuration summary (as `evalcore show --json` prints it)."""
+
+    run_id: str
+    name: str
+    status: str
+    reason: str | None
+    rerank_note: str | None
+    new_embeddings: int | None
+    cached_embeddings: int | None
+    queries_in: int | None
+    queries_out: int | None
+    configurations: list[ConfigurationSummary]  # type: ignore[valid-type]
+
+
+class DeploymentOut(ApiAnswer):
+    """Where a deployment points (:meth:`evalcore.service.deployments.Deployment.to_json`); times
+    are ISO 8601 UTC with ``Z``; ``claim`` is the claim the decision was saved with."""
+
+    name: str
+    decision_id: str
+    threshold: float
+    run_id: str
+    configuration: str
+    claim: dict[str, Any] | None
+    decided_by: str | None
+    decided_at: str | None
+    deployed_by: str | None
+    deployed_at: str | None
+    version: int
+
+
+class MoveOut(ApiAnswer):
+    """One move of a deployment; ``version`` is the deployment's version after it."""
+
+    version: int
+    moved_by: str | None
+    moved_at: str | None
+    from_decision_id: str | None
+    from_threshold: float | None
+    to_decision_id: str
+    to_threshold: float
+
+
+class DeploymentMoves(DeploymentOut):
+    """A deployment and its moves, newest first."""
+
+    moves: list[MoveOut]
+
+
+class DeploymentList(ApiAnswer):
+    """Every deployment, each with its moves."""
+
+    data: list[DeploymentMoves]
+
+
+class LineOut(ApiAnswer):
+    """What became of one posted line (1-based): stored, duplicate, or problem (``reason`` says why)."""
+
+    line: int
+    id: str | None
+    status: Literal["stored", "duplicate", "problem"]
+    reason: str | None
+
+
+class TrafficResults(ApiAnswer):
+    """One result a posted line, in order."""
+
+    results: list[LineOut]
+
+
+class EvaluationOut(ApiAnswer):
+    """An evaluation (:meth:`evalcore.service.evaluations.QueuedEvaluation.to_json`): its status,
+    stage, progress (0 to 1), the run id once complete, why it failed or was cancelled, its times
+    (ISO 8601 UTC with ``Z``) and its place in the queue."""
+
+    id: str
+    name: str
+    status: str
+    stage: str | None
+    progress: float | None
+    run_id: str | None
+    reason: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None
+    position: int | None
+
+
+class Uploaded(ApiAnswer):
+    """A run file stored (``loaded``: true) or found stored already (false), and the rows it holds."""
+
+    run_id: str
+    run_name: str
+    loaded: bool
+    rows: dict[str, int]
+    notes: list[str]
+
+
+class DecisionOut(ApiAnswer):
+    """A saved decision and the claim it was made under."""
+
+    decision_id: str
+    run_id: str
+    configuration: str
+    threshold: float
+    note: str
+    author: str | None
+    claim: ClaimOut  # type: ignore[valid-type]
+
+
+class GateOut(ApiAnswer):
+    """The gate's report (as `evalcore gate --format json` prints it) and ``passed``; each of
+    ``configurations`` is one configuration's comparison (docs/API.md)."""
+
+    verdict: Literal["pass", "fail"]
+    passed: bool
+    exit_code: int
+    metric: str
+    k: int
+    alpha: float
+    holm: bool
+    min_effect: float | None
+    threshold_from_decision: bool
+    baseline: dict[str, Any]
+    candidate: dict[str, Any]
+    queries: int
+    test: str
+    test_alpha: float | None
+    detectable_difference: float | None
+    smallest_flag: int | None
+    sample_statement: str
+    notes: list[str]
+    configurations: list[dict[str, Any]]

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 
 from evalcore.api.auth import Caller, require
 from evalcore.api.jsonout import answer, jsonable
-from evalcore.api.models import DecisionIn, GateIn
+from evalcore.api.models import ClaimOut, DecisionIn, DecisionOut, GateIn, GateOut, RunPage, RunSummary, Uploaded
 from evalcore.api.problems import Problem, from_error
 from evalcore.boundary.numbers import bounded_float
 from evalcore.boundary.text import clean_text
@@ -36,6 +36,8 @@ from evalcore.store import reading
 router = APIRouter(tags=["runs"])
 MAX_PAGE = 200
 ZIP = "application/zip"
+#: the errors of a route whose reference (in its path or its body) must name a complete run
+NOT_COMPLETE: dict[int | str, dict[str, Any]] = {409: {"description": "the run named is not complete"}}
 
 
 def _store(request: Request) -> Any:
@@ -68,7 +70,11 @@ def _after(cursor: str) -> str:
         ) from None
 
 
-@router.get("/runs", summary="the runs, newest first, a page at a time (as `evalcore list --json`)")
+@router.get(
+    "/runs",
+    summary="the runs, newest first, a page at a time (as `evalcore list --json`)",
+    responses={200: {"model": RunPage}},
+)
 def list_runs(
     request: Request,
     _: Annotated[Caller, Depends(require("read"))],
@@ -101,6 +107,10 @@ def list_runs(
     "/runs",
     status_code=201,
     summary="upload a run file (as `evalcore load-run`): 201 when stored, 200 when it was already",
+    responses={
+        200: {"model": Uploaded, "description": "stored already"},
+        201: {"model": Uploaded, "description": "stored"},
+    },
     openapi_extra={
         "requestBody": {"required": True, "content": {ZIP: {"schema": {"type": "string", "format": "binary"}}}}
     },
@@ -135,7 +145,11 @@ async def upload_run(request: Request, caller: Annotated[Caller, Depends(require
     return answer(body, 201 if done.loaded else 200, {"Location": where})
 
 
-@router.get("/runs/{ref}", summary="one run and its per-configuration summary (as `evalcore show --json`)")
+@router.get(
+    "/runs/{ref}",
+    summary="one run and its per-configuration summary (as `evalcore show --json`)",
+    responses={200: {"model": RunSummary}},
+)
 def show_run(request: Request, ref: str, _: Annotated[Caller, Depends(require("read"))]) -> JSONResponse:
     store = _store(request)
     try:
@@ -146,7 +160,11 @@ def show_run(request: Request, ref: str, _: Annotated[Caller, Depends(require("r
         raise from_error(exc, store.path) from None
 
 
-@router.get("/runs/{ref}/claim", summary="the refusal threshold claim (as `evalcore threshold --json`)")
+@router.get(
+    "/runs/{ref}/claim",
+    summary="the refusal threshold claim (as `evalcore threshold --json`)",
+    responses={200: {"model": list[ClaimOut]}, **NOT_COMPLETE},  # type: ignore[valid-type]
+)
 def claim(
     request: Request,
     ref: str,
@@ -189,6 +207,7 @@ def _query_number(text: str, name: str, low: float) -> float:
     "/runs/{ref}/decisions",
     status_code=201,
     summary="save a threshold decision with its claim, as the Threshold screen saves it",
+    responses={201: {"model": DecisionOut, "description": "saved"}, **NOT_COMPLETE},
 )
 def save_decision(
     request: Request, ref: str, body: DecisionIn, caller: Annotated[Caller, Depends(require("deploy"))]
@@ -220,7 +239,15 @@ def save_decision(
     return answer(saved, 201, {"Location": location(request, f"/runs/{run.run_id}/decisions/{decision_id}")})
 
 
-@router.post("/gate", summary="the regression gate (as `evalcore gate --format json`); a regression is passed: false")
+@router.post(
+    "/gate",
+    summary="the regression gate (as `evalcore gate --format json`); a regression is passed: false",
+    responses={
+        200: {"model": GateOut},
+        404: {"description": "no run the baseline or the candidate names"},
+        **NOT_COMPLETE,
+    },
+)
 def gate(request: Request, body: GateIn, _: Annotated[Caller, Depends(require("gate"))]) -> JSONResponse:
     store = _store(request)
     try:

@@ -16,7 +16,10 @@ What each answer must be (:data:`CHECKS`):
   ``type``, ``title``, ``status`` (the answer's) and ``detail`` (:func:`problem_json`).
 
 Without a valid key (:meth:`Net.refused`) every route but ``/health`` answers 401 with a
-problem document, whatever the request holds (:func:`refused_without_key`).
+problem document, whatever the request holds (:func:`refused_without_key`); a path no route can
+serve (a control character in it, or, once its percent-escapes are read, a path that matches no
+route of the document: a ``%2F`` in a parameter making ``/runs/../..``) may answer 404 as a problem
+document instead, whatever the key: the route is not there for anyone, which reveals nothing.
 
 The stateful part (:meth:`Net.stateful`) checks what a single answer cannot show: a write
 answered 2xx is visible to the read that follows it, and a write answered 4xx or 5xx changed
@@ -40,6 +43,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import httpx
 import requests
@@ -122,11 +126,39 @@ def answer_described(ctx: Any, response: schemathesis.Response, case: schemathes
     assert schema, f"{status} {kind}: the document gives this answer no schema ({schema!r}): nothing is checked"
 
 
+def _control(text: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in text)
+
+
+def no_route_serves(case: schemathesis.Case, url: str) -> bool:
+    """Whether ``url`` (where ``case`` was sent) names a path no route can serve: read as the
+    server reads it (its percent-escapes decoded, a ``%2F`` a ``/``), it holds a control character
+    (CR, LF, NUL, ...), or it matches no path of ``case``'s document (``/runs/../..``)."""
+    sent = unquote(urlsplit(url).path)
+    if _control(sent):
+        return True
+    base = urlsplit(str(case.operation.base_url or "")).path.rstrip("/")
+    path = sent[len(base) :] if base and sent.startswith(base) else sent
+    templates = case.operation.schema.raw_schema.get("paths", {})
+    for template in templates:
+        pattern = "".join(
+            "[^/]+" if part.startswith("{") else re.escape(part) for part in re.split(r"(\{\w+\})", template)
+        )
+        if re.fullmatch(pattern, path):
+            return False
+    return True
+
+
 def refused_without_key(ctx: Any, response: schemathesis.Response, case: schemathesis.Case) -> None:
     """Without a valid key every keyed route answers 401 as a problem document, before it looks
-    at anything else the request holds; a route that takes no key answers as it always does."""
+    at anything else the request holds; a route that takes no key answers as it always does. A
+    path no route can serve (:func:`no_route_serves`) may answer 404 instead, as a problem
+    document: with any key or none, a route that is not there is not there."""
     if case.operation.label in UNKEYED:
         assert response.status_code == 200, f"{case.operation.label} needs no key, answered {response.status_code}"
+        return
+    if response.status_code == 404 and no_route_serves(case, str(response.request.url)):
+        problem_json(ctx, response, case)
         return
     assert response.status_code == 401, f"an invalid key got {response.status_code}, not 401"
     problem_json(ctx, response, case)

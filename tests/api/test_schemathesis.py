@@ -34,13 +34,16 @@ import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import quote
 
 import httpx
+import jsonschema
 import pytest
-from api_serving import make_store
+import schemathesis
+from api_serving import ALL_SCOPES, api_server, cli, make_key, make_store
 from conftest import ROOT
 
-from api.schema_net import PARTS, Finding, Net, Part, run_parts, served_net
+from api.schema_net import PARTS, Finding, Net, Part, no_route_serves, run_parts, served_net, server_env
 
 #: generated requests a mode (valid, invalid) and operation, with the valid key: the suite's bound
 EXAMPLES = 5
@@ -51,28 +54,10 @@ REFUSED_EXAMPLES = 2
 #: sequences of writes, and writes a sequence
 STATEFUL_RUNS, STATEFUL_STEPS = 3, 6
 
-#: why a 2xx answer is checked against nothing today (the route returns a bare JSONResponse)
-_NO_MODEL = "the route declares no response model: its 2xx answer is documented with the empty schema {}"
 #: part -> finding -> why it stands today; strict: a listed finding that is no longer found fails.
 KNOWN_OPEN: dict[str, dict[Finding, str]] = {
-    "valid key": {
-        Finding("GET /runs", "answer_described", 200): _NO_MODEL,
-        Finding("GET /runs/{ref}", "answer_described", 200): _NO_MODEL,
-        Finding("GET /runs/{ref}/claim", "answer_described", 200): _NO_MODEL,
-        Finding("GET /deployments", "answer_described", 200): _NO_MODEL,
-        Finding("GET /deployments/{name}", "answer_described", 200): _NO_MODEL,
-        Finding("POST /deployments/{name}/traffic", "answer_described", 207): _NO_MODEL,
-        Finding("POST /evaluations", "answer_described", 202): _NO_MODEL,
-        Finding("GET /evaluations/{evaluation_id}", "answer_described", 200): _NO_MODEL,
-        Finding("POST /evaluations/{evaluation_id}/cancel", "answer_described", 202): _NO_MODEL,
-        Finding("POST /gate", "status_code_conformance", 404): "a ref in the body that names no run answers 404, "
-        "which the document does not list for /gate (evalcore/api/app.py lists 404 only for paths with a parameter)",
-    },
-    "invalid keys": {
-        Finding("*", "refused_without_key", 404): "a path parameter holding CR, LF or NUL (evalcore/api/auth.py's "
-        "KeyCheck answers the control character first), or a %2F that makes a path no route takes (../..), is "
-        "answered 404 before the key is looked at, on every operation with a path parameter",
-    },
+    "valid key": {},
+    "invalid keys": {},
     "stateful": {},
 }
 
@@ -237,3 +222,102 @@ def test_the_net_catches_a_server_that_breaks_each_rule():
     assert "%0A" in seen.reproduce or "%0D" in seen.reproduce
     assert net.key not in "\n".join(net.report())
     assert net.requests >= 10
+
+
+def _path_operation(path: str) -> dict[str, object]:
+    names = re.findall(r"\{(\w+)\}", path)
+    parameters = [{"name": n, "in": "path", "required": True, "schema": {"type": "string"}} for n in names]
+    return {"get": {"parameters": parameters, "responses": {"200": {"description": "ok"}}}}
+
+
+@pytest.mark.parametrize(
+    ("value", "served"),
+    [
+        ("nightly", True),  # a route takes it: an invalid key must get 401
+        ("прод🚀", True),
+        ("..", True),  # one segment: /runs/{ref} takes it
+        ("x/claim", True),  # a %2F that makes another route's path: that route takes it
+        ("../..", False),  # a %2F that makes a path no route takes
+        ("a/b/c", False),
+        ("line\r\nbreak", False),  # control characters: no route serves them
+        ("nul\x00byte", False),
+        ("tab\there", False),
+    ],
+)
+def test_a_404_without_a_key_is_taken_only_for_a_path_no_route_serves(value, served):
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "routes", "version": "1"},
+        "paths": {p: _path_operation(p) for p in ("/runs", "/runs/{ref}", "/runs/{ref}/claim")},
+    }
+    schema = schemathesis.openapi.from_dict(document)
+    base = "http://127.0.0.1:9/api/v1"
+    schema.config.update(base_url=base)
+    operation = next(r.ok() for r in schema.get_all_operations() if r.ok().path == "/runs/{ref}")
+    case = operation.Case(path_parameters={"ref": value})
+    url = f"{base}/runs/{quote(value, safe='')}"
+    assert no_route_serves(case, url) is not served, (value, url)
+
+
+def _answer_schema(document: dict, label: str, status: int) -> dict:
+    """The schema ``document`` gives the ``status`` answer of ``label`` (its JSON body), with the
+    document's components beside it so that its ``$ref`` resolve."""
+    method, path = label.split(" ", 1)
+    content = document["paths"][path][method.lower()]["responses"][str(status)]["content"]
+    return {**content["application/json"]["schema"], "components": document["components"]}
+
+
+def test_every_2xx_answer_matches_the_schema_the_document_gives_it(tmp_path_factory):
+    """The answers the net rarely reaches with generated requests (an upload, the gate, a saved
+        decision, a deployment made and moved, traffic, an evaluation queued and cancelled), made for
+        real and each checked against its documented schema, which says something (never ``{}``). The
+    upload sends a run the store holds already (200), before a decision is saved on it."""
+    folder = tmp_path_factory.mktemp("answers")
+    store = make_store(tmp_path_factory, folder / "evalcore.duckdb")
+    key = make_key(store, "answers", ALL_SCOPES)
+    exported = folder / "base.evalcore.zip"
+    assert cli(store, "export-run", "base", "-o", str(exported)).returncode == 0
+    seen: list[tuple[str, httpx.Response]] = []
+    with api_server(store, folder / "server.log", server_env(folder)) as url:
+        with httpx.Client(base_url=url + "/api/v1", headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+            document = c.get("/openapi.json").json()
+
+            def call(label: str, path: str, **options) -> httpx.Response:
+                answer = c.request(label.split(" ", 1)[0], path, **options)
+                seen.append((label, answer))
+                return answer
+
+            call("GET /health", "/health")
+            zipped = {"content": exported.read_bytes(), "headers": {"Content-Type": "application/zip"}}
+            call("POST /runs", "/runs", **zipped)
+            call("GET /runs", "/runs", params={"limit": 1})
+            call("GET /runs/{ref}", "/runs/base")
+            call("GET /runs/{ref}/claim", "/runs/base/claim")
+            decided = call(
+                "POST /runs/{ref}/decisions",
+                "/runs/base/decisions",
+                json={"configuration": "E/dense", "threshold": 0.5},
+            )
+            decision = {"decision_id": decided.json()["decision_id"]}
+            call("PUT /deployments/{name}", "/deployments/answers", json=decision)
+            call("PUT /deployments/{name}", "/deployments/answers", json=decision)
+            call("GET /deployments/{name}", "/deployments/answers")
+            call("GET /deployments", "/deployments")
+            line = json.dumps({"id": "q1", "query": "how do I install python", "time": "2026-12-04T10:00:00Z"})
+            traffic = {"content": line + "\n", "headers": {"Content-Type": "application/x-ndjson"}}
+            call("POST /deployments/{name}/traffic", "/deployments/answers/traffic", **traffic)
+            call("POST /gate", "/gate", json={"baseline": "base", "candidate": "cand"})
+            call("POST /gate", "/gate", json={"baseline": "base", "candidate": "base"})
+            started = call("POST /evaluations", "/evaluations", json={"demo": True})
+            ident = started.json()["id"]
+            call("GET /evaluations/{evaluation_id}", f"/evaluations/{ident}")
+            call("POST /evaluations/{evaluation_id}/cancel", f"/evaluations/{ident}/cancel")
+    statuses = {}
+    for label, answer in seen:
+        assert 200 <= answer.status_code < 300, (label, answer.status_code, answer.text[:500])
+        schema = _answer_schema(document, label, answer.status_code)
+        assert {k: v for k, v in schema.items() if k != "components"}, (label, "documented with {}")
+        jsonschema.validate(answer.json(), schema)
+        statuses.setdefault(label, set()).add(answer.status_code)
+    assert statuses["PUT /deployments/{name}"] == {200, 201} and statuses["POST /runs"] == {200}
+    assert {label for label, _ in seen} == {f"{m.upper()} {p}" for p, ops in document["paths"].items() for m in ops}
