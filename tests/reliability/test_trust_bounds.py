@@ -92,7 +92,7 @@ def test_a_rate_below_one_in_a_million_is_refused_naming_the_range(store_copy):
 
 
 def test_splits_must_be_a_whole_number(store_copy):
-    for value in ("0", "2.5", "nan", "-1"):
+    for value in ("0", "2.5", "nan", "-1", "10001", "1000000000", str(10**30)):
         ran = evalcore("threshold", "earlier", f"--splits={value}", store=store_copy)
-        expected = f"exit 2 · error: --splits must be an integer in [1, inf); got {value!r}"
+        expected = f"exit 2 · error: --splits must be an integer in [1, 10000]; got {value!r}"
         check(f"threshold --splits {value!r}", expected, f"exit {ran.code} · {ran.line()}", ran.err)
