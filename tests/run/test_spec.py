@@ -74,7 +74,7 @@ def test_a_run_spec_is_checked_whole_when_it_is_built(tmp_path, monkeypatch):
         RunSpec(**built_in, retrievers="bm25:klingon")
     with pytest.raises(ConfigError, match="Z"):
         RunSpec(**built_in, strategies="A,Z")
-    with pytest.raises(InputError, match="the version after '@' must be a number"):
+    with pytest.raises(InputError, match="the version after '@' must be a whole number from 1 to 2147483647"):
         RunSpec(corpus=missing, dataset="support@latest")
     with pytest.raises(ConfigError, match="--url"):
         RunSpec(demo=True, endpoint=Endpoint(url="ftp://example.org/search"))
