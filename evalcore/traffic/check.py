@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from evalcore.boundary.text import check_name, for_terminal
 from evalcore.errors import ConfigError, UnknownDeployment
 from evalcore.measures.drift import parse_period
+from evalcore.measures.rounding import threshold_text
 from evalcore.measures.stats import ALPHA, format_p_plain, holm
 from evalcore.read.decisions import latest_decision
 from evalcore.read.traffic.periods import periods as period_rows
@@ -78,7 +79,8 @@ class CheckReport:
         return 1 if self.failed else 0
 
     def text(self) -> str:
-        out = [f"traffic check of {self.configuration} at t = {self.threshold:.4f} ({self.threshold_source})"]
+        t = threshold_text(self.threshold, 4)
+        out = [f"traffic check of {self.configuration} at t = {t} ({self.threshold_source})"]
         for p, padj in zip(self.periods, self.adjusted or [None] * len(self.periods), strict=True):
             out.append(_period_line(p, padj))
         out.append("FAILED: " + "; ".join(self.reasons) if self.failed else "passed: the last period holds")
@@ -213,7 +215,7 @@ class DeploymentReport(CheckReport):
         out = [
             for_terminal(
                 f"traffic check of deployment {v.name} version {v.version} (decision {v.decision_id}: "
-                f"run {v.run_id} {v.configuration.label} at t = {v.threshold:.4f}), lines asked since "
+                f"run {v.run_id} {v.configuration.label} at t = {threshold_text(v.threshold, 4)}), lines asked since "
                 f"{v.deployed_at:%Y-%m-%d %H:%M:%S} UTC"
             )
         ]
