@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, TextIO
 
 from evalcore.boundary.files import write_file_streamed
+from evalcore.boundary.text import for_terminal
 from evalcore.chunking import chunk_corpus, parse_strategies
 from evalcore.cli.shared.common import print_json
 from evalcore.cli.shared.options import CORPUS_HELP, integer, json_option
@@ -21,14 +22,30 @@ from evalcore.errors import EvalcoreError, InputError
 from evalcore.inputs import sources as inputs
 from evalcore.inputs.corpus import load_corpus
 from evalcore.inputs.groundtruth import validation_report
+from evalcore.inputs.language import detect_language, hint_line, language_hint
 from evalcore.inputs.public_sets import import_squad, questions_from_csv
 from evalcore.read.citations import locator, page_range
+from evalcore.retrieval.names import parse_retrievers
+from evalcore.run.spec import DEFAULT_RETRIEVERS
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from evalcore.cli.shared.options import Subparsers
+    from evalcore.records import Corpus
+
+
+def print_language_hint(corpus: Corpus, retrievers: Sequence[str], models: Sequence[str]) -> None:
+    """One line on stderr when the corpus is not English and ``retrievers`` read it with the
+    chapter's tokenizer or the packaged English model (evalcore.inputs.language); nothing
+    otherwise. It changes nothing that is run."""
+    hint = language_hint(detect_language(corpus), retrievers, models)
+    if hint is not None:
+        print(for_terminal(hint_line(hint)), file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    retrievers = parse_retrievers(args.retrievers)
     if args.demo:
         corpus, gt = inputs.load_demo()
     else:
@@ -36,6 +53,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             raise EvalcoreError("validate needs --corpus DIR and --questions FILE (or --demo)")
         corpus, gt = inputs.load_corpus_and_questions(args.corpus, args.questions, args.ood)
     report = validation_report(corpus, gt).to_json()
+    if not args.demo:  # the demo is the Python reference, in English
+        print_language_hint(corpus, retrievers, args.model or ())
     if args.json:
         print_json(report)
         return 0
@@ -131,6 +150,19 @@ def add_validate(sub: Subparsers) -> None:
     sp.add_argument("--questions", metavar="FILE", help="questions.jsonl")
     sp.add_argument("--ood", metavar="FILE", help="ood.jsonl")
     sp.add_argument("--demo", action="store_true", help="validate the built-in demo dataset")
+    sp.add_argument(
+        "--retrievers",
+        default=DEFAULT_RETRIEVERS,
+        help="the retrievers the run will use (as run takes them; default "
+        f"{DEFAULT_RETRIEVERS}): checked, and a corpus that is not English is told which analyzer reads it",
+    )
+    sp.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="the model folder(s) the run will use (default: the packaged all-MiniLM-L6-v2, English-only)",
+    )
     json_option(sp, "print the report as JSON")
     sp.set_defaults(func=cmd_validate)
 

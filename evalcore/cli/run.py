@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from evalcore.boundary.text import for_terminal
+from evalcore.cli.inputs import print_language_hint
 from evalcore.cli.shared.common import open_store, report_invalid
 from evalcore.cli.shared.options import CORPUS_HELP, DEFAULT_STRATEGIES, DEMO_RETRIEVERS, pipeline_options
 from evalcore.cli.text.summary import BUILT_IN_LEGEND, print_summary
@@ -85,7 +86,8 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
 
 def execute_run(args: argparse.Namespace, quiet: bool) -> tuple[Store, RunResult | LiveResult, float]:
     """Execute the run of a run command's options (progress bars unless ``quiet``), with the
-    warnings a user reads before it starts; returns the store, the result and the run's wall
+    warnings a user reads before it starts (excluded needles, a corpus language the retrievers
+    do not read); returns the store, the result and the run's wall
     time (from the moment the run starts, inputs and models loaded)."""
     spec = run_spec(args)
     store = open_store(args)
@@ -97,6 +99,8 @@ def execute_run(args: argparse.Namespace, quiet: bool) -> tuple[Store, RunResult
             counts = f"{len(qs.questions)} questions, {len(qs.ood)} off-topic"
             print(for_terminal(f"question set {qs.version.label}: {counts}"), file=sys.stderr)
         report_invalid(inputs.ground_truth)
+        if spec.kind == "builtin" and not spec.demo:  # a line, never a change to the spec
+            print_language_hint(inputs.corpus, spec.retrievers, spec.models)
 
     def step(stage: str) -> None:
         if stage == "running":

@@ -21,6 +21,7 @@ from evalcore.errors import ConfigError, InputError
 from evalcore.external.record import DEFAULT_MAX_FAILURES
 from evalcore.inputs import question_sets
 from evalcore.inputs.groundtruth import validation_report
+from evalcore.inputs.language import CorpusLanguage, detect_language
 from evalcore.inputs.sources import server_path
 from evalcore.inputs.uploads import DEFAULT_LIMITS, save_upload
 from evalcore.run.execute import load_inputs, model_folders
@@ -85,6 +86,7 @@ class Prepared:
     skipped: tuple[str, ...]
     notes: tuple[str, ...] = ()  # what the upload did to paths (a zip's top folder left out)
     documents: tuple[str, ...] = ()  # the corpus's document ids (what a needle's "document" must name)
+    language: CorpusLanguage | None = None  # the corpus's main language (built-in runs; not the demo's)
 
 
 class NothingToScore(InputError):
@@ -115,8 +117,11 @@ def validate(spec: RunSpec, sets: Store | None = None) -> ValidationReport:
     return _validated(spec, sets)[0]
 
 
-def _validated(spec: RunSpec, sets: Store | None = None) -> tuple[ValidationReport, tuple[str, ...]]:
-    """:func:`validate`'s report and the corpus's document ids."""
+def _validated(
+    spec: RunSpec, sets: Store | None = None
+) -> tuple[ValidationReport, tuple[str, ...], CorpusLanguage | None]:
+    """:func:`validate`'s report, the corpus's document ids and, for a built-in run of the
+    user's corpus, its main language (evalcore.inputs.language; it changes nothing run)."""
     if spec.endpoint is None:
         model_folders(spec)
     loaded = load_inputs(spec, sets, cache=False)
@@ -125,7 +130,8 @@ def _validated(spec: RunSpec, sets: Store | None = None) -> tuple[ValidationRepo
     documents = tuple(d.doc_id for d in corpus.documents)
     if not gt.valid_questions:
         raise NothingToScore("no valid in-domain question to score (every needle is invalid)", report, documents)
-    return report, documents
+    language = detect_language(corpus) if spec.kind == "builtin" and not spec.demo else None
+    return report, documents, language
 
 
 def uploads_dir(store: Store) -> Path:
@@ -161,7 +167,7 @@ def prepare_upload(
             retrievers=retrievers,
             dataset=pinned,
         )
-        report, documents = _validated(spec, store)
+        report, documents, language = _validated(spec, store)
     except NothingToScore as exc:
         shutil.rmtree(saved.folder, ignore_errors=True)
         exc.notes = saved.notes
@@ -169,7 +175,7 @@ def prepare_upload(
     except BaseException:
         shutil.rmtree(saved.folder, ignore_errors=True)
         raise
-    return Prepared(job_id, spec, report, saved.skipped, saved.notes, documents)
+    return Prepared(job_id, spec, report, saved.skipped, saved.notes, documents, language)
 
 
 def _pinned(store: Store, dataset: str | None, *files: object) -> str | None:
@@ -207,14 +213,14 @@ def prepare_paths(
     else:
         paths = _server_paths(corpus, questions, ood)
         spec = _job_spec("folder", *paths, strategies=strategies, retrievers=retrievers)
-    report, documents = _validated(spec, store)
-    return Prepared(new_run_id(), spec, report, (), (), documents)
+    report, documents, language = _validated(spec, store)
+    return Prepared(new_run_id(), spec, report, (), (), documents, language)
 
 
 def prepare_demo(strategies: str, retrievers: str) -> Prepared:
     """Validate the built-in demo with these strategies and retrievers."""
     spec = _job_spec("demo", None, None, None, strategies=strategies, retrievers=retrievers)
-    report, documents = _validated(spec)
+    report, documents, _language = _validated(spec)
     return Prepared(new_run_id(), spec, report, (), (), documents)
 
 
@@ -235,8 +241,8 @@ def with_options(
     }
     options = endpoint_options(endpoint) if endpoint is not None else {"endpoint": None}
     spec = dataclasses.replace(prepared.spec, models=tuple(models), **{**pipeline, **options})
-    report, documents = _validated(spec, sets)
-    return Prepared(prepared.job_id, spec, report, prepared.skipped, prepared.notes, documents)
+    report, documents, language = _validated(spec, sets)
+    return Prepared(prepared.job_id, spec, report, prepared.skipped, prepared.notes, documents, language)
 
 
 def discard(store: Store, prepared: Prepared) -> None:

@@ -28,6 +28,7 @@ from evalcore.retrieval.bm25 import languages
 from evalcore.retrieval.names import RETRIEVERS, analyzer_label, with_analyzers
 from evalcore.run.spec import DEFAULT_RETRIEVERS, SIMILARITY
 from evalcore_app import ui
+from evalcore_app.partials import corpus_language
 from evalcore_app.ui import lang
 from evalcore_app.ui.lang import _, ngettext
 from evalcore_app.ui.sidebar import unread_message
@@ -406,6 +407,7 @@ if prepared is not None:
                 message=ui.esc(first["message"]),
             )
         )
+    corpus_language.notice(prepared.language, prepared.spec)  # said, never applied: the run is what was chosen
     if st.button(_("Start run"), key="nr_start", type="primary", icon=":material/play_arrow:"):
         job_id = ui.guarded(lambda: jobs.submit(store, prepared, name))
         if job_id:
