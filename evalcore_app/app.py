@@ -46,6 +46,7 @@ def main() -> None:
         ],
         _("Operations"): [
             traffic,
+            _page("review", _("Review"), ":material/rate_review:"),
             _page("index", _("Index"), ":material/inventory_2:"),
             _page("export", _("Export"), ":material/download:"),
         ],

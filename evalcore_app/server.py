@@ -8,10 +8,10 @@ The API comes first: :class:`evalcore.api.ApiFirst` is the ``st.App``'s own midd
 runs before Streamlit's, and hands every request under ``/api/v1`` to the API. The API moves with
 ``server.baseUrlPath`` (a dashboard served at ``/evalcore/`` answers the API at
 ``/evalcore/api/v1``). Streamlit's XSRF check and its auth do not cover it: the API checks a key
-on every request itself (:mod:`evalcore.api.auth`).
+on every request itself (:mod:`evalcore.api.serving.auth`).
 
 When the server loads this module it also bounds its own work (docs/DEPLOY.md, "Limits"): its
-connections and the time a request's headers may take (:mod:`evalcore.api.connections`, on
+connections and the time a request's headers may take (:mod:`evalcore.api.serving.connections`, on
 Streamlit's uvicorn server), and it starts the job runner's :class:`evalcore.jobs.Dispatcher`,
 which starts a queued job when a slot is free (one freed by a job whose process died included).
 """
@@ -23,9 +23,9 @@ from starlette.middleware import Middleware
 
 from evalcore import jobs
 from evalcore.api import ApiFirst
-from evalcore.api.connections import guard_server
-from evalcore.api.rate import check_rates
-from evalcore.api.settings import body_deadline, connection_limits
+from evalcore.api.serving.connections import guard_server
+from evalcore.api.serving.rate import check_rates
+from evalcore.api.serving.settings import body_deadline, connection_limits
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
 from evalcore_app.header_guard import HeaderGuard

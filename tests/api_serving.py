@@ -30,7 +30,7 @@ OOD = ROOT / "tests" / "fixtures" / "gate" / "ood.jsonl"
 RUN = ["run", "--corpus", str(MINI / "corpus"), "--questions", str(MINI / "questions.jsonl"), "--ood", str(OOD), "-q"]
 #: ``base``: E and P; ``cand``: the same E, and P cut every 40 characters (a regression).
 RUNS = {"base": "E,P:boundaries+header+intro", "cand": "E,P:blind+size=40"}
-ALL_SCOPES = "read,runs:write,evaluate,gate,deploy,traffic:write"
+ALL_SCOPES = "read,runs:write,evaluate,gate,deploy,traffic:write,label"
 
 
 def cli(store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

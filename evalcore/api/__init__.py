@@ -5,9 +5,9 @@
   claims, decisions, the gate), :mod:`~evalcore.api.deployments` (deployments and their
   traffic), :mod:`~evalcore.api.evaluations`. A route is as thin as a screen: it parses, calls the library
   function the CLI calls, and answers with what the CLI prints as JSON.
-- :mod:`~evalcore.api.auth` (keys, scopes, the rate), :mod:`~evalcore.api.limits` (body
-  sizes, the deadline, the token bucket), :mod:`~evalcore.api.problems` (every error as
-  problem+json), :mod:`~evalcore.api.models` (request bodies), :mod:`~evalcore.api.jsonout`.
+- :mod:`~evalcore.api.serving.auth` (keys, scopes, the rate), :mod:`~evalcore.api.serving.limits` (body
+  sizes, the deadline, the token bucket), :mod:`~evalcore.api.serving.problems` (every error as
+  problem+json), :mod:`~evalcore.api.models` (request bodies), :mod:`~evalcore.api.serving.jsonout`.
 
 :class:`ApiFirst` is how a server carries it: an ASGI middleware that hands every request under
 ``/<base>/api/v1`` to the API (as a Starlette ``Mount`` would) before anything of the host sees it,
@@ -16,7 +16,7 @@ never touches an API answer, and every API answer, errors included, is the API's
 holding a control character (CR, LF, NUL, ...: no route's path can) is a 404 problem before any
 routing, no path is redirected, and an error nobody foresaw is a 500 problem and one line in the
 log, never a traceback through the host's server. A revalidation of a deployment that is still
-current is answered before the mount, by :mod:`~evalcore.api.revalidate` (same checks, no
+current is answered before the mount, by :mod:`~evalcore.api.serving.revalidate` (same checks, no
 framework). This package never imports Streamlit: :mod:`evalcore_app.server` adds it to the
 dashboard's ``st.App``.
 """
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-    from evalcore.api.revalidate import Revalidation
+    from evalcore.api.serving.revalidate import Revalidation
 
 PREFIX = "/api/v1"
 #: C0 controls (NUL, CR, LF, ESC, ...) and DEL: no path of the API holds one
@@ -52,7 +52,7 @@ class ApiFirst:
     def __init__(
         self, app: ASGIApp, base_url_path: str = "", store_path: str | Path | None = None, api: ASGIApp | None = None
     ) -> None:
-        from evalcore.api.rate import check_rates
+        from evalcore.api.serving.rate import check_rates
 
         check_rates()  # a bad rate variable stops the server where this is built, naming it
         self.app = app
@@ -64,7 +64,7 @@ class ApiFirst:
     def _mounted(self) -> ASGIApp:
         if self._api is None:
             from evalcore.api.app import create_api, guarded_api
-            from evalcore.api.revalidate import Revalidation
+            from evalcore.api.serving.revalidate import Revalidation
 
             built = create_api(self.store_path)
             self._fast = Revalidation(built, self.prefix)
@@ -81,7 +81,7 @@ class ApiFirst:
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The API's answer to one request, whatever happens: a 500 problem (and one line in the
         log) for an error nobody foresaw, if nothing was sent yet; never an exception out of here."""
-        from evalcore.api.problems import internal, log_unexpected, logged, response
+        from evalcore.api.serving.problems import internal, log_unexpected, logged, response
 
         started = False
 

@@ -14,12 +14,14 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from evalcore import __version__
-from evalcore.api import deployments, evaluations, health, problems, runs
-from evalcore.api.auth import KeyCheck, Keys
-from evalcore.api.limits import BodyLimit
-from evalcore.api.problems import MEDIA_TYPE, TITLES
-from evalcore.api.rate import RATE_ENV, RateLimiter, failure_rate, global_rate, parse_rate
-from evalcore.api.snapshots import Deployments
+from evalcore.api import deployments, estimates, evaluations, health, otlp, runs
+from evalcore.api import review as review_api
+from evalcore.api.serving import problems
+from evalcore.api.serving.auth import KeyCheck, Keys
+from evalcore.api.serving.limits import BodyLimit
+from evalcore.api.serving.problems import MEDIA_TYPE, TITLES
+from evalcore.api.serving.rate import RATE_ENV, RateLimiter, failure_rate, global_rate, parse_rate
+from evalcore.api.serving.snapshots import Deployments
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
 
@@ -31,7 +33,15 @@ DESCRIPTION = (
 )
 
 
-ROUTERS = (health.router, runs.router, deployments.router, evaluations.router)
+ROUTERS = (
+    health.router,
+    runs.router,
+    deployments.router,
+    otlp.router,
+    evaluations.router,
+    review_api.router,
+    estimates.router,
+)
 
 
 def create_api(store_path: str | Path | None = None) -> FastAPI:

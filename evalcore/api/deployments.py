@@ -1,6 +1,7 @@
 """``/deployments``: a named deployment points at a saved decision (``PUT``, with ``If-Match``
 honoured: 412 when the deployment moved since the ETag it names), production reads it
-(``GET``, with a strong ``ETag``: ``If-None-Match`` gets 304) and posts its queries to it
+(``GET``, with a strong ``ETag``: ``If-None-Match`` gets 304; ``meets_claim`` says whether the
+deployed threshold meets the claim it was saved under) and posts its queries to it
 (``POST /deployments/{name}/traffic``, NDJSON, 207 with one result a line). The routes call
 :mod:`evalcore.service.deployments` and :mod:`evalcore.service.ingest`."""
 
@@ -12,13 +13,13 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
-from evalcore.api.auth import Caller, require
-from evalcore.api.jsonout import answer
-from evalcore.api.limits import MAX_TRAFFIC, MAX_TRAFFIC_LINES
 from evalcore.api.models import DeploymentIn, DeploymentList, DeploymentOut, TrafficResults
-from evalcore.api.problems import Problem, from_error
-from evalcore.api.revalidate import etag_matches
 from evalcore.api.runs import location
+from evalcore.api.serving.auth import Caller, require
+from evalcore.api.serving.jsonout import answer
+from evalcore.api.serving.limits import MAX_TRAFFIC, MAX_TRAFFIC_LINES
+from evalcore.api.serving.problems import Problem, from_error
+from evalcore.api.serving.revalidate import etag_matches
 from evalcore.errors import EvalcoreError
 from evalcore.service.deployments import PreconditionFailed, deploy
 from evalcore.service.deployments import get_deployment as deployment_named
@@ -80,7 +81,8 @@ def etags(values: list[str]) -> list[str] | None:
 
 @router.get(
     "/deployments/{name}",
-    summary="where deployment NAME points: threshold, configuration, claim, who and when, version (ETag)",
+    summary="where deployment NAME points: threshold, configuration, claim and whether the threshold meets it "
+    "(meets_claim), who and when, version (ETag)",
     responses={
         200: {"model": DeploymentOut},
         304: {"description": "not modified since the ETag named in If-None-Match"},

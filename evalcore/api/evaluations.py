@@ -11,11 +11,11 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from evalcore.api.auth import Caller, require
-from evalcore.api.jsonout import answer
 from evalcore.api.models import EvaluationIn, EvaluationOut
-from evalcore.api.problems import Problem, from_error
 from evalcore.api.runs import location
+from evalcore.api.serving.auth import Caller, require
+from evalcore.api.serving.jsonout import answer
+from evalcore.api.serving.problems import Problem, from_error
 from evalcore.errors import EvalcoreError, QueueFull
 from evalcore.service.evaluations import cancel_evaluation, evaluation, start_evaluation
 

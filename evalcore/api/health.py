@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from evalcore import __version__
-from evalcore.api.problems import Problem
+from evalcore.api.serving.problems import Problem
 from evalcore.errors import EvalcoreError
 from evalcore.store.migrate import applied_version, schema_version
 

@@ -74,7 +74,7 @@ class EvaluationIn(Body):
 # -- the answers ---------------------------------------------------------------------------------
 # What the routes send, field by field, for the OpenAPI document (each route declares its model in
 # ``responses``; the route still sends the JSON its library function gives, through
-# :func:`evalcore.api.jsonout.answer`, where a number that is not finite is ``null``).
+# :func:`evalcore.api.serving.jsonout.answer`, where a number that is not finite is ``null``).
 
 
 class ApiAnswer(BaseModel):
@@ -179,9 +179,38 @@ class RunSummary(ApiAnswer):
     configurations: list[ConfigurationSummary]  # type: ignore[valid-type]
 
 
+class ClaimCheckOut(ApiAnswer):
+    """Whether the deployed threshold meets the claim it was saved under
+    (:func:`evalcore.measures.claim_check.meets_claim`): each side true, false, or null when that side
+    makes no claim (too few questions); ``met`` false when either side fails. The bounds are as
+    the screens print them, rounded on their safe side (``t bluff_op bluff_bound``; null when the
+    side is unbounded or makes no claim); ``bluffs_at_t`` of ``n_ood`` off-topic questions bluff
+    at the threshold, ``lost_at_t`` of ``n_answerable`` answerable ones lose their answer."""
+
+    met: bool | None
+    threshold: float
+    axis: Literal["distance", "score"]
+    bluff: bool | None
+    lost: bool | None
+    bluff_op: Literal["<=", ">"]
+    lost_op: Literal["<=", ">"]
+    bluff_bound: float | None
+    lost_bound: float | None
+    bluff_bound_text: str | None
+    lost_bound_text: str | None
+    max_bluff_rate: float
+    max_lost_rate: float
+    confidence: float
+    n_ood: int
+    n_answerable: int
+    bluffs_at_t: int | None
+    lost_at_t: int | None
+
+
 class DeploymentOut(ApiAnswer):
     """Where a deployment points (:meth:`evalcore.service.deployments.Deployment.to_json`); times
-    are ISO 8601 UTC with ``Z``; ``claim`` is the claim the decision was saved with."""
+    are ISO 8601 UTC with ``Z``; ``claim`` is the claim the decision was saved with, and
+    ``meets_claim`` whether the deployed threshold meets it (null when no claim was saved)."""
 
     name: str
     decision_id: str
@@ -194,6 +223,7 @@ class DeploymentOut(ApiAnswer):
     deployed_by: str | None
     deployed_at: str | None
     version: int
+    meets_claim: ClaimCheckOut | None
 
 
 class MoveOut(ApiAnswer):

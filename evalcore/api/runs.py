@@ -15,10 +15,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from evalcore.api.auth import Caller, require
-from evalcore.api.jsonout import answer, jsonable
 from evalcore.api.models import ClaimOut, DecisionIn, DecisionOut, GateIn, GateOut, RunPage, RunSummary, Uploaded
-from evalcore.api.problems import Problem, from_error
+from evalcore.api.serving.auth import Caller, require
+from evalcore.api.serving.jsonout import answer, jsonable
+from evalcore.api.serving.problems import Problem, from_error
 from evalcore.boundary.numbers import bounded_float
 from evalcore.boundary.text import clean_text
 from evalcore.errors import ConfigError, EvalcoreError

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evalcore.api.rate import check_rates
-from evalcore.api.settings import body_deadline, connection_limits
+from evalcore.api.serving.rate import check_rates
+from evalcore.api.serving.settings import body_deadline, connection_limits
 from evalcore.cli.shared.options import integer
 from evalcore.errors import InputError
 from evalcore.jobs.queue import check_settings

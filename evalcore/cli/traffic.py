@@ -1,4 +1,4 @@
-"""``evalcore traffic import|check|forget|export``: the command-line side of evalcore.traffic.replay.
+"""``evalcore traffic import|check|sample|forget|export``: the command-line side of evalcore.traffic.replay.
 
 Registered by :func:`add_parser` from evalcore.cli; errors the user can fix are EvalcoreErrors
 (one line, exit 2) as everywhere in the CLI.
@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalcore.authors import os_author
 from evalcore.boundary.csvcells import csv_text
 from evalcore.boundary.files import write_path_atomic
 from evalcore.boundary.numbers import bounded_float
@@ -21,7 +22,7 @@ from evalcore.boundary.text import for_terminal
 from evalcore.boundary.times import parse_time
 from evalcore.cli import remote
 from evalcore.cli.shared.common import open_store
-from evalcore.cli.shared.options import number
+from evalcore.cli.shared.options import integer, number
 from evalcore.embedding.embedder import load_embedder
 from evalcore.errors import ConfigError, InputError
 from evalcore.measures.stats import ALPHA
@@ -29,10 +30,11 @@ from evalcore.progress import BarProgress
 from evalcore.read.decisions import latest_decision
 from evalcore.read.refs import resolve_run
 from evalcore.read.traffic.stored import export_frame
-from evalcore.traffic.check import CheckReport, run_check, run_deployment_check
+from evalcore.traffic.check import CheckReport, find_version, run_check, run_deployment_check
 from evalcore.traffic.forgetting import forget
 from evalcore.traffic.log import FORMATS, LogFields
 from evalcore.traffic.replay import import_log
+from evalcore.traffic.sampling import draw_samples
 from evalcore.traffic.target import resolve_target
 
 
@@ -84,12 +86,28 @@ def cmd_check(args: argparse.Namespace) -> int:
                 "--threshold and --deployment: a deployment is judged at its deployed t; drop --threshold "
                 "(or judge another t with --run RUN:STRATEGY/RETRIEVER --threshold T)"
             )
-        report = run_deployment_check(open_store(args), args.deployment, args.period, share, args.include_partial)
+        low = args.min_refused_share
+        low = None if low is None else bounded_float(low, option="--min-refused-share", low=0.0, high=1.0)
+        report = run_deployment_check(
+            open_store(args),
+            args.deployment,
+            args.period,
+            share,
+            args.include_partial,
+            min_refused_share=low,
+            fail_on_drift=args.fail_on_drift,
+        )
     else:
-        if args.include_partial:
-            raise ConfigError(
-                "--include-partial goes with --deployment NAME (--run judges the last period, ended or not)"
-            )
+        for given, option in (
+            (args.include_partial, "--include-partial"),
+            (args.min_refused_share is not None, "--min-refused-share"),
+            (args.fail_on_drift, "--fail-on-drift"),
+        ):
+            if given:
+                raise ConfigError(
+                    f"{option} goes with --deployment NAME (--run judges the last period, ended or not, and fails "
+                    "on drift: it has no claim to watch)"
+                )
         report = run_check(open_store(args), args.run, args.period, t, share)
     if args.json:
         print(json.dumps(report.as_json(), indent=2))
@@ -101,6 +119,18 @@ def cmd_check(args: argparse.Namespace) -> int:
 def _day(text: str) -> datetime:
     """``--before`` as a naive UTC datetime (:func:`evalcore.boundary.times.parse_time`)."""
     return parse_time(text, field="--before").replace(tzinfo=None)
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    """``traffic sample``: draw the frames of the periods that have ended (evalcore.traffic.sampling)."""
+    store = open_store(args)
+    found = find_version(store, args.deployment)
+    report = draw_samples(
+        store, found.name, answered=args.answered, refused=args.refused, version=args.version, period=args.period,
+        author=os_author(),
+    )  # fmt: skip
+    print(json.dumps(report.to_json(), indent=2) if args.json else for_terminal(report.text()))
+    return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -149,7 +179,7 @@ def add_parser(sub: Any) -> None:
         "for a scheduled job, export or forget stored queries. See docs/TRAFFIC.md.",
     )
     tsub = tp.add_subparsers(
-        dest="traffic_command", required=True, metavar="SUBCOMMAND", help="import, check, forget or export"
+        dest="traffic_command", required=True, metavar="SUBCOMMAND", help="import, check, sample, forget or export"
     )
 
     sp = tsub.add_parser(
@@ -194,14 +224,16 @@ def add_parser(sub: Any) -> None:
 
     sp = tsub.add_parser(
         "check",
-        help="exit 1 when a deployment's (or a configuration's) last period refuses too much or drifted",
+        help="exit 1 when a deployment's claim is breached or its refused share leaves the range given",
         description="With --deployment NAME: the lines that deployment posted while its current version was "
         "deployed, at that version's decision (t and configuration), in periods from 00:00 UTC of the version's "
         "first day; only the last period that has ended is judged (--include-partial: the periods not ended "
-        "too). With --run: every stored line of the configuration, in periods from 00:00 UTC of the earliest "
-        "query's day; the last period is judged. Exit 1 when a judged period's refused share is above "
-        f"--max-refused-share or its gate values drifted (KS, alpha {ALPHA:g}, Holm over the tests run), 0 "
-        "otherwise, 2 on bad input. See docs/TRAFFIC.md.",
+        "too). It exits 1 when the monitor finds the bluff or lost claim breached on the labelled review sample "
+        "(anytime-valid), or a judged period's refused share lies outside [--min-refused-share, "
+        "--max-refused-share]; drift is described and fails it only with --fail-on-drift. With --run: every "
+        "stored line of the configuration, in periods from 00:00 UTC of the earliest query's day; the last "
+        f"period fails above --max-refused-share or when its gate values drifted (KS, alpha {ALPHA:g}, Holm "
+        "over the tests run). Exit 0 otherwise, 2 on bad input. See docs/TRAFFIC.md.",
     )
     which = sp.add_mutually_exclusive_group(required=True)
     which.add_argument(
@@ -216,6 +248,13 @@ def add_parser(sub: Any) -> None:
         "--threshold", default=None, help="with --run: a number (default: the configuration's latest decision)"
     )
     sp.add_argument("--max-refused-share", default=None, help="fail above this share, in [0, 1]")
+    sp.add_argument("--min-refused-share", default=None, help="with --deployment: fail below this share, in [0, 1]")
+    sp.add_argument(
+        "--fail-on-drift",
+        action="store_true",
+        help="with --deployment: fail when a judged period's gate values drifted (KS, Holm); a change in the mix "
+        "of in-domain and off-topic questions moves them too, so by default drift only describes",
+    )
     sp.add_argument(
         "--include-partial",
         action="store_true",
@@ -223,6 +262,8 @@ def add_parser(sub: Any) -> None:
     )
     sp.add_argument("--json", action="store_true", help="print the report as JSON")
     sp.set_defaults(func=cmd_check)
+
+    add_sample(tsub)
 
     sp = tsub.add_parser(
         "forget",
@@ -252,3 +293,38 @@ def add_parser(sub: Any) -> None:
     )
     sp.add_argument("--with-text", action="store_true", help="include the query texts")
     sp.set_defaults(func=cmd_export)
+
+
+def add_sample(tsub: Any) -> None:
+    """``traffic sample``: the review sample of a deployment (docs/TRAFFIC.md "The review sample")."""
+    sp = tsub.add_parser(
+        "sample",
+        help="draw the review sample of a deployment's periods that have ended (what to label)",
+        description="For each version of the deployment, each 7-day review period that has ended gets its sampling "
+        "frame once: its lines stored by then, split by what the gate did at the deployed t into answered and "
+        "refused, each in a seeded random order; the sample is the first N lines of each order (inclusion N/lines). "
+        "A period whose drift test moved gets twice the lines. Run again with larger sizes to take more lines: the "
+        "same order goes on. See docs/TRAFFIC.md.",
+    )
+    sp.add_argument("--deployment", required=True, metavar="NAME", help="the deployment whose lines are sampled")
+    sp.add_argument(
+        "--answered",
+        default=None,
+        metavar="N",
+        help="lines of the answered stratum (default $EVALCORE_REVIEW_ANSWERED or 30)",
+    )
+    sp.add_argument(
+        "--refused",
+        default=None,
+        metavar="N",
+        help="lines of the refused stratum (default $EVALCORE_REVIEW_REFUSED or 30)",
+    )
+    sp.add_argument(
+        "--version",
+        type=integer("--version", 1, 1_000_000),
+        default=None,
+        help="only this version (default: every one)",
+    )
+    sp.add_argument("--period", default=None, metavar="YYYY-MM-DD", help="only the review period holding this day")
+    sp.add_argument("--json", action="store_true", help="print what was drawn as JSON")
+    sp.set_defaults(func=cmd_sample)

@@ -34,6 +34,13 @@ an answer that is not a valid deployment) it returns the last known value with `
 and logs the reason once. It raises only while it has no value at all, and then a ServiceError.
 It is safe to share one client between threads.
 
+A deployment's ``meets_claim`` (:class:`~evalcore.measures.claim_check.ClaimCheck`: whether the
+deployed threshold meets the claim it was saved under, side by side, with the bounds as the
+screens print them) is None when the decision was saved without a claim, and also when the
+service is older than the field and does not send it: such an answer is still a valid
+deployment, never stale. A ``meets_claim`` that is sent but malformed makes the answer invalid
+(stale, as any other field would).
+
 The key is sent only as ``Authorization: Bearer ...`` and only to the service's origin; it never
 appears in the client's ``repr``, a log line or an exception.
 
@@ -45,6 +52,7 @@ from __future__ import annotations
 
 from evalcore.client.records import (
     LiveDeployment,
+    claim_check_from_json,
     claim_from_json,
     deployment_from_json,
     evaluation_from_json,
@@ -75,6 +83,7 @@ __all__ = [
     "TIMEOUT",
     "Client",
     "LiveDeployment",
+    "claim_check_from_json",
     "claim_from_json",
     "deployment_from_json",
     "evaluation_from_json",

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalcore.measures.claim import Claim
+from evalcore.measures.claim_check import ClaimCheck
 from evalcore.records import Configuration
 from evalcore.service.deployments import Deployment, DeploymentHistory, Move
 from evalcore.service.evaluations import QueuedEvaluation
@@ -74,9 +75,66 @@ def _time(data: Mapping[str, Any], name: str) -> datetime:
     return when if when.tzinfo is None else when.astimezone(UTC).replace(tzinfo=None)
 
 
+def _optional_bool(data: Mapping[str, Any], name: str) -> bool | None:
+    value = data.get(name)
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"{name}: not true, false or null but {type(value).__name__}")
+    return value
+
+
+def _count(data: Mapping[str, Any], name: str) -> int:
+    value = _integer(data, name)
+    if value < 0:
+        raise ValueError(f"{name}: not a count ({value})")
+    return value
+
+
+def _optional_count(data: Mapping[str, Any], name: str) -> int | None:
+    return None if data.get(name) is None else _count(data, name)
+
+
+def _one_of(data: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> str:
+    value = _text(data, name)
+    if value not in allowed:
+        raise ValueError(f"{name}: {value[:40]!r} is none of {', '.join(allowed)}")
+    return value
+
+
+def claim_check_from_json(data: Any) -> ClaimCheck:
+    """A :class:`~evalcore.measures.claim_check.ClaimCheck` from its JSON (``meets_claim`` of a
+    deployment); ValueError naming the first field that is missing or of another type, or a
+    ``met`` that does not follow from the two sides."""
+    data = _object(data, "meets_claim")
+    check = ClaimCheck(
+        threshold=_number(data, "threshold"),
+        axis=_one_of(data, "axis", ("distance", "score")),
+        bluff=_optional_bool(data, "bluff"),
+        lost=_optional_bool(data, "lost"),
+        bluff_op=_one_of(data, "bluff_op", ("<=", ">")),
+        lost_op=_one_of(data, "lost_op", ("<=", ">")),
+        bluff_bound=_optional_number(data, "bluff_bound"),
+        lost_bound=_optional_number(data, "lost_bound"),
+        bluff_bound_text=_optional_text(data, "bluff_bound_text"),
+        lost_bound_text=_optional_text(data, "lost_bound_text"),
+        max_bluff_rate=_number(data, "max_bluff_rate"),
+        max_lost_rate=_number(data, "max_lost_rate"),
+        confidence=_number(data, "confidence"),
+        n_ood=_count(data, "n_ood"),
+        n_answerable=_count(data, "n_answerable"),
+        bluffs_at_t=_optional_count(data, "bluffs_at_t"),
+        lost_at_t=_optional_count(data, "lost_at_t"),
+    )
+    if "met" in data and _optional_bool(data, "met") is not check.met:
+        raise ValueError(f"met: {data.get('met')!r}, but the bluff and lost sides say {check.met!r}")
+    return check
+
+
 def deployment_from_json(data: Any) -> Deployment:
     """A :class:`Deployment` from its JSON (:meth:`Deployment.to_json`); ValueError naming the
-    first field that is missing or of another type."""
+    first field that is missing or of another type. ``meets_claim`` may be absent (a server of
+    before it: the record's ``meets_claim`` is None, as for a decision saved without a claim, and
+    the answer is still a valid deployment); when sent, it must be a whole ``meets_claim`` object
+    or null (:func:`claim_check_from_json`)."""
     data = _object(data, "deployment")
     claim = data.get("claim")
     if claim is not None and not isinstance(claim, Mapping):
@@ -100,6 +158,7 @@ def deployment_from_json(data: Any) -> Deployment:
         deployed_by=_optional_text(data, "deployed_by"),
         deployed_at=_time(data, "deployed_at"),
         version=version,
+        meets_claim=None if data.get("meets_claim") is None else claim_check_from_json(data["meets_claim"]),
     )
 
 

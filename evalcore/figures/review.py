@@ -13,10 +13,11 @@ from evalcore.figures.build import Figure, Selection, _made, _now, _version
 from evalcore.i18n import ENGLISH, Translator
 from evalcore.i18n.templates import SOURCES
 from evalcore.measures.claim import Claim, ClaimError
-from evalcore.measures.rounding import threshold_text
+from evalcore.measures.claim_check import ClaimCheck, outside_claim
+from evalcore.measures.rounding import rate_bound_text, rate_lower_text, threshold_text
 from evalcore.measures.stats import INTERVAL_METHOD, PAIRED_TEST
 from evalcore.read.claims import caption as claim_caption
-from evalcore.read.claims import claim_of, refuses_most, separability
+from evalcore.read.claims import check_of, claim_of, refuses_most, separability
 from evalcore.read.compare import compare
 from evalcore.read.comparison.statements import best, decided_sentence, significance_text
 from evalcore.read.decisions import latest_decision
@@ -66,6 +67,35 @@ def _comparison_lines(store: Store, selection: Selection, run_name: str, tr: Tra
             "",
         ]
     return lines + [md.escape(significance_text(comparison, tr)), ""]
+
+
+def _verdict_lines(check: ClaimCheck, tr: Translator) -> list[str]:
+    """Whether the chosen t meets each bounded side of the claim
+    (:func:`evalcore.measures.claim_check.meets_claim`), and when it does not, the bound and what the
+    gate does there (:func:`evalcore.measures.claim_check.outside_claim`)."""
+    _ = tr.gettext
+    t = threshold_text(check.threshold)
+    lines: list[str] = []
+    if check.bluff is not None and check.bluff_bound_text is not None:
+        region = f"t {check.bluff_op} {check.bluff_bound_text}"
+        verdict = (
+            _("The chosen t = {t} meets the bluff claim ({region}).")
+            if check.bluff
+            else _("The chosen t = {t} does NOT meet the bluff claim ({region}).")
+        )
+        lines += [tr.numbers_in(verdict.format(t=t, region=region)), ""]
+    if check.lost is not None and check.lost_bound_text is not None:
+        region = f"t {check.lost_op} {check.lost_bound_text}"
+        verdict = (
+            _("The chosen t = {t} meets the lost claim ({region}).")
+            if check.lost
+            else _("The chosen t = {t} does NOT meet the lost claim ({region}).")
+        )
+        lines += [tr.numbers_in(verdict.format(t=t, region=region)), ""]
+    outside = outside_claim(check, tr)
+    if outside:
+        lines += [_("**Warning:** {warning}").format(warning=md.escape(outside)), ""]
+    return lines
 
 
 def review_summary(
@@ -130,19 +160,9 @@ def _summary(
         lines += [_("No threshold claim can be made: {reason}").format(reason=md.escape(exc)), ""]
     if claim is not None:
         lines += [md.escape(claim_caption(claim, tr)), "", md.escape(separability(claim, tr)), ""]
-        region = claim.bluff_region((selection.threshold,))  # rounded safely, read with the chosen t
-        if claim.bluff_status == "bounded":
-            inside = (
-                selection.threshold > (claim.bluff_ok_up_to or 0.0)
-                if claim.higher_is_closer
-                else selection.threshold <= (claim.bluff_ok_up_to or 0.0)
-            )
-            verdict = (
-                _("The chosen t = {t} meets the bluff claim ({region}).")
-                if inside
-                else _("The chosen t = {t} does NOT meet the bluff claim ({region}).")
-            )
-            lines += [tr.numbers_in(verdict.format(t=threshold_text(selection.threshold), region=_(region))), ""]
+        # the same verdict as a deployment's meets_claim: bounds rounded safely, read with the chosen t
+        check = check_of(store, selection.run_id, selection.configuration, claim, selection.threshold)
+        lines += _verdict_lines(check, tr)
     frame = run_sweep(store, selection.run_id, selection.configuration)
     if len(frame):
         lines += [sentence_at(frame, selection.threshold, tr), ""]
@@ -161,7 +181,9 @@ def _summary(
         ]
         for outcome, queries, of, share, low, high in table.itertuples(index=False, name=None):
             shown = _("n/a") if of == 0 else tr.percent(share, 1)
-            interval = _("n/a") if of == 0 else tr.numbers_in(f"{100 * low:.1f}–{100 * high:.1f}%")
+            # the interval's ends are bounds: the low end rounded down, the high end up
+            ends = f"{rate_lower_text(low).removesuffix('%')}–{rate_bound_text(high)}"
+            interval = _("n/a") if of == 0 else tr.numbers_in(ends)
             lines.append(f"| {_(outcome)} | {queries} | {of} | {shown} | {interval} |")
         lines.append("")
     lines += [_("## Comparison"), ""]

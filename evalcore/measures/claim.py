@@ -42,6 +42,9 @@ at most ``lost_ok_above`` when feasible.
 back meets the claim; the exact values stay in the fields (and ``--json``). The held-out
 check is :mod:`evalcore.measures.claim_held_out`.
 
+**Meeting the claim.** :func:`evalcore.measures.claim_check.meets_claim` reads one threshold
+against a claim, each side apart, with the bound as the screens print it.
+
 **Separability.** ``auc = P(m_ood > m_in) + P(m_ood = m_in) / 2`` over every in-domain query
 (on a score axis ``P(m_ood < m_in) + ...``): Mann-Whitney ``U / (n_in n_ood)``; its 95%
 interval is DeLong's (normal approximation with DeLong's variance, clipped to [0, 1]).

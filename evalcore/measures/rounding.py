@@ -136,3 +136,12 @@ def rate_bound_text(rate: float, digits: int = 1) -> str:
 def rate_text(rate: float) -> str:
     """A rate a claim promises, as a percentage without rounding: ``5%``, ``2.5%``, ``97.5%``."""
     return f"{100 * rate:.6g}%"
+
+
+def rate_lower_text(rate: float, digits: int = 1) -> str:
+    """A lower bound on a rate as a percentage with ``digits`` decimals, rounded down: the
+    largest such percentage at or below the exact value (0.1049 reads ``10.4%``), so that the
+    shown bound read back still holds (:func:`rate_bound_text` is its upper-bound twin)."""
+    exact = Decimal(repr(float(rate))) * 100
+    shown = exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_FLOOR)
+    return f"{shown}%"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from evalcore.configurations import info
@@ -21,8 +22,9 @@ from evalcore.measures.claim import (
     ClaimError,
     threshold_claim,
 )
+from evalcore.measures.claim_check import ClaimCheck, meets_claim
 from evalcore.measures.claim_held_out import held_out, with_held_out
-from evalcore.measures.rounding import rate_text, threshold_text
+from evalcore.measures.rounding import rate_bound_text, rate_lower_text, rate_text, safe_decimal, threshold_text
 from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP, state_at
 from evalcore.read.refs import parse_ref, resolve_run
@@ -146,6 +148,20 @@ def claim_of(
     return claim
 
 
+def check_of(
+    store: Store, run_id: str, configuration: Configuration, claim: Claim | dict[str, Any], threshold: float
+) -> ClaimCheck:
+    """:func:`evalcore.measures.claim_check.meets_claim` of ``threshold`` against ``claim`` (a Claim, or
+    the JSON a decision stores), with the bluffs and lost answers at ``threshold`` counted over the
+    stored configuration's gate values (one store query). ClaimError as meets_claim."""
+    return check_at(gate_values(store, run_id, configuration), claim, threshold)
+
+
+def check_at(values: GateValues, claim: Claim | dict[str, Any], threshold: float) -> ClaimCheck:
+    """:func:`check_of` on gate values already read (:func:`gate_values`): no store query."""
+    return meets_claim(claim, threshold, ood_min=values.ood_min, answerable_min=values.answerable_min)
+
+
 def claims(
     store: Store,
     run_id: str,
@@ -194,6 +210,11 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}%"
 
 
+def _plain(value: Decimal) -> str:
+    """A decimal as its digits (``0.70``)."""
+    return format(value, "f")
+
+
 def claim_sentence(claim: Claim, tr: Translator = ENGLISH) -> str:
     """The claim in one sentence a product manager can sign, e.g. "t <= 0.470 keeps bluffs <=
     5% with 95% confidence; there (t = 0.470), 14% [11%, 18%] of answerable questions lose their
@@ -222,8 +243,8 @@ def claim_sentence(claim: Claim, tr: Translator = ENGLISH) -> str:
                 head=head,
                 t=threshold_text(claim.recommended),
                 share=_pct(claim.lost / claim.n_answerable),
-                low=_pct(low),
-                high=_pct(high),
+                low=rate_lower_text(low, 0),  # an interval's ends are bounds: rounded on their safe side
+                high=rate_bound_text(high, 0),
                 lost=claim.lost,
                 answerable=claim.n_answerable,
                 beta=rate_text(claim.max_lost_rate),
@@ -245,7 +266,8 @@ def separability(claim: Claim, tr: Translator = ENGLISH) -> str:
     figure = f"AUC {claim.auc:.2f}"
     if not math.isnan(claim.auc_low):
         figure += _(", 95% DeLong interval [{low}, {high}]").format(
-            low=f"{claim.auc_low:.2f}", high=f"{claim.auc_high:.2f}"
+            low=_plain(safe_decimal(claim.auc_low, "<=", 2)),  # the interval's ends on their safe side
+            high=_plain(safe_decimal(claim.auc_high, ">=", 2)),
         )
     if claim.auc < POOR_SEPARATION:
         return tr.numbers_in(

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -37,6 +38,9 @@ from typing import Any
 from evalcore.authors import clean_author
 from evalcore.boundary.text import check_identifier, check_name
 from evalcore.errors import EvalcoreError, InputError, UnknownDecision
+from evalcore.measures.claim import ClaimError
+from evalcore.measures.claim_check import ClaimCheck
+from evalcore.read.claims import check_of
 from evalcore.records import Configuration
 from evalcore.store import Store
 from evalcore.store import deployments as stored
@@ -95,6 +99,9 @@ class Deployment:
     deployed_by: str | None
     deployed_at: datetime  #: UTC, naive
     version: int
+    #: whether the deployed threshold meets the claim it was saved under, side by side, with the
+    #: bounds as the screens print them and the bluffs and lost answers at it (None: no claim stored)
+    meets_claim: ClaimCheck | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object the API answers (times as ISO 8601 UTC with ``Z``)."""
@@ -110,6 +117,7 @@ class Deployment:
             "deployed_by": self.deployed_by,
             "deployed_at": _time(self.deployed_at),
             "version": self.version,
+            "meets_claim": self.meets_claim.to_json() if self.meets_claim is not None else None,
         }
 
     def etag(self) -> str:
@@ -153,21 +161,54 @@ class DeploymentHistory:
         return {**self.deployment.to_json(), "moves": [m.to_json() for m in self.moves]}
 
 
-def _deployment(row: tuple[Any, ...]) -> Deployment:
+#: :func:`_check`'s answers, per store file, run, configuration, claim and threshold (at most 256)
+_CHECKS: dict[tuple[str, str, str, str, float], ClaimCheck | None] = {}
+_CHECKS_LOCK = threading.Lock()
+
+
+def _check(store: Store, run_id: str, configuration: Configuration, claim: Any, threshold: float) -> ClaimCheck | None:
+    """Whether the deployed ``threshold`` meets its stored ``claim``
+    (:func:`evalcore.read.claims.check_of`: the bluffs and lost answers at it counted over the
+    run's gate values); None without a claim, or one that cannot be read as a claim.
+
+    Kept per store file, run, configuration, claim and threshold: a saved decision never changes,
+    nor do the gate values of its complete run, so the count (a store query of about a tenth of
+    a second) is made once, not on every read of a deployment that production polls."""
+    if not isinstance(claim, dict):
+        return None
+    key = (str(Path(store.path).resolve()), run_id, configuration.label, json.dumps(claim, sort_keys=True), threshold)
+    with _CHECKS_LOCK:
+        if key in _CHECKS:
+            return _CHECKS[key]
+    try:
+        found: ClaimCheck | None = check_of(store, run_id, configuration, claim, threshold)
+    except ClaimError:
+        found = None
+    with _CHECKS_LOCK:
+        if len(_CHECKS) >= 256:
+            _CHECKS.clear()
+        _CHECKS[key] = found
+    return found
+
+
+def _deployment(row: tuple[Any, ...], store: Store) -> Deployment:
     (name, decision_id, run_id, strategy, retriever, threshold, claim, decided_by, decided_at) = row[:9]
     deployed_by, deployed_at, version = row[9:12]
+    configuration = Configuration(str(strategy), str(retriever))
+    stored_claim = json.loads(claim) if isinstance(claim, str) and claim else None
     return Deployment(
         name=str(name),
         decision_id=str(decision_id),
         threshold=float(threshold),
         run_id=str(run_id),
-        configuration=Configuration(str(strategy), str(retriever)),
-        claim=json.loads(claim) if isinstance(claim, str) and claim else None,
+        configuration=configuration,
+        claim=stored_claim,
         decided_by=decided_by,
         decided_at=decided_at,
         deployed_by=deployed_by,
         deployed_at=deployed_at,
         version=int(version),
+        meets_claim=_check(store, str(run_id), configuration, stored_claim, float(threshold)),
     )
 
 
@@ -229,7 +270,7 @@ def get_deployment(store_path: Store | str | os.PathLike[str], name: str) -> Dep
     name = check_deployment_name(name)
     store = as_store(store_path)
     found = stored.deployment_row(store, name)
-    return _deployment(found) if found is not None else None
+    return _deployment(found, store) if found is not None else None
 
 
 def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[DeploymentHistory]:
@@ -249,7 +290,7 @@ def list_deployments(store_path: Store | str | os.PathLike[str]) -> list[Deploym
                 float(to_t),
             )
         )
-    return [DeploymentHistory(d, by_name.get(d.name, [])) for d in map(_deployment, current)]
+    return [DeploymentHistory(_deployment(row, store), by_name.get(str(row[0]), [])) for row in current]
 
 
 def deployment_names(store_path: Store | str | os.PathLike[str]) -> list[str]:

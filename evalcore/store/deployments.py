@@ -127,3 +127,20 @@ def sorted_names(store: Connection) -> list[str]:
     """The names of the store's deployments, sorted (read only)."""
     with store.read() as con:
         return [str(r[0]) for r in con.execute("SELECT name FROM deployments ORDER BY name").fetchall()]
+
+
+def version_row(store: Connection, name: str, version: int) -> tuple[Any, ...] | None:
+    """Version ``version`` of deployment ``name`` as its move made it: (decision_id, run_id,
+    strategy, retriever, threshold, max_bluff_rate, max_lost_rate, confidence, moved_by,
+    moved_at, the next move's moved_at or None while it is current), or None (read only). The
+    claim's alpha, beta and confidence are the decision's (NULL when it was saved without one)."""
+    with store.read() as con:
+        found = con.execute(
+            "SELECT d.decision_id, d.run_id, d.strategy, d.retriever, m.to_threshold, d.max_bluff_rate, "
+            "d.max_lost_rate, d.confidence, m.moved_by, m.moved_at, "
+            "(SELECT n.moved_at FROM deployment_moves n WHERE n.name = m.name AND n.version = m.version + 1) "
+            "FROM deployment_moves m JOIN decisions d ON d.decision_id = m.to_decision_id "
+            "WHERE m.name = ? AND m.version = ?",
+            [name, int(version)],
+        ).fetchall()
+    return tuple(found[0]) if found else None

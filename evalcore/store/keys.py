@@ -2,7 +2,7 @@
 
 A key is ``evk_`` and 32 random bytes (URL-safe base64). It is shown once, by :func:`create_key`'s
 caller, and never stored: the table keeps its SHA-256 (hex), which the API compares in
-constant time (:mod:`evalcore.api.auth`). This module is the one writer of the table;
+constant time (:mod:`evalcore.api.serving.auth`). This module is the one writer of the table;
 :mod:`evalcore.read.keys` reads it.
 """
 
@@ -22,7 +22,7 @@ from evalcore.store.connection import Connection
 PREFIX = "evk_"
 KEY_BYTES = 32
 #: Every scope a key may hold, in the order they are listed.
-SCOPES = ("read", "runs:write", "evaluate", "gate", "deploy", "traffic:write")
+SCOPES = ("read", "runs:write", "evaluate", "gate", "deploy", "traffic:write", "label")
 MAX_KEY_NAME = 100
 
 

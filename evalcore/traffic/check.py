@@ -20,15 +20,22 @@ posted and that were asked while that version was deployed (from its ``deployed_
 periods start at 00:00 UTC of the version's first day and run on to the one holding ``now``.
 A period is **complete** once its end has passed (``end <= now``); only the last complete
 period is judged (each period once, when it ends, for a scheduled job), and the periods after
-it, which have not ended, are skipped as partial unless ``include_partial``. The two rules of
-the last period above apply to each judged period, its KS tests Holm-adjusted within the period
-(the Traffic screen's "moved" flag).
+it, which have not ended, are skipped as partial unless ``include_partial``.
+
+A deployment's check **fails** only when a promise breaks: when the monitor of the version's
+production rates (:mod:`evalcore.read.traffic.estimates`, on the labelled review sample) reports
+the bluff or the lost claim ``breached``, or when a judged period's refused share lies outside the
+operator's range (``min_refused_share``, ``max_refused_share``). Drift (the KS tests above, Holm-
+adjusted within each judged period: the Traffic screen's "moved" flag) is reported as a
+description, since a harmless change in the mix of in-domain and off-topic questions moves it
+too; it fails the check only with ``fail_on_drift``. The report carries the version's rates with
+their bounds, per review period and for the whole version, and the monitor's state per claim.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -36,9 +43,10 @@ from typing import TYPE_CHECKING, Any
 from evalcore.boundary.text import check_name, for_terminal
 from evalcore.errors import ConfigError, UnknownDeployment
 from evalcore.measures.drift import parse_period
-from evalcore.measures.rounding import threshold_text
+from evalcore.measures.rounding import rate_bound_text, rate_lower_text, rate_text, threshold_text
 from evalcore.measures.stats import ALPHA, format_p_plain, holm
 from evalcore.read.decisions import latest_decision
+from evalcore.read.traffic.estimates import VersionEstimate, version_estimate
 from evalcore.read.traffic.periods import periods as period_rows
 from evalcore.read.traffic.versions import (
     DeployedVersion,
@@ -48,9 +56,11 @@ from evalcore.read.traffic.versions import (
     version_lines,
 )
 from evalcore.store.deployments import sorted_names
+from evalcore.traffic.sampling import ensure_drawn
 from evalcore.traffic.target import resolve_target
 
 if TYPE_CHECKING:
+    from evalcore.measures.production import Bounds
     from evalcore.store import Store
 
 
@@ -187,6 +197,8 @@ class DeploymentReport(CheckReport):
     judged: list[int] = field(default_factory=list)  #: indices into ``periods``
     partial: list[int] = field(default_factory=list)  #: indices into ``periods`` (not ended at ``as_of``)
     notes: list[str] = field(default_factory=list)
+    drift: list[str] = field(default_factory=list)  #: drift sentences that did not fail it (no ``--fail-on-drift``)
+    estimate: VersionEstimate | None = None
 
     def _spans(self, which: list[int]) -> list[dict[str, str]]:
         return [{"start": self.periods[i]["start"], "end": self.periods[i]["end"]} for i in which]
@@ -194,18 +206,31 @@ class DeploymentReport(CheckReport):
     def as_json(self) -> dict[str, Any]:
         """The keys of docs/TRAFFIC.md "A deployment's check"."""
         assert self.version is not None and self.as_of is not None
+        estimate = self.estimate.to_json() if self.estimate is not None else None
+        review = {p["start"]: p for p in (estimate or {}).get("periods", [])}
+        whole = {k: estimate[k] for k in _FIGURES} if estimate is not None else {}
         return {
             **self.version.to_json(),
             "as_of": iso(self.as_of),
             "period": self.period,
             "include_partial": self.include_partial,
             "periods": [
-                {**p, "complete": i not in self.partial, "judged": i in self.judged} for i, p in enumerate(self.periods)
+                {
+                    **p,
+                    "complete": i not in self.partial,
+                    "judged": i in self.judged,
+                    **{k: v for k, v in review.get(p["start"], {}).items() if k in _FIGURES},
+                }
+                for i, p in enumerate(self.periods)
             ],
             "judged": self._spans(self.judged),
             "partial": self._spans(self.partial),
+            **whole,
+            "monitor": None if estimate is None else estimate["monitor"],
+            "estimate": estimate,
             "failed": self.failed,
             "reasons": self.reasons,
+            "drift": self.drift,
             "notes": self.notes,
         }
 
@@ -222,6 +247,8 @@ class DeploymentReport(CheckReport):
         for i, (p, padj) in enumerate(zip(self.periods, self.adjusted, strict=True)):
             mark = " [judged]" if i in self.judged else " [partial: not judged]" if i in self.partial else ""
             out.append(_period_line(p, padj) + mark)
+        out += self._estimate_lines()
+        out += [f"drift (does not fail the check; --fail-on-drift): {for_terminal(d)}" for d in self.drift]
         out += [f"note: {for_terminal(n)}" for n in self.notes]
         if self.failed:
             out.append("FAILED: " + "; ".join(self.reasons))
@@ -230,6 +257,40 @@ class DeploymentReport(CheckReport):
         else:
             out.append("passed: no period was judged")
         return "\n".join(out)
+
+    def _estimate_lines(self) -> list[str]:
+        """The version's production rates and the monitor's verdict on each claim."""
+        e = self.estimate
+        if e is None or e.whole is None:
+            return ["production rates: no period of this version has a review sample yet (traffic sample)"]
+        w = e.whole
+        out = [
+            f"production rates of version {e.version} at confidence {e.confidence:g}, from {w.labels[0]} + "
+            f"{w.labels[1]} labelled lines of {w.lines[0]:,} answered + {w.lines[1]:,} refused:",
+            f"  bluff rate {_bounds_text(w.bluff_rate)} (claim {rate_text(e.alpha)}); lost rate "
+            f"{_bounds_text(w.lost_rate)} (claim {rate_text(e.beta)}); answers to off-topic questions "
+            f"{_bounds_text(w.answered_bluff_share)}",
+        ]
+        for name, m in (("bluff", e.bluff), ("lost", e.lost)):
+            if m is None:
+                continue
+            more = f" (about {m.labels_to_decide:,} more labels would decide it)" if m.labels_to_decide else ""
+            out.append(f"  monitor, {name} claim: {m.state}{more}")
+        return out
+
+
+def _bounds_text(b: Bounds) -> str:
+    """``12.0% [8.1%, 17.3%]``: the estimate to one decimal, its bounds on their safe sides."""
+    if b.lower is None or b.upper is None:
+        return "n/a"
+    est = "n/a" if b.estimate is None else f"{b.estimate:.1%}"
+    return f"{est} [{rate_lower_text(b.lower)}, {rate_bound_text(b.upper)}]"
+
+
+#: the figures of a period (and of the version) that the JSON carries from the estimate
+_FIGURES = ("lines", "labels", "bluff_rate", "lost_rate", "answered_bluff_share", "retrieval_misses")
+#: every drift reason holds these words (so that without --fail-on-drift they describe only)
+_DRIFT = "gate values drifted"
 
 
 def find_version(store: Store, name: str) -> DeployedVersion:
@@ -256,11 +317,19 @@ def run_deployment_check(
     include_partial: bool = False,
     alpha: float = ALPHA,
     now: datetime | None = None,
+    min_refused_share: float | None = None,
+    fail_on_drift: bool = False,
 ) -> DeploymentReport:
     """The deployment's check of the module docstring, as of ``now`` (naive UTC; default: now)."""
     step = parse_period(period)
-    if max_refused_share is not None and not 0.0 <= max_refused_share <= 1.0:
-        raise ConfigError(f"--max-refused-share must lie in [0, 1], got {max_refused_share!r}")
+    for option, value in (("--max-refused-share", max_refused_share), ("--min-refused-share", min_refused_share)):
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{option} must lie in [0, 1], got {value!r}")
+    if min_refused_share is not None and max_refused_share is not None and min_refused_share > max_refused_share:
+        raise ConfigError(
+            f"--min-refused-share {min_refused_share:g} is above --max-refused-share {max_refused_share:g}: "
+            "the range holds no share"
+        )
     v = find_version(store, name)
     target = resolve_target(store, f"{v.run_id}:{v.configuration.label}")  # the run and configuration still there
     as_of = (now or datetime.now(UTC)).replace(tzinfo=None)
@@ -285,7 +354,29 @@ def run_deployment_check(
     report.partial = [i for i in range(len(rows)) if i not in ended]
     report.judged = ended[-1:] + (report.partial if include_partial else [])
     _notes(store, report, v, as_of)
-    _judge(report, [rows[i] for i in report.judged], max_refused_share, alpha)
+    judged = [rows[i] for i in report.judged]
+    _judge(report, judged, max_refused_share, alpha, min_refused_share)
+    if not fail_on_drift:  # drift describes; it fails the check only when asked
+        report.drift, report.reasons = (
+            [r for r in report.reasons if _DRIFT in r],
+            [r for r in report.reasons if _DRIFT not in r],
+        )
+    drawn = ensure_drawn(store, v.name, now=as_of)  # the review sample of each ended period, once
+    if drawn:
+        report.notes.append(
+            f"drew the review sample of {drawn} ended period{'s' if drawn > 1 else ''} (label it on the Review "
+            "screen or with POST /api/v1/deployments/NAME/labels)"
+        )
+    report.estimate = version_estimate(store, v.name, now=as_of)
+    for claim in report.estimate.breached:
+        m = report.estimate.bluff if claim == "bluff" else report.estimate.lost
+        assert m is not None
+        rate = "bluff" if claim == "bluff" else "lost"
+        report.reasons.append(
+            f"the {rate} claim is breached: production's {rate} rate is at least {rate_lower_text(m.lower or 0.0)} "
+            f"(anytime-valid, confidence {report.estimate.confidence:g}), above the claim's {rate_text(m.target)}"
+        )
+    report.failed = bool(report.reasons)
     return report
 
 
@@ -311,7 +402,11 @@ def _notes(store: Store, report: DeploymentReport, v: DeployedVersion, as_of: da
 
 
 def _judge(
-    report: CheckReport, judged: list[Mapping[Hashable, Any]], max_refused_share: float | None, alpha: float
+    report: CheckReport,
+    judged: Sequence[Mapping[Hashable, Any]],
+    max_refused_share: float | None,
+    alpha: float,
+    min_refused_share: float | None = None,
 ) -> None:
     """The refused share and drift rules on each judged period: a period fails on drift when it
     moved as the Traffic screen flags it (its KS tests Holm-adjusted within the period)."""
@@ -321,6 +416,8 @@ def _judge(
         share = float(row["refused_share"])
         if max_refused_share is not None and n and share > max_refused_share:
             report.reasons.append(f"{when} refused {share:.1%} of its {n} queries, above {max_refused_share:.1%}")
+        if min_refused_share is not None and n and share < min_refused_share:
+            report.reasons.append(f"{when} refused {share:.1%} of its {n} queries, below {min_refused_share:.1%}")
         tests = [
             (what, float(row[d]), float(row[p]), float(row[padj]))
             for what, d, p, padj in (
@@ -334,6 +431,7 @@ def _judge(
                 report.reasons.append(
                     f"{when}: gate values drifted from {what} (KS D = {d:.3f}, p = {format_p_plain(p)}, "
                     f"Holm-adjusted over the period's {len(tests)} test{'s' if len(tests) > 1 else ''}: "
-                    f"{format_p_plain(padj)} < {alpha:g})"
+                    f"{format_p_plain(padj)} < {alpha:g}). A change in the mix of in-domain and off-topic "
+                    "questions moves the gate values too: drift alone says nothing about the claim"
                 )
     report.failed = bool(report.reasons)

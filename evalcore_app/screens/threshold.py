@@ -14,6 +14,7 @@ from evalcore import authors
 from evalcore.figures import build as figures
 from evalcore.figures import charts
 from evalcore.measures.claim import DEFAULT_ALPHA, DEFAULT_BETA, DEFAULT_CONFIDENCE, DEFAULT_SPLITS, POOR_SEPARATION
+from evalcore.measures.claim_check import outside_claim
 from evalcore.measures.rounding import DIGITS, threshold_text
 from evalcore.measures.suggestion import DEFAULT_COST_RATIO
 from evalcore.read import claims, decisions, sweeps
@@ -182,6 +183,12 @@ if warning:
 most = ui.cached(claims.refuses_most, sweep, t, claim, tr)
 if most:
     st.warning(ui.esc(most))
+values = ui.cached(claims.gate_values, store, ctx.run_id, config)
+# whether t meets the claim shown above (the function a deployment's meets_claim is made by)
+check = ui.guarded(lambda: ui.cached(claims.check_at, values, claim, t)) if claim is not None else None
+outside = outside_claim(check, tr)
+if outside:
+    st.warning(ui.esc(outside))
 
 with st.expander(_("Suggest a threshold by cost (second to the claim)"), expanded=False):
     cols = st.columns([1, 1, 2])
@@ -267,7 +274,6 @@ st.dataframe(
 )
 
 st.subheader(_("Per segment at t = {t}").format(t=tr.decimal_text(threshold_text(t))))
-values = ui.cached(claims.gate_values, store, ctx.run_id, config)
 st.dataframe(
     ui.cached(claims.claim_segments, values, t),
     hide_index=True,
@@ -320,21 +326,36 @@ ui.plain(
     testid="save-as",
 )
 latest_saved = decisions.latest_decision(store, ctx.run_id, config)
+saved_outside: str | None = None  # why the latest decision's t lies outside the claim it was saved under
 if latest_saved is not None:
+    if latest_saved.claim:
+        saved_check = ui.guarded(lambda: ui.cached(claims.check_at, values, latest_saved.claim, latest_saved.threshold))
+        saved_outside = outside_claim(saved_check, tr)
     ui.plain(
         _("Latest decision: {decision}. {claim}").format(
             decision=lang.source(latest_saved.describe()), claim=lang.source(latest_saved.claim_text())
-        ),
+        )
+        + (" " + _("The claim is NOT met: {why}").format(why=saved_outside) if saved_outside else ""),
         small=True,
         testid="latest",
     )
 save_col, deploy_col = st.columns([3, 2])
 with save_col.form("decision"):
     note = st.text_area(_("Note (why this threshold)"), key="decision_note")
+    save_anyway = False
+    if outside:
+        st.warning(ui.esc(outside))
+        save_anyway = st.checkbox(_("Save it anyway, outside the claim"), key=f"save_outside_{t!r}")
     if st.form_submit_button(
         _("Save t = {t} for {label}").format(t=tr.decimal_text(threshold_text(t, 4)), label=ui.esc(config.label))
     ):
-        saved_id = ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
+        saved_id = (
+            ui.guarded(lambda: decisions.save_decision(store, ctx.run_id, config, t, note, author, claim))
+            if not outside or save_anyway
+            else None
+        )
+        if outside and not save_anyway:
+            st.error(_("Not saved: t lies outside the claim. Tick the box above to save it anyway."))
         if saved_id:
             latest = decisions.latest_decision(store, ctx.run_id, config)
             ui.set_threshold(ctx, t, f"saved decision: {latest.describe()}")
@@ -349,10 +370,22 @@ with deploy_col.form("deploy"):
     target = st.text_input(_("Deploy as…"), value="production", key="deploy_name", help=_(DEPLOY_HELP))
     if latest_saved is None:
         st.caption(_("Save a decision first: a deployment points at a saved decision."))
+    deploy_anyway = False
+    if saved_outside:
+        st.warning(ui.esc(saved_outside))
+        deploy_anyway = st.checkbox(
+            _("Deploy it anyway, outside its claim"),
+            key=f"deploy_outside_{latest_saved.decision_id if latest_saved else ''}",
+        )
     label = _("Deploy decision {id}").format(id=latest_saved.decision_id) if latest_saved else _("Deploy")
     if st.form_submit_button(label, disabled=latest_saved is None) and latest_saved is not None:
-        moved = ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
+        if saved_outside and not deploy_anyway:
+            st.error(_("Not deployed: its t lies outside its claim. Tick the box above to deploy it anyway."))
+            moved = None
+        else:
+            moved = ui.guarded(lambda: deployments.deploy(store.path, target, latest_saved.decision_id, author))
         if moved is not None:
+            moved_outside = outside_claim(moved.meets_claim, tr)
             session.saved_flash = _(
                 "Deployment {name} now points at decision {id}: t = {t} for {label} (version {version}, by {author})."
             ).format(
@@ -362,7 +395,7 @@ with deploy_col.form("deploy"):
                 label=moved.configuration.label,
                 version=moved.version,
                 author=authors.shown(author),
-            )
+            ) + (" " + _("The claim is NOT met: {why}").format(why=moved_outside) if moved_outside else "")
             st.rerun()
 pointing = [h.deployment for h in ui.cached(deployments.list_deployments, store) if h.deployment.run_id == ctx.run_id]
 for d in pointing:
@@ -377,7 +410,8 @@ for d in pointing:
             version=d.version,
             when=f"{d.deployed_at:%Y-%m-%d %H:%M}",
             author=authors.shown(d.deployed_by),
-        ),
+        )
+        + (" " + _("The claim is NOT met: {why}").format(why=why) if (why := outside_claim(d.meets_claim, tr)) else ""),
         small=True,
         testid="deployment",
     )

@@ -203,6 +203,24 @@ class Traffic:
     flash = Key[str | None]("traffic_flash", None)
 
 
+class Review:
+    """The Review screen: the deployment and version shown, the lines skipped in this session,
+    the line marked answerable whose hits are asked about next, and the message of the last label."""
+
+    #: the deployment whose review sample is shown (None: the address's, else the first by name)
+    deployment = Key[str | None]("review_deployment", None)
+    #: the version shown (None: the deployment's current version)
+    version = Key[int | None]("review_version", None)
+    #: line ids skipped in this session (they stay in the sample, and are offered again on request)
+    skipped = Key[tuple[str, ...]]("review_skipped", ())
+    #: the line id marked answerable, waiting for "do its hits hold the answer?"
+    pending = Key[str | None]("review_pending", None)
+    #: the message shown once after a label is saved or a line skipped
+    flash = Key[str | None]("review_flash", None)
+    #: the keyboard element's state (:mod:`evalcore_app.partials.review_keys`): the key just pressed
+    keys = Key[Any]("review_keys", None)
+
+
 class NewRun:
     """The New run screen's own state. Its widgets keep their ``nr_*`` keys (:data:`WIDGETS`);
     the keys below are those the page reads or writes itself."""

@@ -72,9 +72,10 @@ REQUEST_TIMEOUT = 60.0
 #: breaks, a NUL, text beyond ASCII, dot segments (each percent-encoded on the wire, as RFC 3986 says)
 HOSTILE_PATH = ("line\r\nbreak", "nul\x00byte", "прод🚀", "../..")
 
-# The two bodies that are not JSON: a run file (bytes) and NDJSON traffic (text).
+# The bodies that are not JSON: a run file (bytes), NDJSON traffic (text) and an OTLP export (bytes).
 schemathesis.serializer.alias("application/zip", "application/octet-stream")
 schemathesis.serializer.alias(["application/x-ndjson", "application/jsonl"], "text/plain")
+schemathesis.serializer.alias("application/x-protobuf", "application/octet-stream")  # an OTLP export
 
 
 def _header(response: schemathesis.Response, name: str) -> str:

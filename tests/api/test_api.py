@@ -13,7 +13,7 @@ import pytest
 from api_serving import ALL_SCOPES, OOD, RUN, api_server, cli, is_problem, make_key, make_store
 from conftest import MINI
 
-from evalcore.api.jsonout import jsonable
+from evalcore.api.serving.jsonout import jsonable
 
 NDJSON = "application/x-ndjson"
 HOLD = "hold-evaluations"  # beside the served store: see the served fixture

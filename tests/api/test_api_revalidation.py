@@ -1,4 +1,4 @@
-"""The revalidation fast path (evalcore/api/revalidate.py) keeps the route's meaning, against a
+"""The revalidation fast path (evalcore/api/serving/revalidate.py) keeps the route's meaning, against a
 real server (``evalcore dashboard`` as a process, real HTTP through httpx, a store made by the
 real CLI): a matching ``If-None-Match`` is 304; a move (by the API or by another process) is 200
 with the new ETag on the very next request; a key revoked by ``evalcore keys revoke`` is 401 on

@@ -306,6 +306,11 @@ def test_every_2xx_answer_matches_the_schema_the_document_gives_it(tmp_path_fact
             line = json.dumps({"id": "q1", "query": "how do I install python", "time": "2026-12-04T10:00:00Z"})
             traffic = {"content": line + "\n", "headers": {"Content-Type": "application/x-ndjson"}}
             call("POST /deployments/{name}/traffic", "/deployments/answers/traffic", **traffic)
+            call("GET /deployments/{name}/review", "/deployments/answers/review")
+            label = {"labels": [{"line_id": "0123456789ab-a1", "label": "off-topic"}]}
+            call("POST /deployments/{name}/labels", "/deployments/answers/labels", json=label)
+            otlp = "/deployments/answers/otlp/v1/traces"  # an empty OTLP export, in JSON: answered {}
+            call("POST /deployments/{name}/otlp/v1/traces", otlp, json={"resourceSpans": []})
             call("POST /gate", "/gate", json={"baseline": "base", "candidate": "cand"})
             call("POST /gate", "/gate", json={"baseline": "base", "candidate": "base"})
             started = call("POST /evaluations", "/evaluations", json={"demo": True})

@@ -163,6 +163,9 @@ def test_decision_is_one_threshold_restored_after_a_reload(copy, engine_run_id, 
     assert f"Threshold t = {t:.4f}" in shown_text(at)
     at.switch_page("evalcore_app/screens/threshold.py").run()
     at.text_area(key="decision_note").input("for the review")
+    for box in at.checkbox:  # a t outside the claim is saved once the PM says so (the Threshold screen asks)
+        if str(box.key).startswith("save_outside_"):
+            box.check()
     save = next(b for b in at.button if b.label.startswith("Save t ="))  # the decision form's submit button
     save.click().run()  # the note is sent with it
     no_exception(at)

@@ -125,6 +125,9 @@ def nav(page, title: str) -> None:
 def save_decision(page, note: str, where: str) -> None:
     """Save the Threshold screen's threshold with ``note``; the success message must show."""
     page.locator('[data-testid="stTextArea"] textarea').fill(note)
+    anyway = page.locator('[data-testid="stCheckbox"]').filter(has_text="Save it anyway")
+    if anyway.count():  # a t outside the claim is saved once the PM says so (the Threshold screen asks)
+        anyway.first.click()
     page.locator('[data-testid="stFormSubmitButton"] button').filter(has_text="Save t =").click()
     saved = page.locator('[data-testid="stAlertContentSuccess"]').filter(has_text="Saved decision")
     # the save's rerun may start after a first quiet second on a loaded machine: wait for its message

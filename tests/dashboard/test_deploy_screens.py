@@ -33,6 +33,13 @@ def test_deploy_as_points_a_deployment_at_the_decision_shown(store, monkeypatch)
     shown = decisions.latest_decision(Store(path), run_id, _config(config))
     assert f"Latest decision: {shown.describe()}" in shown_text(at)
     at.text_input(key="deploy_name").input("production")
+    # the fixture's decision (t = 0.5 on E/bm25) loses more answers than its claim allows: the
+    # screen says so and deploys it only once the box is ticked (tests/dashboard/test_claim_deploy_de_browser.py)
+    assert "The claim is NOT met: t = " in shown_text(at)
+    _deploy_button(at).click().run()
+    no_exception(at)
+    assert "Not deployed: its t lies outside its claim" in shown_text(at) and list_deployments(path) == []
+    at.checkbox(key=f"deploy_outside_{shown.decision_id}").check()
     _deploy_button(at).click().run()
     no_exception(at)
     got = get_deployment(path, "production")
@@ -54,6 +61,9 @@ def test_a_bad_deployment_name_is_said_and_nothing_is_deployed(store, monkeypatc
     path, _, _ = store
     at = open_page(path, "threshold", monkeypatch)
     at.text_input(key="deploy_name").input("prod\u202euction")
+    for box in at.checkbox:  # deploy anyway, outside its claim: the name alone is refused
+        if str(box.key).startswith("deploy_outside_"):
+            box.check()
     _deploy_button(at).click().run()
     no_exception(at)
     assert "U+202E" in shown_text(at)

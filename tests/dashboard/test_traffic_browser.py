@@ -62,7 +62,10 @@ def _expected(store, run_id: str) -> dict:
 
     def worded(k: int, n: int) -> str:
         low, high = proportion_confint(k, n, method="wilson")
-        return f"{k / n:.1%} ({k} of {n}; 95% CI {low:.1%}-{high:.1%})"
+        # the interval's ends are bounds: the low end rounded down, the high end up (one decimal of a percent)
+        down = math.floor(Fraction(repr(float(low))) * 1000) / 10
+        up = math.ceil(Fraction(repr(float(high))) * 1000) / 10
+        return f"{k / n:.1%} ({k} of {n}; 95% CI {down:.1f}%-{up:.1f}%)"
 
     m = sorted(min(d) for d in off)
     j = max(j for j in range(len(m) + 1) if binom.cdf(j, len(m), 0.05) <= 0.05)

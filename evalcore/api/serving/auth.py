@@ -12,7 +12,7 @@ media type (415 for a JSON route sent anything but JSON). The route's dependency
 (:func:`require`) then finds the caller already admitted; without :class:`KeyCheck` in front
 it does the same checks itself.
 
-The keys in use are read again whenever the store changed (:mod:`evalcore.api.snapshots`): a key
+The keys in use are read again whenever the store changed (:mod:`evalcore.api.serving.snapshots`): a key
 revoked by ``evalcore keys revoke`` is refused from the next request on. A key's last use is
 recorded at most once a minute. A key never reaches a log or an error.
 """
@@ -31,8 +31,8 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Match
 
-from evalcore.api.problems import Problem, response
-from evalcore.api.rate import (
+from evalcore.api.serving.problems import Problem, response
+from evalcore.api.serving.rate import (
     DEFAULT_FAILURES,
     DEFAULT_GLOBAL_RATE,
     FAILURES_ENV,
@@ -41,7 +41,7 @@ from evalcore.api.rate import (
     RateLimiter,
     parse_rate,
 )
-from evalcore.api.snapshots import Snapshot
+from evalcore.api.serving.snapshots import Snapshot
 from evalcore.read.keys import keys_in_use
 from evalcore.store.keys import PREFIX, SCOPES, key_hash, touch_key
 

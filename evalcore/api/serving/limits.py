@@ -1,15 +1,16 @@
 """Every request has a budget: how many bytes its body may hold (checked against
 ``Content-Length`` before a byte is read, and counted while a chunked body streams in), how long
 the whole request may take to arrive, and how many requests a key may make (a token bucket per
-key, ``EVALCORE_API_RATE``: :mod:`evalcore.api.rate`). Each limit, when hit, is a problem document
+key, ``EVALCORE_API_RATE``: :mod:`evalcore.api.serving.rate`). Each limit, when hit, is a problem document
 naming it.
 
 The arrival deadline is a timer: each wait for the next piece of the body is bounded by the time
 left (``asyncio.wait_for``), so a client that declares 100 bytes, sends 10 and goes silent is
 answered 408 when the deadline passes, not when (if ever) its next chunk comes. The deadline
 counts from the request's first byte when the server says when that was
-(:data:`~evalcore.api.settings.ARRIVAL_KEY` in the scope's extensions: :mod:`evalcore.api.connections`, which also
-bounds the time the headers may take), else from when the headers were read.
+(:data:`~evalcore.api.serving.settings.ARRIVAL_KEY` in the scope's extensions:
+:mod:`evalcore.api.serving.connections`, which also bounds the time the headers may take), else from when the headers
+were read.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evalcore.api.problems import Problem, response
-from evalcore.api.settings import ARRIVAL_KEY, BODY_DEADLINE, BODY_DEADLINE_ENV, body_deadline
+from evalcore.api.serving.problems import Problem, response
+from evalcore.api.serving.settings import ARRIVAL_KEY, BODY_DEADLINE, BODY_DEADLINE_ENV, body_deadline
 from evalcore.errors import ConfigError
 
 MB = 1024 * 1024
@@ -55,6 +56,8 @@ def body_limit(path: str) -> tuple[int, str]:
         return cap, f"a run file may be at most {cap:,} bytes (${MAX_RUN_FILE_ENV})"
     if path.rstrip("/").endswith("/traffic"):
         return MAX_TRAFFIC, f"a traffic post may be at most {MAX_TRAFFIC:,} bytes and {MAX_TRAFFIC_LINES:,} lines"
+    if path.rstrip("/").endswith("/otlp/v1/traces"):  # evalcore.api.otlp: an OTLP export, as a traffic post
+        return MAX_TRAFFIC, f"an OTLP export may be at most {MAX_TRAFFIC:,} bytes (compressed as sent)"
     return MAX_JSON, f"a request body may be at most {MAX_JSON:,} bytes"
 
 

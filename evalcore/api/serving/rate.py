@@ -8,7 +8,7 @@ back at a rate, up to a burst):
   ``EVALCORE_API_AUTH_FAILURES`` (default ``0.2/20``: 20 at once, then one every 5 s). An address
   past it is answered 429 before its key is even looked at, until a token is back.
 
-Each is ``R`` or ``R/B`` (R a second, bursts of B). Read by the API (:mod:`evalcore.api.auth`)
+Each is ``R`` or ``R/B`` (R a second, bursts of B). Read by the API (:mod:`evalcore.api.serving.auth`)
 and checked when a server starts (``evalcore dashboard``, :mod:`evalcore_app.server`), so this
 module loads no web framework.
 """

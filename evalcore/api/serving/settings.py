@@ -1,7 +1,7 @@
 """The server's limits as its environment sets them, read without loading any web framework (the
 CLI checks them before it starts the server: a bad value stops it with one line naming the
-variable). Enforced by :mod:`evalcore.api.connections` (connections, headers, keep-alive) and
-:class:`evalcore.api.limits.BodyLimit` (the whole request's arrival); docs/DEPLOY.md, "Limits".
+variable). Enforced by :mod:`evalcore.api.serving.connections` (connections, headers, keep-alive) and
+:class:`evalcore.api.serving.limits.BodyLimit` (the whole request's arrival); docs/DEPLOY.md, "Limits".
 """
 
 from __future__ import annotations

@@ -10,15 +10,15 @@ any application code sees the request.
   connection's opening or of the previous answer's end (a timer, not the next chunk): a client
   that sends part of its headers and goes silent is answered 408 and closed; one that sends
   nothing is closed. When the headers are in, the time of the request's first byte goes into
-  the scope (:data:`evalcore.api.settings.ARRIVAL_KEY`), so the API's body deadline
-  (:class:`evalcore.api.limits.BodyLimit`) counts the whole request.
+  the scope (:data:`evalcore.api.serving.settings.ARRIVAL_KEY`), so the API's body deadline
+  (:class:`evalcore.api.serving.limits.BodyLimit`) counts the whole request.
 - An idle kept-alive connection is closed after 5 s (uvicorn's ``timeout_keep_alive``).
 
 Streamlit builds uvicorn's ``Config`` itself and offers no setting for these, so
 :func:`guard_server` finds that ``Config`` while uvicorn imports the dashboard's module (the
 dashboard calls it from :mod:`evalcore_app.server`) and wraps its HTTP protocol class
 (:func:`guarded_protocol`). Only the server imports this module (and uvicorn); the variables are read by
-:mod:`evalcore.api.settings`, which the CLI checks before it starts the server.
+:mod:`evalcore.api.serving.settings`, which the CLI checks before it starts the server.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 
 import uvicorn
 
-from evalcore.api.settings import (
+from evalcore.api.serving.settings import (
     ARRIVAL_KEY,
     CONNECTIONS_ENV,
     HEADER_ENV,
