@@ -309,6 +309,7 @@ def test_every_2xx_answer_matches_the_schema_the_document_gives_it(tmp_path_fact
             call("GET /deployments/{name}/review", "/deployments/answers/review")
             label = {"labels": [{"line_id": "0123456789ab-a1", "label": "off-topic"}]}
             call("POST /deployments/{name}/labels", "/deployments/answers/labels", json=label)
+            call("GET /deployments/{name}/estimate", "/deployments/answers/estimate")
             otlp = "/deployments/answers/otlp/v1/traces"  # an empty OTLP export, in JSON: answered {}
             call("POST /deployments/{name}/otlp/v1/traces", otlp, json={"resourceSpans": []})
             call("POST /gate", "/gate", json={"baseline": "base", "candidate": "cand"})

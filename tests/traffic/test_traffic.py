@@ -378,7 +378,7 @@ def test_every_traffic_subcommand_has_help_text(capsys):
 
     sub = next(a for a in build_parser()._actions if a.dest == "command").choices["traffic"]
     inner = next(a for a in sub._actions if a.dest == "traffic_command")
-    assert sorted(inner.choices) == ["check", "export", "forget", "import"]
+    assert sorted(inner.choices) == ["check", "export", "forget", "import", "sample"]
     for name, parser in inner.choices.items():
         with pytest.raises(SystemExit) as exc:
             main(["traffic", name, "--help"])
