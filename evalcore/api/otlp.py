@@ -22,7 +22,7 @@ from starlette.responses import Response
 from evalcore.api.serving.auth import Caller, require
 from evalcore.api.serving.limits import MAX_TRAFFIC
 from evalcore.api.serving.problems import Problem, from_error
-from evalcore.errors import EvalcoreError, StoreBusy
+from evalcore.errors import EvalcoreError
 from evalcore.service.ingest import ingest_traffic
 from evalcore.traffic.otlp import Rejected, SpanLine, read_export, rejected_message
 from evalcore.traffic.otlp_body import (
@@ -36,8 +36,6 @@ from evalcore.traffic.otlp_body import (
 )
 
 router = APIRouter(tags=["deployments"])
-#: seconds an exporter is asked to wait before it sends again while the store is busy
-BUSY_RETRY = 2
 #: the JSON answer: ``{}``, or ``{"partialSuccess": {"rejectedSpans": "2", "errorMessage": "..."}}``
 ANSWER_SCHEMA = {
     "type": "object",
@@ -103,8 +101,6 @@ async def post_traces(
     lines = [line.ndjson() for line in decoded.lines]
     try:  # with no line too: an unknown deployment is 404 whatever the export holds
         results = await run_in_threadpool(ingest_traffic, store, name, lines, caller.author)
-    except StoreBusy as exc:
-        raise Problem(503, f"{exc}; send again", "store-busy", headers={"Retry-After": str(BUSY_RETRY)}) from None
     except EvalcoreError as exc:
         raise from_error(exc, store.path) from None
     rejected = list(decoded.rejected)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 import time
 
 import httpx
@@ -416,3 +417,32 @@ def test_keys_list_shows_each_keys_last_use_and_never_a_key_or_hash(served):
 
     for key in keys.values():
         assert key not in text and key_hash(key) not in text
+
+
+def test_a_busy_store_is_503_with_retry_after_on_every_route_that_maps_errors(tmp_path):
+    # another process (here: this test's transaction) holds the store's write lock longer than
+    # the wait: the write fails with StoreBusy, and the routes answer 503 store-busy, not 422
+    from evalcore.api.serving.problems import from_error
+    from evalcore.errors import StoreBusy
+    from evalcore.store import Store
+
+    path = tmp_path / "evalcore.duckdb"
+    Store(path).migrate()
+    caught: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with Store(path, lock_timeout=0.3).transaction() as con:
+                con.execute("SELECT count(*) FROM runs").fetchall()
+        except BaseException as exc:  # noqa: BLE001 - the test looks at what it was
+            caught.append(exc)
+
+    with Store(path).transaction() as con:
+        con.execute("SELECT count(*) FROM runs").fetchall()
+        other = threading.Thread(target=write)
+        other.start()
+        other.join(30)
+    assert caught and isinstance(caught[0], StoreBusy), caught
+    problem = from_error(caught[0], path)
+    assert problem.status_code == 503 and problem.kind == "store-busy"
+    assert problem.headers["Retry-After"].isdigit() and str(path) not in problem.detail

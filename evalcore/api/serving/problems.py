@@ -23,7 +23,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
-from evalcore.errors import EvalcoreError, StoreError
+from evalcore.errors import EvalcoreError, StoreBusy, StoreError
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -38,6 +38,7 @@ _KEY = re.compile(r"evk_[A-Za-z0-9_\-]+")
 REDACTED = "evk_(redacted)"
 
 MEDIA_TYPE = "application/problem+json"
+BUSY_RETRY = 2  # seconds a caller waits before it sends again while the store is busy
 #: The URN every problem type of evalcore lives under (docs/API.md lists them).
 TYPE_PREFIX = "urn:evalcore:problem:"
 
@@ -139,10 +140,13 @@ def scrub(text: str, replacements: Sequence[tuple[object, str]] = ()) -> str:
 
 
 def from_error(exc: EvalcoreError, store_path: object, *replacements: tuple[object, str]) -> Problem:
-    """A problem for one of evalcore's named errors: 404 for a run, decision or deployment that
-    is not there, 409 for a run that is not complete, 422 for everything else the caller can
-    fix. The store's path and ``replacements`` (path, name) are replaced in the message."""
+    """A problem for one of evalcore's named errors: 503 (``Retry-After``) while another process
+    holds the store's lock, 404 for a run, decision or deployment that is not there, 409 for a
+    run that is not complete, 422 for everything else the caller can fix. The store's path and
+    ``replacements`` (path, name) are replaced in the message."""
     text = scrub(str(exc), [*replacements, (store_path, "the service's store")])
+    if isinstance(exc, StoreBusy):  # another process holds the store's lock for a moment: nothing was written
+        return Problem(503, f"{text}; send again", "store-busy", headers={"Retry-After": str(BUSY_RETRY)})
     if type(exc).__name__ == "UnknownDecision":  # the body names a decision the store does not hold
         return Problem(422, text, "unknown-decision", [{"field": "body.decision_id", "detail": text}])
     if type(exc).__name__ == "UnknownDeployment":
