@@ -21,7 +21,7 @@ from evalcore.errors import InputError, UnknownDeployment
 from evalcore.measures.drift import first_start
 from evalcore.records import Configuration
 from evalcore.store import deployments as rows
-from evalcore.store.review import STRATA, LineRef
+from evalcore.store.review import STRATA, FrameSpec, LineRef
 
 if TYPE_CHECKING:
     from evalcore.store import Store
@@ -130,21 +130,10 @@ def review_periods(span: VersionSpan, now: datetime) -> list[ReviewPeriod]:
 
 
 @dataclass(frozen=True, slots=True)
-class ReviewFrame:
-    """A drawn frame's row (migration 0016)."""
+class ReviewFrame(FrameSpec):
+    """A drawn frame's row (migration 0016): what it was drawn for, and what was drawn."""
 
     frame_id: str
-    deployment: str
-    version: int
-    period_index: int
-    period_start: datetime
-    period_end: datetime
-    lines_from: datetime
-    decision_id: str
-    run_id: str
-    strategy: str
-    retriever: str
-    threshold: float
     seed: int
     second_share: float
     drawn_at: datetime
@@ -167,26 +156,26 @@ _FRAME_COLUMNS = (
 
 def _frame(r: tuple[Any, ...]) -> ReviewFrame:
     return ReviewFrame(
-        str(r[0]),
-        str(r[1]),
-        int(r[2]),
-        int(r[3]),
-        r[4],
-        r[5],
-        r[6],
-        str(r[7]),
-        str(r[8]),
-        str(r[9]),
-        str(r[10]),
-        float(r[11]),
-        int(r[12]),
-        float(r[13]),
-        r[14],
-        None if r[15] is None else str(r[15]),
-        (int(r[16]), int(r[17])),
-        (int(r[18]), int(r[19])),
-        (int(r[20]), int(r[21])),
-        None if r[22] is None else str(r[22]),
+        frame_id=str(r[0]),
+        deployment=str(r[1]),
+        version=int(r[2]),
+        period_index=int(r[3]),
+        period_start=r[4],
+        period_end=r[5],
+        lines_from=r[6],
+        decision_id=str(r[7]),
+        run_id=str(r[8]),
+        strategy=str(r[9]),
+        retriever=str(r[10]),
+        threshold=float(r[11]),
+        seed=int(r[12]),
+        second_share=float(r[13]),
+        drawn_at=r[14],
+        drawn_by=None if r[15] is None else str(r[15]),
+        lines=(int(r[16]), int(r[17])),
+        asked=(int(r[18]), int(r[19])),
+        size=(int(r[20]), int(r[21])),
+        reason=None if r[22] is None else str(r[22]),
     )
 
 
