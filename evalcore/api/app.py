@@ -14,13 +14,14 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from evalcore import __version__
-from evalcore.api import deployments, estimates, evaluations, health, otlp, runs
+from evalcore.api import deployments, estimates, evaluations, health, metrics, otlp, runs
 from evalcore.api import review as review_api
 from evalcore.api.serving import problems
 from evalcore.api.serving.auth import KeyCheck, Keys
 from evalcore.api.serving.limits import BodyLimit
 from evalcore.api.serving.problems import MEDIA_TYPE, TITLES
 from evalcore.api.serving.rate import RATE_ENV, RateLimiter, failure_rate, global_rate, parse_rate
+from evalcore.api.serving.requests import CountRequests, RequestCounts
 from evalcore.api.serving.snapshots import Deployments
 from evalcore.store import Store
 from evalcore.store.connection import default_store_path
@@ -41,6 +42,7 @@ ROUTERS = (
     evaluations.router,
     review_api.router,
     estimates.router,
+    metrics.router,
 )
 
 
@@ -67,6 +69,7 @@ def create_api(store_path: str | Path | None = None) -> FastAPI:
     )
     api.state.write_lock = threading.Lock()
     api.state.deployments = Deployments(store)
+    api.state.requests = RequestCounts()
     problems.install(api)
     for router in ROUTERS:
         api.include_router(router)
@@ -170,8 +173,9 @@ def _errors(path: str, method: str, operation: dict[str, Any]) -> None:
 
 def guarded_api(api: FastAPI) -> ASGIApp:
     """``api`` behind the key check and the body limit, in that order: a caller without a key is
-    answered before a byte of its body is read."""
-    return KeyCheck(api, BodyLimit(api), [route for router in ROUTERS for route in router.routes])
+    answered before a byte of its body is read; every answer is counted (``GET /metrics``)."""
+    routes = [route for router in ROUTERS for route in router.routes]
+    return CountRequests(KeyCheck(api, BodyLimit(api), routes), api.state.requests, routes)
 
 
 def create_app(store_path: str | Path | None = None) -> ASGIApp:

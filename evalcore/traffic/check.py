@@ -319,8 +319,11 @@ def run_deployment_check(
     now: datetime | None = None,
     min_refused_share: float | None = None,
     fail_on_drift: bool = False,
+    draw: bool = True,
 ) -> DeploymentReport:
-    """The deployment's check of the module docstring, as of ``now`` (naive UTC; default: now)."""
+    """The deployment's check of the module docstring, as of ``now`` (naive UTC; default: now).
+    ``draw`` False reads only: the review samples of ended periods are not drawn (the metrics
+    a scrape reads; a period without its frame counts as not labelled)."""
     step = parse_period(period)
     for option, value in (("--max-refused-share", max_refused_share), ("--min-refused-share", min_refused_share)):
         if value is not None and not 0.0 <= value <= 1.0:
@@ -361,7 +364,7 @@ def run_deployment_check(
             [r for r in report.reasons if _DRIFT in r],
             [r for r in report.reasons if _DRIFT not in r],
         )
-    drawn = ensure_drawn(store, v.name, now=as_of)  # the review sample of each ended period, once
+    drawn = ensure_drawn(store, v.name, now=as_of) if draw else 0  # each ended period's review sample, once
     if drawn:
         report.notes.append(
             f"drew the review sample of {drawn} ended period{'s' if drawn > 1 else ''} (label it on the Review "

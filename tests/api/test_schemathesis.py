@@ -42,6 +42,7 @@ import pytest
 import schemathesis
 from api_serving import ALL_SCOPES, api_server, cli, make_key, make_store
 from conftest import ROOT
+from prometheus_client.parser import text_string_to_metric_families
 
 from api.schema_net import PARTS, Finding, Net, Part, no_route_serves, run_parts, served_net, server_env
 
@@ -310,6 +311,7 @@ def test_every_2xx_answer_matches_the_schema_the_document_gives_it(tmp_path_fact
             label = {"labels": [{"line_id": "0123456789ab-a1", "label": "off-topic"}]}
             call("POST /deployments/{name}/labels", "/deployments/answers/labels", json=label)
             call("GET /deployments/{name}/estimate", "/deployments/answers/estimate")
+            call("GET /metrics", "/metrics")
             otlp = "/deployments/answers/otlp/v1/traces"  # an empty OTLP export, in JSON: answered {}
             call("POST /deployments/{name}/otlp/v1/traces", otlp, json={"resourceSpans": []})
             call("POST /gate", "/gate", json={"baseline": "base", "candidate": "cand"})
@@ -321,6 +323,12 @@ def test_every_2xx_answer_matches_the_schema_the_document_gives_it(tmp_path_fact
     statuses = {}
     for label, answer in seen:
         assert 200 <= answer.status_code < 300, (label, answer.status_code, answer.text[:500])
+        if label == "GET /metrics":  # Prometheus's text format, as documented, read by its own parser
+            documented = document["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+            assert list(documented) == [answer.headers["content-type"].split(";")[0]], documented
+            assert any(f.name == "evalcore_http_requests" for f in text_string_to_metric_families(answer.text))
+            statuses.setdefault(label, set()).add(answer.status_code)
+            continue
         schema = _answer_schema(document, label, answer.status_code)
         assert {k: v for k, v in schema.items() if k != "components"}, (label, "documented with {}")
         jsonschema.validate(answer.json(), schema)

@@ -10,7 +10,8 @@ or was replayed later.
 
 :func:`deployed_version` reads the current version (None: no such deployment), with the
 previous versions' times so that a reader can say what it leaves out; :func:`pending_lines`
-counts the deployment's posted lines that wait for their replay (not stored as traffic yet).
+counts the deployment's posted lines that wait for their replay (not stored as traffic yet),
+and :func:`posted_counts` what was posted, replayed and failed (the service's metrics).
 Reads only.
 """
 
@@ -95,6 +96,36 @@ def pending_lines(store: Store, name: str) -> int:
             "SELECT count(*) FROM traffic_posted WHERE deployment = ? AND import_id IS NULL", [name]
         ).fetchall()
     return int(got[0][0])
+
+
+@dataclass(frozen=True, slots=True)
+class PostedCounts:
+    """A deployment's posted lines: ``posted`` (every line stored once, by NDJSON or OTLP),
+    ``replayed`` (scored by the job runner), ``pending`` (waiting for their replay), ``failed``
+    (replayed lines the run's endpoint could not answer) and ``oldest_pending`` (naive UTC: when
+    the oldest waiting line arrived; None when none waits)."""
+
+    posted: int
+    replayed: int
+    pending: int
+    failed: int
+    oldest_pending: datetime | None
+
+
+def posted_counts(store: Store, name: str) -> PostedCounts:
+    """:class:`PostedCounts` of deployment ``name`` (zeros for a name that posted nothing)."""
+    with store.read() as con:
+        posted, replayed, oldest = con.execute(
+            "SELECT count(*), count(import_id), min(received_at) FILTER (WHERE import_id IS NULL) "
+            "FROM traffic_posted WHERE deployment = ?",
+            [name],
+        ).fetchall()[0]
+        failed = con.execute(
+            "SELECT count(*) FROM traffic_queries q JOIN traffic_texts t USING (run_id, strategy, retriever, "
+            "text_hash) WHERE q.deployment = ? AND t.failure IS NOT NULL",
+            [name],
+        ).fetchall()[0][0]
+    return PostedCounts(int(posted), int(replayed), int(posted) - int(replayed), int(failed), oldest)
 
 
 def version_lines(store: Store, version: DeployedVersion) -> tuple[int, int]:
